@@ -1,0 +1,980 @@
+"""Pythonic classes over libvisiontrain's opaque handles."""
+
+import array
+import collections
+import ctypes
+import enum
+import logging
+import os
+import sys
+import weakref
+
+from . import _native
+from .errors import (BadStateError, InvalidArgumentError, Status, VisionTrainError,
+                     exception_for)
+
+_log = logging.getLogger("visiontrain")
+
+
+# ---- enums -------------------------------------------------------------------------------------
+
+class Task(enum.IntEnum):
+    CLASSIFY = 1
+    DETECT = 2
+    SEGMENT = 3
+
+
+class Split(enum.IntEnum):
+    TRAIN = 0
+    VAL = 1
+    TEST = 2
+
+
+class Metric(enum.IntEnum):
+    LOSS = 1
+    VAL_LOSS = 2
+    TOP1 = 3
+    TOP5 = 4
+    LR = 5
+    IMAGES_PER_SEC = 6
+    EPOCH_SECONDS = 7
+
+
+class Event(enum.IntEnum):
+    BATCH_END = 1
+    EPOCH_END = 2
+
+
+class LogLevel(enum.IntEnum):
+    ERROR = 1
+    WARNING = 2
+    INFO = 3
+    DEBUG = 4
+
+
+class OptionType(enum.IntEnum):
+    INT = 1
+    FLOAT = 2
+    STRING = 3
+
+
+_TASK_NAMES = {"classify": Task.CLASSIFY, "cls": Task.CLASSIFY, "classification": Task.CLASSIFY,
+               "detect": Task.DETECT, "detection": Task.DETECT,
+               "segment": Task.SEGMENT, "segmentation": Task.SEGMENT}
+_SPLIT_NAMES = {"train": Split.TRAIN, "val": Split.VAL, "valid": Split.VAL,
+                "validation": Split.VAL, "test": Split.TEST}
+_LOG_TO_LOGGING = {LogLevel.ERROR: logging.ERROR, LogLevel.WARNING: logging.WARNING,
+                   LogLevel.INFO: logging.INFO, LogLevel.DEBUG: logging.DEBUG}
+
+
+def _enum_arg(value, enum_cls, names, what):
+    if isinstance(value, str):
+        try:
+            return names[value.strip().lower()]
+        except KeyError:
+            raise ValueError("unknown %s %r; expected one of %s"
+                             % (what, value, ", ".join(sorted(names)))) from None
+    try:
+        return enum_cls(value)
+    except ValueError:
+        raise ValueError("unknown %s %r" % (what, value)) from None
+
+
+def _task(value):
+    return _enum_arg(value, Task, _TASK_NAMES, "task")
+
+
+def _split(value):
+    return _enum_arg(value, Split, _SPLIT_NAMES, "split")
+
+
+def _metric(value):
+    return _enum_arg(value, Metric, {m.name.lower(): m for m in Metric}, "metric")
+
+
+def _log_level(value):
+    return _enum_arg(value, LogLevel, {m.name.lower(): m for m in LogLevel}, "log level")
+
+
+# ---- strings and errors -------------------------------------------------------------------------
+
+def _text(b):
+    """A C string from the library -> str (None stays None)."""
+    if b is None:
+        return None
+    return b.decode("utf-8", "replace")
+
+
+def _path_text(b):
+    if b is None:
+        return None
+    return os.fsdecode(b)
+
+
+def _cpath(path):
+    """A path argument -> bytes for a const char *."""
+    p = os.fsencode(path)
+    if b"\0" in p:
+        raise ValueError("embedded NUL in path %r" % (path,))
+    return p
+
+
+def _cstr(s):
+    if s is None:
+        return None
+    b = s.encode("utf-8") if isinstance(s, str) else bytes(s)
+    if b"\0" in b:
+        raise ValueError("embedded NUL in string %r" % (s,))
+    return b
+
+
+def _format_value(v):
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return ",".join(_format_value(x) for x in v)
+    return str(v)
+
+
+def _kv_string(options):
+    """{"imgsz": 32, "seed": 1} -> "imgsz=32 seed=1" (None when empty)."""
+    parts = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        text = _format_value(value)
+        if any(c.isspace() for c in text) or not text:
+            raise ValueError("option %s=%r: values of this options string cannot be empty or "
+                             "contain spaces" % (key, value))
+        parts.append("%s=%s" % (key, text))
+    return " ".join(parts) if parts else None
+
+
+def _raise(status, handle_message=None):
+    """Raise the exception for a non-OK vt_status.  Call right after the failing call."""
+    lib = _native.lib()
+    message = handle_message or _text(lib.vt_last_error())
+    status_string = _text(lib.vt_status_string(status))
+    if not message:
+        message = status_string or ("vt_status %d" % status)
+    raise exception_for(status)(message, status, status_string)
+
+
+def _check(status, last_error_fn=None, handle=None):
+    """Raise if status is not VT_OK, with the handle's message when there is a handle."""
+    if status == 0:
+        return
+    msg = None
+    if last_error_fn is not None and handle:
+        msg = _text(last_error_fn(handle))
+    _raise(status, msg)
+
+
+# ---- handle lifetime ----------------------------------------------------------------------------
+
+class _Handle(object):
+    """One native handle and its destroy function.
+
+    A trainer borrows its model and dataset, which must outlive it.  The borrowed handles list
+    the borrowing ones in ``borrowers``; closing a handle first destroys its borrowers.  This
+    keeps the C rule even when the garbage collector finalises a reference cycle in any order.
+    """
+    __slots__ = ("ptr", "destroy", "kind", "borrowers", "parents", "busy")
+
+    def __init__(self, ptr, destroy, kind):
+        self.ptr = ptr
+        self.destroy = destroy
+        self.kind = kind
+        self.borrowers = []
+        self.parents = []
+        self.busy = False
+
+    def borrow(self, *parents):
+        for p in parents:
+            if p is not None:
+                p.borrowers.append(self)
+                self.parents.append(p)
+
+    def close(self):
+        if self.ptr is None:
+            return
+        if self.busy:
+            raise BadStateError("cannot close a %s while it is in use (during Trainer.run())"
+                                % self.kind, Status.BAD_STATE)
+        for b in list(self.borrowers):
+            b.close()
+        ptr, self.ptr = self.ptr, None
+        for p in self.parents:
+            try:
+                p.borrowers.remove(self)
+            except ValueError:
+                pass
+        self.parents = []
+        self.destroy(ptr)
+
+    def get(self):
+        if self.ptr is None:
+            raise BadStateError("the %s is closed" % self.kind, Status.BAD_STATE)
+        return self.ptr
+
+
+class _Closable(object):
+    _h = None
+
+    def close(self):
+        """Free the native handle now (also done by ``with`` and when garbage collected).
+        Closing a Model or Dataset also closes the Trainers that use it."""
+        if self._h is not None:
+            self._h.close()
+
+    @property
+    def closed(self):
+        return self._h is None or self._h.ptr is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        h = self._h
+        if h is None or h.ptr is None:
+            return
+        try:
+            h.busy = False
+            h.close()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+
+# ---- version and options ------------------------------------------------------------------------
+
+def version():
+    """Version string of the loaded library, e.g. "0.1.0"."""
+    return _text(_native.lib().vt_version_string())
+
+
+def version_info():
+    """(major, minor, patch) of the loaded library."""
+    n = _native.lib().vt_version()
+    return (n // 10000, n // 100 % 100, n % 100)
+
+
+def abi_version():
+    """ABI version of the loaded library (the bindings refuse to load any other than 0)."""
+    return _native.lib().vt_abi_version()
+
+
+class OptionInfo(collections.namedtuple("OptionInfo", "key id type min max help")):
+    """An option: key (as in key=value), id (vt_option value), type (OptionType), min and max
+    (numeric bounds; 0 for strings), help (one line).  ``target`` is "trainer" for
+    Trainer.set() options and "model" for Model(...) options (a key such as imgsz or seed can
+    exist for both)."""
+    __slots__ = ()
+
+    @property
+    def target(self):
+        return "model" if self.id >= _MODEL_OPTIONS_FROM else "trainer"
+
+
+def option_info(option):
+    """Describe one option, by vt_option number or key."""
+    if isinstance(option, str):
+        for info in options():
+            if info.key == option:
+                return info
+        raise exception_for(Status.UNKNOWN_OPTION)("unknown option %r" % option,
+                                                   Status.UNKNOWN_OPTION)
+    lib = _native.lib()
+    key = ctypes.c_char_p()
+    typ = ctypes.c_int()
+    lo = ctypes.c_double()
+    hi = ctypes.c_double()
+    hlp = ctypes.c_char_p()
+    _check(lib.vt_option_info(int(option), ctypes.byref(key), ctypes.byref(typ), ctypes.byref(lo),
+                              ctypes.byref(hi), ctypes.byref(hlp)))
+    try:
+        t = OptionType(typ.value)
+    except ValueError:
+        t = typ.value
+    return OptionInfo(_text(key.value), int(option), t, lo.value, hi.value, _text(hlp.value))
+
+
+def options():
+    """All options the library knows (trainer options and vt_model_create() options)."""
+    lib = _native.lib()
+    out = []
+    seen = set()
+    opt = lib.vt_option_next(0)
+    while opt != 0 and opt not in seen:
+        seen.add(opt)
+        out.append(option_info(opt))
+        opt = lib.vt_option_next(opt)
+    return out
+
+
+_OPT_IMGSZ = 102          # VT_OPT_IMGSZ (the trainer's); VT_OPT_MODEL_IMGSZ (301) shares its key
+_MODEL_OPTIONS_FROM = 300  # vt_option values >= 300 are vt_model_create() options
+
+
+def _trainer_option_id(key):
+    """A trainer option key -> vt_option (keys shared with model options mean the trainer's)."""
+    if not isinstance(key, str):
+        return int(key)
+    matches = [o for o in options() if o.key == key]
+    for o in matches:
+        if o.id < _MODEL_OPTIONS_FROM:
+            return o.id
+    if matches:
+        return matches[0].id
+    raise exception_for(Status.UNKNOWN_OPTION)("unknown option %r" % key, Status.UNKNOWN_OPTION)
+
+
+def synth_generate(directory, task="classify", **options):
+    """Write a synthetic dataset under ``directory``; returns the path as a str.
+
+    Options (ints): classes=4 (2..8), train=100, val=40 (images per class), imgsz=32, seed=0.
+    """
+    path = os.fspath(directory)
+    _check(_native.lib().vt_synth_generate(_cpath(path), _task(task),
+                                           _cstr(_kv_string(options))))
+    return path
+
+
+# ---- datasets -----------------------------------------------------------------------------------
+
+class Dataset(_Closable):
+    """An opened dataset folder (for classification: the ImageFolder layout)."""
+
+    def __init__(self, path, task="classify"):
+        lib = _native.lib()
+        self.path = os.fspath(path)
+        out = ctypes.c_void_p()
+        _check(lib.vt_dataset_open(ctypes.byref(out), _task(task), _cpath(self.path)))
+        self._lib = lib
+        self._h = _Handle(out.value, lib.vt_dataset_destroy, "Dataset")
+
+    def _ptr(self):
+        return self._h.get()
+
+    @property
+    def task(self):
+        return Task(self._lib.vt_dataset_task(self._ptr()))
+
+    @property
+    def num_classes(self):
+        return self._lib.vt_dataset_num_classes(self._ptr())
+
+    @property
+    def class_names(self):
+        p = self._ptr()
+        return [_text(self._lib.vt_dataset_class_name(p, i)) for i in range(self.num_classes)]
+
+    def class_name(self, i):
+        return _text(self._lib.vt_dataset_class_name(self._ptr(), i))
+
+    def num_images(self, split="train"):
+        """Number of images of a split (0 when the split is absent)."""
+        return self._lib.vt_dataset_num_images(self._ptr(), _split(split))
+
+    @property
+    def counts(self):
+        """{"train": n, "val": n, "test": n}"""
+        return {s.name.lower(): self.num_images(s) for s in Split}
+
+    def __len__(self):
+        return self.num_images(Split.TRAIN)
+
+    def image_path(self, split, i):
+        return _path_text(self._lib.vt_dataset_image_path(self._ptr(), _split(split), i))
+
+    def image_class(self, split, i):
+        return self._lib.vt_dataset_image_class(self._ptr(), _split(split), i)
+
+    def samples(self, split="train"):
+        """List of (path, class index) of a split."""
+        s = _split(split)
+        return [(self.image_path(s, i), self.image_class(s, i)) for i in range(self.num_images(s))]
+
+    def __repr__(self):
+        if self.closed:
+            return "<visiontrain.Dataset %r (closed)>" % self.path
+        return "<visiontrain.Dataset %r classes=%d %s>" % (self.path, self.num_classes,
+                                                            self.counts)
+
+
+# ---- models -------------------------------------------------------------------------------------
+
+Prediction = collections.namedtuple("Prediction", "index name probability")
+
+
+def _np():
+    return sys.modules.get("numpy")
+
+
+def _is_numpy(x):
+    return type(x).__module__.split(".")[0] == "numpy"
+
+
+class Model(_Closable):
+    """A model.  Model("cls-n", 4, imgsz=32) builds a new one; Model.load(path) reads a saved one.
+
+    Options of a new model: channels= (1|3), imgsz=, dropout=, seed= (weight init seed).
+    """
+
+    def __init__(self, arch, num_classes, **options):
+        lib = _native.lib()
+        out = ctypes.c_void_p()
+        _check(lib.vt_model_create(ctypes.byref(out), _cstr(arch), int(num_classes),
+                                   _cstr(_kv_string(options))))
+        self._init(lib, out.value)
+
+    def _init(self, lib, ptr):
+        self._lib = lib
+        self._h = _Handle(ptr, lib.vt_model_destroy, "Model")
+
+    @classmethod
+    def load(cls, path):
+        """Load a model saved with Model.save()."""
+        lib = _native.lib()
+        out = ctypes.c_void_p()
+        _check(lib.vt_model_load(ctypes.byref(out), _cpath(path)))
+        self = cls.__new__(cls)
+        self._init(lib, out.value)
+        return self
+
+    def _ptr(self):
+        return self._h.get()
+
+    def _check(self, status):
+        _check(status, self._lib.vt_model_last_error, self._h.ptr)
+
+    def save(self, path):
+        """Save weights and configuration (atomically)."""
+        self._check(self._lib.vt_model_save(self._ptr(), _cpath(path)))
+
+    @property
+    def task(self):
+        return Task(self._lib.vt_model_task(self._ptr()))
+
+    @property
+    def arch(self):
+        return _text(self._lib.vt_model_arch(self._ptr()))
+
+    @property
+    def num_classes(self):
+        return self._lib.vt_model_num_classes(self._ptr())
+
+    @property
+    def class_names(self):
+        """Class names from the training dataset; entries are None when unknown."""
+        p = self._ptr()
+        return [_text(self._lib.vt_model_class_name(p, i)) for i in range(self.num_classes)]
+
+    @property
+    def channels(self):
+        return self._lib.vt_model_channels(self._ptr())
+
+    @property
+    def imgsz(self):
+        return self._lib.vt_model_imgsz(self._ptr())
+
+    @property
+    def num_params(self):
+        return self._lib.vt_model_num_params(self._ptr())
+
+    def flops(self, imgsz=None):
+        """Forward-pass FLOPs for one image (default: at the model's image size)."""
+        return self._lib.vt_model_flops(self._ptr(), int(imgsz or self.imgsz))
+
+    def predict(self, image, width=None, height=None, channels=None, stride=None):
+        """Class probabilities (a list of floats summing to ~1) for one image.
+
+        ``image`` is a path (str / os.PathLike: PNG or JPEG), a numpy uint8 array of shape
+        (H, W) or (H, W, C) with C in 1, 3, 4, nested lists of the same shape, a PIL image, or
+        8-bit interleaved pixel bytes / bytearray / memoryview / array('B') together with
+        ``width``, ``height`` and ``channels`` (``stride``: bytes between rows, default
+        width*channels).
+        """
+        p = self._ptr()
+        n = self.num_classes
+        scores = (ctypes.c_float * n)()
+        if isinstance(image, (str, os.PathLike)):
+            self._check(self._lib.vt_model_predict_file(p, _cpath(image), scores, n))
+            return list(scores)
+        buf, width, height, channels, stride = _pixels(image, width, height, channels, stride)
+        self._check(self._lib.vt_model_predict_pixels(
+            p, ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)), width, height, channels, stride,
+            scores, n))
+        return list(scores)
+
+    def predict_topk(self, image, k=5, **kw):
+        """The k most probable classes: a list of Prediction(index, name, probability), best
+        first; name is the class name, or str(index) when the model has no class names."""
+        probs = self.predict(image, **kw)
+        names = self.class_names
+        order = sorted(range(len(probs)), key=lambda i: -probs[i])[:max(0, int(k))]
+        return [Prediction(i, names[i] if names[i] is not None else str(i), probs[i])
+                for i in order]
+
+    def __repr__(self):
+        if self.closed:
+            return "<visiontrain.Model (closed)>"
+        return "<visiontrain.Model %s classes=%d imgsz=%d channels=%d params=%d>" % (
+            self.arch, self.num_classes, self.imgsz, self.channels, self.num_params)
+
+
+def _pixels(image, width, height, channels, stride):
+    """Normalise an in-memory image to (ctypes buffer, width, height, channels, stride)."""
+    np = _np()
+    if np is not None and _is_numpy(image):
+        a = np.asarray(image)
+        if a.dtype != np.uint8:
+            raise TypeError("predict() takes uint8 pixels (H, W[, C]), got dtype %s" % a.dtype)
+        if a.ndim == 2:
+            a = a[:, :, None]
+        if a.ndim != 3:
+            raise ValueError("predict() takes an (H, W) or (H, W, C) array, got shape %s"
+                             % (a.shape,))
+        a = np.ascontiguousarray(a)
+        height, width, channels = a.shape
+        buf = _readonly_buffer(a, ctypes.c_uint8, a.size)
+        return buf, width, height, channels, width * channels
+    if hasattr(image, "mode") and hasattr(image, "size") and hasattr(image, "tobytes"):
+        # A PIL image.
+        mode = {"L": 1, "RGB": 3, "RGBA": 4}.get(image.mode)
+        if mode is None:
+            image = image.convert("RGB")
+            mode = 3
+        width, height = image.size
+        data = image.tobytes()
+        return _readonly_buffer(data, ctypes.c_uint8, len(data)), width, height, mode, width * mode
+    if isinstance(image, (list, tuple)):
+        height = len(image)
+        width = len(image[0]) if height else 0
+        first = image[0][0] if width else 0
+        channels = len(first) if isinstance(first, (list, tuple)) else 1
+        flat = bytearray()
+        for row in image:
+            if len(row) != width:
+                raise ValueError("ragged image rows")
+            for px in row:
+                if channels == 1 and not isinstance(px, (list, tuple)):
+                    flat.append(px)
+                else:
+                    if len(px) != channels:
+                        raise ValueError("pixels with different channel counts")
+                    flat.extend(px)
+        return _readonly_buffer(flat, ctypes.c_uint8, len(flat)), width, height, channels, \
+            width * channels
+    # Raw 8-bit pixels.
+    try:
+        mv = memoryview(image)
+    except TypeError:
+        raise TypeError("predict() takes a path, a numpy uint8 array, nested lists, a PIL image "
+                        "or pixel bytes, not %s" % type(image).__name__) from None
+    if width is None or height is None or channels is None:
+        raise TypeError("predict() with raw pixel bytes needs width=, height= and channels=")
+    width, height, channels = int(width), int(height), int(channels)
+    if stride is None:
+        stride = width * channels
+    stride = int(stride)
+    if width <= 0 or height <= 0 or channels not in (1, 3, 4) or stride < width * channels:
+        raise InvalidArgumentError("bad image geometry: width=%d height=%d channels=%d stride=%d"
+                                   % (width, height, channels, stride), Status.INVALID_ARGUMENT)
+    need = stride * (height - 1) + width * channels
+    if mv.nbytes < need:
+        raise InvalidArgumentError("pixel buffer holds %d bytes, %d needed for %dx%dx%d "
+                                   "(stride %d)" % (mv.nbytes, need, width, height, channels,
+                                                    stride), Status.INVALID_ARGUMENT)
+    return _readonly_buffer(mv, ctypes.c_uint8, mv.nbytes), width, height, channels, stride
+
+
+def _readonly_buffer(obj, ctype, count):
+    """A ctypes array over obj's buffer (shared when writable and contiguous, else a copy)."""
+    mv = memoryview(obj)
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    mv = mv.cast("B")
+    if mv.nbytes < count * ctypes.sizeof(ctype):
+        raise InvalidArgumentError("buffer too small", Status.INVALID_ARGUMENT)
+    arr_t = ctype * count
+    if not mv.readonly:
+        try:
+            return arr_t.from_buffer(mv)
+        except (TypeError, ValueError):
+            pass
+    return arr_t.from_buffer_copy(mv)
+
+
+# ---- training -----------------------------------------------------------------------------------
+
+class Progress(object):
+    """Progress of a Trainer.run(), passed to progress callbacks.
+
+    Attributes: event (Event), epoch (1-based), epochs, batch (1-based within the epoch),
+    batches (per epoch), iteration (optimiser steps so far), metrics (dict name -> float with
+    the metrics available at this point: loss, val_loss, top1, top5, lr, images_per_sec,
+    epoch_seconds).  Metrics are also readable as attributes (progress.loss, None when absent),
+    and progress["epoch"] / progress.as_dict() give dict access.
+    """
+    __slots__ = ("event", "epoch", "epochs", "batch", "batches", "iteration", "metrics")
+
+    def __init__(self, event, epoch, epochs, batch, batches, iteration, metrics):
+        self.event = event
+        self.epoch = epoch
+        self.epochs = epochs
+        self.batch = batch
+        self.batches = batches
+        self.iteration = iteration
+        self.metrics = metrics
+
+    def __getattr__(self, name):
+        if name in Metric.__members__ or name.upper() in Metric.__members__:
+            return self.metrics.get(name.lower())
+        raise AttributeError(name)
+
+    def as_dict(self):
+        d = {"event": self.event.name.lower() if isinstance(self.event, Event) else self.event,
+             "epoch": self.epoch, "epochs": self.epochs, "batch": self.batch,
+             "batches": self.batches, "iteration": self.iteration}
+        d.update(self.metrics)
+        return d
+
+    def __getitem__(self, key):
+        return self.as_dict()[key]
+
+    def __repr__(self):
+        m = " ".join("%s=%.4g" % kv for kv in self.metrics.items())
+        return "<Progress %s epoch %d/%d batch %d/%d it %d %s>" % (
+            self.event.name.lower() if isinstance(self.event, Event) else self.event,
+            self.epoch, self.epochs, self.batch, self.batches, self.iteration, m)
+
+
+def _read_progress(lib, event, p):
+    metrics = {}
+    value = ctypes.c_double()
+    for m in Metric:
+        st = lib.vt_progress_metric(p, m, ctypes.byref(value))
+        if st == 0:
+            metrics[m.name.lower()] = value.value
+        # VT_ERR_NOT_FOUND: not available at this point; any other status: ignore the metric
+    try:
+        event = Event(event)
+    except ValueError:
+        pass
+    return Progress(event, lib.vt_progress_epoch(p), lib.vt_progress_epochs(p),
+                    lib.vt_progress_batch(p), lib.vt_progress_batches(p),
+                    lib.vt_progress_iteration(p), metrics)
+
+
+class Trainer(_Closable):
+    """Trains a Model, on a Dataset (run()) or on caller batches (step()).
+
+    Trainer(model, dataset=None, **options): options as in set().  The trainer keeps references
+    to its model and dataset, so they stay alive as long as it does.
+    """
+
+    def __init__(self, model, dataset=None, **options):
+        if not isinstance(model, Model):
+            raise TypeError("Trainer() needs a visiontrain.Model, not %s" % type(model).__name__)
+        if dataset is not None and not isinstance(dataset, Dataset):
+            raise TypeError("dataset must be a visiontrain.Dataset or None")
+        lib = _native.lib()
+        out = ctypes.c_void_p()
+        _check(lib.vt_trainer_create(ctypes.byref(out), model._ptr(),
+                                     dataset._ptr() if dataset is not None else None))
+        self._lib = lib
+        self._h = _Handle(out.value, lib.vt_trainer_destroy, "Trainer")
+        self._h.borrow(model._h, dataset._h if dataset is not None else None)
+        self.model = model
+        self.dataset = dataset
+        self._callback = None
+        self._run_callback = None
+        self._pending = None
+        # The C callbacks stay referenced by the trainer while the C side may call them.
+        self._progress_c = _native.PROGRESS_FN(_weak_callback(self, "_on_progress_c", 1))
+        self._log_c = None
+        self._log_fn = None
+        self.set_log(None, "info")   # library diagnostics -> logging.getLogger("visiontrain")
+        if options:
+            self.set(**options)
+
+    def _ptr(self):
+        return self._h.get()
+
+    def _check(self, status):
+        _check(status, self._lib.vt_trainer_last_error, self._h.ptr)
+
+    # -- options --
+
+    def set(self, *key_values, **options):
+        """Set options: trainer.set(epochs=2, lr0=0.01, optimizer="adamw") or
+        trainer.set("epochs=2").  Keys and ranges: visiontrain.options().
+        Raises UnknownOptionError / OptionValueError (both OptionError)."""
+        p = self._ptr()
+        items = list(key_values)
+        items += ["%s=%s" % (k, _format_value(v)) for k, v in options.items()]
+        for kv in items:
+            self._check(self._lib.vt_trainer_set(p, _cstr(kv)))
+        return self
+
+    def get(self, key):
+        """Current value of a numeric option (by key or vt_option number) as a float."""
+        value = ctypes.c_double()
+        self._check(self._lib.vt_trainer_get_float(self._ptr(), _trainer_option_id(key),
+                                                   ctypes.byref(value)))
+        return value.value
+
+    def set_int(self, option, value):
+        self._check(self._lib.vt_trainer_set_int(self._ptr(), _trainer_option_id(option),
+                                                 int(value)))
+
+    def set_float(self, option, value):
+        self._check(self._lib.vt_trainer_set_float(self._ptr(), _trainer_option_id(option),
+                                                   float(value)))
+
+    def set_string(self, option, value):
+        self._check(self._lib.vt_trainer_set_string(self._ptr(), _trainer_option_id(option),
+                                                    _cstr(value)))
+
+    # -- callbacks --
+
+    def on_progress(self, fn):
+        """Call fn(event, progress) after each batch and epoch of run() (None removes it).
+        The return value is ignored; to stop, call trainer.cancel() (run() then raises
+        Cancelled) or raise: the run is cancelled and run() re-raises that exception.
+        Usable as a decorator."""
+        if fn is not None and not callable(fn):
+            raise TypeError("progress callback must be callable")
+        self._callback = fn
+        return fn
+
+    def set_log(self, fn=None, level="info"):
+        """Route library log messages to fn(level, message), where level is a LogLevel; with
+        fn=None they go to logging.getLogger("visiontrain").  ``level``: the most verbose
+        level delivered (error, warning, info, debug); level=None turns logging off.
+        The callback must not raise: an exception in it cancels a running run(), which
+        re-raises it."""
+        p = self._ptr()
+        if level is None:
+            self._lib.vt_trainer_set_log(p, None, None, LogLevel.ERROR)
+            self._log_fn = self._log_c = None
+            return
+        lvl = _log_level(level)
+        if fn is not None and not callable(fn):
+            raise TypeError("log callback must be callable")
+        self._log_fn = fn
+        if self._log_c is None:
+            self._log_c = _native.LOG_FN(_weak_callback(self, "_on_log_c", None))
+        self._lib.vt_trainer_set_log(p, self._log_c, None, lvl)
+
+    def _on_log_c(self, user, level, message):
+        try:
+            try:
+                level = LogLevel(level)
+            except ValueError:
+                pass
+            text = _text(message)
+            if self._log_fn is not None:
+                self._log_fn(level, text)
+            else:
+                _log.log(_LOG_TO_LOGGING.get(level, logging.INFO), "%s", text)
+        except BaseException as e:  # a log callback cannot fail the call; keep the first error
+            if self._pending is None and self._h.busy:
+                self._pending = e
+                self._lib.vt_trainer_cancel(self._h.ptr)
+
+    def _on_progress_c(self, user, event, progress):
+        if self._pending is not None:
+            return 1
+        try:
+            fns = [fn for fn in (self._run_callback, self._callback) if fn is not None]
+            if fns:
+                info = _read_progress(self._lib, event, progress)
+                for fn in fns:
+                    fn(info.event, info)
+        except BaseException as e:  # includes KeyboardInterrupt: stop the run, re-raise later
+            self._pending = e
+            return 1
+        return 0
+
+    # -- training --
+
+    def run(self, callback=None):
+        """Train for the configured epochs.  ``callback``: fn(event, progress) for this run
+        (in addition to one set with on_progress()).  Returns the final metrics as a dict.
+
+        Raises Cancelled after cancel(), or the callback's own exception when it raised one
+        (the run is cancelled cleanly first).  Ctrl-C (KeyboardInterrupt) also cancels cleanly.
+        """
+        if callback is not None and not callable(callback):
+            raise TypeError("callback must be callable")
+        p = self._ptr()
+        if self._h.busy:
+            raise BadStateError("Trainer.run() is already running", Status.BAD_STATE)
+        self._run_callback = callback
+        self._pending = None
+        h = self._h
+        # The callback is always installed, so Python signals (Ctrl-C) are seen between batches.
+        self._lib.vt_trainer_set_progress(p, self._progress_c, None)
+        for parent in [h] + h.parents:
+            parent.busy = True
+        try:
+            status = self._lib.vt_trainer_run(p)
+        finally:
+            for parent in [h] + h.parents:
+                parent.busy = False
+            self._run_callback = None
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            if status not in (0, Status.CANCELLED):
+                try:
+                    self._check(status)
+                except VisionTrainError as lib_error:
+                    raise pending from lib_error
+            raise pending
+        self._check(status)
+        return self.metrics()
+
+    def step(self, images, labels):
+        """One optimisation step on a batch; returns the batch's mean loss.
+
+        ``images``: float32 NCHW (batch, channels, imgsz, imgsz), already normalised -- a numpy
+        array (any float dtype, converted), nested lists, array.array('f'), or raw float32
+        bytes / memoryview.  ``labels``: class ids, a sequence of ints / numpy array /
+        array.array.  The size is checked against channels and imgsz before calling the library.
+        """
+        p = self._ptr()
+        lab, batch = _labels(labels)
+        if batch <= 0:
+            raise InvalidArgumentError("empty batch", Status.INVALID_ARGUMENT)
+        nc = self.model.num_classes
+        for i in range(batch):
+            if not 0 <= lab[i] < nc:
+                raise InvalidArgumentError("label %d at index %d is not a class id 0..%d"
+                                           % (lab[i], i, nc - 1), Status.INVALID_ARGUMENT)
+        channels = self.model.channels
+        try:
+            imgsz = int(self.get(_OPT_IMGSZ))
+        except VisionTrainError:
+            imgsz = 0
+        if imgsz <= 0:   # not set: the model's image size
+            imgsz = self.model.imgsz
+        per_image = channels * imgsz * imgsz
+        img = _float_images(images, batch, channels, imgsz)
+        if len(img) != batch * per_image:
+            raise InvalidArgumentError(
+                "images hold %d floats; batch %d x channels %d x %d x %d needs %d"
+                % (len(img), batch, channels, imgsz, imgsz, batch * per_image),
+                Status.INVALID_ARGUMENT)
+        loss = ctypes.c_float()
+        self._check(self._lib.vt_trainer_step(p, img, lab, batch, ctypes.byref(loss)))
+        return loss.value
+
+    def validate(self, split="val"):
+        """Evaluate the model on a split; returns the metrics as a dict."""
+        self._check(self._lib.vt_trainer_validate(self._ptr(), _split(split)))
+        return self.metrics()
+
+    def metric(self, name, default=NotImplemented):
+        """The latest value of a metric ("loss", "val_loss", "top1", "top5", "lr",
+        "images_per_sec", "epoch_seconds", or a Metric).  Raises NotFoundError when there is
+        none yet, unless ``default`` is given."""
+        value = ctypes.c_double()
+        st = self._lib.vt_trainer_metric(self._ptr(), _metric(name), ctypes.byref(value))
+        if st == Status.NOT_FOUND and default is not NotImplemented:
+            return default
+        self._check(st)
+        return value.value
+
+    def metrics(self):
+        """All metrics available now, as a dict name -> float."""
+        out = {}
+        for m in Metric:
+            v = self.metric(m, None)
+            if v is not None:
+                out[m.name.lower()] = v
+        return out
+
+    def cancel(self):
+        """Ask a running run() to stop after the current batch (any thread; run() then raises
+        Cancelled).  Does nothing on a closed trainer."""
+        h = self._h
+        ptr = h.ptr if h is not None else None
+        if ptr is not None:
+            self._lib.vt_trainer_cancel(ptr)
+
+    def __repr__(self):
+        return "<visiontrain.Trainer model=%r dataset=%r%s>" % (
+            self.model, self.dataset, " (closed)" if self.closed else "")
+
+
+def _weak_callback(obj, method, dead_result):
+    """A function calling obj.method through a weak reference, so that the C callback object a
+    trainer holds does not make a reference cycle (the trainer is freed by reference counting)."""
+    ref = weakref.ref(obj)
+
+    def callback(*args):
+        o = ref()
+        if o is None:
+            return dead_result
+        return getattr(o, method)(*args)
+    return callback
+
+
+def _labels(labels):
+    """labels -> (ctypes int32 array, count)."""
+    np = _np()
+    if np is not None and _is_numpy(labels):
+        a = np.ascontiguousarray(np.asarray(labels).reshape(-1), dtype=np.int32)
+        return _readonly_buffer(a, ctypes.c_int32, a.size), int(a.size)
+    if isinstance(labels, int):
+        labels = [labels]
+    if isinstance(labels, array.array) and labels.itemsize == 4 and labels.typecode in "il":
+        return _readonly_buffer(labels, ctypes.c_int32, len(labels)), len(labels)
+    if isinstance(labels, (bytes, bytearray, memoryview)):
+        mv = memoryview(labels).cast("B")
+        if mv.nbytes % 4:
+            raise InvalidArgumentError("raw int32 labels must be a multiple of 4 bytes",
+                                       Status.INVALID_ARGUMENT)
+        n = mv.nbytes // 4
+        return _readonly_buffer(mv, ctypes.c_int32, n), n
+    vals = [int(x) for x in labels]
+    return (ctypes.c_int32 * len(vals))(*vals), len(vals)
+
+
+def _flatten(x, out):
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            _flatten(y, out)
+    else:
+        out.append(float(x))
+
+
+def _float_images(images, batch, channels, imgsz):
+    """images -> ctypes float32 array (length checked by the caller)."""
+    np = _np()
+    if np is not None and _is_numpy(images):
+        a = np.ascontiguousarray(np.asarray(images), dtype=np.float32)
+        if a.ndim == 4 and a.shape != (batch, channels, imgsz, imgsz):
+            raise InvalidArgumentError("images have shape %s, expected (%d, %d, %d, %d) NCHW"
+                                       % (a.shape, batch, channels, imgsz, imgsz),
+                                       Status.INVALID_ARGUMENT)
+        return _readonly_buffer(a, ctypes.c_float, a.size)
+    if isinstance(images, array.array):
+        if images.typecode != "f":
+            images = array.array("f", images)
+        return _readonly_buffer(images, ctypes.c_float, len(images))
+    if isinstance(images, (bytes, bytearray, memoryview)):
+        mv = memoryview(images).cast("B")
+        if mv.nbytes % 4:
+            raise InvalidArgumentError("raw float32 images must be a multiple of 4 bytes",
+                                       Status.INVALID_ARGUMENT)
+        return _readonly_buffer(mv, ctypes.c_float, mv.nbytes // 4)
+    flat = array.array("f")
+    _flatten(images, flat)
+    return _readonly_buffer(flat, ctypes.c_float, len(flat))

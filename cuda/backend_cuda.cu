@@ -1,0 +1,322 @@
+/* The CUDA backend: object lifetime, device queries, transfers, GEMM and the ops table.  Kernels
+ * live beside it by concern (elementwise.cu, reduce.cu, batchnorm.cu, pool.cu, conv.cu). */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda_internal.cuh"
+
+extern "C" {
+#include "cuda_device.h"
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+vt_status vt_cuda_fail(cudaError_t err, const char *what)
+{
+    /* Clear a non-sticky error so the next call does not report it again. */
+    (void)cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation)
+        return vt_fail(VT_ERR_DEVICE_OOM, "CUDA: %s: %s", what, cudaGetErrorString(err));
+    return vt_fail(VT_ERR_DEVICE, "CUDA: %s: %s (%s)", what, cudaGetErrorString(err),
+                   cudaGetErrorName(err));
+}
+
+vt_status vt_cublas_fail(cublasStatus_t st, const char *what)
+{
+    (void)cudaGetLastError();
+    if (st == CUBLAS_STATUS_ALLOC_FAILED)
+        return vt_fail(VT_ERR_DEVICE_OOM, "cuBLAS: %s: %s", what, cublasGetStatusString(st));
+    return vt_fail(VT_ERR_DEVICE, "cuBLAS: %s: %s", what, cublasGetStatusString(st));
+}
+
+vt_status vt_cuda_check_launch(const char *kernel)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return vt_cuda_fail(e, kernel);
+    return VT_OK;
+}
+
+/* ---- device queries ---------------------------------------------------------------------- */
+
+extern "C" int vt_cuda_device_count(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        /* No driver / no device is an answer (0), not a failure. */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" vt_status vt_cuda_device_info(int device, char *name, size_t name_cap, int *cc_major,
+                                         int *cc_minor, size_t *total_mem, size_t *free_mem)
+{
+    int n = vt_cuda_device_count();
+    if (device < 0 || device >= n)
+        return vt_fail(VT_ERR_DEVICE, "CUDA device %d does not exist (%d device%s found)", device,
+                       n, n == 1 ? "" : "s");
+    cudaDeviceProp prop;
+    VT_CUDA_TRY(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    if (name && name_cap > 0) snprintf(name, name_cap, "%s", prop.name);
+    if (cc_major) *cc_major = prop.major;
+    if (cc_minor) *cc_minor = prop.minor;
+    if (total_mem) *total_mem = prop.totalGlobalMem;
+    if (free_mem) {
+        vt_cuda_device_guard guard(device);
+        size_t fr = 0, tot = 0;
+        VT_CUDA_TRY(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
+        *free_mem = fr;
+    }
+    return VT_OK;
+}
+
+/* ---- transfers --------------------------------------------------------------------------- */
+
+static vt_status cuda_upload(vt_backend *b, void *dst, const void *src_host, size_t bytes)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (bytes == 0) return VT_OK;
+    if (!dst || !src_host) return vt_fail(VT_ERR_INVALID_ARGUMENT, "upload: NULL pointer");
+    VT_CUDA_GUARD(cb);
+    /* From pageable memory the call returns once the source has been staged, so the caller may
+     * reuse its buffer at once; the device copy stays in stream order. */
+    VT_CUDA_TRY(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, cb->stream),
+                "upload (cudaMemcpyAsync host to device)");
+    return VT_OK;
+}
+
+static vt_status cuda_download(vt_backend *b, void *dst_host, const void *src, size_t bytes)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (bytes == 0) return VT_OK;
+    if (!dst_host || !src) return vt_fail(VT_ERR_INVALID_ARGUMENT, "download: NULL pointer");
+    VT_CUDA_GUARD(cb);
+    VT_CUDA_TRY(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, cb->stream),
+                "download (cudaMemcpyAsync device to host)");
+    /* Any earlier asynchronous kernel failure is reported here, as the contract says. */
+    VT_CUDA_TRY(cudaStreamSynchronize(cb->stream), "download (stream synchronize)");
+    return VT_OK;
+}
+
+static vt_status cuda_copy(vt_backend *b, void *dst, const void *src, size_t bytes)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (bytes == 0 || dst == src) return VT_OK;
+    if (!dst || !src) return vt_fail(VT_ERR_INVALID_ARGUMENT, "copy: NULL pointer");
+    VT_CUDA_GUARD(cb);
+    VT_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cb->stream),
+                "copy (cudaMemcpyAsync device to device)");
+    return VT_OK;
+}
+
+static vt_status cuda_synchronize(vt_backend *b)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    VT_CUDA_GUARD(cb);
+    VT_CUDA_TRY(cudaStreamSynchronize(cb->stream), "synchronize");
+    return VT_OK;
+}
+
+/* ---- GEMM -------------------------------------------------------------------------------- */
+
+/* A k == 0 product is beta*C; cuBLAS would reject the zero leading dimensions callers may pass,
+ * and beta == 0 must overwrite (not scale) whatever C holds, NaN included. */
+__global__ void k_scale_matrix(float *c, int m, int n, int ldc, long long stride_c, int batch,
+                               float beta)
+{
+    size_t total = (size_t)m * n * batch;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t bi = i / ((size_t)m * n), r = (i / n) % m, col = i % n;
+        float *p = c + bi * stride_c + r * (size_t)ldc + col;
+        *p = beta == 0.0f ? 0.0f : beta * *p;
+    }
+}
+
+vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int m, int n, int k,
+                               float alpha, const float *a, int lda, long long stride_a,
+                               const float *bm, int ldb, long long stride_b, float beta, float *c,
+                               int ldc, long long stride_c, int batch)
+{
+    if (m < 0 || n < 0 || k < 0 || batch < 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "gemm: negative size (m=%d n=%d k=%d)", m, n, k);
+    if (m == 0 || n == 0 || batch == 0) return VT_OK;
+    if (k == 0) {
+        size_t total = (size_t)m * n * batch;
+        k_scale_matrix<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0,
+                         cb->stream>>>(c, m, n, ldc, stride_c, batch, beta);
+        return vt_cuda_check_launch("gemm (k = 0 scale)");
+    }
+    /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands and
+     * the m/n roles; each operand's transpose flag stays its own. */
+    cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (batch == 1) {
+        VT_CUBLAS_TRY(cublasSgemm(cb->cublas, opb, opa, n, m, k, &alpha, bm, ldb, a, lda, &beta, c,
+                                  ldc),
+                      "cublasSgemm");
+    } else {
+        VT_CUBLAS_TRY(cublasSgemmStridedBatched(cb->cublas, opb, opa, n, m, k, &alpha, bm, ldb,
+                                                stride_b, a, lda, stride_a, &beta, c, ldc,
+                                                stride_c, batch),
+                      "cublasSgemmStridedBatched");
+    }
+    return VT_OK;
+}
+
+static vt_status cuda_gemm(vt_backend *b, int transa, int transb, int m, int n, int k, float alpha,
+                           const float *a, int lda, const float *bm, int ldb, float beta, float *c,
+                           int ldc)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    VT_CUDA_GUARD(cb);
+    return vt_cuda_gemm_batched(cb, transa, transb, m, n, k, alpha, a, lda, 0, bm, ldb, 0, beta, c,
+                                ldc, 0, 1);
+}
+
+/* ---- lifetime ---------------------------------------------------------------------------- */
+
+static void cuda_destroy(vt_backend *b);
+
+static const vt_backend_ops cuda_ops = {
+    VT_BACKEND_API_VERSION,
+    "cuda",
+    cuda_destroy,
+    vt_cuda_alloc,
+    vt_cuda_free,
+    cuda_upload,
+    cuda_download,
+    cuda_copy,
+    vt_cuda_fill,
+    cuda_synchronize,
+    cuda_gemm,
+    vt_cuda_axpy,
+    vt_cuda_add,
+    vt_cuda_bias_add,
+    vt_cuda_channel_sum,
+    vt_cuda_conv_workspace,
+    vt_cuda_conv_forward,
+    vt_cuda_conv_backward,
+    vt_cuda_act_forward,
+    vt_cuda_act_backward,
+    vt_cuda_bn_forward_train,
+    vt_cuda_bn_forward_eval,
+    vt_cuda_bn_backward,
+    vt_cuda_maxpool_forward,
+    vt_cuda_maxpool_backward,
+    vt_cuda_avgpool_forward,
+    vt_cuda_avgpool_backward,
+    vt_cuda_gap_forward,
+    vt_cuda_gap_backward,
+    vt_cuda_upsample2_forward,
+    vt_cuda_upsample2_backward,
+    vt_cuda_dropout_forward,
+    vt_cuda_dropout_backward,
+    vt_cuda_softmax_xent,
+    vt_cuda_sgd_step,
+    vt_cuda_adamw_step,
+};
+
+static void cuda_destroy(vt_backend *b)
+{
+    if (!b) return;
+    vt_cuda_backend *cb = vt_cuda(b);
+    {
+        VT_CUDA_GUARD(cb);
+        if (cb->stream) (void)cudaStreamSynchronize(cb->stream);
+        if (cb->cublas) (void)cublasDestroy(cb->cublas);
+        vt_cuda_cache_destroy(cb);
+        if (cb->stream) (void)cudaStreamDestroy(cb->stream);
+        (void)cudaGetLastError();
+    }
+    free(cb);
+}
+
+extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
+{
+    if (!out) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_backend_cuda_create: out is NULL");
+    *out = NULL;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return vt_fail(VT_ERR_DEVICE, "no usable CUDA device: %s", cudaGetErrorString(e));
+    }
+    if (device < 0 || device >= n)
+        return vt_fail(VT_ERR_DEVICE, "CUDA device %d does not exist (%d device%s found)", device,
+                       n, n == 1 ? "" : "s");
+    cudaDeviceProp prop;
+    VT_CUDA_TRY(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    if (prop.major < 8)
+        return vt_fail(VT_ERR_DEVICE,
+                       "device %d (%s) has compute capability %d.%d; this build needs >= 8.0",
+                       device, prop.name, prop.major, prop.minor);
+
+    vt_cuda_backend *cb = (vt_cuda_backend *)calloc(1, sizeof *cb);
+    if (!cb) return vt_fail(VT_ERR_OUT_OF_MEMORY, "out of host memory creating the CUDA backend");
+    cb->base.ops = &cuda_ops;
+    cb->device = device;
+    cb->sm_count = prop.multiProcessorCount;
+    cb->conv_col_cap = VT_CONV_COL_CAP;
+
+    vt_status st = VT_OK;
+    {
+        VT_CUDA_GUARD(cb);
+        cudaError_t ce = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking);
+        if (ce != cudaSuccess) {
+            cb->stream = NULL;
+            st = vt_cuda_fail(ce, "cudaStreamCreateWithFlags");
+        }
+        if (st == VT_OK) {
+            cublasStatus_t bs = cublasCreate(&cb->cublas);
+            if (bs != CUBLAS_STATUS_SUCCESS) {
+                cb->cublas = NULL;
+                st = vt_cublas_fail(bs, "cublasCreate");
+            }
+        }
+        if (st == VT_OK) {
+            cublasStatus_t bs = cublasSetStream(cb->cublas, cb->stream);
+            if (bs != CUBLAS_STATUS_SUCCESS) st = vt_cublas_fail(bs, "cublasSetStream");
+        }
+        if (st == VT_OK) {
+            cublasStatus_t bs = cublasSetMathMode(cb->cublas, CUBLAS_TF32_TENSOR_OP_MATH);
+            if (bs != CUBLAS_STATUS_SUCCESS) st = vt_cublas_fail(bs, "cublasSetMathMode");
+        }
+    }
+    if (st != VT_OK) {
+        cuda_destroy(&cb->base);
+        return st;
+    }
+    *out = &cb->base;
+    return VT_OK;
+}
+
+extern "C" void vt_backend_cuda_set_fp32(vt_backend *b, int plain_fp32)
+{
+    if (!b || b->ops != &cuda_ops) return;
+    vt_cuda_backend *cb = vt_cuda(b);
+    cb->plain_fp32 = plain_fp32 != 0;
+    /* CUBLAS_DEFAULT_MATH is plain fp32 for Sgemm unless NVIDIA_TF32_OVERRIDE forces TF32. */
+    (void)cublasSetMathMode(cb->cublas,
+                            cb->plain_fp32 ? CUBLAS_DEFAULT_MATH : CUBLAS_TF32_TENSOR_OP_MATH);
+}
+
+extern "C" void vt_backend_cuda_memory(vt_backend *b, size_t *held_bytes, size_t *peak_bytes)
+{
+    size_t held = 0, peak = 0;
+    if (b && b->ops == &cuda_ops) {
+        held = vt_cuda(b)->cache.held;
+        peak = vt_cuda(b)->cache.peak;
+    }
+    if (held_bytes) *held_bytes = held;
+    if (peak_bytes) *peak_bytes = peak;
+}
+
+extern "C" void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes)
+{
+    if (!b || b->ops != &cuda_ops) return;
+    vt_cuda(b)->conv_col_cap = bytes ? bytes : VT_CONV_COL_CAP;
+}

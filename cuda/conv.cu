@@ -1,0 +1,237 @@
+/* Convolution over CNHW as im2col + cuBLAS GEMM.
+ *
+ * With CNHW, the output of group g is one row-major matrix y_g[coutg][N*ho*wo] (rows N*ho*wo
+ * apart), so a whole batch is one GEMM y_g = w_g[coutg][K] * col_g[K][N*ho*wo], K = cg*kh*kw.
+ * The column matrix of all groups is built at once (group g's rows are the contiguous block
+ * g*K..), and the groups run as one strided-batched GEMM.  When the column matrix of the whole
+ * batch would exceed the cap (VT_CONV_COL_CAP unless a test lowers it), images are processed in chunks: a chunk's output columns
+ * are a column range of each y row, which the GEMM reaches through ldc.
+ * A 1x1, stride-1, unpadded convolution needs no im2col: x itself is col.
+ * The backward pass reuses the same workspace: col(x) for dw, then dcol = w^T dy overwrites it
+ * and col2im gathers it into dx (deterministic: one thread per dx element, no atomics).
+ * TODO(perf): depthwise convs become `groups` GEMMs of one row each; a direct kernel would be
+ * much faster. */
+#include "cuda_internal.cuh"
+
+#define GRID_STRIDE(i, n)                                                                        \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (size_t)gridDim.x * blockDim.x)
+
+static int conv_valid(const vt_conv_desc *d)
+{
+    if (!d || d->n < 1 || d->cin < 1 || d->cout < 1 || d->h < 1 || d->w < 1 || d->kh < 1 ||
+        d->kw < 1 || d->sh < 1 || d->sw < 1 || d->ph < 0 || d->pw < 0 || d->groups < 1)
+        return 0;
+    if (d->cin % d->groups || d->cout % d->groups) return 0;
+    if (d->h + 2 * d->ph < d->kh || d->w + 2 * d->pw < d->kw) return 0;
+    return d->ho == (d->h + 2 * d->ph - d->kh) / d->sh + 1 &&
+           d->wo == (d->w + 2 * d->pw - d->kw) / d->sw + 1;
+}
+
+static vt_status conv_invalid(const vt_conv_desc *d, const char *op)
+{
+    if (!d) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
+    return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                   "%s: inconsistent shape n=%d cin=%d %dx%d cout=%d %dx%d k=%dx%d s=%dx%d "
+                   "p=%dx%d groups=%d",
+                   op, d->n, d->cin, d->h, d->w, d->cout, d->ho, d->wo, d->kh, d->kw, d->sh, d->sw,
+                   d->ph, d->pw, d->groups);
+}
+
+static int conv_direct(const vt_conv_desc *d)
+{
+    return d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->ph == 0 && d->pw == 0;
+}
+
+/* Images per chunk; conv_workspace and both passes must agree on it. */
+static int conv_chunk(const vt_cuda_backend *cb, const vt_conv_desc *d)
+{
+    size_t cap = cb->conv_col_cap ? cb->conv_col_cap : VT_CONV_COL_CAP;
+    size_t per_image = (size_t)d->cin * d->kh * d->kw * d->ho * d->wo * sizeof(float);
+    size_t nb = per_image ? cap / per_image : (size_t)d->n;
+    if (nb < 1) nb = 1;
+    if (nb > (size_t)d->n) nb = (size_t)d->n;
+    return (int)nb;
+}
+
+size_t vt_cuda_conv_workspace(vt_backend *b, const vt_conv_desc *d)
+{
+    if (!conv_valid(d) || conv_direct(d)) return 0;
+    return (size_t)d->cin * d->kh * d->kw * (size_t)conv_chunk(vt_cuda(b), d) * d->ho * d->wo *
+           sizeof(float);
+}
+
+/* col[(ci*kh + ky)*kw + kx][(n*ho + oy)*wo + ox] for images n0..n0+nb-1; one thread per
+ * (ci, n, oy, ox) so that neighbouring threads write neighbouring columns. */
+__global__ void k_im2col(vt_conv_desc d, int n0, int nb, const float *x, float *col)
+{
+    size_t howo = (size_t)d.ho * d.wo, P = (size_t)nb * howo;
+    size_t total = (size_t)d.cin * P;
+    GRID_STRIDE(t, total)
+    {
+        size_t p = t % P;
+        int ci = (int)(t / P);
+        int n = (int)(p / howo), ox = (int)(p % d.wo), oy = (int)((p / d.wo) % d.ho);
+        const float *xp = x + ((size_t)ci * d.n + n0 + n) * d.h * d.w;
+        float *cp = col + (size_t)ci * d.kh * d.kw * P + p;
+        int y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
+        for (int ky = 0; ky < d.kh; ky++) {
+            int iy = y0 + ky;
+            bool rowok = iy >= 0 && iy < d.h;
+            for (int kx = 0; kx < d.kw; kx++) {
+                int ix = x0 + kx;
+                float v = rowok && ix >= 0 && ix < d.w ? xp[(size_t)iy * d.w + ix] : 0.0f;
+                cp[(size_t)(ky * d.kw + kx) * P] = v;
+            }
+        }
+    }
+}
+
+/* dx[ci][n0+n][iy][ix] += sum of the col entries that im2col read from that cell. */
+__global__ void k_col2im_add(vt_conv_desc d, int n0, int nb, const float *col, float *dx)
+{
+    size_t hw = (size_t)d.h * d.w, P = (size_t)nb * d.ho * d.wo;
+    size_t total = (size_t)d.cin * nb * hw;
+    GRID_STRIDE(t, total)
+    {
+        int ix = (int)(t % d.w), iy = (int)((t / d.w) % d.h);
+        size_t cn = t / hw; /* ci*nb + n */
+        int n = (int)(cn % nb), ci = (int)(cn / nb);
+        const float *cp = col + (size_t)ci * d.kh * d.kw * P + (size_t)n * d.ho * d.wo;
+        float acc = 0.0f;
+        for (int ky = 0; ky < d.kh; ky++) {
+            int ty = iy + d.ph - ky;
+            if (ty < 0 || ty % d.sh) continue;
+            int oy = ty / d.sh;
+            if (oy >= d.ho) continue;
+            for (int kx = 0; kx < d.kw; kx++) {
+                int tx = ix + d.pw - kx;
+                if (tx < 0 || tx % d.sw) continue;
+                int ox = tx / d.sw;
+                if (ox >= d.wo) continue;
+                acc += cp[(size_t)(ky * d.kw + kx) * P + (size_t)oy * d.wo + ox];
+            }
+        }
+        dx[((size_t)ci * d.n + n0 + n) * hw + (size_t)iy * d.w + ix] += acc;
+    }
+}
+
+static vt_status launch_im2col(vt_cuda_backend *cb, const vt_conv_desc *d, int n0, int nb,
+                               const float *x, float *col)
+{
+    size_t total = (size_t)d->cin * nb * d->ho * d->wo;
+    k_im2col<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
+        *d, n0, nb, x, col);
+    return vt_cuda_check_launch("conv im2col");
+}
+
+static vt_status launch_col2im(vt_cuda_backend *cb, const vt_conv_desc *d, int n0, int nb,
+                               const float *col, float *dx)
+{
+    size_t total = (size_t)d->cin * nb * d->h * d->w;
+    k_col2im_add<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
+        *d, n0, nb, col, dx);
+    return vt_cuda_check_launch("conv col2im");
+}
+
+/* cuBLAS takes int sizes and leading dimensions. */
+static int conv_fits_int(const vt_conv_desc *d)
+{
+    long long big = (long long)d->n * d->h * d->w;
+    long long outp = (long long)d->n * d->ho * d->wo;
+    long long k = (long long)(d->cin / d->groups) * d->kh * d->kw;
+    return big < INT32_MAX && outp < INT32_MAX && k < INT32_MAX;
+}
+
+vt_status vt_cuda_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
+                               const float *w, const float *bias, float *y, void *ws)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (!conv_valid(d)) return conv_invalid(d, "conv_forward");
+    if (!conv_fits_int(d)) return vt_fail(VT_ERR_UNSUPPORTED, "conv_forward: tensor too large");
+    VT_CUDA_GUARD(cb);
+    const int G = d->groups, cg = d->cin / G, coutg = d->cout / G;
+    const int K = cg * d->kh * d->kw;
+    const long long NP = (long long)d->n * d->ho * d->wo; /* y row length */
+    vt_status st;
+    if (conv_direct(d)) {
+        st = vt_cuda_gemm_batched(cb, 0, 0, coutg, (int)NP, K, 1.0f, w, K, (long long)coutg * K, x,
+                                  (int)NP, (long long)cg * NP, 0.0f, y, (int)NP,
+                                  (long long)coutg * NP, G);
+        if (st != VT_OK) return st;
+    } else {
+        if (!ws) return vt_fail(VT_ERR_INVALID_ARGUMENT, "conv_forward: workspace is NULL");
+        float *col = (float *)ws;
+        const int chunk = conv_chunk(cb, d);
+        const long long howo = (long long)d->ho * d->wo;
+        for (int n0 = 0; n0 < d->n; n0 += chunk) {
+            int nb = d->n - n0 < chunk ? d->n - n0 : chunk;
+            long long P = nb * howo;
+            if ((st = launch_im2col(cb, d, n0, nb, x, col)) != VT_OK) return st;
+            st = vt_cuda_gemm_batched(cb, 0, 0, coutg, (int)P, K, 1.0f, w, K, (long long)coutg * K,
+                                      col, (int)P, (long long)K * P, 0.0f, y + n0 * howo, (int)NP,
+                                      (long long)coutg * NP, G);
+            if (st != VT_OK) return st;
+        }
+    }
+    if (bias) return vt_cuda_bias_add(b, d->cout, (size_t)NP, bias, y);
+    return VT_OK;
+}
+
+vt_status vt_cuda_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,
+                                const float *w, const float *dy, float *dx, float *dw, float *db,
+                                void *ws)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (!conv_valid(d)) return conv_invalid(d, "conv_backward");
+    if (!conv_fits_int(d)) return vt_fail(VT_ERR_UNSUPPORTED, "conv_backward: tensor too large");
+    VT_CUDA_GUARD(cb);
+    const int G = d->groups, cg = d->cin / G, coutg = d->cout / G;
+    const int K = cg * d->kh * d->kw;
+    const long long NP = (long long)d->n * d->ho * d->wo;
+    vt_status st;
+    if (db && (st = vt_cuda_channel_sum(b, d->cout, (size_t)NP, dy, db)) != VT_OK) return st;
+
+    if (conv_direct(d)) {
+        /* dw_g = dy_g * x_g^T;  dx_g += w_g^T * dy_g (beta = 1 accumulates in place). */
+        if (dw) {
+            st = vt_cuda_gemm_batched(cb, 0, 1, coutg, K, (int)NP, 1.0f, dy, (int)NP,
+                                      (long long)coutg * NP, x, (int)NP, (long long)cg * NP, 0.0f,
+                                      dw, K, (long long)coutg * K, G);
+            if (st != VT_OK) return st;
+        }
+        if (dx) {
+            st = vt_cuda_gemm_batched(cb, 1, 0, K, (int)NP, coutg, 1.0f, w, K,
+                                      (long long)coutg * K, dy, (int)NP, (long long)coutg * NP,
+                                      1.0f, dx, (int)NP, (long long)cg * NP, G);
+            if (st != VT_OK) return st;
+        }
+        return VT_OK;
+    }
+    if (!dw && !dx) return VT_OK;
+    if (!ws) return vt_fail(VT_ERR_INVALID_ARGUMENT, "conv_backward: workspace is NULL");
+    float *col = (float *)ws;
+    const int chunk = conv_chunk(cb, d);
+    const long long howo = (long long)d->ho * d->wo;
+    for (int n0 = 0; n0 < d->n; n0 += chunk) {
+        int nb = d->n - n0 < chunk ? d->n - n0 : chunk;
+        long long P = nb * howo;
+        const float *dyc = dy + n0 * howo;
+        if (dw) {
+            /* Chunks after the first accumulate into the dw the first one assigned. */
+            if ((st = launch_im2col(cb, d, n0, nb, x, col)) != VT_OK) return st;
+            st = vt_cuda_gemm_batched(cb, 0, 1, coutg, K, (int)P, 1.0f, dyc, (int)NP,
+                                      (long long)coutg * NP, col, (int)P, (long long)K * P,
+                                      n0 == 0 ? 0.0f : 1.0f, dw, K, (long long)coutg * K, G);
+            if (st != VT_OK) return st;
+        }
+        if (dx) {
+            st = vt_cuda_gemm_batched(cb, 1, 0, K, (int)P, coutg, 1.0f, w, K,
+                                      (long long)coutg * K, dyc, (int)NP, (long long)coutg * NP,
+                                      0.0f, col, (int)P, (long long)K * P, G);
+            if (st != VT_OK) return st;
+            if ((st = launch_col2im(cb, d, n0, nb, col, dx)) != VT_OK) return st;
+        }
+    }
+    return VT_OK;
+}

@@ -1,0 +1,237 @@
+/* Elementwise ops: fill, axpy, add, activations, dropout, optimiser steps.
+ * All are memory-bound grid-stride loops; formulas follow the CPU backend's so results agree to
+ * rounding (nvcc contracts a*b+c into FMAs, the reason they are not bit-identical). */
+#include "cuda_internal.cuh"
+
+#define GRID_STRIDE(i, n)                                                                        \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (size_t)gridDim.x * blockDim.x)
+
+#define LAUNCH(cb, n, kernel, ...)                                                               \
+    kernel<<<vt_cuda_grid((cb), (n), VT_CUDA_THREADS), VT_CUDA_THREADS, 0, (cb)->stream>>>(     \
+        __VA_ARGS__)
+
+/* ---- fill / axpy / add ------------------------------------------------------------------- */
+
+__global__ void k_fill(float *x, size_t n, float v)
+{
+    GRID_STRIDE(i, n) x[i] = v;
+}
+
+vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_fill, x, n, value);
+    return vt_cuda_check_launch("fill");
+}
+
+__global__ void k_axpy(size_t n, float alpha, const float *x, float *y)
+{
+    GRID_STRIDE(i, n) y[i] += alpha * x[i];
+}
+
+vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_axpy, n, alpha, x, y);
+    return vt_cuda_check_launch("axpy");
+}
+
+/* No __restrict__: y may alias a or c, and each element is read before it is written. */
+__global__ void k_add(size_t n, const float *a, const float *c, float *y)
+{
+    GRID_STRIDE(i, n) y[i] = a[i] + c[i];
+}
+
+vt_status vt_cuda_add(vt_backend *b, size_t n, const float *a, const float *c, float *y)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_add, n, a, c, y);
+    return vt_cuda_check_launch("add");
+}
+
+/* ---- activations ------------------------------------------------------------------------- */
+
+__device__ __forceinline__ float sigmoidf_(float x)
+{
+    return 1.0f / (1.0f + expf(-x));
+}
+
+__global__ void k_act_forward(int act, float alpha, size_t n, const float *x, float *y)
+{
+    GRID_STRIDE(i, n)
+    {
+        float v = x[i], r;
+        switch (act) {
+        case VT_ACT_RELU: r = v > 0.0f ? v : 0.0f; break;
+        case VT_ACT_SILU: r = v * sigmoidf_(v); break;
+        case VT_ACT_LEAKY: r = v > 0.0f ? v : alpha * v; break;
+        case VT_ACT_SIGMOID: r = sigmoidf_(v); break;
+        default: r = v; break;
+        }
+        y[i] = r;
+    }
+}
+
+vt_status vt_cuda_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
+                              float *y)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (act < VT_ACT_NONE || act > VT_ACT_SIGMOID)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_forward: unknown activation %d", (int)act);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_act_forward, (int)act, alpha, n, x, y);
+    return vt_cuda_check_launch("act_forward");
+}
+
+/* The derivative is taken from the output y where that is exact (relu, leaky: y > 0 iff x > 0
+ * for alpha > 0; sigmoid: y(1-y)), so an in-place forward (x overwritten by y) still works;
+ * silu needs its input x.  A NULL y falls back to x. */
+__global__ void k_act_backward(int act, float alpha, size_t n, const float *x, const float *y,
+                               const float *dy, float *dx)
+{
+    GRID_STRIDE(i, n)
+    {
+        float g = dy[i], d;
+        switch (act) {
+        case VT_ACT_RELU: d = (y ? y[i] : x[i]) > 0.0f ? g : 0.0f; break;
+        case VT_ACT_LEAKY: d = (y ? y[i] : x[i]) > 0.0f ? g : alpha * g; break;
+        case VT_ACT_SIGMOID: {
+            float s = y ? y[i] : sigmoidf_(x[i]);
+            d = g * s * (1.0f - s);
+            break;
+        }
+        case VT_ACT_SILU: {
+            float v = x[i], s = sigmoidf_(v);
+            d = g * (s * (1.0f + v * (1.0f - s)));
+            break;
+        }
+        default: d = g; break;
+        }
+        dx[i] += d;
+    }
+}
+
+vt_status vt_cuda_act_backward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
+                               const float *y, const float *dy, float *dx)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (act < VT_ACT_NONE || act > VT_ACT_SIGMOID)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_backward: unknown activation %d", (int)act);
+    if (n == 0 || !dx) return VT_OK;
+    if (act == VT_ACT_SILU && !x)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_backward: silu needs the input x");
+    if (act != VT_ACT_NONE && !x && !y)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_backward: both x and y are NULL");
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_act_backward, (int)act, alpha, n, x, y, dy, dx);
+    return vt_cuda_check_launch("act_backward");
+}
+
+/* ---- dropout ----------------------------------------------------------------------------- */
+
+/* Bit-identical twin of vt_hash_uniform() in core.h, so CPU and GPU draw the same masks. */
+__device__ __forceinline__ float hash_uniform_dev(uint64_t seed, uint64_t index)
+{
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+__global__ void k_dropout_forward(size_t n, float p, float scale, uint64_t seed, const float *x,
+                                  float *y, float *mask)
+{
+    GRID_STRIDE(i, n)
+    {
+        float mk = hash_uniform_dev(seed, (uint64_t)i) >= p ? scale : 0.0f;
+        if (mask) mask[i] = mk;
+        y[i] = x[i] * mk;
+    }
+}
+
+vt_status vt_cuda_dropout_forward(vt_backend *b, size_t n, float p, uint64_t seed, const float *x,
+                                  float *y, float *mask)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (!(p >= 0.0f && p <= 1.0f))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "dropout: p=%g is outside [0, 1]", (double)p);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    float scale = 1.0f / (1.0f - p);
+    LAUNCH(cb, n, k_dropout_forward, n, p, scale, seed, x, y, mask);
+    return vt_cuda_check_launch("dropout_forward");
+}
+
+__global__ void k_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
+{
+    GRID_STRIDE(i, n) dx[i] += dy[i] * mask[i];
+}
+
+vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, const float *dy,
+                                   float *dx)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (n == 0 || !dx) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_dropout_backward, n, mask, dy, dx);
+    return vt_cuda_check_launch("dropout_backward");
+}
+
+/* ---- optimisers -------------------------------------------------------------------------- */
+
+__global__ void k_sgd(size_t n, float *p, const float *g, float *m, float lr, float momentum,
+                      float wd, int nesterov)
+{
+    GRID_STRIDE(i, n)
+    {
+        float gi = g[i] + wd * p[i];
+        float mi = momentum * m[i] + gi;
+        m[i] = mi;
+        p[i] -= lr * (nesterov ? gi + momentum * mi : mi);
+    }
+}
+
+vt_status vt_cuda_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
+                           float momentum, float wd, int nesterov)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_sgd, n, p, g, m, lr, momentum, wd, nesterov);
+    return vt_cuda_check_launch("sgd_step");
+}
+
+__global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
+                        float beta1, float beta2, float eps, float wd, float bc1, float bc2)
+{
+    GRID_STRIDE(i, n)
+    {
+        float pi = p[i], gi = g[i];
+        pi -= lr * wd * pi;
+        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+    }
+}
+
+vt_status vt_cuda_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
+                             float lr, float beta1, float beta2, float eps, float wd, float bc1,
+                             float bc2)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (n == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, n, k_adamw, n, p, g, m, v, lr, beta1, beta2, eps, wd, bc1, bc2);
+    return vt_cuda_check_launch("adamw_step");
+}

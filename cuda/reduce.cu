@@ -1,0 +1,168 @@
+/* Reductions over CNHW tensors: per-channel bias add and sum, global average pooling, and the
+ * softmax cross-entropy loss.  All reductions are deterministic (fixed trees, no atomics). */
+#include "block_reduce.cuh"
+#include "cuda_internal.cuh"
+
+#define GRID_STRIDE(i, n)                                                                        \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (size_t)gridDim.x * blockDim.x)
+
+#define RED_THREADS 512
+
+/* ---- bias_add / channel_sum -------------------------------------------------------------- */
+
+__global__ void k_bias_add(size_t total, size_t m, const float *bias, float *y)
+{
+    GRID_STRIDE(i, total) y[i] += bias[i / m];
+}
+
+vt_status vt_cuda_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (channels < 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "bias_add: channels < 0");
+    size_t total = (size_t)channels * m;
+    if (total == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    k_bias_add<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
+        total, m, bias, y);
+    return vt_cuda_check_launch("bias_add");
+}
+
+/* One block per channel: a channel is one contiguous run of m values. */
+__global__ void k_channel_sum(size_t m, const float *x, float *out)
+{
+    __shared__ float sh[32];
+    const float *xc = x + (size_t)blockIdx.x * m;
+    float s = 0.0f;
+    for (size_t i = threadIdx.x; i < m; i += blockDim.x) s += xc[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+
+vt_status vt_cuda_channel_sum(vt_backend *b, int channels, size_t m, const float *x, float *out)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (channels < 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "channel_sum: channels < 0");
+    if (channels == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    if (m == 0) return vt_cuda_fill(b, out, (size_t)channels, 0.0f);
+    k_channel_sum<<<channels, RED_THREADS, 0, cb->stream>>>(m, x, out);
+    return vt_cuda_check_launch("channel_sum");
+}
+
+/* ---- global average pool ----------------------------------------------------------------- */
+
+/* One warp per plane: planes are many (C*N) and short (h*w of a late feature map). */
+__global__ void k_gap_forward(size_t planes, size_t hw, const float *x, float *y)
+{
+    size_t warps = (size_t)gridDim.x * (blockDim.x >> 5);
+    int lane = threadIdx.x & 31;
+    for (size_t p = blockIdx.x * (size_t)(blockDim.x >> 5) + (threadIdx.x >> 5); p < planes;
+         p += warps) {
+        const float *xp = x + p * hw;
+        float s = 0.0f;
+        for (size_t i = lane; i < hw; i += 32) s += xp[i];
+        s = warp_sum(s);
+        if (lane == 0) y[p] = s / (float)hw;
+    }
+}
+
+vt_status vt_cuda_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x, float *y)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (planes == 0) return VT_OK;
+    if (hw == 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "gap_forward: empty planes");
+    VT_CUDA_GUARD(cb);
+    unsigned grid = vt_cuda_grid(cb, planes * 32, VT_CUDA_THREADS);
+    k_gap_forward<<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(planes, hw, x, y);
+    return vt_cuda_check_launch("gap_forward");
+}
+
+__global__ void k_gap_backward(size_t total, size_t hw, const float *dy, float *dx)
+{
+    GRID_STRIDE(i, total) dx[i] += dy[i / hw] / (float)hw;
+}
+
+vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy,
+                               float *dx)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    size_t total = planes * hw;
+    if (total == 0 || !dx) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    k_gap_backward<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
+        total, hw, dy, dx);
+    return vt_cuda_check_launch("gap_backward");
+}
+
+/* ---- softmax cross-entropy --------------------------------------------------------------- */
+
+/* One thread per sample: with logits laid out [classes][batch], neighbouring threads read
+ * neighbouring addresses for every class, so the loops over classes are coalesced. */
+__global__ void k_softmax_xent(int classes, int batch, const float *logits,
+                               const int32_t *labels, float smoothing, float grad_scale,
+                               float *sample_loss, float *dlogits, float *probs)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= batch) return;
+    const float *l = logits + j;
+    float mx = l[0];
+    for (int c = 1; c < classes; c++) mx = fmaxf(mx, l[(size_t)c * batch]);
+    float sum = 0.0f, lsum = 0.0f;
+    for (int c = 0; c < classes; c++) {
+        float v = l[(size_t)c * batch];
+        sum += expf(v - mx);
+        lsum += v - mx;
+    }
+    float logz = logf(sum); /* log-sum-exp minus mx */
+    int y = labels[j];
+    int valid = y >= 0 && y < classes;
+    float q_off = smoothing / (float)classes, q_on = 1.0f - smoothing + q_off;
+    float loss = 0.0f;
+    if (valid) {
+        /* -sum_c q_c log p_c with log p_c = (l_c - mx) - logz and sum_c q_c = 1. */
+        float ly = l[(size_t)y * batch] - mx;
+        loss = logz - (1.0f - smoothing) * ly - q_off * lsum;
+    }
+    sample_loss[j] = loss;
+    if (!dlogits && !probs) return;
+    float inv = 1.0f / sum;
+    for (int c = 0; c < classes; c++) {
+        size_t o = (size_t)c * batch + j;
+        float p = expf(logits[o] - mx) * inv;
+        if (probs) probs[o] = p;
+        if (dlogits) dlogits[o] = valid ? (p - (c == y ? q_on : q_off)) * grad_scale : 0.0f;
+    }
+}
+
+/* Second stage: one block adds the per-sample losses in a fixed order. */
+__global__ void k_sum_losses(int batch, const float *sample_loss, float *loss_sum)
+{
+    __shared__ float sh[32];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < batch; i += blockDim.x) s += sample_loss[i];
+    s = block_sum(s, sh);
+    if (threadIdx.x == 0) loss_sum[0] = s;
+}
+
+vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
+                               const int32_t *labels, float smoothing, float grad_scale,
+                               float *loss_sum, float *dlogits, float *probs)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (classes < 1 || batch < 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "softmax_xent: classes=%d batch=%d", classes,
+                       batch);
+    VT_CUDA_GUARD(cb);
+    if (batch == 0) return loss_sum ? vt_cuda_fill(b, loss_sum, 1, 0.0f) : VT_OK;
+    vt_status st = vt_cuda_scratch(cb, (size_t)batch * sizeof(float));
+    if (st != VT_OK) return st;
+    float *sample_loss = (float *)cb->scratch;
+    int threads = 128;
+    k_softmax_xent<<<(batch + threads - 1) / threads, threads, 0, cb->stream>>>(
+        classes, batch, logits, labels, smoothing, grad_scale, sample_loss, dlogits, probs);
+    if ((st = vt_cuda_check_launch("softmax_xent")) != VT_OK) return st;
+    if (!loss_sum) return VT_OK;
+    k_sum_losses<<<1, 1024, 0, cb->stream>>>(batch, sample_loss, loss_sum);
+    return vt_cuda_check_launch("softmax_xent (loss sum)");
+}

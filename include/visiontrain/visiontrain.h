@@ -1,0 +1,536 @@
+/*
+ * libvisiontrain: train image classification (and, later, detection and segmentation) models
+ * from C, C++ or Python, on the CPU or a GPU.
+ *
+ * API RULES (they hold for every function below)
+ *
+ * Handles.  Every object is an opaque handle (vt_dataset, vt_model, vt_trainer).  No struct of
+ *   the library is public, so the ABI does not change when the library grows.  Each handle has a
+ *   xxx_create / xxx_open / xxx_load function that returns it through an out-pointer and an xxx_destroy
+ *   function; xxx_destroy(NULL) does nothing.
+ *
+ * Errors.  Every call that can fail returns a vt_status (VT_OK == 0).  A human-readable message
+ *   for the last failure is kept (a) in the handle the call was made on (vt_model_last_error(),
+ *   ...) and (b) for the calling thread (vt_last_error()), which is the only place to look when a
+ *   handle could not be created.  Messages name the file, line and problem where there is one.
+ *   The returned strings stay valid until the next failing call on the same handle / thread.
+ *   Numeric values of vt_status and of every other enum are fixed forever; new ones are appended.
+ *
+ * Behaviour.  The library never exits, aborts, asserts on input or prints: problems come back as
+ *   a vt_status, and diagnostics go through the log callback a caller sets on a handle.  Memory
+ *   allocation failures return VT_ERR_OUT_OF_MEMORY.  The library never modifies a user's dataset.
+ *
+ * Threads.  The library has no mutable process-wide state.  A handle may be used by one thread at
+ *   a time; different handles may be used from different threads at the same time.  A vt_model
+ *   that a vt_trainer uses must not be used elsewhere while that trainer runs.  The exception is
+ *   vt_trainer_cancel(), which may be called from any thread or from a signal handler.
+ *
+ * Ownership.  Strings passed in are copied when the library keeps them.  Strings returned are
+ *   owned by the handle that returned them (valid until it is destroyed unless stated otherwise).
+ *   A vt_trainer borrows its model and dataset: both must outlive it.
+ *
+ * Options.  Settings are typed and enum-keyed (vt_option), in the style of zstd: set through
+ *   vt_trainer_set_int/_float/_string, or in "key=value" form through vt_trainer_set(), which
+ *   the CLI and the Python bindings use.  Unknown keys fail with VT_ERR_UNKNOWN_OPTION, bad or out
+ *   of range values with VT_ERR_OPTION_VALUE; the message lists what is valid.
+ *
+ * Tensors exchanged with the caller are float32, NCHW, row-major.
+ */
+#ifndef VISIONTRAIN_H
+#define VISIONTRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version and export ---------------------------------------------------------------- */
+
+#define VT_VERSION_MAJOR 0
+#define VT_VERSION_MINOR 1
+#define VT_VERSION_PATCH 0
+/* Encoded as MAJOR*10000 + MINOR*100 + PATCH. */
+#define VT_VERSION_NUMBER (VT_VERSION_MAJOR * 10000 + VT_VERSION_MINOR * 100 + VT_VERSION_PATCH)
+/* The ABI version is the SONAME suffix: libvisiontrain.so.<VT_ABI_VERSION>. */
+#define VT_ABI_VERSION 0
+
+#if defined(VT_STATIC_DEFINE)
+#define VT_API
+#elif defined(_WIN32)
+#if defined(VT_BUILDING_LIBRARY)
+#define VT_API __declspec(dllexport)
+#else
+#define VT_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) && defined(VT_BUILDING_LIBRARY)
+#define VT_API __attribute__((visibility("default")))
+#else
+#define VT_API
+#endif
+
+/* Version of the library actually loaded (VT_VERSION_NUMBER encoding), its text form
+ * ("0.1.0"), and its ABI version.  Thread-safe, cannot fail. */
+VT_API unsigned vt_version(void);
+VT_API const char *vt_version_string(void);
+VT_API unsigned vt_abi_version(void);
+
+/* ---- status ----------------------------------------------------------------------------- */
+
+typedef enum vt_status {
+    VT_OK = 0,
+    VT_ERR_INVALID_ARGUMENT = 1, /* NULL where a pointer is required, bad enum value, ...  */
+    VT_ERR_OUT_OF_MEMORY = 2,    /* host memory                                            */
+    VT_ERR_IO = 3,               /* a file could not be read or written                    */
+    VT_ERR_NOT_FOUND = 4,        /* a file or folder does not exist                        */
+    VT_ERR_FORMAT = 5,           /* a file exists but is corrupt or of an unsupported kind */
+    VT_ERR_UNKNOWN_OPTION = 6,   /* an option key the handle does not know                 */
+    VT_ERR_OPTION_VALUE = 7,     /* a value of the wrong type or out of range              */
+    VT_ERR_DATASET = 8,          /* the dataset's layout or labels are unusable            */
+    VT_ERR_UNSUPPORTED = 9,      /* valid request this build or model cannot do            */
+    VT_ERR_BAD_STATE = 10,       /* handle unusable after an earlier failure / wrong order  */
+    VT_ERR_CANCELLED = 11,       /* vt_trainer_cancel() or a callback stopped the run       */
+    VT_ERR_DEVICE = 12,          /* GPU missing or a GPU call failed                        */
+    VT_ERR_DEVICE_OOM = 13,      /* GPU out of memory                                       */
+    VT_ERR_CHECKPOINT = 14,      /* checkpoint truncated, corrupt, foreign or too new       */
+    VT_ERR_BUFFER_TOO_SMALL = 15,/* the caller's buffer cannot hold the result              */
+    VT_ERR_INTERNAL = 16,        /* a bug in the library; please report it                  */
+    VT_ERR_NUMERIC = 17          /* training diverged (loss became NaN or infinite)         */
+} vt_status;
+
+/* A static English description of a status ("invalid argument", ...).  Never NULL. */
+VT_API const char *vt_status_string(vt_status status);
+
+/* The message of the last failure in the calling thread, "" when there was none.  The string
+ * is owned by the library and valid until the next failing call in this thread. */
+VT_API const char *vt_last_error(void);
+
+/* ---- logging ---------------------------------------------------------------------------- */
+
+typedef enum vt_log_level {
+    VT_LOG_ERROR = 1,
+    VT_LOG_WARNING = 2,
+    VT_LOG_INFO = 3,
+    VT_LOG_DEBUG = 4
+} vt_log_level;
+
+/* Called from the thread running the call that logs; `message` is valid during the call only
+ * and has no trailing newline. */
+typedef void (*vt_log_fn)(void *user, vt_log_level level, const char *message);
+
+/* ---- enums ------------------------------------------------------------------------------ */
+
+typedef enum vt_task {
+    VT_TASK_CLASSIFY = 1,
+    VT_TASK_DETECT = 2,
+    VT_TASK_SEGMENT = 3
+} vt_task;
+
+typedef enum vt_split {
+    VT_SPLIT_TRAIN = 0,
+    VT_SPLIT_VAL = 1,
+    VT_SPLIT_TEST = 2
+} vt_split;
+
+/* Option keys.  Values are grouped by the handle that takes them and never renumbered. */
+typedef enum vt_option {
+    /* vt_trainer: schedule and optimisation */
+    VT_OPT_EPOCHS = 100,          /* int   >= 1, default 10                                   */
+    VT_OPT_BATCH = 101,           /* int   >= 1, default 32                                   */
+    VT_OPT_IMGSZ = 102,           /* int   8..4096, default: the model's image size            */
+    VT_OPT_OPTIMIZER = 103,       /* string "sgd" | "adamw", default "sgd"                   */
+    VT_OPT_LR0 = 104,             /* float > 0, initial learning rate, default 0.01 (adamw: 0.001) */
+    VT_OPT_LRF = 105,             /* float 0..1, final lr = lr0*lrf, default 0.01              */
+    VT_OPT_MOMENTUM = 106,        /* float 0..1, SGD momentum / Adam beta1, default 0.9        */
+    VT_OPT_WEIGHT_DECAY = 107,    /* float >= 0, default 5e-4 (not applied to biases and BN)   */
+    VT_OPT_NESTEROV = 108,        /* int 0|1, default 1                                        */
+    VT_OPT_WARMUP_EPOCHS = 109,   /* float >= 0, linear LR warm-up, default 1                   */
+    VT_OPT_COS_LR = 110,          /* int 0|1: cosine (1) or linear (0) decay, default 1         */
+    VT_OPT_LABEL_SMOOTHING = 111, /* float 0..<1, default 0                                     */
+    VT_OPT_SEED = 112,            /* int >= 0, default 0: same seed => same run on the CPU      */
+    VT_OPT_DEVICE = 113,          /* string "cpu" | "0" | "1" ..., default "cpu"                */
+    VT_OPT_WORKERS = 114,         /* int 0..64 decoding threads, 0 = decode in the caller, default 2 */
+    VT_OPT_FLIPLR = 115,          /* float 0..1 probability of a horizontal flip, default 0.5 */
+    VT_OPT_VAL = 116,             /* int 0|1: validate after each epoch, default 1             */
+
+    /* vt_model_create() options ("key=value" in its options string) */
+    VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
+    VT_OPT_MODEL_IMGSZ = 301,     /* int 8..4096, the model's image size, default 224 ("imgsz") */
+    VT_OPT_DROPOUT = 302,         /* float 0..<1 before the classifier, default 0               */
+    VT_OPT_MODEL_SEED = 303       /* int >= 0, weight initialisation seed, default 0 ("seed")   */
+} vt_option;
+
+typedef enum vt_option_type {
+    VT_OPTION_INT = 1,
+    VT_OPTION_FLOAT = 2,
+    VT_OPTION_STRING = 3
+} vt_option_type;
+
+/* Describe an option: its key as used in "key=value" form, its type, numeric bounds (for
+ * strings: 0), and a one-line help text.  Any out-pointer may be NULL.  Returned strings are
+ * static.  Thread-safe. */
+VT_API vt_status vt_option_info(vt_option option, const char **key, vt_option_type *type,
+                                double *min_value, double *max_value, const char **help);
+
+/* Iterate over all options: pass 0 to get the first, then the previous result; returns 0 after
+ * the last.  Thread-safe. */
+VT_API int vt_option_next(int previous);
+
+/* ---- datasets --------------------------------------------------------------------------- */
+
+typedef struct vt_dataset vt_dataset;
+
+/* Open a dataset folder.  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
+ *   path/train/<class>/<name>.png|jpg|jpeg   path/val/<class>/...   (also "valid", optional "test")
+ * Class names are the sorted sub-folder names of train/.  Only file names are read here; images
+ * are decoded when training.  Fails with VT_ERR_NOT_FOUND (no such folder / no train split) or
+ * VT_ERR_DATASET (e.g. an empty class folder, a val class not present in train), the message
+ * naming the folder.  On failure *out is NULL and vt_last_error() has the message. */
+VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *path);
+VT_API void vt_dataset_destroy(vt_dataset *dataset);
+
+VT_API vt_task vt_dataset_task(const vt_dataset *dataset);
+VT_API int vt_dataset_num_classes(const vt_dataset *dataset);
+/* Class name i (0-based), or NULL when i is out of range.  Owned by the dataset. */
+VT_API const char *vt_dataset_class_name(const vt_dataset *dataset, int i);
+/* Number of images of a split (0 when the split is absent). */
+VT_API int vt_dataset_num_images(const vt_dataset *dataset, vt_split split);
+/* Path and class of image i of a split; NULL / -1 when out of range. */
+VT_API const char *vt_dataset_image_path(const vt_dataset *dataset, vt_split split, int i);
+VT_API int vt_dataset_image_class(const vt_dataset *dataset, vt_split split, int i);
+VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
+
+/* Write a synthetic dataset under `dir` (created; must not already hold a dataset) for tests,
+ * demos and benchmarks.  `options` is NULL or space-separated key=value pairs:
+ *   classes=4 (2..8)  train=100  val=40  (images per class)  imgsz=32 (16..512)  seed=0
+ * Classification: ImageFolder layout with PNG images of coloured shapes on noisy backgrounds,
+ * one shape kind per class.  Other tasks: VT_ERR_UNSUPPORTED for now.  Thread-safe. */
+VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *options);
+
+/* ---- models ----------------------------------------------------------------------------- */
+
+typedef struct vt_model vt_model;
+
+/* Build a freshly initialised model.
+ *   arch: "cls-n" | "cls-s" | "cls-m"   residual CNN classifiers of growing size
+ *         "cnn-small"                   the small yardstick CNN of the benchmarks
+ *   num_classes: >= 2.
+ *   options: NULL or space-separated key=value pairs among channels=, imgsz=, dropout=, seed=
+ *            (the weight initialisation seed, default 0).
+ * Weights are initialised deterministically from the seed. */
+VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_classes,
+                                 const char *options);
+VT_API void vt_model_destroy(vt_model *model);
+
+/* Save weights and configuration to `path` (atomically: a temporary file, fsync, rename, so the
+ * file on disk is always either the old or the new one); load them back into a new model.
+ * Loading a truncated, corrupt, foreign or newer file fails with VT_ERR_CHECKPOINT. */
+VT_API vt_status vt_model_save(vt_model *model, const char *path);
+VT_API vt_status vt_model_load(vt_model **out, const char *path);
+
+VT_API vt_task vt_model_task(const vt_model *model);
+/* The architecture name given to vt_model_create ("cls-n"), owned by the model. */
+VT_API const char *vt_model_arch(const vt_model *model);
+VT_API int vt_model_num_classes(const vt_model *model);
+/* Class names come from the dataset the model was trained on; NULL when unknown. */
+VT_API const char *vt_model_class_name(const vt_model *model, int i);
+VT_API int vt_model_channels(const vt_model *model);
+VT_API int vt_model_imgsz(const vt_model *model);
+/* Number of trainable parameters. */
+VT_API uint64_t vt_model_num_params(const vt_model *model);
+/* Forward-pass floating-point operations for one image at `imgsz` (multiply and add counted as
+ * two), computed from the model's layer list.  0 on a bad argument. */
+VT_API double vt_model_flops(const vt_model *model, int imgsz);
+
+/* Classify one image.  Writes the softmax probability of every class into scores[0..n-1];
+ * n must be at least vt_model_num_classes() (VT_ERR_BUFFER_TOO_SMALL otherwise).
+ * _file decodes a PNG or JPEG; _pixels takes 8-bit interleaved pixels (channels 1, 3 or 4,
+ * rows `stride` bytes apart).  The image is resized to the model's image size. */
+VT_API vt_status vt_model_predict_file(vt_model *model, const char *path, float *scores, int n);
+VT_API vt_status vt_model_predict_pixels(vt_model *model, const uint8_t *pixels, int width,
+                                         int height, int channels, size_t stride, float *scores,
+                                         int n);
+VT_API const char *vt_model_last_error(const vt_model *model);
+
+/* ---- training ---------------------------------------------------------------------------- */
+
+typedef struct vt_trainer vt_trainer;
+typedef struct vt_progress vt_progress;
+
+typedef enum vt_metric {
+    VT_METRIC_LOSS = 1,         /* mean training loss of the epoch (so far)                 */
+    VT_METRIC_VAL_LOSS = 2,     /* mean validation loss                                      */
+    VT_METRIC_TOP1 = 3,         /* validation top-1 accuracy, 0..1                           */
+    VT_METRIC_TOP5 = 4,         /* validation top-5 accuracy, 0..1                           */
+    VT_METRIC_LR = 5,           /* learning rate of the last step                            */
+    VT_METRIC_IMAGES_PER_SEC = 6, /* training throughput of the epoch (so far)               */
+    VT_METRIC_EPOCH_SECONDS = 7 /* wall time of the epoch (so far), validation excluded      */
+} vt_metric;
+
+typedef enum vt_event {
+    VT_EVENT_BATCH_END = 1,
+    VT_EVENT_EPOCH_END = 2
+} vt_event;
+
+/* Progress callback: called from the thread running vt_trainer_run().  The progress handle is
+ * read-only and valid during the call only.  Return 0 to go on, non-zero to cancel the run
+ * (vt_trainer_run() then returns VT_ERR_CANCELLED). */
+typedef int (*vt_progress_fn)(void *user, vt_event event, const vt_progress *progress);
+
+VT_API int vt_progress_epoch(const vt_progress *p);      /* 1-based */
+VT_API int vt_progress_epochs(const vt_progress *p);
+VT_API int vt_progress_batch(const vt_progress *p);      /* 1-based within the epoch */
+VT_API int vt_progress_batches(const vt_progress *p);    /* batches per epoch */
+VT_API int64_t vt_progress_iteration(const vt_progress *p); /* optimiser steps so far */
+/* VT_ERR_NOT_FOUND when the metric is not available at this point (e.g. TOP1 before the
+ * first validation). */
+VT_API vt_status vt_progress_metric(const vt_progress *p, vt_metric metric, double *value);
+
+/* Create a trainer for `model` on `dataset` (dataset may be NULL when only vt_trainer_step() is
+ * used).  Both are borrowed.  The dataset's task and class count must match the model's. */
+VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset *dataset);
+VT_API void vt_trainer_destroy(vt_trainer *trainer);
+
+/* Options: see vt_option.  Settings take effect at the next vt_trainer_run()/step. */
+VT_API vt_status vt_trainer_set_int(vt_trainer *trainer, vt_option option, int64_t value);
+VT_API vt_status vt_trainer_set_float(vt_trainer *trainer, vt_option option, double value);
+VT_API vt_status vt_trainer_set_string(vt_trainer *trainer, vt_option option, const char *value);
+/* "key=value", e.g. "epochs=20" or "optimizer=adamw". */
+VT_API vt_status vt_trainer_set(vt_trainer *trainer, const char *key_value);
+/* Current value of a numeric option (int options are returned exactly as double). */
+VT_API vt_status vt_trainer_get_float(const vt_trainer *trainer, vt_option option, double *value);
+
+VT_API void vt_trainer_set_log(vt_trainer *trainer, vt_log_fn fn, void *user,
+                               vt_log_level max_level);
+VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void *user);
+
+/* Train for the configured epochs: shuffled batches (seeded), LR warm-up then cosine/linear
+ * decay, validation after each epoch when the dataset has a val split.  Returns VT_OK,
+ * VT_ERR_CANCELLED (cancel or a callback), or an error (an image that fails to decode is
+ * skipped with a warning in the log; the run fails only if a whole batch is unreadable).
+ * The model keeps the trained weights and the dataset's class names. */
+VT_API vt_status vt_trainer_run(vt_trainer *trainer);
+
+/* One optimisation step on caller data: `images` is batch x channels x imgsz x imgsz float32
+ * NCHW (already normalised, typically pixel/255), `labels` holds class ids.  Uses the
+ * learning rate lr0 (no schedule).  The mean loss of the batch is stored in *loss if non-NULL.
+ * The updated weights stay on the trainer's device; the model's copy is refreshed when it is
+ * next saved or used for prediction, or when the trainer is destroyed. */
+VT_API vt_status vt_trainer_step(vt_trainer *trainer, const float *images, const int32_t *labels,
+                                 int batch, float *loss);
+
+/* Evaluate the model on a split of the dataset; results through vt_trainer_metric(). */
+VT_API vt_status vt_trainer_validate(vt_trainer *trainer, vt_split split);
+
+/* The latest value of a metric (after run/validate/step). VT_ERR_NOT_FOUND if none yet. */
+VT_API vt_status vt_trainer_metric(const vt_trainer *trainer, vt_metric metric, double *value);
+
+/* Ask a running vt_trainer_run() to stop after the current batch.  Callable from any thread and
+ * from a signal handler (it only stores to a lock-free atomic flag). */
+VT_API void vt_trainer_cancel(vt_trainer *trainer);
+
+VT_API const char *vt_trainer_last_error(const vt_trainer *trainer);
+
+/* ---- GPU catalog ------------------------------------------------------------------------- */
+
+typedef struct vt_catalog vt_catalog;
+
+/* Numeric fields of a catalog entry. */
+typedef enum vt_gpu_field {
+    VT_GPU_MEMORY_GB = 1,      /* device memory, GB (1e9 bytes)                              */
+    VT_GPU_BANDWIDTH_GBS = 2,  /* memory bandwidth, GB/s                                      */
+    VT_GPU_FP32_TFLOPS = 3,    /* dense fp32 peak                                             */
+    VT_GPU_TF32_TFLOPS = 4,    /* dense TF32 tensor-core peak (absent before Ampere)          */
+    VT_GPU_BF16_TFLOPS = 5,    /* dense bf16/fp16 tensor-core peak                            */
+    VT_GPU_PRICE_USD_H = 6,    /* hourly price of one GPU                                     */
+    VT_GPU_TDP_W = 7,
+    VT_GPU_COMPUTE_CAPABILITY = 8 /* e.g. 9.0                                                 */
+} vt_gpu_field;
+
+/* A new catalog holding the built-in GPUs (at least the 24 of the shared catalog, with the
+ * hourly prices of the Ultralytics Platform list).  The catalog is a private copy: changing
+ * it affects no other handle.  On failure *out is NULL and vt_last_error() has the message. */
+VT_API vt_status vt_catalog_create(vt_catalog **out);
+VT_API void vt_catalog_destroy(vt_catalog *catalog);
+
+/* Merge a CSV file into the catalog: prices change, and users rent GPUs we do not list.
+ * Format: optional '#' comment lines and blank lines, one header line naming the columns, then
+ * one GPU per line.  Columns (any order, any subset, but "name" is required):
+ *   name,arch,cc,memory_gb,bandwidth_gbs,fp32_tflops,tf32_tflops,bf16_tflops,tdp_w,
+ *   price_usd_h,tier
+ * A row whose name matches an entry (case, spaces, '-' and '_' ignored: "h100-sxm" is
+ * "H100 SXM") replaces the fields given and keeps blank ones; a new name adds a GPU and needs
+ * memory_gb, bandwidth_gbs and fp32_tflops.  So "name,price_usd_h" + "H100 SXM,2.10" is a price
+ * override.  Fields may be double-quoted.  The file is applied all or nothing.
+ * Errors: VT_ERR_NOT_FOUND / VT_ERR_IO (cannot open/read), VT_ERR_FORMAT with "path:line: ..."
+ * (unknown or duplicate column, missing name column, wrong field count, bad or negative number,
+ * new GPU without its required fields).  Thread: one thread per catalog. */
+VT_API vt_status vt_catalog_load_csv(vt_catalog *catalog, const char *path);
+
+/* Set one GPU's hourly price (>= 0, finite); VT_ERR_NOT_FOUND for an unknown name (the message
+ * lists the known names). */
+VT_API vt_status vt_catalog_set_price(vt_catalog *catalog, const char *name, double usd_per_hour);
+
+/* Number of GPUs, and the index of a name (same matching as above) or -1 (with the thread's
+ * error set to a message listing the known names). */
+VT_API int vt_catalog_count(const vt_catalog *catalog);
+VT_API int vt_catalog_find(const vt_catalog *catalog, const char *name);
+
+/* Entry i (0-based): name ("H100 SXM"), architecture ("Hopper") and tier ("free" | "pro");
+ * NULL when i is out of range.  Owned by the catalog, valid until it is destroyed or the entry
+ * is changed by vt_catalog_load_csv(). */
+VT_API const char *vt_catalog_gpu_name(const vt_catalog *catalog, int i);
+VT_API const char *vt_catalog_gpu_arch(const vt_catalog *catalog, int i);
+VT_API const char *vt_catalog_gpu_tier(const vt_catalog *catalog, int i);
+/* A numeric field of entry i.  VT_ERR_NOT_FOUND when the catalog does not list it (e.g. no
+ * price, or no TF32 on a Turing card), VT_ERR_INVALID_ARGUMENT for a bad index or field. */
+VT_API vt_status vt_catalog_gpu_value(const vt_catalog *catalog, int i, vt_gpu_field field,
+                                      double *value);
+VT_API const char *vt_catalog_last_error(const vt_catalog *catalog);
+
+/* ---- estimator ---------------------------------------------------------------------------- */
+
+typedef struct vt_estimator vt_estimator;
+
+/* Estimator settings.  The numbers continue the vt_option ranges (they may be folded into
+ * vt_option when merged; they never collide with it).  Every setting has a default. */
+typedef enum vt_est_option {
+    VT_OPT_EST_MODEL = 500,       /* string architecture ("cls-n"...) when no model handle is set,
+                                   * default "cls-n" ("model")                                  */
+    VT_OPT_EST_CLASSES = 501,     /* int 2..100000, default 10 ("classes")                      */
+    VT_OPT_EST_TRAIN_IMAGES = 502,/* int >= 1, default 1000 ("train")                           */
+    VT_OPT_EST_VAL_IMAGES = 503,  /* int >= 0, default 0 ("val")                                */
+    VT_OPT_EST_EPOCHS = 504,      /* int >= 1, default 100 ("epochs")                           */
+    VT_OPT_EST_BATCH = 505,       /* int >= 1, total over all GPUs, default 16 ("batch")         */
+    VT_OPT_EST_IMGSZ = 506,       /* int 8..4096, default 640 ("imgsz")                          */
+    VT_OPT_EST_PRECISION = 507,   /* string "fp32" | "tf32" | "bf16" | "fp16" | "amp" (= bf16
+                                   * rates), default "fp32" ("precision")                       */
+    VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
+    VT_OPT_EST_VAL_EACH = 509,        /* int 0|1 validate after each epoch, default 1 ("val_each")  */
+    VT_OPT_EST_WORKERS = 510,     /* int 0..256 loader threads, default 8 ("workers")            */
+    VT_OPT_EST_GPU = 511,         /* string: a catalog name, "local" (the calibrated device) or
+                                   * "cpu", default "local" ("gpu")                             */
+    VT_OPT_EST_NUM_GPUS = 512,    /* int 1..64 data-parallel GPUs, default 1 ("gpus")            */
+    VT_OPT_EST_CHANNELS = 513,    /* int 1|3, default 3 ("channels")                             */
+    VT_OPT_EST_LOAD_MS = 514,     /* float >= 0: one worker's milliseconds to decode and augment
+                                   * one image; 0 = the built-in model (see estimate.c)         */
+    VT_OPT_EST_STARTUP_S = 515,   /* float >= 0 seconds of start-up; < 0 (default) = 30 on a GPU,
+                                   * 1 on the CPU ("startup")                                   */
+    VT_OPT_EST_DEADLINE_H = 516,  /* float >= 0 hours, 0 = none; for VT_RANK_COST_WITHIN_DEADLINE */
+    VT_OPT_EST_BUDGET_USD = 517,  /* float >= 0, 0 = none; for VT_RANK_TIME_WITHIN_BUDGET       */
+    VT_OPT_EST_LOCAL_PRICE = 518, /* float >= 0 USD per hour of the local device, default 0     */
+    VT_OPT_EST_OPTIMIZER = 519,   /* string "sgd" | "adamw" (optimiser state memory), default sgd */
+    VT_OPT_EST_MEMORY_FRACTION = 520 /* float 0.1..1 of device memory usable, default 0.9       */
+} vt_est_option;
+
+/* Results of the last vt_estimator_run() (or, per GPU, of vt_estimator_rank()). */
+typedef enum vt_est_result {
+    VT_EST_STEP_SECONDS = 1,       /* one optimiser step, loader bound included                */
+    VT_EST_STEPS_PER_EPOCH = 2,
+    VT_EST_TRAIN_SECONDS_PER_EPOCH = 3,
+    VT_EST_VAL_SECONDS_PER_EPOCH = 4, /* 0 when there is no validation                        */
+    VT_EST_EPOCH_SECONDS = 5,      /* train + validation                                       */
+    VT_EST_TOTAL_SECONDS = 6,      /* epochs * epoch + start-up                                */
+    VT_EST_COST_USD = 7,           /* total hours * price * GPUs; VT_ERR_NOT_FOUND: no price   */
+    VT_EST_PEAK_MEMORY_BYTES = 8,  /* per device                                               */
+    VT_EST_DEVICE_MEMORY_BYTES = 9,/* usable capacity per device; VT_ERR_NOT_FOUND if unknown  */
+    VT_EST_FITS = 10,              /* 1 if the peak fits the usable capacity, else 0           */
+    VT_EST_MAX_BATCH = 11,         /* largest total batch that fits (0: not even batch 1)      */
+    VT_EST_TRAIN_FLOPS_PER_IMAGE = 12, /* forward + backward                                   */
+    VT_EST_FORWARD_FLOPS_PER_IMAGE = 13,
+    VT_EST_PARAMS = 14,
+    VT_EST_COMPUTE_SECONDS_PER_STEP = 15, /* device time of a step, without the loader bound  */
+    VT_EST_LOADER_SECONDS_PER_STEP = 16,  /* time the loader needs for one step's images       */
+    VT_EST_LOADER_BOUND = 17,      /* 1 when loading limits the step                           */
+    VT_EST_MEETS_LIMIT = 18,       /* 1 within the deadline/budget of the ranking (1 if none)  */
+    VT_EST_USD_PER_HOUR = 19       /* price * GPUs; VT_ERR_NOT_FOUND when there is no price    */
+} vt_est_result;
+
+typedef enum vt_rank_by {
+    VT_RANK_COST = 1,                  /* cheapest first                                       */
+    VT_RANK_TIME = 2,                  /* fastest first                                        */
+    VT_RANK_COST_WITHIN_DEADLINE = 3,  /* cheapest among those within VT_OPT_EST_DEADLINE_H    */
+    VT_RANK_TIME_WITHIN_BUDGET = 4     /* fastest among those within VT_OPT_EST_BUDGET_USD     */
+} vt_rank_by;
+
+/* A new estimator with its own copy of the built-in catalog and default settings.  On failure
+ * *out is NULL and vt_last_error() has the message. */
+VT_API vt_status vt_estimator_create(vt_estimator **out);
+VT_API void vt_estimator_destroy(vt_estimator *estimator);
+
+/* The estimator's catalog, to override prices or load a CSV into.  Owned by the estimator. */
+VT_API vt_catalog *vt_estimator_catalog(vt_estimator *estimator);
+
+/* Settings (see vt_est_option).  Unknown keys: VT_ERR_UNKNOWN_OPTION; bad values:
+ * VT_ERR_OPTION_VALUE, the message giving the valid range.  vt_estimator_set() takes
+ * "key=value" with the key names given in vt_est_option ("epochs=100", "gpu=H100-SXM"). */
+VT_API vt_status vt_estimator_set_int(vt_estimator *estimator, vt_est_option option,
+                                      int64_t value);
+VT_API vt_status vt_estimator_set_float(vt_estimator *estimator, vt_est_option option,
+                                        double value);
+VT_API vt_status vt_estimator_set_string(vt_estimator *estimator, vt_est_option option,
+                                         const char *value);
+VT_API vt_status vt_estimator_set(vt_estimator *estimator, const char *key_value);
+
+/* Take the architecture, class count and channels of a model (copied: the model is not kept and
+ * may be destroyed afterwards).  FLOPs and memory come from the model's own layer list.
+ * NULL reverts to VT_OPT_EST_MODEL. */
+VT_API vt_status vt_estimator_set_model(vt_estimator *estimator, const vt_model *model);
+/* Take the image counts of the train and val splits (copied). */
+VT_API vt_status vt_estimator_set_dataset(vt_estimator *estimator, const vt_dataset *dataset);
+
+/* Estimate the configured run on the configured GPU (VT_OPT_EST_GPU).  Errors:
+ * VT_ERR_NOT_FOUND for an unknown GPU name (the message lists the catalog),
+ * VT_ERR_INVALID_ARGUMENT for an unknown model or an image size the model cannot take. */
+VT_API vt_status vt_estimator_run(vt_estimator *estimator);
+/* A result of the last successful vt_estimator_run(); VT_ERR_BAD_STATE before one. */
+VT_API vt_status vt_estimator_result(const vt_estimator *estimator, vt_est_result result,
+                                     double *value);
+
+/* Estimate the run on every catalog GPU and rank them.  Writes up to `cap` catalog indices into
+ * order (best first) and the catalog size into *count; order may be NULL to ask for the size
+ * (VT_ERR_BUFFER_TOO_SMALL when 0 < cap < *count, with the first cap written).  Ranking:
+ * GPUs that fit and meet the deadline/budget, by the key; then those that fit but miss it; then
+ * those where the run does not fit; GPUs without a price come after priced ones when ranking by
+ * cost.  Results per GPU through vt_estimator_rank_result(). */
+VT_API vt_status vt_estimator_rank(vt_estimator *estimator, vt_rank_by by, int *order, int cap,
+                                   int *count);
+VT_API vt_status vt_estimator_rank_result(const vt_estimator *estimator, int gpu_index,
+                                          vt_est_result result, double *value);
+
+/* Measure a few real training steps (vt_trainer_step on random data) of the configured model
+ * and image size at 2-3 batch sizes, plus a GEMM and a memory-bandwidth probe, on `device`
+ * ("cpu" or a CUDA index "0", "1"...), and fit the efficiency terms of the cost model.
+ * options: NULL or space-separated key=value among
+ *   batches=B1,B2[,B3]  (default: batch/4, batch/2, batch of VT_OPT_EST_BATCH, at least 1)
+ *   seconds=S           (measurement budget, default 10)
+ *   gpu=NAME            (the catalog name of the local GPU, needed to extrapolate to others and
+ *                        to know its memory; default: VT_OPT_EST_GPU if it names one)
+ *   probe_max=0|1       (GPU only, default 1: verify the predicted largest batch with one step,
+ *                        backing off on VT_ERR_DEVICE_OOM; estimates never exceed it)
+ * Blocks for about `seconds`.  Errors: VT_ERR_DEVICE when the device is missing, errors of the
+ * trainer, VT_ERR_NUMERIC when the timings make no sense (e.g. a step taking no time). */
+VT_API vt_status vt_estimator_calibrate(vt_estimator *estimator, const char *device,
+                                        const char *options);
+/* 1 when a calibration was measured or loaded, else 0. */
+VT_API int vt_estimator_is_calibrated(const vt_estimator *estimator);
+/* Save the calibration as a small text file (atomically) / load one.  Loading checks every
+ * line: VT_ERR_FORMAT "path:line: ..." for a corrupt or foreign file, VT_ERR_NOT_FOUND for a
+ * missing one; on failure the current calibration is kept. */
+VT_API vt_status vt_estimator_save_calibration(vt_estimator *estimator, const char *path);
+VT_API vt_status vt_estimator_load_calibration(vt_estimator *estimator, const char *path);
+
+VT_API void vt_estimator_set_log(vt_estimator *estimator, vt_log_fn fn, void *user,
+                                 vt_log_level max_level);
+VT_API const char *vt_estimator_last_error(const vt_estimator *estimator);
+
+/* One line of advice for a training set of n images (under 1,000; 1,000-10,000; over 10,000),
+ * for tools to print beside an estimate.  Static string, thread-safe. */
+VT_API const char *vt_estimate_dataset_advice(int64_t train_images);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VISIONTRAIN_H */

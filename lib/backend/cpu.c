@@ -1,0 +1,903 @@
+/* The CPU reference backend: every op of backend.h in plain C11, GEMM through gemm.c, loops
+ * split over a small thread pool.  The CUDA backend is tested against this one. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/gemm.h"
+#include "core/threads.h"
+
+typedef struct cpu_backend {
+    vt_backend base;
+    vt_pool *pool;
+    size_t conv_cap; /* floats of im2col scratch per conv call */
+} cpu_backend;
+
+#define POOL(b) (((cpu_backend *)(b))->pool)
+
+/* Below this many values an op runs on the calling thread: waking workers costs more. */
+enum { GRAIN = 16384 };
+
+/* ---------------------------------------------------------------- memory */
+
+static void cpu_destroy(vt_backend *b)
+{
+    if (!b) return;
+    vt_pool_destroy(POOL(b));
+    free(b);
+}
+
+static void *cpu_alloc(vt_backend *b, size_t bytes)
+{
+    (void)b;
+    return vt_malloc_aligned(bytes);
+}
+
+static void cpu_free(vt_backend *b, void *p)
+{
+    (void)b;
+    vt_free_aligned(p);
+}
+
+static vt_status cpu_copy(vt_backend *b, void *dst, const void *src, size_t bytes)
+{
+    (void)b;
+    if (bytes && dst != src) memmove(dst, src, bytes);
+    return VT_OK;
+}
+
+static vt_status cpu_fill(vt_backend *b, float *x, size_t n, float v)
+{
+    (void)b;
+    if (v == 0.0f) {
+        memset(x, 0, n * sizeof(float));
+        return VT_OK;
+    }
+    for (size_t i = 0; i < n; i++) x[i] = v;
+    return VT_OK;
+}
+
+static vt_status cpu_sync(vt_backend *b)
+{
+    (void)b;
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- algebra */
+
+static vt_status cpu_gemm(vt_backend *b, int ta, int tb, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *bm, int ldb, float beta, float *c,
+                          int ldc)
+{
+    vt_sgemm(POOL(b), ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
+    return VT_OK;
+}
+
+typedef struct {
+    const float *x, *x2;
+    float *y;
+    float alpha;
+} ew_job;
+
+static void axpy_range(void *ctx, size_t b, size_t e)
+{
+    const ew_job *J = ctx;
+    float *restrict y = J->y;
+    const float *restrict x = J->x;
+    for (size_t i = b; i < e; i++) y[i] += J->alpha * x[i];
+}
+
+static vt_status cpu_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y)
+{
+    ew_job J = {x, NULL, y, alpha};
+    vt_pool_run(POOL(b), n, GRAIN, axpy_range, &J);
+    return VT_OK;
+}
+
+static void add_range(void *ctx, size_t b, size_t e)
+{
+    const ew_job *J = ctx;
+    for (size_t i = b; i < e; i++) J->y[i] = J->x[i] + J->x2[i];
+}
+
+static vt_status cpu_add(vt_backend *b, size_t n, const float *a, const float *c, float *y)
+{
+    ew_job J = {a, c, y, 0};
+    vt_pool_run(POOL(b), n, GRAIN, add_range, &J);
+    return VT_OK;
+}
+
+static vt_status cpu_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y)
+{
+    (void)b;
+    for (int c = 0; c < channels; c++) {
+        float bv = bias[c];
+        float *row = y + (size_t)c * m;
+        for (size_t i = 0; i < m; i++) row[i] += bv;
+    }
+    return VT_OK;
+}
+
+static vt_status cpu_channel_sum(vt_backend *b, int channels, size_t m, const float *x,
+                                 float *out)
+{
+    (void)b;
+    for (int c = 0; c < channels; c++) {
+        const float *row = x + (size_t)c * m;
+        double s = 0;
+        for (size_t i = 0; i < m; i++) s += row[i];
+        out[c] = (float)s;
+    }
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- convolution */
+
+/* Images per im2col chunk: keep the column buffer near 8 MiB so it stays cache-friendly while
+ * the GEMM still sees thousands of columns. */
+static int conv_chunk(const vt_backend *b, const vt_conv_desc *d)
+{
+    size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw;
+    size_t per_image = K * (size_t)d->ho * d->wo;
+    size_t cap = ((const cpu_backend *)b)->conv_cap;
+    size_t nb = per_image ? cap / per_image : (size_t)d->n;
+    if (nb < 1) nb = 1;
+    if (nb > (size_t)d->n) nb = (size_t)d->n;
+    return (int)nb;
+}
+
+static int conv_is_pointwise(const vt_conv_desc *d)
+{
+    return d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->ph == 0 && d->pw == 0 &&
+           d->groups == 1;
+}
+
+static size_t cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
+{
+    (void)b;
+    if (conv_is_pointwise(d)) return 0;
+    size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw;
+    return K * (size_t)conv_chunk(b, d) * d->ho * d->wo * sizeof(float);
+}
+
+typedef struct {
+    const vt_conv_desc *d;
+    const float *x;
+    float *x_out; /* col2im target */
+    float *col;
+    int n0, nb, c0; /* first image, images, first input channel (group offset) */
+} col_job;
+
+/* Rows of the column matrix are (ci, ky, kx); columns (image, oy, ox). */
+static void im2col_rows(void *ctx, size_t r0, size_t r1)
+{
+    const col_job *J = ctx;
+    const vt_conv_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    size_t cols = (size_t)J->nb * OHW;
+    for (size_t r = r0; r < r1; r++) {
+        int kx = (int)(r % d->kw), ky = (int)((r / d->kw) % d->kh);
+        int ci = J->c0 + (int)(r / ((size_t)d->kw * d->kh));
+        float *dst = J->col + r * cols;
+        for (int nl = 0; nl < J->nb; nl++) {
+            const float *src = J->x + ((size_t)ci * d->n + J->n0 + nl) * HW;
+            for (int oy = 0; oy < d->ho; oy++) {
+                int iy = oy * d->sh - d->ph + ky;
+                float *drow = dst + (size_t)nl * OHW + (size_t)oy * d->wo;
+                if (iy < 0 || iy >= d->h) {
+                    memset(drow, 0, (size_t)d->wo * sizeof(float));
+                    continue;
+                }
+                const float *srow = src + (size_t)iy * d->w;
+                /* valid output columns: 0 <= ox*sw - pw + kx < w */
+                int lo = d->pw - kx > 0 ? (d->pw - kx + d->sw - 1) / d->sw : 0;
+                int hi = (d->w - 1 + d->pw - kx) / d->sw + 1;
+                if (d->w - 1 + d->pw - kx < 0) hi = 0;
+                if (hi > d->wo) hi = d->wo;
+                if (lo > hi) lo = hi;
+                if (lo) memset(drow, 0, (size_t)lo * sizeof(float));
+                if (d->sw == 1) {
+                    memcpy(drow + lo, srow + lo - d->pw + kx, (size_t)(hi - lo) * sizeof(float));
+                } else {
+                    const float *sp = srow + lo * d->sw - d->pw + kx;
+                    for (int ox = lo; ox < hi; ox++, sp += d->sw) drow[ox] = *sp;
+                }
+                if (hi < d->wo) memset(drow + hi, 0, (size_t)(d->wo - hi) * sizeof(float));
+            }
+        }
+    }
+}
+
+/* col2im accumulates into dx; split over input channels so no two threads write the same
+ * value. */
+static void col2im_channels(void *ctx, size_t c0, size_t c1)
+{
+    const col_job *J = ctx;
+    const vt_conv_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    size_t cols = (size_t)J->nb * OHW;
+    for (size_t cl = c0; cl < c1; cl++) {
+        int ci = J->c0 + (int)cl;
+        for (int ky = 0; ky < d->kh; ky++)
+            for (int kx = 0; kx < d->kw; kx++) {
+                size_t r = (cl * d->kh + ky) * d->kw + kx;
+                const float *src = J->col + r * cols;
+                for (int nl = 0; nl < J->nb; nl++) {
+                    float *dst = J->x_out + ((size_t)ci * d->n + J->n0 + nl) * HW;
+                    for (int oy = 0; oy < d->ho; oy++) {
+                        int iy = oy * d->sh - d->ph + ky;
+                        if (iy < 0 || iy >= d->h) continue;
+                        const float *restrict srow = src + (size_t)nl * OHW + (size_t)oy * d->wo;
+                        float *restrict drow = dst + (size_t)iy * d->w;
+                        int lo = d->pw - kx > 0 ? (d->pw - kx + d->sw - 1) / d->sw : 0;
+                        int hi = d->w - 1 + d->pw - kx < 0 ? 0 : (d->w - 1 + d->pw - kx) / d->sw + 1;
+                        if (hi > d->wo) hi = d->wo;
+                        if (d->sw == 1) {
+                            float *restrict dp = drow - d->pw + kx;
+                            for (int ox = lo; ox < hi; ox++) dp[ox] += srow[ox];
+                        } else {
+                            for (int ox = lo; ox < hi; ox++) drow[ox * d->sw - d->pw + kx] += srow[ox];
+                        }
+                    }
+                }
+            }
+    }
+}
+
+static vt_status cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
+                                  const float *w, const float *bias, float *y, void *ws)
+{
+    size_t NOHW = (size_t)d->n * d->ho * d->wo, OHW = (size_t)d->ho * d->wo;
+    if (conv_is_pointwise(d)) {
+        vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
+                 y, (int)NOHW);
+    } else {
+        int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups;
+        int K = cin_g * d->kh * d->kw, nbmax = conv_chunk(b, d);
+        for (int g = 0; g < d->groups; g++)
+            for (int n0 = 0; n0 < d->n; n0 += nbmax) {
+                int nb = d->n - n0 < nbmax ? d->n - n0 : nbmax;
+                col_job J = {d, x, NULL, ws, n0, nb, g * cin_g};
+                vt_pool_run(POOL(b), (size_t)K, 1, im2col_rows, &J);
+                vt_sgemm(POOL(b), 0, 0, cout_g, (int)(nb * OHW), K, 1.0f,
+                         w + (size_t)g * cout_g * K, K, ws, (int)(nb * OHW), 0.0f,
+                         y + (size_t)g * cout_g * NOHW + (size_t)n0 * OHW, (int)NOHW);
+            }
+    }
+    if (bias) cpu_bias_add(b, d->cout, NOHW, bias, y);
+    return VT_OK;
+}
+
+static vt_status cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,
+                                   const float *w, const float *dy, float *dx, float *dw,
+                                   float *db, void *ws)
+{
+    size_t NOHW = (size_t)d->n * d->ho * d->wo, OHW = (size_t)d->ho * d->wo;
+    if (db) cpu_channel_sum(b, d->cout, NOHW, dy, db);
+    if (conv_is_pointwise(d)) {
+        /* dW[cout][cin] = dY[cout][NHW] x X[cin][NHW]^T;  dX[cin][NHW] += W^T dY */
+        vt_sgemm(POOL(b), 0, 1, d->cout, d->cin, (int)NOHW, 1.0f, dy, (int)NOHW, x, (int)NOHW,
+                 0.0f, dw, d->cin);
+        if (dx)
+            vt_sgemm(POOL(b), 1, 0, d->cin, (int)NOHW, d->cout, 1.0f, w, d->cin, dy, (int)NOHW,
+                     1.0f, dx, (int)NOHW);
+        return VT_OK;
+    }
+    int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups;
+    int K = cin_g * d->kh * d->kw, nbmax = conv_chunk(b, d);
+    for (int g = 0; g < d->groups; g++) {
+        const float *wg = w + (size_t)g * cout_g * K;
+        float *dwg = dw + (size_t)g * cout_g * K;
+        for (int n0 = 0; n0 < d->n; n0 += nbmax) {
+            int nb = d->n - n0 < nbmax ? d->n - n0 : nbmax;
+            int cols = (int)(nb * OHW);
+            const float *dyg = dy + (size_t)g * cout_g * NOHW + (size_t)n0 * OHW;
+            col_job J = {d, x, dx, ws, n0, nb, g * cin_g};
+            vt_pool_run(POOL(b), (size_t)K, 1, im2col_rows, &J);
+            vt_sgemm(POOL(b), 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, ws, cols,
+                     n0 == 0 ? 0.0f : 1.0f, dwg, K);
+            if (dx) {
+                /* dcol = Wg^T dY, reusing the column buffer, then scatter-add into dx. */
+                vt_sgemm(POOL(b), 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, ws,
+                         cols);
+                vt_pool_run(POOL(b), (size_t)cin_g, 1, col2im_channels, &J);
+            }
+        }
+    }
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- activations */
+
+typedef struct {
+    vt_act act;
+    float alpha;
+    const float *x, *y, *dy;
+    float *out;
+} act_job;
+
+static void act_fwd_range(void *ctx, size_t b, size_t e)
+{
+    const act_job *J = ctx;
+    const float *x = J->x; /* may alias y (in place) */
+    float *y = J->out;
+    float a = J->alpha;
+    switch (J->act) {
+    case VT_ACT_NONE:
+        if (y != x) memcpy(y + b, x + b, (e - b) * sizeof(float));
+        break;
+    case VT_ACT_RELU:
+        for (size_t i = b; i < e; i++) y[i] = fmaxf(x[i], 0.0f);
+        break;
+    case VT_ACT_LEAKY:
+        for (size_t i = b; i < e; i++) y[i] = fmaxf(x[i], 0.0f) + a * fminf(x[i], 0.0f);
+        break;
+    case VT_ACT_SILU:
+        for (size_t i = b; i < e; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
+        break;
+    case VT_ACT_SIGMOID:
+        for (size_t i = b; i < e; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
+        break;
+    }
+}
+
+static void act_bwd_range(void *ctx, size_t b, size_t e)
+{
+    const act_job *J = ctx;
+    const float *restrict x = J->x, *restrict y = J->y, *restrict dy = J->dy;
+    float *restrict dx = J->out;
+    float a = J->alpha;
+    switch (J->act) {
+    case VT_ACT_NONE:
+        for (size_t i = b; i < e; i++) dx[i] += dy[i];
+        break;
+    case VT_ACT_RELU:
+        /* uses the output so the op can run in place */
+        for (size_t i = b; i < e; i++) dx[i] += dy[i] * (float)(y[i] > 0.0f);
+        break;
+    case VT_ACT_LEAKY:
+        for (size_t i = b; i < e; i++) dx[i] += dy[i] * (x[i] > 0.0f ? 1.0f : a);
+        break;
+    case VT_ACT_SILU:
+        for (size_t i = b; i < e; i++) {
+            float sg = 1.0f / (1.0f + expf(-x[i]));
+            dx[i] += dy[i] * sg * (1.0f + x[i] * (1.0f - sg));
+        }
+        break;
+    case VT_ACT_SIGMOID:
+        for (size_t i = b; i < e; i++) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+        break;
+    }
+}
+
+static vt_status cpu_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
+                                 float *y)
+{
+    act_job J = {act, alpha, x, NULL, NULL, y};
+    vt_pool_run(POOL(b), n, GRAIN, act_fwd_range, &J);
+    return VT_OK;
+}
+
+static vt_status cpu_act_backward(vt_backend *b, vt_act act, float alpha, size_t n,
+                                  const float *x, const float *y, const float *dy, float *dx)
+{
+    act_job J = {act, alpha, x, y, dy, dx};
+    vt_pool_run(POOL(b), n, GRAIN, act_bwd_range, &J);
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- batch norm */
+
+typedef struct {
+    size_t m;
+    const float *x, *gamma, *beta, *mean, *invstd, *dy, *rm, *rv;
+    float eps, momentum;
+    float *y, *dx, *dgamma, *dbeta, *save_mean, *save_invstd, *run_mean, *run_var;
+} bn_job;
+
+/* Sum of x[0..m) and of (x - mean)^2: float lanes over blocks of 1024 (vectorisable), block
+ * totals in double, so long channels keep their precision. */
+static double sum_block(const float *restrict x, size_t m)
+{
+    double total = 0;
+    for (size_t b = 0; b < m; b += 1024) {
+        size_t e = b + 1024 < m ? b + 1024 : m;
+        float s = 0;
+        for (size_t i = b; i < e; i++) s += x[i];
+        total += s;
+    }
+    return total;
+}
+
+static double sqdev_block(const float *restrict x, size_t m, float mean)
+{
+    double total = 0;
+    for (size_t b = 0; b < m; b += 1024) {
+        size_t e = b + 1024 < m ? b + 1024 : m;
+        float s = 0;
+        for (size_t i = b; i < e; i++) {
+            float d = x[i] - mean;
+            s += d * d;
+        }
+        total += s;
+    }
+    return total;
+}
+
+static void bn_train_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    size_t m = J->m;
+    for (size_t c = c0; c < c1; c++) {
+        const float *restrict x = J->x + c * m;
+        float *restrict y = J->y + c * m;
+        double mean = sum_block(x, m) / (double)m;
+        double ss = sqdev_block(x, m, (float)mean);
+        double var = ss / (double)m;
+        float invstd = (float)(1.0 / sqrt(var + J->eps));
+        float scale = J->gamma[c] * invstd, fm = (float)mean;
+        float shift = J->beta[c] - fm * scale;
+        for (size_t i = 0; i < m; i++) y[i] = x[i] * scale + shift;
+        J->save_mean[c] = fm;
+        J->save_invstd[c] = invstd;
+        double unbiased = m > 1 ? ss / (double)(m - 1) : var;
+        J->run_mean[c] = (1.0f - J->momentum) * J->run_mean[c] + J->momentum * fm;
+        J->run_var[c] = (1.0f - J->momentum) * J->run_var[c] + J->momentum * (float)unbiased;
+    }
+}
+
+static vt_status cpu_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
+                                      const float *gamma, const float *beta, float eps,
+                                      float momentum, float *running_mean, float *running_var,
+                                      float *save_mean, float *save_invstd, float *y)
+{
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
+                .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
+                .run_mean = running_mean, .run_var = running_var};
+    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_train_channels,
+                &J);
+    return VT_OK;
+}
+
+static void bn_eval_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    for (size_t c = c0; c < c1; c++) {
+        float invstd = 1.0f / sqrtf(J->rv[c] + J->eps);
+        float scale = J->gamma[c] * invstd, shift = J->beta[c] - J->rm[c] * scale;
+        const float *x = J->x + c * J->m;
+        float *y = J->y + c * J->m;
+        for (size_t i = 0; i < J->m; i++) y[i] = x[i] * scale + shift;
+    }
+}
+
+static vt_status cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
+                                     const float *gamma, const float *beta, float eps,
+                                     const float *running_mean, const float *running_var,
+                                     float *y)
+{
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
+                .rv = running_var, .y = y};
+    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_eval_channels,
+                &J);
+    return VT_OK;
+}
+
+static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    size_t m = J->m;
+    for (size_t c = c0; c < c1; c++) {
+        const float *restrict x = J->x + c * m, *restrict dy = J->dy + c * m;
+        float mean = J->mean[c], invstd = J->invstd[c];
+        double sdy = 0, sdyx = 0;
+        for (size_t b = 0; b < m; b += 1024) {
+            size_t e = b + 1024 < m ? b + 1024 : m;
+            float s1 = 0, s2 = 0;
+            for (size_t i = b; i < e; i++) {
+                s1 += dy[i];
+                s2 += dy[i] * (x[i] - mean);
+            }
+            sdy += s1;
+            sdyx += s2;
+        }
+        float dbeta = (float)sdy, dgamma = (float)(sdyx * invstd);
+        J->dbeta[c] = dbeta;
+        J->dgamma[c] = dgamma;
+        if (J->dx) {
+            float *restrict dx = J->dx + c * m;
+            float k = J->gamma[c] * invstd / (float)m;
+            /* dx += k * (m*dy - dbeta - xhat*dgamma), xhat = (x-mean)*invstd */
+            float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
+                  b1 = -k * dgamma * invstd;
+            for (size_t i = 0; i < m; i++) dx[i] += a * dy[i] + b1 * x[i] + b0;
+        }
+    }
+}
+
+static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
+                                 const float *gamma, const float *save_mean,
+                                 const float *save_invstd, const float *dy, float *dx,
+                                 float *dgamma, float *dbeta)
+{
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
+                .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
+    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_bwd_channels,
+                &J);
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+typedef struct {
+    const vt_pool_desc *d;
+    const float *x, *dy;
+    float *y, *dx;
+    int32_t *idx;
+    const int32_t *cidx;
+} pool_job;
+
+static void maxpool_planes(void *ctx, size_t p0, size_t p1)
+{
+    const pool_job *J = ctx;
+    const vt_pool_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    for (size_t p = p0; p < p1; p++) {
+        const float *x = J->x + p * HW;
+        float *y = J->y + p * OHW;
+        int32_t *idx = J->idx + p * OHW;
+        for (int oy = 0; oy < d->ho; oy++)
+            for (int ox = 0; ox < d->wo; ox++) {
+                float best = -FLT_MAX;
+                int32_t bi = -1;
+                for (int ky = 0; ky < d->k; ky++) {
+                    int iy = oy * d->s - d->p + ky;
+                    if (iy < 0 || iy >= d->h) continue;
+                    for (int kx = 0; kx < d->k; kx++) {
+                        int ix = ox * d->s - d->p + kx;
+                        if (ix < 0 || ix >= d->w) continue;
+                        float v = x[iy * d->w + ix];
+                        if (bi < 0 || v > best) {
+                            best = v;
+                            bi = iy * d->w + ix;
+                        }
+                    }
+                }
+                y[oy * d->wo + ox] = bi < 0 ? 0.0f : best;
+                idx[oy * d->wo + ox] = bi;
+            }
+    }
+}
+
+/* The common 2x2 stride-2 unpadded window, without bounds checks. */
+static void maxpool2_planes(void *ctx, size_t p0, size_t p1)
+{
+    const pool_job *J = ctx;
+    const vt_pool_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    for (size_t p = p0; p < p1; p++) {
+        const float *x = J->x + p * HW;
+        float *y = J->y + p * OHW;
+        int32_t *idx = J->idx + p * OHW;
+        for (int oy = 0; oy < d->ho; oy++) {
+            const float *r0 = x + (size_t)(2 * oy) * d->w, *r1 = r0 + d->w;
+            int base = 2 * oy * d->w;
+            for (int ox = 0; ox < d->wo; ox++) {
+                float a = r0[2 * ox], bb = r0[2 * ox + 1], c = r1[2 * ox], e = r1[2 * ox + 1];
+                int ia = base + 2 * ox;
+                float m = a;
+                int im = ia;
+                if (bb > m) { m = bb; im = ia + 1; }
+                if (c > m) { m = c; im = ia + d->w; }
+                if (e > m) { m = e; im = ia + d->w + 1; }
+                y[oy * d->wo + ox] = m;
+                idx[oy * d->wo + ox] = im;
+            }
+        }
+    }
+}
+
+static vt_status cpu_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x,
+                                     float *y, int32_t *idx)
+{
+    pool_job J = {d, x, NULL, y, NULL, idx, NULL};
+    int fast = d->k == 2 && d->s == 2 && d->p == 0 && d->ho * 2 <= d->h && d->wo * 2 <= d->w;
+    vt_pool_run(POOL(b), (size_t)d->planes, 8, fast ? maxpool2_planes : maxpool_planes, &J);
+    return VT_OK;
+}
+
+static void maxpool_bwd_planes(void *ctx, size_t p0, size_t p1)
+{
+    const pool_job *J = ctx;
+    const vt_pool_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    for (size_t p = p0; p < p1; p++) {
+        const float *dy = J->dy + p * OHW;
+        const int32_t *idx = J->cidx + p * OHW;
+        float *dx = J->dx + p * HW;
+        for (size_t i = 0; i < OHW; i++)
+            if (idx[i] >= 0) dx[idx[i]] += dy[i];
+    }
+}
+
+static vt_status cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
+                                      const float *dy, float *dx)
+{
+    pool_job J = {d, NULL, dy, NULL, dx, NULL, idx};
+    vt_pool_run(POOL(b), (size_t)d->planes, 8, maxpool_bwd_planes, &J);
+    return VT_OK;
+}
+
+static void avgpool_planes(void *ctx, size_t p0, size_t p1)
+{
+    const pool_job *J = ctx;
+    const vt_pool_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    float inv = 1.0f / (float)(d->k * d->k);
+    for (size_t p = p0; p < p1; p++) {
+        for (int oy = 0; oy < d->ho; oy++)
+            for (int ox = 0; ox < d->wo; ox++) {
+                float s = 0;
+                float g = J->dy ? J->dy[p * OHW + oy * d->wo + ox] * inv : 0.0f;
+                for (int ky = 0; ky < d->k; ky++) {
+                    int iy = oy * d->s - d->p + ky;
+                    if (iy < 0 || iy >= d->h) continue;
+                    for (int kx = 0; kx < d->k; kx++) {
+                        int ix = ox * d->s - d->p + kx;
+                        if (ix < 0 || ix >= d->w) continue;
+                        if (J->dy) J->dx[p * HW + iy * d->w + ix] += g;
+                        else s += J->x[p * HW + iy * d->w + ix];
+                    }
+                }
+                if (!J->dy) J->y[p * OHW + oy * d->wo + ox] = s * inv;
+            }
+    }
+}
+
+static vt_status cpu_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x,
+                                     float *y)
+{
+    pool_job J = {d, x, NULL, y, NULL, NULL, NULL};
+    vt_pool_run(POOL(b), (size_t)d->planes, 8, avgpool_planes, &J);
+    return VT_OK;
+}
+
+static vt_status cpu_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const float *dy,
+                                      float *dx)
+{
+    pool_job J = {d, NULL, dy, NULL, dx, NULL, NULL};
+    vt_pool_run(POOL(b), (size_t)d->planes, 8, avgpool_planes, &J);
+    return VT_OK;
+}
+
+static vt_status cpu_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x,
+                                 float *y)
+{
+    (void)b;
+    for (size_t p = 0; p < planes; p++) {
+        const float *row = x + p * hw;
+        float s = 0;
+        for (size_t i = 0; i < hw; i++) s += row[i];
+        y[p] = s / (float)hw;
+    }
+    return VT_OK;
+}
+
+static vt_status cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy,
+                                  float *dx)
+{
+    (void)b;
+    for (size_t p = 0; p < planes; p++) {
+        float g = dy[p] / (float)hw;
+        float *row = dx + p * hw;
+        for (size_t i = 0; i < hw; i++) row[i] += g;
+    }
+    return VT_OK;
+}
+
+static vt_status cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int w, const float *x,
+                                       float *y)
+{
+    (void)b;
+    size_t W2 = (size_t)2 * w;
+    for (size_t p = 0; p < planes; p++) {
+        const float *src = x + p * h * w;
+        float *dst = y + p * 4 * h * w;
+        for (int iy = 0; iy < h; iy++) {
+            float *r0 = dst + (size_t)(2 * iy) * W2;
+            for (int ix = 0; ix < w; ix++) r0[2 * ix] = r0[2 * ix + 1] = src[iy * w + ix];
+            memcpy(r0 + W2, r0, W2 * sizeof(float));
+        }
+    }
+    return VT_OK;
+}
+
+static vt_status cpu_upsample2_backward(vt_backend *b, size_t planes, int h, int w,
+                                        const float *dy, float *dx)
+{
+    (void)b;
+    size_t W2 = (size_t)2 * w;
+    for (size_t p = 0; p < planes; p++) {
+        const float *src = dy + p * 4 * h * w;
+        float *dst = dx + p * h * w;
+        for (int iy = 0; iy < h; iy++) {
+            const float *r0 = src + (size_t)(2 * iy) * W2, *r1 = r0 + W2;
+            for (int ix = 0; ix < w; ix++)
+                dst[iy * w + ix] += r0[2 * ix] + r0[2 * ix + 1] + r1[2 * ix] + r1[2 * ix + 1];
+        }
+    }
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- dropout */
+
+static vt_status cpu_dropout_forward(vt_backend *b, size_t n, float p, uint64_t seed,
+                                     const float *x, float *y, float *mask)
+{
+    (void)b;
+    float keep = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++) {
+        mask[i] = vt_hash_uniform(seed, i) >= p ? keep : 0.0f;
+        y[i] = x[i] * mask[i];
+    }
+    return VT_OK;
+}
+
+static vt_status cpu_dropout_backward(vt_backend *b, size_t n, const float *mask, const float *dy,
+                                      float *dx)
+{
+    (void)b;
+    for (size_t i = 0; i < n; i++) dx[i] += dy[i] * mask[i];
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- loss */
+
+static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
+                                  const int32_t *labels, float smoothing, float grad_scale,
+                                  float *loss_sum, float *dlogits, float *probs)
+{
+    (void)b;
+    double total = 0;
+    float off = smoothing / (float)classes, on = 1.0f - smoothing + off;
+    for (int n = 0; n < batch; n++) {
+        int lab = labels[n];
+        if (lab < 0 || lab >= classes)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside 0..%d", lab,
+                           n, classes - 1);
+        float mx = -FLT_MAX;
+        for (int k = 0; k < classes; k++) {
+            float v = logits[(size_t)k * batch + n];
+            if (v > mx) mx = v;
+        }
+        double se = 0;
+        for (int k = 0; k < classes; k++) se += exp((double)logits[(size_t)k * batch + n] - mx);
+        double lse = log(se) + mx, loss = 0;
+        for (int k = 0; k < classes; k++) {
+            double lp = logits[(size_t)k * batch + n] - lse;
+            float q = k == lab ? on : off;
+            loss -= q * lp;
+            float pk = (float)exp(lp);
+            if (probs) probs[(size_t)k * batch + n] = pk;
+            if (dlogits) dlogits[(size_t)k * batch + n] = (pk - q) * grad_scale;
+        }
+        total += loss;
+    }
+    *loss_sum = (float)total;
+    return VT_OK;
+}
+
+/* ---------------------------------------------------------------- optimisers */
+
+typedef struct {
+    float *p, *m, *v;
+    const float *g;
+    float lr, mom, wd, b1, b2, eps, bc1, bc2;
+    int nesterov;
+} opt_job;
+
+static void sgd_range(void *ctx, size_t b, size_t e)
+{
+    const opt_job *J = ctx;
+    for (size_t i = b; i < e; i++) {
+        float g = J->g[i] + J->wd * J->p[i];
+        float m = J->mom * J->m[i] + g;
+        J->m[i] = m;
+        J->p[i] -= J->lr * (J->nesterov ? g + J->mom * m : m);
+    }
+}
+
+static vt_status cpu_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m,
+                              float lr, float momentum, float wd, int nesterov)
+{
+    opt_job J = {.p = p, .m = m, .g = g, .lr = lr, .mom = momentum, .wd = wd,
+                 .nesterov = nesterov};
+    vt_pool_run(POOL(b), n, GRAIN, sgd_range, &J);
+    return VT_OK;
+}
+
+static void adamw_range(void *ctx, size_t b, size_t e)
+{
+    const opt_job *J = ctx;
+    for (size_t i = b; i < e; i++) {
+        float g = J->g[i];
+        float p = J->p[i] * (1.0f - J->lr * J->wd);
+        float m = J->b1 * J->m[i] + (1.0f - J->b1) * g;
+        float v = J->b2 * J->v[i] + (1.0f - J->b2) * g * g;
+        J->m[i] = m;
+        J->v[i] = v;
+        J->p[i] = p - J->lr * (m / J->bc1) / (sqrtf(v / J->bc2) + J->eps);
+    }
+}
+
+static vt_status cpu_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m,
+                                float *v, float lr, float beta1, float beta2, float eps, float wd,
+                                float bc1, float bc2)
+{
+    opt_job J = {.p = p, .m = m, .v = v, .g = g, .lr = lr, .wd = wd, .b1 = beta1, .b2 = beta2,
+                 .eps = eps, .bc1 = bc1, .bc2 = bc2};
+    vt_pool_run(POOL(b), n, GRAIN, adamw_range, &J);
+    return VT_OK;
+}
+
+static const vt_backend_ops cpu_ops = {
+    .api_version = VT_BACKEND_API_VERSION,
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .synchronize = cpu_sync,
+    .gemm = cpu_gemm,
+    .axpy = cpu_axpy,
+    .add = cpu_add,
+    .bias_add = cpu_bias_add,
+    .channel_sum = cpu_channel_sum,
+    .conv_workspace = cpu_conv_workspace,
+    .conv_forward = cpu_conv_forward,
+    .conv_backward = cpu_conv_backward,
+    .act_forward = cpu_act_forward,
+    .act_backward = cpu_act_backward,
+    .bn_forward_train = cpu_bn_forward_train,
+    .bn_forward_eval = cpu_bn_forward_eval,
+    .bn_backward = cpu_bn_backward,
+    .maxpool_forward = cpu_maxpool_forward,
+    .maxpool_backward = cpu_maxpool_backward,
+    .avgpool_forward = cpu_avgpool_forward,
+    .avgpool_backward = cpu_avgpool_backward,
+    .gap_forward = cpu_gap_forward,
+    .gap_backward = cpu_gap_backward,
+    .upsample2_forward = cpu_upsample2_forward,
+    .upsample2_backward = cpu_upsample2_backward,
+    .dropout_forward = cpu_dropout_forward,
+    .dropout_backward = cpu_dropout_backward,
+    .softmax_xent = cpu_softmax_xent,
+    .sgd_step = cpu_sgd_step,
+    .adamw_step = cpu_adamw_step,
+};
+
+vt_status vt_backend_cpu_create(vt_backend **out, int threads)
+{
+    *out = NULL;
+    cpu_backend *b = vt_calloc(1, sizeof *b);
+    if (!b) return VT_ERR_OUT_OF_MEMORY;
+    b->base.ops = &cpu_ops;
+    b->conv_cap = (size_t)2 << 20;
+    vt_status st = vt_pool_create(&b->pool, threads);
+    if (st) {
+        free(b);
+        return st;
+    }
+    *out = &b->base;
+    return VT_OK;
+}
+
+void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats)
+{
+    ((cpu_backend *)b)->conv_cap = floats ? floats : 1;
+}

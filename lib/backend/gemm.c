@@ -1,0 +1,147 @@
+#include "backend/gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vt_config.h"
+
+#ifdef VT_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+/* Blocking sizes of the portable kernel: a KC x NC panel of B (64 KiB..1 MiB) stays in L2 while
+ * every row of A streams over it; the inner loop is a contiguous axpy the compiler vectorises. */
+enum { KC = 256, NC = 2048 };
+
+typedef struct {
+    int transa, m, n, k;
+    float alpha;
+    const float *a;
+    int lda;
+    const float *bp; /* packed panel: kc rows of nc contiguous floats */
+    int kc, nc, p0, j0;
+    float *c;
+    int ldc;
+} panel_job;
+
+static void panel_rows(void *ctx, size_t r0, size_t r1)
+{
+    const panel_job *J = ctx;
+    for (size_t i = r0; i < r1; i++) {
+        float *restrict crow = J->c + i * (size_t)J->ldc + J->j0;
+        for (int p = 0; p < J->kc; p++) {
+            size_t pi = (size_t)(J->p0 + p);
+            float av = J->transa ? J->a[pi * (size_t)J->lda + i] : J->a[i * (size_t)J->lda + pi];
+            av *= J->alpha;
+            if (av == 0.0f) continue;
+            const float *restrict brow = J->bp + (size_t)p * J->nc;
+            for (int j = 0; j < J->nc; j++) crow[j] += av * brow[j];
+        }
+    }
+}
+
+void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                       int ldc)
+{
+    if (m <= 0 || n <= 0) return;
+    for (int i = 0; i < m; i++) {
+        float *crow = c + (size_t)i * ldc;
+        if (beta == 0.0f) memset(crow, 0, (size_t)n * sizeof(float));
+        else if (beta != 1.0f)
+            for (int j = 0; j < n; j++) crow[j] *= beta;
+    }
+    if (k <= 0 || alpha == 0.0f) return;
+    float *bp = malloc((size_t)KC * NC * sizeof(float));
+    if (!bp) {
+        /* No memory for packing: fall back to the unpacked triple loop. */
+        for (int i = 0; i < m; i++)
+            for (int p = 0; p < k; p++) {
+                float av = alpha * (transa ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p]);
+                for (int j = 0; j < n; j++)
+                    c[(size_t)i * ldc + j] +=
+                        av * (transb ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j]);
+            }
+        return;
+    }
+    for (int j0 = 0; j0 < n; j0 += NC) {
+        int nc = n - j0 < NC ? n - j0 : NC;
+        for (int p0 = 0; p0 < k; p0 += KC) {
+            int kc = k - p0 < KC ? k - p0 : KC;
+            for (int p = 0; p < kc; p++) {
+                float *dst = bp + (size_t)p * nc;
+                if (transb)
+                    for (int j = 0; j < nc; j++) dst[j] = b[(size_t)(j0 + j) * ldb + p0 + p];
+                else
+                    memcpy(dst, b + (size_t)(p0 + p) * ldb + j0, (size_t)nc * sizeof(float));
+            }
+            panel_job J = {transa, m, n, k, alpha, a, lda, bp, kc, nc, p0, j0, c, ldc};
+            vt_pool_run(pool, (size_t)m, 4, panel_rows, &J);
+        }
+    }
+    free(bp);
+}
+
+#ifdef VT_HAVE_CBLAS
+int vt_sgemm_uses_blas(void) { return 1; }
+
+typedef struct {
+    int ta, tb, m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    int lda, ldb, ldc;
+    float *c;
+    int split_n; /* split columns (else rows) */
+    int parts;
+} blas_job;
+
+/* One thread's slice: a block of columns of C (and B) or of rows of C (and A). */
+static void blas_part(void *ctx, size_t p0, size_t p1)
+{
+    const blas_job *J = ctx;
+    int total = J->split_n ? J->n : J->m;
+    for (size_t p = p0; p < p1; p++) {
+        /* slices aligned to 16 so the kernels keep full vector widths */
+        int per = ((total + J->parts - 1) / J->parts + 15) & ~15;
+        int lo = (int)p * per, hi = lo + per < total ? lo + per : total;
+        if (lo >= hi) continue;
+        if (J->split_n) {
+            const float *b = J->tb ? J->b + (size_t)lo * J->ldb : J->b + lo;
+            cblas_sgemm(CblasRowMajor, J->ta ? CblasTrans : CblasNoTrans,
+                        J->tb ? CblasTrans : CblasNoTrans, J->m, hi - lo, J->k, J->alpha, J->a,
+                        J->lda, b, J->ldb, J->beta, J->c + lo, J->ldc);
+        } else {
+            const float *a = J->ta ? J->a + lo : J->a + (size_t)lo * J->lda;
+            cblas_sgemm(CblasRowMajor, J->ta ? CblasTrans : CblasNoTrans,
+                        J->tb ? CblasTrans : CblasNoTrans, hi - lo, J->n, J->k, J->alpha, a,
+                        J->lda, J->b, J->ldb, J->beta, J->c + (size_t)lo * J->ldc, J->ldc);
+        }
+    }
+}
+
+void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (m <= 0 || n <= 0) return;
+    int threads = vt_pool_threads(pool);
+    double work = (double)m * n * (k > 0 ? k : 1);
+    /* The BLAS is single-threaded (see meson.build); large products are split over the pool by
+     * columns or rows, whichever is longer.  Small ones are not worth waking threads for. */
+    if (threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
+        cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
+                    transb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                    ldc);
+        return;
+    }
+    blas_job J = {transa, transb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, n >= m, threads};
+    vt_pool_run(pool, (size_t)threads, 1, blas_part, &J);
+}
+#else
+int vt_sgemm_uses_blas(void) { return 0; }
+
+void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
+              const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    vt_sgemm_portable(pool, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif

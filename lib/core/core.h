@@ -1,0 +1,121 @@
+/* Private core services: errors, logging, allocation, RNG, key=value options.
+ * Nothing here is exported; every library file includes it. */
+#ifndef VT_CORE_H
+#define VT_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "visiontrain/visiontrain.h"
+
+#define VT_ERRMSG_MAX 1024
+
+#if defined(__GNUC__)
+#define VT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define VT_PRINTF(a, b)
+#endif
+
+/* Record a failure for the calling thread (see vt_last_error()) and return `status`.
+ * Usage: return vt_fail(VT_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); */
+vt_status vt_fail(vt_status status, const char *fmt, ...) VT_PRINTF(2, 3);
+/* Prefix the thread's current message with "context: " (e.g. the file being read). */
+void vt_fail_context(const char *fmt, ...) VT_PRINTF(1, 2);
+/* Copy the thread's last message into a handle's buffer (at the API boundary). Returns status. */
+vt_status vt_err_capture(char *handle_buf, vt_status status);
+void vt_err_clear(void);
+
+/* Logging through a caller-set callback; the library itself never prints. */
+typedef struct vt_logger {
+    vt_log_fn fn;
+    void *user;
+    vt_log_level max_level;
+} vt_logger;
+void vt_log(const vt_logger *lg, vt_log_level level, const char *fmt, ...) VT_PRINTF(3, 4);
+
+/* Allocation that records VT_ERR_OUT_OF_MEMORY on failure (returns NULL). */
+void *vt_malloc(size_t bytes);
+void *vt_calloc(size_t count, size_t size);
+void *vt_realloc(void *p, size_t bytes);
+char *vt_strdup(const char *s);
+/* 64-byte aligned, freed with vt_free_aligned. */
+void *vt_malloc_aligned(size_t bytes);
+void vt_free_aligned(void *p);
+
+/* Deterministic RNG (xoshiro128+-like, seeded by splitmix64); the state is a plain value so it
+ * can be checkpointed. */
+typedef struct vt_rng {
+    uint64_t s[2];
+} vt_rng;
+void vt_rng_seed(vt_rng *r, uint64_t seed);
+uint64_t vt_rng_next(vt_rng *r);
+/* Uniform in [0,1). */
+double vt_rng_uniform(vt_rng *r);
+/* Uniform integer in [0,n). */
+uint32_t vt_rng_below(vt_rng *r, uint32_t n);
+/* Standard normal (Box-Muller). */
+double vt_rng_normal(vt_rng *r);
+/* Counter-based: uniform [0,1) float from (seed, index); the same on every backend. */
+static inline float vt_hash_uniform(uint64_t seed, uint64_t index)
+{
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+enum { VT_SCOPE_TRAINER = 1, VT_SCOPE_MODEL = 2 };
+
+typedef struct vt_optdef {
+    int id;
+    const char *key;
+    int type; /* vt_option_type */
+    double min, max;
+    double def_num;
+    const char *def_str;
+    const char *const *choices; /* NULL-terminated list for enumerated strings, or NULL */
+    int scope;
+    const char *help;
+} vt_optdef;
+
+#define VT_OPT_STR_MAX 64
+
+typedef struct vt_optvals {
+    int scope;
+    double num[32];
+    char str[32][VT_OPT_STR_MAX];
+    unsigned char set[32]; /* 1 once set explicitly */
+} vt_optvals;
+
+const vt_optdef *vt_optdef_by_id(int id);
+const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen);
+/* Index of an option in vt_optvals arrays (< 32). */
+int vt_opt_index(const vt_optdef *d);
+void vt_optvals_init(vt_optvals *v, int scope);
+vt_status vt_optvals_set_num(vt_optvals *v, int id, double value);
+vt_status vt_optvals_set_str(vt_optvals *v, int id, const char *value);
+/* One "key=value"; the value is parsed according to the option's type. */
+vt_status vt_optvals_set_kv(vt_optvals *v, const char *kv);
+/* Space-separated "k=v k=v" list (NULL or "" is fine). */
+vt_status vt_optvals_set_list(vt_optvals *v, const char *list);
+double vt_opt_num(const vt_optvals *v, int id);
+const char *vt_opt_str(const vt_optvals *v, int id);
+int vt_opt_isset(const vt_optvals *v, int id);
+
+/* Generic "k=v k=v" parsing for small option strings of functions that take them
+ * (vt_synth_generate): calls fn for each pair; fn returns a status. */
+typedef vt_status (*vt_kv_fn)(void *ctx, const char *key, const char *value);
+vt_status vt_parse_kv_list(const char *list, vt_kv_fn fn, void *ctx);
+/* Strict number parsing: the whole string must be a number; errors name the key. */
+vt_status vt_parse_int(const char *key, const char *s, long long min, long long max,
+                       long long *out);
+vt_status vt_parse_double(const char *key, const char *s, double min, double max, double *out);
+
+/* Monotonic clock in seconds. */
+double vt_now(void);
+
+#endif

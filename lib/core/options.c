@@ -1,0 +1,325 @@
+/* The option table and the typed / key=value setters built on it.  One table serves every
+ * handle; each option belongs to one scope (trainer or model), and the same key may exist in
+ * two scopes (imgsz, seed). */
+#include "core/core.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const optimizer_choices[] = {"sgd", "adamw", NULL};
+
+#define T VT_SCOPE_TRAINER
+#define M VT_SCOPE_MODEL
+#define I VT_OPTION_INT
+#define F VT_OPTION_FLOAT
+#define S VT_OPTION_STRING
+
+static const vt_optdef table[] = {
+    {VT_OPT_EPOCHS, "epochs", I, 1, 100000, 10, NULL, NULL, T, "number of training epochs"},
+    {VT_OPT_BATCH, "batch", I, 1, 65536, 32, NULL, NULL, T, "images per training step"},
+    {VT_OPT_IMGSZ, "imgsz", I, 8, 4096, 0, NULL, NULL, T,
+     "training image size in pixels (0 = the model's)"},
+    {VT_OPT_OPTIMIZER, "optimizer", S, 0, 0, 0, "sgd", optimizer_choices, T,
+     "optimizer: sgd or adamw"},
+    {VT_OPT_LR0, "lr0", F, 1e-8, 10, 0, NULL, NULL, T,
+     "initial learning rate (0 = 0.01 for sgd, 0.001 for adamw)"},
+    {VT_OPT_LRF, "lrf", F, 0, 1, 0.01, NULL, NULL, T, "final learning rate as a fraction of lr0"},
+    {VT_OPT_MOMENTUM, "momentum", F, 0, 0.9999, 0.9, NULL, NULL, T,
+     "SGD momentum / AdamW beta1"},
+    {VT_OPT_WEIGHT_DECAY, "weight_decay", F, 0, 1, 5e-4, NULL, NULL, T,
+     "weight decay (not applied to biases and batch-norm)"},
+    {VT_OPT_NESTEROV, "nesterov", I, 0, 1, 1, NULL, NULL, T, "Nesterov momentum for SGD (0/1)"},
+    {VT_OPT_WARMUP_EPOCHS, "warmup_epochs", F, 0, 1000, 1, NULL, NULL, T,
+     "epochs of linear learning-rate warm-up"},
+    {VT_OPT_COS_LR, "cos_lr", I, 0, 1, 1, NULL, NULL, T,
+     "cosine (1) or linear (0) learning-rate decay"},
+    {VT_OPT_LABEL_SMOOTHING, "label_smoothing", F, 0, 0.99, 0, NULL, NULL, T,
+     "label smoothing of the classification loss"},
+    {VT_OPT_SEED, "seed", I, 0, 9007199254740991.0, 0, NULL, NULL, T,
+     "seed for shuffling, augmentation and dropout"},
+    {VT_OPT_DEVICE, "device", S, 0, 0, 0, "cpu", NULL, T, "cpu, or a GPU index (0, 1, ...)"},
+    {VT_OPT_WORKERS, "workers", I, 0, 64, 2, NULL, NULL, T,
+     "image decoding threads (0 = in the training thread)"},
+    {VT_OPT_FLIPLR, "fliplr", F, 0, 1, 0.5, NULL, NULL, T, "probability of a horizontal flip"},
+    {VT_OPT_VAL, "val", I, 0, 1, 1, NULL, NULL, T, "validate after every epoch (0/1)"},
+    {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
+    {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
+    {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,
+     "dropout probability before the classifier"},
+    {VT_OPT_MODEL_SEED, "seed", I, 0, 9007199254740991.0, 0, NULL, NULL, M,
+     "weight initialisation seed"},
+};
+#undef T
+#undef M
+#undef I
+#undef F
+#undef S
+
+#define N_OPTS ((int)(sizeof table / sizeof table[0]))
+_Static_assert(sizeof table / sizeof table[0] <= 32, "vt_optvals holds 32 options");
+
+const vt_optdef *vt_optdef_by_id(int id)
+{
+    for (int i = 0; i < N_OPTS; i++)
+        if (table[i].id == id) return &table[i];
+    return NULL;
+}
+
+static const vt_optdef *by_key_scope(const char *key, size_t len, int scope)
+{
+    for (int i = 0; i < N_OPTS; i++)
+        if ((table[i].scope & scope) && strlen(table[i].key) == len &&
+            memcmp(table[i].key, key, len) == 0)
+            return &table[i];
+    return NULL;
+}
+
+const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen)
+{
+    return by_key_scope(key, keylen, ~0);
+}
+
+int vt_opt_index(const vt_optdef *d) { return (int)(d - table); }
+
+VT_API vt_status vt_option_info(vt_option option, const char **key, vt_option_type *type,
+                                double *min_value, double *max_value, const char **help)
+{
+    const vt_optdef *d = vt_optdef_by_id(option);
+    if (!d) return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown option id %d", (int)option);
+    if (key) *key = d->key;
+    if (type) *type = (vt_option_type)d->type;
+    if (min_value) *min_value = d->type == VT_OPTION_STRING ? 0 : d->min;
+    if (max_value) *max_value = d->type == VT_OPTION_STRING ? 0 : d->max;
+    if (help) *help = d->help;
+    return VT_OK;
+}
+
+VT_API int vt_option_next(int previous)
+{
+    int best = 0;
+    for (int i = 0; i < N_OPTS; i++)
+        if (table[i].id > previous && (best == 0 || table[i].id < best)) best = table[i].id;
+    return best;
+}
+
+void vt_optvals_init(vt_optvals *v, int scope)
+{
+    memset(v, 0, sizeof *v);
+    v->scope = scope;
+    for (int i = 0; i < N_OPTS; i++) {
+        v->num[i] = table[i].def_num;
+        if (table[i].def_str) snprintf(v->str[i], VT_OPT_STR_MAX, "%s", table[i].def_str);
+    }
+}
+
+/* The list of keys valid in a scope, for error messages. */
+static void list_keys(int scope, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < N_OPTS && used < cap; i++)
+        if (table[i].scope & scope)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "",
+                                     table[i].key);
+}
+
+static const vt_optdef *scoped(const vt_optvals *v, int id, vt_status *st)
+{
+    const vt_optdef *d = vt_optdef_by_id(id);
+    if (!d || !(d->scope & v->scope)) {
+        char keys[512];
+        list_keys(v->scope, keys, sizeof keys);
+        *st = vt_fail(VT_ERR_UNKNOWN_OPTION, "option id %d does not apply here; valid options: %s",
+                      id, keys);
+        return NULL;
+    }
+    *st = VT_OK;
+    return d;
+}
+
+static vt_status check_range(const vt_optdef *d, double value)
+{
+    if (isnan(value) || value < d->min || value > d->max)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g is out of range [%g, %g]", d->key, value,
+                       d->min, d->max);
+    if (d->type == VT_OPTION_INT && value != floor(value))
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g must be an integer", d->key, value);
+    return VT_OK;
+}
+
+vt_status vt_optvals_set_num(vt_optvals *v, int id, double value)
+{
+    vt_status st;
+    const vt_optdef *d = scoped(v, id, &st);
+    if (!d) return st;
+    if (d->type == VT_OPTION_STRING)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s takes a string, not a number", d->key);
+    /* lr0 uses 0 as "the optimizer's default" */
+    if (!(d->id == VT_OPT_LR0 && value == 0) && !(d->id == VT_OPT_IMGSZ && value == 0)) {
+        st = check_range(d, value);
+        if (st) return st;
+    }
+    int i = vt_opt_index(d);
+    v->num[i] = value;
+    v->set[i] = 1;
+    return VT_OK;
+}
+
+static vt_status check_string(const vt_optdef *d, const char *value)
+{
+    if (strlen(value) >= VT_OPT_STR_MAX)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s: value too long (at most %d characters)", d->key,
+                       VT_OPT_STR_MAX - 1);
+    if (d->choices) {
+        for (const char *const *c = d->choices; *c; c++)
+            if (strcmp(*c, value) == 0) return VT_OK;
+        char list[256];
+        size_t used = 0;
+        list[0] = 0;
+        for (const char *const *c = d->choices; *c; c++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *c);
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s is not valid; choose one of: %s", d->key, value,
+                       list);
+    }
+    if (d->id == VT_OPT_DEVICE) {
+        if (strcmp(value, "cpu") == 0) return VT_OK;
+        char *end;
+        errno = 0;
+        long idx = strtol(value, &end, 10);
+        if (*value && !*end && !errno && idx >= 0 && idx < 64) return VT_OK;
+        return vt_fail(VT_ERR_OPTION_VALUE, "device=%s is not valid; use cpu or a GPU index 0..63",
+                       value);
+    }
+    return VT_OK;
+}
+
+vt_status vt_optvals_set_str(vt_optvals *v, int id, const char *value)
+{
+    vt_status st;
+    const vt_optdef *d = scoped(v, id, &st);
+    if (!d) return st;
+    if (!value) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: NULL value", d->key);
+    if (d->type != VT_OPTION_STRING) {
+        double x;
+        st = vt_parse_double(d->key, value, -DBL_MAX, DBL_MAX, &x);
+        return st ? st : vt_optvals_set_num(v, id, x);
+    }
+    st = check_string(d, value);
+    if (st) return st;
+    int i = vt_opt_index(d);
+    snprintf(v->str[i], VT_OPT_STR_MAX, "%s", value);
+    v->set[i] = 1;
+    return VT_OK;
+}
+
+vt_status vt_optvals_set_kv(vt_optvals *v, const char *kv)
+{
+    if (!kv) return vt_fail(VT_ERR_INVALID_ARGUMENT, "NULL option string");
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return vt_fail(VT_ERR_OPTION_VALUE, "'%s' is not of the form key=value", kv);
+    const vt_optdef *d = by_key_scope(kv, (size_t)(eq - kv), v->scope);
+    if (!d) {
+        char keys[512];
+        list_keys(v->scope, keys, sizeof keys);
+        return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown option '%.*s'; valid options: %s",
+                       (int)(eq - kv), kv, keys);
+    }
+    return vt_optvals_set_str(v, d->id, eq + 1);
+}
+
+struct list_ctx {
+    vt_optvals *v;
+};
+
+static vt_status set_pair(void *ctx, const char *key, const char *value)
+{
+    char buf[VT_OPT_STR_MAX * 3];
+    snprintf(buf, sizeof buf, "%s=%s", key, value);
+    return vt_optvals_set_kv(((struct list_ctx *)ctx)->v, buf);
+}
+
+vt_status vt_optvals_set_list(vt_optvals *v, const char *list)
+{
+    struct list_ctx c = {v};
+    return vt_parse_kv_list(list, set_pair, &c);
+}
+
+double vt_opt_num(const vt_optvals *v, int id)
+{
+    const vt_optdef *d = vt_optdef_by_id(id);
+    return d ? v->num[vt_opt_index(d)] : 0;
+}
+
+const char *vt_opt_str(const vt_optvals *v, int id)
+{
+    const vt_optdef *d = vt_optdef_by_id(id);
+    return d ? v->str[vt_opt_index(d)] : "";
+}
+
+int vt_opt_isset(const vt_optvals *v, int id)
+{
+    const vt_optdef *d = vt_optdef_by_id(id);
+    return d ? v->set[vt_opt_index(d)] : 0;
+}
+
+vt_status vt_parse_kv_list(const char *list, vt_kv_fn fn, void *ctx)
+{
+    if (!list) return VT_OK;
+    const char *p = list;
+    char key[128], value[512];
+    while (*p) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        const char *start = p;
+        while (*p && !isspace((unsigned char)*p)) p++;
+        size_t len = (size_t)(p - start);
+        const char *eq = memchr(start, '=', len);
+        if (!eq || eq == start)
+            return vt_fail(VT_ERR_OPTION_VALUE, "'%.*s' is not of the form key=value", (int)len,
+                           start);
+        size_t kl = (size_t)(eq - start), vl = len - kl - 1;
+        if (kl >= sizeof key || vl >= sizeof value)
+            return vt_fail(VT_ERR_OPTION_VALUE, "'%.*s' is too long", (int)len, start);
+        memcpy(key, start, kl);
+        key[kl] = 0;
+        memcpy(value, eq + 1, vl);
+        value[vl] = 0;
+        vt_status st = fn(ctx, key, value);
+        if (st) return st;
+    }
+    return VT_OK;
+}
+
+vt_status vt_parse_int(const char *key, const char *s, long long min, long long max,
+                       long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s is not an integer", key, s);
+    if (x < min || x > max)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%lld is out of range [%lld, %lld]", key, x, min,
+                       max);
+    *out = x;
+    return VT_OK;
+}
+
+vt_status vt_parse_double(const char *key, const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (!*s || *end || errno || isnan(x))
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s is not a number", key, s);
+    if (x < min || x > max)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g is out of range [%g, %g]", key, x, min, max);
+    *out = x;
+    return VT_OK;
+}

@@ -1,0 +1,132 @@
+#include "core/threads.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct vt_pool {
+    int n;                 /* threads including the caller */
+    pthread_t *tids;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned long gen;     /* bumped for each job */
+    int pending;           /* workers still running the current job */
+    int quit;
+    vt_range_fn fn;
+    void *ctx;
+    size_t total;
+    int parts;             /* how many ranges the current job is split into */
+};
+
+typedef struct {
+    vt_pool *p;
+    int id;
+} worker_arg;
+
+static void run_part(vt_pool *p, int id)
+{
+    size_t per = p->total / (size_t)p->parts, extra = p->total % (size_t)p->parts;
+    size_t b = (size_t)id * per + ((size_t)id < extra ? (size_t)id : extra);
+    size_t e = b + per + ((size_t)id < extra ? 1 : 0);
+    if (b < e) p->fn(p->ctx, b, e);
+}
+
+static void *worker(void *arg)
+{
+    worker_arg *wa = arg;
+    vt_pool *p = wa->p;
+    int id = wa->id;
+    free(wa);
+    unsigned long seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
+        if (p->quit) break;
+        seen = p->gen;
+        int active = id < p->parts;
+        pthread_mutex_unlock(&p->mu);
+        if (active) run_part(p, id);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int vt_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+vt_status vt_pool_create(vt_pool **out, int threads)
+{
+    *out = NULL;
+    if (threads <= 0) threads = vt_cpu_count();
+    vt_pool *p = vt_calloc(1, sizeof *p);
+    if (!p) return VT_ERR_OUT_OF_MEMORY;
+    p->n = threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    if (threads > 1) {
+        p->tids = vt_calloc((size_t)threads, sizeof *p->tids);
+        if (!p->tids) { vt_pool_destroy(p); return VT_ERR_OUT_OF_MEMORY; }
+        for (int i = 1; i < threads; i++) {
+            worker_arg *wa = vt_malloc(sizeof *wa);
+            if (!wa) { p->n = i; vt_pool_destroy(p); return VT_ERR_OUT_OF_MEMORY; }
+            wa->p = p;
+            wa->id = i;
+            if (pthread_create(&p->tids[i], NULL, worker, wa) != 0) {
+                free(wa);
+                p->n = i;
+                vt_pool_destroy(p);
+                return vt_fail(VT_ERR_OUT_OF_MEMORY, "cannot start a worker thread");
+            }
+        }
+    }
+    *out = p;
+    return VT_OK;
+}
+
+void vt_pool_destroy(vt_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++) pthread_join(p->tids[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    free(p->tids);
+    free(p);
+}
+
+int vt_pool_threads(const vt_pool *p) { return p ? p->n : 1; }
+
+void vt_pool_run(vt_pool *p, size_t n, size_t grain, vt_range_fn fn, void *ctx)
+{
+    if (n == 0) return;
+    if (grain < 1) grain = 1;
+    size_t parts = p ? (size_t)p->n : 1;
+    if (parts > n / grain) parts = n / grain;
+    if (parts <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->total = n;
+    p->parts = (int)parts;
+    p->pending = p->n - 1;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    run_part(p, 0);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}

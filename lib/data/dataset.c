@@ -1,0 +1,255 @@
+/* ImageFolder classification datasets: root/{train,val|valid,test}/<class>/<image>. */
+#include "data/dataset.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+static int is_image_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot || name[0] == '.') return 0;
+    return strcasecmp(dot, ".png") == 0 || strcasecmp(dot, ".jpg") == 0 ||
+           strcasecmp(dot, ".jpeg") == 0;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = vt_malloc(n);
+    if (s) snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
+typedef struct {
+    char **v;
+    int n, cap;
+} strvec;
+
+static void strvec_free(strvec *s)
+{
+    for (int i = 0; i < s->n; i++) free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+static vt_status strvec_push(strvec *s, char *str)
+{
+    if (!str) return VT_ERR_OUT_OF_MEMORY;
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 64;
+        char **v = vt_realloc(s->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            free(str);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = str;
+    return VT_OK;
+}
+
+/* Sorted names of the entries of dir that are folders (want_dirs) or image files. */
+static vt_status list_dir(const char *dir, int want_dirs, strvec *out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open folder: %s",
+                       dir, strerror(errno));
+    struct dirent *ent;
+    vt_status st = VT_OK;
+    while (!st && (ent = readdir(d))) {
+        if (ent->d_name[0] == '.') continue;
+        if (want_dirs) {
+            char *full = join(dir, ent->d_name);
+            if (!full) {
+                st = VT_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            int isd = is_dir(full);
+            free(full);
+            if (isd) st = strvec_push(out, vt_strdup(ent->d_name));
+        } else if (is_image_name(ent->d_name)) {
+            st = strvec_push(out, vt_strdup(ent->d_name));
+        }
+    }
+    closedir(d);
+    if (!st && out->n) qsort(out->v, (size_t)out->n, sizeof(char *), cmp_str);
+    return st;
+}
+
+static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list *sl, int is_train)
+{
+    strvec classes = {0}, paths = {0};
+    int *labels = NULL, nlab = 0;
+    vt_status st = list_dir(split_dir, 1, &classes);
+    if (st) goto done;
+    if (is_train) {
+        if (classes.n < 2) {
+            st = vt_fail(VT_ERR_DATASET,
+                         "%s: found %d class folder%s; classification needs at least 2 "
+                         "(expected %s/<class>/<image>.jpg|png)",
+                         split_dir, classes.n, classes.n == 1 ? "" : "s", split_dir);
+            goto done;
+        }
+        ds->num_classes = classes.n;
+        ds->class_names = classes.v;
+        classes.v = NULL;
+        classes.n = classes.cap = 0;
+    }
+    const char *const *names = (const char *const *)(is_train ? ds->class_names : classes.v);
+    int ncls = is_train ? ds->num_classes : classes.n;
+    for (int c = 0; c < ncls; c++) {
+        int id = c;
+        if (!is_train) {
+            id = -1;
+            for (int k = 0; k < ds->num_classes; k++)
+                if (strcmp(ds->class_names[k], names[c]) == 0) id = k;
+            if (id < 0) {
+                st = vt_fail(VT_ERR_DATASET, "%s/%s: class '%s' is not among the %d train classes",
+                             split_dir, names[c], names[c], ds->num_classes);
+                goto done;
+            }
+        }
+        char *cdir = join(split_dir, names[c]);
+        strvec files = {0};
+        st = cdir ? list_dir(cdir, 0, &files) : VT_ERR_OUT_OF_MEMORY;
+        if (!st && files.n == 0 && is_train)
+            st = vt_fail(VT_ERR_DATASET, "%s: class folder has no images (.png, .jpg, .jpeg)",
+                         cdir);
+        if (!st && files.n) {
+            int *nl = vt_realloc(labels, (size_t)(nlab + files.n) * sizeof *nl);
+            if (!nl) st = VT_ERR_OUT_OF_MEMORY;
+            else labels = nl;
+        }
+        for (int f = 0; !st && f < files.n; f++) {
+            st = strvec_push(&paths, join(cdir, files.v[f]));
+            if (!st) labels[nlab++] = id;
+        }
+        strvec_free(&files);
+        free(cdir);
+        if (st) goto done;
+    }
+    sl->n = paths.n;
+    sl->paths = paths.v;
+    sl->labels = labels;
+    memset(&paths, 0, sizeof paths);
+    labels = NULL;
+done:
+    strvec_free(&classes);
+    strvec_free(&paths);
+    free(labels);
+    return st;
+}
+
+VT_API void vt_dataset_destroy(vt_dataset *ds)
+{
+    if (!ds) return;
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < ds->split[s].n; i++) free(ds->split[s].paths[i]);
+        free(ds->split[s].paths);
+        free(ds->split[s].labels);
+    }
+    for (int i = 0; i < ds->num_classes; i++) free(ds->class_names[i]);
+    free(ds->class_names);
+    free(ds->root);
+    free(ds);
+}
+
+VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *path)
+{
+    if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_open: NULL argument");
+    *out = NULL;
+    if (task != VT_TASK_CLASSIFY)
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: only classification datasets are supported so far",
+                       path);
+    if (!is_dir(path)) {
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            return vt_fail(VT_ERR_NOT_FOUND, "%s: no such dataset folder", path);
+        return vt_fail(VT_ERR_DATASET, "%s: not a folder (expected an ImageFolder layout)", path);
+    }
+    vt_dataset *ds = vt_calloc(1, sizeof *ds);
+    if (!ds || !(ds->root = vt_strdup(path))) {
+        free(ds);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    ds->task = task;
+    char *train = join(path, "train");
+    vt_status st = train ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    if (!st && !is_dir(train))
+        st = vt_fail(VT_ERR_NOT_FOUND, "%s: no train/ folder (expected %s/train/<class>/<image>)",
+                     path, path);
+    if (!st) st = load_split(ds, train, &ds->split[VT_SPLIT_TRAIN], 1);
+    free(train);
+    static const char *const val_names[] = {"val", "valid", "validation"};
+    for (int i = 0; !st && i < 3; i++) {
+        char *dir = join(path, val_names[i]);
+        if (!dir) st = VT_ERR_OUT_OF_MEMORY;
+        else if (is_dir(dir)) {
+            st = load_split(ds, dir, &ds->split[VT_SPLIT_VAL], 0);
+            i = 3;
+        }
+        free(dir);
+    }
+    if (!st) {
+        char *dir = join(path, "test");
+        if (!dir) st = VT_ERR_OUT_OF_MEMORY;
+        else if (is_dir(dir)) st = load_split(ds, dir, &ds->split[VT_SPLIT_TEST], 0);
+        free(dir);
+    }
+    if (st) {
+        vt_dataset_destroy(ds);
+        return st;
+    }
+    *out = ds;
+    return VT_OK;
+}
+
+VT_API vt_task vt_dataset_task(const vt_dataset *ds) { return ds ? ds->task : (vt_task)0; }
+VT_API int vt_dataset_num_classes(const vt_dataset *ds) { return ds ? ds->num_classes : 0; }
+VT_API const char *vt_dataset_last_error(const vt_dataset *ds) { return ds ? ds->err : ""; }
+
+VT_API const char *vt_dataset_class_name(const vt_dataset *ds, int i)
+{
+    return ds && i >= 0 && i < ds->num_classes ? ds->class_names[i] : NULL;
+}
+
+static const vt_split_list *split_of(const vt_dataset *ds, vt_split s)
+{
+    return ds && (unsigned)s < 3 ? &ds->split[s] : NULL;
+}
+
+VT_API int vt_dataset_num_images(const vt_dataset *ds, vt_split s)
+{
+    const vt_split_list *sl = split_of(ds, s);
+    return sl ? sl->n : 0;
+}
+
+VT_API const char *vt_dataset_image_path(const vt_dataset *ds, vt_split s, int i)
+{
+    const vt_split_list *sl = split_of(ds, s);
+    return sl && i >= 0 && i < sl->n ? sl->paths[i] : NULL;
+}
+
+VT_API int vt_dataset_image_class(const vt_dataset *ds, vt_split s, int i)
+{
+    const vt_split_list *sl = split_of(ds, s);
+    return sl && i >= 0 && i < sl->n ? sl->labels[i] : -1;
+}

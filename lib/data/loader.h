@@ -1,0 +1,31 @@
+/* Batch loading: decode, resize, augment and pack images of a dataset split into a CNHW float
+ * batch, with worker threads.  Augmentation randomness comes from (seed, image index), so a
+ * batch is identical whatever the number of workers. */
+#ifndef VT_LOADER_H
+#define VT_LOADER_H
+
+#include "core/core.h"
+#include "core/threads.h"
+#include "data/dataset.h"
+
+typedef struct vt_loader vt_loader;
+
+typedef struct vt_loader_config {
+    int imgsz, channels;
+    int workers;    /* decoding threads, 0 = the calling thread only */
+    float fliplr;   /* probability of a horizontal flip when augmenting */
+    const vt_logger *log;
+} vt_loader_config;
+
+vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,
+                           const vt_loader_config *cfg);
+void vt_loader_destroy(vt_loader *L);
+
+/* Fill `batch` (channels x n_ok x imgsz x imgsz, CNHW) and `labels` with the images at
+ * `indices` of the split.  Images that fail to decode are left out (a warning is logged once
+ * per file) and *n_ok counts those packed.  Fails with VT_ERR_DATASET when none decodes.
+ * `batch` must hold channels*n*imgsz*imgsz floats.  aug_seed: 0 disables augmentation. */
+vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_seed,
+                         float *batch, int32_t *labels, int *n_ok);
+
+#endif

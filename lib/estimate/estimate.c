@@ -1,0 +1,1234 @@
+/* The training cost and time estimator.
+ *
+ * THE COST MODEL (what the README should say; every constant is named here)
+ *
+ * Per-layer costs come from the model's own layer list (vt_graph_costs): per image, forward and
+ * backward FLOPs F, input/output/saved activation elements I, O, S, and im2col scratch W.
+ * A device is described by five effective speeds (vt_devmodel):
+ *   R   FLOP/s of GEMM-shaped work,  s0 the GEMM size at which that work runs at R/2,
+ *   BW  bytes/s of streaming work,   L  seconds per layer per step,  C  seconds per step.
+ * For a step of b images per device:
+ *   conv, linear:  t = max(b*F / (R*phi), b*A*a/BW) + b*X*4/BW + 3*4*params/BW + L
+ *                  phi = d/(d + s0),  d = min(M, K, N) of the layer's GEMM
+ *                  (M = cout/groups, K = cin/groups*k*k, N = b*ho*wo)
+ *                  X = 2W forward + 4W backward (im2col, then col2im), per group
+ *   other layers:  t = max(b*F / R, b*A*a/BW) + L
+ *   A (activation traffic, elements) = forward I + O + S (+2I for BN's statistics passes)
+ *                  + backward 2I + 2O + S (dx read-modify-write, dy read and zeroing)
+ *                  (+I + O for BN, +I for activations);  a = 4 bytes (2 with bf16)
+ *   step_device = sum of layers + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state, AdamW 2)
+ *                 + C + b*channels*imgsz^2*4/H2D (GPU only, H2D = 12 GB/s)
+ *                 + for n > 1 GPUs: a ring all-reduce of the gradients,
+ *                   2*(n-1)/n * 4*params / 25 GB/s
+ * Forward only (validation, batch 2b): forward F and traffic only, 0.4*L per layer, no optimiser.
+ * Loading: one worker needs l = (0.2 ms + 10 ns * imgsz^2) * (1 + 3*mosaic) per image (or the
+ *   user's load_ms), so a step of B images needs B*l/workers.  On a GPU loading overlaps the
+ *   device: step = max(step_device, loader); on the CPU both share the cores: step = sum.
+ * Epoch = ceil(train/B) steps + ceil(val/2B) validation steps + 12*params/200 MB/s (checkpoint).
+ * Total = epochs * epoch + start-up (30 s on a GPU, 1 s on the CPU, or the user's).
+ * Cost  = total hours * price * GPUs.
+ * Memory per device = 4*params*(2 + states) + 4*buffers + b*sum(O*(1 + has dy) + S)*a
+ *   + 4*min(b*Wmax, max(Wmax, 2M floats)) (chunked im2col) + the input batch + 0.5 GiB context
+ *   on a GPU, times 1.05 for fragmentation.  It fits below memory_fraction (0.9) of the device;
+ *   the largest batch solves the same linear equation (capped by a batch verified on the device
+ *   when calibration ran there).
+ *
+ * Uncalibrated GPU (catalog name G, precision p):  R = eff[p] * peak_p(G) with eff = 0.45 fp32,
+ *   0.22 tf32, 0.18 bf16; BW = 0.55 * bandwidth(G); s0 = 128; L = 20 us; C = 200 us.  (cuBLAS
+ *   SGEMM on an H200 reached 76-84% of the listed peaks on 8192^3, but convolution GEMMs are
+ *   smaller and training mixes in streaming layers: ResNet-50 reaches ~19% of the bf16 peak on
+ *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  TF32 or bf16 missing: the fp32 rate.
+ * Uncalibrated CPU: R = 30 GFLOP/s per core, BW = 4 GB/s per core (max 20), s0 = 24, L = 15 us,
+ *   C = 50 us.  These are guesses; calibrate.
+ * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
+ *   BN + ReLU forward and backward on 2M values (17 passes in the formula above: gives BW);
+ *   two 3x3 convolutions forward and backward, 16->16 channels at 32x32 (d = 16) and 128->128
+ *   at 16x16 (d = 128), batch 16 (x16 on a GPU): with their im2col time taken off, their two
+ *   rates R*phi(16) and R*phi(128) give s0 and R.  Then the real model's step time t_i (lower
+ *   quartile of a few steps, robust to a busy machine) at 2-3 batch sizes b_i: with V_i the
+ *   formula's time at b_i without L and C, it fits t_i = k*V_i + c by least squares, and sets
+ *   R /= k, BW /= k, L = c / layers, C = 0.  (A negative c is noise: refit through zero.)
+ * Extrapolation from a GPU calibrated as catalog entry G0 to G:  R_G = R_G0 * eff[p]/eff[p0]
+ *   * peak_p(G)/peak_p0(G0), BW_G = BW_G0 * bandwidth(G)/bandwidth(G0); s0, L, C, H2D kept.
+ *   A CPU calibration says nothing about GPUs, so they keep the uncalibrated model.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt_config.h" /* before backend.h, which tests VT_HAVE_CUDA */
+
+#include "estimate/estimate.h"
+#include "nn/model.h"
+
+#define NOPT 21
+#define NRES 20
+#define STR_MAX 64
+#define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
+#define H2D_BW 12e9
+#define ALLREDUCE_BW 25e9
+#define CKPT_BW 200e6
+#define FWD_LAYER_SHARE 0.4
+#define SCRATCH_CHUNK_FLOATS (2.0 * 1024 * 1024)
+
+static const double gpu_eff[3] = {0.45, 0.22, 0.18};
+static const char *const prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
+static const char *const opt_names[] = {"sgd", "adamw", NULL};
+
+enum { T_INT = 1, T_FLOAT = 2, T_STR = 3 };
+static const struct optdef {
+    const char *key;
+    int type;
+    double min, max, def;
+    const char *def_str;
+    const char *const *choices;
+} opts[NOPT] = {
+    {"model", T_STR, 0, 0, 0, "cls-n", NULL},
+    {"classes", T_INT, 2, 100000, 10, NULL, NULL},
+    {"train", T_INT, 1, 1e12, 1000, NULL, NULL},
+    {"val", T_INT, 0, 1e12, 0, NULL, NULL},
+    {"epochs", T_INT, 1, 1e6, 100, NULL, NULL},
+    {"batch", T_INT, 1, 1e6, 16, NULL, NULL},
+    {"imgsz", T_INT, 8, 4096, 640, NULL, NULL},
+    {"precision", T_STR, 0, 0, 0, "fp32", prec_names},
+    {"mosaic", T_FLOAT, 0, 1, 0, NULL, NULL},
+    {"val_each", T_INT, 0, 1, 1, NULL, NULL},
+    {"workers", T_INT, 0, 256, 8, NULL, NULL},
+    {"gpu", T_STR, 0, 0, 0, "local", NULL},
+    {"gpus", T_INT, 1, 64, 1, NULL, NULL},
+    {"channels", T_INT, 1, 3, 3, NULL, NULL},
+    {"load_ms", T_FLOAT, 0, 1e6, 0, NULL, NULL},
+    {"startup", T_FLOAT, -1, 1e9, -1, NULL, NULL},
+    {"deadline_h", T_FLOAT, 0, 1e9, 0, NULL, NULL},
+    {"budget_usd", T_FLOAT, 0, 1e12, 0, NULL, NULL},
+    {"local_price", T_FLOAT, 0, 1e6, 0, NULL, NULL},
+    {"optimizer", T_STR, 0, 0, 0, "sgd", opt_names},
+    {"memory_fraction", T_FLOAT, 0.1, 1, 0.9, NULL, NULL},
+};
+
+/* What a calibration found; saved to and loaded from a text file. */
+typedef struct vt_calib {
+    int valid, on_gpu, device;
+    char gpu[VT_GPU_NAME_MAX]; /* catalog name of the local GPU, "" if unknown or CPU */
+    vt_prec prec;
+    vt_devmodel dm;
+    double k;
+    int64_t verified_max_batch; /* 0 = none */
+    char model[STR_MAX];
+    int imgsz, nb;
+    int batches[3];
+    double seconds[3];
+} vt_calib;
+
+typedef struct vt_est_out {
+    double v[NRES];
+    uint32_t have; /* bit r: result r is known */
+} vt_est_out;
+
+struct vt_estimator {
+    char err[VT_ERRMSG_MAX];
+    vt_logger log;
+    vt_catalog cat;
+    double num[NOPT];
+    char str[NOPT][STR_MAX];
+    int have_model, m_classes, m_channels;
+    char m_arch[32];
+    float m_dropout;
+    vt_calib cal;
+    int have_out;
+    vt_est_out out;
+    vt_est_out *rank_out;
+    int rank_n;
+};
+
+#define OPT(e, id) ((e)->num[(id) - 500])
+#define OSTR(e, id) ((e)->str[(id) - 500])
+
+/* ---- the cost model ------------------------------------------------------------------------ */
+
+static int is_gemm_op(vt_op op)
+{
+    return op == VT_OP_CONV || op == VT_OP_LINEAR;
+}
+
+/* Activation elements a layer reads and writes per image (see "A" above). */
+static double act_elems(const vt_layer_cost *lc, int train)
+{
+    double I = (double)lc->in_elems, O = (double)lc->out_elems, S = (double)lc->saved_elems;
+    if (lc->op == VT_OP_INPUT) return 0;
+    double a = I + O + S + (lc->op == VT_OP_BN ? 2 * I : 0);
+    if (train) {
+        a += 2 * I + 2 * O + S;
+        if (lc->op == VT_OP_BN) a += I + O;
+        if (lc->op == VT_OP_ACT) a += I;
+    }
+    return a;
+}
+
+double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes)
+{
+    return act_elems(lc, 1) * act_bytes + (lc->op == VT_OP_CONV ? 6 * lc->ws_elems * 4 : 0);
+}
+
+/* GEMM shape of a conv or linear node: M, K and the N of one image. */
+static void gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double *m, double *k,
+                      double *n1, int *groups)
+{
+    const vt_node *nd = &g->nodes[i];
+    int cout = nd->cout > 0 ? nd->cout : 1;
+    *groups = nd->op == VT_OP_CONV && nd->groups > 0 ? nd->groups : 1;
+    if (nd->op == VT_OP_CONV) {
+        int cin = g->nodes[nd->in[0]].out.c;
+        *m = (double)cout / *groups;
+        *k = (double)cin / *groups * nd->k * nd->k;
+        *n1 = (double)lc->out_elems / cout;
+    } else {
+        *m = cout;
+        *k = (double)lc->in_elems;
+        *n1 = 1;
+    }
+}
+
+double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
+                            const vt_devmodel *d, int train)
+{
+    if (lc->op == VT_OP_INPUT) return 0;
+    double b = batch, F = lc->flops_fwd + (train ? lc->flops_bwd : 0);
+    double tmem = b * act_elems(lc, train) * d->act_bytes / d->bw;
+    double overhead = train ? d->layer_s : FWD_LAYER_SHARE * d->layer_s;
+    if (!is_gemm_op(lc->op)) return fmax(b * F / d->rate, tmem) + overhead;
+
+    double m, k, n1;
+    int groups;
+    gemm_dims(g, i, lc, &m, &k, &n1, &groups);
+    double dmin = fmin(m, fmin(k, b * n1));
+    double phi = dmin / (dmin + d->s0);
+    if (!(phi > 0)) phi = 1e-3;
+    double scratch = lc->op == VT_OP_CONV ? b * lc->ws_elems * groups * (train ? 6 : 2) * 4 : 0;
+    double weights = (double)lc->params * 4 * (train ? 3 : 1);
+    return fmax(b * F / (d->rate * phi), tmem) + (scratch + weights) / d->bw + overhead;
+}
+
+static int optimizer_states(const vt_estimator *e)
+{
+    return strcmp(OSTR(e, VT_OPT_EST_OPTIMIZER), "adamw") == 0 ? 2 : 1;
+}
+
+double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt_devmodel *d,
+                            int train, int optimizer_states)
+{
+    vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
+    if (!lc) return -1;
+    int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
+    if (n < 0) { free(lc); return -1; }
+    double t = d->step_s;
+    for (int i = 0; i < n; i++) t += vt_est_layer_seconds(g, i, &lc[i], batch, d, train);
+    if (train) t += (double)g->n_params * 4 * (3 + 2 * optimizer_states) / d->bw + d->layer_s;
+    if (d->h2d_bw > 0) t += (double)batch * g->input.c * h * w * 4 / d->h2d_bw;
+    free(lc);
+    return t;
+}
+
+/* Memory as fixed + per_image * batch (see the formula); returns -1 on failure. */
+static int train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
+                              int on_gpu, double *fixed, double *per_image, double *wmax)
+{
+    vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
+    if (!lc) return -1;
+    int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
+    if (n < 0) { free(lc); return -1; }
+    double per = 0, wm = 0;
+    for (int i = 0; i < n; i++) {
+        per += (double)lc[i].out_elems * (i > 0 ? 2 : 1) + (double)lc[i].saved_elems;
+        wm = fmax(wm, lc[i].ws_elems);
+    }
+    per = per * act_bytes + (double)g->input.c * h * w * 4 + 4; /* + the batch and its label */
+    *fixed = 4.0 * (double)g->n_params * (2 + states) + 4.0 * (double)g->n_buffers +
+             (on_gpu ? GPU_CONTEXT_BYTES : 0);
+    *per_image = per;
+    *wmax = wm;
+    free(lc);
+    return 0;
+}
+
+static double scratch_bytes(double wmax, double batch)
+{
+    return 4 * fmin(batch * wmax, fmax(wmax, SCRATCH_CHUNK_FLOATS));
+}
+
+double vt_est_train_memory(const vt_graph *g, int h, int w, int batch, int act_bytes,
+                           int states, int on_gpu)
+{
+    double fixed, per, wmax;
+    if (train_memory_terms(g, h, w, act_bytes, states, on_gpu, &fixed, &per, &wmax)) return -1;
+    return 1.05 * (fixed + batch * per + scratch_bytes(wmax, batch));
+}
+
+/* ---- device models ------------------------------------------------------------------------- */
+
+static vt_prec parse_prec(const char *s)
+{
+    if (strcmp(s, "tf32") == 0) return VT_PREC_TF32;
+    if (strcmp(s, "fp32") == 0) return VT_PREC_FP32;
+    return VT_PREC_BF16; /* bf16, fp16, amp */
+}
+
+/* Peak FLOP/s of a catalog GPU at a precision, falling back to fp32 where the catalog lists no
+ * tensor-core rate (what frameworks do on Volta/Turing for TF32). */
+static double gpu_peak(const vt_gpu *g, vt_prec p)
+{
+    double v = p == VT_PREC_TF32 ? g->v[VT_GPU_TF32_TFLOPS]
+             : p == VT_PREC_BF16 ? g->v[VT_GPU_BF16_TFLOPS] : g->v[VT_GPU_FP32_TFLOPS];
+    if (!(v > 0)) v = g->v[VT_GPU_FP32_TFLOPS];
+    return v * 1e12;
+}
+
+static vt_devmodel cpu_prior(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4};
+    return d;
+}
+
+static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
+{
+    vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
+                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4};
+    const vt_calib *c = &e->cal;
+    int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
+    if (ref >= 0) {
+        const vt_gpu *g0 = &e->cat.gpus[ref];
+        d.rate = c->dm.rate * gpu_eff[p] / gpu_eff[c->prec] * gpu_peak(g, p) / gpu_peak(g0, c->prec);
+        d.bw = c->dm.bw * g->v[VT_GPU_BANDWIDTH_GBS] / g0->v[VT_GPU_BANDWIDTH_GBS];
+        d.s0 = c->dm.s0;
+        d.layer_s = c->dm.layer_s;
+        d.step_s = c->dm.step_s;
+        d.h2d_bw = c->dm.h2d_bw;
+    }
+    return d;
+}
+
+static double host_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (double)pages * psz : -1;
+}
+
+/* Where an estimate runs: the device model, capacity, price, and a verified batch cap. */
+typedef struct target {
+    vt_devmodel dm;
+    int on_gpu;
+    double mem_bytes;  /* < 0 unknown */
+    double price;      /* per device hour, < 0 unknown */
+    double verified;   /* 0 = none */
+} target;
+
+static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
+{
+    vt_prec p = parse_prec(OSTR(e, VT_OPT_EST_PRECISION));
+    memset(t, 0, sizeof *t);
+    t->price = -1;
+    t->mem_bytes = -1;
+    int local = strcmp(name, "local") == 0, cpu = strcmp(name, "cpu") == 0;
+    if (local || cpu) {
+        const vt_calib *c = &e->cal;
+        if (c->valid && (local || !c->on_gpu)) {
+            t->dm = c->dm;
+            t->on_gpu = c->on_gpu;
+            t->verified = (double)c->verified_max_batch;
+            int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
+            if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
+            else if (gi >= 0) t->mem_bytes = e->cat.gpus[gi].v[VT_GPU_MEMORY_GB] * 1e9;
+        } else {
+            t->dm = cpu_prior();
+            t->mem_bytes = host_memory_bytes();
+        }
+        t->price = OPT(e, VT_OPT_EST_LOCAL_PRICE);
+        return VT_OK;
+    }
+    int gi = vt_catalog_lookup(&e->cat, name);
+    if (gi < 0) return vt_catalog_find(&e->cat, name) < 0 ? VT_ERR_NOT_FOUND : VT_ERR_INTERNAL;
+    const vt_gpu *g = &e->cat.gpus[gi];
+    t->dm = gpu_model(e, g, p);
+    t->on_gpu = 1;
+    t->mem_bytes = g->v[VT_GPU_MEMORY_GB] > 0 ? g->v[VT_GPU_MEMORY_GB] * 1e9 : -1;
+    t->price = g->v[VT_GPU_PRICE_USD_H];
+    if (e->cal.valid && e->cal.on_gpu && e->cal.gpu[0] && vt_gpu_name_eq(e->cal.gpu, g->name))
+        t->verified = (double)e->cal.verified_max_batch;
+    return VT_OK;
+}
+
+/* ---- estimates ------------------------------------------------------------------------------ */
+
+static vt_status build_graph(const vt_estimator *e, vt_graph *g)
+{
+    const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
+    int classes = e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES);
+    int channels = e->have_model ? e->m_channels : (int)OPT(e, VT_OPT_EST_CHANNELS);
+    float dropout = e->have_model ? e->m_dropout : 0.0f;
+    vt_task task;
+    int out;
+    return vt_arch_build(g, arch, classes, channels, (int)OPT(e, VT_OPT_EST_IMGSZ), dropout, &task,
+                         &out);
+}
+
+static void put(vt_est_out *o, vt_est_result r, double v)
+{
+    o->v[r] = v;
+    o->have |= 1u << r;
+}
+
+/* Seconds one loader worker needs per image. */
+static double load_seconds(const vt_estimator *e)
+{
+    double ms = OPT(e, VT_OPT_EST_LOAD_MS), s = OPT(e, VT_OPT_EST_IMGSZ);
+    if (ms > 0) return ms * 1e-3;
+    return (0.2e-3 + 10e-9 * s * s) * (1 + 3 * OPT(e, VT_OPT_EST_MOSAIC));
+}
+
+static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t, vt_est_out *o)
+{
+    memset(o, 0, sizeof *o);
+    int imgsz = (int)OPT(e, VT_OPT_EST_IMGSZ), ngpu = t->on_gpu ? (int)OPT(e, VT_OPT_EST_NUM_GPUS) : 1;
+    int states = optimizer_states(e);
+    double B = OPT(e, VT_OPT_EST_BATCH), ntrain = OPT(e, VT_OPT_EST_TRAIN_IMAGES);
+    double nval = OPT(e, VT_OPT_EST_VAL_EACH) > 0 ? OPT(e, VT_OPT_EST_VAL_IMAGES) : 0;
+    double workers = fmax(1, OPT(e, VT_OPT_EST_WORKERS));
+    int b = (int)ceil(B / ngpu);
+
+    double tdev = vt_est_graph_seconds(g, imgsz, imgsz, b, &t->dm, 1, states);
+    double tval = nval > 0 ? vt_est_graph_seconds(g, imgsz, imgsz, 2 * b, &t->dm, 0, states) : 0;
+    if (tdev < 0 || tval < 0) return VT_ERR_INVALID_ARGUMENT;
+    if (ngpu > 1) tdev += 2.0 * (ngpu - 1) / ngpu * 4 * (double)g->n_params / ALLREDUCE_BW;
+    double ls = load_seconds(e), tload = B * ls / workers, tvload = 2 * B * ls / workers;
+    double step = t->on_gpu ? fmax(tdev, tload) : tdev + tload;
+    double vstep = t->on_gpu ? fmax(tval, tvload) : tval + tvload;
+    double steps = ceil(ntrain / B), vsteps = nval > 0 ? ceil(nval / (2 * B)) : 0;
+    double train_s = steps * step, val_s = vsteps * vstep;
+    double epoch = train_s + val_s + 12.0 * (double)g->n_params / CKPT_BW;
+    double startup = OPT(e, VT_OPT_EST_STARTUP_S);
+    if (startup < 0) startup = t->on_gpu ? 30 : 1;
+    double total = OPT(e, VT_OPT_EST_EPOCHS) * epoch + startup;
+
+    put(o, VT_EST_STEP_SECONDS, step);
+    put(o, VT_EST_STEPS_PER_EPOCH, steps);
+    put(o, VT_EST_TRAIN_SECONDS_PER_EPOCH, train_s);
+    put(o, VT_EST_VAL_SECONDS_PER_EPOCH, val_s);
+    put(o, VT_EST_EPOCH_SECONDS, epoch);
+    put(o, VT_EST_TOTAL_SECONDS, total);
+    put(o, VT_EST_COMPUTE_SECONDS_PER_STEP, tdev);
+    put(o, VT_EST_LOADER_SECONDS_PER_STEP, tload);
+    put(o, VT_EST_LOADER_BOUND, tload > tdev ? 1 : 0);
+    if (t->price >= 0) {
+        put(o, VT_EST_USD_PER_HOUR, t->price * ngpu);
+        put(o, VT_EST_COST_USD, total / 3600 * t->price * ngpu);
+    }
+
+    vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
+    if (!lc) return VT_ERR_OUT_OF_MEMORY;
+    int n = vt_graph_costs(g, imgsz, imgsz, lc, g->n_nodes);
+    double ff = 0, fb = 0;
+    for (int i = 0; i < n; i++) ff += lc[i].flops_fwd, fb += lc[i].flops_bwd;
+    free(lc);
+    if (n < 0) return VT_ERR_INVALID_ARGUMENT;
+    put(o, VT_EST_FORWARD_FLOPS_PER_IMAGE, ff);
+    put(o, VT_EST_TRAIN_FLOPS_PER_IMAGE, ff + fb);
+    put(o, VT_EST_PARAMS, (double)g->n_params);
+
+    double fixed, per, wmax;
+    if (train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, &fixed, &per,
+                           &wmax))
+        return VT_ERR_INVALID_ARGUMENT;
+    double peak = 1.05 * (fixed + b * per + scratch_bytes(wmax, b));
+    put(o, VT_EST_PEAK_MEMORY_BYTES, peak);
+    int fits = 1;
+    if (t->mem_bytes > 0) {
+        double cap = t->mem_bytes * OPT(e, VT_OPT_EST_MEMORY_FRACTION);
+        put(o, VT_EST_DEVICE_MEMORY_BYTES, cap);
+        fits = peak <= cap;
+        /* scratch is at most max(wmax, chunk) floats whatever the batch */
+        double room = cap / 1.05 - fixed - scratch_bytes(wmax, 1e9);
+        double maxb = room > 0 ? floor(room / per) * ngpu : 0;
+        if (t->verified > 0) maxb = fmin(maxb, t->verified * ngpu);
+        put(o, VT_EST_MAX_BATCH, fmax(0, fmin(maxb, 1e9)));
+    } else if (t->verified > 0) {
+        put(o, VT_EST_MAX_BATCH, t->verified * ngpu);
+        fits = b <= t->verified;
+    }
+    if (t->verified > 0 && b > t->verified) fits = 0;
+    put(o, VT_EST_FITS, fits);
+    put(o, VT_EST_MEETS_LIMIT, 1);
+    return VT_OK;
+}
+
+VT_API vt_status vt_estimator_run(vt_estimator *e)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_run: estimator is NULL");
+    e->have_out = 0;
+    target t;
+    vt_status st = resolve_target(e, OSTR(e, VT_OPT_EST_GPU), &t);
+    if (st != VT_OK) return vt_err_capture(e->err, st);
+    vt_graph g;
+    st = build_graph(e, &g);
+    if (st != VT_OK) return vt_err_capture(e->err, st);
+    st = estimate_on(e, &g, &t, &e->out);
+    vt_graph_free(&g);
+    if (st == VT_OK) e->have_out = 1;
+    return vt_err_capture(e->err, st);
+}
+
+static vt_status get_result(const vt_est_out *o, vt_est_result r, double *value)
+{
+    if (!value || (int)r < 1 || (int)r >= NRES)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "bad result id %d", (int)r);
+    if (!(o->have & (1u << r)))
+        return vt_fail(VT_ERR_NOT_FOUND, r == VT_EST_COST_USD || r == VT_EST_USD_PER_HOUR
+                                             ? "no price is known for this GPU"
+                                             : "result %d is unknown for this device", (int)r);
+    *value = o->v[r];
+    return VT_OK;
+}
+
+VT_API vt_status vt_estimator_result(const vt_estimator *e, vt_est_result r, double *value)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_result: estimator is NULL");
+    if (!e->have_out)
+        return vt_fail(VT_ERR_BAD_STATE, "no estimate yet: call vt_estimator_run() first");
+    return get_result(&e->out, r, value);
+}
+
+/* Sort context: qsort has no user pointer, and a process-wide one would be shared state, so
+ * the keys are precomputed into the array being sorted. */
+typedef struct rank_item {
+    int gpu, group;
+    double key;
+} rank_item;
+
+static int rank_cmp(const void *a, const void *b)
+{
+    const rank_item *x = a, *y = b;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->gpu < y->gpu ? -1 : x->gpu > y->gpu;
+}
+
+VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, int cap, int *count)
+{
+    if (!e || !count || (cap > 0 && !order) || cap < 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_rank: bad argument");
+    if (by < VT_RANK_COST || by > VT_RANK_TIME_WITHIN_BUDGET)
+        return vt_err_capture(e->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown ranking %d",
+                                              (int)by));
+    int n = e->cat.n;
+    vt_est_out *outs = vt_calloc((size_t)(n ? n : 1), sizeof *outs);
+    rank_item *items = vt_calloc((size_t)(n ? n : 1), sizeof *items);
+    vt_graph g;
+    vt_status st = (outs && items) ? build_graph(e, &g) : VT_ERR_OUT_OF_MEMORY;
+    if (st != VT_OK) {
+        free(outs);
+        free(items);
+        return vt_err_capture(e->err, st);
+    }
+    int by_cost = by == VT_RANK_COST || by == VT_RANK_COST_WITHIN_DEADLINE;
+    double deadline = OPT(e, VT_OPT_EST_DEADLINE_H) * 3600, budget = OPT(e, VT_OPT_EST_BUDGET_USD);
+    for (int i = 0; i < n && st == VT_OK; i++) {
+        target t;
+        st = resolve_target(e, e->cat.gpus[i].name, &t);
+        if (st == VT_OK) st = estimate_on(e, &g, &t, &outs[i]);
+        if (st != VT_OK) break;
+        vt_est_out *o = &outs[i];
+        int priced = (o->have >> VT_EST_COST_USD) & 1;
+        int meets = 1;
+        if (by == VT_RANK_COST_WITHIN_DEADLINE && deadline > 0)
+            meets = o->v[VT_EST_TOTAL_SECONDS] <= deadline;
+        if (by == VT_RANK_TIME_WITHIN_BUDGET && budget > 0)
+            meets = priced && o->v[VT_EST_COST_USD] <= budget;
+        put(o, VT_EST_MEETS_LIMIT, meets);
+        items[i].gpu = i;
+        items[i].key = by_cost ? (priced ? o->v[VT_EST_COST_USD] : 0) : o->v[VT_EST_TOTAL_SECONDS];
+        /* fitting and within the limit, then missing the limit, then not fitting; unpriced
+         * GPUs after priced ones in a cost ranking */
+        items[i].group = (o->v[VT_EST_FITS] > 0 ? 0 : 4) + (meets ? 0 : 2) +
+                         (by_cost && !priced ? 1 : 0);
+        if (by_cost && !priced) items[i].key = o->v[VT_EST_TOTAL_SECONDS];
+    }
+    vt_graph_free(&g);
+    if (st != VT_OK) {
+        free(outs);
+        free(items);
+        return vt_err_capture(e->err, st);
+    }
+    qsort(items, (size_t)n, sizeof *items, rank_cmp);
+    free(e->rank_out);
+    e->rank_out = outs;
+    e->rank_n = n;
+    *count = n;
+    for (int i = 0; i < n && i < cap; i++) order[i] = items[i].gpu;
+    free(items);
+    if (cap > 0 && cap < n)
+        return vt_err_capture(e->err, vt_fail(VT_ERR_BUFFER_TOO_SMALL,
+                                              "the catalog has %d GPUs, the buffer %d", n, cap));
+    return VT_OK;
+}
+
+VT_API vt_status vt_estimator_rank_result(const vt_estimator *e, int gpu, vt_est_result r,
+                                          double *value)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_rank_result: estimator is NULL");
+    if (!e->rank_out) return vt_fail(VT_ERR_BAD_STATE, "call vt_estimator_rank() first");
+    if (gpu < 0 || gpu >= e->rank_n)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "GPU index %d out of range 0..%d", gpu,
+                       e->rank_n - 1);
+    return get_result(&e->rank_out[gpu], r, value);
+}
+
+/* ---- handle and settings ------------------------------------------------------------------- */
+
+VT_API vt_status vt_estimator_create(vt_estimator **out)
+{
+    if (!out) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_create: out is NULL");
+    *out = NULL;
+    vt_estimator *e = vt_calloc(1, sizeof *e);
+    if (!e) return VT_ERR_OUT_OF_MEMORY;
+    if (vt_catalog_init_builtin(&e->cat) != VT_OK) {
+        free(e);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < NOPT; i++) {
+        e->num[i] = opts[i].def;
+        snprintf(e->str[i], STR_MAX, "%s", opts[i].def_str ? opts[i].def_str : "");
+    }
+    *out = e;
+    return VT_OK;
+}
+
+VT_API void vt_estimator_destroy(vt_estimator *e)
+{
+    if (!e) return;
+    vt_catalog_clear(&e->cat);
+    free(e->rank_out);
+    free(e);
+}
+
+VT_API vt_catalog *vt_estimator_catalog(vt_estimator *e)
+{
+    return e ? &e->cat : NULL;
+}
+
+VT_API void vt_estimator_set_log(vt_estimator *e, vt_log_fn fn, void *user, vt_log_level level)
+{
+    if (!e) return;
+    e->log.fn = fn;
+    e->log.user = user;
+    e->log.max_level = level;
+}
+
+VT_API const char *vt_estimator_last_error(const vt_estimator *e)
+{
+    return e ? e->err : "";
+}
+
+VT_API int vt_estimator_is_calibrated(const vt_estimator *e)
+{
+    return e && e->cal.valid;
+}
+
+static const struct optdef *find_opt(int id)
+{
+    return id >= 500 && id < 500 + NOPT ? &opts[id - 500] : NULL;
+}
+
+static vt_status set_num(vt_estimator *e, vt_est_option id, double v)
+{
+    const struct optdef *d = find_opt((int)id);
+    if (!d) return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown estimator option %d", (int)id);
+    if (d->type == T_STR)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s: expects a string", d->key);
+    if (!isfinite(v) || v < d->min || v > d->max || (d->type == T_INT && v != floor(v)))
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g: expects %s in %g..%g", d->key, v,
+                       d->type == T_INT ? "an integer" : "a number", d->min, d->max);
+    if (id == VT_OPT_EST_CHANNELS && v == 2)
+        return vt_fail(VT_ERR_OPTION_VALUE, "channels=2: expects 1 or 3");
+    e->num[id - 500] = v;
+    return VT_OK;
+}
+
+static vt_status set_str(vt_estimator *e, vt_est_option id, const char *v)
+{
+    const struct optdef *d = find_opt((int)id);
+    if (!d) return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown estimator option %d", (int)id);
+    if (!v) return vt_fail(VT_ERR_OPTION_VALUE, "%s: value is NULL", d->key);
+    if (d->type != T_STR) {
+        double x;
+        vt_status st = vt_parse_double(d->key, v, d->min, d->max, &x);
+        return st == VT_OK ? set_num(e, id, x) : st;
+    }
+    if (!*v || strlen(v) >= STR_MAX)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s: expects 1..%d characters", d->key, STR_MAX - 1);
+    if (d->choices) {
+        int k = 0;
+        while (d->choices[k] && strcmp(d->choices[k], v) != 0) k++;
+        if (!d->choices[k])
+            return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: expects %s", d->key, v,
+                           d->choices == prec_names ? "fp32, tf32, bf16, fp16 or amp"
+                                                    : "sgd or adamw");
+    }
+    snprintf(e->str[id - 500], STR_MAX, "%s", v);
+    return VT_OK;
+}
+
+VT_API vt_status vt_estimator_set_int(vt_estimator *e, vt_est_option o, int64_t v)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
+    return vt_err_capture(e->err, set_num(e, o, (double)v));
+}
+
+VT_API vt_status vt_estimator_set_float(vt_estimator *e, vt_est_option o, double v)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
+    const struct optdef *d = find_opt((int)o);
+    if (d && d->type == T_INT && v != floor(v))
+        return vt_err_capture(e->err, vt_fail(VT_ERR_OPTION_VALUE, "%s: expects an integer",
+                                              d->key));
+    return vt_err_capture(e->err, set_num(e, o, v));
+}
+
+VT_API vt_status vt_estimator_set_string(vt_estimator *e, vt_est_option o, const char *v)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
+    return vt_err_capture(e->err, set_str(e, o, v));
+}
+
+VT_API vt_status vt_estimator_set(vt_estimator *e, const char *kv)
+{
+    if (!e || !kv) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_set: NULL argument");
+    const char *eq = strchr(kv, '=');
+    size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+    for (int i = 0; i < NOPT; i++)
+        if (strlen(opts[i].key) == klen && strncmp(opts[i].key, kv, klen) == 0) {
+            if (!eq)
+                return vt_err_capture(e->err, vt_fail(VT_ERR_OPTION_VALUE, "%s: expects %s=VALUE",
+                                                      opts[i].key, opts[i].key));
+            return vt_err_capture(e->err, set_str(e, (vt_est_option)(500 + i), eq + 1));
+        }
+    return vt_err_capture(e->err, vt_fail(VT_ERR_UNKNOWN_OPTION,
+        "unknown estimator option '%.*s'; valid: model, classes, train, val, epochs, batch, "
+        "imgsz, precision, mosaic, val_each, workers, gpu, gpus, channels, load_ms, startup, "
+        "deadline_h, budget_usd, local_price, optimizer, memory_fraction", (int)klen, kv));
+}
+
+VT_API vt_status vt_estimator_set_model(vt_estimator *e, const vt_model *m)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
+    e->have_model = m != NULL;
+    if (m) {
+        snprintf(e->m_arch, sizeof e->m_arch, "%s", m->arch);
+        e->m_classes = m->num_classes;
+        e->m_channels = m->channels;
+        e->m_dropout = m->dropout;
+    }
+    return VT_OK;
+}
+
+VT_API vt_status vt_estimator_set_dataset(vt_estimator *e, const vt_dataset *ds)
+{
+    if (!e || !ds) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_set_dataset: NULL argument");
+    int ntrain = vt_dataset_num_images(ds, VT_SPLIT_TRAIN);
+    if (ntrain < 1)
+        return vt_err_capture(e->err, vt_fail(VT_ERR_DATASET, "the dataset has no training images"));
+    OPT(e, VT_OPT_EST_TRAIN_IMAGES) = ntrain;
+    OPT(e, VT_OPT_EST_VAL_IMAGES) = vt_dataset_num_images(ds, VT_SPLIT_VAL);
+    if (!e->have_model && vt_dataset_num_classes(ds) >= 2)
+        OPT(e, VT_OPT_EST_CLASSES) = vt_dataset_num_classes(ds);
+    return VT_OK;
+}
+
+VT_API const char *vt_estimate_dataset_advice(int64_t n)
+{
+    if (n < 1000)
+        return "Under 1,000 training images: expect overfitting; start from pretrained weights, "
+               "use strong augmentation, and prefer a small model; many epochs are cheap here.";
+    if (n <= 10000)
+        return "1,000-10,000 training images: a small or medium model trains well; 100-300 "
+               "epochs are typical and cost grows linearly with them.";
+    return "Over 10,000 training images: larger models pay off, fewer epochs are needed, and "
+           "data loading can bound the step on fast GPUs (add loader workers).";
+}
+
+/* ---- calibration ---------------------------------------------------------------------------- */
+
+#include "backend/backend.h"
+
+/* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
+ * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
+typedef struct probe {
+    vt_backend *b;
+    int bn;          /* 0: conv forward + backward; 1: BN + ReLU forward + backward */
+    vt_conv_desc d;  /* conv */
+    int c;           /* BN channels */
+    size_t m;        /* BN values per channel */
+    float *p[12];
+    void *ws;
+} probe;
+
+static vt_status probe_call(probe *q)
+{
+    const vt_backend_ops *o = q->b->ops;
+    float **p = q->p;
+    vt_status st;
+    if (!q->bn) {
+        st = o->conv_forward(q->b, &q->d, p[0], p[1], NULL, p[2], q->ws);
+        return st ? st : o->conv_backward(q->b, &q->d, p[0], p[1], p[3], p[4], p[5], NULL, q->ws);
+    }
+    size_t n = (size_t)q->c * q->m;
+    st = o->bn_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8], p[9], p[10],
+                             p[11], p[1]);
+    if (!st) st = o->act_forward(q->b, VT_ACT_RELU, 0, n, p[1], p[2]);
+    if (!st) st = o->act_backward(q->b, VT_ACT_RELU, 0, n, p[1], p[2], p[3], p[4]);
+    if (!st) st = o->bn_backward(q->b, q->c, q->m, p[0], p[6], p[10], p[11], p[4], p[5], p[7], p[8]);
+    return st;
+}
+
+/* Best seconds per call over three windows of min_s/3: the device's capability, not the
+ * neighbours' noise (the model steps absorb steady slowdowns through k). */
+static vt_status probe_time(probe *q, double min_s, double *best)
+{
+    const vt_backend_ops *o = q->b->ops;
+    size_t sz[12] = {0};
+    if (!q->bn) {
+        const vt_conv_desc *d = &q->d;
+        size_t x = (size_t)d->cin * d->n * d->h * d->w, y = (size_t)d->cout * d->n * d->ho * d->wo,
+               w = (size_t)d->cout * d->cin * d->kh * d->kw;
+        size_t t[6] = {x, w, y, y, x, w};
+        memcpy(sz, t, sizeof t);
+    } else {
+        size_t n = (size_t)q->c * q->m;
+        for (int i = 0; i < 6; i++) sz[i] = n;
+        for (int i = 6; i < 12; i++) sz[i] = (size_t)q->c;
+    }
+    vt_status st = VT_OK;
+    for (int i = 0; i < 12 && st == VT_OK; i++) {
+        if (!sz[i]) continue;
+        q->p[i] = o->alloc(q->b, sz[i] * 4);
+        st = q->p[i] ? o->fill(q->b, q->p[i], sz[i], 0.01f * (float)(i + 1)) : VT_ERR_DEVICE_OOM;
+    }
+    size_t wsb = q->bn ? 0 : o->conv_workspace(q->b, &q->d);
+    if (st == VT_OK && wsb && !(q->ws = o->alloc(q->b, wsb))) st = VT_ERR_DEVICE_OOM;
+    if (st == VT_OK) st = probe_call(q);
+    if (st == VT_OK) st = o->synchronize(q->b);
+    *best = 1e30;
+    for (int w = 0; w < 3 && st == VT_OK; w++) {
+        double t0 = vt_now(), t;
+        int reps = 0;
+        do {
+            st = probe_call(q);
+            if (st == VT_OK) st = o->synchronize(q->b);
+            reps++;
+            t = vt_now() - t0;
+        } while (st == VT_OK && t < min_s / 3 && reps < 100000);
+        *best = fmin(*best, t / reps);
+    }
+    for (int i = 0; i < 12; i++) o->free(q->b, q->p[i]);
+    o->free(q->b, q->ws);
+    if (st == VT_OK && !(*best > 0)) st = vt_fail(VT_ERR_NUMERIC, "a probe took no measurable time");
+    return st;
+}
+
+static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
+{
+    vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1};
+    *d = x;
+}
+
+static vt_status probe_device(int on_gpu, int dev, vt_devmodel *dm)
+{
+    vt_backend *b = NULL;
+    vt_status st;
+    if (!on_gpu) st = vt_backend_cpu_create(&b, 0);
+    else {
+#ifdef VT_HAVE_CUDA
+        st = vt_backend_cuda_create(&b, dev);
+#else
+        st = vt_fail(VT_ERR_DEVICE, "GPU %d: this build of libvisiontrain has no CUDA backend", dev);
+#endif
+    }
+    if (st != VT_OK) return st;
+    int scale = on_gpu ? 16 : 1;
+    probe bn = {b, 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
+    probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
+    conv3x3(&c1.d, 16 * scale, 16, 32); /* GEMM size d = 16 */
+    conv3x3(&c2.d, 16 * scale, 128, 16); /* d = 128 */
+    double tb, t1, t2;
+    st = probe_time(&bn, 0.1, &tb);
+    if (st == VT_OK) st = probe_time(&c1, 0.1, &t1);
+    if (st == VT_OK) st = probe_time(&c2, 0.2, &t2);
+    vt_backend_destroy(b);
+    if (st != VT_OK) return st;
+    /* BN (10 passes of n values in the formula) + ReLU (7) */
+    dm->bw = 17.0 * 4 * (double)bn.c * bn.m / tb;
+    /* conv: t = F/(R*phi) + X*4/BW; solve the two probes for R and s0 */
+    double u1 = t1 - 16.0 * c1.d.n * 9 * 32 * 32 * 6 * 4 / dm->bw,
+           u2 = t2 - 128.0 * c2.d.n * 9 * 16 * 16 * 6 * 4 / dm->bw;
+    double r1 = 6.0 * 16 * 16 * 9 * 32 * 32 * c1.d.n / fmax(u1, 0.05 * t1),
+           r2 = 6.0 * 128 * 128 * 9 * 16 * 16 * c2.d.n / fmax(u2, 0.05 * t2);
+    double den = r1 / 16 - r2 / 128;
+    dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
+    dm->rate = r2 * (128 + dm->s0) / 128;
+    dm->h2d_bw = on_gpu ? H2D_BW : 0;
+    dm->act_bytes = 4;
+    dm->layer_s = dm->step_s = 0;
+    return VT_OK;
+}
+
+typedef struct calib_ctx {
+    vt_model *model;
+    const char *device;
+    int imgsz, channels, classes;
+} calib_ctx;
+
+/* Lower-quartile seconds of a training step at `batch` (after a warm-up step, which allocates):
+ * on a shared machine the slow steps are the neighbours' doing, not the model's. */
+static vt_status time_steps(const calib_ctx *cx, int batch, double budget, double *seconds)
+{
+    size_t n = (size_t)batch * cx->channels * cx->imgsz * cx->imgsz;
+    float *img = vt_malloc(n * sizeof *img);
+    int32_t *lab = vt_malloc((size_t)batch * sizeof *lab);
+    vt_trainer *t = NULL;
+    vt_status st = img && lab ? vt_trainer_create(&t, cx->model, NULL) : VT_ERR_OUT_OF_MEMORY;
+    char kv[96];
+    if (st == VT_OK) snprintf(kv, sizeof kv, "batch=%d", batch), st = vt_trainer_set(t, kv);
+    if (st == VT_OK) snprintf(kv, sizeof kv, "imgsz=%d", cx->imgsz), st = vt_trainer_set(t, kv);
+    if (st == VT_OK) snprintf(kv, sizeof kv, "device=%s", cx->device), st = vt_trainer_set(t, kv);
+    if (st == VT_OK) {
+        for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
+        for (int i = 0; i < batch; i++) lab[i] = i % cx->classes;
+    }
+    double ts[64];
+    int k = 0;
+    double t0 = vt_now();
+    if (st == VT_OK) st = vt_trainer_step(t, img, lab, batch, NULL);
+    double first = vt_now() - t0, spent = 0;
+    while (st == VT_OK && k < 64 && (k < 3 || spent + first < budget) && !(k >= 1 && spent > 4 * budget)) {
+        double s = vt_now();
+        st = vt_trainer_step(t, img, lab, batch, NULL);
+        ts[k++] = vt_now() - s;
+        spent += ts[k - 1];
+        if (k >= 2 && spent >= budget) break;
+    }
+    if (st != VT_OK && t) vt_fail_context("calibration step at batch %d", batch);
+    vt_trainer_destroy(t);
+    free(img);
+    free(lab);
+    if (st != VT_OK) return st;
+    for (int i = 1; i < k; i++) /* insertion sort: k is small */
+        for (int j = i; j > 0 && ts[j] < ts[j - 1]; j--) {
+            double x = ts[j]; ts[j] = ts[j - 1]; ts[j - 1] = x;
+        }
+    *seconds = ts[k / 4];
+    return VT_OK;
+}
+
+typedef struct cal_opts {
+    int batches[3], nb;
+    double seconds;
+    char gpu[VT_GPU_NAME_MAX];
+    int probe_max;
+} cal_opts;
+
+static vt_status cal_opt_kv(void *ctx, const char *key, const char *value)
+{
+    cal_opts *o = ctx;
+    if (strcmp(key, "batches") == 0) {
+        o->nb = 0;
+        const char *p = value;
+        while (*p) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 1 || v > 1000000 || o->nb == 3 || (*end && *end != ','))
+                return vt_fail(VT_ERR_OPTION_VALUE, "batches=%s: expects 1 to 3 batch sizes "
+                               "like 8,16,32", value);
+            o->batches[o->nb++] = (int)v;
+            p = *end ? end + 1 : end;
+        }
+        return o->nb ? VT_OK : vt_fail(VT_ERR_OPTION_VALUE, "batches: empty");
+    }
+    if (strcmp(key, "seconds") == 0) return vt_parse_double(key, value, 0.1, 3600, &o->seconds);
+    if (strcmp(key, "gpu") == 0) {
+        snprintf(o->gpu, sizeof o->gpu, "%s", value);
+        return VT_OK;
+    }
+    if (strcmp(key, "probe_max") == 0) {
+        long long v;
+        vt_status st = vt_parse_int(key, value, 0, 1, &v);
+        o->probe_max = (int)v;
+        return st;
+    }
+    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown calibration option '%s'; valid: batches, "
+                   "seconds, gpu, probe_max", key);
+}
+
+static vt_status calibrate(vt_estimator *e, const char *device, const char *options)
+{
+    cal_opts co = {{0}, 0, 10.0, "", 1};
+    int B = (int)OPT(e, VT_OPT_EST_BATCH);
+    int defb[3] = {B / 4 > 0 ? B / 4 : 1, B / 2 > 0 ? B / 2 : 1, B};
+    for (int i = 0; i < 3; i++)
+        if (co.nb == 0 || defb[i] != co.batches[co.nb - 1]) co.batches[co.nb++] = defb[i];
+    vt_status st = vt_parse_kv_list(options, cal_opt_kv, &co);
+    if (st != VT_OK) return st;
+    int on_gpu = strcmp(device, "cpu") != 0, dev = 0;
+    if (on_gpu) {
+        long long d;
+        st = vt_parse_int("device", device, 0, 255, &d);
+        if (st != VT_OK) return vt_fail(VT_ERR_OPTION_VALUE, "device '%s': expects \"cpu\" or a "
+                                        "GPU index", device);
+        dev = (int)d;
+        if (!co.gpu[0] && vt_catalog_lookup(&e->cat, OSTR(e, VT_OPT_EST_GPU)) >= 0)
+            snprintf(co.gpu, sizeof co.gpu, "%s", OSTR(e, VT_OPT_EST_GPU));
+        if (co.gpu[0] && vt_catalog_lookup(&e->cat, co.gpu) < 0)
+            return vt_catalog_find(&e->cat, co.gpu) < 0 ? VT_ERR_NOT_FOUND : VT_ERR_INTERNAL;
+    }
+
+    vt_calib c;
+    memset(&c, 0, sizeof c);
+    st = probe_device(on_gpu, dev, &c.dm);
+    if (st != VT_OK) return st;
+    vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f), BN/ReLU %.1f GB/s",
+           c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);
+
+    vt_graph g;
+    st = build_graph(e, &g);
+    if (st != VT_OK) return st;
+    calib_ctx cx = {NULL, device, (int)OPT(e, VT_OPT_EST_IMGSZ), g.input.c,
+                    e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES)};
+    char mopt[64];
+    snprintf(mopt, sizeof mopt, "channels=%d imgsz=%d", cx.channels, cx.imgsz);
+    const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
+    st = vt_model_create(&cx.model, arch, cx.classes, mopt);
+    double V[3], T[3];
+    int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
+    vt_devmodel d0 = c.dm;
+    d0.h2d_bw = 0;
+    for (int i = 0; i < co.nb && st == VT_OK; i++) {
+        st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i]);
+        V[i] = vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &d0, 1, states);
+        if (st == VT_OK && V[i] < 0) st = VT_ERR_INVALID_ARGUMENT;
+        if (st == VT_OK && on_gpu) T[i] -= (double)co.batches[i] * cx.channels * cx.imgsz * cx.imgsz * 4 / H2D_BW;
+        if (st == VT_OK)
+            vt_log(&e->log, VT_LOG_INFO, "calibration: batch %d: %.4f s/step measured, %.4f s "
+                   "roofline", co.batches[i], T[i], V[i]);
+    }
+    if (st != VT_OK) {
+        vt_model_destroy(cx.model);
+        vt_graph_free(&g);
+        return st;
+    }
+    /* least squares t = k*V + c; a negative intercept is noise, so refit through 0 */
+    int n = co.nb;
+    double mv = 0, mt = 0, sxy = 0, sxx = 0, k, icpt;
+    for (int i = 0; i < n; i++) mv += V[i] / n, mt += T[i] / n;
+    for (int i = 0; i < n; i++) sxy += (V[i] - mv) * (T[i] - mt), sxx += (V[i] - mv) * (V[i] - mv);
+    k = sxx > 0 ? sxy / sxx : 0;
+    icpt = mt - k * mv;
+    if (n < 2 || !(k > 0) || icpt < 0) {
+        double tv = 0, vv = 0;
+        for (int i = 0; i < n; i++) tv += T[i] * V[i], vv += V[i] * V[i];
+        k = tv / vv;
+        icpt = 0;
+    }
+    if (!(k > 0.01 && k < 100)) {
+        vt_model_destroy(cx.model);
+        vt_graph_free(&g);
+        return vt_fail(VT_ERR_NUMERIC, "calibration: measured steps are %.3gx the probes' "
+                       "roofline; the measurement is unusable (machine overloaded?)", k);
+    }
+    c.k = k;
+    c.dm.rate /= k;
+    c.dm.bw /= k;
+    c.dm.layer_s = icpt / g.n_nodes;
+    c.on_gpu = on_gpu;
+    c.device = dev;
+    c.prec = VT_PREC_FP32;
+    snprintf(c.gpu, sizeof c.gpu, "%s", on_gpu ? co.gpu : "");
+    snprintf(c.model, sizeof c.model, "%s", arch);
+    c.imgsz = cx.imgsz;
+    c.nb = n;
+    for (int i = 0; i < n; i++) c.batches[i] = co.batches[i], c.seconds[i] = T[i];
+    c.valid = 1;
+
+    /* On a GPU, verify the largest batch we would predict: estimates never exceed a batch that
+     * really ran. */
+    int gi = on_gpu && co.gpu[0] ? vt_catalog_lookup(&e->cat, co.gpu) : -1;
+    if (on_gpu && co.probe_max && gi >= 0) {
+        double fixed, per, wmax, cap = e->cat.gpus[gi].v[VT_GPU_MEMORY_GB] * 1e9 *
+                                       OPT(e, VT_OPT_EST_MEMORY_FRACTION);
+        if (!train_memory_terms(&g, cx.imgsz, cx.imgsz, 4, states, 1, &fixed, &per, &wmax)) {
+            double pb = floor((cap / 1.05 - fixed - scratch_bytes(wmax, 1e9)) / per);
+            int tryb = (int)fmin(pb, 4096);
+            for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {
+                double ts;
+                if ((double)tryb * cx.channels * cx.imgsz * cx.imgsz * 4 > 2e9) break;
+                vt_status ps = time_steps(&cx, tryb, 0.0, &ts);
+                if (ps == VT_OK) { c.verified_max_batch = tryb; break; }
+                if (ps != VT_ERR_DEVICE_OOM) break;
+                tryb = (int)(tryb * 0.8);
+            }
+        }
+    }
+    vt_model_destroy(cx.model);
+    vt_graph_free(&g);
+    e->cal = c;
+    vt_log(&e->log, VT_LOG_INFO, "calibration: k %.3f, rate %.1f GFLOP/s, stream %.1f GB/s, "
+           "%.1f us per layer", k, c.dm.rate * 1e-9, c.dm.bw * 1e-9, c.dm.layer_s * 1e6);
+    return VT_OK;
+}
+
+VT_API vt_status vt_estimator_calibrate(vt_estimator *e, const char *device, const char *options)
+{
+    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_calibrate: estimator is NULL");
+    return vt_err_capture(e->err, calibrate(e, device ? device : "cpu", options));
+}
+
+/* ---- calibration files ---------------------------------------------------------------------- */
+
+#define CAL_MAGIC "visiontrain-calibration 1"
+
+VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path)
+{
+    if (!e || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "save_calibration: NULL argument");
+    const vt_calib *c = &e->cal;
+    if (!c->valid)
+        return vt_err_capture(e->err, vt_fail(VT_ERR_BAD_STATE, "nothing to save: not calibrated"));
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return vt_err_capture(e->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: path too long", path));
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return vt_err_capture(e->err, vt_fail(VT_ERR_IO, "%s: cannot create: %s", tmp,
+                                              strerror(errno)));
+    fprintf(f, "%s\ndevice %s\ndevice_index %d\ngpu %s\nprecision %s\n", CAL_MAGIC,
+            c->on_gpu ? "gpu" : "cpu", c->device, c->gpu[0] ? c->gpu : "-",
+            prec_names[c->prec]);
+    fprintf(f, "rate_flops %.17g\nbandwidth_bytes %.17g\ngemm_s0 %.17g\nlayer_seconds %.17g\n"
+            "step_seconds %.17g\nh2d_bytes %.17g\nscale %.17g\nverified_max_batch %lld\n"
+            "model %s\nimgsz %d\n", c->dm.rate, c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s,
+            c->dm.h2d_bw, c->k, (long long)c->verified_max_batch, c->model, c->imgsz);
+    for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
+    fprintf(f, "end\n");
+    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        vt_status st = vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        return vt_err_capture(e->err, st);
+    }
+    return VT_OK;
+}
+
+static vt_status cal_num(const char *path, int line, const char *key, const char *s, double min,
+                         double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v) || v < min || v > max)
+        return vt_fail(VT_ERR_FORMAT, "%s:%d: %s: bad value '%s' (expects %g..%g)", path, line,
+                       key, s, min, max);
+    *out = v;
+    return VT_OK;
+}
+
+static vt_status load_cal(const char *path, vt_calib *c)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open: %s",
+                       path, strerror(errno));
+    static const char *const required[] = {"device", "rate_flops", "bandwidth_bytes", "gemm_s0",
+                                           "layer_seconds", "step_seconds", "h2d_bytes"};
+    unsigned seen = 0;
+    char buf[512];
+    int line = 0, ended = 0;
+    vt_status st = VT_OK;
+    memset(c, 0, sizeof *c);
+    c->k = 1;
+    c->dm.act_bytes = 4;
+    while (st == VT_OK && fgets(buf, sizeof buf, f)) {
+        line++;
+        size_t len = strlen(buf);
+        if (len && buf[len - 1] == '\n') buf[--len] = '\0';
+        else if (!feof(f)) { st = vt_fail(VT_ERR_FORMAT, "%s:%d: line too long", path, line); break; }
+        if (line == 1) {
+            if (strcmp(buf, CAL_MAGIC) != 0)
+                st = vt_fail(VT_ERR_FORMAT, "%s:1: not a visiontrain calibration file (expected "
+                             "'%s')", path, CAL_MAGIC);
+            continue;
+        }
+        if (ended) { st = vt_fail(VT_ERR_FORMAT, "%s:%d: text after 'end'", path, line); break; }
+        if (strcmp(buf, "end") == 0) { ended = 1; continue; }
+        char *val = strchr(buf, ' ');
+        if (!val) { st = vt_fail(VT_ERR_FORMAT, "%s:%d: expected 'key value'", path, line); break; }
+        *val++ = '\0';
+        double x = 0;
+        for (int i = 0; i < 7; i++)
+            if (strcmp(buf, required[i]) == 0) seen |= 1u << i;
+        if (strcmp(buf, "device") == 0) {
+            if (strcmp(val, "cpu") && strcmp(val, "gpu"))
+                st = vt_fail(VT_ERR_FORMAT, "%s:%d: device: expects cpu or gpu", path, line);
+            c->on_gpu = strcmp(val, "gpu") == 0;
+        } else if (strcmp(buf, "device_index") == 0) {
+            if ((st = cal_num(path, line, buf, val, 0, 255, &x)) == VT_OK) c->device = (int)x;
+        } else if (strcmp(buf, "gpu") == 0) {
+            snprintf(c->gpu, sizeof c->gpu, "%s", strcmp(val, "-") ? val : "");
+        } else if (strcmp(buf, "precision") == 0) {
+            int p = 0;
+            while (p < 3 && strcmp(prec_names[p], val)) p++;
+            if (p == 3) st = vt_fail(VT_ERR_FORMAT, "%s:%d: precision: expects fp32, tf32 or bf16",
+                                     path, line);
+            c->prec = (vt_prec)(p % 3);
+        } else if (strcmp(buf, "rate_flops") == 0) st = cal_num(path, line, buf, val, 1e6, 1e18, &c->dm.rate);
+        else if (strcmp(buf, "bandwidth_bytes") == 0) st = cal_num(path, line, buf, val, 1e6, 1e15, &c->dm.bw);
+        else if (strcmp(buf, "gemm_s0") == 0) st = cal_num(path, line, buf, val, 0, 1e6, &c->dm.s0);
+        else if (strcmp(buf, "layer_seconds") == 0) st = cal_num(path, line, buf, val, 0, 10, &c->dm.layer_s);
+        else if (strcmp(buf, "step_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1000, &c->dm.step_s);
+        else if (strcmp(buf, "h2d_bytes") == 0) st = cal_num(path, line, buf, val, 0, 1e15, &c->dm.h2d_bw);
+        else if (strcmp(buf, "scale") == 0) st = cal_num(path, line, buf, val, 1e-3, 1e3, &c->k);
+        else if (strcmp(buf, "verified_max_batch") == 0) {
+            if ((st = cal_num(path, line, buf, val, 0, 1e9, &x)) == VT_OK) c->verified_max_batch = (int64_t)x;
+        } else if (strcmp(buf, "model") == 0) snprintf(c->model, sizeof c->model, "%s", val);
+        else if (strcmp(buf, "imgsz") == 0) {
+            if ((st = cal_num(path, line, buf, val, 1, 65536, &x)) == VT_OK) c->imgsz = (int)x;
+        } else if (strcmp(buf, "measured") == 0) {
+            int b;
+            double s;
+            char extra;
+            if (c->nb == 3 || sscanf(val, "%d %lf %c", &b, &s, &extra) != 2 || b < 1 || !(s > 0))
+                st = vt_fail(VT_ERR_FORMAT, "%s:%d: measured: expects 'measured BATCH SECONDS' "
+                             "(at most 3)", path, line);
+            else c->batches[c->nb] = b, c->seconds[c->nb++] = s;
+        } else st = vt_fail(VT_ERR_FORMAT, "%s:%d: unknown key '%s'", path, line, buf);
+    }
+    if (st == VT_OK && ferror(f)) st = vt_fail(VT_ERR_IO, "%s: read error", path);
+    fclose(f);
+    if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
+    if (st == VT_OK && !ended)
+        st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);
+    for (int i = 0; i < 7 && st == VT_OK; i++)
+        if (!(seen & (1u << i)))
+            st = vt_fail(VT_ERR_FORMAT, "%s: missing '%s'", path, required[i]);
+    c->valid = st == VT_OK;
+    return st;
+}
+
+VT_API vt_status vt_estimator_load_calibration(vt_estimator *e, const char *path)
+{
+    if (!e || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "load_calibration: NULL argument");
+    vt_calib c;
+    vt_status st = load_cal(path, &c);
+    if (st == VT_OK) e->cal = c;
+    return vt_err_capture(e->err, st);
+}

@@ -1,0 +1,76 @@
+/* Private parts of the estimator: the catalog's storage and the cost model's building blocks,
+ * shared by catalog.c, estimate.c and the tests. */
+#ifndef VT_ESTIMATE_H
+#define VT_ESTIMATE_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+#include "nn/graph.h"
+
+/* One row of the built-in table (catalog_data.h); -1 = not listed. */
+typedef struct vt_gpu_spec {
+    const char *name, *arch;
+    double cc, memory_gb, bandwidth_gbs, fp32_tflops, tf32_tflops, bf16_tflops, tdp_w,
+        price_usd_h;
+    const char *tier;
+} vt_gpu_spec;
+
+#define VT_GPU_NAME_MAX 64
+
+/* A catalog entry; fixed-size strings so entries can be copied and replaced freely.  The
+ * numeric fields are indexed by vt_gpu_field (slot 0 unused); < 0 means not listed. */
+typedef struct vt_gpu {
+    char name[VT_GPU_NAME_MAX];
+    char arch[32];
+    char tier[16];
+    double v[9];
+} vt_gpu;
+
+struct vt_catalog {
+    char err[VT_ERRMSG_MAX];
+    vt_gpu *gpus;
+    int n, cap;
+};
+
+/* Fill a zeroed catalog with the built-in table. */
+vt_status vt_catalog_init_builtin(vt_catalog *c);
+void vt_catalog_clear(vt_catalog *c);
+/* Names compare equal ignoring case, spaces, '-' and '_' ("h100-sxm" == "H100 SXM"). */
+int vt_gpu_name_eq(const char *a, const char *b);
+/* Index of a name or -1, without touching any error state. */
+int vt_catalog_lookup(const vt_catalog *c, const char *name);
+/* Entry i or NULL. */
+const vt_gpu *vt_catalog_entry(const vt_catalog *c, int i);
+
+/* ---- the cost model (see the formula at the top of estimate.c) ---- */
+
+typedef enum vt_prec { VT_PREC_FP32 = 0, VT_PREC_TF32 = 1, VT_PREC_BF16 = 2 } vt_prec;
+
+/* Effective speeds of one device. */
+typedef struct vt_devmodel {
+    double rate;      /* FLOP/s reached by large GEMM-shaped work (convolutions, linear)      */
+    double bw;        /* bytes/s reached by streaming work (BN, activations, pools, im2col)  */
+    double s0;        /* GEMM size (min of M, K, N) at which GEMM work runs at half `rate`    */
+    double layer_s;   /* fixed seconds per layer per step (launches, threading, dispatch)    */
+    double step_s;    /* fixed seconds per step (loss, optimiser dispatch, synchronisation)  */
+    double h2d_bw;    /* host-to-device bytes/s for the input batch; 0 on the CPU            */
+    int act_bytes;    /* bytes per activation element (4, or 2 with bf16)                    */
+} vt_devmodel;
+
+/* Bytes one layer moves per image, forward + backward (activations, gradients, im2col). */
+double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes);
+/* Seconds of node `i` of g (whose costs are lc) for `batch` images: a roofline max of compute
+ * and memory time, plus the im2col pass and the per-layer overhead. */
+double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
+                            const vt_devmodel *d, int train);
+/* Seconds of one training step (train=1) or one forward pass (train=0) of the whole graph for
+ * `batch` images of h x w, without the loader bound.  -1 with the error set on failure. */
+double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt_devmodel *d,
+                            int train, int optimizer_states);
+
+/* Peak device bytes of training at `batch`. */
+double vt_est_train_memory(const vt_graph *g, int h, int w, int batch, int act_bytes,
+                           int optimizer_states, int on_gpu);
+
+#endif

@@ -1,0 +1,40 @@
+/* Private image I/O and resampling (libpng, libjpeg-turbo). */
+#ifndef VT_IMAGE_H
+#define VT_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* 8-bit interleaved pixels, rows tightly packed (stride = w*c). c is 1 (gray) or 3 (RGB). */
+typedef struct vt_image {
+    int w, h, c;
+    uint8_t *data;
+} vt_image;
+
+/* Decode a PNG or JPEG file (recognised by its content, not its extension).  Gray and
+ * gray+alpha give c=1; RGB, RGBA and palette give c=3 (alpha dropped); 16-bit is reduced to
+ * 8-bit.  Errors: VT_ERR_NOT_FOUND, VT_ERR_IO, VT_ERR_FORMAT ("path: corrupt PNG: <why>",
+ * "path: truncated JPEG", "path: not a PNG or JPEG image").  Never aborts on bad data. */
+vt_status vt_image_load(const char *path, vt_image *out);
+/* The same from memory; `name` is used in error messages. */
+vt_status vt_image_decode(const void *buf, size_t size, const char *name, vt_image *out);
+void vt_image_free(vt_image *img); /* frees data, zeroes the struct; NULL ok */
+
+/* Resize to w x h with the same channel count: bilinear when enlarging, area-averaging
+ * (box filter) when shrinking, so small outputs are not aliased. */
+vt_status vt_image_resize(const vt_image *src, int w, int h, vt_image *dst);
+
+/* Write 8-bit pixels (c = 1, 3 or 4; rows `stride` bytes apart) as a PNG, atomically
+ * (temporary file + rename). */
+vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int h, int c,
+                            size_t stride);
+
+/* Convert to float planes scaled to 0..1: channel k of the output goes to dst + k*chan_stride,
+ * row-major w*h.  want_c is 1 or 3: gray->RGB replicates, RGB->gray uses the BT.601 luma.
+ * If flip is non-zero the image is mirrored horizontally. */
+void vt_image_to_float(const vt_image *img, int want_c, int flip, float *dst,
+                       size_t chan_stride);
+
+#endif

@@ -1,0 +1,355 @@
+/* Forward and backward over the graph, one backend call (or a few) per layer. */
+#include "nn/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OPS(e) ((e)->be->ops)
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        vt_status st_ = (x);                                                                       \
+        if (st_) return st_;                                                                       \
+    } while (0)
+
+static size_t numel(const vt_shape *s, int n) { return (size_t)s->c * s->h * s->w * (size_t)n; }
+
+static void free_activations(vt_exec *e)
+{
+    vt_graph *g = e->g;
+    for (int i = 0; i < g->n_nodes; i++) {
+        vt_node *nd = &g->nodes[i];
+        if (!nd->y_shared) OPS(e)->free(e->be, nd->y);
+        OPS(e)->free(e->be, nd->dy);
+        OPS(e)->free(e->be, nd->save0);
+        OPS(e)->free(e->be, nd->save1);
+        OPS(e)->free(e->be, nd->idx);
+        nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
+        nd->idx = NULL;
+        nd->y_shared = 0;
+    }
+    OPS(e)->free(e->be, e->ws);
+    OPS(e)->free(e->be, e->labels);
+    e->ws = NULL;
+    e->labels = NULL;
+    e->ws_bytes = 0;
+    e->cap_n = 0;
+}
+
+vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be)
+{
+    *out = NULL;
+    vt_exec *e = vt_calloc(1, sizeof *e);
+    if (!e) return VT_ERR_OUT_OF_MEMORY;
+    /* The executor works on its own copy of the graph: node runtime fields (activation
+     * pointers, shapes) then never clash between executors of one model (trainer, predictor). */
+    e->g = &e->graph;
+    e->graph = *g;
+    e->graph.cap = g->n_nodes;
+    e->graph.nodes = vt_malloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof(vt_node));
+    if (!e->graph.nodes) {
+        free(e);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(e->graph.nodes, g->nodes, (size_t)g->n_nodes * sizeof(vt_node));
+    for (int i = 0; i < g->n_nodes; i++) {
+        vt_node *nd = &e->graph.nodes[i];
+        nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
+        nd->idx = NULL;
+        nd->y_shared = 0;
+    }
+    e->be = be;
+    e->consumers = vt_calloc((size_t)g->n_nodes, 1);
+    size_t pb = (size_t)(g->n_params ? g->n_params : 1) * sizeof(float);
+    size_t bb = (size_t)(g->n_buffers ? g->n_buffers : 1) * sizeof(float);
+    if (!e->consumers || !(e->params = be->ops->alloc(be, pb)) ||
+        !(e->grads = be->ops->alloc(be, pb)) || !(e->buffers = be->ops->alloc(be, bb)) ||
+        !(e->loss = be->ops->alloc(be, sizeof(float)))) {
+        vt_status st = vt_fail(VT_ERR_OUT_OF_MEMORY, "%s", vt_last_error());
+        vt_exec_destroy(e);
+        return st;
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < g->nodes[i].n_in; j++)
+            if (e->consumers[g->nodes[i].in[j]] < 255) e->consumers[g->nodes[i].in[j]]++;
+    *out = e;
+    return VT_OK;
+}
+
+void vt_exec_destroy(vt_exec *e)
+{
+    if (!e) return;
+    free_activations(e);
+    OPS(e)->free(e->be, e->params);
+    OPS(e)->free(e->be, e->grads);
+    OPS(e)->free(e->be, e->buffers);
+    OPS(e)->free(e->be, e->loss);
+    free(e->consumers);
+    free(e->graph.nodes);
+    free(e);
+}
+
+/* ReLU can overwrite its input in place when nobody else reads that input: its backward needs
+ * only its output.  Saves one activation per conv-BN-ReLU block. */
+static int relu_in_place(const vt_exec *e, int i)
+{
+    const vt_node *nd = &e->g->nodes[i];
+    return nd->op == VT_OP_ACT && nd->act == VT_ACT_RELU && nd->in[0] != 0 &&
+           e->consumers[nd->in[0]] == 1;
+}
+
+vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
+{
+    if (n < 1) return vt_fail(VT_ERR_INVALID_ARGUMENT, "batch size %d < 1", n);
+    if (e->cap_n >= n && e->h == h && e->w == w) {
+        e->n = n;
+        return VT_OK;
+    }
+    free_activations(e);
+    TRY(vt_graph_reshape(e->g, h, w));
+    vt_graph *g = e->g;
+    vt_backend *be = e->be;
+    size_t ws = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        vt_node *nd = &g->nodes[i];
+        size_t ne = numel(&nd->out, n);
+        if (relu_in_place(e, i)) {
+            nd->y = g->nodes[nd->in[0]].y;
+            nd->y_shared = 1;
+        } else if (!(nd->y = be->ops->alloc(be, ne * sizeof(float))))
+            goto oom;
+        if ((i > 0 || e->input_grad) && !(nd->dy = be->ops->alloc(be, ne * sizeof(float))))
+            goto oom;
+        switch (nd->op) {
+        case VT_OP_BN:
+            if (!(nd->save0 = be->ops->alloc(be, (size_t)nd->out.c * sizeof(float))) ||
+                !(nd->save1 = be->ops->alloc(be, (size_t)nd->out.c * sizeof(float))))
+                goto oom;
+            break;
+        case VT_OP_DROPOUT:
+            if (!(nd->save0 = be->ops->alloc(be, ne * sizeof(float)))) goto oom;
+            break;
+        case VT_OP_MAXPOOL:
+            if (!(nd->idx = be->ops->alloc(be, ne * sizeof(int32_t)))) goto oom;
+            break;
+        case VT_OP_CONV: {
+            vt_conv_desc d;
+            vt_node_conv_desc(g, nd, n, &d);
+            size_t b = be->ops->conv_workspace(be, &d);
+            if (b > ws) ws = b;
+            break;
+        }
+        default: break;
+        }
+    }
+    if (ws && !(e->ws = be->ops->alloc(be, ws))) goto oom;
+    e->ws_bytes = ws;
+    if (!(e->labels = be->ops->alloc(be, (size_t)n * sizeof(int32_t)))) goto oom;
+    e->n = e->cap_n = n;
+    e->h = h;
+    e->w = w;
+    return VT_OK;
+oom: {
+    vt_status st = vt_fail(VT_ERR_OUT_OF_MEMORY, "%s (activations for batch %d at %dx%d)",
+                           vt_last_error(), n, h, w);
+    free_activations(e);
+    return st;
+}
+}
+
+static vt_pool_desc pool_desc(const vt_node *nd, const vt_shape *in, int n)
+{
+    vt_pool_desc d = {in->c * n, in->h, in->w, nd->out.h, nd->out.w, nd->k, nd->s, nd->p};
+    return d;
+}
+
+vt_status vt_exec_forward(vt_exec *e, int training)
+{
+    vt_graph *g = e->g;
+    vt_backend *be = e->be;
+    const vt_backend_ops *o = be->ops;
+    int n = e->n;
+    e->training = training;
+    for (int i = 1; i < g->n_nodes; i++) {
+        vt_node *nd = &g->nodes[i];
+        vt_node *in = &g->nodes[nd->in[0]];
+        size_t ne = numel(&nd->out, n);
+        float *P = e->params;
+        switch (nd->op) {
+        case VT_OP_CONV: {
+            vt_conv_desc d;
+            vt_node_conv_desc(g, nd, n, &d);
+            TRY(o->conv_forward(be, &d, in->y, P + nd->w_off, nd->has_bias ? P + nd->b_off : NULL,
+                                nd->y, e->ws));
+            break;
+        }
+        case VT_OP_BN: {
+            size_t m = (size_t)n * nd->out.h * nd->out.w;
+            float *rm = e->buffers + nd->buf_off, *rv = rm + nd->out.c;
+            if (training)
+                TRY(o->bn_forward_train(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
+                                        nd->bn_eps, nd->bn_momentum, rm, rv, nd->save0,
+                                        nd->save1, nd->y));
+            else
+                TRY(o->bn_forward_eval(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
+                                       nd->bn_eps, rm, rv, nd->y));
+            break;
+        }
+        case VT_OP_ACT: TRY(o->act_forward(be, nd->act, nd->alpha, ne, in->y, nd->y)); break;
+        case VT_OP_MAXPOOL: {
+            vt_pool_desc d = pool_desc(nd, &in->out, n);
+            TRY(o->maxpool_forward(be, &d, in->y, nd->y, nd->idx));
+            break;
+        }
+        case VT_OP_AVGPOOL: {
+            vt_pool_desc d = pool_desc(nd, &in->out, n);
+            TRY(o->avgpool_forward(be, &d, in->y, nd->y));
+            break;
+        }
+        case VT_OP_GAP:
+            TRY(o->gap_forward(be, (size_t)in->out.c * n, (size_t)in->out.h * in->out.w, in->y,
+                               nd->y));
+            break;
+        case VT_OP_LINEAR:
+            TRY(o->gemm(be, 0, 0, nd->cout, n, in->out.c, 1.0f, P + nd->w_off, in->out.c, in->y, n,
+                        0.0f, nd->y, n));
+            TRY(o->bias_add(be, nd->cout, (size_t)n, P + nd->b_off, nd->y));
+            break;
+        case VT_OP_DROPOUT:
+            if (training && nd->drop_p > 0)
+                TRY(o->dropout_forward(be, ne, nd->drop_p,
+                                       e->dropout_seed + (uint64_t)i * 0x9E3779B97F4A7C15ull,
+                                       in->y, nd->y, nd->save0));
+            else
+                TRY(o->copy(be, nd->y, in->y, ne * sizeof(float)));
+            break;
+        case VT_OP_ADD:
+            TRY(o->add(be, ne, in->y, g->nodes[nd->in[1]].y, nd->y));
+            break;
+        case VT_OP_CONCAT: {
+            size_t off = 0;
+            for (int j = 0; j < nd->n_in; j++) {
+                vt_node *s = &g->nodes[nd->in[j]];
+                size_t k = numel(&s->out, n);
+                TRY(o->copy(be, nd->y + off, s->y, k * sizeof(float)));
+                off += k;
+            }
+            break;
+        }
+        case VT_OP_UPSAMPLE:
+            TRY(o->upsample2_forward(be, (size_t)in->out.c * n, in->out.h, in->out.w, in->y,
+                                     nd->y));
+            break;
+        case VT_OP_INPUT: break;
+        }
+    }
+    return VT_OK;
+}
+
+vt_status vt_exec_backward(vt_exec *e, int out)
+{
+    vt_graph *g = e->g;
+    vt_backend *be = e->be;
+    const vt_backend_ops *o = be->ops;
+    int n = e->n;
+    /* Input gradients accumulate, so every one except the seed starts at zero. */
+    for (int i = e->input_grad ? 0 : 1; i < out; i++)
+        TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
+    int skip0 = !e->input_grad; /* node 0 (the image batch) needs no gradient */
+    for (int i = out; i >= 1; i--) {
+        vt_node *nd = &g->nodes[i];
+        vt_node *in = &g->nodes[nd->in[0]];
+        float *dx = nd->in[0] == 0 && skip0 ? NULL : in->dy;
+        size_t ne = numel(&nd->out, n);
+        float *P = e->params, *G = e->grads;
+        switch (nd->op) {
+        case VT_OP_CONV: {
+            vt_conv_desc d;
+            vt_node_conv_desc(g, nd, n, &d);
+            TRY(o->conv_backward(be, &d, in->y, P + nd->w_off, nd->dy, dx, G + nd->w_off,
+                                 nd->has_bias ? G + nd->b_off : NULL, e->ws));
+            break;
+        }
+        case VT_OP_BN: {
+            size_t m = (size_t)n * nd->out.h * nd->out.w;
+            TRY(o->bn_backward(be, nd->out.c, m, in->y, P + nd->w_off, nd->save0, nd->save1,
+                               nd->dy, dx, G + nd->w_off, G + nd->b_off));
+            break;
+        }
+        case VT_OP_ACT:
+            if (dx) TRY(o->act_backward(be, nd->act, nd->alpha, ne, in->y, nd->y, nd->dy, dx));
+            break;
+        case VT_OP_MAXPOOL:
+            if (dx) {
+                vt_pool_desc d = pool_desc(nd, &in->out, n);
+                TRY(o->maxpool_backward(be, &d, nd->idx, nd->dy, dx));
+            }
+            break;
+        case VT_OP_AVGPOOL:
+            if (dx) {
+                vt_pool_desc d = pool_desc(nd, &in->out, n);
+                TRY(o->avgpool_backward(be, &d, nd->dy, dx));
+            }
+            break;
+        case VT_OP_GAP:
+            if (dx)
+                TRY(o->gap_backward(be, (size_t)in->out.c * n, (size_t)in->out.h * in->out.w,
+                                    nd->dy, dx));
+            break;
+        case VT_OP_LINEAR:
+            TRY(o->gemm(be, 0, 1, nd->cout, in->out.c, n, 1.0f, nd->dy, n, in->y, n, 0.0f,
+                        G + nd->w_off, in->out.c));
+            TRY(o->channel_sum(be, nd->cout, (size_t)n, nd->dy, G + nd->b_off));
+            if (dx)
+                TRY(o->gemm(be, 1, 0, in->out.c, n, nd->cout, 1.0f, P + nd->w_off, in->out.c,
+                            nd->dy, n, 1.0f, dx, n));
+            break;
+        case VT_OP_DROPOUT:
+            if (dx) {
+                if (e->training && nd->drop_p > 0)
+                    TRY(o->dropout_backward(be, ne, nd->save0, nd->dy, dx));
+                else
+                    TRY(o->axpy(be, ne, 1.0f, nd->dy, dx));
+            }
+            break;
+        case VT_OP_ADD:
+            for (int j = 0; j < 2; j++)
+                if (nd->in[j] != 0 || !skip0) TRY(o->axpy(be, ne, 1.0f, nd->dy, g->nodes[nd->in[j]].dy));
+            break;
+        case VT_OP_CONCAT: {
+            size_t off = 0;
+            for (int j = 0; j < nd->n_in; j++) {
+                vt_node *s = &g->nodes[nd->in[j]];
+                size_t k = numel(&s->out, n);
+                if (nd->in[j] != 0 || !skip0) TRY(o->axpy(be, k, 1.0f, nd->dy + off, s->dy));
+                off += k;
+            }
+            break;
+        }
+        case VT_OP_UPSAMPLE:
+            if (dx)
+                TRY(o->upsample2_backward(be, (size_t)in->out.c * n, in->out.h, in->out.w, nd->dy,
+                                          dx));
+            break;
+        case VT_OP_INPUT: break;
+        }
+    }
+    return VT_OK;
+}
+
+vt_status vt_exec_set_params(vt_exec *e, const float *params_host, const float *buffers_host)
+{
+    TRY(OPS(e)->upload(e->be, e->params, params_host, (size_t)e->g->n_params * sizeof(float)));
+    if (e->g->n_buffers)
+        TRY(OPS(e)->upload(e->be, e->buffers, buffers_host,
+                           (size_t)e->g->n_buffers * sizeof(float)));
+    return VT_OK;
+}
+
+vt_status vt_exec_get_params(vt_exec *e, float *params_host, float *buffers_host)
+{
+    TRY(OPS(e)->download(e->be, params_host, e->params, (size_t)e->g->n_params * sizeof(float)));
+    if (e->g->n_buffers)
+        TRY(OPS(e)->download(e->be, buffers_host, e->buffers,
+                             (size_t)e->g->n_buffers * sizeof(float)));
+    return VT_OK;
+}

@@ -1,0 +1,41 @@
+/* The executor: a graph bound to a backend for a batch size and image size.  It owns the
+ * parameters, gradients, BN buffers, activations and scratch in backend memory, allocated once
+ * per shape (no per-step allocation). */
+#ifndef VT_EXEC_H
+#define VT_EXEC_H
+
+#include "nn/graph.h"
+
+typedef struct vt_exec {
+    vt_graph *g;       /* = &graph: the executor's own copy, reshaped by vt_exec_prepare */
+    vt_graph graph;
+    vt_backend *be;    /* borrowed */
+    int n, cap_n;      /* current batch and the batch the activations were sized for */
+    int h, w;
+    float *params, *grads, *buffers; /* backend memory */
+    void *ws;
+    size_t ws_bytes;
+    int32_t *labels;   /* cap_n labels */
+    float *loss;       /* one float */
+    uint64_t dropout_seed;
+    int training;
+    int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
+    unsigned char *consumers; /* per node: how many nodes read its output */
+} vt_exec;
+
+/* Copies the graph (the caller's stays untouched); borrows the backend. */
+vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be);
+void vt_exec_destroy(vt_exec *e);
+/* Size activations for batch n at h x w (reallocates only when n or the image size grows or
+ * the size changes). */
+vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w);
+/* The input batch buffer: channels x n x h x w (CNHW). */
+static inline float *vt_exec_input(vt_exec *e) { return e->g->nodes[0].y; }
+vt_status vt_exec_forward(vt_exec *e, int training);
+/* Backward from the gradient already stored in the dy of node `out` (e.g. by softmax_xent);
+ * fills e->grads. */
+vt_status vt_exec_backward(vt_exec *e, int out);
+vt_status vt_exec_set_params(vt_exec *e, const float *params_host, const float *buffers_host);
+vt_status vt_exec_get_params(vt_exec *e, float *params_host, float *buffers_host);
+
+#endif

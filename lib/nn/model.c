@@ -1,0 +1,367 @@
+/* The vt_model handle: creation, metadata, save/load, prediction. */
+#include "nn/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image/image.h"
+#include "nn/exec.h"
+#include "train/checkpoint.h"
+
+#define TAG_META VT_TAG('M', 'E', 'T', 'A')
+#define TAG_NAME VT_TAG('N', 'A', 'M', 'E')
+#define TAG_PARM VT_TAG('P', 'A', 'R', 'M')
+#define TAG_BUFS VT_TAG('B', 'U', 'F', 'S')
+
+static void free_names(vt_model *m)
+{
+    if (m->class_names)
+        for (int i = 0; i < m->num_classes; i++) free(m->class_names[i]);
+    free(m->class_names);
+    m->class_names = NULL;
+}
+
+VT_API void vt_model_destroy(vt_model *m)
+{
+    if (!m) return;
+    vt_exec_destroy(m->pred_exec);
+    vt_backend_destroy(m->pred_be);
+    free(m->pred_probs);
+    free_names(m);
+    vt_graph_free(&m->graph);
+    free(m->params);
+    free(m->buffers);
+    free(m);
+}
+
+static vt_status model_new(vt_model **out, const char *arch, int num_classes, int channels,
+                           int imgsz, float dropout, uint64_t seed)
+{
+    *out = NULL;
+    if (num_classes < 2 || num_classes > 100000)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "num_classes=%d must be in 2..100000", num_classes);
+    if (strlen(arch) >= sizeof(((vt_model *)0)->arch))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown model '%.40s...'", arch);
+    vt_model *m = vt_calloc(1, sizeof *m);
+    if (!m) return VT_ERR_OUT_OF_MEMORY;
+    snprintf(m->arch, sizeof m->arch, "%s", arch);
+    m->num_classes = num_classes;
+    m->channels = channels;
+    m->imgsz = imgsz;
+    m->dropout = dropout;
+    m->seed = seed;
+    vt_status st = vt_arch_build(&m->graph, arch, num_classes, channels, imgsz, dropout, &m->task,
+                                 &m->output_node);
+    if (st) {
+        free(m);
+        return st;
+    }
+    m->params = vt_malloc((size_t)m->graph.n_params * sizeof(float));
+    m->buffers = vt_malloc((size_t)(m->graph.n_buffers ? m->graph.n_buffers : 1) * sizeof(float));
+    if (!m->params || !m->buffers) {
+        vt_model_destroy(m);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    m->version = 1;
+    *out = m;
+    return VT_OK;
+}
+
+VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_classes,
+                                 const char *options)
+{
+    if (!out || !arch) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_create: NULL argument");
+    *out = NULL;
+    vt_optvals ov;
+    vt_optvals_init(&ov, VT_SCOPE_MODEL);
+    vt_status st = vt_optvals_set_list(&ov, options);
+    if (st) return st;
+    vt_model *m;
+    st = model_new(&m, arch, num_classes, (int)vt_opt_num(&ov, VT_OPT_CHANNELS),
+                   (int)vt_opt_num(&ov, VT_OPT_MODEL_IMGSZ), (float)vt_opt_num(&ov, VT_OPT_DROPOUT),
+                   (uint64_t)vt_opt_num(&ov, VT_OPT_MODEL_SEED));
+    if (st) return st;
+    vt_model_init_weights(m);
+    *out = m;
+    return VT_OK;
+}
+
+VT_API vt_task vt_model_task(const vt_model *m) { return m ? m->task : (vt_task)0; }
+VT_API const char *vt_model_arch(const vt_model *m) { return m ? m->arch : NULL; }
+VT_API int vt_model_num_classes(const vt_model *m) { return m ? m->num_classes : 0; }
+VT_API int vt_model_channels(const vt_model *m) { return m ? m->channels : 0; }
+VT_API int vt_model_imgsz(const vt_model *m) { return m ? m->imgsz : 0; }
+VT_API uint64_t vt_model_num_params(const vt_model *m) { return m ? (uint64_t)m->graph.n_params : 0; }
+VT_API const char *vt_model_last_error(const vt_model *m) { return m ? m->err : ""; }
+
+VT_API const char *vt_model_class_name(const vt_model *m, int i)
+{
+    if (!m || !m->class_names || i < 0 || i >= m->num_classes) return NULL;
+    return m->class_names[i];
+}
+
+VT_API double vt_model_flops(const vt_model *m, int imgsz)
+{
+    if (!m || imgsz < 1) return 0;
+    vt_layer_cost *c = vt_malloc((size_t)m->graph.n_nodes * sizeof *c);
+    if (!c) return 0;
+    double total = 0;
+    int n = vt_graph_costs(&m->graph, imgsz, imgsz, c, m->graph.n_nodes);
+    for (int i = 0; i < n; i++) total += c[i].flops_fwd;
+    free(c);
+    return n < 0 ? 0 : total;
+}
+
+vt_status vt_model_set_class_names(vt_model *m, const char *const *names, int n)
+{
+    free_names(m);
+    if (!names) return VT_OK;
+    if (n != m->num_classes)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%d class names for a model of %d classes", n,
+                       m->num_classes);
+    m->class_names = vt_calloc((size_t)n, sizeof(char *));
+    if (!m->class_names) return VT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < n; i++)
+        if (!(m->class_names[i] = vt_strdup(names[i] ? names[i] : ""))) {
+            free_names(m);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+    return VT_OK;
+}
+
+/* ---- serialisation ---- */
+
+vt_status vt_model_write_sections(const vt_model *m, vt_ckpt_writer *w)
+{
+    char meta[512];
+    int len = snprintf(meta, sizeof meta,
+                       "arch=%s\ntask=%d\nnum_classes=%d\nchannels=%d\nimgsz=%d\ndropout=%.9g\n"
+                       "seed=%llu\nparams=%lld\nbuffers=%lld\n",
+                       m->arch, (int)m->task, m->num_classes, m->channels, m->imgsz,
+                       (double)m->dropout, (unsigned long long)m->seed,
+                       (long long)m->graph.n_params, (long long)m->graph.n_buffers);
+    vt_status st = vt_ckw_add(w, TAG_META, meta, (size_t)len, 0);
+    if (!st && m->class_names) {
+        size_t total = 0;
+        for (int i = 0; i < m->num_classes; i++) total += strlen(m->class_names[i]) + 1;
+        char *buf = vt_malloc(total);
+        if (!buf) return VT_ERR_OUT_OF_MEMORY;
+        size_t off = 0;
+        for (int i = 0; i < m->num_classes; i++) {
+            size_t k = strlen(m->class_names[i]);
+            memcpy(buf + off, m->class_names[i], k);
+            buf[off + k] = '\n';
+            off += k + 1;
+        }
+        st = vt_ckw_add(w, TAG_NAME, buf, total, 1);
+        free(buf);
+    }
+    if (!st)
+        st = vt_ckw_add(w, TAG_PARM, m->params, (size_t)m->graph.n_params * sizeof(float), 1);
+    if (!st)
+        st = vt_ckw_add(w, TAG_BUFS, m->buffers, (size_t)m->graph.n_buffers * sizeof(float), 1);
+    return st;
+}
+
+VT_API vt_status vt_model_save(vt_model *m, const char *path)
+{
+    if (!m || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_save: NULL argument");
+    vt_status st = vt_model_pull(m);
+    if (st) return vt_err_capture(m->err, st);
+    vt_ckpt_writer *w;
+    st = vt_ckw_create(&w);
+    if (!st) st = vt_model_write_sections(m, w);
+    if (!st) st = vt_ckw_write(w, path);
+    vt_ckw_destroy(w);
+    return vt_err_capture(m->err, st);
+}
+
+/* Reads "key=value" lines of the META section. */
+static const char *meta_get(const char *meta, const char *key, char *buf, size_t cap)
+{
+    size_t kl = strlen(key);
+    for (const char *p = meta; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > kl && memcmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = len - kl - 1;
+            if (vl >= cap) vl = cap - 1;
+            memcpy(buf, p + kl + 1, vl);
+            buf[vl] = 0;
+            return buf;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    return NULL;
+}
+
+vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
+{
+    *out = NULL;
+    void *meta_raw;
+    size_t meta_n;
+    vt_status st = vt_ckpt_get(c, TAG_META, &meta_raw, &meta_n);
+    if (st) return st == VT_ERR_NOT_FOUND ? vt_fail(VT_ERR_CHECKPOINT, "%s", vt_last_error()) : st;
+    char *meta = vt_realloc(meta_raw, meta_n + 1);
+    if (!meta) {
+        free(meta_raw);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    meta[meta_n] = 0;
+    char arch[64], v[5][64];
+    const char *path = vt_ckpt_path(c);
+    if (!meta_get(meta, "arch", arch, sizeof arch) || !meta_get(meta, "num_classes", v[0], 64) ||
+        !meta_get(meta, "channels", v[1], 64) || !meta_get(meta, "imgsz", v[2], 64) ||
+        !meta_get(meta, "dropout", v[3], 64) || !meta_get(meta, "seed", v[4], 64)) {
+        free(meta);
+        return vt_fail(VT_ERR_CHECKPOINT, "%s: checkpoint metadata incomplete", path);
+    }
+    free(meta);
+    vt_model *m;
+    st = model_new(&m, arch, atoi(v[0]), atoi(v[1]), atoi(v[2]), (float)atof(v[3]),
+                   strtoull(v[4], NULL, 10));
+    if (st) return vt_fail(VT_ERR_CHECKPOINT, "%s: %s", path, vt_last_error());
+    void *data;
+    size_t n;
+    st = vt_ckpt_get(c, TAG_PARM, &data, &n);
+    if (!st && n != (size_t)m->graph.n_params * sizeof(float))
+        st = vt_fail(VT_ERR_CHECKPOINT, "%s: %zu parameter bytes for a %s that has %lld", path, n,
+                     arch, (long long)m->graph.n_params * 4);
+    if (!st) memcpy(m->params, data, n);
+    free(data);
+    if (!st) {
+        st = vt_ckpt_get(c, TAG_BUFS, &data, &n);
+        if (!st && n != (size_t)m->graph.n_buffers * sizeof(float))
+            st = vt_fail(VT_ERR_CHECKPOINT, "%s: buffer section of %zu bytes, expected %lld", path,
+                         n, (long long)m->graph.n_buffers * 4);
+        if (!st) memcpy(m->buffers, data, n);
+        free(data);
+    }
+    if (!st && vt_ckpt_has(c, TAG_NAME)) {
+        st = vt_ckpt_get(c, TAG_NAME, &data, &n);
+        if (!st) {
+            const char **names = vt_calloc((size_t)m->num_classes, sizeof(char *));
+            char *txt = data;
+            int k = 0;
+            for (size_t i = 0, start = 0; names && i < n; i++)
+                if (txt[i] == '\n') {
+                    txt[i] = 0;
+                    if (k < m->num_classes) names[k] = txt + start;
+                    k++;
+                    start = i + 1;
+                }
+            if (!names) st = VT_ERR_OUT_OF_MEMORY;
+            else if (k != m->num_classes)
+                st = vt_fail(VT_ERR_CHECKPOINT, "%s: %d class names for %d classes", path, k,
+                             m->num_classes);
+            else
+                st = vt_model_set_class_names(m, names, k);
+            free(names);
+            free(data);
+        }
+    }
+    if (st) {
+        vt_model_destroy(m);
+        return st == VT_ERR_NOT_FOUND ? vt_fail(VT_ERR_CHECKPOINT, "%s", vt_last_error()) : st;
+    }
+    *out = m;
+    return VT_OK;
+}
+
+VT_API vt_status vt_model_load(vt_model **out, const char *path)
+{
+    if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_load: NULL argument");
+    *out = NULL;
+    vt_ckpt *c;
+    vt_status st = vt_ckpt_open(&c, path);
+    if (st) return st;
+    st = vt_model_from_checkpoint(out, c);
+    vt_ckpt_close(c);
+    return st;
+}
+
+/* ---- prediction ---- */
+
+static vt_status predict_ready(vt_model *m)
+{
+    vt_status st = vt_model_pull(m);
+    if (st) return st;
+    if (!m->pred_be && (st = vt_backend_cpu_create(&m->pred_be, 1))) return st;
+    if (!m->pred_exec && (st = vt_exec_create(&m->pred_exec, &m->graph, m->pred_be))) return st;
+    if (!m->pred_probs && !(m->pred_probs = vt_malloc((size_t)m->num_classes * sizeof(float))))
+        return VT_ERR_OUT_OF_MEMORY;
+    if ((st = vt_exec_prepare(m->pred_exec, 1, m->imgsz, m->imgsz))) return st;
+    if (m->pred_version != m->version) {
+        if ((st = vt_exec_set_params(m->pred_exec, m->params, m->buffers))) return st;
+        m->pred_version = m->version;
+    }
+    return VT_OK;
+}
+
+static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, int n)
+{
+    if (n < m->num_classes)
+        return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "scores holds %d values; the model has %d classes",
+                       n, m->num_classes);
+    vt_status st = predict_ready(m);
+    if (st) return st;
+    vt_image rs = {0};
+    const vt_image *src = img;
+    if (img->w != m->imgsz || img->h != m->imgsz) {
+        if ((st = vt_image_resize(img, m->imgsz, m->imgsz, &rs))) return st;
+        src = &rs;
+    }
+    vt_exec *e = m->pred_exec;
+    vt_image_to_float(src, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
+    vt_image_free(&rs);
+    if ((st = vt_exec_forward(e, 0))) return st;
+    vt_node *out = &e->g->nodes[m->output_node];
+    int32_t zero = 0;
+    const vt_backend_ops *o = m->pred_be->ops;
+    if ((st = o->upload(m->pred_be, e->labels, &zero, sizeof zero))) return st;
+    if ((st = o->softmax_xent(m->pred_be, m->num_classes, 1, out->y, e->labels, 0.0f, 0.0f,
+                              e->loss, NULL, m->pred_probs)))
+        return st;
+    return o->download(m->pred_be, scores, m->pred_probs, (size_t)m->num_classes * sizeof(float));
+}
+
+VT_API vt_status vt_model_predict_file(vt_model *m, const char *path, float *scores, int n)
+{
+    if (!m || !path || !scores)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_predict_file: NULL argument");
+    vt_image img;
+    vt_status st = vt_image_load(path, &img);
+    if (!st) {
+        st = predict_image(m, &img, scores, n);
+        vt_image_free(&img);
+    }
+    return vt_err_capture(m->err, st);
+}
+
+VT_API vt_status vt_model_predict_pixels(vt_model *m, const uint8_t *pixels, int width, int height,
+                                         int channels, size_t stride, float *scores, int n)
+{
+    if (!m || !pixels || !scores)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_predict_pixels: NULL argument");
+    if (width < 1 || height < 1 || width > 32768 || height > 32768 ||
+        (channels != 1 && channels != 3 && channels != 4) ||
+        stride < (size_t)width * (size_t)channels)
+        return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
+                                              "bad image geometry %dx%d, %d channels, stride %zu",
+                                              width, height, channels, stride));
+    /* Repack into the decoder's layout (gray or RGB, tight rows). */
+    int c = channels == 1 ? 1 : 3;
+    vt_image img = {width, height, c, vt_malloc((size_t)width * height * c)};
+    if (!img.data) return vt_err_capture(m->err, VT_ERR_OUT_OF_MEMORY);
+    for (int y = 0; y < height; y++) {
+        const uint8_t *src = pixels + (size_t)y * stride;
+        uint8_t *dst = img.data + (size_t)y * width * c;
+        for (int x = 0; x < width; x++)
+            for (int k = 0; k < c; k++) dst[x * c + k] = src[x * channels + k];
+    }
+    vt_status st = predict_image(m, &img, scores, n);
+    vt_image_free(&img);
+    return vt_err_capture(m->err, st);
+}

@@ -1,0 +1,60 @@
+/* The vt_model handle: an architecture (graph), its weights in host memory, and metadata. */
+#ifndef VT_MODEL_H
+#define VT_MODEL_H
+
+#include "nn/graph.h"
+
+struct vt_model {
+    char err[VT_ERRMSG_MAX];
+    char arch[32];        /* "cls-n", ... */
+    vt_task task;
+    int num_classes;
+    int channels;         /* input channels */
+    int imgsz;            /* the size the model was built/trained for */
+    float dropout;
+    uint64_t seed;        /* initialisation seed */
+    char **class_names;   /* num_classes strings or NULL */
+    vt_graph graph;
+    float *params;        /* host copy of graph.n_params trainable floats */
+    float *buffers;       /* host copy of graph.n_buffers floats (BN running stats) */
+    int output_node;      /* node whose output is the logits */
+    uint64_t version;     /* bumped whenever params/buffers change (predictor re-uploads) */
+    /* Set while a trainer holds newer weights on its device: called before the host copy is
+     * read (save, predict) to bring them back.  Cleared by the trainer. */
+    vt_status (*pull)(void *ctx);
+    void *pull_ctx;
+    struct vt_backend *pred_be;   /* lazily created CPU predictor */
+    struct vt_exec *pred_exec;
+    uint64_t pred_version;
+    float *pred_probs;
+};
+
+/* Build the graph of an architecture name (lib/nn/models.c).  On success g is finalized and
+ * *task and *output_node set; VT_ERR_INVALID_ARGUMENT for an unknown name (message lists the
+ * known ones). */
+vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
+                        float dropout, vt_task *task, int *output_node);
+/* Names of the known architectures, NULL-terminated. */
+extern const char *const vt_arch_names[];
+
+/* Deterministic initialisation of params/buffers (He-normal conv/linear, BN gamma 1 beta 0,
+ * running var 1). */
+void vt_model_init_weights(vt_model *m);
+
+/* Bring weights held by a trainer back into params/buffers (no-op when none). */
+static inline vt_status vt_model_pull(vt_model *m) { return m->pull ? m->pull(m->pull_ctx) : VT_OK; }
+
+/* Internal accessor used by the estimator and the checkpoint code. */
+static inline const vt_graph *vt_model_graph(const vt_model *m) { return &m->graph; }
+
+/* Serialise the model's configuration, class names, weights and buffers into checkpoint
+ * sections (lib/nn/model.c); read them back into a new model. */
+struct vt_ckpt_writer;
+struct vt_ckpt;
+vt_status vt_model_write_sections(const vt_model *m, struct vt_ckpt_writer *w);
+vt_status vt_model_from_checkpoint(vt_model **out, struct vt_ckpt *c);
+
+/* Replace class names (copied).  names may be NULL to clear. */
+vt_status vt_model_set_class_names(vt_model *m, const char *const *names, int n);
+
+#endif

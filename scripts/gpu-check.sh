@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Prepare a GPU run (on THIS machine, which has nvcc but no GPU): configure and build build-gpu/
+# with CUDA, bundle the shared libraries the GPU machine lacks, and print the one `run` call to
+# make.  The GPU machine then executes scripts/gpu-run.sh from the repository root.
+#
+# Usage: scripts/gpu-check.sh [extra meson -D options...]
+#   e.g. scripts/gpu-check.sh -Dgpu_arch=90      (only sm_90: faster build, H200 only)
+# Device time is scarce (about 15 minutes a session, start-up included): everything that can
+# fail here (configure, compile, link, bundling, carry size) fails here, before a device call.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-gpu
+
+# No OpenBLAS: it alone is ~40 MiB of the 64 MiB carry, and the GPU machine needs only the CPU
+# reference ops of the tests (lib/backend/gemm.c serves them).
+opts=(-Dcuda=enabled -Dblas=disabled -Dbuildtype=release -Dtests=true)
+# Optional parts whose folder has no meson.build yet would stop the configure.
+[ -f examples/meson.build ] || opts+=(-Dexamples=false)
+[ -f bench/meson.build ] || opts+=(-Dbench=false)
+
+if [ -f "$build/build.ninja" ]; then
+    meson configure "$build" "${opts[@]}" "$@" >/dev/null
+else
+    meson setup "$build" "${opts[@]}" "$@"
+fi
+ninja -C "$build" -j2
+
+grep -q '^#define VT_HAVE_CUDA 1' "$build/vt_config.h" ||
+    { echo "gpu-check: $build was configured without CUDA (no nvcc?)" >&2; exit 1; }
+[ -x "$build/tests/test_cuda_ops" ] ||
+    { echo "gpu-check: $build/tests/test_cuda_ops was not built (Check missing?)" >&2; exit 1; }
+
+# Here there is no GPU, so the CUDA suite must skip (77), proving the binary loads and runs
+# without a driver; anything else means it will not run there either.
+set +e
+"$build/tests/test_cuda_ops" >/dev/null 2>&1
+rc=$?
+set -e
+if [ "$rc" -ne 77 ] && [ "$rc" -ne 0 ]; then
+    echo "gpu-check: $build/tests/test_cuda_ops exited $rc here (expected 77: skipped)" >&2
+    exit 1
+fi
+
+rm -rf "$build/device-libs" # a stale bundle (e.g. from a build with OpenBLAS) would ride along
+../shared/tools/device-bundle.sh "$build"
+
+# The carry limit is 64 MiB for everything named in carry.
+kib=$(du -sk "$build" | cut -f1)
+if [ "$kib" -gt 60000 ]; then
+    echo "gpu-check: $build is $((kib / 1024)) MiB, too close to the 64 MiB carry limit" >&2
+    exit 1
+fi
+git check-ignore -q "$build" ||
+    { echo "gpu-check: $build is not ignored by git; carry needs an ignored path" >&2; exit 1; }
+
+cat <<MSG
+
+gpu-check: $build is ready ($((kib / 1024)) MiB to carry).  Check the device first (free):
+    status
+then make ONE call (the script keeps itself under ~8 minutes and prints a table last):
+    run(command="bash scripts/gpu-run.sh", carry=["$build"], timeout_s=540)
+and give_back right after unless you rerun at once.  Options (environment, in the command):
+    VT_GPU_SANITIZE=1 bash scripts/gpu-run.sh   also runs test_cuda_ops under compute-sanitizer
+    VT_GPU_NO_BENCH=1 bash scripts/gpu-run.sh   tests only
+Logs come back under the run's files_at (one file per step).
+MSG

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine (via the device tool's `run`, from the repository root, with build-gpu
+# carried; prepared by scripts/gpu-check.sh).  Runs the GPU test programs directly (meson there is
+# another version and cannot reuse the build folder), then the benchmarks that exist, and prints
+# a summary table last.  Every step has its own timeout so one hang cannot eat the session's
+# device time; logs go to $OUT (they come back with the run) or build-gpu/gpu-logs.
+#
+# Environment: VT_GPU_SANITIZE=1  also run test_cuda_ops under compute-sanitizer (memcheck)
+#              VT_GPU_NO_BENCH=1  skip benchmarks
+#              VT_GPU_BUDGET=480  seconds for the whole script (keep under the run's timeout_s)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=build-gpu
+logs=${OUT:-$build/gpu-logs}
+mkdir -p "$logs"
+export LD_LIBRARY_PATH="$PWD/$build/device-libs:$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CK_DEFAULT_TIMEOUT=300 VT_TEST_TMP="${TMPDIR:-/tmp}/vt-gpu-tests"
+mkdir -p "$VT_TEST_TMP"
+budget=${VT_GPU_BUDGET:-480}
+start=$(date +%s)
+
+# GPU test programs, in order of importance.  A missing one is reported, not fatal.
+#   name|per-step timeout seconds|command (relative to the repo root)
+tests=(
+    "test_cuda_ops|240|$build/tests/test_cuda_ops"
+)
+# Benchmarks (bench/ may not exist yet).  Add entries as they appear; the last output line of
+# each is shown in the table, so make a benchmark print its headline figure last.
+benches=(
+    "bench_ops|120|$build/bench/bench_ops --device 0"
+    "bench_train|180|$build/bench/bench_train --device 0"
+)
+
+rows=()
+run_step() { # name timeout command...
+    local name=$1 limit=$2
+    shift 2
+    local exe=${1%% *}
+    if [ ! -x "$exe" ]; then
+        rows+=("$name|missing|-|$exe not built")
+        return
+    fi
+    local left=$((budget - ($(date +%s) - start)))
+    if [ "$left" -lt 20 ]; then
+        rows+=("$name|no time|-|script budget ${budget}s spent")
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    local t0 log="$logs/$name.log" rc status
+    t0=$(date +%s.%N)
+    echo "=== $name: $* (timeout ${limit}s)"
+    timeout -k 10 "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    local secs
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+    case $rc in
+        0) status=PASS ;;
+        77) status=SKIP ;;
+        124|137) status=TIMEOUT ;;
+        *) status="FAIL($rc)" ;;
+    esac
+    tail -n 25 "$log"
+    local last
+    last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-90)
+    rows+=("$name|$status|$secs|$last")
+}
+
+echo "=== device"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,compute_cap,memory.total,memory.used,driver_version \
+        --format=csv,noheader 2>&1 | tee "$logs/nvidia-smi.txt"
+fi
+
+for t in "${tests[@]}"; do
+    IFS='|' read -r name limit cmd <<<"$t"
+    # shellcheck disable=SC2086  # cmd is a command line with arguments
+    run_step "$name" "$limit" $cmd
+done
+
+if [ "${VT_GPU_SANITIZE:-0}" = 1 ]; then
+    san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+    if [ -n "$san" ]; then
+        run_step "memcheck_cuda_ops" 300 "$san" --tool memcheck --leak-check no \
+            --error-exitcode 3 "$build/tests/test_cuda_ops"
+    else
+        rows+=("memcheck_cuda_ops|missing|-|compute-sanitizer not found")
+    fi
+fi
+
+if [ "${VT_GPU_NO_BENCH:-0}" != 1 ]; then
+    for t in "${benches[@]}"; do
+        IFS='|' read -r name limit cmd <<<"$t"
+        # shellcheck disable=SC2086
+        run_step "$name" "$limit" $cmd
+    done
+fi
+
+echo
+echo "=== summary ($(($(date +%s) - start)) s; logs in $logs)"
+printf '%-20s %-10s %8s  %s\n' step status seconds "last output line"
+for r in "${rows[@]}"; do
+    IFS='|' read -r name status secs last <<<"$r"
+    printf '%-20s %-10s %8s  %s\n' "$name" "$status" "$secs" "$last"
+done
+# Non-zero when any test failed, so the run's rc tells the story at a glance.
+for r in "${rows[@]}"; do
+    case $r in test_*"|FAIL"*|test_*"|TIMEOUT"*|memcheck*"|FAIL"*) exit 1 ;; esac
+done
+exit 0

@@ -1,0 +1,250 @@
+/* Every layer's backward against a finite-difference gradient.
+ *
+ * For a graph input -> LAYER(s) -> output, the loss is L = sum(y * r) with a fixed random r,
+ * accumulated in double.  The analytic gradients (input and every parameter) from the executor
+ * are compared with central differences (x +- h) of L.  The comparison is on the whole vector:
+ * ||analytic - numeric|| / max(||numeric||, tiny) must be below the tolerance. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/core.h"
+#include "nn/exec.h"
+#include "nn/graph.h"
+#include "testutil.h"
+
+typedef int (*build_fn)(vt_graph *g, int in);
+
+typedef struct {
+    const char *name;
+    int c, h, w, n;
+    build_fn build;
+    double tol;
+} gcase;
+
+static double loss_of(vt_exec *e, int out, const float *r)
+{
+    ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
+    vt_node *o = &e->g->nodes[out];
+    size_t ne = (size_t)o->out.c * o->out.h * o->out.w * e->n;
+    double L = 0;
+    for (size_t i = 0; i < ne; i++) L += (double)o->y[i] * r[i];
+    return L;
+}
+
+/* Numeric gradient of L w.r.t. the floats at p (count n), compared with `analytic`. */
+static double check_vector(vt_exec *e, int out, const float *r, float *p, size_t n,
+                           const float *analytic, double h, const float *buffers_init,
+                           size_t nbuf)
+{
+    double num2 = 0, diff2 = 0;
+    /* Check at most 200 entries, spread over the vector. */
+    size_t step = n > 200 ? n / 200 : 1;
+    for (size_t i = 0; i < n; i += step) {
+        float save = p[i];
+        p[i] = save + (float)h;
+        memcpy(e->buffers, buffers_init, nbuf * sizeof(float));
+        double lp = loss_of(e, out, r);
+        p[i] = save - (float)h;
+        memcpy(e->buffers, buffers_init, nbuf * sizeof(float));
+        double lm = loss_of(e, out, r);
+        p[i] = save;
+        double num = (lp - lm) / (2 * h);
+        num2 += num * num;
+        diff2 += (num - analytic[i]) * (num - analytic[i]);
+    }
+    return sqrt(diff2) / fmax(sqrt(num2), 1e-6);
+}
+
+static void run_case(const gcase *c, size_t conv_cap)
+{
+    vt_graph g;
+    vt_graph_init(&g);
+    int in = vt_g_input(&g, c->c, c->h, c->w);
+    int out = c->build(&g, in);
+    ck_assert_msg(out > 0, "%s: build failed: %s", c->name, vt_last_error());
+    vt_graph_finalize(&g);
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    if (conv_cap) vt_backend_cpu_set_conv_cap(be, conv_cap);
+    vt_exec *e;
+    ck_assert_int_eq(vt_exec_create(&e, &g, be), VT_OK);
+    e->input_grad = 1;
+    ck_assert_int_eq(vt_exec_prepare(e, c->n, c->h, c->w), VT_OK);
+    vt_rng rng;
+    vt_rng_seed(&rng, 42);
+    /* random parameters (BN gamma around 1), inputs and loss weights */
+    for (int64_t i = 0; i < g.n_params; i++) e->params[i] = (float)(vt_rng_normal(&rng) * 0.5);
+    for (int i = 0; i < g.n_nodes; i++)
+        if (g.nodes[i].op == VT_OP_BN)
+            for (int64_t j = 0; j < g.nodes[i].w_n; j++) e->params[g.nodes[i].w_off + j] += 1.0f;
+    size_t nbuf = (size_t)g.n_buffers;
+    float *buf0 = calloc(nbuf + 1, sizeof(float));
+    for (size_t i = 0; i < nbuf; i++) buf0[i] = (i % 2) ? 1.0f : 0.0f;
+    memcpy(e->buffers, buf0, nbuf * sizeof(float));
+    float *x = vt_exec_input(e);
+    size_t nx = (size_t)c->c * c->h * c->w * c->n;
+    for (size_t i = 0; i < nx; i++) x[i] = (float)vt_rng_normal(&rng);
+    vt_node *o = &e->g->nodes[out];
+    size_t ny = (size_t)o->out.c * o->out.h * o->out.w * c->n;
+    float *r = malloc(ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) r[i] = (float)vt_rng_normal(&rng);
+
+    loss_of(e, out, r);
+    memcpy(o->dy, r, ny * sizeof(float));
+    ck_assert_int_eq(vt_exec_backward(e, out), VT_OK);
+    float *dx = malloc(nx * sizeof(float));
+    memcpy(dx, e->g->nodes[0].dy, nx * sizeof(float));
+    float *dp = malloc((size_t)(g.n_params + 1) * sizeof(float));
+    memcpy(dp, e->grads, (size_t)g.n_params * sizeof(float));
+
+    double h = 1e-3;
+    double ex = check_vector(e, out, r, x, nx, dx, h, buf0, nbuf);
+    ck_assert_msg(ex < c->tol, "%s: input gradient relative error %.3g > %.3g", c->name, ex,
+                  c->tol);
+    if (g.n_params) {
+        double ep = check_vector(e, out, r, e->params, (size_t)g.n_params, dp, h, buf0, nbuf);
+        ck_assert_msg(ep < c->tol, "%s: parameter gradient relative error %.3g > %.3g", c->name,
+                      ep, c->tol);
+    }
+    free(dx);
+    free(dp);
+    free(r);
+    free(buf0);
+    vt_exec_destroy(e);
+    vt_backend_destroy(be);
+    vt_graph_free(&g);
+}
+
+static int b_conv3(vt_graph *g, int x) { return vt_g_conv(g, x, 4, 3, 1, 1, 1, 1); }
+static int b_conv_s2(vt_graph *g, int x) { return vt_g_conv(g, x, 5, 3, 2, 1, 1, 0); }
+static int b_conv1x1(vt_graph *g, int x) { return vt_g_conv(g, x, 3, 1, 1, 0, 1, 1); }
+static int b_conv_group(vt_graph *g, int x) { return vt_g_conv(g, x, 6, 3, 1, 1, 2, 1); }
+static int b_conv_dw(vt_graph *g, int x) { return vt_g_conv(g, x, 4, 3, 1, 1, 4, 0); }
+static int b_conv_5x5(vt_graph *g, int x) { return vt_g_conv(g, x, 2, 5, 2, 2, 1, 1); }
+static int b_bn(vt_graph *g, int x) { return vt_g_bn(g, x); }
+static int b_relu(vt_graph *g, int x) { return vt_g_act(g, vt_g_conv(g, x, 3, 1, 1, 0, 1, 1), VT_ACT_RELU, 0); }
+static int b_silu(vt_graph *g, int x) { return vt_g_act(g, x, VT_ACT_SILU, 0); }
+static int b_leaky(vt_graph *g, int x) { return vt_g_act(g, x, VT_ACT_LEAKY, 0.1f); }
+static int b_sigmoid(vt_graph *g, int x) { return vt_g_act(g, x, VT_ACT_SIGMOID, 0); }
+static int b_maxpool(vt_graph *g, int x) { return vt_g_maxpool(g, x, 2, 2, 0); }
+static int b_maxpool3(vt_graph *g, int x) { return vt_g_maxpool(g, x, 3, 2, 1); }
+static int b_avgpool(vt_graph *g, int x) { return vt_g_avgpool(g, x, 3, 2, 1); }
+static int b_gap(vt_graph *g, int x) { return vt_g_gap(g, x); }
+static int b_linear(vt_graph *g, int x) { return vt_g_linear(g, vt_g_gap(g, x), 5); }
+static int b_dropout(vt_graph *g, int x) { return vt_g_dropout(g, x, 0.3f); }
+static int b_add(vt_graph *g, int x) { return vt_g_add(g, vt_g_conv(g, x, 3, 3, 1, 1, 1, 0), x); }
+static int b_concat(vt_graph *g, int x)
+{
+    int ins[2] = {vt_g_conv(g, x, 2, 1, 1, 0, 1, 0), x};
+    return vt_g_concat(g, ins, 2);
+}
+static int b_upsample(vt_graph *g, int x) { return vt_g_upsample(g, x); }
+/* conv -> BN -> ReLU (in place) -> residual add -> ReLU: the blocks the models use */
+static int b_block(vt_graph *g, int x)
+{
+    int y = vt_g_act(g, vt_g_bn(g, vt_g_conv(g, x, 3, 3, 1, 1, 1, 0)), VT_ACT_RELU, 0);
+    y = vt_g_bn(g, vt_g_conv(g, y, 3, 3, 1, 1, 1, 0));
+    return vt_g_act(g, vt_g_add(g, y, x), VT_ACT_SILU, 0);
+}
+
+static const gcase cases[] = {
+    {"conv3x3", 3, 6, 5, 2, b_conv3, 1e-2},
+    {"conv3x3-stride2", 3, 7, 7, 2, b_conv_s2, 1e-2},
+    {"conv1x1", 4, 5, 5, 3, b_conv1x1, 1e-2},
+    {"conv-groups2", 4, 5, 6, 2, b_conv_group, 1e-2},
+    {"conv-depthwise", 4, 5, 5, 2, b_conv_dw, 1e-2},
+    {"conv5x5-s2", 2, 9, 8, 2, b_conv_5x5, 1e-2},
+    {"batchnorm", 3, 4, 4, 3, b_bn, 2e-2},
+    {"relu", 2, 4, 4, 2, b_relu, 2e-2},
+    {"silu", 2, 4, 4, 2, b_silu, 1e-2},
+    {"leaky", 2, 4, 4, 2, b_leaky, 2e-2},
+    {"sigmoid", 2, 4, 4, 2, b_sigmoid, 1e-2},
+    {"maxpool2", 2, 6, 6, 2, b_maxpool, 2e-2},
+    {"maxpool3-pad", 2, 7, 7, 2, b_maxpool3, 2e-2},
+    {"avgpool3-pad", 2, 7, 6, 2, b_avgpool, 1e-2},
+    {"global-avgpool", 3, 4, 5, 2, b_gap, 1e-2},
+    {"linear", 4, 3, 3, 3, b_linear, 1e-2},
+    {"dropout", 3, 4, 4, 2, b_dropout, 1e-2},
+    {"residual-add", 3, 5, 5, 2, b_add, 1e-2},
+    {"concat", 3, 4, 4, 2, b_concat, 1e-2},
+    {"upsample2", 2, 3, 4, 2, b_upsample, 1e-2},
+    {"conv-bn-relu-block", 3, 5, 5, 3, b_block, 3e-2},
+};
+
+START_TEST(test_gradcheck) { run_case(&cases[_i], 0); }
+END_TEST
+
+/* The same with a tiny im2col budget: every conv runs image by image (batch-chunked path). */
+START_TEST(test_gradcheck_chunked) { run_case(&cases[_i], 50); }
+END_TEST
+
+/* Softmax cross-entropy with label smoothing: gradient vs finite differences. */
+START_TEST(test_xent_grad)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 1), VT_OK);
+    enum { K = 5, N = 3 };
+    float logits[K * N], d[K * N], loss;
+    int32_t labels[N] = {0, 3, 4};
+    vt_rng r;
+    vt_rng_seed(&r, 7);
+    for (int i = 0; i < K * N; i++) logits[i] = (float)vt_rng_normal(&r) * 2;
+    for (int s = 0; s < 2; s++) {
+        float sm = s ? 0.1f : 0.0f;
+        ck_assert_int_eq(be->ops->softmax_xent(be, K, N, logits, labels, sm, 1.0f, &loss, d, NULL), VT_OK);
+        for (int i = 0; i < K * N; i++) {
+            float save = logits[i], lp, lm;
+            logits[i] = save + 1e-2f;
+            be->ops->softmax_xent(be, K, N, logits, labels, sm, 1.0f, &lp, NULL, NULL);
+            logits[i] = save - 1e-2f;
+            be->ops->softmax_xent(be, K, N, logits, labels, sm, 1.0f, &lm, NULL, NULL);
+            logits[i] = save;
+            ck_assert_msg(fabs((lp - lm) / 2e-2 - d[i]) < 2e-3, "xent smoothing %.1f: d[%d]=%g "
+                          "numeric %g", sm, i, d[i], (lp - lm) / 2e-2);
+        }
+    }
+    /* a label out of range is an error, not a crash */
+    labels[1] = 9;
+    ck_assert_int_eq(be->ops->softmax_xent(be, K, N, logits, labels, 0, 1, &loss, d, NULL),
+                     VT_ERR_INVALID_ARGUMENT);
+    vt_backend_destroy(be);
+}
+END_TEST
+
+/* Optimiser updates against their formulas on a few values. */
+START_TEST(test_optimizers)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 1), VT_OK);
+    float p[2] = {1.0f, -2.0f}, g[2] = {0.5f, 0.25f}, m[2] = {0.1f, 0.0f}, v[2] = {0.01f, 0.0f};
+    be->ops->sgd_step(be, 2, p, g, m, 0.1f, 0.9f, 0.01f, 1);
+    /* g' = 0.5 + 0.01 = 0.51; m = 0.09 + 0.51 = 0.6; p = 1 - 0.1*(0.51 + 0.9*0.6) */
+    ck_assert_float_eq_tol(m[0], 0.6f, 1e-6);
+    ck_assert_float_eq_tol(p[0], 1.0f - 0.1f * (0.51f + 0.54f), 1e-6);
+    float q[1] = {1.0f}, gg[1] = {0.5f}, am[1] = {0.0f}, av[1] = {0.0f};
+    (void)v;
+    be->ops->adamw_step(be, 1, q, gg, am, av, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 0.1f, 0.001f);
+    ck_assert_float_eq_tol(am[0], 0.05f, 1e-7);
+    ck_assert_float_eq_tol(av[0], 0.00025f, 1e-8);
+    /* p = 1*(1-0.001) = 0.999; m = 0.05; v = 0.00025; step = 0.1*(0.5)/(sqrt(0.25)+eps) = 0.1 */
+    ck_assert_float_eq_tol(q[0], 0.999f - 0.1f, 1e-5);
+    vt_backend_destroy(be);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("layers");
+    TCase *tc = tcase_create("gradcheck");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_gradcheck, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_loop_test(tc, test_gradcheck_chunked, 0, 6); /* the conv cases */
+    tcase_add_test(tc, test_xent_grad);
+    tcase_add_test(tc, test_optimizers);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return vt_test_run(suite()); }

@@ -1,0 +1,65 @@
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+void vt_test_rmtree(const char *path)
+{
+    nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *vt_test_tmpdir(const char *name)
+{
+    const char *base = getenv("VT_TEST_TMP");
+    char buf[4096];
+    if (!base || !*base) base = "/tmp";
+    mkdir(base, 0755);
+    snprintf(buf, sizeof buf, "%s/%s.%ld", base, name, (long)getpid());
+    vt_test_rmtree(buf);
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return NULL;
+    return strdup(buf);
+}
+
+int vt_test_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, n, f);
+    if (fclose(f) != 0 || w != n) return -1;
+    return 0;
+}
+
+void *vt_test_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc(sz > 0 ? (size_t)sz : 1);
+    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) { free(buf); buf = NULL; }
+    fclose(f);
+    if (buf && n) *n = (size_t)sz;
+    return buf;
+}
+
+int vt_test_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
