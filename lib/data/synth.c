@@ -3,8 +3,11 @@
  * Classification: one shape per image on a noisy, shaded background.  Only the shape's kind
  * depends on the class; its colour, size, position, slight rotation and thickness, and the
  * background, are random and independent of the class, so a model must learn shape (and
- * cannot shortcut through colour).  The shape always differs from the background in luma by a
- * wide margin, so single-channel models see it too.
+ * cannot shortcut through colour).  The shape is always lighter than the background, by a wide
+ * luma margin, so single-channel models see it too.  Fixed polarity and moderate noise are
+ * deliberate: with random polarity a small CNN needs several times more steps to generalise
+ * (measured with cls-n: 8 epochs of 4x500 images gave 58% val top-1 with random polarity, 73%
+ * with fixed), and this dataset exists to show training working within a few epochs.
  *
  * Every image is generated from its own RNG seeded by (seed, split, class, index), so the
  * output is bit-identical for a seed whatever the order or number of images. */
@@ -214,14 +217,15 @@ static void synth_classify_image(uint8_t *pix, int n, int kind, vt_rng *rng)
 {
     float base[3], grad[3], col[3] = {0, 0, 0};
     for (int k = 0; k < 3; k++) base[k] = 255.0f * (float)vt_rng_uniform(rng);
-    for (int k = 0; k < 3; k++) grad[k] = 30.0f * (2.0f * (float)vt_rng_uniform(rng) - 1.0f);
+    for (int k = 0; k < 3; k++) grad[k] = 20.0f * (2.0f * (float)vt_rng_uniform(rng) - 1.0f);
     float theta = 2.0f * SYNTH_PI * (float)vt_rng_uniform(rng);
-    float noise_amp = 6.0f + 14.0f * (float)vt_rng_uniform(rng);
+    float noise_amp = 3.0f + 7.0f * (float)vt_rng_uniform(rng);
 
-    /* Rejection-sample a colour far enough from the background in luma; the fixed try count
-     * keeps the RNG stream deterministic, and black/white is the (practically unreachable)
-     * fallback. */
-    const float min_contrast = 72.0f;
+    /* Rejection-sample a colour far enough from the background in luma, then swap the two so
+     * the shape is the lighter one (swapping keeps both colour distributions identical).  The
+     * fixed try count keeps the RNG stream deterministic; black/white is the (practically
+     * unreachable) fallback. */
+    const float min_contrast = 80.0f;
     float lb = luma(base);
     int ok = 0;
     for (int tries = 0; tries < 64; tries++) {
@@ -232,7 +236,16 @@ static void synth_classify_image(uint8_t *pix, int n, int kind, vt_rng *rng)
             ok = 1;
         }
     }
-    if (!ok) col[0] = col[1] = col[2] = lb > 127.5f ? 0.0f : 255.0f;
+    if (!ok) {
+        for (int k = 0; k < 3; k++) base[k] = 0.0f;
+        col[0] = col[1] = col[2] = 255.0f;
+    } else if (luma(col) < lb) {
+        for (int k = 0; k < 3; k++) {
+            float t = col[k];
+            col[k] = base[k];
+            base[k] = t;
+        }
+    }
 
     /* Background: base colour plus a linear gradient in a random direction. */
     float gx = cosf(theta) / n, gy = sinf(theta) / n;
@@ -245,7 +258,7 @@ static void synth_classify_image(uint8_t *pix, int n, int kind, vt_rng *rng)
     }
 
     vt_shape s;
-    vt_shape_random(&s, kind, rng, n, n, 0.35f, 0.80f);
+    vt_shape_random(&s, kind, rng, n, n, 0.45f, 0.80f);
     uint8_t c8[3] = {clamp_u8(col[0]), clamp_u8(col[1]), clamp_u8(col[2])};
     vt_shape_draw(&s, pix, n, n, 3, (size_t)n * 3, c8);
 
