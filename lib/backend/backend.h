@@ -166,6 +166,23 @@ typedef struct vt_backend_ops {
     vt_status (*adamw_step)(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
                             float lr, float beta1, float beta2, float eps, float wd, float bc1,
                             float bc2);
+
+    /* ---- optional fused ops (NULL: the executor runs the unfused sequence) ---- */
+    /* Batch norm followed by ReLU, y = max(0, bn(x)) (training / eval), and its backward:
+     * given y = that output and dy = dL/dy, the same as relu backward then bn_backward, without
+     * the intermediate gradient tensor. */
+    vt_status (*bn_relu_forward_train)(vt_backend *b, int channels, size_t m, const float *x,
+                                       const float *gamma, const float *beta, float eps,
+                                       float momentum, float *running_mean, float *running_var,
+                                       float *save_mean, float *save_invstd, float *y);
+    vt_status (*bn_relu_forward_eval)(vt_backend *b, int channels, size_t m, const float *x,
+                                      const float *gamma, const float *beta, float eps,
+                                      const float *running_mean, const float *running_var,
+                                      float *y);
+    vt_status (*bn_relu_backward)(vt_backend *b, int channels, size_t m, const float *x,
+                                  const float *y, const float *gamma, const float *save_mean,
+                                  const float *save_invstd, const float *dy, float *dx,
+                                  float *dgamma, float *dbeta);
 } vt_backend_ops;
 
 struct vt_backend {

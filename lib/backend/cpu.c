@@ -423,6 +423,8 @@ static vt_status cpu_act_backward(vt_backend *b, vt_act act, float alpha, size_t
 typedef struct {
     size_t m;
     const float *x, *gamma, *beta, *mean, *invstd, *dy, *rm, *rv;
+    const float *yr; /* fused ReLU backward: the op's output, the mask */
+    int relu;        /* fused ReLU */
     float eps, momentum;
     float *y, *dx, *dgamma, *dbeta, *save_mean, *save_invstd, *run_mean, *run_var;
 } bn_job;
@@ -456,6 +458,20 @@ static double sqdev_block(const float *restrict x, size_t m, float mean)
     return total;
 }
 
+static void affine(size_t m, const float *restrict x, float scale, float shift, float *restrict y)
+{
+    for (size_t i = 0; i < m; i++) y[i] = x[i] * scale + shift;
+}
+
+static void affine_relu(size_t m, const float *restrict x, float scale, float shift,
+                        float *restrict y)
+{
+    for (size_t i = 0; i < m; i++) {
+        float v = x[i] * scale + shift;
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
 static void bn_train_channels(void *ctx, size_t c0, size_t c1)
 {
     const bn_job *J = ctx;
@@ -469,7 +485,8 @@ static void bn_train_channels(void *ctx, size_t c0, size_t c1)
         float invstd = (float)(1.0 / sqrt(var + J->eps));
         float scale = J->gamma[c] * invstd, fm = (float)mean;
         float shift = J->beta[c] - fm * scale;
-        for (size_t i = 0; i < m; i++) y[i] = x[i] * scale + shift;
+        if (J->relu) affine_relu(m, x, scale, shift, y);
+        else affine(m, x, scale, shift, y);
         J->save_mean[c] = fm;
         J->save_invstd[c] = invstd;
         double unbiased = m > 1 ? ss / (double)(m - 1) : var;
@@ -497,9 +514,8 @@ static void bn_eval_channels(void *ctx, size_t c0, size_t c1)
     for (size_t c = c0; c < c1; c++) {
         float invstd = 1.0f / sqrtf(J->rv[c] + J->eps);
         float scale = J->gamma[c] * invstd, shift = J->beta[c] - J->rm[c] * scale;
-        const float *x = J->x + c * J->m;
-        float *y = J->y + c * J->m;
-        for (size_t i = 0; i < J->m; i++) y[i] = x[i] * scale + shift;
+        if (J->relu) affine_relu(J->m, J->x + c * J->m, scale, shift, J->y + c * J->m);
+        else affine(J->m, J->x + c * J->m, scale, shift, J->y + c * J->m);
     }
 }
 
@@ -515,34 +531,64 @@ static vt_status cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, cons
     return VT_OK;
 }
 
+/* Sums of g and g*(x-mean) over a channel, g = dy (masked by y > 0 for a fused ReLU). */
+static void bn_bwd_sums(size_t m, const float *restrict x, const float *restrict dy,
+                        const float *restrict yr, float mean, double *sdy, double *sdyx)
+{
+    double a = 0, c = 0;
+    for (size_t b = 0; b < m; b += 1024) {
+        size_t e = b + 1024 < m ? b + 1024 : m;
+        float s1 = 0, s2 = 0;
+        if (yr)
+            for (size_t i = b; i < e; i++) {
+                float g = dy[i], k = yr[i] > 0.0f ? 1.0f : 0.0f;
+                g *= k;
+                s1 += g;
+                s2 += g * (x[i] - mean);
+            }
+        else
+            for (size_t i = b; i < e; i++) {
+                s1 += dy[i];
+                s2 += dy[i] * (x[i] - mean);
+            }
+        a += s1;
+        c += s2;
+    }
+    *sdy = a;
+    *sdyx = c;
+}
+
+static void bn_bwd_dx(size_t m, const float *restrict x, const float *restrict dy,
+                      const float *restrict yr, float a, float b1, float b0, float *restrict dx)
+{
+    if (yr)
+        for (size_t i = 0; i < m; i++) {
+            float g = dy[i], k = yr[i] > 0.0f ? 1.0f : 0.0f;
+            dx[i] += a * (g * k) + b1 * x[i] + b0;
+        }
+    else
+        for (size_t i = 0; i < m; i++) dx[i] += a * dy[i] + b1 * x[i] + b0;
+}
+
 static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
 {
     const bn_job *J = ctx;
     size_t m = J->m;
     for (size_t c = c0; c < c1; c++) {
-        const float *restrict x = J->x + c * m, *restrict dy = J->dy + c * m;
+        const float *x = J->x + c * m, *dy = J->dy + c * m;
+        const float *yr = J->yr ? J->yr + c * m : NULL;
         float mean = J->mean[c], invstd = J->invstd[c];
-        double sdy = 0, sdyx = 0;
-        for (size_t b = 0; b < m; b += 1024) {
-            size_t e = b + 1024 < m ? b + 1024 : m;
-            float s1 = 0, s2 = 0;
-            for (size_t i = b; i < e; i++) {
-                s1 += dy[i];
-                s2 += dy[i] * (x[i] - mean);
-            }
-            sdy += s1;
-            sdyx += s2;
-        }
+        double sdy, sdyx;
+        bn_bwd_sums(m, x, dy, yr, mean, &sdy, &sdyx);
         float dbeta = (float)sdy, dgamma = (float)(sdyx * invstd);
         J->dbeta[c] = dbeta;
         J->dgamma[c] = dgamma;
         if (J->dx) {
-            float *restrict dx = J->dx + c * m;
+            /* dx += k * (m*g - dbeta - xhat*dgamma), xhat = (x-mean)*invstd, k = gamma*invstd/m */
             float k = J->gamma[c] * invstd / (float)m;
-            /* dx += k * (m*dy - dbeta - xhat*dgamma), xhat = (x-mean)*invstd */
             float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
                   b1 = -k * dgamma * invstd;
-            for (size_t i = 0; i < m; i++) dx[i] += a * dy[i] + b1 * x[i] + b0;
+            bn_bwd_dx(m, x, dy, yr, a, b1, b0, J->dx + c * m);
         }
     }
 }
@@ -554,6 +600,44 @@ static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const fl
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
                 .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
+    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_bwd_channels,
+                &J);
+    return VT_OK;
+}
+
+static vt_status cpu_bn_relu_forward_train(vt_backend *b, int channels, size_t m,
+                                           const float *x, const float *gamma, const float *beta,
+                                           float eps, float momentum, float *running_mean,
+                                           float *running_var, float *save_mean,
+                                           float *save_invstd, float *y)
+{
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
+                .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
+                .run_mean = running_mean, .run_var = running_var, .relu = 1};
+    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_train_channels,
+                &J);
+    return VT_OK;
+}
+
+static vt_status cpu_bn_relu_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
+                                          const float *gamma, const float *beta, float eps,
+                                          const float *running_mean, const float *running_var,
+                                          float *y)
+{
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
+                .rv = running_var, .y = y, .relu = 1};
+    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_eval_channels,
+                &J);
+    return VT_OK;
+}
+
+static vt_status cpu_bn_relu_backward(vt_backend *b, int channels, size_t m, const float *x,
+                                      const float *y, const float *gamma, const float *save_mean,
+                                      const float *save_invstd, const float *dy, float *dx,
+                                      float *dgamma, float *dbeta)
+{
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
+                .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta, .yr = y};
     vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_bwd_channels,
                 &J);
     return VT_OK;
@@ -909,6 +993,9 @@ static const vt_backend_ops cpu_ops = {
     .softmax_xent = cpu_softmax_xent,
     .sgd_step = cpu_sgd_step,
     .adamw_step = cpu_adamw_step,
+    .bn_relu_forward_train = cpu_bn_relu_forward_train,
+    .bn_relu_forward_eval = cpu_bn_relu_forward_eval,
+    .bn_relu_backward = cpu_bn_relu_backward,
 };
 
 vt_status vt_backend_cpu_create(vt_backend **out, int threads)

@@ -51,10 +51,14 @@ VT_API const char *vt_last_error(void) { return tls_err; }
 
 vt_status vt_fail(vt_status status, const char *fmt, ...)
 {
+    /* Format into a local buffer first: callers may pass vt_last_error() itself as an argument
+     * (to add context), and vsnprintf into its own source is undefined (glibc gives ""). */
+    char buf[VT_ERRMSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_err, sizeof tls_err, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(tls_err, buf, sizeof tls_err);
     return status;
 }
 

@@ -164,6 +164,10 @@ vt_status vt_optvals_set_num(vt_optvals *v, int id, double value)
         st = check_range(d, value);
         if (st) return st;
     }
+    /* the range 1..3 admits 2, which no image has */
+    if (d->id == VT_OPT_CHANNELS && value != 1 && value != 3)
+        return vt_fail(VT_ERR_OPTION_VALUE, "channels=%g is not valid; use 1 (gray) or 3 (RGB)",
+                       value);
     int i = vt_opt_index(d);
     v->num[i] = value;
     v->set[i] = 1;

@@ -23,6 +23,12 @@ static int is_dir(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+static int is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -76,18 +82,16 @@ static vt_status list_dir(const char *dir, int want_dirs, strvec *out)
     vt_status st = VT_OK;
     while (!st && (ent = readdir(d))) {
         if (ent->d_name[0] == '.') continue;
-        if (want_dirs) {
-            char *full = join(dir, ent->d_name);
-            if (!full) {
-                st = VT_ERR_OUT_OF_MEMORY;
-                break;
-            }
-            int isd = is_dir(full);
-            free(full);
-            if (isd) st = strvec_push(out, vt_strdup(ent->d_name));
-        } else if (is_image_name(ent->d_name)) {
-            st = strvec_push(out, vt_strdup(ent->d_name));
+        if (!want_dirs && !is_image_name(ent->d_name)) continue;
+        char *full = join(dir, ent->d_name);
+        if (!full) {
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
         }
+        /* only folders are classes, and only regular files (not a folder "x.png") images */
+        int keep = want_dirs ? is_dir(full) : is_file(full);
+        free(full);
+        if (keep) st = strvec_push(out, vt_strdup(ent->d_name));
     }
     closedir(d);
     if (!st && out->n) qsort(out->v, (size_t)out->n, sizeof(char *), cmp_str);
@@ -174,8 +178,8 @@ VT_API void vt_dataset_destroy(vt_dataset *ds)
 
 VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *path)
 {
+    if (out) *out = NULL;
     if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_open: NULL argument");
-    *out = NULL;
     if (task != VT_TASK_CLASSIFY)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: only classification datasets are supported so far",
                        path);

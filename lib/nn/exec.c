@@ -26,6 +26,7 @@ static void free_activations(vt_exec *e)
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
         nd->y_shared = 0;
+        nd->fused = 0;
     }
     OPS(e)->free(e->be, e->ws);
     OPS(e)->free(e->be, e->labels);
@@ -109,6 +110,15 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
     vt_graph *g = e->g;
     vt_backend *be = e->be;
     size_t ws = 0;
+    /* BN -> in-place ReLU runs as one fused op when the backend has it: one pass over the
+     * activation instead of two each way, and no gradient tensor between them. */
+    if (be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
+        be->ops->bn_relu_backward)
+        for (int i = 1; i < g->n_nodes; i++)
+            if (relu_in_place(e, i) && g->nodes[g->nodes[i].in[0]].op == VT_OP_BN) {
+                g->nodes[i].fused = g->nodes[i].in[0];
+                g->nodes[g->nodes[i].in[0]].fused = i;
+            }
     for (int i = 0; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
         size_t ne = numel(&nd->out, n);
@@ -117,8 +127,8 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
             nd->y_shared = 1;
         } else if (!(nd->y = be->ops->alloc(be, ne * sizeof(float))))
             goto oom;
-        if ((i > 0 || e->input_grad) && !(nd->dy = be->ops->alloc(be, ne * sizeof(float))))
-            goto oom;
+        int needs_dy = (i > 0 || e->input_grad) && !(nd->op == VT_OP_BN && nd->fused);
+        if (needs_dy && !(nd->dy = be->ops->alloc(be, ne * sizeof(float)))) goto oom;
         switch (nd->op) {
         case VT_OP_BN:
             if (!(nd->save0 = be->ops->alloc(be, (size_t)nd->out.c * sizeof(float))) ||
@@ -186,15 +196,18 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             size_t m = (size_t)n * nd->out.h * nd->out.w;
             float *rm = e->buffers + nd->buf_off, *rv = rm + nd->out.c;
             if (training)
-                TRY(o->bn_forward_train(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
-                                        nd->bn_eps, nd->bn_momentum, rm, rv, nd->save0,
-                                        nd->save1, nd->y));
+                TRY((nd->fused ? o->bn_relu_forward_train : o->bn_forward_train)(
+                    be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off, nd->bn_eps,
+                    nd->bn_momentum, rm, rv, nd->save0, nd->save1, nd->y));
             else
-                TRY(o->bn_forward_eval(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
-                                       nd->bn_eps, rm, rv, nd->y));
+                TRY((nd->fused ? o->bn_relu_forward_eval : o->bn_forward_eval)(
+                    be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off, nd->bn_eps, rm, rv,
+                    nd->y));
             break;
         }
-        case VT_OP_ACT: TRY(o->act_forward(be, nd->act, nd->alpha, ne, in->y, nd->y)); break;
+        case VT_OP_ACT:
+            if (!nd->fused) TRY(o->act_forward(be, nd->act, nd->alpha, ne, in->y, nd->y));
+            break;
         case VT_OP_MAXPOOL: {
             vt_pool_desc d = pool_desc(nd, &in->out, n);
             TRY(o->maxpool_forward(be, &d, in->y, nd->y, nd->idx));
@@ -253,7 +266,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
     int n = e->n;
     /* Input gradients accumulate, so every one except the seed starts at zero. */
     for (int i = e->input_grad ? 0 : 1; i < out; i++)
-        TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
+        if (g->nodes[i].dy) TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
     int skip0 = !e->input_grad; /* node 0 (the image batch) needs no gradient */
     for (int i = out; i >= 1; i--) {
         vt_node *nd = &g->nodes[i];
@@ -271,12 +284,20 @@ vt_status vt_exec_backward(vt_exec *e, int out)
         }
         case VT_OP_BN: {
             size_t m = (size_t)n * nd->out.h * nd->out.w;
-            TRY(o->bn_backward(be, nd->out.c, m, in->y, P + nd->w_off, nd->save0, nd->save1,
-                               nd->dy, dx, G + nd->w_off, G + nd->b_off));
+            if (nd->fused) {
+                vt_node *relu = &g->nodes[nd->fused];
+                TRY(o->bn_relu_backward(be, nd->out.c, m, in->y, relu->y, P + nd->w_off,
+                                        nd->save0, nd->save1, relu->dy, dx, G + nd->w_off,
+                                        G + nd->b_off));
+            } else {
+                TRY(o->bn_backward(be, nd->out.c, m, in->y, P + nd->w_off, nd->save0, nd->save1,
+                                   nd->dy, dx, G + nd->w_off, G + nd->b_off));
+            }
             break;
         }
         case VT_OP_ACT:
-            if (dx) TRY(o->act_backward(be, nd->act, nd->alpha, ne, in->y, nd->y, nd->dy, dx));
+            if (dx && !nd->fused)
+                TRY(o->act_backward(be, nd->act, nd->alpha, ne, in->y, nd->y, nd->dy, dx));
             break;
         case VT_OP_MAXPOOL:
             if (dx) {

@@ -54,6 +54,7 @@ typedef struct vt_node {
     float *save0, *save1; /* BN mean / invstd; dropout mask (save0)                     */
     int32_t *idx;      /* max-pool argmax                                               */
     int y_shared;      /* y aliases the input's y (in-place activation) */
+    int fused;         /* BN: index of the ReLU fused into it; ReLU: index of its BN; else 0 */
 } vt_node;
 
 typedef struct vt_graph {

@@ -72,8 +72,8 @@ static vt_status model_new(vt_model **out, const char *arch, int num_classes, in
 VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_classes,
                                  const char *options)
 {
+    if (out) *out = NULL;
     if (!out || !arch) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_create: NULL argument");
-    *out = NULL;
     vt_optvals ov;
     vt_optvals_init(&ov, VT_SCOPE_MODEL);
     vt_status st = vt_optvals_set_list(&ov, options);
@@ -219,9 +219,19 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
         return vt_fail(VT_ERR_CHECKPOINT, "%s: checkpoint metadata incomplete", path);
     }
     free(meta);
+    /* Strictly, with the ranges vt_model_create() enforces: the CRCs only say the file is
+     * what some writer wrote, not that its values make a model we can run. */
+    long long nc, ch, sz, seed;
+    double dropout;
+    if ((st = vt_parse_int("num_classes", v[0], 2, 100000, &nc)) ||
+        (st = vt_parse_int("channels", v[1], 1, 3, &ch)) ||
+        (ch == 2 && (st = vt_fail(VT_ERR_OPTION_VALUE, "channels=2 is not 1 or 3"))) ||
+        (st = vt_parse_int("imgsz", v[2], 8, 4096, &sz)) ||
+        (st = vt_parse_double("dropout", v[3], 0, 0.999, &dropout)) ||
+        (st = vt_parse_int("seed", v[4], 0, INT64_MAX, &seed)))
+        return vt_fail(VT_ERR_CHECKPOINT, "%s: bad checkpoint metadata: %s", path, vt_last_error());
     vt_model *m;
-    st = model_new(&m, arch, atoi(v[0]), atoi(v[1]), atoi(v[2]), (float)atof(v[3]),
-                   strtoull(v[4], NULL, 10));
+    st = model_new(&m, arch, (int)nc, (int)ch, (int)sz, (float)dropout, (uint64_t)seed);
     if (st) return vt_fail(VT_ERR_CHECKPOINT, "%s: %s", path, vt_last_error());
     void *data;
     size_t n;
@@ -272,8 +282,8 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
 
 VT_API vt_status vt_model_load(vt_model **out, const char *path)
 {
+    if (out) *out = NULL;
     if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_load: NULL argument");
-    *out = NULL;
     vt_ckpt *c;
     vt_status st = vt_ckpt_open(&c, path);
     if (st) return st;

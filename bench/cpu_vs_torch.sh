@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# CPU training throughput of the GUIDE's small CNN (1x28x28, 10 classes, SGD momentum 0.9):
+# libvisiontrain vs Debian's PyTorch (python3-torch), side by side, interleaved, best of REPS.
+#
+#   bench/cpu_vs_torch.sh [BUILD_DIR=build] [REPS=3]
+#
+# PyTorch runs twice per batch size: with its default thread count and with 2 threads; the
+# better of the two is the baseline.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the machine
+# sets them (for both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+reps=${2:-3}
+py=/usr/bin/python3
+tp="$build/bench/train_throughput"
+[ -x "$tp" ] || { echo "build first: ninja -C $build"; exit 2; }
+$py -c 'import torch' 2>/dev/null || { echo "needs Debian's python3-torch (apt-get install python3-torch)"; exit 77; }
+best() { sort -g | tail -1; }
+printf '%-6s %14s %14s %8s\n' batch "vt img/s" "torch img/s" ratio
+for b in 64 256; do
+  steps=$(( b == 64 ? 40 : 12 ))
+  vt=(); th=()
+  for r in $(seq "$reps"); do
+    vt+=("$("$tp" batch=$b steps=$steps | awk '{print $5}')")
+    th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps | awk '{print $6}')")
+    th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps --threads 2 | awk '{print $6}')")
+  done
+  v=$(printf '%s\n' "${vt[@]}" | best); t=$(printf '%s\n' "${th[@]}" | best)
+  printf '%-6s %14.1f %14.1f %7.2fx\n' "$b" "$v" "$t" "$(echo "$v / $t" | bc -l)"
+done

@@ -1,0 +1,611 @@
+/* lib/data/dataset.c: the ImageFolder layout (classes, splits, file filtering), its errors, and
+ * training through it with damaged images (warnings, not failures), an all-damaged dataset
+ * (an error, not a crash), and the promise that the library never modifies a dataset. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <check.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jpeglib.h>
+
+#include "core/core.h"
+#include "image/image.h"
+#include "testutil.h"
+#include "visiontrain/visiontrain.h"
+
+static char *tmpdir;
+
+static void setup(void) { tmpdir = vt_test_tmpdir("test_dataset"); ck_assert_ptr_nonnull(tmpdir); }
+static void teardown(void)
+{
+    if (tmpdir) vt_test_rmtree(tmpdir);
+    free(tmpdir);
+    tmpdir = NULL;
+}
+
+/* tmpdir/<rel>; a few rotating buffers so several can be live at once */
+static const char *P(const char *fmt, ...) VT_PRINTF(1, 2);
+static const char *P(const char *fmt, ...)
+{
+    static char bufs[8][4096];
+    static int k;
+    char *b = bufs[k++ & 7];
+    int n = snprintf(b, 4096, "%s/", tmpdir);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, 4096 - (size_t)n, fmt, ap);
+    va_end(ap);
+    return b;
+}
+
+/* mkdir -p */
+static void mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *q = buf + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            mkdir(buf, 0755);
+            *q = '/';
+        }
+    mkdir(buf, 0755);
+}
+
+/* A small valid PNG (w x w RGB) with content depending on `seed`; parent folders created. */
+static void write_png(const char *path, int w, int seed)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    *slash = 0;
+    mkdirs(dir);
+    uint8_t *px = malloc((size_t)w * w * 3);
+    for (int i = 0; i < w * w * 3; i++) px[i] = (uint8_t)(i * 7 + seed * 31 + (i / 3 % w) * 5);
+    vt_status st = vt_image_save_png(path, px, w, w, 3, (size_t)w * 3);
+    free(px);
+    ck_assert_msg(st == VT_OK, "fixture %s: %s", path, vt_last_error());
+}
+
+static void write_text(const char *path, const char *text)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = 0;
+    mkdirs(dir);
+    ck_assert_msg(vt_test_write_file(path, text, strlen(text)) == 0, "fixture %s", path);
+}
+
+/* A JPEG encoded in memory with libjpeg (w x w RGB). */
+static unsigned char *make_jpeg(int w, unsigned long *size)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL;
+    *size = 0;
+    jpeg_mem_dest(&c, &out, size);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)w;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 90, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    unsigned char *row = malloc((size_t)w * 3);
+    while (c.next_scanline < c.image_height) {
+        for (int x = 0; x < w * 3; x++) row[x] = (unsigned char)(x * 5 + c.next_scanline * 9);
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    return out;
+}
+
+/* A PNG whose header is valid but whose image data is garbage. */
+static void write_corrupt_png(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmpgood.png", path);
+    write_png(tmp, 16, 99);
+    size_t n;
+    unsigned char *b = vt_test_read_file(tmp, &n);
+    ck_assert_ptr_nonnull(b);
+    remove(tmp);
+    for (size_t i = 41; i < n; i++) b[i] = (unsigned char)(i * 131 + 7); /* after IHDR */
+    ck_assert_int_eq(vt_test_write_file(path, b, n), 0);
+    free(b);
+}
+
+/* A JPEG cut off after 40% of its bytes. */
+static void write_truncated_jpeg(const char *path)
+{
+    unsigned long n;
+    unsigned char *j = make_jpeg(24, &n);
+    ck_assert_msg(j && n > 200, "fixture JPEG of %lu bytes", n);
+    ck_assert_int_eq(vt_test_write_file(path, j, n * 2 / 5), 0);
+    free(j);
+}
+
+static void expect_open_fail(const char *path, vt_task task, vt_status want, const char *needle,
+                             const char *what)
+{
+    vt_dataset *ds = (vt_dataset *)&ds;
+    vt_status st = vt_dataset_open(&ds, task, path);
+    ck_assert_msg(st == want, "%s: status %d (%s), expected %d; message '%s'", what, st,
+                  vt_status_string(st), want, vt_last_error());
+    ck_assert_msg(ds == NULL, "%s: *out not NULL after failure", what);
+    ck_assert_msg(needle == NULL || strstr(vt_last_error(), needle) != NULL,
+                  "%s: message '%s' does not name '%s'", what, vt_last_error(), needle);
+}
+
+/* ---- layout ------------------------------------------------------------------------------- */
+
+START_TEST(test_layout)
+{
+    /* train: zebra 1, apple 3, mango 2 (created out of order); valid: apple 1, zebra 2; test:
+     * mango 1.  Plus files and folders that are not images or classes. */
+    write_png(P("ds/train/zebra/z1.png"), 8, 1);
+    write_png(P("ds/train/apple/b.png"), 8, 2);
+    write_png(P("ds/train/apple/a.PNG"), 8, 3);
+    write_png(P("ds/train/apple/c.jpeg"), 8, 4); /* a PNG named .jpeg: names are only listed */
+    write_png(P("ds/train/mango/m2.jpg"), 8, 5);
+    write_png(P("ds/train/mango/m1.JPG"), 8, 6);
+    write_png(P("ds/train/mango/.hidden.png"), 8, 7);
+    write_png(P("ds/train/.cache/x.png"), 8, 8);  /* hidden folder: not a class */
+    write_text(P("ds/train/apple/notes.txt"), "not an image");
+    write_text(P("ds/train/apple/a.png.txt"), "not an image either");
+    write_text(P("ds/train/apple/png"), "no extension");
+    write_text(P("ds/train/apple/Thumbs.db"), "x");
+    write_text(P("ds/train/.DS_Store"), "x");
+    write_text(P("ds/train/labels.csv"), "a file is not a class");
+    mkdirs(P("ds/train/apple/subfolder.png")); /* a folder named like an image */
+    write_png(P("ds/valid/apple/v1.png"), 8, 9);
+    write_png(P("ds/valid/zebra/v3.png"), 8, 10);
+    write_png(P("ds/valid/zebra/v2.png"), 8, 11);
+    write_text(P("ds/valid/zebra/.v0.png"), "hidden");
+    write_png(P("ds/test/mango/t1.png"), 8, 12);
+    write_text(P("ds/README.md"), "readme");
+
+    vt_dataset *ds = NULL;
+    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("ds"));
+    ck_assert_msg(st == VT_OK, "open: %d %s", st, vt_last_error());
+    ck_assert_msg(vt_dataset_task(ds) == VT_TASK_CLASSIFY, "task %d", vt_dataset_task(ds));
+    ck_assert_msg(vt_dataset_num_classes(ds) == 3, "%d classes (hidden folder or file counted?)",
+                  vt_dataset_num_classes(ds));
+    const char *names[3] = {"apple", "mango", "zebra"};
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(vt_dataset_class_name(ds, i) && strcmp(vt_dataset_class_name(ds, i), names[i]) == 0,
+                      "class %d is '%s', expected '%s'", i, vt_dataset_class_name(ds, i), names[i]);
+    ck_assert_msg(vt_dataset_class_name(ds, 3) == NULL && vt_dataset_class_name(ds, -1) == NULL,
+                  "class name out of range not NULL");
+
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_TRAIN) == 6, "train: %d images, expected 6",
+                  vt_dataset_num_images(ds, VT_SPLIT_TRAIN));
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_VAL) == 3, "valid as val: %d images, expected 3",
+                  vt_dataset_num_images(ds, VT_SPLIT_VAL));
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_TEST) == 1, "test: %d images, expected 1",
+                  vt_dataset_num_images(ds, VT_SPLIT_TEST));
+    ck_assert_msg(vt_dataset_num_images(ds, (vt_split)3) == 0 &&
+                      vt_dataset_num_images(ds, (vt_split)-1) == 0,
+                  "num_images of a bad split not 0");
+
+    /* images grouped by class (in class order), sorted by name within a class */
+    struct { vt_split sp; const char *rel; int cls; } want[] = {
+        {VT_SPLIT_TRAIN, "ds/train/apple/a.PNG", 0}, {VT_SPLIT_TRAIN, "ds/train/apple/b.png", 0},
+        {VT_SPLIT_TRAIN, "ds/train/apple/c.jpeg", 0}, {VT_SPLIT_TRAIN, "ds/train/mango/m1.JPG", 1},
+        {VT_SPLIT_TRAIN, "ds/train/mango/m2.jpg", 1}, {VT_SPLIT_TRAIN, "ds/train/zebra/z1.png", 2},
+        {VT_SPLIT_VAL, "ds/valid/apple/v1.png", 0}, {VT_SPLIT_VAL, "ds/valid/zebra/v2.png", 2},
+        {VT_SPLIT_VAL, "ds/valid/zebra/v3.png", 2}, {VT_SPLIT_TEST, "ds/test/mango/t1.png", 1}};
+    int idx[3] = {0, 0, 0};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int i = idx[want[k].sp]++;
+        const char *p = vt_dataset_image_path(ds, want[k].sp, i);
+        ck_assert_msg(p && strcmp(p, P("%s", want[k].rel)) == 0, "split %d image %d: '%s', expected %s",
+                      want[k].sp, i, p ? p : "(null)", want[k].rel);
+        ck_assert_msg(vt_dataset_image_class(ds, want[k].sp, i) == want[k].cls,
+                      "split %d image %d (%s): class %d, expected %d", want[k].sp, i, want[k].rel,
+                      vt_dataset_image_class(ds, want[k].sp, i), want[k].cls);
+    }
+    ck_assert_msg(vt_dataset_image_path(ds, VT_SPLIT_TRAIN, 6) == NULL &&
+                      vt_dataset_image_path(ds, VT_SPLIT_TRAIN, -1) == NULL &&
+                      vt_dataset_image_path(ds, (vt_split)7, 0) == NULL,
+                  "image path out of range not NULL");
+    ck_assert_msg(vt_dataset_image_class(ds, VT_SPLIT_VAL, 3) == -1 &&
+                      vt_dataset_image_class(ds, VT_SPLIT_VAL, -1) == -1 &&
+                      vt_dataset_image_class(ds, (vt_split)9, 0) == -1,
+                  "image class out of range not -1");
+    ck_assert_msg(vt_dataset_last_error(ds) != NULL, "dataset last_error NULL");
+    vt_dataset_destroy(ds);
+}
+END_TEST
+
+START_TEST(test_val_names)
+{
+    /* "val" is read; without val/valid the split is empty; a trailing slash is fine */
+    write_png(P("a/train/c1/x.png"), 8, 1);
+    write_png(P("a/train/c2/y.png"), 8, 2);
+    write_png(P("a/val/c2/v.png"), 8, 3);
+    write_png(P("b/train/c1/x.png"), 8, 1);
+    write_png(P("b/train/c2/y.png"), 8, 2);
+    vt_dataset *ds;
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("a/")) == VT_OK, "a/: %s", vt_last_error());
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_VAL) == 1, "val/: %d images",
+                  vt_dataset_num_images(ds, VT_SPLIT_VAL));
+    ck_assert_msg(vt_dataset_image_class(ds, VT_SPLIT_VAL, 0) == 1, "val image class %d",
+                  vt_dataset_image_class(ds, VT_SPLIT_VAL, 0));
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_TEST) == 0, "no test/: %d",
+                  vt_dataset_num_images(ds, VT_SPLIT_TEST));
+    vt_dataset_destroy(ds);
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("b")) == VT_OK, "b: %s", vt_last_error());
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_VAL) == 0 &&
+                      vt_dataset_num_images(ds, VT_SPLIT_TEST) == 0,
+                  "train-only dataset has val/test images");
+    ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_TRAIN) == 2, "train-only: %d",
+                  vt_dataset_num_images(ds, VT_SPLIT_TRAIN));
+    vt_dataset_destroy(ds);
+    /* a synthetic dataset: class names are the shape names, sorted */
+    ck_assert_int_eq(vt_synth_generate(P("syn"), VT_TASK_CLASSIFY,
+                                       "classes=3 train=4 val=2 imgsz=16 seed=1"), VT_OK);
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("syn")) == VT_OK, "syn: %s",
+                  vt_last_error());
+    ck_assert_msg(vt_dataset_num_classes(ds) == 3 && vt_dataset_num_images(ds, VT_SPLIT_TRAIN) == 12 &&
+                      vt_dataset_num_images(ds, VT_SPLIT_VAL) == 6,
+                  "synthetic: %d classes %d train %d val", vt_dataset_num_classes(ds),
+                  vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL));
+    for (int i = 1; i < 3; i++)
+        ck_assert_msg(strcmp(vt_dataset_class_name(ds, i - 1), vt_dataset_class_name(ds, i)) < 0,
+                      "synthetic class names not sorted: %s, %s", vt_dataset_class_name(ds, i - 1),
+                      vt_dataset_class_name(ds, i));
+    for (int i = 0; i < 12; i++)
+        ck_assert_msg(vt_dataset_image_class(ds, VT_SPLIT_TRAIN, i) == i / 4,
+                      "synthetic train image %d: class %d", i,
+                      vt_dataset_image_class(ds, VT_SPLIT_TRAIN, i));
+    vt_dataset_destroy(ds);
+}
+END_TEST
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+START_TEST(test_open_errors)
+{
+    expect_open_fail(P("does-not-exist"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, P("does-not-exist"),
+                     "missing folder");
+    /* a path that is a file */
+    write_text(P("plain-file"), "x");
+    {
+        vt_dataset *ds = NULL;
+        vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("plain-file"));
+        ck_assert_msg(st == VT_ERR_NOT_FOUND || st == VT_ERR_DATASET,
+                      "path is a file: status %d (%s)", st, vt_last_error());
+        ck_assert_msg(ds == NULL, "path is a file: *out not NULL");
+        ck_assert_msg(strstr(vt_last_error(), P("plain-file")), "path is a file: message '%s'",
+                      vt_last_error());
+    }
+    /* no train/ */
+    write_png(P("notrain/val/a/x.png"), 8, 1);
+    write_png(P("notrain/val/b/x.png"), 8, 1);
+    expect_open_fail(P("notrain"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "no train/ folder");
+    /* train is a file */
+    mkdirs(P("trainfile"));
+    write_text(P("trainfile/train"), "x");
+    expect_open_fail(P("trainfile"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "train/ is a file");
+    /* one class */
+    write_png(P("one/train/only/x.png"), 8, 1);
+    expect_open_fail(P("one"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("one/train"), "one class folder");
+    /* no class */
+    mkdirs(P("zero/train"));
+    expect_open_fail(P("zero"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("zero/train"), "no class folder");
+    /* an empty class folder, and one holding only non-images */
+    write_png(P("empty/train/a/x.png"), 8, 1);
+    mkdirs(P("empty/train/b_empty"));
+    expect_open_fail(P("empty"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("empty/train/b_empty"),
+                     "empty class folder");
+    write_png(P("txt/train/a/x.png"), 8, 1);
+    write_text(P("txt/train/b/readme.txt"), "x");
+    write_png(P("txt/train/b/.hidden.png"), 8, 1);
+    expect_open_fail(P("txt"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("txt/train/b"),
+                     "class folder with only non-images");
+    /* a val class absent from train */
+    write_png(P("vx/train/a/x.png"), 8, 1);
+    write_png(P("vx/train/b/x.png"), 8, 1);
+    write_png(P("vx/val/a/x.png"), 8, 1);
+    write_png(P("vx/val/stranger/x.png"), 8, 1);
+    expect_open_fail(P("vx"), VT_TASK_CLASSIFY, VT_ERR_DATASET, "stranger", "val class not in train");
+    /* the same in test/ */
+    write_png(P("tx/train/a/x.png"), 8, 1);
+    write_png(P("tx/train/b/x.png"), 8, 1);
+    write_png(P("tx/test/c/x.png"), 8, 1);
+    expect_open_fail(P("tx"), VT_TASK_CLASSIFY, VT_ERR_DATASET, "'c'", "test class not in train");
+    /* tasks other than classification */
+    write_png(P("good/train/a/x.png"), 8, 1);
+    write_png(P("good/train/b/x.png"), 8, 1);
+    expect_open_fail(P("good"), VT_TASK_DETECT, VT_ERR_UNSUPPORTED, NULL, "task detect");
+    expect_open_fail(P("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
+    {
+        vt_dataset *ds = NULL;
+        vt_status st = vt_dataset_open(&ds, (vt_task)0, P("good"));
+        ck_assert_msg(st == VT_ERR_UNSUPPORTED || st == VT_ERR_INVALID_ARGUMENT,
+                      "task 0: status %d", st);
+        ck_assert_msg(ds == NULL, "task 0: *out not NULL");
+        st = vt_dataset_open(&ds, (vt_task)77, P("good"));
+        ck_assert_msg(st == VT_ERR_UNSUPPORTED || st == VT_ERR_INVALID_ARGUMENT,
+                      "task 77: status %d", st);
+        ck_assert_msg(ds == NULL, "task 77: *out not NULL");
+    }
+    /* NULL arguments */
+    vt_dataset *ds;
+    ck_assert_msg(vt_dataset_open(NULL, VT_TASK_CLASSIFY, P("good")) == VT_ERR_INVALID_ARGUMENT,
+                  "NULL out");
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, NULL) == VT_ERR_INVALID_ARGUMENT,
+                  "NULL path");
+    /* the good dataset opens */
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("good")) == VT_OK, "good: %s",
+                  vt_last_error());
+    vt_dataset_destroy(ds);
+}
+END_TEST
+
+/* ---- training through damaged images -------------------------------------------------------- */
+
+typedef struct {
+    int warnings, errors;
+    char msgs[64][512];
+    int n;
+} logbook;
+
+static void log_cb(void *user, vt_log_level level, const char *message)
+{
+    logbook *lb = user;
+    if (level == VT_LOG_WARNING) lb->warnings++;
+    if (level == VT_LOG_ERROR) lb->errors++;
+    ck_assert_msg(message != NULL, "log message NULL");
+    ck_assert_msg(strchr(message, '\n') == NULL, "log message has a newline: '%s'", message);
+    if (level <= VT_LOG_WARNING && lb->n < 64) snprintf(lb->msgs[lb->n++], 512, "%s", message);
+}
+
+static int count_mentions(const logbook *lb, const char *path)
+{
+    int c = 0;
+    for (int i = 0; i < lb->n; i++) c += strstr(lb->msgs[i], path) != NULL;
+    return c;
+}
+
+/* Train cls-n on `root` with the tiny settings; returns the status, fills the logbook. */
+static vt_status train_on(const char *root, int epochs, logbook *lb, char *err, size_t errcap)
+{
+    vt_dataset *ds = NULL;
+    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, root);
+    ck_assert_msg(st == VT_OK, "%s: open: %s", root, vt_last_error());
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "cls-n", vt_dataset_num_classes(ds), "imgsz=16"), VT_OK);
+    vt_trainer *t;
+    ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
+    char kv[64];
+    snprintf(kv, sizeof kv, "epochs=%d", epochs);
+    ck_assert_int_eq(vt_trainer_set(t, kv), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "batch=4"), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "workers=1"), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "imgsz=16"), VT_OK);
+    memset(lb, 0, sizeof *lb);
+    vt_trainer_set_log(t, log_cb, lb, VT_LOG_DEBUG);
+    st = vt_trainer_run(t);
+    if (err) snprintf(err, errcap, "%s", vt_trainer_last_error(t));
+    if (st == VT_OK) {
+        /* the trained model still predicts */
+        float s[8];
+        vt_status ps = vt_model_predict_file(m, vt_dataset_image_path(ds, VT_SPLIT_TRAIN, 0), s, 8);
+        ck_assert_msg(ps == VT_OK || ps == VT_ERR_FORMAT, "%s: predict after training: %s", root,
+                      vt_model_last_error(m));
+    }
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+    return st;
+}
+
+START_TEST(test_train_with_bad_images)
+{
+    ck_assert_int_eq(vt_synth_generate(P("bad"), VT_TASK_CLASSIFY,
+                                       "classes=2 train=6 val=2 imgsz=16 seed=3"), VT_OK);
+    write_corrupt_png(P("bad/train/circle/broken.png"));
+    write_truncated_jpeg(P("bad/train/square/cut.jpg"));
+    logbook lb;
+    char err[VT_ERRMSG_MAX];
+    vt_status st = train_on(P("bad"), 1, &lb, err, sizeof err);
+    ck_assert_msg(st == VT_OK, "training with 2 bad images among 12 failed: %d %s", st, err);
+    int a = count_mentions(&lb, P("bad/train/circle/broken.png"));
+    int b = count_mentions(&lb, P("bad/train/square/cut.jpg"));
+    ck_assert_msg(a == 1, "corrupt PNG named in %d warnings, expected exactly 1", a);
+    ck_assert_msg(b == 1, "truncated JPEG named in %d warnings, expected exactly 1", b);
+    ck_assert_msg(lb.warnings == 2, "%d warnings, expected 2 (one per bad file)", lb.warnings);
+    ck_assert_msg(lb.errors == 0, "%d error-level log messages", lb.errors);
+}
+END_TEST
+
+/* Several epochs and a bad image in val too: still once per bad file per run. */
+START_TEST(test_bad_images_warned_once_per_run)
+{
+    ck_assert_int_eq(vt_synth_generate(P("bad2"), VT_TASK_CLASSIFY,
+                                       "classes=2 train=6 val=2 imgsz=16 seed=4"), VT_OK);
+    write_corrupt_png(P("bad2/train/circle/broken.png"));
+    write_truncated_jpeg(P("bad2/val/square/cut.jpg"));
+    logbook lb;
+    char err[VT_ERRMSG_MAX];
+    for (int run = 0; run < 2; run++) {
+        vt_status st = train_on(P("bad2"), 3, &lb, err, sizeof err);
+        ck_assert_msg(st == VT_OK, "run %d: training failed: %d %s", run, st, err);
+        int a = count_mentions(&lb, P("bad2/train/circle/broken.png"));
+        int b = count_mentions(&lb, P("bad2/val/square/cut.jpg"));
+        ck_assert_msg(a == 1, "run %d, 3 epochs: bad train image warned %d times, expected 1", run, a);
+        ck_assert_msg(b == 1, "run %d, 3 epochs: bad val image warned %d times, expected 1", run, b);
+    }
+}
+END_TEST
+
+static void corrupt_all(const char *root, int with_val)
+{
+    vt_dataset *ds;
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, root), VT_OK);
+    for (int sp = 0; sp <= (with_val ? 1 : 0); sp++)
+        for (int i = 0; i < vt_dataset_num_images(ds, (vt_split)sp); i++) {
+            const char *p = vt_dataset_image_path(ds, (vt_split)sp, i);
+            if (i % 2) write_corrupt_png(p);
+            else write_text(p, "this is not an image at all");
+        }
+    vt_dataset_destroy(ds);
+}
+
+START_TEST(test_all_images_bad)
+{
+    ck_assert_int_eq(vt_synth_generate(P("allbad"), VT_TASK_CLASSIFY,
+                                       "classes=2 train=4 val=2 imgsz=16"), VT_OK);
+    corrupt_all(P("allbad"), 1);
+    logbook lb;
+    char err[VT_ERRMSG_MAX];
+    vt_status st = train_on(P("allbad"), 2, &lb, err, sizeof err);
+    ck_assert_msg(st == VT_ERR_DATASET, "all images corrupt (train and val): status %d (%s), "
+                  "expected VT_ERR_DATASET; message '%s'", st, vt_status_string(st), err);
+    ck_assert_msg(*err, "all images corrupt: empty message");
+}
+END_TEST
+
+START_TEST(test_all_train_images_bad_no_val)
+{
+    ck_assert_int_eq(vt_synth_generate(P("allbad2"), VT_TASK_CLASSIFY,
+                                       "classes=2 train=4 val=0 imgsz=16"), VT_OK);
+    corrupt_all(P("allbad2"), 0);
+    logbook lb;
+    char err[VT_ERRMSG_MAX];
+    vt_status st = train_on(P("allbad2"), 2, &lb, err, sizeof err);
+    ck_assert_msg(st == VT_ERR_DATASET, "all train images corrupt, no val split: status %d (%s), "
+                  "expected VT_ERR_DATASET; message '%s'", st, vt_status_string(st), err);
+    ck_assert_msg(lb.warnings == 8, "all 8 bad images should be warned once each: %d warnings",
+                  lb.warnings);
+}
+END_TEST
+
+/* ---- the library never modifies a dataset ---------------------------------------------------- */
+
+static char **snap;
+static int nsnap;
+static size_t snap_root_len;
+
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static int snap_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    char line[4400];
+    uint64_t h = 0;
+    if (flag == FTW_F) {
+        size_t n;
+        unsigned char *b = vt_test_read_file(path, &n);
+        h = b ? fnv(b, n) : 0;
+        free(b);
+    }
+    snprintf(line, sizeof line, "%s|%d|%o|%lld|%lld.%09ld|%016llx", path + snap_root_len, flag,
+             (unsigned)sb->st_mode, (long long)sb->st_size, (long long)sb->st_mtim.tv_sec,
+             sb->st_mtim.tv_nsec, (unsigned long long)h);
+    snap = realloc(snap, (size_t)(nsnap + 1) * sizeof *snap);
+    snap[nsnap++] = strdup(line);
+    return 0;
+}
+
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted "path|type|mode|size|mtime|hash" of everything under root (root's own line too). */
+static char **snapshot(const char *root, int *n)
+{
+    snap = NULL;
+    nsnap = 0;
+    snap_root_len = strlen(root);
+    ck_assert_int_eq(nftw(root, snap_cb, 16, FTW_PHYS), 0);
+    qsort(snap, (size_t)nsnap, sizeof *snap, cmpstr);
+    *n = nsnap;
+    return snap;
+}
+
+static void free_snapshot(char **s, int n)
+{
+    for (int i = 0; i < n; i++) free(s[i]);
+    free(s);
+}
+
+START_TEST(test_dataset_not_modified)
+{
+    ck_assert_int_eq(vt_synth_generate(P("ro"), VT_TASK_CLASSIFY,
+                                       "classes=2 train=5 val=2 imgsz=16 seed=9"), VT_OK);
+    write_corrupt_png(P("ro/train/circle/zz_broken.png"));
+    write_truncated_jpeg(P("ro/val/square/cut.jpg"));
+    write_text(P("ro/train/notes.txt"), "user notes");
+    write_png(P("ro/test/circle/t.png"), 16, 1);
+    int n0, n1;
+    char **before = snapshot(P("ro"), &n0);
+    ck_assert_msg(n0 > 15, "snapshot of %d entries", n0);
+    /* open, train (with validation), validate on test, predict, save the model elsewhere */
+    vt_dataset *ds;
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("ro")), VT_OK);
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "cls-n", 2, "imgsz=16"), VT_OK);
+    vt_trainer *t;
+    ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "epochs=2"), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "batch=4"), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "workers=2"), VT_OK);
+    vt_status st = vt_trainer_run(t);
+    ck_assert_msg(st == VT_OK, "training: %s", vt_trainer_last_error(t));
+    st = vt_trainer_validate(t, VT_SPLIT_TEST);
+    ck_assert_msg(st == VT_OK, "validate on test: %s", vt_trainer_last_error(t));
+    float s[2];
+    ck_assert_int_eq(vt_model_predict_file(m, P("ro/test/circle/t.png"), s, 2), VT_OK);
+    ck_assert_int_eq(vt_model_save(m, P("model.vtm")), VT_OK);
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+    char **after = snapshot(P("ro"), &n1);
+    ck_assert_msg(n1 == n0, "the dataset had %d entries, now %d (files added or removed)", n0, n1);
+    for (int i = 0; i < n0; i++)
+        ck_assert_msg(strcmp(before[i], after[i]) == 0, "dataset changed:\n  before %s\n  after  %s",
+                      before[i], after[i]);
+    free_snapshot(before, n0);
+    free_snapshot(after, n1);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("dataset");
+    TCase *tc = tcase_create("layout");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_layout);
+    tcase_add_test(tc, test_val_names);
+    tcase_add_test(tc, test_open_errors);
+    suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("training");
+    tcase_set_timeout(tt, 60);
+    tcase_add_checked_fixture(tt, setup, teardown);
+    tcase_add_test(tt, test_train_with_bad_images);
+    tcase_add_test(tt, test_bad_images_warned_once_per_run);
+    tcase_add_test(tt, test_all_images_bad);
+    tcase_add_test(tt, test_all_train_images_bad_no_val);
+    tcase_add_test(tt, test_dataset_not_modified);
+    suite_add_tcase(s, tt);
+    return s;
+}
+
+int main(void) { return vt_test_run(suite()); }
