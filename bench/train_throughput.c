@@ -1,7 +1,7 @@
 /* CPU (or GPU) training throughput of a model through the public step API, on random data.
  *
  *   train_throughput [arch=cnn-small] [classes=10] [channels=1] [imgsz=28] [batch=64]
- *                    [steps=30] [warmup=5] [device=cpu] [optimizer=sgd]
+ *                    [steps=30] [warmup=5] [device=cpu] [optimizer=sgd] [precision=tf32]
  *
  * Prints one line: arch, batch, img/s, ms/step, achieved GFLOP/s (3x forward FLOPs per image). */
 #include <stdio.h>
@@ -20,7 +20,7 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    const char *arch = "cnn-small", *device = "cpu", *optimizer = "sgd";
+    const char *arch = "cnn-small", *device = "cpu", *optimizer = "sgd", *precision = "tf32";
     int classes = 10, channels = 1, imgsz = 28, batch = 64, steps = 30, warmup = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -33,6 +33,7 @@ int main(int argc, char **argv)
         else if (!strncmp(a, "warmup=", 7)) warmup = atoi(a + 7);
         else if (!strncmp(a, "device=", 7)) device = a + 7;
         else if (!strncmp(a, "optimizer=", 10)) optimizer = a + 10;
+        else if (!strncmp(a, "precision=", 10)) precision = a + 10;
         else {
             fprintf(stderr, "unknown argument %s\n", a);
             return 2;
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
     snprintf(kv, sizeof kv, "device=%s", device);
     vt_trainer_set(t, kv);
     snprintf(kv, sizeof kv, "optimizer=%s", optimizer);
+    vt_trainer_set(t, kv);
+    snprintf(kv, sizeof kv, "precision=%s", precision);
     vt_trainer_set(t, kv);
     vt_trainer_set(t, "lr0=0.01");
     size_t n = (size_t)batch * channels * imgsz * imgsz;

@@ -250,15 +250,16 @@ static int demo(args *a)
     const char *dir = a->data ? a->data : "demo-data";
     if (access(dir, F_OK) != 0) {
         printf("generating a synthetic dataset in %s ...\n", dir);
-        vt_status st = vt_synth_generate(dir, VT_TASK_CLASSIFY, "classes=4 train=150 val=50 imgsz=32 seed=1");
+        vt_status st = vt_synth_generate(dir, VT_TASK_CLASSIFY, "classes=4 train=300 val=50 imgsz=32 seed=11");
         if (st) return fail(st, NULL);
     }
     args t = *a;
     t.data = dir;
     t.model = "cls-n";
     t.save = a->save ? a->save : "demo-model.vtm";
-    static const char *defaults[] = {"epochs=8", "imgsz=32", "batch=32", "seed=1"};
-    for (int i = 0; i < 4 && t.npass < 64; i++) {
+    static const char *defaults[] = {"epochs=8", "imgsz=32", "batch=32", "seed=1",
+                                     "optimizer=adamw", "lr0=0.003"};
+    for (int i = 0; i < 6 && t.npass < 64; i++) {
         int given = 0;
         for (int j = 0; j < a->npass; j++)
             if (strncmp(a->passthrough[j], defaults[i], strchr(defaults[i], '=') - defaults[i] + 1) == 0) given = 1;

@@ -98,7 +98,7 @@ START_TEST(test_learns_to_95)
     ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, data), VT_OK);
     ck_assert_int_eq(vt_model_create(&m, "cls-n", 4, "imgsz=32"), VT_OK);
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
-    const char *settings[] = {"epochs=12", "batch=32", "optimizer=adamw", "lr0=0.003",
+    const char *settings[] = {"epochs=8", "batch=32", "optimizer=adamw", "lr0=0.003",
                               "warmup_epochs=1", "seed=1", NULL};
     for (const char *const *s = settings; *s; s++) ck_assert_int_eq(vt_trainer_set(t, *s), VT_OK);
     static trace tr;

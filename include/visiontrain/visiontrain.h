@@ -153,6 +153,8 @@ typedef enum vt_option {
     VT_OPT_WORKERS = 114,         /* int 0..64 decoding threads, 0 = decode in the caller, default 2 */
     VT_OPT_FLIPLR = 115,          /* float 0..1 probability of a horizontal flip, default 0.5 */
     VT_OPT_VAL = 116,             /* int 0|1: validate after each epoch, default 1             */
+    VT_OPT_PRECISION = 117,       /* string "tf32" | "fp32": GPU matrix math, default "tf32"
+                                     (TF32 tensor cores where the GPU has them); the CPU is fp32 */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
@@ -176,6 +178,19 @@ VT_API vt_status vt_option_info(vt_option option, const char **key, vt_option_ty
 /* Iterate over all options: pass 0 to get the first, then the previous result; returns 0 after
  * the last.  Thread-safe. */
 VT_API int vt_option_next(int previous);
+
+/* ---- devices ---------------------------------------------------------------------------- */
+
+/* Number of CUDA GPUs usable by this build: 0 when the library was built without CUDA, or there
+ * is no driver or no GPU (never an error).  The first call initialises the CUDA runtime.
+ * Thread-safe. */
+VT_API int vt_device_count(void);
+
+/* Describe GPU `device` (0-based): its name (truncated to name_cap-1 bytes, NUL-terminated),
+ * compute capability and total/free memory in bytes.  Any out-pointer may be NULL.
+ * VT_ERR_DEVICE when the device does not exist or the driver fails.  Thread-safe. */
+VT_API vt_status vt_device_info(int device, char *name, size_t name_cap, int *cc_major,
+                                int *cc_minor, uint64_t *total_bytes, uint64_t *free_bytes);
 
 /* ---- datasets --------------------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 static const char *const optimizer_choices[] = {"sgd", "adamw", NULL};
+static const char *const precision_choices[] = {"tf32", "fp32", NULL};
 
 #define T VT_SCOPE_TRAINER
 #define M VT_SCOPE_MODEL
@@ -47,6 +48,8 @@ static const vt_optdef table[] = {
      "image decoding threads (0 = in the training thread)"},
     {VT_OPT_FLIPLR, "fliplr", F, 0, 1, 0.5, NULL, NULL, T, "probability of a horizontal flip"},
     {VT_OPT_VAL, "val", I, 0, 1, 1, NULL, NULL, T, "validate after every epoch (0/1)"},
+    {VT_OPT_PRECISION, "precision", S, 0, 0, 0, "tf32", precision_choices, T,
+     "GPU matrix math: tf32 (tensor cores) or fp32"},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

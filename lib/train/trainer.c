@@ -16,6 +16,9 @@
 #include "nn/exec.h"
 #include "nn/model.h"
 #include "vt_config.h"
+#if VT_HAVE_CUDA
+#include "cuda/cuda_device.h"
+#endif
 
 enum { NMETRIC = 8 };
 
@@ -218,6 +221,7 @@ static vt_status open_backend(vt_trainer *t)
     } else {
 #if VT_HAVE_CUDA
         TRY(vt_backend_cuda_create(&t->be, atoi(dev)));
+        vt_backend_cuda_set_fp32(t->be, strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0);
 #else
         return vt_fail(VT_ERR_DEVICE,
                        "device=%s: this build of libvisiontrain has no CUDA support; use "
