@@ -61,21 +61,11 @@
 
 #include "vt_config.h" /* before backend.h, which tests VT_HAVE_CUDA */
 
-#include "estimate/estimate.h"
+#include "estimate/estimator_impl.h"
 #include "nn/model.h"
 
-#define NOPT 21
-#define NRES 20
-#define STR_MAX 64
-#define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
-#define H2D_BW 12e9
-#define ALLREDUCE_BW 25e9
-#define CKPT_BW 200e6
-#define FWD_LAYER_SHARE 0.4
-#define SCRATCH_CHUNK_FLOATS (2.0 * 1024 * 1024)
-
 static const double gpu_eff[3] = {0.45, 0.22, 0.18};
-static const char *const prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
+const char *const vt_est_prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const opt_names[] = {"sgd", "adamw", NULL};
 
 enum { T_INT = 1, T_FLOAT = 2, T_STR = 3 };
@@ -93,7 +83,7 @@ static const struct optdef {
     {"epochs", T_INT, 1, 1e6, 100, NULL, NULL},
     {"batch", T_INT, 1, 1e6, 16, NULL, NULL},
     {"imgsz", T_INT, 8, 4096, 640, NULL, NULL},
-    {"precision", T_STR, 0, 0, 0, "fp32", prec_names},
+    {"precision", T_STR, 0, 0, 0, "fp32", vt_est_prec_names},
     {"mosaic", T_FLOAT, 0, 1, 0, NULL, NULL},
     {"val_each", T_INT, 0, 1, 1, NULL, NULL},
     {"workers", T_INT, 0, 256, 8, NULL, NULL},
@@ -108,44 +98,6 @@ static const struct optdef {
     {"optimizer", T_STR, 0, 0, 0, "sgd", opt_names},
     {"memory_fraction", T_FLOAT, 0.1, 1, 0.9, NULL, NULL},
 };
-
-/* What a calibration found; saved to and loaded from a text file. */
-typedef struct vt_calib {
-    int valid, on_gpu, device;
-    char gpu[VT_GPU_NAME_MAX]; /* catalog name of the local GPU, "" if unknown or CPU */
-    vt_prec prec;
-    vt_devmodel dm;
-    double k;
-    int64_t verified_max_batch; /* 0 = none */
-    char model[STR_MAX];
-    int imgsz, nb;
-    int batches[3];
-    double seconds[3];
-} vt_calib;
-
-typedef struct vt_est_out {
-    double v[NRES];
-    uint32_t have; /* bit r: result r is known */
-} vt_est_out;
-
-struct vt_estimator {
-    char err[VT_ERRMSG_MAX];
-    vt_logger log;
-    vt_catalog cat;
-    double num[NOPT];
-    char str[NOPT][STR_MAX];
-    int have_model, m_classes, m_channels;
-    char m_arch[32];
-    float m_dropout;
-    vt_calib cal;
-    int have_out;
-    vt_est_out out;
-    vt_est_out *rank_out;
-    int rank_n;
-};
-
-#define OPT(e, id) ((e)->num[(id) - 500])
-#define OSTR(e, id) ((e)->str[(id) - 500])
 
 /* ---- the cost model ------------------------------------------------------------------------ */
 
@@ -233,7 +185,7 @@ double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt
 }
 
 /* Memory as fixed + per_image * batch (see the formula); returns -1 on failure. */
-static int train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
+int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
                               int on_gpu, double *fixed, double *per_image, double *wmax)
 {
     vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
@@ -254,7 +206,7 @@ static int train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, in
     return 0;
 }
 
-static double scratch_bytes(double wmax, double batch)
+double vt_est_scratch_bytes(double wmax, double batch)
 {
     return 4 * fmin(batch * wmax, fmax(wmax, SCRATCH_CHUNK_FLOATS));
 }
@@ -263,8 +215,8 @@ double vt_est_train_memory(const vt_graph *g, int h, int w, int batch, int act_b
                            int states, int on_gpu)
 {
     double fixed, per, wmax;
-    if (train_memory_terms(g, h, w, act_bytes, states, on_gpu, &fixed, &per, &wmax)) return -1;
-    return 1.05 * (fixed + batch * per + scratch_bytes(wmax, batch));
+    if (vt_est_train_memory_terms(g, h, w, act_bytes, states, on_gpu, &fixed, &per, &wmax)) return -1;
+    return 1.05 * (fixed + batch * per + vt_est_scratch_bytes(wmax, batch));
 }
 
 /* ---- device models ------------------------------------------------------------------------- */
@@ -364,7 +316,7 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
 
 /* ---- estimates ------------------------------------------------------------------------------ */
 
-static vt_status build_graph(const vt_estimator *e, vt_graph *g)
+vt_status vt_est_build_graph(const vt_estimator *e, vt_graph *g)
 {
     const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
     int classes = e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES);
@@ -440,10 +392,10 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_PARAMS, (double)g->n_params);
 
     double fixed, per, wmax;
-    if (train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, &fixed, &per,
+    if (vt_est_train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, &fixed, &per,
                            &wmax))
         return VT_ERR_INVALID_ARGUMENT;
-    double peak = 1.05 * (fixed + b * per + scratch_bytes(wmax, b));
+    double peak = 1.05 * (fixed + b * per + vt_est_scratch_bytes(wmax, b));
     put(o, VT_EST_PEAK_MEMORY_BYTES, peak);
     int fits = 1;
     if (t->mem_bytes > 0) {
@@ -451,7 +403,7 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
         put(o, VT_EST_DEVICE_MEMORY_BYTES, cap);
         fits = peak <= cap;
         /* scratch is at most max(wmax, chunk) floats whatever the batch */
-        double room = cap / 1.05 - fixed - scratch_bytes(wmax, 1e9);
+        double room = cap / 1.05 - fixed - vt_est_scratch_bytes(wmax, 1e9);
         double maxb = room > 0 ? floor(room / per) * ngpu : 0;
         if (t->verified > 0) maxb = fmin(maxb, t->verified * ngpu);
         put(o, VT_EST_MAX_BATCH, fmax(0, fmin(maxb, 1e9)));
@@ -473,7 +425,7 @@ VT_API vt_status vt_estimator_run(vt_estimator *e)
     vt_status st = resolve_target(e, OSTR(e, VT_OPT_EST_GPU), &t);
     if (st != VT_OK) return vt_err_capture(e->err, st);
     vt_graph g;
-    st = build_graph(e, &g);
+    st = vt_est_build_graph(e, &g);
     if (st != VT_OK) return vt_err_capture(e->err, st);
     st = estimate_on(e, &g, &t, &e->out);
     vt_graph_free(&g);
@@ -527,7 +479,7 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
     vt_est_out *outs = vt_calloc((size_t)(n ? n : 1), sizeof *outs);
     rank_item *items = vt_calloc((size_t)(n ? n : 1), sizeof *items);
     vt_graph g;
-    vt_status st = (outs && items) ? build_graph(e, &g) : VT_ERR_OUT_OF_MEMORY;
+    vt_status st = (outs && items) ? vt_est_build_graph(e, &g) : VT_ERR_OUT_OF_MEMORY;
     if (st != VT_OK) {
         free(outs);
         free(items);
@@ -661,7 +613,7 @@ static vt_status set_str(vt_estimator *e, vt_est_option id, const char *v)
 {
     const struct optdef *d = find_opt((int)id);
     if (!d) return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown estimator option %d", (int)id);
-    if (!v) return vt_fail(VT_ERR_OPTION_VALUE, "%s: value is NULL", d->key);
+    if (!v) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: value is NULL", d->key);
     if (d->type != T_STR) {
         double x;
         vt_status st = vt_parse_double(d->key, v, d->min, d->max, &x);
@@ -674,7 +626,7 @@ static vt_status set_str(vt_estimator *e, vt_est_option id, const char *v)
         while (d->choices[k] && strcmp(d->choices[k], v) != 0) k++;
         if (!d->choices[k])
             return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: expects %s", d->key, v,
-                           d->choices == prec_names ? "fp32, tf32, bf16, fp16 or amp"
+                           d->choices == vt_est_prec_names ? "fp32, tf32, bf16, fp16 or amp"
                                                     : "sgd or adamw");
     }
     snprintf(e->str[id - 500], STR_MAX, "%s", v);
@@ -759,476 +711,3 @@ VT_API const char *vt_estimate_dataset_advice(int64_t n)
            "data loading can bound the step on fast GPUs (add loader workers).";
 }
 
-/* ---- calibration ---------------------------------------------------------------------------- */
-
-#include "backend/backend.h"
-
-/* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
- * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
-typedef struct probe {
-    vt_backend *b;
-    int bn;          /* 0: conv forward + backward; 1: BN + ReLU forward + backward */
-    vt_conv_desc d;  /* conv */
-    int c;           /* BN channels */
-    size_t m;        /* BN values per channel */
-    float *p[12];
-    void *ws;
-} probe;
-
-static vt_status probe_call(probe *q)
-{
-    const vt_backend_ops *o = q->b->ops;
-    float **p = q->p;
-    vt_status st;
-    if (!q->bn) {
-        st = o->conv_forward(q->b, &q->d, p[0], p[1], NULL, p[2], q->ws);
-        return st ? st : o->conv_backward(q->b, &q->d, p[0], p[1], p[3], p[4], p[5], NULL, q->ws);
-    }
-    size_t n = (size_t)q->c * q->m;
-    st = o->bn_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8], p[9], p[10],
-                             p[11], p[1]);
-    if (!st) st = o->act_forward(q->b, VT_ACT_RELU, 0, n, p[1], p[2]);
-    if (!st) st = o->act_backward(q->b, VT_ACT_RELU, 0, n, p[1], p[2], p[3], p[4]);
-    if (!st) st = o->bn_backward(q->b, q->c, q->m, p[0], p[6], p[10], p[11], p[4], p[5], p[7], p[8]);
-    return st;
-}
-
-/* Best seconds per call over three windows of min_s/3: the device's capability, not the
- * neighbours' noise (the model steps absorb steady slowdowns through k). */
-static vt_status probe_time(probe *q, double min_s, double *best)
-{
-    const vt_backend_ops *o = q->b->ops;
-    size_t sz[12] = {0};
-    if (!q->bn) {
-        const vt_conv_desc *d = &q->d;
-        size_t x = (size_t)d->cin * d->n * d->h * d->w, y = (size_t)d->cout * d->n * d->ho * d->wo,
-               w = (size_t)d->cout * d->cin * d->kh * d->kw;
-        size_t t[6] = {x, w, y, y, x, w};
-        memcpy(sz, t, sizeof t);
-    } else {
-        size_t n = (size_t)q->c * q->m;
-        for (int i = 0; i < 6; i++) sz[i] = n;
-        for (int i = 6; i < 12; i++) sz[i] = (size_t)q->c;
-    }
-    vt_status st = VT_OK;
-    for (int i = 0; i < 12 && st == VT_OK; i++) {
-        if (!sz[i]) continue;
-        q->p[i] = o->alloc(q->b, sz[i] * 4);
-        st = q->p[i] ? o->fill(q->b, q->p[i], sz[i], 0.01f * (float)(i + 1)) : VT_ERR_DEVICE_OOM;
-    }
-    size_t wsb = q->bn ? 0 : o->conv_workspace(q->b, &q->d);
-    if (st == VT_OK && wsb && !(q->ws = o->alloc(q->b, wsb))) st = VT_ERR_DEVICE_OOM;
-    if (st == VT_OK) st = probe_call(q);
-    if (st == VT_OK) st = o->synchronize(q->b);
-    *best = 1e30;
-    for (int w = 0; w < 3 && st == VT_OK; w++) {
-        double t0 = vt_now(), t;
-        int reps = 0;
-        do {
-            st = probe_call(q);
-            if (st == VT_OK) st = o->synchronize(q->b);
-            reps++;
-            t = vt_now() - t0;
-        } while (st == VT_OK && t < min_s / 3 && reps < 100000);
-        *best = fmin(*best, t / reps);
-    }
-    for (int i = 0; i < 12; i++) o->free(q->b, q->p[i]);
-    o->free(q->b, q->ws);
-    if (st == VT_OK && !(*best > 0)) st = vt_fail(VT_ERR_NUMERIC, "a probe took no measurable time");
-    return st;
-}
-
-static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
-{
-    vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1};
-    *d = x;
-}
-
-static vt_status probe_device(int on_gpu, int dev, vt_devmodel *dm)
-{
-    vt_backend *b = NULL;
-    vt_status st;
-    if (!on_gpu) st = vt_backend_cpu_create(&b, 0);
-    else {
-#ifdef VT_HAVE_CUDA
-        st = vt_backend_cuda_create(&b, dev);
-#else
-        st = vt_fail(VT_ERR_DEVICE, "GPU %d: this build of libvisiontrain has no CUDA backend", dev);
-#endif
-    }
-    if (st != VT_OK) return st;
-    int scale = on_gpu ? 16 : 1;
-    probe bn = {b, 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
-    probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
-    conv3x3(&c1.d, 16 * scale, 16, 32); /* GEMM size d = 16 */
-    conv3x3(&c2.d, 16 * scale, 128, 16); /* d = 128 */
-    double tb, t1, t2;
-    st = probe_time(&bn, 0.1, &tb);
-    if (st == VT_OK) st = probe_time(&c1, 0.1, &t1);
-    if (st == VT_OK) st = probe_time(&c2, 0.2, &t2);
-    vt_backend_destroy(b);
-    if (st != VT_OK) return st;
-    /* BN (10 passes of n values in the formula) + ReLU (7) */
-    dm->bw = 17.0 * 4 * (double)bn.c * bn.m / tb;
-    /* conv: t = F/(R*phi) + X*4/BW; solve the two probes for R and s0 */
-    double u1 = t1 - 16.0 * c1.d.n * 9 * 32 * 32 * 6 * 4 / dm->bw,
-           u2 = t2 - 128.0 * c2.d.n * 9 * 16 * 16 * 6 * 4 / dm->bw;
-    double r1 = 6.0 * 16 * 16 * 9 * 32 * 32 * c1.d.n / fmax(u1, 0.05 * t1),
-           r2 = 6.0 * 128 * 128 * 9 * 16 * 16 * c2.d.n / fmax(u2, 0.05 * t2);
-    double den = r1 / 16 - r2 / 128;
-    dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
-    dm->rate = r2 * (128 + dm->s0) / 128;
-    dm->h2d_bw = on_gpu ? H2D_BW : 0;
-    dm->act_bytes = 4;
-    dm->layer_s = dm->step_s = 0;
-    return VT_OK;
-}
-
-typedef struct calib_ctx {
-    vt_model *model;
-    const char *device;
-    int imgsz, channels, classes;
-} calib_ctx;
-
-/* Lower-quartile seconds of a training step at `batch` (after a warm-up step, which allocates):
- * on a shared machine the slow steps are the neighbours' doing, not the model's. */
-static vt_status time_steps(const calib_ctx *cx, int batch, double budget, double *seconds)
-{
-    size_t n = (size_t)batch * cx->channels * cx->imgsz * cx->imgsz;
-    float *img = vt_malloc(n * sizeof *img);
-    int32_t *lab = vt_malloc((size_t)batch * sizeof *lab);
-    vt_trainer *t = NULL;
-    vt_status st = img && lab ? vt_trainer_create(&t, cx->model, NULL) : VT_ERR_OUT_OF_MEMORY;
-    char kv[96];
-    if (st == VT_OK) snprintf(kv, sizeof kv, "batch=%d", batch), st = vt_trainer_set(t, kv);
-    if (st == VT_OK) snprintf(kv, sizeof kv, "imgsz=%d", cx->imgsz), st = vt_trainer_set(t, kv);
-    if (st == VT_OK) snprintf(kv, sizeof kv, "device=%s", cx->device), st = vt_trainer_set(t, kv);
-    if (st == VT_OK) {
-        for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
-        for (int i = 0; i < batch; i++) lab[i] = i % cx->classes;
-    }
-    double ts[64];
-    int k = 0;
-    double t0 = vt_now();
-    if (st == VT_OK) st = vt_trainer_step(t, img, lab, batch, NULL);
-    double first = vt_now() - t0, spent = 0;
-    while (st == VT_OK && k < 64 && (k < 3 || spent + first < budget) && !(k >= 1 && spent > 4 * budget)) {
-        double s = vt_now();
-        st = vt_trainer_step(t, img, lab, batch, NULL);
-        ts[k++] = vt_now() - s;
-        spent += ts[k - 1];
-        if (k >= 2 && spent >= budget) break;
-    }
-    if (st != VT_OK && t) vt_fail_context("calibration step at batch %d", batch);
-    vt_trainer_destroy(t);
-    free(img);
-    free(lab);
-    if (st != VT_OK) return st;
-    for (int i = 1; i < k; i++) /* insertion sort: k is small */
-        for (int j = i; j > 0 && ts[j] < ts[j - 1]; j--) {
-            double x = ts[j]; ts[j] = ts[j - 1]; ts[j - 1] = x;
-        }
-    *seconds = ts[k / 4];
-    return VT_OK;
-}
-
-typedef struct cal_opts {
-    int batches[3], nb;
-    double seconds;
-    char gpu[VT_GPU_NAME_MAX];
-    int probe_max;
-} cal_opts;
-
-static vt_status cal_opt_kv(void *ctx, const char *key, const char *value)
-{
-    cal_opts *o = ctx;
-    if (strcmp(key, "batches") == 0) {
-        o->nb = 0;
-        const char *p = value;
-        while (*p) {
-            char *end;
-            long v = strtol(p, &end, 10);
-            if (end == p || v < 1 || v > 1000000 || o->nb == 3 || (*end && *end != ','))
-                return vt_fail(VT_ERR_OPTION_VALUE, "batches=%s: expects 1 to 3 batch sizes "
-                               "like 8,16,32", value);
-            o->batches[o->nb++] = (int)v;
-            p = *end ? end + 1 : end;
-        }
-        return o->nb ? VT_OK : vt_fail(VT_ERR_OPTION_VALUE, "batches: empty");
-    }
-    if (strcmp(key, "seconds") == 0) return vt_parse_double(key, value, 0.1, 3600, &o->seconds);
-    if (strcmp(key, "gpu") == 0) {
-        snprintf(o->gpu, sizeof o->gpu, "%s", value);
-        return VT_OK;
-    }
-    if (strcmp(key, "probe_max") == 0) {
-        long long v;
-        vt_status st = vt_parse_int(key, value, 0, 1, &v);
-        o->probe_max = (int)v;
-        return st;
-    }
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown calibration option '%s'; valid: batches, "
-                   "seconds, gpu, probe_max", key);
-}
-
-static vt_status calibrate(vt_estimator *e, const char *device, const char *options)
-{
-    cal_opts co = {{0}, 0, 10.0, "", 1};
-    int B = (int)OPT(e, VT_OPT_EST_BATCH);
-    int defb[3] = {B / 4 > 0 ? B / 4 : 1, B / 2 > 0 ? B / 2 : 1, B};
-    for (int i = 0; i < 3; i++)
-        if (co.nb == 0 || defb[i] != co.batches[co.nb - 1]) co.batches[co.nb++] = defb[i];
-    vt_status st = vt_parse_kv_list(options, cal_opt_kv, &co);
-    if (st != VT_OK) return st;
-    int on_gpu = strcmp(device, "cpu") != 0, dev = 0;
-    if (on_gpu) {
-        long long d;
-        st = vt_parse_int("device", device, 0, 255, &d);
-        if (st != VT_OK) return vt_fail(VT_ERR_OPTION_VALUE, "device '%s': expects \"cpu\" or a "
-                                        "GPU index", device);
-        dev = (int)d;
-        if (!co.gpu[0] && vt_catalog_lookup(&e->cat, OSTR(e, VT_OPT_EST_GPU)) >= 0)
-            snprintf(co.gpu, sizeof co.gpu, "%s", OSTR(e, VT_OPT_EST_GPU));
-        if (co.gpu[0] && vt_catalog_lookup(&e->cat, co.gpu) < 0)
-            return vt_catalog_find(&e->cat, co.gpu) < 0 ? VT_ERR_NOT_FOUND : VT_ERR_INTERNAL;
-    }
-
-    vt_calib c;
-    memset(&c, 0, sizeof c);
-    st = probe_device(on_gpu, dev, &c.dm);
-    if (st != VT_OK) return st;
-    vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f), BN/ReLU %.1f GB/s",
-           c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);
-
-    vt_graph g;
-    st = build_graph(e, &g);
-    if (st != VT_OK) return st;
-    calib_ctx cx = {NULL, device, (int)OPT(e, VT_OPT_EST_IMGSZ), g.input.c,
-                    e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES)};
-    char mopt[64];
-    snprintf(mopt, sizeof mopt, "channels=%d imgsz=%d", cx.channels, cx.imgsz);
-    const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
-    st = vt_model_create(&cx.model, arch, cx.classes, mopt);
-    double V[3], T[3];
-    int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
-    vt_devmodel d0 = c.dm;
-    d0.h2d_bw = 0;
-    for (int i = 0; i < co.nb && st == VT_OK; i++) {
-        st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i]);
-        V[i] = vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &d0, 1, states);
-        if (st == VT_OK && V[i] < 0) st = VT_ERR_INVALID_ARGUMENT;
-        if (st == VT_OK && on_gpu) T[i] -= (double)co.batches[i] * cx.channels * cx.imgsz * cx.imgsz * 4 / H2D_BW;
-        if (st == VT_OK)
-            vt_log(&e->log, VT_LOG_INFO, "calibration: batch %d: %.4f s/step measured, %.4f s "
-                   "roofline", co.batches[i], T[i], V[i]);
-    }
-    if (st != VT_OK) {
-        vt_model_destroy(cx.model);
-        vt_graph_free(&g);
-        return st;
-    }
-    /* least squares t = k*V + c; a negative intercept is noise, so refit through 0 */
-    int n = co.nb;
-    double mv = 0, mt = 0, sxy = 0, sxx = 0, k, icpt;
-    for (int i = 0; i < n; i++) mv += V[i] / n, mt += T[i] / n;
-    for (int i = 0; i < n; i++) sxy += (V[i] - mv) * (T[i] - mt), sxx += (V[i] - mv) * (V[i] - mv);
-    k = sxx > 0 ? sxy / sxx : 0;
-    icpt = mt - k * mv;
-    if (n < 2 || !(k > 0) || icpt < 0) {
-        double tv = 0, vv = 0;
-        for (int i = 0; i < n; i++) tv += T[i] * V[i], vv += V[i] * V[i];
-        k = tv / vv;
-        icpt = 0;
-    }
-    if (!(k > 0.01 && k < 100)) {
-        vt_model_destroy(cx.model);
-        vt_graph_free(&g);
-        return vt_fail(VT_ERR_NUMERIC, "calibration: measured steps are %.3gx the probes' "
-                       "roofline; the measurement is unusable (machine overloaded?)", k);
-    }
-    c.k = k;
-    c.dm.rate /= k;
-    c.dm.bw /= k;
-    c.dm.layer_s = icpt / g.n_nodes;
-    c.on_gpu = on_gpu;
-    c.device = dev;
-    c.prec = VT_PREC_FP32;
-    snprintf(c.gpu, sizeof c.gpu, "%s", on_gpu ? co.gpu : "");
-    snprintf(c.model, sizeof c.model, "%s", arch);
-    c.imgsz = cx.imgsz;
-    c.nb = n;
-    for (int i = 0; i < n; i++) c.batches[i] = co.batches[i], c.seconds[i] = T[i];
-    c.valid = 1;
-
-    /* On a GPU, verify the largest batch we would predict: estimates never exceed a batch that
-     * really ran. */
-    int gi = on_gpu && co.gpu[0] ? vt_catalog_lookup(&e->cat, co.gpu) : -1;
-    if (on_gpu && co.probe_max && gi >= 0) {
-        double fixed, per, wmax, cap = e->cat.gpus[gi].v[VT_GPU_MEMORY_GB] * 1e9 *
-                                       OPT(e, VT_OPT_EST_MEMORY_FRACTION);
-        if (!train_memory_terms(&g, cx.imgsz, cx.imgsz, 4, states, 1, &fixed, &per, &wmax)) {
-            double pb = floor((cap / 1.05 - fixed - scratch_bytes(wmax, 1e9)) / per);
-            int tryb = (int)fmin(pb, 4096);
-            for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {
-                double ts;
-                if ((double)tryb * cx.channels * cx.imgsz * cx.imgsz * 4 > 2e9) break;
-                vt_status ps = time_steps(&cx, tryb, 0.0, &ts);
-                if (ps == VT_OK) { c.verified_max_batch = tryb; break; }
-                if (ps != VT_ERR_DEVICE_OOM) break;
-                tryb = (int)(tryb * 0.8);
-            }
-        }
-    }
-    vt_model_destroy(cx.model);
-    vt_graph_free(&g);
-    e->cal = c;
-    vt_log(&e->log, VT_LOG_INFO, "calibration: k %.3f, rate %.1f GFLOP/s, stream %.1f GB/s, "
-           "%.1f us per layer", k, c.dm.rate * 1e-9, c.dm.bw * 1e-9, c.dm.layer_s * 1e6);
-    return VT_OK;
-}
-
-VT_API vt_status vt_estimator_calibrate(vt_estimator *e, const char *device, const char *options)
-{
-    if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_calibrate: estimator is NULL");
-    return vt_err_capture(e->err, calibrate(e, device ? device : "cpu", options));
-}
-
-/* ---- calibration files ---------------------------------------------------------------------- */
-
-#define CAL_MAGIC "visiontrain-calibration 1"
-
-VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path)
-{
-    if (!e || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "save_calibration: NULL argument");
-    const vt_calib *c = &e->cal;
-    if (!c->valid)
-        return vt_err_capture(e->err, vt_fail(VT_ERR_BAD_STATE, "nothing to save: not calibrated"));
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return vt_err_capture(e->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: path too long", path));
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return vt_err_capture(e->err, vt_fail(VT_ERR_IO, "%s: cannot create: %s", tmp,
-                                              strerror(errno)));
-    fprintf(f, "%s\ndevice %s\ndevice_index %d\ngpu %s\nprecision %s\n", CAL_MAGIC,
-            c->on_gpu ? "gpu" : "cpu", c->device, c->gpu[0] ? c->gpu : "-",
-            prec_names[c->prec]);
-    fprintf(f, "rate_flops %.17g\nbandwidth_bytes %.17g\ngemm_s0 %.17g\nlayer_seconds %.17g\n"
-            "step_seconds %.17g\nh2d_bytes %.17g\nscale %.17g\nverified_max_batch %lld\n"
-            "model %s\nimgsz %d\n", c->dm.rate, c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s,
-            c->dm.h2d_bw, c->k, (long long)c->verified_max_batch, c->model, c->imgsz);
-    for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
-    fprintf(f, "end\n");
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        vt_status st = vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        return vt_err_capture(e->err, st);
-    }
-    return VT_OK;
-}
-
-static vt_status cal_num(const char *path, int line, const char *key, const char *s, double min,
-                         double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v) || v < min || v > max)
-        return vt_fail(VT_ERR_FORMAT, "%s:%d: %s: bad value '%s' (expects %g..%g)", path, line,
-                       key, s, min, max);
-    *out = v;
-    return VT_OK;
-}
-
-static vt_status load_cal(const char *path, vt_calib *c)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open: %s",
-                       path, strerror(errno));
-    static const char *const required[] = {"device", "rate_flops", "bandwidth_bytes", "gemm_s0",
-                                           "layer_seconds", "step_seconds", "h2d_bytes"};
-    unsigned seen = 0;
-    char buf[512];
-    int line = 0, ended = 0;
-    vt_status st = VT_OK;
-    memset(c, 0, sizeof *c);
-    c->k = 1;
-    c->dm.act_bytes = 4;
-    while (st == VT_OK && fgets(buf, sizeof buf, f)) {
-        line++;
-        size_t len = strlen(buf);
-        if (len && buf[len - 1] == '\n') buf[--len] = '\0';
-        else if (!feof(f)) { st = vt_fail(VT_ERR_FORMAT, "%s:%d: line too long", path, line); break; }
-        if (line == 1) {
-            if (strcmp(buf, CAL_MAGIC) != 0)
-                st = vt_fail(VT_ERR_FORMAT, "%s:1: not a visiontrain calibration file (expected "
-                             "'%s')", path, CAL_MAGIC);
-            continue;
-        }
-        if (ended) { st = vt_fail(VT_ERR_FORMAT, "%s:%d: text after 'end'", path, line); break; }
-        if (strcmp(buf, "end") == 0) { ended = 1; continue; }
-        char *val = strchr(buf, ' ');
-        if (!val) { st = vt_fail(VT_ERR_FORMAT, "%s:%d: expected 'key value'", path, line); break; }
-        *val++ = '\0';
-        double x = 0;
-        for (int i = 0; i < 7; i++)
-            if (strcmp(buf, required[i]) == 0) seen |= 1u << i;
-        if (strcmp(buf, "device") == 0) {
-            if (strcmp(val, "cpu") && strcmp(val, "gpu"))
-                st = vt_fail(VT_ERR_FORMAT, "%s:%d: device: expects cpu or gpu", path, line);
-            c->on_gpu = strcmp(val, "gpu") == 0;
-        } else if (strcmp(buf, "device_index") == 0) {
-            if ((st = cal_num(path, line, buf, val, 0, 255, &x)) == VT_OK) c->device = (int)x;
-        } else if (strcmp(buf, "gpu") == 0) {
-            snprintf(c->gpu, sizeof c->gpu, "%s", strcmp(val, "-") ? val : "");
-        } else if (strcmp(buf, "precision") == 0) {
-            int p = 0;
-            while (p < 3 && strcmp(prec_names[p], val)) p++;
-            if (p == 3) st = vt_fail(VT_ERR_FORMAT, "%s:%d: precision: expects fp32, tf32 or bf16",
-                                     path, line);
-            c->prec = (vt_prec)(p % 3);
-        } else if (strcmp(buf, "rate_flops") == 0) st = cal_num(path, line, buf, val, 1e6, 1e18, &c->dm.rate);
-        else if (strcmp(buf, "bandwidth_bytes") == 0) st = cal_num(path, line, buf, val, 1e6, 1e15, &c->dm.bw);
-        else if (strcmp(buf, "gemm_s0") == 0) st = cal_num(path, line, buf, val, 0, 1e6, &c->dm.s0);
-        else if (strcmp(buf, "layer_seconds") == 0) st = cal_num(path, line, buf, val, 0, 10, &c->dm.layer_s);
-        else if (strcmp(buf, "step_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1000, &c->dm.step_s);
-        else if (strcmp(buf, "h2d_bytes") == 0) st = cal_num(path, line, buf, val, 0, 1e15, &c->dm.h2d_bw);
-        else if (strcmp(buf, "scale") == 0) st = cal_num(path, line, buf, val, 1e-3, 1e3, &c->k);
-        else if (strcmp(buf, "verified_max_batch") == 0) {
-            if ((st = cal_num(path, line, buf, val, 0, 1e9, &x)) == VT_OK) c->verified_max_batch = (int64_t)x;
-        } else if (strcmp(buf, "model") == 0) snprintf(c->model, sizeof c->model, "%s", val);
-        else if (strcmp(buf, "imgsz") == 0) {
-            if ((st = cal_num(path, line, buf, val, 1, 65536, &x)) == VT_OK) c->imgsz = (int)x;
-        } else if (strcmp(buf, "measured") == 0) {
-            int b;
-            double s;
-            char extra;
-            if (c->nb == 3 || sscanf(val, "%d %lf %c", &b, &s, &extra) != 2 || b < 1 || !(s > 0))
-                st = vt_fail(VT_ERR_FORMAT, "%s:%d: measured: expects 'measured BATCH SECONDS' "
-                             "(at most 3)", path, line);
-            else c->batches[c->nb] = b, c->seconds[c->nb++] = s;
-        } else st = vt_fail(VT_ERR_FORMAT, "%s:%d: unknown key '%s'", path, line, buf);
-    }
-    if (st == VT_OK && ferror(f)) st = vt_fail(VT_ERR_IO, "%s: read error", path);
-    fclose(f);
-    if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
-    if (st == VT_OK && !ended)
-        st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);
-    for (int i = 0; i < 7 && st == VT_OK; i++)
-        if (!(seen & (1u << i)))
-            st = vt_fail(VT_ERR_FORMAT, "%s: missing '%s'", path, required[i]);
-    c->valid = st == VT_OK;
-    return st;
-}
-
-VT_API vt_status vt_estimator_load_calibration(vt_estimator *e, const char *path)
-{
-    if (!e || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "load_calibration: NULL argument");
-    vt_calib c;
-    vt_status st = load_cal(path, &c);
-    if (st == VT_OK) e->cal = c;
-    return vt_err_capture(e->err, st);
-}

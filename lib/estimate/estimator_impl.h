@@ -1,0 +1,68 @@
+/* Private: the estimator handle's layout and the cost-model helpers shared by estimate.c
+ * (the model, estimates, ranking, settings) and calibrate.c (measurement, calibration files). */
+#ifndef VT_ESTIMATOR_IMPL_H
+#define VT_ESTIMATOR_IMPL_H
+
+#include "estimate/estimate.h"
+#include "nn/graph.h"
+
+#define NOPT 21
+#define NRES 20
+#define STR_MAX 64
+#define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
+#define H2D_BW 12e9
+#define ALLREDUCE_BW 25e9
+#define CKPT_BW 200e6
+#define FWD_LAYER_SHARE 0.4
+#define SCRATCH_CHUNK_FLOATS (2.0 * 1024 * 1024)
+
+/* What a calibration found; saved to and loaded from a text file. */
+typedef struct vt_calib {
+    int valid, on_gpu, device;
+    char gpu[VT_GPU_NAME_MAX]; /* catalog name of the local GPU, "" if unknown or CPU */
+    vt_prec prec;
+    vt_devmodel dm;
+    double k;
+    int64_t verified_max_batch; /* 0 = none */
+    char model[STR_MAX];
+    int imgsz, nb;
+    int batches[3];
+    double seconds[3];
+} vt_calib;
+
+typedef struct vt_est_out {
+    double v[NRES];
+    uint32_t have; /* bit r: result r is known */
+} vt_est_out;
+
+struct vt_estimator {
+    char err[VT_ERRMSG_MAX];
+    vt_logger log;
+    vt_catalog cat;
+    double num[NOPT];
+    char str[NOPT][STR_MAX];
+    int have_model, m_classes, m_channels;
+    char m_arch[32];
+    float m_dropout;
+    vt_calib cal;
+    int have_out;
+    vt_est_out out;
+    vt_est_out *rank_out;
+    int rank_n;
+};
+
+#define OPT(e, id) ((e)->num[(id) - 500])
+#define OSTR(e, id) ((e)->str[(id) - 500])
+
+
+extern const char *const vt_est_prec_names[];
+
+/* Graph of the estimator's model setting (caller frees with vt_graph_free). */
+vt_status vt_est_build_graph(const vt_estimator *e, vt_graph *g);
+/* im2col scratch of a step (chunked like the CPU backend). */
+double vt_est_scratch_bytes(double wmax, double batch);
+/* Per-image activation terms of training memory; see estimate.c. */
+int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
+                              int on_gpu, double *fixed, double *per_image, double *wmax);
+
+#endif
