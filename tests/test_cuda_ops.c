@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#ifdef VT_HAVE_CUDA
+#if VT_HAVE_CUDA
 #include <check.h>
 #include <math.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
 
 #include "vt_config.h"
 
-#ifdef VT_HAVE_CBLAS
+#if VT_HAVE_CBLAS
 #include <cblas.h>
 #endif
 
@@ -82,7 +82,7 @@ void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int 
     free(bp);
 }
 
-#ifdef VT_HAVE_CBLAS
+#if VT_HAVE_CBLAS
 int vt_sgemm_uses_blas(void) { return 1; }
 
 typedef struct {

@@ -103,7 +103,7 @@ static vt_status probe_device(int on_gpu, int dev, vt_devmodel *dm)
     vt_status st;
     if (!on_gpu) st = vt_backend_cpu_create(&b, 0);
     else {
-#ifdef VT_HAVE_CUDA
+#if VT_HAVE_CUDA
         st = vt_backend_cuda_create(&b, dev);
 #else
         st = vt_fail(VT_ERR_DEVICE, "GPU %d: this build of libvisiontrain has no CUDA backend", dev);
