@@ -29,7 +29,9 @@ tests=(
 benches=(
     "cnn_small_b256_fp32|60|$build/bench/train_throughput device=0 batch=256 steps=50 warmup=10 precision=fp32"
     "cnn_small_b64_fp32|60|$build/bench/train_throughput device=0 batch=64 steps=50 warmup=10 precision=fp32"
-    "cls_m_224_b128_tf32|120|$build/bench/train_throughput device=0 arch=cls-m classes=1000 channels=3 imgsz=224 batch=128 steps=10 warmup=3"
+    "resnet18_224_b128_tf32|120|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=20 warmup=5"
+    "resnet18_224_b128_fp32|120|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=10 warmup=3 precision=fp32"
+    "torch_resnet18_tf32_cl|120|python3 bench/torch_resnet18.py --channels-last"
     "torch_cnn_small_b256|60|python3 bench/torch_small_cnn.py --device cuda --batch 256 --steps 50"
     "estimate_accuracy_gpu|180|$build/bench/estimate_accuracy 0"
 )

@@ -8,6 +8,8 @@
  *   head   global average pool, dropout, linear(num_classes)
  *   n: widths 16/32/64/128, depths 1/1/1/1;  s: 32/64/128/256, 1/1/1/1;
  *   m: 48/96/192/384, 1/2/2/1.
+ * resnet18: torchvision's ResNet-18 layout (7x7/2 stem, 3x3/2 max pool, 2 basic blocks per stage
+ *   at widths 64/128/256/512, 1x1/2 projection shortcuts), for benchmarks against PyTorch.
  * cnn-small: the yardstick network of the benchmarks (conv3x3-32 BN ReLU maxpool2,
  *   conv3x3-64 BN ReLU maxpool2, conv3x3-128 BN ReLU, global average pool, linear). */
 #include <math.h>
@@ -15,7 +17,7 @@
 
 #include "nn/model.h"
 
-const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", NULL};
+const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", "resnet18", NULL};
 
 static int cbr(vt_graph *g, int x, int c, int k, int s)
 {
@@ -47,6 +49,31 @@ static int build_cls(vt_graph *g, const int *widths, const int *depths, int nc, 
     return vt_g_linear(g, x, nc);
 }
 
+/* Basic block with a projection shortcut when the shape changes (ResNet "option B"). */
+static int res_block(vt_graph *g, int x, int c, int stride)
+{
+    int y = cbr(g, x, c, 3, stride);
+    y = vt_g_bn(g, vt_g_conv(g, y, c, 3, 1, 1, 1, 0));
+    int sc = x;
+    if (stride != 1 || g->nodes[x].out.c != c) sc = vt_g_bn(g, vt_g_conv(g, x, c, 1, stride, 0, 1, 0));
+    return vt_g_act(g, vt_g_add(g, y, sc), VT_ACT_RELU, 0);
+}
+
+static int build_resnet18(vt_graph *g, int nc, int channels, int imgsz, float dropout)
+{
+    int x = vt_g_input(g, channels, imgsz, imgsz);
+    x = cbr(g, x, 64, 7, 2);
+    x = vt_g_maxpool(g, x, 3, 2, 1);
+    static const int w[4] = {64, 128, 256, 512};
+    for (int i = 0; i < 4; i++) {
+        x = res_block(g, x, w[i], i == 0 ? 1 : 2);
+        x = res_block(g, x, w[i], 1);
+    }
+    x = vt_g_gap(g, x);
+    if (dropout > 0) x = vt_g_dropout(g, x, dropout);
+    return vt_g_linear(g, x, nc);
+}
+
 static int build_cnn_small(vt_graph *g, int nc, int channels, int imgsz)
 {
     int x = vt_g_input(g, channels, imgsz, imgsz);
@@ -71,10 +98,12 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
     else if (strcmp(arch, "cls-s") == 0) out = build_cls(g, ws, ds, num_classes, channels, imgsz, dropout);
     else if (strcmp(arch, "cls-m") == 0) out = build_cls(g, wm, dm, num_classes, channels, imgsz, dropout);
     else if (strcmp(arch, "cnn-small") == 0) out = build_cnn_small(g, num_classes, channels, imgsz);
+    else if (strcmp(arch, "resnet18") == 0) out = build_resnet18(g, num_classes, channels, imgsz, dropout);
     else {
         vt_graph_free(g);
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                       "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small", arch);
+                       "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small, resnet18",
+                       arch);
     }
     if (out < 0) {
         vt_status st = vt_fail(VT_ERR_INVALID_ARGUMENT, "cannot build %s at imgsz=%d: %s", arch,
