@@ -1,29 +1,67 @@
 /* vt: the libvisiontrain command-line tool.
  *
- *   vt train task=classify data=DIR model=cls-n epochs=10 imgsz=32 batch=32 device=cpu [save=PATH]
- *   vt predict model=PATH source=IMAGE [IMAGE...]
- *   vt val model=PATH data=DIR [imgsz=.. batch=..]
- *   vt synth data=DIR [classes=4 train=100 val=40 imgsz=32 seed=0]
- *   vt demo [data=DIR]       generate a dataset, train cls-n on it, print the accuracy
- *   vt info                  version and options
+ *   vt train    data=DIR [model=cls-n|FILE epochs=10 imgsz=32 batch=32 device=cpu save=FILE ...]
+ *   vt val      model=FILE data=DIR [split=val batch=.. imgsz=.. device=..]
+ *   vt predict  model=FILE source=IMAGE|DIR [IMAGE ...] [top=1]
+ *   vt estimate [model=cls-n|FILE data=DIR | train=N val=N] [epochs=100 imgsz=640 batch=16
+ *               gpu=all|NAME|local|cpu gpus=1 precision=fp32 calibrate=1 budget=USD deadline=H
+ *               catalog=CSV ...]
+ *   vt check    data=DIR [decode=1]
+ *   vt info     [catalog=CSV]
+ *   vt synth    data=DIR [classes=4 train=100 val=40 imgsz=32 seed=0]
+ *   vt demo     [data=DIR save=FILE epochs=8 ...]
+ *   vt help [COMMAND]     vt COMMAND --help
  *
- * Exit codes: 0 success, 2 usage error, 3 data error, 4 interrupted, 1 any other failure. */
+ * Arguments are key=value, as in the most used trainers' CLIs.  Unknown keys and bad values are
+ * rejected with the list of valid keys / the valid range.
+ *
+ * Exit codes: 0 success, 1 any other failure, 2 usage error, 3 data error (missing or unusable
+ * dataset, image, model or catalog file), 4 interrupted (Ctrl-C). */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "visiontrain/visiontrain.h"
 
-enum { EXIT_USAGE = 2, EXIT_DATA = 3, EXIT_INTERRUPTED = 4 };
+enum { EXIT_FAILURE_ = 1, EXIT_USAGE = 2, EXIT_DATA = 3, EXIT_INTERRUPTED = 4 };
+
+/* ---- small helpers ------------------------------------------------------------------------ */
 
 static vt_trainer *volatile g_trainer; /* for the SIGINT handler only */
+static volatile sig_atomic_t g_interrupted;
 
 static void on_sigint(int sig)
 {
     (void)sig;
+    g_interrupted = 1;
     if (g_trainer) vt_trainer_cancel(g_trainer);
+}
+
+/* Ctrl-C cancels the run between batches; a second Ctrl-C kills the process (SA_RESETHAND). */
+static void catch_sigint(vt_trainer *t)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    g_trainer = t;
+    g_interrupted = 0;
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static void release_sigint(void)
+{
+    signal(SIGINT, SIG_DFL);
+    g_trainer = NULL;
 }
 
 static int exit_code(vt_status st)
@@ -34,137 +72,631 @@ static int exit_code(vt_status st)
     case VT_ERR_OPTION_VALUE:
     case VT_ERR_INVALID_ARGUMENT: return EXIT_USAGE;
     case VT_ERR_NOT_FOUND:
+    case VT_ERR_IO:
     case VT_ERR_FORMAT:
-    case VT_ERR_DATASET: return EXIT_DATA;
+    case VT_ERR_DATASET:
+    case VT_ERR_CHECKPOINT: return EXIT_DATA;
     case VT_ERR_CANCELLED: return EXIT_INTERRUPTED;
-    default: return 1;
+    default: return EXIT_FAILURE_;
     }
 }
 
-static int fail(vt_status st, const char *msg)
+/* Print "vt CMD: message (status)" and return the exit code of the status.  msg NULL or "":
+ * the thread's last error. */
+static int fail(const char *cmd, vt_status st, const char *msg)
 {
-    fprintf(stderr, "vt: %s (%s)\n", msg && *msg ? msg : vt_last_error(), vt_status_string(st));
+    if (!msg || !*msg) msg = vt_last_error();
+    fprintf(stderr, "vt %s: %s (%s)\n", cmd, msg && *msg ? msg : "failed", vt_status_string(st));
     return exit_code(st);
 }
 
-/* key=value arguments the tool itself consumes; everything else goes to the trainer. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "h:mm:ss" below a day, else "Nd hh:mm". */
+static const char *fmt_duration(double s, char *buf, size_t cap)
+{
+    if (!(s >= 0) || s > 1e12) {
+        snprintf(buf, cap, "?");
+        return buf;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 86400) snprintf(buf, cap, "%ldd %02ld:%02ld", t / 86400, t / 3600 % 24, t / 60 % 60);
+    else snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    return buf;
+}
+
+/* "h:mm" (minutes rounded up, so a short run never reads 0:00). */
+static const char *fmt_hmm(double s, char *buf, size_t cap)
+{
+    if (!(s >= 0) || s > 1e12) {
+        snprintf(buf, cap, "?");
+        return buf;
+    }
+    long m = (long)ceil(s / 60.0);
+    snprintf(buf, cap, "%ld:%02ld", m / 60, m % 60);
+    return buf;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* ---- arguments ------------------------------------------------------------------------------ */
+
+#define MAX_KV 128
+#define MAX_SOURCES 4096
+
 typedef struct {
-    const char *task, *data, *model, *save, *source, *classes;
-    const char *passthrough[64];
-    int npass;
-    const char *sources[256];
+    const char *arg; /* "key=value" as given */
+    const char *val; /* points after '=' */
+    size_t klen;
+    int tool;        /* consumed by the tool (not passed to the library) */
+} kv;
+
+typedef struct {
+    const char *cmd;
+    kv kv[MAX_KV];
+    int n;
+    const char *sources[MAX_SOURCES];
     int nsources;
+    int help;
 } args;
 
-static int parse_args(int argc, char **argv, args *a)
+static int key_is(const kv *k, const char *key)
+{
+    return k->klen == strlen(key) && strncmp(k->arg, key, k->klen) == 0;
+}
+
+/* The last value given for key, or NULL; marks every occurrence as the tool's. */
+static const char *take(args *a, const char *key)
+{
+    const char *v = NULL;
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], key)) {
+            a->kv[i].tool = 1;
+            v = a->kv[i].val;
+        }
+    return v;
+}
+
+static int parse_args(const char *cmd, int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
+    a->cmd = cmd;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *eq = strchr(s, '=');
-        if (!eq) {
-            if (a->nsources > 0 && a->nsources < 256) { /* more images after source= */
+        if (!strcmp(s, "--help") || !strcmp(s, "-h") || !strcmp(s, "help")) {
+            a->help = 1;
+            continue;
+        }
+        if (!eq || eq == s) {
+            if (!strcmp(cmd, "predict") && a->nsources < MAX_SOURCES) { /* more images */
                 a->sources[a->nsources++] = s;
                 continue;
             }
-            fprintf(stderr, "vt: '%s' is not of the form key=value\n", s);
+            fprintf(stderr, "vt %s: '%s' is not of the form key=value (see 'vt help %s')\n", cmd,
+                    s, cmd);
             return -1;
         }
-        size_t kl = (size_t)(eq - s);
-#define KEY(k) (kl == strlen(k) && strncmp(s, k, kl) == 0)
-        if (KEY("task")) a->task = eq + 1;
-        else if (KEY("data")) a->data = eq + 1;
-        else if (KEY("model")) a->model = eq + 1;
-        else if (KEY("save")) a->save = eq + 1;
-        else if (KEY("source")) {
-            a->source = eq + 1;
-            a->sources[a->nsources++] = eq + 1;
-        } else if (a->npass < 64) a->passthrough[a->npass++] = s;
-#undef KEY
+        if (a->n == MAX_KV) {
+            fprintf(stderr, "vt %s: too many arguments\n", cmd);
+            return -1;
+        }
+        kv *k = &a->kv[a->n++];
+        k->arg = s;
+        k->val = eq + 1;
+        k->klen = (size_t)(eq - s);
+        if (key_is(k, "source")) {
+            if (a->nsources < MAX_SOURCES) a->sources[a->nsources++] = k->val;
+        }
     }
+    return 0;
+}
+
+/* Reject every argument not marked as the tool's: "unknown key 'x'; valid keys: ...". */
+static int reject_unknown(const args *a, const char *valid)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!a->kv[i].tool) {
+            fprintf(stderr, "vt %s: unknown key '%.*s'; valid keys: %s\n", a->cmd,
+                    (int)a->kv[i].klen, a->kv[i].arg, valid);
+            return EXIT_USAGE;
+        }
+    return 0;
+}
+
+/* Parse a 0|1 flag. */
+static int flag_value(const char *cmd, const char *key, const char *v, int *out)
+{
+    if (!v) return 0;
+    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) *out = 1;
+    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) *out = 0;
+    else {
+        fprintf(stderr, "vt %s: %s=%s: expected 0 or 1\n", cmd, key, v);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int int_value(const char *cmd, const char *key, const char *v, long lo, long hi, long *out)
+{
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "vt %s: %s=%s: expected an integer in %ld..%ld\n", cmd, key, v, lo, hi);
+        return EXIT_USAGE;
+    }
+    *out = x;
+    return 0;
+}
+
+static int num_value(const char *cmd, const char *key, const char *v, double lo, double *out)
+{
+    if (!v) return 0;
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !isfinite(x) || x < lo) {
+        fprintf(stderr, "vt %s: %s=%s: expected a number >= %g\n", cmd, key, v, lo);
+        return EXIT_USAGE;
+    }
+    *out = x;
+    return 0;
+}
+
+/* The trainer's option keys, comma-separated (from vt_option_next / vt_option_info). */
+static const char *trainer_keys(void)
+{
+    static char buf[1024];
+    if (buf[0]) return buf;
+    size_t used = 0, line = 0;
+    for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
+        const char *key;
+        if (id >= 300 || vt_option_info((vt_option)id, &key, NULL, NULL, NULL, NULL)) continue;
+        const char *sep = !used ? "" : line + strlen(key) > 70 ? ",\n  " : ", ";
+        if (!strcmp(sep, ",\n  ")) line = 0;
+        line += strlen(key) + 2;
+        used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s",
+                                 sep, key);
+    }
+    return buf;
+}
+
+/* ---- help ----------------------------------------------------------------------------------- */
+
+static const char *const usage_text =
+    "usage: vt COMMAND [key=value ...]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a classifier on an ImageFolder dataset\n"
+    "  val       evaluate a saved model on a dataset split\n"
+    "  predict   classify images with a saved model\n"
+    "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
+    "  check     check a dataset's layout: classes, images per split, unreadable files\n"
+    "  info      version, GPUs, the GPU catalog and every training option\n"
+    "  synth     write a synthetic dataset (coloured shapes)\n"
+    "  demo      generate a dataset, train cls-n on it and print the accuracy\n"
+    "  help      'vt help COMMAND' or 'vt COMMAND --help' for a command's keys\n"
+    "\n"
+    "examples:\n"
+    "  vt synth data=shapes classes=4\n"
+    "  vt train data=shapes model=cls-n epochs=10 imgsz=32 save=shapes.vtm\n"
+    "  vt predict model=shapes.vtm source=shapes/val/circle/00000.png\n"
+    "  vt estimate model=cls-s data=shapes epochs=100 imgsz=224 batch=64 gpu=all\n"
+    "\n"
+    "exit codes: 0 ok, 1 failure, 2 usage error, 3 data error (missing or unusable dataset,\n"
+    "            image, model or catalog file), 4 interrupted (Ctrl-C)\n";
+
+typedef struct {
+    const char *cmd, *text;
+} help_entry;
+
+static const help_entry help_texts[] = {
+    {"train",
+     "usage: vt train data=DIR [key=value ...]\n"
+     "Train a classifier on an ImageFolder dataset (DIR/train/<class>/*.png|jpg, DIR/val/...).\n"
+     "\n"
+     "tool keys:\n"
+     "  data=DIR         the dataset (required)\n"
+     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small, or a saved .vtm to fine-tune\n"
+     "  save=FILE        where to write the trained model (default model.vtm); also written\n"
+     "                   after Ctrl-C, with the weights reached so far.  save=0|1 is passed\n"
+     "                   to the trainer (its run-folder switch); save=0 writes no model file\n"
+     "  task=classify    the only task for now\n"
+     "  channels=1|3     input channels of a new model (default 3)\n"
+     "  dropout=P        dropout before the classifier of a new model (default 0)\n"
+     "  progress=auto|bar|plain|off  live bar on a terminal, plain lines otherwise (auto)\n"
+     "trainer keys (see 'vt info' for types, ranges and defaults):\n"
+     "  @TRAINER_KEYS@\n"
+     "  imgsz= also sets a new model's image size; seed= seeds shuffling and augmentation.\n"
+     "\n"
+     "Prints a progress bar (epoch, batch, loss, img/s, ETA) and one table row per epoch\n"
+     "(loss, val loss, top-1, top-5, lr, img/s, time).  Ctrl-C stops after the current batch,\n"
+     "saves the model and exits with code 4.\n"
+     "example: vt train data=shapes epochs=10 imgsz=32 batch=32 optimizer=adamw lr0=0.003\n"},
+    {"val",
+     "usage: vt val model=FILE data=DIR [split=val|test|train] [batch= imgsz= device= workers=]\n"
+     "Evaluate a saved model on a split of a dataset: loss, top-1 and top-5 accuracy.\n"
+     "Other trainer keys are accepted (see 'vt info').\n"
+     "example: vt val model=shapes.vtm data=shapes\n"},
+    {"predict",
+     "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1]\n"
+     "Classify PNG or JPEG images with a saved model.  source= takes files, and a folder stands\n"
+     "for the images directly in it; image paths may also be given without source=.  One line\n"
+     "per image: 'path: class probability' (top=K: the K best classes).\n"
+     "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
+    {"estimate",
+     "usage: vt estimate [key=value ...]\n"
+     "Estimate the time and cost of a training run, from the model's layer list and a cost\n"
+     "model of each GPU (see lib/estimate/estimate.c), and rank the catalog GPUs.\n"
+     "\n"
+     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small, or a saved .vtm\n"
+     "  data=DIR         take the class and image counts from a dataset, or give them:\n"
+     "  classes=N train=N val=N    (defaults 10, 1000, 0)\n"
+     "  epochs=100 imgsz=640 batch=16 (total over all GPUs) gpus=1 (data-parallel)\n"
+     "  precision=fp32|tf32|bf16|fp16|amp   optimizer=sgd|adamw   workers=8 (loader threads)\n"
+     "  gpu=all          rank every catalog GPU (default); gpu=NAME one catalog GPU;\n"
+     "                   gpu=local the calibrated local device (the CPU without a GPU); gpu=cpu\n"
+     "  by=cost|time     ranking key of gpu=all (default cost)\n"
+     "  deadline=HOURS   rank by cost among the GPUs that finish within the deadline\n"
+     "  budget=USD       rank by time among the GPUs whose cost stays within the budget\n"
+     "  catalog=CSV      merge a CSV of GPUs/prices into the catalog (vt info lists it)\n"
+     "  calibrate=1      first measure a few training steps on the local device\n"
+     "                   (device=cpu|0|1..., default the first GPU, else the CPU;\n"
+     "                   seconds=S measurement budget, default 10; batches=B1,B2[,B3];\n"
+     "                   local_gpu=NAME the catalog name of the local GPU, else guessed)\n"
+     "  calibration=FILE load a saved calibration, or save it after calibrate=1\n"
+     "  price=USD        hourly price of the local device (default 0)\n"
+     "  top=N            show only the N best GPUs of the ranking\n"
+     "estimator keys also accepted as is: mosaic, val_each, channels, load_ms, startup,\n"
+     "  deadline_h, budget_usd, local_price, memory_fraction\n"
+     "\n"
+     "gpu=all prints a table sorted by the ranking: GPU, memory, whether the run fits (and the\n"
+     "largest batch that does), seconds per epoch, total time (h:mm), price and cost in USD\n"
+     "('-' when the catalog has no price), then advice for the dataset's size.\n"
+     "example: vt estimate model=cls-s train=20000 val=2000 epochs=100 imgsz=224 batch=64\n"},
+    {"check",
+     "usage: vt check data=DIR [decode=1]\n"
+     "Check a classification dataset: its classes, the images of each split per class, empty\n"
+     "or missing splits and classes, and files that are empty or not PNG/JPEG (by their first\n"
+     "bytes).  decode=1 (default) also decodes every image; decode=0 skips that.  Exits 3 when\n"
+     "the dataset cannot be opened or a file is unreadable.  (A fuller validation API,\n"
+     "vt_dataset_validate, comes with the data-pipeline work.)\n"
+     "example: vt check data=shapes\n"},
+    {"info",
+     "usage: vt info [catalog=CSV]\n"
+     "Print the library version and ABI, the GPUs this build can use, the GPU catalog of the\n"
+     "estimator (catalog=CSV merges a CSV first) and every training and model option.\n"},
+    {"synth",
+     "usage: vt synth data=DIR [classes=4 train=100 val=40 imgsz=32 seed=0]\n"
+     "Write a synthetic classification dataset (coloured shapes on noisy backgrounds, one shape\n"
+     "per class; train/val are images per class; classes 2..8, imgsz 16..512).\n"},
+    {"demo",
+     "usage: vt demo [data=DIR save=FILE key=value ...]\n"
+     "Generate a synthetic dataset in DIR (default demo-data) unless it exists, train cls-n on\n"
+     "it (epochs=8 imgsz=32 batch=32 seed=1 optimizer=adamw lr0=0.003 unless given) and print\n"
+     "the validation accuracy.  Takes the keys of 'vt train'.\n"},
+};
+
+static const char *help_for(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof help_texts / sizeof help_texts[0]; i++)
+        if (!strcmp(help_texts[i].cmd, cmd)) return help_texts[i].text;
+    return NULL;
+}
+
+static void print_help(FILE *f, const char *text)
+{
+    const char *mark = strstr(text, "@TRAINER_KEYS@");
+    if (!mark) {
+        fputs(text, f);
+        return;
+    }
+    fwrite(text, 1, (size_t)(mark - text), f);
+    fputs(trainer_keys(), f);
+    fputs(mark + strlen("@TRAINER_KEYS@"), f);
+}
+
+static int cmd_help(const args *a, int argc, char **argv)
+{
+    (void)a;
+    if (argc == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    const char *text = help_for(argv[0]);
+    if (!text) {
+        fprintf(stderr, "vt help: unknown command '%s'\n", argv[0]);
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    print_help(stdout, text);
+    return 0;
+}
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+enum { PROG_OFF = 0, PROG_PLAIN = 1, PROG_BAR = 2 };
+
+typedef struct {
+    int mode;
+    double t0, epoch_t0, last_draw;
+    int header_done, bar_shown;
+    int best_epoch;
+    double best_top1;
+} progress_state;
+
+static int progress_mode(const char *cmd, const char *v, int *mode)
+{
+    if (!v || !strcmp(v, "auto")) *mode = isatty(STDOUT_FILENO) ? PROG_BAR : PROG_PLAIN;
+    else if (!strcmp(v, "bar")) *mode = PROG_BAR;
+    else if (!strcmp(v, "plain")) *mode = PROG_PLAIN;
+    else if (!strcmp(v, "off") || !strcmp(v, "0")) *mode = PROG_OFF;
+    else {
+        fprintf(stderr, "vt %s: progress=%s: valid values: auto, bar, plain, off\n", cmd, v);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void clear_bar(progress_state *ps)
+{
+    if (ps->bar_shown) {
+        fputs("\r\033[K", stdout);
+        ps->bar_shown = 0;
+    }
+}
+
+static double metric_or(const vt_progress *p, vt_metric m, double dflt)
+{
+    double v;
+    return vt_progress_metric(p, m, &v) == VT_OK ? v : dflt;
+}
+
+static int progress_cb(void *user, vt_event ev, const vt_progress *p)
+{
+    progress_state *ps = user;
+    if (ps->mode == PROG_OFF) return 0;
+    double t = now_s();
+    int epoch = vt_progress_epoch(p), epochs = vt_progress_epochs(p);
+    int batch = vt_progress_batch(p), batches = vt_progress_batches(p);
+    if (ev == VT_EVENT_BATCH_END) {
+        /* throttle: 10 redraws a second on a terminal, a line every 10 s otherwise */
+        double every = ps->mode == PROG_BAR ? 0.1 : 10.0;
+        if (t - ps->last_draw < every && batch != batches) return 0;
+        if (ps->mode == PROG_PLAIN && batch == batches) return 0; /* the epoch row follows */
+        ps->last_draw = t;
+        double done = (double)(epoch - 1) * batches + batch, total = (double)epochs * batches;
+        double elapsed = t - ps->t0, eta = done > 0 ? elapsed / done * (total - done) : -1;
+        double loss = metric_or(p, VT_METRIC_LOSS, NAN), ips = metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0);
+        char etab[32];
+        fmt_duration(eta, etab, sizeof etab);
+        if (ps->mode == PROG_BAR) {
+            char bar[21];
+            int fill = batches > 0 ? (int)(20.0 * batch / batches) : 0;
+            for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+            bar[20] = 0;
+            printf("\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f img/s  ETA %s\033[K", epoch, epochs,
+                   bar, batch, batches, loss, ips, etab);
+            ps->bar_shown = 1;
+        } else {
+            printf("epoch %d/%d batch %d/%d  loss %.4f  %.0f img/s  ETA %s\n", epoch, epochs,
+                   batch, batches, loss, ips, etab);
+        }
+        fflush(stdout);
+        return 0;
+    }
+    if (ev != VT_EVENT_EPOCH_END) return 0; /* e.g. a checkpoint was saved */
+    /* one row of the summary table */
+    clear_bar(ps);
+    if (!ps->header_done) {
+        printf("%9s %10s %10s %7s %7s %10s %8s %9s\n", "epoch", "loss", "val_loss", "top1",
+               "top5", "lr", "img/s", "time");
+        ps->header_done = 1;
+    }
+    char ep[24], vl[16], t1[16], t5[16], tb[32];
+    double v;
+    snprintf(ep, sizeof ep, "%d/%d", epoch, epochs);
+    if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v) == VT_OK) snprintf(vl, sizeof vl, "%.4f", v);
+    else snprintf(vl, sizeof vl, "-");
+    if (vt_progress_metric(p, VT_METRIC_TOP1, &v) == VT_OK) {
+        snprintf(t1, sizeof t1, "%.4f", v);
+        if (ps->best_epoch == 0 || v > ps->best_top1) {
+            ps->best_top1 = v;
+            ps->best_epoch = epoch;
+        }
+    } else snprintf(t1, sizeof t1, "-");
+    if (vt_progress_metric(p, VT_METRIC_TOP5, &v) == VT_OK) snprintf(t5, sizeof t5, "%.4f", v);
+    else snprintf(t5, sizeof t5, "-");
+    /* time: wall time of the epoch, validation included */
+    snprintf(tb, sizeof tb, "%.1fs", t - ps->epoch_t0);
+    ps->epoch_t0 = t;
+    printf("%9s %10.4f %10s %7s %7s %10.6f %8.0f %9s\n", ep, metric_or(p, VT_METRIC_LOSS, NAN),
+           vl, t1, t5, metric_or(p, VT_METRIC_LR, 0), metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0),
+           tb);
+    fflush(stdout);
     return 0;
 }
 
 static void log_cb(void *user, vt_log_level level, const char *msg)
 {
-    (void)user;
-    if (level <= VT_LOG_WARNING) fprintf(stderr, "vt: %s: %s\n", level == VT_LOG_ERROR ? "error" : "warning", msg);
+    progress_state *ps = user;
+    if (ps) clear_bar(ps);
+    fflush(stdout);
+    fprintf(stderr, "vt: %s: %s\n", level == VT_LOG_ERROR ? "error" : "warning", msg);
 }
 
-static int progress_cb(void *user, vt_event ev, const vt_progress *p)
+/* ---- train / demo ------------------------------------------------------------------------ */
+
+#define TRAIN_TOOL_KEYS "data, model, save, task, channels, dropout, progress"
+
+/* A model argument names a file when it exists, has a path separator or ends in .vtm. */
+static int names_file(const char *model)
 {
-    (void)user;
-    if (ev != VT_EVENT_EPOCH_END) return 0;
-    double loss = 0, top1 = -1, top5 = -1, ips = 0, secs = 0, lr = 0;
-    vt_progress_metric(p, VT_METRIC_LOSS, &loss);
-    vt_progress_metric(p, VT_METRIC_IMAGES_PER_SEC, &ips);
-    vt_progress_metric(p, VT_METRIC_EPOCH_SECONDS, &secs);
-    vt_progress_metric(p, VT_METRIC_LR, &lr);
-    printf("epoch %3d/%-3d  loss %.4f", vt_progress_epoch(p), vt_progress_epochs(p), loss);
-    if (vt_progress_metric(p, VT_METRIC_TOP1, &top1) == VT_OK) {
-        vt_progress_metric(p, VT_METRIC_TOP5, &top5);
-        printf("  top1 %.4f  top5 %.4f", top1, top5);
+    size_t n = strlen(model);
+    return strchr(model, '/') || (n > 4 && !strcmp(model + n - 4, ".vtm")) || is_file(model);
+}
+
+/* Check the trainer's keys and values before any slow work (opening a dataset, a model), so
+ * usage errors come first: on a throw-away trainer of a tiny model. */
+static int check_trainer_keys(args *a, const char *tool_keys)
+{
+    vt_model *probe = NULL;
+    vt_trainer *t = NULL;
+    if (vt_model_create(&probe, "cnn-small", 2, "imgsz=8") ||
+        vt_trainer_create(&t, probe, NULL)) {
+        vt_model_destroy(probe);
+        return 0; /* cannot check here: the real trainer will */
     }
-    printf("  lr %.5f  %.0f img/s  %.1fs\n", lr, ips, secs);
-    fflush(stdout);
-    return 0;
+    int rc = 0;
+    for (int i = 0; !rc && i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        vt_status st = vt_trainer_set(t, a->kv[i].arg);
+        if (st) {
+            rc = fail(a->cmd, st, vt_trainer_last_error(t));
+            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt %s also takes: %s\n", a->cmd, tool_keys);
+        }
+    }
+    vt_trainer_destroy(t);
+    vt_model_destroy(probe);
+    return rc;
 }
 
 static int train(args *a, double *top1_out)
 {
-    if (!a->data) {
-        fprintf(stderr, "vt train: data=DIR is required\n");
+    const char *cmd = a->cmd;
+    const char *data = take(a, "data"), *arch = take(a, "model"), *save = take(a, "save");
+    const char *task = take(a, "task"), *channels = take(a, "channels");
+    const char *dropout = take(a, "dropout"), *prog = take(a, "progress");
+    const char *imgsz = NULL;
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], "imgsz")) imgsz = a->kv[i].val; /* for the model and the trainer */
+    int mode;
+    if (progress_mode(cmd, prog, &mode)) return EXIT_USAGE;
+    if (!data) {
+        fprintf(stderr, "vt %s: data=DIR is required (see 'vt help %s')\n", cmd, cmd);
         return EXIT_USAGE;
     }
-    if (a->task && strcmp(a->task, "classify") != 0) {
-        fprintf(stderr, "vt train: task=%s is not supported yet (classify)\n", a->task);
+    if (task && strcmp(task, "classify") != 0) {
+        fprintf(stderr, "vt %s: task=%s is not supported yet; valid tasks: classify\n", cmd, task);
         return EXIT_USAGE;
     }
-    const char *arch = a->model ? a->model : "cls-n";
+    if (!arch) arch = "cls-n";
+    int write_model = 1;
+    if (save && (!strcmp(save, "0") || !strcmp(save, "1"))) {
+        /* save=0|1 is the trainer's run-folder switch where the library has one: pass it on;
+         * save=0 also skips the tool's own model file */
+        for (int i = 0; i < a->n; i++)
+            if (key_is(&a->kv[i], "save")) a->kv[i].tool = 0;
+        write_model = save[0] == '1';
+        save = NULL;
+    }
+    if (!save) save = "model.vtm";
+
     vt_dataset *ds = NULL;
     vt_model *m = NULL;
     vt_trainer *t = NULL;
-    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, a->data);
-    if (st) return fail(st, NULL);
-    /* imgsz applies to both the model and the trainer */
-    char mopts[128] = "";
-    for (int i = 0; i < a->npass; i++)
-        if (strncmp(a->passthrough[i], "imgsz=", 6) == 0)
-            snprintf(mopts, sizeof mopts, "%s", a->passthrough[i]);
     int rc = 0;
-    if (strstr(arch, ".vtm") || access(arch, R_OK) == 0) st = vt_model_load(&m, arch);
-    else st = vt_model_create(&m, arch, vt_dataset_num_classes(ds), mopts);
-    if (st) { rc = fail(st, NULL); goto out; }
-    if ((st = vt_trainer_create(&t, m, ds))) { rc = fail(st, NULL); goto out; }
-    for (int i = 0; i < a->npass; i++)
-        if ((st = vt_trainer_set(t, a->passthrough[i]))) {
-            rc = fail(st, vt_trainer_last_error(t));
+    vt_status st;
+    if ((rc = check_trainer_keys(a, TRAIN_TOOL_KEYS))) return rc;
+    if (names_file(arch)) {
+        if (channels || dropout) {
+            fprintf(stderr, "vt %s: channels= and dropout= apply to a new model, not to %s\n",
+                    cmd, arch);
+            return EXIT_USAGE;
+        }
+        if ((st = vt_model_load(&m, arch))) return fail(cmd, st, NULL);
+    }
+    if ((st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data))) {
+        rc = fail(cmd, st, NULL);
+        goto out;
+    }
+    if (!m) {
+        char mopts[256];
+        snprintf(mopts, sizeof mopts, "%s%s %s%s %s%s", imgsz ? "imgsz=" : "", imgsz ? imgsz : "",
+                 channels ? "channels=" : "", channels ? channels : "", dropout ? "dropout=" : "",
+                 dropout ? dropout : "");
+        if ((st = vt_model_create(&m, arch, vt_dataset_num_classes(ds), mopts))) {
+            rc = fail(cmd, st, NULL);
             goto out;
         }
-    vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
-    vt_trainer_set_progress(t, progress_cb, NULL);
-    printf("training %s (%llu parameters, %.1f MFLOPs/image) on %s: %d classes, %d train / %d val "
-           "images\n", vt_model_arch(m), (unsigned long long)vt_model_num_params(m),
-           vt_model_flops(m, vt_model_imgsz(m)) / 1e6, a->data, vt_dataset_num_classes(ds),
-           vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL));
-    g_trainer = t;
-    signal(SIGINT, on_sigint);
+    }
+    if ((st = vt_trainer_create(&t, m, ds))) {
+        rc = fail(cmd, st, NULL);
+        goto out;
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        if ((st = vt_trainer_set(t, a->kv[i].arg))) {
+            rc = fail(cmd, st, vt_trainer_last_error(t));
+            if (st == VT_ERR_UNKNOWN_OPTION)
+                fprintf(stderr, "vt %s also takes: %s\n", cmd, TRAIN_TOOL_KEYS);
+            goto out;
+        }
+    }
+    progress_state ps;
+    memset(&ps, 0, sizeof ps);
+    ps.mode = mode;
+    vt_trainer_set_log(t, log_cb, &ps, VT_LOG_WARNING);
+    vt_trainer_set_progress(t, progress_cb, &ps);
+    double epochs = 0, batch = 0, dev_imgsz = 0;
+    vt_trainer_get_float(t, VT_OPT_EPOCHS, &epochs);
+    vt_trainer_get_float(t, VT_OPT_BATCH, &batch);
+    vt_trainer_get_float(t, VT_OPT_IMGSZ, &dev_imgsz);
+    if (dev_imgsz <= 0) dev_imgsz = vt_model_imgsz(m);
+    if (mode != PROG_OFF) {
+        printf("training %s (%llu parameters, %.1f MFLOPs/image) on %s: %d classes, %d train / "
+               "%d val images; %.0f epochs, batch %.0f, imgsz %.0f\n",
+               vt_model_arch(m), (unsigned long long)vt_model_num_params(m),
+               vt_model_flops(m, (int)dev_imgsz) / 1e6, data, vt_dataset_num_classes(ds),
+               vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL),
+               epochs, batch, dev_imgsz);
+        fflush(stdout);
+    }
+    double t0 = now_s();
+    ps.t0 = ps.epoch_t0 = t0;
+    if (mode == PROG_PLAIN) ps.last_draw = t0; /* the first plain line after 10 s */
+    catch_sigint(t);
     st = vt_trainer_run(t);
-    signal(SIGINT, SIG_DFL);
-    g_trainer = NULL;
-    if (st && st != VT_ERR_CANCELLED) { rc = fail(st, vt_trainer_last_error(t)); goto out; }
+    release_sigint();
+    clear_bar(&ps);
+    fflush(stdout);
     if (st == VT_ERR_CANCELLED) {
-        fprintf(stderr, "vt: interrupted: %s\n", vt_trainer_last_error(t));
+        fprintf(stderr, "vt %s: interrupted: %s\n", cmd, vt_trainer_last_error(t));
         rc = EXIT_INTERRUPTED;
+    } else if (st) {
+        rc = fail(cmd, st, vt_trainer_last_error(t));
+        goto out;
+    }
+    char tb[32];
+    if (rc == 0 && mode != PROG_OFF) {
+        printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
+        if (ps.best_epoch) printf("; best top1 %.4f at epoch %d", ps.best_top1, ps.best_epoch);
+        printf("\n");
     }
     double top1;
     if (vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
-        printf("final validation top-1 accuracy: %.4f\n", top1);
+        if (mode != PROG_OFF) printf("final validation top-1 accuracy: %.4f\n", top1);
         if (top1_out) *top1_out = top1;
     }
-    const char *save = a->save ? a->save : "model.vtm";
-    vt_status sst = vt_model_save(m, save);
-    if (sst) rc = fail(sst, vt_model_last_error(m));
-    else printf("saved %s\n", save);
+    vt_status sst = write_model ? vt_model_save(m, save) : VT_OK;
+    if (sst) rc = fail(cmd, sst, vt_model_last_error(m));
+    else if (write_model)
+        printf("saved %s%s\n", save, rc == EXIT_INTERRUPTED ? " (the weights reached so far)" : "");
 out:
     vt_trainer_destroy(t);
     vt_model_destroy(m);
@@ -172,98 +704,42 @@ out:
     return rc;
 }
 
-static int predict(args *a)
+static int cmd_train(args *a)
 {
-    if (!a->model || a->nsources == 0) {
-        fprintf(stderr, "vt predict: model=PATH and source=IMAGE are required\n");
-        return EXIT_USAGE;
-    }
-    vt_model *m;
-    vt_status st = vt_model_load(&m, a->model);
-    if (st) return fail(st, NULL);
-    int k = vt_model_num_classes(m), rc = 0;
-    float *scores = malloc((size_t)k * sizeof *scores);
-    for (int i = 0; scores && i < a->nsources; i++) {
-        if ((st = vt_model_predict_file(m, a->sources[i], scores, k))) {
-            rc = fail(st, vt_model_last_error(m));
-            continue;
-        }
-        int best = 0;
-        for (int c = 1; c < k; c++)
-            if (scores[c] > scores[best]) best = c;
-        const char *name = vt_model_class_name(m, best);
-        printf("%s: %s %.4f\n", a->sources[i], name ? name : "?", scores[best]);
-    }
-    free(scores);
-    vt_model_destroy(m);
-    return rc;
+    return train(a, NULL);
 }
 
-static int validate(args *a)
+static int cmd_demo(args *a)
 {
-    if (!a->model || !a->data) {
-        fprintf(stderr, "vt val: model=PATH and data=DIR are required\n");
-        return EXIT_USAGE;
-    }
-    vt_model *m = NULL;
-    vt_dataset *ds = NULL;
-    vt_trainer *t = NULL;
-    int rc = 0;
-    vt_status st = vt_model_load(&m, a->model);
-    if (!st) st = vt_dataset_open(&ds, vt_model_task(m), a->data);
-    if (!st) st = vt_trainer_create(&t, m, ds);
-    for (int i = 0; !st && i < a->npass; i++) st = vt_trainer_set(t, a->passthrough[i]);
-    if (!st) st = vt_trainer_validate(t, VT_SPLIT_VAL);
-    if (st) rc = fail(st, t ? vt_trainer_last_error(t) : NULL);
-    else {
-        double top1, top5, loss;
-        vt_trainer_metric(t, VT_METRIC_TOP1, &top1);
-        vt_trainer_metric(t, VT_METRIC_TOP5, &top5);
-        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &loss);
-        printf("val: loss %.4f  top1 %.4f  top5 %.4f\n", loss, top1, top5);
-    }
-    vt_trainer_destroy(t);
-    vt_dataset_destroy(ds);
-    vt_model_destroy(m);
-    return rc;
-}
-
-static int synth(args *a)
-{
-    if (!a->data) {
-        fprintf(stderr, "vt synth: data=DIR is required\n");
-        return EXIT_USAGE;
-    }
-    char opts[512] = "";
-    size_t used = 0;
-    for (int i = 0; i < a->npass; i++)
-        used += (size_t)snprintf(opts + used, used < sizeof opts ? sizeof opts - used : 0, "%s ",
-                                 a->passthrough[i]);
-    vt_status st = vt_synth_generate(a->data, VT_TASK_CLASSIFY, opts);
-    if (st) return fail(st, NULL);
-    printf("wrote a synthetic classification dataset to %s\n", a->data);
-    return 0;
-}
-
-static int demo(args *a)
-{
-    const char *dir = a->data ? a->data : "demo-data";
-    if (access(dir, F_OK) != 0) {
+    const char *dir = take(a, "data");
+    if (!dir) dir = "demo-data";
+    if (!is_dir(dir)) {
         printf("generating a synthetic dataset in %s ...\n", dir);
-        vt_status st = vt_synth_generate(dir, VT_TASK_CLASSIFY, "classes=4 train=300 val=50 imgsz=32 seed=11");
-        if (st) return fail(st, NULL);
+        vt_status st =
+            vt_synth_generate(dir, VT_TASK_CLASSIFY, "classes=4 train=300 val=50 imgsz=32 seed=11");
+        if (st) return fail(a->cmd, st, NULL);
     }
+    /* the demo's defaults, unless given */
+    static const char *const defaults[] = {"data=", "save=demo-model.vtm", "model=cls-n",
+                                           "epochs=8", "imgsz=32", "batch=32", "seed=1",
+                                           "optimizer=adamw", "lr0=0.003"};
+    static char data_arg[4096];
+    snprintf(data_arg, sizeof data_arg, "data=%s", dir);
     args t = *a;
-    t.data = dir;
-    t.model = "cls-n";
-    t.save = a->save ? a->save : "demo-model.vtm";
-    static const char *defaults[] = {"epochs=8", "imgsz=32", "batch=32", "seed=1",
-                                     "optimizer=adamw", "lr0=0.003"};
-    for (int i = 0; i < 6 && t.npass < 64; i++) {
+    for (int i = 0; i < t.n; i++)
+        if (key_is(&t.kv[i], "data")) t.kv[i].tool = 0; /* re-taken by train() */
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+        const char *d = i == 0 ? data_arg : defaults[i];
+        size_t kl = (size_t)(strchr(d, '=') - d);
         int given = 0;
-        for (int j = 0; j < a->npass; j++)
-            if (strncmp(a->passthrough[j], defaults[i], strchr(defaults[i], '=') - defaults[i] + 1) == 0) given = 1;
-        if (!given) t.passthrough[t.npass++] = defaults[i];
+        for (int j = 0; j < a->n; j++)
+            if (a->kv[j].klen == kl && !strncmp(a->kv[j].arg, d, kl)) given = 1;
+        if (given || t.n == MAX_KV) continue;
+        kv *k = &t.kv[t.n++];
+        k->arg = d;
+        k->val = d + kl + 1;
+        k->klen = kl;
+        k->tool = 0;
     }
     double top1 = 0;
     int rc = train(&t, &top1);
@@ -271,48 +747,819 @@ static int demo(args *a)
     return rc;
 }
 
-static int info(void)
+/* ---- val ---------------------------------------------------------------------------------- */
+
+static int cmd_val(args *a)
 {
-    printf("libvisiontrain %s (ABI %u)\noptions (key=value):\n", vt_version_string(), vt_abi_version());
-    for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
-        const char *key, *help;
-        vt_option_type type;
-        double lo, hi;
-        vt_option_info((vt_option)id, &key, &type, &lo, &hi, &help);
-        printf("  %-16s %-6s %s%s\n", key, type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
-               help, id >= 300 ? " (model)" : "");
+    const char *cmd = a->cmd;
+    const char *model = take(a, "model"), *data = take(a, "data"), *split = take(a, "split");
+    if (!model || !data) {
+        fprintf(stderr, "vt val: model=FILE and data=DIR are required (see 'vt help val')\n");
+        return EXIT_USAGE;
     }
+    vt_split sp = VT_SPLIT_VAL;
+    if (split) {
+        if (!strcmp(split, "train")) sp = VT_SPLIT_TRAIN;
+        else if (!strcmp(split, "val")) sp = VT_SPLIT_VAL;
+        else if (!strcmp(split, "test")) sp = VT_SPLIT_TEST;
+        else {
+            fprintf(stderr, "vt val: split=%s: valid values: train, val, test\n", split);
+            return EXIT_USAGE;
+        }
+    }
+    vt_model *m = NULL;
+    vt_dataset *ds = NULL;
+    vt_trainer *t = NULL;
+    int rc;
+    if ((rc = check_trainer_keys(a, "model, data, split"))) return rc;
+    vt_status st = vt_model_load(&m, model);
+    if (st) return fail(cmd, st, NULL);
+    if ((st = vt_dataset_open(&ds, vt_model_task(m), data))) {
+        rc = fail(cmd, st, NULL);
+        goto out;
+    }
+    if (vt_dataset_num_images(ds, sp) == 0) {
+        fprintf(stderr, "vt val: %s has no %s split\n", data, split ? split : "val");
+        rc = EXIT_DATA;
+        goto out;
+    }
+    if ((st = vt_trainer_create(&t, m, ds))) {
+        rc = fail(cmd, st, NULL);
+        goto out;
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        if ((st = vt_trainer_set(t, a->kv[i].arg))) {
+            rc = fail(cmd, st, vt_trainer_last_error(t));
+            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt val also takes: model, data, split\n");
+            goto out;
+        }
+    }
+    vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
+    double t0 = now_s();
+    if ((st = vt_trainer_validate(t, sp))) {
+        rc = fail(cmd, st, vt_trainer_last_error(t));
+        goto out;
+    }
+    double top1 = NAN, top5 = NAN, loss = NAN;
+    vt_trainer_metric(t, VT_METRIC_TOP1, &top1);
+    vt_trainer_metric(t, VT_METRIC_TOP5, &top5);
+    vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &loss);
+    printf("%s (%d images): loss %.4f  top1 %.4f  top5 %.4f  (%.1fs)\n", split ? split : "val",
+           vt_dataset_num_images(ds, sp), loss, top1, top5, now_s() - t0);
+out:
+    vt_trainer_destroy(t);
+    vt_dataset_destroy(ds);
+    vt_model_destroy(m);
+    return rc;
+}
+
+/* ---- predict ---------------------------------------------------------------------------- */
+
+static int has_image_ext(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot) return 0;
+    return !strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg");
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The image files directly in dir, sorted; NULL on error.  *n gets the count. */
+static char **list_images(const char *dir, int *n)
+{
+    DIR *d = opendir(dir);
+    *n = 0;
+    if (!d) return NULL;
+    char **v = NULL;
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !has_image_ext(e->d_name)) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) break;
+            v = nv;
+        }
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        if (!(v[*n] = malloc(len))) break;
+        snprintf(v[*n], len, "%s/%s", dir, e->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    if (*n) qsort(v, (size_t)*n, sizeof *v, cmp_str);
+    return v ? v : calloc(1, sizeof *v);
+}
+
+static int predict_one(vt_model *m, const char *path, float *scores, int k, int top)
+{
+    vt_status st = vt_model_predict_file(m, path, scores, k);
+    if (st) return fail("predict", st, vt_model_last_error(m));
+    printf("%s:", path);
+    for (int r = 0; r < top; r++) { /* selection of the r-th best */
+        int best = -1;
+        for (int c = 0; c < k; c++)
+            if (scores[c] >= 0 && (best < 0 || scores[c] > scores[best])) best = c;
+        if (best < 0) break;
+        const char *name = vt_model_class_name(m, best);
+        char idx[16];
+        snprintf(idx, sizeof idx, "class%d", best);
+        printf(" %s %.4f", name ? name : idx, scores[best]);
+        scores[best] = -1;
+    }
+    printf("\n");
     return 0;
 }
 
-static void usage(FILE *f)
+static int cmd_predict(args *a)
 {
-    fputs("usage: vt COMMAND [key=value ...]\n"
-          "  train    task=classify data=DIR model=cls-n|cls-s|cls-m|FILE epochs=N imgsz=S batch=B device=cpu save=FILE\n"
-          "  val      model=FILE data=DIR\n"
-          "  predict  model=FILE source=IMAGE [IMAGE ...]\n"
-          "  synth    data=DIR [classes=4 train=100 val=40 imgsz=32 seed=0]\n"
-          "  demo     [data=DIR]  generate data, train cls-n, print the accuracy\n"
-          "  info     version and every option\n"
-          "exit codes: 0 ok, 1 failure, 2 usage, 3 data error, 4 interrupted\n", f);
+    const char *model = take(a, "model"), *top_s = take(a, "top");
+    take(a, "source");
+    int rc;
+    if ((rc = reject_unknown(a, "model, source, top"))) return rc;
+    if (!model || a->nsources == 0) {
+        fprintf(stderr, "vt predict: model=FILE and source=IMAGE|DIR are required (see 'vt help "
+                        "predict')\n");
+        return EXIT_USAGE;
+    }
+    long top = 1;
+    if ((rc = int_value(a->cmd, "top", top_s, 1, 1000, &top))) return rc;
+    vt_model *m;
+    vt_status st = vt_model_load(&m, model);
+    if (st) return fail(a->cmd, st, NULL);
+    int k = vt_model_num_classes(m);
+    if (top > k) top = k;
+    float *scores = malloc((size_t)k * sizeof *scores);
+    if (!scores) {
+        vt_model_destroy(m);
+        return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < a->nsources; i++) {
+        const char *src = a->sources[i];
+        if (is_dir(src)) {
+            int n;
+            char **files = list_images(src, &n);
+            if (n == 0) {
+                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+                rc = EXIT_DATA;
+            }
+            for (int j = 0; j < n; j++) {
+                int r = predict_one(m, files[j], scores, k, (int)top);
+                if (r) rc = r;
+                free(files[j]);
+            }
+            free(files);
+        } else {
+            int r = predict_one(m, src, scores, k, (int)top);
+            if (r) rc = r;
+        }
+    }
+    free(scores);
+    vt_model_destroy(m);
+    return rc;
 }
+
+/* ---- synth -------------------------------------------------------------------------------- */
+
+static int cmd_synth(args *a)
+{
+    const char *data = take(a, "data");
+    static const char *const keys[] = {"classes", "train", "val", "imgsz", "seed"};
+    char opts[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *v = take(a, keys[i]);
+        if (v)
+            used += (size_t)snprintf(opts + used, used < sizeof opts ? sizeof opts - used : 0,
+                                     "%s=%s ", keys[i], v);
+    }
+    int rc;
+    if ((rc = reject_unknown(a, "data, classes, train, val, imgsz, seed"))) return rc;
+    if (!data) {
+        fprintf(stderr, "vt synth: data=DIR is required (see 'vt help synth')\n");
+        return EXIT_USAGE;
+    }
+    vt_status st = vt_synth_generate(data, VT_TASK_CLASSIFY, opts);
+    if (st) return fail(a->cmd, st, NULL);
+    printf("wrote a synthetic classification dataset to %s\n", data);
+    return 0;
+}
+
+/* ---- check ------------------------------------------------------------------------------ */
+
+/* 0 when the file starts like a PNG or a JPEG, else a reason. */
+static const char *header_problem(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return strerror(errno);
+    unsigned char b[8] = {0};
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n == 0) return "empty file";
+    static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (n == 8 && !memcmp(b, png, 8)) return NULL;
+    if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return NULL;
+    return "not a PNG or JPEG file";
+}
+
+static int cmd_check(args *a)
+{
+    const char *data = take(a, "data"), *task = take(a, "task"), *decode_s = take(a, "decode");
+    int rc, decode = 1;
+    if ((rc = reject_unknown(a, "data, decode, task"))) return rc;
+    if ((rc = flag_value(a->cmd, "decode", decode_s, &decode))) return rc;
+    if (!data) {
+        fprintf(stderr, "vt check: data=DIR is required (see 'vt help check')\n");
+        return EXIT_USAGE;
+    }
+    if (task && strcmp(task, "classify")) {
+        fprintf(stderr, "vt check: task=%s is not supported yet; valid tasks: classify\n", task);
+        return EXIT_USAGE;
+    }
+    vt_dataset *ds;
+    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data);
+    if (st) return fail(a->cmd, st, NULL);
+    int k = vt_dataset_num_classes(ds);
+    static const char *const split_names[3] = {"train", "val", "test"};
+    int *counts = calloc((size_t)k * 3, sizeof *counts);
+    if (!counts) {
+        vt_dataset_destroy(ds);
+        return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    int total[3];
+    for (int s = 0; s < 3; s++) {
+        total[s] = vt_dataset_num_images(ds, (vt_split)s);
+        for (int i = 0; i < total[s]; i++) {
+            int c = vt_dataset_image_class(ds, (vt_split)s, i);
+            if (c >= 0 && c < k) counts[c * 3 + s]++;
+        }
+    }
+    printf("dataset %s: classification, %d classes\n", data, k);
+    size_t w = 5;
+    for (int c = 0; c < k; c++) {
+        size_t l = strlen(vt_dataset_class_name(ds, c));
+        if (l > w) w = l;
+    }
+    if (w > 40) w = 40;
+    printf("  %-*s %8s %8s %8s\n", (int)w, "class", "train", "val", "test");
+    for (int c = 0; c < k; c++) {
+        printf("  %-*.*s", (int)w, (int)w, vt_dataset_class_name(ds, c));
+        for (int s = 0; s < 3; s++)
+            if (total[s]) printf(" %8d", counts[c * 3 + s]);
+            else printf(" %8s", "-");
+        printf("\n");
+    }
+    printf("  %-*s %8d %8d %8d\n", (int)w, "total", total[0], total[1], total[2]);
+
+    int warnings = 0;
+    if (total[VT_SPLIT_VAL] == 0) {
+        printf("warning: no val/ (or valid/) split: training runs without validation\n");
+        warnings++;
+    }
+    for (int s = 1; s < 3; s++) {
+        if (!total[s]) continue;
+        for (int c = 0; c < k; c++)
+            if (counts[c * 3 + s] == 0) {
+                printf("warning: class %s has no %s images\n", vt_dataset_class_name(ds, c),
+                       split_names[s]);
+                warnings++;
+            }
+    }
+    int lo = -1, hi = -1;
+    for (int c = 0; c < k; c++) {
+        int n = counts[c * 3];
+        if (lo < 0 || n < counts[lo * 3]) lo = c;
+        if (hi < 0 || n > counts[hi * 3]) hi = c;
+    }
+    if (k > 0 && counts[lo * 3] > 0 && counts[hi * 3] >= 10 * counts[lo * 3]) {
+        printf("warning: imbalanced classes: %s has %d train images, %s has %d\n",
+               vt_dataset_class_name(ds, hi), counts[hi * 3], vt_dataset_class_name(ds, lo),
+               counts[lo * 3]);
+        warnings++;
+    }
+
+    /* Every file: a PNG/JPEG header, and (decode=1) a full decode through a tiny model, which
+     * decodes and resizes exactly as prediction does. */
+    vt_model *probe = NULL;
+    if (decode && (st = vt_model_create(&probe, "cnn-small", k < 2 ? 2 : k, "imgsz=8"))) {
+        fprintf(stderr, "vt check: cannot create the decoding probe: %s\n", vt_last_error());
+        decode = 0;
+    }
+    float *scores = malloc(sizeof(float) * (size_t)(k < 2 ? 2 : k));
+    int bad = 0, checked = 0;
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < total[s]; i++) {
+            const char *path = vt_dataset_image_path(ds, (vt_split)s, i);
+            const char *why = header_problem(path);
+            if (!why && decode && scores &&
+                vt_model_predict_file(probe, path, scores, k < 2 ? 2 : k) != VT_OK)
+                why = vt_model_last_error(probe);
+            checked++;
+            if (why) {
+                if (bad < 50) printf("bad image: %s: %s\n", path, why);
+                bad++;
+            }
+        }
+    if (bad > 50) printf("... and %d more bad images\n", bad - 50);
+    printf("%d images %s: %d unreadable; %d warning%s\n", checked,
+           decode ? "decoded" : "checked (headers only)", bad, warnings, warnings == 1 ? "" : "s");
+    printf("advice: %s\n", vt_estimate_dataset_advice(total[VT_SPLIT_TRAIN]));
+    free(scores);
+    vt_model_destroy(probe);
+    free(counts);
+    vt_dataset_destroy(ds);
+    return bad ? EXIT_DATA : 0;
+}
+
+/* ---- info ------------------------------------------------------------------------------- */
+
+static void print_catalog(const vt_catalog *cat)
+{
+    int n = vt_catalog_count(cat);
+    printf("GPU catalog (%d GPUs; the estimator's; merge a CSV with catalog=FILE):\n", n);
+    printf("  %-22s %-10s %-5s %4s %7s %8s %7s %7s %7s %6s\n", "name", "arch", "tier", "cc",
+           "mem GB", "BW GB/s", "fp32", "tf32", "bf16", "USD/h");
+    static const vt_gpu_field fields[] = {VT_GPU_MEMORY_GB, VT_GPU_BANDWIDTH_GBS,
+                                          VT_GPU_FP32_TFLOPS, VT_GPU_TF32_TFLOPS,
+                                          VT_GPU_BF16_TFLOPS, VT_GPU_PRICE_USD_H};
+    static const int widths[] = {7, 8, 7, 7, 7, 6};
+    static const char *const fmts[] = {"%.0f", "%.0f", "%.1f", "%.1f", "%.1f", "%.2f"};
+    for (int i = 0; i < n; i++) {
+        const char *arch = vt_catalog_gpu_arch(cat, i), *tier = vt_catalog_gpu_tier(cat, i);
+        double cc;
+        char ccb[16] = "-";
+        if (vt_catalog_gpu_value(cat, i, VT_GPU_COMPUTE_CAPABILITY, &cc) == VT_OK)
+            snprintf(ccb, sizeof ccb, "%.1f", cc);
+        printf("  %-22s %-10s %-5s %4s", vt_catalog_gpu_name(cat, i), arch && *arch ? arch : "-",
+               tier && *tier ? tier : "-", ccb);
+        for (int f = 0; f < 6; f++) {
+            double v;
+            char b[32] = "-";
+            if (vt_catalog_gpu_value(cat, i, fields[f], &v) == VT_OK) snprintf(b, sizeof b, fmts[f], v);
+            printf(" %*s", widths[f], b);
+        }
+        printf("\n");
+    }
+    printf("  (TFLOPS are dense peaks; '-' where the catalog has no value)\n");
+}
+
+static int cmd_info(args *a)
+{
+    const char *csv = take(a, "catalog");
+    int rc;
+    if ((rc = reject_unknown(a, "catalog"))) return rc;
+    vt_catalog *cat = NULL;
+    vt_status st = vt_catalog_create(&cat);
+    if (st) return fail(a->cmd, st, NULL);
+    if (csv && (st = vt_catalog_load_csv(cat, csv))) {
+        rc = fail(a->cmd, st, vt_catalog_last_error(cat));
+        vt_catalog_destroy(cat);
+        return rc;
+    }
+    printf("libvisiontrain %s (ABI %u)\n", vt_version_string(), vt_abi_version());
+    int ngpu = vt_device_count();
+    if (ngpu == 0) printf("devices: cpu (no GPU: this build has no CUDA, or no GPU/driver found)\n");
+    else {
+        printf("devices: cpu, %d GPU%s\n", ngpu, ngpu == 1 ? "" : "s");
+        for (int i = 0; i < ngpu; i++) {
+            char name[256];
+            int ma = 0, mi = 0;
+            uint64_t total = 0, freeb = 0;
+            if (vt_device_info(i, name, sizeof name, &ma, &mi, &total, &freeb))
+                printf("  device=%d: %s\n", i, vt_last_error());
+            else
+                printf("  device=%d: %s, compute capability %d.%d, %.1f GB (%.1f GB free)\n", i,
+                       name, ma, mi, total / 1e9, freeb / 1e9);
+        }
+    }
+    printf("\n");
+    print_catalog(cat);
+    vt_catalog_destroy(cat);
+    printf("\ntraining options (vt train/val key=value):\n");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) printf("model options (vt train, for a new model):\n");
+        for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
+            if ((id >= 300) != pass) continue;
+            const char *key, *help;
+            vt_option_type type;
+            double lo, hi;
+            if (vt_option_info((vt_option)id, &key, &type, &lo, &hi, &help)) continue;
+            char range[64] = "";
+            if (type != VT_OPTION_STRING)
+                snprintf(range, sizeof range, lo == floor(lo) && hi == floor(hi) && hi < 1e18
+                         ? "%.0f..%.0f" : "%g..%g", lo, hi);
+            printf("  %-16s %-6s %-20s %s\n", key,
+                   type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
+                   range, help);
+        }
+    }
+    printf("estimator keys: see 'vt help estimate'\n");
+    return 0;
+}
+
+/* ---- estimate ----------------------------------------------------------------------------- */
+
+static void est_log(void *user, vt_log_level level, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "vt estimate: %s%s\n", level == VT_LOG_ERROR ? "error: " :
+                    level == VT_LOG_WARNING ? "warning: " : "", msg);
+}
+
+#define EST_TOOL_KEYS                                                                            \
+    "model, data, budget, deadline, catalog, calibrate, calibration, device, seconds, batches, " \
+    "local_gpu, price, by, top"
+
+static int est_result(const vt_estimator *e, int gi, vt_est_result r, double *v)
+{
+    vt_status st = gi < 0 ? vt_estimator_result(e, r, v) : vt_estimator_rank_result(e, gi, r, v);
+    return st == VT_OK;
+}
+
+static void print_estimate_detail(const vt_estimator *e, const char *where)
+{
+    double v;
+    char b[64];
+    printf("estimate on %s:\n", where);
+#define ROW(label, r, fmt, scale)                                                             \
+    do {                                                                                      \
+        if (est_result(e, -1, r, &v)) printf("  %-28s " fmt "\n", label, v * (scale));        \
+        else printf("  %-28s -\n", label);                                                    \
+    } while (0)
+    ROW("parameters", VT_EST_PARAMS, "%.0f", 1);
+    ROW("train GFLOPs / image", VT_EST_TRAIN_FLOPS_PER_IMAGE, "%.3f", 1e-9);
+    ROW("step (s)", VT_EST_STEP_SECONDS, "%.4f", 1);
+    ROW("  compute (s)", VT_EST_COMPUTE_SECONDS_PER_STEP, "%.4f", 1);
+    ROW("  loader (s)", VT_EST_LOADER_SECONDS_PER_STEP, "%.4f", 1);
+    if (est_result(e, -1, VT_EST_LOADER_BOUND, &v) && v > 0)
+        printf("  %-28s %s\n", "", "loading bounds the step: add workers");
+    ROW("steps / epoch", VT_EST_STEPS_PER_EPOCH, "%.0f", 1);
+    ROW("train s / epoch", VT_EST_TRAIN_SECONDS_PER_EPOCH, "%.1f", 1);
+    ROW("val s / epoch", VT_EST_VAL_SECONDS_PER_EPOCH, "%.1f", 1);
+    ROW("s / epoch", VT_EST_EPOCH_SECONDS, "%.1f", 1);
+    if (est_result(e, -1, VT_EST_TOTAL_SECONDS, &v))
+        printf("  %-28s %s (h:mm, %.0f s)\n", "total time", fmt_hmm(v, b, sizeof b), v);
+    ROW("price (USD/h)", VT_EST_USD_PER_HOUR, "%.2f", 1);
+    ROW("cost (USD)", VT_EST_COST_USD, "%.2f", 1);
+    ROW("peak memory / device (GB)", VT_EST_PEAK_MEMORY_BYTES, "%.2f", 1e-9);
+    ROW("usable memory / device (GB)", VT_EST_DEVICE_MEMORY_BYTES, "%.2f", 1e-9);
+    if (est_result(e, -1, VT_EST_FITS, &v)) printf("  %-28s %s\n", "fits", v > 0 ? "yes" : "NO");
+    ROW("largest batch that fits", VT_EST_MAX_BATCH, "%.0f", 1);
+#undef ROW
+}
+
+/* The catalog entry of local GPU `device`, or -1: its CUDA name ("NVIDIA H100 80GB HBM3") as
+ * is, else without a leading "NVIDIA "/"Tesla " word, else the catalog names that this name
+ * starts with or that start with it, closest in memory first.  A guess: local_gpu= overrides. */
+static int local_catalog_gpu(const vt_catalog *cat, int device)
+{
+    char name[256];
+    uint64_t total = 0;
+    if (vt_device_info(device, name, sizeof name, NULL, NULL, &total, NULL) != VT_OK) return -1;
+    int gi = vt_catalog_find(cat, name);
+    if (gi >= 0) return gi;
+    const char *n = name;
+    if (!strncasecmp(n, "NVIDIA ", 7)) n += 7;
+    if (!strncasecmp(n, "Tesla ", 6)) n += 6;
+    if (!strncasecmp(n, "GeForce ", 8)) n += 8;
+    if ((gi = vt_catalog_find(cat, n)) >= 0) return gi;
+    /* The first word (the model, "H100") must match the start of a catalog name; then the most
+     * catalog words found in the CUDA name ("SXM" in "A100-SXM4-80GB"), then the nearest memory. */
+    size_t w = strcspn(n, " -_");
+    int best = -1, best_words = 0;
+    double best_gap = 0;
+    for (int i = 0; i < vt_catalog_count(cat); i++) {
+        const char *c = vt_catalog_gpu_name(cat, i);
+        if (strncasecmp(c, n, w) || (c[w] && c[w] != ' ' && c[w] != '-')) continue;
+        int words = 0;
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", c);
+        for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+            if (strcasestr(n, t)) words++;
+        double mem = 0;
+        vt_catalog_gpu_value(cat, i, VT_GPU_MEMORY_GB, &mem);
+        double gap = fabs(mem * 1e9 - (double)total);
+        /* a tie (H200 NVL / H200 SXM): the SXM form, the usual one in clouds */
+        int tie = best >= 0 && words == best_words && fabs(gap - best_gap) < 1e9;
+        if (best < 0 || words > best_words || (words == best_words && gap < best_gap - 1e9) ||
+            (tie && strstr(c, "SXM") && !strstr(vt_catalog_gpu_name(cat, best), "SXM"))) {
+            best = i;
+            best_words = words;
+            best_gap = gap;
+        }
+    }
+    return best;
+}
+
+static int cmd_estimate(args *a)
+{
+    const char *cmd = a->cmd;
+    const char *model = take(a, "model"), *data = take(a, "data"), *budget = take(a, "budget");
+    const char *deadline = take(a, "deadline"), *csv = take(a, "catalog");
+    const char *calib_s = take(a, "calibrate"), *calib_file = take(a, "calibration");
+    const char *device = take(a, "device"), *seconds = take(a, "seconds");
+    const char *batches = take(a, "batches"), *price = take(a, "price"), *by_s = take(a, "by");
+    const char *top_s = take(a, "top"), *gpu = take(a, "gpu"), *local_gpu = take(a, "local_gpu");
+    int rc, calibrate = 0;
+    long top = 0;
+    double tmp;
+    if ((rc = flag_value(cmd, "calibrate", calib_s, &calibrate))) return rc;
+    if ((rc = int_value(cmd, "top", top_s, 1, 100000, &top))) return rc;
+    if ((rc = num_value(cmd, "seconds", seconds, 0.1, &tmp))) return rc;
+    if (!gpu) gpu = "all";
+    int all = !strcmp(gpu, "all");
+    vt_rank_by by = VT_RANK_COST;
+    if (by_s) {
+        if (!strcmp(by_s, "cost")) by = VT_RANK_COST;
+        else if (!strcmp(by_s, "time")) by = VT_RANK_TIME;
+        else {
+            fprintf(stderr, "vt estimate: by=%s: valid values: cost, time\n", by_s);
+            return EXIT_USAGE;
+        }
+    }
+    if (budget && deadline) {
+        fprintf(stderr, "vt estimate: give deadline= (cheapest within it) or budget= (fastest "
+                        "within it), not both\n");
+        return EXIT_USAGE;
+    }
+    if (deadline) by = VT_RANK_COST_WITHIN_DEADLINE;
+    if (budget) by = VT_RANK_TIME_WITHIN_BUDGET;
+
+    vt_estimator *e = NULL;
+    vt_model *m = NULL;
+    vt_dataset *ds = NULL;
+    int *order = NULL;
+    vt_status st = vt_estimator_create(&e);
+    if (st) return fail(cmd, st, NULL);
+    vt_estimator_set_log(e, est_log, NULL, VT_LOG_WARNING);
+#define EST_FAIL(s)                                                                              \
+    do {                                                                                         \
+        rc = fail(cmd, (s), vt_estimator_last_error(e));                                         \
+        goto out;                                                                                \
+    } while (0)
+    char kvb[512];
+    if (csv && (st = vt_catalog_load_csv(vt_estimator_catalog(e), csv))) {
+        rc = fail(cmd, st, vt_catalog_last_error(vt_estimator_catalog(e)));
+        goto out;
+    }
+    if (model && names_file(model)) {
+        if ((st = vt_model_load(&m, model))) {
+            rc = fail(cmd, st, NULL);
+            goto out;
+        }
+        if ((st = vt_estimator_set_model(e, m))) EST_FAIL(st);
+    } else if (model) {
+        snprintf(kvb, sizeof kvb, "model=%s", model);
+        if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
+    }
+    if (data) {
+        if ((st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data))) {
+            rc = fail(cmd, st, NULL);
+            goto out;
+        }
+        if ((st = vt_estimator_set_dataset(e, ds))) EST_FAIL(st);
+        if (!m && (st = vt_estimator_set_int(e, VT_OPT_EST_CLASSES, vt_dataset_num_classes(ds))))
+            EST_FAIL(st);
+    }
+    /* CLI names of estimator keys */
+    const char *alias[][2] = {{"budget_usd", budget}, {"deadline_h", deadline},
+                              {"local_price", price}};
+    for (int i = 0; i < 3; i++) {
+        if (!alias[i][1]) continue;
+        snprintf(kvb, sizeof kvb, "%s=%s", alias[i][0], alias[i][1]);
+        if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        if ((st = vt_estimator_set(e, a->kv[i].arg))) {
+            rc = fail(cmd, st, vt_estimator_last_error(e));
+            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt estimate also takes: gpu, %s\n",
+                                                     EST_TOOL_KEYS);
+            goto out;
+        }
+    }
+    if (!all && (st = vt_estimator_set_string(e, VT_OPT_EST_GPU, gpu))) EST_FAIL(st);
+
+    /* calibration: load a saved one, or measure */
+    if (calib_file && !calibrate) {
+        if ((st = vt_estimator_load_calibration(e, calib_file))) EST_FAIL(st);
+        printf("loaded the calibration %s\n", calib_file);
+    }
+    if (calibrate) {
+        char dev[32], opts[256] = "";
+        size_t used = 0;
+        if (device) snprintf(dev, sizeof dev, "%s", device);
+        else snprintf(dev, sizeof dev, "%s", vt_device_count() > 0 ? "0" : "cpu");
+        if (seconds) used += (size_t)snprintf(opts + used, sizeof opts - used, "seconds=%s ", seconds);
+        if (batches) used += (size_t)snprintf(opts + used, sizeof opts - used, "batches=%s ", batches);
+        else { /* the library's default batch/4 can be 1, which cannot train (batch-norm) */
+            long bsz = 16;
+            for (int i = 0; i < a->n; i++)
+                if (key_is(&a->kv[i], "batch")) bsz = atol(a->kv[i].val);
+            long b[3] = {bsz / 4, bsz / 2, bsz};
+            int nb = 0;
+            char list[64] = "";
+            for (int i = 0; i < 3; i++) {
+                if (b[i] < 2) b[i] = 2;
+                if (nb && b[i] == b[nb - 1]) continue;
+                b[nb] = b[i];
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", nb ? "," : "", b[i]);
+                nb++;
+            }
+            used += (size_t)snprintf(opts + used, sizeof opts - used, "batches=%s ", list);
+        }
+        if (strcmp(dev, "cpu") != 0) { /* name the local GPU in the catalog, if it is there */
+            const vt_catalog *cat = vt_estimator_catalog(e);
+            int gi = local_gpu ? vt_catalog_find(cat, local_gpu) : local_catalog_gpu(cat, atoi(dev));
+            if (local_gpu && gi < 0) {
+                rc = fail(cmd, VT_ERR_OPTION_VALUE, NULL);
+                goto out;
+            }
+            if (gi >= 0) {
+                /* the options list is space-separated: catalog names match without spaces */
+                char gname[128];
+                snprintf(gname, sizeof gname, "%s", vt_catalog_gpu_name(cat, gi));
+                for (char *c = gname; *c; c++)
+                    if (*c == ' ') *c = '-';
+                snprintf(opts + used, sizeof opts - used, "gpu=%s", gname);
+                printf("the local GPU is the catalog's %s (local_gpu=NAME to say otherwise)\n",
+                       vt_catalog_gpu_name(cat, gi));
+            } else
+                fprintf(stderr, "vt estimate: the local GPU is not in the catalog (local_gpu=NAME "
+                                "names it): its measurements are not extrapolated to other GPUs\n");
+        }
+        printf("calibrating on device %s (about %s s) ...\n", dev, seconds ? seconds : "10");
+        fflush(stdout);
+        if ((st = vt_estimator_calibrate(e, dev, opts))) EST_FAIL(st);
+        if (calib_file) {
+            if ((st = vt_estimator_save_calibration(e, calib_file))) EST_FAIL(st);
+            printf("saved the calibration to %s\n", calib_file);
+        }
+    }
+
+    char b1[32];
+
+    /* what is estimated (the estimator has no getters: the arguments, else the defaults) */
+    {
+        const char *keys[] = {"epochs", "imgsz", "batch", "gpus", "precision", "optimizer"};
+        const char *dflt[] = {"100", "640", "16", "1", "fp32", "sgd"};
+        printf("run: %s", m ? vt_model_arch(m) : model ? model : "cls-n");
+        if (ds)
+            printf(", %d classes, %d train / %d val images", vt_dataset_num_classes(ds),
+                   vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL));
+        else {
+            const char *c = NULL, *tr = NULL, *va = NULL;
+            for (int i = 0; i < a->n; i++) {
+                if (key_is(&a->kv[i], "classes")) c = a->kv[i].val;
+                if (key_is(&a->kv[i], "train")) tr = a->kv[i].val;
+                if (key_is(&a->kv[i], "val")) va = a->kv[i].val;
+            }
+            if (m) printf(", %d classes", vt_model_num_classes(m));
+            else printf(", %s classes", c ? c : "10");
+            printf(", %s train / %s val images", tr ? tr : "1000", va ? va : "0");
+        }
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const char *val = dflt[k];
+            for (int i = 0; i < a->n; i++)
+                if (key_is(&a->kv[i], keys[k])) val = a->kv[i].val;
+            printf(", %s %s", keys[k], val);
+        }
+        printf("\n");
+    }
+    if (!all) {
+        if ((st = vt_estimator_run(e))) {
+            rc = fail(cmd, st, vt_estimator_last_error(e));
+            if (st == VT_ERR_NOT_FOUND) rc = EXIT_USAGE; /* an unknown GPU name */
+            goto out;
+        }
+        char where[300];
+        snprintf(where, sizeof where, "%s%s", gpu,
+                 !strcmp(gpu, "local") && !vt_estimator_is_calibrated(e)
+                     ? " (not calibrated: the CPU's built-in guesses; add calibrate=1)"
+                     : "");
+        print_estimate_detail(e, where);
+    } else {
+        int count = 0;
+        if ((st = vt_estimator_rank(e, by, NULL, 0, &count))) EST_FAIL(st);
+        order = calloc((size_t)(count > 0 ? count : 1), sizeof *order);
+        if (!order) EST_FAIL(VT_ERR_OUT_OF_MEMORY);
+        if ((st = vt_estimator_rank(e, by, order, count, &count))) EST_FAIL(st);
+        const vt_catalog *cat = vt_estimator_catalog(e);
+        static const char *const by_text[] = {"", "cost", "time", "cost within the deadline",
+                                              "time within the budget"};
+        printf("%d GPUs ranked by %s", count, by_text[by]);
+        if (deadline) printf(" of %s h", deadline);
+        if (budget) printf(" of %s USD", budget);
+        printf(":\n");
+        printf("%4s  %-22s %6s %5s %9s %10s %8s %7s %9s  %s\n", "rank", "GPU", "mem GB", "fits",
+               "max batch", "s/epoch", "total", "USD/h", "cost USD", "note");
+        int shown_n = 0, limit = by >= VT_RANK_COST_WITHIN_DEADLINE;
+        for (int r = 0; r < count; r++) {
+            if (top && shown_n >= top) break;
+            int gi = order[r];
+            double fits = 0, maxb = 0, epoch = 0, total = 0, usdh, cost, mem, meets = 1, lb = 0;
+            est_result(e, gi, VT_EST_FITS, &fits);
+            est_result(e, gi, VT_EST_MAX_BATCH, &maxb);
+            est_result(e, gi, VT_EST_EPOCH_SECONDS, &epoch);
+            est_result(e, gi, VT_EST_TOTAL_SECONDS, &total);
+            est_result(e, gi, VT_EST_MEETS_LIMIT, &meets);
+            est_result(e, gi, VT_EST_LOADER_BOUND, &lb);
+            char memb[16] = "-", usdb[16] = "-", costb[16] = "-", epb[24], maxbb[16];
+            if (vt_catalog_gpu_value(cat, gi, VT_GPU_MEMORY_GB, &mem) == VT_OK)
+                snprintf(memb, sizeof memb, "%.0f", mem);
+            if (est_result(e, gi, VT_EST_USD_PER_HOUR, &usdh)) snprintf(usdb, sizeof usdb, "%.2f", usdh);
+            if (est_result(e, gi, VT_EST_COST_USD, &cost))
+                snprintf(costb, sizeof costb, cost < 0.005 ? "<0.01" : "%.2f", cost);
+            snprintf(epb, sizeof epb, epoch < 10 ? "%.2f" : "%.1f", epoch);
+            snprintf(maxbb, sizeof maxbb, "%.0f", maxb);
+            char note[96] = "";
+            if (!(fits > 0)) snprintf(note, sizeof note, "out of memory at this batch");
+            else if (limit && !(meets > 0))
+                snprintf(note, sizeof note, "%s", deadline ? "misses the deadline" : "over budget");
+            else if (lb > 0) snprintf(note, sizeof note, "loader-bound");
+            printf("%4d  %-22.22s %6s %5s %9s %10s %8s %7s %9s  %s\n", r + 1,
+                   vt_catalog_gpu_name(cat, gi), memb, fits > 0 ? "yes" : "no", maxbb,
+                   fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", usdb,
+                   fits > 0 ? costb : "-", note);
+            shown_n++;
+        }
+        if (top && count > top) printf("  ... %d more (top=%ld shown)\n", count - (int)top, top);
+        printf("  total time is h:mm; cost '-': the catalog has no price for the GPU\n");
+        if (vt_estimator_is_calibrated(e)) {
+            /* the measured local device, too */
+            if ((st = vt_estimator_set_string(e, VT_OPT_EST_GPU, "local"))) EST_FAIL(st);
+            if ((st = vt_estimator_run(e)) == VT_OK) {
+                double epoch = 0, total = 0;
+                vt_estimator_result(e, VT_EST_EPOCH_SECONDS, &epoch);
+                vt_estimator_result(e, VT_EST_TOTAL_SECONDS, &total);
+                printf("local device (calibrated): %.2f s/epoch, total %s\n", epoch,
+                       fmt_hmm(total, b1, sizeof b1));
+            }
+        }
+    }
+    /* the run's sizes, and the dataset advice */
+    {
+        double train_n = 0;
+        if (ds) train_n = vt_dataset_num_images(ds, VT_SPLIT_TRAIN);
+        else {
+            /* read back what vt_estimator_set got: the estimator has no getter, so parse args */
+            train_n = 1000;
+            for (int i = 0; i < a->n; i++)
+                if (key_is(&a->kv[i], "train")) train_n = atof(a->kv[i].val);
+        }
+        printf("advice: %s\n", vt_estimate_dataset_advice((int64_t)train_n));
+    }
+    rc = 0;
+out:
+#undef EST_FAIL
+    free(order);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+    vt_estimator_destroy(e);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int (*fn)(args *);
+} command;
+
+static const command commands[] = {
+    {"train", cmd_train},     {"val", cmd_val},     {"predict", cmd_predict},
+    {"estimate", cmd_estimate}, {"check", cmd_check}, {"info", cmd_info},
+    {"synth", cmd_synth},     {"demo", cmd_demo},
+};
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : 0;
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
     }
-    args a;
-    if (parse_args(argc - 2, argv + 2, &a)) return EXIT_USAGE;
     const char *cmd = argv[1];
-    if (strcmp(cmd, "train") == 0) return train(&a, NULL);
-    if (strcmp(cmd, "predict") == 0) return predict(&a);
-    if (strcmp(cmd, "val") == 0) return validate(&a);
-    if (strcmp(cmd, "synth") == 0) return synth(&a);
-    if (strcmp(cmd, "demo") == 0) return demo(&a);
-    if (strcmp(cmd, "info") == 0) return info();
-    fprintf(stderr, "vt: unknown command '%s'\n", cmd);
-    usage(stderr);
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
+        return cmd_help(NULL, argc - 2, argv + 2);
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("vt %s (libvisiontrain ABI %u)\n", vt_version_string(), vt_abi_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(cmd, commands[i].name)) continue;
+        args a;
+        if (parse_args(cmd, argc - 2, argv + 2, &a)) return EXIT_USAGE;
+        if (a.help) {
+            print_help(stdout, help_for(cmd));
+            return 0;
+        }
+        return commands[i].fn(&a);
+    }
+    fprintf(stderr, "vt: unknown command '%s'; commands: train, val, predict, estimate, check, "
+                    "info, synth, demo, help\n", cmd);
     return EXIT_USAGE;
 }

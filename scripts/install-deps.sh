@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libpng-dev libjpeg62-turbo-dev zlib1g-dev libyaml-dev libjson-c-dev
-      libopenblas-serial-dev python3)
+      libblis-serial-dev python3)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()

@@ -130,7 +130,7 @@ START_TEST(test_null_dataset_model)
     EXPECT_EMPTY_STR(vt_dataset_last_error(NULL));
     EXPECT_ERR(vt_synth_generate(NULL, VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_synth_generate("", VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_synth_generate(P("syn"), VT_TASK_DETECT, NULL), VT_ERR_UNSUPPORTED);
+    EXPECT_ERR(vt_synth_generate(P("syn"), VT_TASK_SEGMENT, NULL), VT_ERR_UNSUPPORTED);
     /* models */
     EXPECT_ERR(vt_model_create(NULL, "cls-n", 2, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_create(&m, NULL, 2, NULL), VT_ERR_INVALID_ARGUMENT);
@@ -443,6 +443,14 @@ static int stopping_cb(void *user, vt_event e, const vt_progress *p)
             snprintf(c->why, sizeof c->why, "no top1 at the end of epoch %d", c->epoch_calls);
         }
         return c->stop_at_epoch && c->epoch_calls == c->stop_at_epoch ? -1 : 0;
+    }
+    if (e == VT_EVENT_CHECKPOINT_SAVED) {
+        const char *path = vt_progress_checkpoint_path(p);
+        if (!path || !*path) {
+            c->bad++;
+            snprintf(c->why, sizeof c->why, "checkpoint event without a path");
+        }
+        return 0;
     }
     c->bad++;
     snprintf(c->why, sizeof c->why, "unknown event %d", e);

@@ -329,7 +329,9 @@ START_TEST(test_open_errors)
     /* tasks other than classification */
     write_png(P("good/train/a/x.png"), 8, 1);
     write_png(P("good/train/b/x.png"), 8, 1);
-    expect_open_fail(P("good"), VT_TASK_DETECT, VT_ERR_UNSUPPORTED, NULL, "task detect");
+    /* a detection dataset is a data.yaml or COCO json (test_detect_data.c) */
+    expect_open_fail(P("good"), VT_TASK_DETECT, VT_ERR_NOT_FOUND, "data.yaml", "task detect");
+    expect_open_fail(P("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
     expect_open_fail(P("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
     {
         vt_dataset *ds = NULL;

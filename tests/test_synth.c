@@ -185,7 +185,8 @@ START_TEST(bad_arguments)
     ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_CLASSIFY, "classes"), VT_ERR_OPTION_VALUE);
     ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_CLASSIFY, "foo=2"), VT_ERR_UNKNOWN_OPTION);
     ck_assert_ptr_nonnull(strstr(vt_last_error(), "foo"));
-    ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_DETECT, NULL), VT_ERR_UNSUPPORTED);
+    /* detection has its own options (tested in test_detect_data.c) */
+    ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_DETECT, "classes=2"), VT_ERR_OPTION_VALUE);
     ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_SEGMENT, NULL), VT_ERR_UNSUPPORTED);
     ck_assert_int_eq(vt_synth_generate(dir, (vt_task)42, NULL), VT_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vt_synth_generate(NULL, VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);

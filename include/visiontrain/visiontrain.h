@@ -156,6 +156,30 @@ typedef enum vt_option {
     VT_OPT_PRECISION = 117,       /* string "tf32" | "fp32": GPU matrix math, default "tf32"
                                      (TF32 tensor cores where the GPU has them); the CPU is fp32 */
 
+    /* vt_trainer: run folder, checkpoints and run control (see vt_trainer_run) */
+    VT_OPT_PROJECT = 118,         /* string, default "runs": parent of the run folders           */
+    VT_OPT_NAME = 119,            /* string, default "train": the run folder is
+                                     <project>/<task>/<name>, or <name>2, <name>3... when it
+                                     exists and exist_ok=0                                       */
+    VT_OPT_EXIST_OK = 120,        /* int 0|1, default 0: reuse an existing run folder            */
+    VT_OPT_SAVE = 121,            /* int 0|1, default 1: write the run folder (checkpoints,
+                                     args.yaml, results.csv, plots); 0 writes nothing at all     */
+    VT_OPT_SAVE_PERIOD = 122,     /* int -1 | >= 1, default -1: also keep weights/epochN.vtm
+                                     every N epochs                                               */
+    VT_OPT_RESUME = 123,          /* string, default "": a checkpoint (weights/last.vtm) to
+                                     continue from; see vt_trainer_run                          */
+    VT_OPT_PATIENCE = 124,        /* int >= 1, default 100: stop after this many epochs without
+                                     a better fitness                                             */
+    VT_OPT_TIME = 125,            /* float hours >= 0, default 0 (none): time budget of one
+                                     vt_trainer_run call                                         */
+    VT_OPT_EMA = 126,             /* int 0|1, default 0: keep an exponential moving average of
+                                     the weights; it is validated, saved and given to the model */
+    VT_OPT_EMA_DECAY = 127,       /* float 0..<1, default 0.9999 (ramped up over the first
+                                     ~2000 steps as decay*(1-exp(-updates/2000)))                */
+    VT_OPT_PRICE = 128,           /* float >= 0 USD per device-hour, default 0: for
+                                     VT_METRIC_COST_USD                                          */
+    VT_OPT_PLOTS = 129,           /* int 0|1, default 1: results.png and confusion_matrix.png   */
+
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
     VT_OPT_MODEL_IMGSZ = 301,     /* int 8..4096, the model's image size, default 224 ("imgsz") */
@@ -196,7 +220,8 @@ VT_API vt_status vt_device_info(int device, char *name, size_t name_cap, int *cc
 
 typedef struct vt_dataset vt_dataset;
 
-/* Open a dataset folder.  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
+/* Open a dataset.  For VT_TASK_DETECT see "detection datasets" below (data.yaml or COCO
+ * JSON).  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
  *   path/train/<class>/<name>.png|jpg|jpeg   path/val/<class>/...   (also "valid", optional "test")
  * Class names are the sorted sub-folder names of train/.  Only file names are read here; images
  * are decoded when training.  Fails with VT_ERR_NOT_FOUND (no such folder / no train split) or
@@ -216,11 +241,79 @@ VT_API const char *vt_dataset_image_path(const vt_dataset *dataset, vt_split spl
 VT_API int vt_dataset_image_class(const vt_dataset *dataset, vt_split split, int i);
 VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
 
+/* ---- detection datasets ----------------------------------------------------------------- *
+ *
+ * vt_dataset_open(&ds, VT_TASK_DETECT, path) accepts:
+ *
+ *  - an Ultralytics YOLO data.yaml (a path ending in .yaml or .yml), or a folder holding
+ *    data.yaml.  Keys: `path` (dataset root; relative to the folder of the yaml file, which is
+ *    also the default), `train`, `val` (optional), `test` (optional), and `names` (a list, or a
+ *    map 0..n-1 -> name) and/or `nc`.  Without `names` the classes are named class_0, class_1...
+ *    Each split is a folder (searched recursively for .png/.jpg/.jpeg, sorted), a .txt file
+ *    listing image paths (one a line; relative lines are relative to the .txt's folder; order
+ *    kept), a single image, or a YAML list of those (concatenated in order).  The label of an
+ *    image is the image path with the last "/images/" replaced by "/labels/" and the extension
+ *    by ".txt"; one box a line, "class cx cy w h", normalised to 0..1.  An image without a
+ *    label file, or with an empty one, is a background image.
+ *
+ *  - a COCO instances JSON (a path ending in .json).  It is the train split; when its file
+ *    name contains "train" and the same name with the last "train" replaced by "val" exists
+ *    next to it, that file is the val split (its categories must be the train file's).  Image
+ *    files are looked up under <json folder>/images/ when that folder exists, else under the
+ *    json's folder, joined with `file_name`.  Categories sorted by id become classes 0..n-1
+ *    with their names; `iscrowd` annotations are skipped; `bbox` [x,y,w,h] in pixels is
+ *    converted with the image's `width`/`height` and clipped to the image.
+ *
+ * Errors that make the dataset unusable fail the call: VT_ERR_FORMAT for YAML or JSON syntax
+ * ("file:line:column: ..."), VT_ERR_DATASET for a missing `train`, no images, a `names` count
+ * that differs from `nc` ("file:line: ..."), VT_ERR_NOT_FOUND for a split path that does not
+ * exist.  Problems in single labels do not: the bad box (or entry) is dropped, the rest of the
+ * image is kept, and the problem is recorded (vt_dataset_problem) for the caller to report. */
+
+/* Kinds of recorded dataset problems.  Values are fixed. */
+typedef enum vt_problem_code {
+    VT_PROBLEM_BAD_LINE = 1,         /* label line without 5 columns, or not numbers          */
+    VT_PROBLEM_CLASS_RANGE = 2,      /* class id outside 0..num_classes-1 (or unknown COCO
+                                        category)                                             */
+    VT_PROBLEM_COORD_RANGE = 3,      /* coordinate outside 0..1 (COCO: box outside the image)  */
+    VT_PROBLEM_ZERO_SIZE = 4,        /* width or height <= 0                                  */
+    VT_PROBLEM_DUPLICATE = 5,        /* same class and box as an earlier line of the image    */
+    VT_PROBLEM_MISSING_SPLIT = 6,    /* no `val`, or a `test` path that does not exist        */
+    VT_PROBLEM_MISSING_IMAGE = 7,    /* a list or COCO entry names an image that is not there  */
+    VT_PROBLEM_LABEL_UNREADABLE = 8, /* a label file exists but cannot be read                */
+    VT_PROBLEM_BAD_ANNOTATION = 9,   /* COCO entry malformed (bbox not 4 numbers, unknown or
+                                        duplicate image id, image without width/height)       */
+    VT_PROBLEM_TRUNCATED = 10        /* the list is full (10000); later problems not recorded  */
+} vt_problem_code;
+
+/* Number of boxes of image i of a split (0 for a background image, an index out of range or a
+ * classification dataset). */
+VT_API int vt_dataset_num_boxes(const vt_dataset *dataset, vt_split split, int i);
+
+/* Box j of image i: class id and centre x, centre y, width, height normalised to 0..1 of the
+ * image size.  Either out-pointer may be NULL.  VT_ERR_INVALID_ARGUMENT when out of range. */
+VT_API vt_status vt_dataset_box(const vt_dataset *dataset, vt_split split, int i, int j,
+                                int *cls, float xywh[4]);
+
+/* Problems found while opening the dataset, in the order found. */
+VT_API int vt_dataset_num_problems(const vt_dataset *dataset);
+
+/* Problem k: the file it is in, its 1-based line (0 when the format has no usable line, e.g.
+ * JSON), a vt_problem_code, and a message ("file:line: ..." form, complete on its own).  Any
+ * out-pointer may be NULL; strings are owned by the dataset.  VT_ERR_INVALID_ARGUMENT when k is
+ * out of range. */
+VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char **file,
+                                    int *line, int *code, const char **message);
+
 /* Write a synthetic dataset under `dir` (created; must not already hold a dataset) for tests,
  * demos and benchmarks.  `options` is NULL or space-separated key=value pairs:
  *   classes=4 (2..8)  train=100  val=40  (images per class)  imgsz=32 (16..512)  seed=0
  * Classification: ImageFolder layout with PNG images of coloured shapes on noisy backgrounds,
- * one shape kind per class.  Other tasks: VT_ERR_UNSUPPORTED for now.  Thread-safe. */
+ * one shape kind per class.
+ * Detection (VT_TASK_DETECT): the YOLO layout dir/images/{train,val}, dir/labels/{train,val}
+ * and dir/data.yaml, 0..max_objects shapes per image (about 10% empty) with exact boxes;
+ * options classes=3 (3..8) train=200 val=50 (images) imgsz=160 (32..1024) seed=0
+ * max_objects=6 (0..64).  Segmentation: VT_ERR_UNSUPPORTED for now.  Thread-safe. */
 VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *options);
 
 /* ---- models ----------------------------------------------------------------------------- */
@@ -280,17 +373,38 @@ typedef enum vt_metric {
     VT_METRIC_TOP5 = 4,         /* validation top-5 accuracy, 0..1                           */
     VT_METRIC_LR = 5,           /* learning rate of the last step                            */
     VT_METRIC_IMAGES_PER_SEC = 6, /* training throughput of the epoch (so far)               */
-    VT_METRIC_EPOCH_SECONDS = 7 /* wall time of the epoch (so far), validation excluded      */
+    VT_METRIC_EPOCH_SECONDS = 7, /* wall time of the epoch (so far), validation excluded     */
+    VT_METRIC_ETA_SECONDS = 8,  /* estimated seconds left: mean step time of this run x steps
+                                   remaining + last validation time x validations remaining  */
+    VT_METRIC_COST_USD = 9,     /* training hours so far (all sessions of the run) x price     */
+    VT_METRIC_DATA_WAIT_SECONDS = 10, /* seconds of the epoch (so far) spent waiting for the
+                                   loader to deliver batches                                  */
+    VT_METRIC_BEST_FITNESS = 11, /* best fitness so far: validation top-1, or minus the mean
+                                   training loss when there is no validation                  */
+    VT_METRIC_FITNESS = 12,     /* fitness of the last completed epoch (same definition)       */
+    VT_METRIC_DEVICE_MEMORY_BYTES = 13 /* device memory held by the trainer (GPU only)         */
 } vt_metric;
 
 typedef enum vt_event {
     VT_EVENT_BATCH_END = 1,
-    VT_EVENT_EPOCH_END = 2
+    VT_EVENT_EPOCH_END = 2,       /* after validation and after the epoch's checkpoints       */
+    VT_EVENT_CHECKPOINT_SAVED = 3 /* a checkpoint file was written: vt_progress_checkpoint_path */
 } vt_event;
+
+/* Why the last vt_trainer_run() stopped (vt_trainer_stop_reason). */
+typedef enum vt_stop_reason {
+    VT_STOP_NONE = 0,             /* no run yet, or it failed                                  */
+    VT_STOP_COMPLETED = 1,        /* all epochs done                                           */
+    VT_STOP_EARLY = 2,            /* patience: no fitness improvement for `patience` epochs    */
+    VT_STOP_TIME = 3,             /* the time budget would have been exceeded                  */
+    VT_STOP_CANCELLED = 4         /* vt_trainer_cancel() or a callback                         */
+} vt_stop_reason;
 
 /* Progress callback: called from the thread running vt_trainer_run().  The progress handle is
  * read-only and valid during the call only.  Return 0 to go on, non-zero to cancel the run
- * (vt_trainer_run() then returns VT_ERR_CANCELLED). */
+ * (vt_trainer_run() then returns VT_ERR_CANCELLED).  After a cancel (by a callback or
+ * vt_trainer_cancel) no further callback is made in that run, not even for the final save of
+ * weights/last.vtm.  New event values may be added: ignore the ones you do not know. */
 typedef int (*vt_progress_fn)(void *user, vt_event event, const vt_progress *progress);
 
 VT_API int vt_progress_epoch(const vt_progress *p);      /* 1-based */
@@ -301,6 +415,9 @@ VT_API int64_t vt_progress_iteration(const vt_progress *p); /* optimiser steps s
 /* VT_ERR_NOT_FOUND when the metric is not available at this point (e.g. TOP1 before the
  * first validation). */
 VT_API vt_status vt_progress_metric(const vt_progress *p, vt_metric metric, double *value);
+/* During VT_EVENT_CHECKPOINT_SAVED: the path of the file just written; otherwise NULL.
+ * Owned by the trainer, valid during the callback only. */
+VT_API const char *vt_progress_checkpoint_path(const vt_progress *p);
 
 /* Create a trainer for `model` on `dataset` (dataset may be NULL when only vt_trainer_step() is
  * used).  Both are borrowed.  The dataset's task and class count must match the model's. */
@@ -324,8 +441,42 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
  * decay, validation after each epoch when the dataset has a val split.  Returns VT_OK,
  * VT_ERR_CANCELLED (cancel or a callback), or an error (an image that fails to decode is
  * skipped with a warning in the log; the run fails only if a whole batch is unreadable).
- * The model keeps the trained weights and the dataset's class names. */
+ * The model keeps the trained weights (the EMA weights when ema=1) and the dataset's class
+ * names.
+ *
+ * Run folder (save=1, the default): <project>/<task>/<name>/ (task "classify", ...) holding
+ *   args.yaml            every trainer option and its value
+ *   weights/last.vtm     checkpoint after every epoch, and where a cancel or the time budget
+ *                        stopped the run
+ *   weights/best.vtm     checkpoint of the epoch with the best fitness
+ *   weights/epochN.vtm   every save_period epochs
+ *   results.csv          one row per epoch; results.png and confusion_matrix.png (plots=1)
+ * Checkpoints are complete (weights, optimizer moments, schedule position, epoch, iteration,
+ * best fitness, EMA, results history, options, a hash of the dataset's file list), written
+ * atomically, and load with vt_model_load() too.  The format: lib/train/CHECKPOINT_FORMAT.md.
+ *
+ * Resume (resume=PATH): the model's weights and the trainer's state are replaced by the
+ * checkpoint's (the model must be of the same architecture, classes, channels and image size,
+ * and the dataset's file list must hash the same, else VT_ERR_CHECKPOINT / VT_ERR_DATASET).
+ * Options saved in the checkpoint are applied unless set explicitly on this trainer, so a
+ * raised `epochs` extends a finished run; left alone, the run continues exactly where it
+ * stopped (bit for bit on the CPU), writing into the checkpoint's run folder when the file
+ * lies in <run>/weights/.  A checkpoint written mid-epoch (cancel, time budget) holds the
+ * position after the last completed batch; one written at an epoch end, the end of the epoch.
+ *
+ * Stopping: patience=N stops after N epochs without a better fitness (VT_OK, reason
+ * VT_STOP_EARLY); time=H stops before the next batch or validation would exceed H hours of
+ * this call, after saving last (VT_OK, VT_STOP_TIME); vt_trainer_cancel() or a callback
+ * returning non-zero stops after the current batch, saves last and returns VT_ERR_CANCELLED
+ * (VT_STOP_CANCELLED).  vt_trainer_stop_reason() tells which. */
 VT_API vt_status vt_trainer_run(vt_trainer *trainer);
+
+/* The run folder of the current or last vt_trainer_run() ("" before one, or with save=0).
+ * Owned by the trainer, valid until the next run or its destruction. */
+VT_API const char *vt_trainer_run_dir(const vt_trainer *trainer);
+
+/* Why the last vt_trainer_run() stopped (VT_STOP_NONE before a run or after a failure). */
+VT_API vt_stop_reason vt_trainer_stop_reason(const vt_trainer *trainer);
 
 /* One optimisation step on caller data: `images` is batch x channels x imgsz x imgsz float32
  * NCHW (already normalised, typically pixel/255), `labels` holds class ids.  Uses the
@@ -342,7 +493,9 @@ VT_API vt_status vt_trainer_validate(vt_trainer *trainer, vt_split split);
 VT_API vt_status vt_trainer_metric(const vt_trainer *trainer, vt_metric metric, double *value);
 
 /* Ask a running vt_trainer_run() to stop after the current batch.  Callable from any thread and
- * from a signal handler (it only stores to a lock-free atomic flag). */
+ * from a signal handler (it only stores to a lock-free atomic flag).  The run then saves
+ * weights/last.vtm at the position reached (save=1) and returns VT_ERR_CANCELLED.  A cancel
+ * before vt_trainer_run() starts is forgotten when it starts. */
 VT_API void vt_trainer_cancel(vt_trainer *trainer);
 
 VT_API const char *vt_trainer_last_error(const vt_trainer *trainer);

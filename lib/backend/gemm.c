@@ -125,9 +125,10 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
     if (m <= 0 || n <= 0) return;
     int threads = vt_pool_threads(pool);
     double work = (double)m * n * (k > 0 ? k : 1);
-    /* The BLAS is single-threaded (see meson.build); large products are split over the pool by
-     * columns or rows, whichever is longer.  Small ones are not worth waking threads for. */
-    if (threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
+    /* With a single-threaded reentrant BLAS, large products are split over the pool by columns
+     * or rows, whichever is longer.  Small ones are not worth waking threads for. */
+    /* Only a reentrant BLAS may be called from several pool threads at once (meson.build). */
+    if (!VT_BLAS_SPLIT || threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
         cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
                     transb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
                     ldc);

@@ -82,18 +82,20 @@ typedef struct vt_optdef {
     const char *help;
 } vt_optdef;
 
-#define VT_OPT_STR_MAX 64
+/* String values hold paths (project, resume), hence the length. */
+#define VT_OPT_STR_MAX 1024
+#define VT_OPT_SLOTS 48
 
 typedef struct vt_optvals {
     int scope;
-    double num[32];
-    char str[32][VT_OPT_STR_MAX];
-    unsigned char set[32]; /* 1 once set explicitly */
+    double num[VT_OPT_SLOTS];
+    char str[VT_OPT_SLOTS][VT_OPT_STR_MAX];
+    unsigned char set[VT_OPT_SLOTS]; /* 1 once set explicitly */
 } vt_optvals;
 
 const vt_optdef *vt_optdef_by_id(int id);
 const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen);
-/* Index of an option in vt_optvals arrays (< 32). */
+/* Index of an option in vt_optvals arrays (< VT_OPT_SLOTS). */
 int vt_opt_index(const vt_optdef *d);
 void vt_optvals_init(vt_optvals *v, int scope);
 vt_status vt_optvals_set_num(vt_optvals *v, int id, double value);

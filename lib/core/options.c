@@ -50,6 +50,29 @@ static const vt_optdef table[] = {
     {VT_OPT_VAL, "val", I, 0, 1, 1, NULL, NULL, T, "validate after every epoch (0/1)"},
     {VT_OPT_PRECISION, "precision", S, 0, 0, 0, "tf32", precision_choices, T,
      "GPU matrix math: tf32 (tensor cores) or fp32"},
+    {VT_OPT_PROJECT, "project", S, 0, 0, 0, "runs", NULL, T,
+     "folder holding the run folders (<project>/<task>/<name>)"},
+    {VT_OPT_NAME, "name", S, 0, 0, 0, "train", NULL, T,
+     "run folder name (name2, name3... when it exists, unless exist_ok=1)"},
+    {VT_OPT_EXIST_OK, "exist_ok", I, 0, 1, 0, NULL, NULL, T, "reuse an existing run folder (0/1)"},
+    {VT_OPT_SAVE, "save", I, 0, 1, 1, NULL, NULL, T,
+     "write the run folder: checkpoints, args, results, plots (0/1)"},
+    {VT_OPT_SAVE_PERIOD, "save_period", I, -1, 100000, -1, NULL, NULL, T,
+     "also keep a checkpoint every N epochs (-1 = off)"},
+    {VT_OPT_RESUME, "resume", S, 0, 0, 0, "", NULL, T,
+     "checkpoint to continue training from (weights/last.vtm)"},
+    {VT_OPT_PATIENCE, "patience", I, 1, 1000000, 100, NULL, NULL, T,
+     "stop after this many epochs without a better fitness"},
+    {VT_OPT_TIME, "time", F, 0, 1e6, 0, NULL, NULL, T,
+     "time budget in hours (0 = none); stops and saves before exceeding it"},
+    {VT_OPT_EMA, "ema", I, 0, 1, 0, NULL, NULL, T,
+     "exponential moving average of the weights (0/1)"},
+    {VT_OPT_EMA_DECAY, "ema_decay", F, 0, 0.999999, 0.9999, NULL, NULL, T,
+     "EMA decay (ramped up over the first ~2000 steps)"},
+    {VT_OPT_PRICE, "price", F, 0, 1e6, 0, NULL, NULL, T,
+     "USD per device-hour, for the cost shown in progress"},
+    {VT_OPT_PLOTS, "plots", I, 0, 1, 1, NULL, NULL, T,
+     "draw results.png and confusion_matrix.png (0/1)"},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,
@@ -64,7 +87,7 @@ static const vt_optdef table[] = {
 #undef S
 
 #define N_OPTS ((int)(sizeof table / sizeof table[0]))
-_Static_assert(sizeof table / sizeof table[0] <= 32, "vt_optvals holds 32 options");
+_Static_assert(sizeof table / sizeof table[0] <= VT_OPT_SLOTS, "vt_optvals holds VT_OPT_SLOTS options");
 
 const vt_optdef *vt_optdef_by_id(int id)
 {
@@ -135,7 +158,7 @@ static const vt_optdef *scoped(const vt_optvals *v, int id, vt_status *st)
 {
     const vt_optdef *d = vt_optdef_by_id(id);
     if (!d || !(d->scope & v->scope)) {
-        char keys[512];
+        char keys[1024];
         list_keys(v->scope, keys, sizeof keys);
         *st = vt_fail(VT_ERR_UNKNOWN_OPTION, "option id %d does not apply here; valid options: %s",
                       id, keys);
@@ -167,6 +190,8 @@ vt_status vt_optvals_set_num(vt_optvals *v, int id, double value)
         st = check_range(d, value);
         if (st) return st;
     }
+    if (d->id == VT_OPT_SAVE_PERIOD && value == 0)
+        return vt_fail(VT_ERR_OPTION_VALUE, "save_period=0 is not valid; use -1 (off) or N >= 1");
     /* the range 1..3 admits 2, which no image has */
     if (d->id == VT_OPT_CHANNELS && value != 1 && value != 3)
         return vt_fail(VT_ERR_OPTION_VALUE, "channels=%g is not valid; use 1 (gray) or 3 (RGB)",
@@ -232,7 +257,7 @@ vt_status vt_optvals_set_kv(vt_optvals *v, const char *kv)
         return vt_fail(VT_ERR_OPTION_VALUE, "'%s' is not of the form key=value", kv);
     const vt_optdef *d = by_key_scope(kv, (size_t)(eq - kv), v->scope);
     if (!d) {
-        char keys[512];
+        char keys[1024];
         list_keys(v->scope, keys, sizeof keys);
         return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown option '%.*s'; valid options: %s",
                        (int)(eq - kv), kv, keys);

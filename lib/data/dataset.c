@@ -169,7 +169,14 @@ VT_API void vt_dataset_destroy(vt_dataset *ds)
         for (int i = 0; i < ds->split[s].n; i++) free(ds->split[s].paths[i]);
         free(ds->split[s].paths);
         free(ds->split[s].labels);
+        free(ds->split[s].box_start);
+        free(ds->split[s].boxes);
     }
+    for (int i = 0; i < ds->num_problems; i++) {
+        free(ds->problems[i].file);
+        free(ds->problems[i].message);
+    }
+    free(ds->problems);
     for (int i = 0; i < ds->num_classes; i++) free(ds->class_names[i]);
     free(ds->class_names);
     free(ds->root);
@@ -180,9 +187,24 @@ VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *pat
 {
     if (out) *out = NULL;
     if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_open: NULL argument");
+    if (task == VT_TASK_DETECT) {
+        vt_dataset *ds = vt_calloc(1, sizeof *ds);
+        if (!ds || !(ds->root = vt_strdup(path))) {
+            free(ds);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+        ds->task = task;
+        vt_status st = vt_detect_load(ds, path);
+        if (st) {
+            vt_dataset_destroy(ds);
+            return st;
+        }
+        *out = ds;
+        return VT_OK;
+    }
     if (task != VT_TASK_CLASSIFY)
-        return vt_fail(VT_ERR_UNSUPPORTED, "%s: only classification datasets are supported so far",
-                       path);
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: only classification and detection datasets are "
+                       "supported so far", path);
     if (!is_dir(path)) {
         struct stat sb;
         if (stat(path, &sb) != 0)
@@ -255,5 +277,5 @@ VT_API const char *vt_dataset_image_path(const vt_dataset *ds, vt_split s, int i
 VT_API int vt_dataset_image_class(const vt_dataset *ds, vt_split s, int i)
 {
     const vt_split_list *sl = split_of(ds, s);
-    return sl && i >= 0 && i < sl->n ? sl->labels[i] : -1;
+    return sl && sl->labels && i >= 0 && i < sl->n ? sl->labels[i] : -1;
 }

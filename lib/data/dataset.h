@@ -4,11 +4,29 @@
 
 #include "core/core.h"
 
+/* One ground-truth box: class id and centre/size normalised to 0..1 of the image. */
+typedef struct vt_det_box {
+    int cls;
+    float cx, cy, w, h;
+} vt_det_box;
+
 typedef struct vt_split_list {
     int n;
     char **paths;
-    int *labels; /* classification: class id per image */
+    int *labels;       /* classification: class id per image; NULL for detection */
+    /* Detection: image i owns boxes[box_start[i] .. box_start[i+1]); box_start has n+1
+     * entries.  Both NULL for classification. */
+    int *box_start;
+    vt_det_box *boxes;
 } vt_split_list;
+
+/* A problem found while opening (bad label line, missing image, ...); see "detection datasets" in visiontrain.h. */
+typedef struct vt_ds_problem {
+    char *file;
+    int line;
+    int code; /* vt_problem_code */
+    char *message;
+} vt_ds_problem;
 
 struct vt_dataset {
     char err[VT_ERRMSG_MAX];
@@ -17,6 +35,12 @@ struct vt_dataset {
     int num_classes;
     char **class_names;
     vt_split_list split[3]; /* VT_SPLIT_TRAIN, VAL, TEST */
+    vt_ds_problem *problems;
+    int num_problems, cap_problems;
 };
+
+/* Detection loader (detect_data.c): `ds` is allocated with task and root set; fills classes,
+ * splits and problems. */
+vt_status vt_detect_load(vt_dataset *ds, const char *path);
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "core/core.h"
 #include "data/shapes.h"
+#include "data/synth_detect.h"
 
 #define SYNTH_PI 3.14159265358979f
 /* Rotation jitter: small enough that a square never looks like a diamond (45 degrees apart)
@@ -323,7 +324,7 @@ static int synth_png_run(synth_png *sp, const uint8_t *pix, int n)
     return 0;
 }
 
-static vt_status synth_write_png(const char *path, const uint8_t *pix, int n)
+vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n)
 {
     synth_png sp;
     memset(&sp, 0, sizeof sp);
@@ -356,7 +357,7 @@ static vt_status make_dir(const char *path)
 }
 
 /* mkdir -p */
-static vt_status make_dirs(const char *path)
+vt_status vt_synth_make_dirs(const char *path)
 {
     char *p = vt_strdup(path);
     if (!p) return VT_ERR_OUT_OF_MEMORY;
@@ -417,7 +418,7 @@ static vt_status synth_classify(const char *dir, const synth_opts *o)
                          "without a dataset",
                          path);
     }
-    if (st == VT_OK) st = make_dirs(dir);
+    if (st == VT_OK) st = vt_synth_make_dirs(dir);
 
     for (int sp = 0; sp < 2 && st == VT_OK; sp++) {
         if (counts[sp] == 0) continue; /* an empty split folder would not be a valid dataset */
@@ -431,7 +432,7 @@ static vt_status synth_classify(const char *dir, const synth_opts *o)
                 vt_rng_seed(&rng, image_seed((uint64_t)o->seed, sp, cls, i));
                 synth_classify_image(pix, n, cls, &rng);
                 snprintf(path, plen, "%s/%s/%s/%05d.png", dir, splits[sp], vt_shape_name(cls), i);
-                st = synth_write_png(path, pix, n);
+                st = vt_synth_write_png(path, pix, n);
             }
         }
     }
@@ -444,6 +445,7 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
 {
     if (!dir || !*dir)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: dir is NULL or empty");
+    if (task == VT_TASK_DETECT) return vt_synth_detect(dir, options); /* own options */
     synth_opts o = {4, 100, 40, 32, 0};
     vt_status st = vt_parse_kv_list(options, synth_opt, &o);
     if (st != VT_OK) {
@@ -452,7 +454,6 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
     }
     switch (task) {
     case VT_TASK_CLASSIFY: return synth_classify(dir, &o);
-    case VT_TASK_DETECT:
     case VT_TASK_SEGMENT:
         return vt_fail(VT_ERR_UNSUPPORTED,
                        "vt_synth_generate: only classification datasets can be generated yet");

@@ -201,9 +201,9 @@ static vt_status cal_opt_kv(void *ctx, const char *key, const char *value)
         while (*p) {
             char *end;
             long v = strtol(p, &end, 10);
-            if (end == p || v < 1 || v > 1000000 || o->nb == 3 || (*end && *end != ','))
+            if (end == p || v < 2 || v > 1000000 || o->nb == 3 || (*end && *end != ','))
                 return vt_fail(VT_ERR_OPTION_VALUE, "batches=%s: expects 1 to 3 batch sizes "
-                               "like 8,16,32", value);
+                               "of at least 2, like 8,16,32", value);
             o->batches[o->nb++] = (int)v;
             p = *end ? end + 1 : end;
         }
@@ -228,7 +228,8 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
 {
     cal_opts co = {{0}, 0, 10.0, "", 1};
     int B = (int)OPT(e, VT_OPT_EST_BATCH);
-    int defb[3] = {B / 4 > 0 ? B / 4 : 1, B / 2 > 0 ? B / 2 : 1, B};
+    /* a training step needs at least 2 images (batch-norm statistics) */
+    int defb[3] = {B / 4 > 2 ? B / 4 : 2, B / 2 > 2 ? B / 2 : 2, B > 2 ? B : 2};
     for (int i = 0; i < 3; i++)
         if (co.nb == 0 || defb[i] != co.batches[co.nb - 1]) co.batches[co.nb++] = defb[i];
     vt_status st = vt_parse_kv_list(options, cal_opt_kv, &co);

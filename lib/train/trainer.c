@@ -1,64 +1,26 @@
 /* The trainer: options, the epoch loop, the optimiser and LR schedule, validation, progress.
  *
+ * Run folder, checkpoints and resume are in train_state.c, the results table in results.c, the
+ * plots in plot.c.  Run control (patience, time budget, cancel) and EMA are here.
+ *
  * Schedule (per optimiser step, x = fractional epoch, E = epochs):
  *   decay(x) = cosine: 1 - (1 - lrf) * (1 - cos(pi * x / E)) / 2;  linear: 1 - (1 - lrf) * x / E
  *   lr = lr0 * decay(x), multiplied by step / warmup_steps during the first
  *   warmup_epochs * batches_per_epoch steps. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
-#include "data/dataset.h"
 #include "data/loader.h"
-#include "nn/exec.h"
-#include "nn/model.h"
+#include "train/trainer_impl.h"
 #include "vt_config.h"
 #if VT_HAVE_CUDA
 #include "cuda/cuda_device.h"
 #endif
 
-enum { NMETRIC = 8 };
-
-struct vt_progress {
-    int epoch, epochs, batch, batches;
-    int64_t iteration;
-    double value[NMETRIC];
-    unsigned char has[NMETRIC];
-};
-
-struct vt_trainer {
-    char err[VT_ERRMSG_MAX];
-    vt_model *model;
-    vt_dataset *ds;
-    vt_optvals opts;
-    vt_logger log;
-    vt_progress_fn cb;
-    void *cb_user;
-    atomic_int cancel;
-
-    char device[VT_OPT_STR_MAX]; /* device of be */
-    vt_backend *be;
-    vt_exec *exec;
-    float *opt_m, *opt_v;        /* optimiser state, backend memory */
-    int64_t opt_t;               /* AdamW step count */
-    float *host_batch;
-    int32_t *host_labels;
-    size_t host_cap;             /* floats in host_batch */
-    float *host_probs;
-    int host_probs_cap;
-    vt_progress prog;            /* latest values, also what callbacks see */
-    uint64_t dev_version;        /* model->version the device weights correspond to */
-    int dirty;                   /* device weights are newer than the model's host copy */
-};
-
-#define TRY(x)                                                                                     \
-    do {                                                                                           \
-        vt_status st_ = (x);                                                                       \
-        if (st_) return st_;                                                                       \
-    } while (0)
+#define TRY VT_TRY
+#define NMETRIC VT_NMETRIC
 
 static void set_metric(vt_progress *p, vt_metric m, double v)
 {
@@ -83,6 +45,11 @@ VT_API vt_status vt_progress_metric(const vt_progress *p, vt_metric metric, doub
     return VT_OK;
 }
 
+VT_API const char *vt_progress_checkpoint_path(const vt_progress *p)
+{
+    return p ? p->ckpt_path : NULL;
+}
+
 /* ---- lifetime and options ---- */
 
 VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset *ds)
@@ -102,6 +69,7 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
     t->ds = ds;
     vt_optvals_init(&t->opts, VT_SCOPE_TRAINER);
     atomic_init(&t->cancel, 0);
+    vt_results_init(&t->results, model->task);
     *out = t;
     return VT_OK;
 }
@@ -111,8 +79,13 @@ static void release_device(vt_trainer *t)
     if (t->be) {
         t->be->ops->free(t->be, t->opt_m);
         t->be->ops->free(t->be, t->opt_v);
+        t->be->ops->free(t->be, t->ema_p);
+        t->be->ops->free(t->be, t->ema_b);
+        t->be->ops->free(t->be, t->tmp_p);
+        t->be->ops->free(t->be, t->tmp_b);
     }
     t->opt_m = t->opt_v = NULL;
+    t->ema_p = t->ema_b = t->tmp_p = t->tmp_b = NULL;
     vt_exec_destroy(t->exec);
     t->exec = NULL;
     vt_backend_destroy(t->be);
@@ -137,10 +110,17 @@ VT_API void vt_trainer_destroy(vt_trainer *t)
     free(t->host_batch);
     free(t->host_labels);
     free(t->host_probs);
+    free(t->confusion);
+    vt_results_free(&t->results);
     free(t);
 }
 
 VT_API const char *vt_trainer_last_error(const vt_trainer *t) { return t ? t->err : ""; }
+VT_API const char *vt_trainer_run_dir(const vt_trainer *t) { return t ? t->run_dir : ""; }
+VT_API vt_stop_reason vt_trainer_stop_reason(const vt_trainer *t)
+{
+    return t ? t->stop : VT_STOP_NONE;
+}
 
 VT_API vt_status vt_trainer_set_int(vt_trainer *t, vt_option o, int64_t v)
 {
@@ -277,6 +257,8 @@ static vt_status reset_optimizer(vt_trainer *t)
     return VT_OK;
 }
 
+static size_t np_of(const vt_model *m) { return (size_t)m->graph.n_params; }
+
 static int is_adamw(const vt_trainer *t) { return strcmp(vt_opt_str(&t->opts, VT_OPT_OPTIMIZER), "adamw") == 0; }
 
 static double base_lr(const vt_trainer *t)
@@ -358,6 +340,8 @@ static vt_status pull_weights(void *ctx)
     return VT_OK;
 }
 
+vt_status vt_trainer_pull_weights(vt_trainer *t) { return pull_weights(t); }
+
 /* The device now holds weights newer than the model's host copy. */
 static void mark_dirty(vt_trainer *t)
 {
@@ -368,7 +352,9 @@ static void mark_dirty(vt_trainer *t)
 
 /* ---- evaluation ---- */
 
-static vt_status evaluate(vt_trainer *t, vt_split split, int batch)
+/* `keep`: NULL, or a loader kept across calls (a run's validation loader, created on the first
+ * call), so that an unreadable image is warned about once per run. */
+static vt_status evaluate(vt_trainer *t, vt_split split, int batch, vt_loader **keep)
 {
     vt_dataset *ds = t->ds;
     int total = ds->split[split].n;
@@ -378,13 +364,24 @@ static vt_status evaluate(vt_trainer *t, vt_split split, int batch)
     vt_model *m = t->model;
     int sz = imgsz_of(t);
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), 0, &t->log};
-    vt_loader *L;
-    TRY(vt_loader_create(&L, ds, split, &cfg));
+    vt_loader *L = keep ? *keep : NULL;
+    if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
+    if (keep) *keep = L;
     int *idx = vt_malloc((size_t)batch * sizeof(int));
     vt_status st = idx ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     double loss = 0;
     long seen = 0, top1 = 0, top5 = 0;
     int K = m->num_classes;
+    if (t->confusion_k != K) {
+        free(t->confusion);
+        t->confusion = NULL;
+        t->confusion_k = 0;
+        if (K <= 4096) { /* beyond that a matrix is neither cheap nor readable */
+            t->confusion = vt_calloc((size_t)K * K, sizeof(int64_t));
+            if (t->confusion) t->confusion_k = K;
+        }
+    }
+    if (t->confusion) memset(t->confusion, 0, (size_t)K * K * sizeof(int64_t));
     vt_backend *be = t->be;
     vt_exec *e = t->exec;
     for (int b0 = 0; !st && b0 < total; b0 += batch) {
@@ -408,19 +405,24 @@ static vt_status evaluate(vt_trainer *t, vt_split split, int batch)
             break;
         loss += ls;
         for (int i = 0; i < ok; i++) {
-            int lab = t->host_labels[i], rank = 0;
-            float pl = t->host_probs[(size_t)lab * ok + i];
+            int lab = t->host_labels[i], rank = 0, pred = 0;
+            float pl = t->host_probs[(size_t)lab * ok + i], pbest = -1;
             for (int k = 0; k < K; k++) {
                 float p = t->host_probs[(size_t)k * ok + i];
                 if (p > pl || (p == pl && k < lab)) rank++;
+                if (p > pbest) {
+                    pbest = p;
+                    pred = k;
+                }
             }
+            if (t->confusion) t->confusion[(size_t)lab * K + pred]++;
             top1 += rank == 0;
             top5 += rank < 5;
         }
         seen += ok;
     }
     free(idx);
-    vt_loader_destroy(L);
+    if (!keep) vt_loader_destroy(L);
     if (st) return st;
     if (seen == 0) return vt_fail(VT_ERR_DATASET, "%s: no validation image could be read", ds->root);
     set_metric(&t->prog, VT_METRIC_VAL_LOSS, loss / seen);
@@ -437,9 +439,72 @@ VT_API vt_status vt_trainer_validate(vt_trainer *t, vt_split split)
         return vt_err_capture(t->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "bad split %d", split));
     int batch = (int)vt_opt_num(&t->opts, VT_OPT_BATCH);
     vt_status st = prepare(t, batch);
-    if (!st) st = evaluate(t, split, batch);
+    if (!st) st = evaluate(t, split, batch, NULL);
     return vt_err_capture(t->err, st);
 }
+
+/* ---- EMA of the weights (backend memory) ---- */
+
+static vt_status ema_prepare(vt_trainer *t, const float *ema_p_host, const float *ema_b_host)
+{
+    vt_backend *be = t->be;
+    vt_exec *e = t->exec;
+    size_t np = (size_t)t->model->graph.n_params, nbuf = (size_t)t->model->graph.n_buffers;
+    size_t nb1 = nbuf ? nbuf : 1;
+    if (!t->ema_p && !(t->ema_p = be->ops->alloc(be, np * sizeof(float)))) return VT_ERR_OUT_OF_MEMORY;
+    if (!t->tmp_p && !(t->tmp_p = be->ops->alloc(be, np * sizeof(float)))) return VT_ERR_OUT_OF_MEMORY;
+    if (!t->ema_b && !(t->ema_b = be->ops->alloc(be, nb1 * sizeof(float)))) return VT_ERR_OUT_OF_MEMORY;
+    if (!t->tmp_b && !(t->tmp_b = be->ops->alloc(be, nb1 * sizeof(float)))) return VT_ERR_OUT_OF_MEMORY;
+    if (ema_p_host) {
+        TRY(be->ops->upload(be, t->ema_p, ema_p_host, np * sizeof(float)));
+        if (nbuf) TRY(be->ops->upload(be, t->ema_b, ema_b_host, nbuf * sizeof(float)));
+    } else {
+        TRY(be->ops->copy(be, t->ema_p, e->params, np * sizeof(float)));
+        if (nbuf) TRY(be->ops->copy(be, t->ema_b, e->buffers, nbuf * sizeof(float)));
+    }
+    return VT_OK;
+}
+
+/* ema += (1 - d) * (x - ema) for params and buffers, d ramped up as in Ultralytics' ModelEMA. */
+static vt_status ema_update(vt_trainer *t)
+{
+    vt_backend *be = t->be;
+    vt_exec *e = t->exec;
+    size_t np = (size_t)t->model->graph.n_params, nbuf = (size_t)t->model->graph.n_buffers;
+    t->pos.ema_updates++;
+    double d = vt_opt_num(&t->opts, VT_OPT_EMA_DECAY) *
+               (1.0 - exp(-(double)t->pos.ema_updates / 2000.0));
+    float a = (float)(1.0 - d);
+    TRY(be->ops->copy(be, t->tmp_p, e->params, np * sizeof(float)));
+    TRY(be->ops->axpy(be, np, -1.0f, t->ema_p, t->tmp_p));
+    TRY(be->ops->axpy(be, np, a, t->tmp_p, t->ema_p));
+    if (nbuf) {
+        TRY(be->ops->copy(be, t->tmp_b, e->buffers, nbuf * sizeof(float)));
+        TRY(be->ops->axpy(be, nbuf, -1.0f, t->ema_b, t->tmp_b));
+        TRY(be->ops->axpy(be, nbuf, a, t->tmp_b, t->ema_b));
+    }
+    return VT_OK;
+}
+
+/* Swap the executor's weights with the EMA (twice restores them). */
+static vt_status ema_swap(vt_trainer *t)
+{
+    vt_backend *be = t->be;
+    vt_exec *e = t->exec;
+    size_t np = (size_t)t->model->graph.n_params * sizeof(float);
+    size_t nbuf = (size_t)t->model->graph.n_buffers * sizeof(float);
+    TRY(be->ops->copy(be, t->tmp_p, e->params, np));
+    TRY(be->ops->copy(be, e->params, t->ema_p, np));
+    TRY(be->ops->copy(be, t->ema_p, t->tmp_p, np));
+    if (nbuf) {
+        TRY(be->ops->copy(be, t->tmp_b, e->buffers, nbuf));
+        TRY(be->ops->copy(be, e->buffers, t->ema_b, nbuf));
+        TRY(be->ops->copy(be, t->ema_b, t->tmp_b, nbuf));
+    }
+    return VT_OK;
+}
+
+static int use_ema(const vt_trainer *t) { return vt_opt_num(&t->opts, VT_OPT_EMA) != 0; }
 
 /* ---- training ---- */
 
@@ -456,38 +521,159 @@ static double lr_at(const vt_trainer *t, int64_t step, int nb, int epochs)
     return lr;
 }
 
+/* Timing of this vt_trainer_run() call, for the ETA and the time budget. */
+typedef struct run_clock {
+    double start;       /* vt_now() at the start of the call */
+    double step_time;   /* seconds of training steps (loading included) in this call */
+    int64_t steps;
+    double val_time;    /* seconds of the last validation, < 0 before one */
+    double save_time;   /* seconds of the last checkpoint save, reserved for the final save */
+    double budget;      /* seconds, 0 = none */
+    int unsaved;        /* the position moved since the last save */
+} run_clock;
+
+static double val_estimate(const vt_trainer *t, const run_clock *c, int batch)
+{
+    if (c->val_time >= 0) return c->val_time;
+    int nval = t->ds->split[VT_SPLIT_VAL].n;
+    double step = c->steps ? c->step_time / (double)c->steps : 0;
+    return step * ((nval + batch - 1) / batch) / 3.0; /* forward only: about a third of a step */
+}
+
+static void update_eta(vt_trainer *t, const run_clock *c, int epochs, int nb, int validate,
+                       int batch)
+{
+    const vt_train_pos *p = &t->pos;
+    double step = c->steps ? c->step_time / (double)c->steps : 0;
+    int64_t steps_left = (int64_t)(epochs - p->epoch - 1) * nb + (nb - p->batch);
+    if (p->batch == 0 && p->epoch < epochs) steps_left = (int64_t)(epochs - p->epoch) * nb;
+    if (p->epoch >= epochs) steps_left = 0;
+    int vals_left = validate ? epochs - p->epoch : 0;
+    if (vals_left < 0) vals_left = 0;
+    set_metric(&t->prog, VT_METRIC_ETA_SECONDS,
+               step * (double)steps_left + val_estimate(t, c, batch) * vals_left);
+    set_metric(&t->prog, VT_METRIC_COST_USD,
+               p->elapsed / 3600.0 * vt_opt_num(&t->opts, VT_OPT_PRICE));
+#if VT_HAVE_CUDA
+    if (strcmp(t->device, "cpu") != 0) {
+        size_t held = 0, peak = 0;
+        vt_backend_cuda_memory(t->be, &held, &peak);
+        set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
+    }
+#endif
+}
+
+/* A callback; a non-zero return asks to cancel.  Once a cancel is asked for, the callback is
+ * not called again in this run (the final save of last.vtm is not reported). */
+static void notify(vt_trainer *t, vt_event ev)
+{
+    if (t->cb && !atomic_load(&t->cancel) && t->cb(t->cb_user, ev, &t->prog))
+        atomic_store(&t->cancel, 1);
+}
+
+/* Write checkpoints to the given file names under weights/, reporting each. */
+static vt_status save_ckpts(vt_trainer *t, const char *const *names, int n)
+{
+    char paths[3][4200];
+    const char *pp[3];
+    for (int i = 0; i < n && i < 3; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/weights/%s", t->run_dir, names[i]);
+        pp[i] = paths[i];
+    }
+    TRY(vt_train_save(t, pp, n));
+    for (int i = 0; i < n; i++) {
+        snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s", pp[i]);
+        t->prog.ckpt_path = t->ckpt_path;
+        notify(t, VT_EVENT_CHECKPOINT_SAVED);
+        t->prog.ckpt_path = NULL;
+    }
+    return VT_OK;
+}
+
 static vt_status run(vt_trainer *t)
 {
     vt_dataset *ds = t->ds;
     vt_model *m = t->model;
+    run_clock clk = {vt_now(), 0, 0, -1, 0, vt_opt_num(&t->opts, VT_OPT_TIME) * 3600.0, 0};
+    vt_resume_state rs;
+    memset(&rs, 0, sizeof rs);
+    /* A cancel from here on (also during the set-up below) stops the run at its first batch. */
+    atomic_store(&t->cancel, 0);
+    t->stop = VT_STOP_NONE;
+    t->run_dir[0] = 0;
+    vt_results_free(&t->results);
+    vt_results_init(&t->results, m->task);
+    memset(&t->pos, 0, sizeof t->pos);
+    t->pos.best_fitness = -INFINITY;
+    const char *resume = vt_opt_str(&t->opts, VT_OPT_RESUME);
+    int resuming = resume[0] != 0;
+    if (resuming) {
+        char rpath[VT_OPT_STR_MAX];
+        snprintf(rpath, sizeof rpath, "%s", resume);
+        TRY(vt_train_load(t, rpath, &rs)); /* may change t->opts */
+    }
+    vt_status st = VT_OK;
+    vt_loader *L = NULL, *VL = NULL;
+    int *perm = NULL;
     int epochs = (int)vt_opt_num(&t->opts, VT_OPT_EPOCHS);
     int batch = (int)vt_opt_num(&t->opts, VT_OPT_BATCH);
     int ntrain = ds->split[VT_SPLIT_TRAIN].n;
     if (batch > ntrain) batch = ntrain;
-    if (ntrain < 2) return vt_fail(VT_ERR_DATASET, "%s: need at least 2 training images", ds->root);
+    if (ntrain < 2) {
+        st = vt_fail(VT_ERR_DATASET, "%s: need at least 2 training images", ds->root);
+        goto done;
+    }
     /* A trailing batch of one image would make batch-norm statistics meaningless: drop it. */
     int nb = ntrain / batch + (ntrain % batch >= 2 ? 1 : 0);
-    TRY(prepare(t, batch));
-    TRY(reset_optimizer(t));
-    vt_model_set_class_names(m, (const char *const *)ds->class_names, ds->num_classes);
+    if (resuming && rs.pos.batch > 0 && rs.pos.nb != nb) {
+        st = vt_fail(VT_ERR_CHECKPOINT,
+                     "%s: the checkpoint stopped inside an epoch of %d batches, but this run has "
+                     "%d batches per epoch (batch size or dataset changed); resume from a "
+                     "checkpoint saved at an epoch end or keep the batch size", resume, rs.pos.nb,
+                     nb);
+        goto done;
+    }
+    if ((st = prepare(t, batch)) || (st = reset_optimizer(t))) goto done;
+    size_t np = (size_t)m->graph.n_params;
+    if (resuming) {
+        vt_backend *be = t->be;
+        if ((st = be->ops->upload(be, t->opt_m, rs.opt_m, np * sizeof(float)))) goto done;
+        if (rs.opt_v && (st = be->ops->upload(be, t->opt_v, rs.opt_v, np * sizeof(float))))
+            goto done;
+        t->opt_t = rs.opt_t;
+        t->pos = rs.pos;
+    }
+    if (use_ema(t) && (st = ema_prepare(t, rs.ema_p, rs.ema_b))) goto done;
+    if (!resuming || !m->class_names)
+        vt_model_set_class_names(m, (const char *const *)ds->class_names, ds->num_classes);
+    int save = vt_opt_num(&t->opts, VT_OPT_SAVE) != 0;
+    if (save && (st = vt_run_dir_create(t, rs.run_dir[0] ? rs.run_dir : NULL))) goto done;
     int sz = imgsz_of(t);
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS),
                             (float)vt_opt_num(&t->opts, VT_OPT_FLIPLR), &t->log};
-    vt_loader *L;
-    TRY(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg));
-    int *perm = vt_malloc((size_t)ntrain * sizeof(int));
+    if ((st = vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg))) goto done;
+    perm = vt_malloc((size_t)ntrain * sizeof(int));
     if (!perm) {
-        vt_loader_destroy(L);
-        return VT_ERR_OUT_OF_MEMORY;
+        st = VT_ERR_OUT_OF_MEMORY;
+        goto done;
     }
     uint64_t seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED);
     int validate = (int)vt_opt_num(&t->opts, VT_OPT_VAL) && ds->split[VT_SPLIT_VAL].n > 0;
+    int patience = (int)vt_opt_num(&t->opts, VT_OPT_PATIENCE);
+    int period = (int)vt_opt_num(&t->opts, VT_OPT_SAVE_PERIOD);
+    int plots = save && vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0;
+    clk.budget = vt_opt_num(&t->opts, VT_OPT_TIME) * 3600.0; /* resume may have changed it */
     memset(&t->prog, 0, sizeof t->prog);
     t->prog.epochs = epochs;
     t->prog.batches = nb;
-    atomic_store(&t->cancel, 0);
-    vt_status st = VT_OK;
-    for (int ep = 0; !st && ep < epochs; ep++) {
+    t->prog.iteration = t->pos.iteration;
+    if (t->pos.best_epoch > 0) set_metric(&t->prog, VT_METRIC_BEST_FITNESS, t->pos.best_fitness);
+    if (resuming)
+        vt_log(&t->log, VT_LOG_INFO, "resuming %s at epoch %d, batch %d of %d (iteration %lld)",
+               resume, t->pos.epoch + 1, t->pos.batch, nb, (long long)t->pos.iteration);
+    vt_train_pos *pos = &t->pos;
+    while (pos->epoch < epochs) {
+        int ep = pos->epoch;
         vt_rng r;
         vt_rng_seed(&r, seed * 1000003u + (uint64_t)ep);
         for (int i = 0; i < ntrain; i++) perm[i] = i;
@@ -497,50 +683,171 @@ static vt_status run(vt_trainer *t)
             perm[j] = tmp;
         }
         uint64_t aug_seed = vt_rng_next(&r) | 1;
-        double t0 = vt_now(), loss_sum = 0;
-        long images = 0;
+        if (pos->batch == 0) {
+            pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
+            pos->images = 0;
+        }
+        pos->nb = nb;
         t->prog.epoch = ep + 1;
-        for (int b = 0; !st && b < nb; b++) {
+        for (int b = pos->batch; b < nb; b++) {
+            double now = vt_now();
+            double step_est = clk.steps ? clk.step_time / (double)clk.steps : 0;
+            if (clk.budget > 0 && now - clk.start + step_est + clk.save_time > clk.budget) {
+                t->stop = VT_STOP_TIME;
+                break;
+            }
             int n = ntrain - b * batch < batch ? ntrain - b * batch : batch, ok;
             st = vt_loader_fill(L, perm + (size_t)b * batch, n, aug_seed, vt_exec_input(t->exec),
                                 t->host_labels, &ok);
-            if (st == VT_ERR_DATASET) { /* every image of the batch unreadable: warned, skip */
+            double filled = vt_now();
+            pos->data_wait += filled - now;
+            if (st == VT_ERR_DATASET || (!st && ok < 2)) { /* unreadable batch: warned, skip */
                 st = VT_OK;
+                pos->batch = b + 1;
+                clk.unsaved = 1;
+                pos->epoch_time += filled - now;
+                pos->elapsed += filled - now;
                 continue;
             }
-            if (st) break;
-            if (ok < 2) continue;
+            if (st) goto done;
             double lr = lr_at(t, t->prog.iteration, nb, epochs);
             float loss;
-            if ((st = train_batch(t, ok, lr, &loss))) break;
-            loss_sum += loss;
-            images += ok;
-            double dt = vt_now() - t0;
+            if ((st = train_batch(t, ok, lr, &loss))) goto done;
+            if (use_ema(t) && (st = ema_update(t))) goto done;
+            double end = vt_now();
+            pos->loss_sum += loss;
+            pos->images += ok;
+            pos->batch = b + 1;
+            pos->iteration = t->prog.iteration;
+            pos->epoch_time += end - now;
+            pos->elapsed += end - now;
+            clk.step_time += end - now;
+            clk.steps++;
+            clk.unsaved = 1;
             t->prog.batch = b + 1;
-            set_metric(&t->prog, VT_METRIC_LOSS, loss_sum / (b + 1));
+            set_metric(&t->prog, VT_METRIC_LOSS, pos->loss_sum / (b + 1));
             set_metric(&t->prog, VT_METRIC_LR, lr);
-            set_metric(&t->prog, VT_METRIC_IMAGES_PER_SEC, dt > 0 ? images / dt : 0);
-            set_metric(&t->prog, VT_METRIC_EPOCH_SECONDS, dt);
-            if (t->cb && t->cb(t->cb_user, VT_EVENT_BATCH_END, &t->prog))
-                atomic_store(&t->cancel, 1);
-            if (atomic_load(&t->cancel)) st = vt_fail(VT_ERR_CANCELLED, "training cancelled at "
-                                                      "epoch %d, batch %d", ep + 1, b + 1);
+            set_metric(&t->prog, VT_METRIC_IMAGES_PER_SEC,
+                       pos->epoch_time > 0 ? pos->images / pos->epoch_time : 0);
+            set_metric(&t->prog, VT_METRIC_EPOCH_SECONDS, pos->epoch_time);
+            set_metric(&t->prog, VT_METRIC_DATA_WAIT_SECONDS, pos->data_wait);
+            update_eta(t, &clk, epochs, nb, validate, batch);
+            notify(t, VT_EVENT_BATCH_END);
+            if (atomic_load(&t->cancel)) {
+                t->stop = VT_STOP_CANCELLED;
+                break;
+            }
         }
-        if (st) break;
-        if (validate && (st = evaluate(t, VT_SPLIT_VAL, batch))) break;
-        vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs,
-               t->prog.value[VT_METRIC_LOSS]);
-        if (t->cb && t->cb(t->cb_user, VT_EVENT_EPOCH_END, &t->prog)) atomic_store(&t->cancel, 1);
-        if (atomic_load(&t->cancel))
-            st = vt_fail(VT_ERR_CANCELLED, "training cancelled after epoch %d", ep + 1);
+        if (t->stop) break;
+        if (pos->images == 0) {
+            st = vt_fail(VT_ERR_DATASET, "%s: no training image of epoch %d could be read (see "
+                         "the warnings in the log)", ds->root, ep + 1);
+            goto done;
+        }
+        double val_seconds = 0;
+        if (validate) {
+            double now = vt_now();
+            if (clk.budget > 0 &&
+                now - clk.start + val_estimate(t, &clk, batch) + clk.save_time > clk.budget) {
+                t->stop = VT_STOP_TIME;
+                break;
+            }
+            if (use_ema(t) && (st = ema_swap(t))) goto done;
+            st = evaluate(t, VT_SPLIT_VAL, batch, &VL);
+            vt_status s2 = use_ema(t) ? ema_swap(t) : VT_OK;
+            if (st || (st = s2)) goto done;
+            val_seconds = clk.val_time = vt_now() - now;
+            pos->elapsed += val_seconds;
+        }
+        double mean_loss = pos->loss_sum / (pos->batch > 0 ? pos->batch : 1);
+        double fitness = validate ? t->prog.value[VT_METRIC_TOP1] : -mean_loss;
+        int improved = pos->best_epoch == 0 || fitness > pos->best_fitness;
+        if (improved) {
+            pos->best_fitness = fitness;
+            pos->best_epoch = ep + 1;
+        }
+        double row[VT_RC_NCLS] = {ep + 1,
+                                  mean_loss,
+                                  validate ? t->prog.value[VT_METRIC_VAL_LOSS] : NAN,
+                                  validate ? t->prog.value[VT_METRIC_TOP1] : NAN,
+                                  validate ? t->prog.value[VT_METRIC_TOP5] : NAN,
+                                  t->prog.value[VT_METRIC_LR],
+                                  pos->epoch_time + val_seconds,
+                                  pos->data_wait,
+                                  pos->elapsed};
+        vt_results_truncate(&t->results, ep);
+        if ((st = vt_results_append(&t->results, row))) goto done;
+        vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
+        /* the epoch is complete: the position moves to the start of the next one */
+        pos->epoch = ep + 1;
+        pos->batch = 0;
+        pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
+        pos->images = 0;
+        set_metric(&t->prog, VT_METRIC_FITNESS, fitness);
+        set_metric(&t->prog, VT_METRIC_BEST_FITNESS, pos->best_fitness);
+        update_eta(t, &clk, epochs, nb, validate, batch);
+        if (save) {
+            const char *names[3];
+            char period_name[64];
+            int k = 0;
+            names[k++] = "last.vtm";
+            if (improved) names[k++] = "best.vtm";
+            if (period > 0 && (ep + 1) % period == 0) {
+                snprintf(period_name, sizeof period_name, "epoch%d.vtm", ep + 1);
+                names[k++] = period_name;
+            }
+            double s0 = vt_now();
+            if ((st = save_ckpts(t, names, k)) || (st = vt_train_write_results(t))) goto done;
+            clk.save_time = (vt_now() - s0) / k * 1.5; /* the final save writes one file */
+            clk.unsaved = 0;
+            if (plots && (st = vt_train_write_plots(t))) goto done;
+        }
+        notify(t, VT_EVENT_EPOCH_END);
+        if (atomic_load(&t->cancel)) {
+            t->stop = VT_STOP_CANCELLED;
+            break;
+        }
+        if (ep + 1 - pos->best_epoch >= patience && pos->epoch < epochs) {
+            vt_log(&t->log, VT_LOG_INFO,
+                   "early stop: no better fitness for %d epochs; the best was %.4f at epoch %d",
+                   patience, pos->best_fitness, pos->best_epoch);
+            t->stop = VT_STOP_EARLY;
+            break;
+        }
     }
+    if (!t->stop) t->stop = VT_STOP_COMPLETED;
+    /* A stop inside an epoch (time budget, cancel) saves the position reached. */
+    if (save && (t->stop == VT_STOP_TIME || t->stop == VT_STOP_CANCELLED) && clk.unsaved) {
+        const char *names[1] = {"last.vtm"};
+        if ((st = save_ckpts(t, names, 1))) goto done;
+    }
+    if (t->stop == VT_STOP_TIME)
+        vt_log(&t->log, VT_LOG_INFO, "time budget of %g h reached at epoch %d, batch %d; saved",
+               vt_opt_num(&t->opts, VT_OPT_TIME), pos->epoch + 1, pos->batch);
+done:
+    vt_resume_state_free(&rs);
     free(perm);
     vt_loader_destroy(L);
-    /* The model gets the weights reached so far, also when cancelled. */
-    if (!st || st == VT_ERR_CANCELLED) {
+    vt_loader_destroy(VL);
+    if (st) t->stop = VT_STOP_NONE;
+    /* The model gets the weights reached so far (the EMA when ema=1), also when cancelled. */
+    if (t->exec && (!st || st == VT_ERR_CANCELLED)) {
         vt_status s2 = pull_weights(t);
+        if (!s2 && use_ema(t) && t->ema_p) {
+            s2 = t->be->ops->download(t->be, m->params, t->ema_p, np_of(m) * sizeof(float));
+            if (!s2 && m->graph.n_buffers)
+                s2 = t->be->ops->download(t->be, m->buffers, t->ema_b,
+                                          (size_t)m->graph.n_buffers * sizeof(float));
+            m->version++;
+            t->dev_version = 0; /* the device holds the raw weights: re-upload the model's */
+        }
         if (s2) st = s2;
     }
+    if (!st && t->stop == VT_STOP_CANCELLED)
+        st = vt_fail(VT_ERR_CANCELLED, "training cancelled at epoch %d, batch %d%s%s",
+                     t->pos.epoch + (t->pos.batch == 0 ? 0 : 1), t->pos.batch,
+                     t->run_dir[0] ? "; state saved in " : "", t->run_dir[0] ? t->run_dir : "");
+    if (st == VT_ERR_CANCELLED) t->stop = VT_STOP_CANCELLED;
     return st;
 }
 

@@ -1,0 +1,150 @@
+#!/bin/sh
+# Smoke test of the vt tool: its exit codes (0 ok, 2 usage, 3 data, 4 interrupted), help, and a
+# synth / check / train / val / predict / estimate round trip on a tiny dataset.
+#
+#   test_vt.sh VT
+set -u
+vt=$1
+case $vt in /*) ;; *) vt=$PWD/$vt ;; esac   # meson gives build targets relative to the build dir
+work=$(mktemp -d "${TMPDIR:-/tmp}/vt-tool.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+failures=0
+
+# expect CODE COMMAND...: run COMMAND (output in out.txt), check its exit status.
+expect() {
+    want=$1
+    shift
+    "$@" >out.txt 2>&1
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "FAIL (exit $got, expected $want): $*"
+        sed 's/^/    /' out.txt
+        failures=$((failures + 1))
+    else
+        echo "ok   (exit $got): $*"
+    fi
+}
+
+# expect_out PATTERN: the last command's output matches PATTERN (grep -E).
+expect_out() {
+    if ! grep -Eq "$1" out.txt; then
+        echo "FAIL: output lacks /$1/"
+        sed 's/^/    /' out.txt
+        failures=$((failures + 1))
+    fi
+}
+
+# help: 0, to stdout
+expect 0 "$vt" help
+expect_out 'exit codes: 0 ok, 1 failure, 2 usage error, 3 data error'
+for cmd in train val predict estimate check info synth demo; do
+    expect 0 "$vt" help "$cmd"
+    expect_out "usage: vt $cmd"
+    expect 0 "$vt" "$cmd" --help
+done
+expect 0 "$vt" --version
+
+# usage errors: 2
+expect 2 "$vt"
+expect 2 "$vt" frobnicate
+expect 2 "$vt" help frobnicate
+expect 2 "$vt" train
+expect 2 "$vt" train data=data bogus=1
+expect_out 'valid options: epochs, batch'
+expect 2 "$vt" train data=data epochs=abc
+expect 2 "$vt" train data=data notakeyvalue
+expect 2 "$vt" predict model=m.vtm
+expect 2 "$vt" predict model=m.vtm source=x.png top=0
+expect 2 "$vt" check
+expect 2 "$vt" check data=data bogus=1
+expect_out 'valid keys: data, decode, task'
+expect 2 "$vt" estimate bogus=1
+expect 2 "$vt" estimate epochs=0
+expect 2 "$vt" estimate model=det-s
+expect 2 "$vt" estimate gpu=no-such-gpu
+expect 2 "$vt" estimate budget=10 deadline=2
+expect 2 "$vt" info bogus=1
+expect 2 "$vt" train data=data progress=loud
+
+# data errors: 3
+expect 3 "$vt" train data=no-such-dir
+expect 3 "$vt" check data=no-such-dir
+expect 3 "$vt" val model=no-such.vtm data=no-such-dir
+expect 3 "$vt" estimate data=no-such-dir
+expect 3 "$vt" estimate catalog=no-such.csv
+
+# round trip: 0
+expect 0 "$vt" synth data=data classes=2 train=6 val=2 imgsz=16 seed=1
+expect 0 "$vt" check data=data
+expect_out 'circle +6 +2'
+expect_out '16 images decoded: 0 unreadable'
+expect 0 "$vt" train data=data imgsz=16 epochs=2 batch=4 save=m.vtm
+expect_out 'epoch +loss +val_loss +top1 +top5 +lr +img/s +time'
+expect_out '^ +2/2 '
+if [ "$(grep -c '^ *1/2 ' out.txt)" -ne 1 ]; then
+    echo "FAIL: not exactly one summary row for epoch 1"
+    sed 's/^/    /' out.txt
+    failures=$((failures + 1))
+fi
+expect_out 'saved m.vtm'
+if grep -q "$(printf '\r')" out.txt; then
+    echo "FAIL: a carriage return in the output of a run that is not on a terminal"
+    failures=$((failures + 1))
+fi
+expect 0 "$vt" train data=data imgsz=16 epochs=1 batch=4 save=m2.vtm progress=bar
+expect_out "$(printf '\r')epoch 1/1 \\["
+expect 0 "$vt" val model=m.vtm data=data
+expect_out 'top1 [0-9.]+ +top5'
+expect 0 "$vt" predict model=m.vtm source=data/val/circle top=2 data/val/square/00000.png
+expect_out 'data/val/circle/00001.png: [a-z]+ [0-9.]+ [a-z]+ [0-9.]+'
+expect_out 'data/val/square/00000.png: '
+expect 3 "$vt" predict model=m.vtm source=no-such.png
+expect 0 "$vt" estimate model=cls-n data=data epochs=10 imgsz=32 batch=4
+expect_out 'H100 SXM'
+expect_out 'advice: Under 1,000'
+expect 0 "$vt" estimate model=m.vtm train=5000 gpu=H100-SXM deadline=1
+expect_out 'total time'
+expect_out 'advice: 1,000-10,000'
+expect 0 "$vt" estimate model=cls-n train=20000 imgsz=32 batch=4 gpu=local calibrate=1 \
+    seconds=1 calibration=cal.txt
+expect_out 'advice: Over 10,000'
+expect 0 "$vt" estimate model=cls-n imgsz=32 batch=8 calibration=cal.txt top=3
+expect_out 'local device \(calibrated\)'
+printf 'name,price_usd_h\nT4,0.35\n' >prices.csv
+expect 0 "$vt" info catalog=prices.csv
+expect_out 'T4 .* 0\.35'
+expect 0 "$vt" info
+expect_out 'libvisiontrain [0-9]+\.[0-9]+\.[0-9]+ \(ABI [0-9]+\)'
+expect_out '^devices: '
+
+# a corrupt image: check reports it, data error
+printf 'not an image' >data/train/circle/broken.png
+expect 3 "$vt" check data=data
+expect_out 'bad image: data/train/circle/broken.png'
+rm data/train/circle/broken.png
+
+# interrupted: 4 (SIGINT while training; the weights so far are saved)
+"$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &
+pid=$!
+i=0
+while ! grep -q '^ *1/100000 ' int.txt 2>/dev/null && [ $i -lt 300 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+kill -INT $pid
+wait $pid
+got=$?
+if [ "$got" -ne 4 ] || ! grep -q 'interrupted' int.txt || [ ! -s int.vtm ]; then
+    echo "FAIL (exit $got, expected 4, and int.vtm saved): vt train, then SIGINT"
+    sed 's/^/    /' int.txt
+    failures=$((failures + 1))
+else
+    echo "ok   (exit 4): vt train, then SIGINT"
+fi
+
+if [ $failures -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+fi
+echo "all passed"

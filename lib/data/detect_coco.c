@@ -1,0 +1,382 @@
+/* COCO instances JSON import (json-c): images, annotations with pixel bboxes, categories.
+ * Rules (image folder, val sibling, class order) are documented in
+ * include/visiontrain/visiontrain.h ("detection datasets").  JSON has no usable line numbers once parsed, so problems
+ * name the entry ("annotations[17]") instead; syntax errors carry line and column. */
+#include "data/detect_data.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef VT_HAVE_JSON
+#include <json-c/json.h>
+
+typedef struct coco_cat {
+    int64_t id;
+    char *name;
+} coco_cat;
+
+typedef struct coco_img {
+    int64_t id;
+    int index; /* in the split, or -1 when the image was skipped (problem already recorded) */
+    int w, h;
+} coco_img;
+
+typedef struct coco_ann {
+    int img;   /* split index */
+    int entry; /* index in "annotations", for messages */
+    vt_det_box box;
+} coco_ann;
+
+static int cmp_cat(const void *a, const void *b)
+{
+    int64_t x = ((const coco_cat *)a)->id, y = ((const coco_cat *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_img(const void *a, const void *b)
+{
+    int64_t x = ((const coco_img *)a)->id, y = ((const coco_img *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* Stable by image, so boxes keep their file order within an image. */
+static int cmp_ann(const void *a, const void *b)
+{
+    const coco_ann *x = a, *y = b;
+    if (x->img != y->img) return x->img < y->img ? -1 : 1;
+    return x->entry - y->entry;
+}
+
+static vt_status parse_json(const char *file, json_object **out)
+{
+    char *buf;
+    size_t size;
+    vt_status st = vt_det_read_file(file, &buf, &size);
+    if (st) return st;
+    *out = NULL;
+    json_tokener *tok = json_tokener_new_ex(64);
+    if (!tok) {
+        free(buf);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    json_object *root = size > (size_t)INT32_MAX ? NULL : json_tokener_parse_ex(tok, buf, (int)size);
+    enum json_tokener_error err = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (size > (size_t)INT32_MAX) st = vt_fail(VT_ERR_FORMAT, "%s: file too large for JSON", file);
+    else if (root && err == json_tokener_success) {
+        /* json-c stops after the first value; anything but spaces after it is an error */
+        while (end < size && strchr(" \t\r\n", buf[end])) end++;
+        if (end < size) err = json_tokener_error_parse_unexpected;
+    } else if (err == json_tokener_continue) {
+        end = size;
+    }
+    if (!st && (err != json_tokener_success || !root)) {
+        int line = 1, col = 1;
+        for (size_t i = 0; i < end && i < size; i++) {
+            if (buf[i] == '\n') line++, col = 1;
+            else col++;
+        }
+        st = vt_fail(VT_ERR_FORMAT, "%s:%d:%d: JSON syntax error: %s", file, line, col,
+                     err == json_tokener_continue ? "unexpected end of file"
+                     : err == json_tokener_success ? "no value"
+                                                   : json_tokener_error_desc(err));
+        json_object_put(root);
+        root = NULL;
+    }
+    json_tokener_free(tok);
+    free(buf);
+    *out = root;
+    return st;
+}
+
+static int get_int(json_object *o, const char *key, int64_t *v)
+{
+    json_object *x;
+    if (!json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_int)) return 0;
+    *v = json_object_get_int64(x);
+    return 1;
+}
+
+static json_object *get_array(json_object *root, const char *key)
+{
+    json_object *x;
+    if (!json_object_object_get_ex(root, key, &x) || !json_object_is_type(x, json_type_array))
+        return NULL;
+    return x;
+}
+
+/* Categories sorted by id; when `want` is given (the val file) they must equal it. */
+static vt_status load_categories(vt_dataset *ds, const char *file, json_object *root,
+                                 coco_cat **out, int *nout)
+{
+    json_object *arr = get_array(root, "categories");
+    int n = arr ? (int)json_object_array_length(arr) : 0;
+    if (!arr || n == 0)
+        return vt_fail(VT_ERR_DATASET, "%s: no \"categories\" list (COCO instances JSON)", file);
+    coco_cat *c = vt_calloc((size_t)n, sizeof *c);
+    if (!c) return VT_ERR_OUT_OF_MEMORY;
+    vt_status st = VT_OK;
+    for (int i = 0; !st && i < n; i++) {
+        json_object *o = json_object_array_get_idx(arr, (size_t)i), *name;
+        if (!json_object_is_type(o, json_type_object) || !get_int(o, "id", &c[i].id) ||
+            !json_object_object_get_ex(o, "name", &name) ||
+            !json_object_is_type(name, json_type_string))
+            st = vt_fail(VT_ERR_DATASET, "%s: categories[%d]: needs an integer \"id\" and a "
+                         "string \"name\"", file, i);
+        else if (!(c[i].name = vt_strdup(json_object_get_string(name)))) st = VT_ERR_OUT_OF_MEMORY;
+    }
+    if (!st) qsort(c, (size_t)n, sizeof *c, cmp_cat);
+    for (int i = 1; !st && i < n; i++)
+        if (c[i].id == c[i - 1].id)
+            st = vt_fail(VT_ERR_DATASET, "%s: categories: id %lld is given twice", file,
+                         (long long)c[i].id);
+    (void)ds;
+    if (st) {
+        for (int i = 0; i < n; i++) free(c[i].name);
+        free(c);
+        return st;
+    }
+    *out = c;
+    *nout = n;
+    return VT_OK;
+}
+
+static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
+                            const coco_cat *cats, int ncat, vt_split_list *sl)
+{
+    json_object *images = get_array(root, "images");
+    if (!images) return vt_fail(VT_ERR_DATASET, "%s: no \"images\" list", file);
+    json_object *anns = get_array(root, "annotations"); /* absent: all backgrounds */
+    int ni = (int)json_object_array_length(images);
+    int na = anns ? (int)json_object_array_length(anns) : 0;
+    char *slash = strrchr(file, '/');
+    size_t dlen = slash ? (size_t)(slash - file) : 1;
+    char *imgdir = vt_malloc(dlen + 16);
+    coco_img *im = vt_calloc((size_t)ni + 1, sizeof *im);
+    coco_ann *an = vt_calloc((size_t)na + 1, sizeof *an);
+    int *entries = vt_calloc((size_t)na + 1, sizeof *entries);
+    vt_det_builder b = {0};
+    vt_status st = imgdir && im && an && entries ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    if (!st) {
+        snprintf(imgdir, dlen + 16, "%.*s/images", (int)dlen, slash ? file : ".");
+        if (!vt_det_is_dir(imgdir)) imgdir[dlen] = 0;
+    }
+    int nim = 0;
+    for (int i = 0; !st && i < ni; i++) {
+        json_object *o = json_object_array_get_idx(images, (size_t)i), *fn;
+        int64_t id, w, h;
+        if (!json_object_is_type(o, json_type_object) || !get_int(o, "id", &id) ||
+            !json_object_object_get_ex(o, "file_name", &fn) ||
+            !json_object_is_type(fn, json_type_string) || !get_int(o, "width", &w) ||
+            !get_int(o, "height", &h) || w < 1 || h < 1 || w > INT32_MAX || h > INT32_MAX) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                   "images[%d]: needs integer \"id\", \"width\", \"height\" (> 0) "
+                                   "and a \"file_name\"; skipped", i);
+            continue;
+        }
+        char *path = vt_malloc(strlen(imgdir) + (size_t)json_object_get_string_len(fn) + 2);
+        if (!path) {
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        sprintf(path, "%s/%s", imgdir, json_object_get_string(fn));
+        im[nim].id = id;
+        im[nim].w = (int)w;
+        im[nim].h = (int)h;
+        im[nim].index = -1;
+        if (!vt_det_is_file(path)) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_MISSING_IMAGE,
+                                   "images[%d]: '%.300s' not found; skipped", i, path);
+            free(path);
+        } else {
+            im[nim].index = b.n;
+            st = vt_det_builder_image(&b, path);
+        }
+        nim++;
+    }
+    if (!st) qsort(im, (size_t)nim, sizeof *im, cmp_img);
+    for (int i = 1; !st && i < nim; i++)
+        if (im[i].id == im[i - 1].id) {
+            /* which of the two came first in the file is lost by the sort; both are suspect */
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                   "images: id %lld is given twice; its annotations go to the "
+                                   "first", (long long)im[i].id);
+        }
+    int nann = 0;
+    for (int i = 0; !st && i < na; i++) {
+        json_object *o = json_object_array_get_idx(anns, (size_t)i), *x;
+        if (json_object_is_type(o, json_type_object) &&
+            json_object_object_get_ex(o, "iscrowd", &x) && json_object_get_boolean(x))
+            continue; /* crowd regions are not single objects */
+        int64_t img_id, cat_id;
+        json_object *bbox = NULL;
+        double v[4];
+        int ok = json_object_is_type(o, json_type_object) && get_int(o, "image_id", &img_id) &&
+                 get_int(o, "category_id", &cat_id) &&
+                 json_object_object_get_ex(o, "bbox", &bbox) &&
+                 json_object_is_type(bbox, json_type_array) && json_object_array_length(bbox) == 4;
+        for (int k = 0; ok && k < 4; k++) {
+            json_object *e = json_object_array_get_idx(bbox, (size_t)k);
+            ok = (json_object_is_type(e, json_type_double) || json_object_is_type(e, json_type_int));
+            if (ok) v[k] = json_object_get_double(e);
+            ok = ok && isfinite(v[k]);
+        }
+        if (!ok) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                   "annotations[%d]: needs integer \"image_id\", \"category_id\" "
+                                   "and \"bbox\" [x, y, w, h]; dropped", i);
+            continue;
+        }
+        coco_img key = {img_id, 0, 0, 0};
+        const coco_img *img = bsearch(&key, im, (size_t)nim, sizeof *im, cmp_img);
+        /* duplicates of an id sort together; take the first of them */
+        while (img && img > im && img[-1].id == img_id) img--;
+        if (!img) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                   "annotations[%d]: image_id %lld is not in \"images\"; dropped",
+                                   i, (long long)img_id);
+            continue;
+        }
+        if (img->index < 0) continue; /* image skipped, already reported */
+        coco_cat ck = {cat_id, NULL};
+        const coco_cat *cat = bsearch(&ck, cats, (size_t)ncat, sizeof *cats, cmp_cat);
+        if (!cat) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_CLASS_RANGE,
+                                   "annotations[%d]: category_id %lld is not in \"categories\"; "
+                                   "dropped", i, (long long)cat_id);
+            continue;
+        }
+        if (v[2] <= 0 || v[3] <= 0) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_ZERO_SIZE,
+                                   "annotations[%d]: zero-size bbox (w %g, h %g); dropped", i, v[2],
+                                   v[3]);
+            continue;
+        }
+        double x0 = fmax(v[0], 0), y0 = fmax(v[1], 0);
+        double x1 = fmin(v[0] + v[2], img->w), y1 = fmin(v[1] + v[3], img->h);
+        if (x1 <= x0 || y1 <= y0) {
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_COORD_RANGE,
+                                   "annotations[%d]: bbox [%g, %g, %g, %g] lies outside the %dx%d "
+                                   "image; dropped", i, v[0], v[1], v[2], v[3], img->w, img->h);
+            continue;
+        }
+        coco_ann *a = &an[nann++];
+        a->img = img->index;
+        a->entry = i;
+        a->box.cls = (int)(cat - cats);
+        a->box.cx = (float)((x0 + x1) / 2 / img->w);
+        a->box.cy = (float)((y0 + y1) / 2 / img->h);
+        a->box.w = (float)((x1 - x0) / img->w);
+        a->box.h = (float)((y1 - y0) / img->h);
+    }
+    if (!st) qsort(an, (size_t)nann, sizeof *an, cmp_ann);
+    /* Replay the images in order so the builder's per-image ranges come out right. */
+    if (!st) {
+        vt_det_builder out = {0};
+        int k = 0;
+        for (int i = 0; !st && i < b.n; i++) {
+            st = vt_det_builder_image(&out, b.paths[i]);
+            b.paths[i] = NULL;
+            int nb = 0;
+            for (; !st && k < nann && an[k].img == i; k++) {
+                entries[nb++] = an[k].entry;
+                st = vt_det_builder_box(&out, &an[k].box);
+            }
+            if (!st) st = vt_det_builder_dedupe(&out, ds, file, entries, "annotations");
+        }
+        if (!st && out.n == 0)
+            st = vt_fail(VT_ERR_DATASET, "%s: no usable images (looked under %s)", file, imgdir);
+        if (!st) vt_det_builder_finish(&out, sl);
+        vt_det_builder_free(&out);
+    }
+    vt_det_builder_free(&b);
+    free(imgdir);
+    free(im);
+    free(an);
+    free(entries);
+    return st;
+}
+
+/* instances_train.json -> instances_val.json (last "train" in the file name), or NULL. */
+static char *val_sibling(const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    const char *hit = NULL;
+    for (const char *p = strstr(base, "train"); p; p = strstr(p + 1, "train")) hit = p;
+    if (!hit) return NULL;
+    size_t n = strlen(file);
+    char *s = vt_malloc(n + 1);
+    if (!s) return NULL;
+    size_t pre = (size_t)(hit - file);
+    memcpy(s, file, pre);
+    memcpy(s + pre, "val", 3);
+    strcpy(s + pre + 3, hit + 5);
+    if (!vt_det_is_file(s)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+vt_status vt_coco_load(vt_dataset *ds, const char *file)
+{
+    if (!vt_det_is_file(file)) return vt_fail(VT_ERR_NOT_FOUND, "%s: no such file", file);
+    json_object *root = NULL, *vroot = NULL;
+    coco_cat *cats = NULL, *vcats = NULL;
+    int ncat = 0, nvcat = 0;
+    char *vfile = NULL;
+    vt_status st = parse_json(file, &root);
+    if (!st && !json_object_is_type(root, json_type_object))
+        st = vt_fail(VT_ERR_DATASET, "%s: expected a JSON object with images, annotations and "
+                     "categories", file);
+    if (!st) st = load_categories(ds, file, root, &cats, &ncat);
+    if (!st) {
+        ds->class_names = vt_calloc((size_t)ncat, sizeof(char *));
+        if (!ds->class_names) st = VT_ERR_OUT_OF_MEMORY;
+        for (int i = 0; !st && i < ncat; i++) {
+            ds->class_names[i] = cats[i].name;
+            cats[i].name = NULL;
+            ds->num_classes = i + 1;
+        }
+    }
+    if (!st) st = load_split(ds, file, root, cats, ncat, &ds->split[VT_SPLIT_TRAIN]);
+    json_object_put(root);
+    if (!st) vfile = val_sibling(file);
+    if (!st && !vfile)
+        st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_MISSING_SPLIT,
+                               "no val file next to it (the name with 'train' replaced by "
+                               "'val'); training runs without validation");
+    if (!st && vfile) {
+        st = parse_json(vfile, &vroot);
+        if (!st && !json_object_is_type(vroot, json_type_object))
+            st = vt_fail(VT_ERR_DATASET, "%s: expected a JSON object", vfile);
+        if (!st) st = load_categories(ds, vfile, vroot, &vcats, &nvcat);
+        int same = !st && nvcat == ncat;
+        for (int i = 0; same && i < ncat; i++)
+            same = vcats[i].id == cats[i].id && !strcmp(vcats[i].name, ds->class_names[i]);
+        if (!st && !same)
+            st = vt_fail(VT_ERR_DATASET, "%s: its categories differ from those of %s", vfile, file);
+        if (!st) st = load_split(ds, vfile, vroot, cats, ncat, &ds->split[VT_SPLIT_VAL]);
+        json_object_put(vroot);
+    }
+    for (int i = 0; cats && i < ncat; i++) free(cats[i].name);
+    for (int i = 0; vcats && i < nvcat; i++) free(vcats[i].name);
+    free(cats);
+    free(vcats);
+    free(vfile);
+    return st;
+}
+
+#else
+
+vt_status vt_coco_load(vt_dataset *ds, const char *file)
+{
+    (void)ds;
+    return vt_fail(VT_ERR_UNSUPPORTED, "%s: this build has no JSON support (json-c not found)",
+                   file);
+}
+
+#endif

@@ -1,0 +1,594 @@
+/* Detection datasets in the Ultralytics YOLO layout: data.yaml (parsed with libyaml's document
+ * API) naming image folders / .txt lists, and one label file per image.  The layout rules are
+ * documented in include/visiontrain/visiontrain.h ("detection datasets").
+ *
+ * Label problems never fail the open: a dataset of thousands of images usually has a few bad
+ * lines, and refusing to train over them helps nobody.  Each bad box is dropped and recorded
+ * with file and line, so the trainer can report them. */
+#include "data/detect_data.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#ifdef VT_HAVE_YAML
+#include <yaml.h>
+#endif
+
+/* Tolerance on normalised coordinates: labels written as %.6f of a value computed in float
+ * may land a hair above 1. */
+#define COORD_EPS 1e-5f
+/* Folder recursion limit: symlink loops must end somewhere. */
+#define MAX_DEPTH 24
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static int has_ext(const char *path, const char *ext)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(slash ? slash : path, '.');
+    return dot && strcasecmp(dot, ext) == 0;
+}
+
+static int is_image_name(const char *name)
+{
+    return has_ext(name, ".png") || has_ext(name, ".jpg") || has_ext(name, ".jpeg");
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    if (b[0] == '/' || !a || !a[0]) return vt_strdup(b);
+    while (b[0] == '.' && b[1] == '/') b += 2; /* "./x" and "x" are the same entry */
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = vt_malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
+    return s;
+}
+
+/* The folder part of a path ("." when there is none). */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return vt_strdup(".");
+    if (slash == path) return vt_strdup("/");
+    size_t n = (size_t)(slash - path);
+    char *s = vt_malloc(n + 1);
+    if (s) {
+        memcpy(s, path, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+/* ---- YOLO label files -------------------------------------------------------------------- */
+
+/* Scratch shared by all label files of an open, so parsing allocates nothing per file. */
+typedef struct label_ctx {
+    vt_dataset *ds;
+    int nc;
+    int *lines;
+    int cap_lines;
+    char *line;
+    size_t line_cap;
+} label_ctx;
+
+/* image path -> label path: last "/images/" -> "/labels/", extension -> ".txt" */
+static char *label_path_of(const char *img)
+{
+    size_t n = strlen(img);
+    char *s = vt_malloc(n + 8);
+    if (!s) return NULL;
+    memcpy(s, img, n + 1);
+    char *hit = NULL;
+    for (char *p = strstr(s, "/images/"); p; p = strstr(p + 1, "/images/")) hit = p;
+    if (hit) memcpy(hit, "/labels/", 8);
+    char *slash = strrchr(s, '/');
+    char *dot = strrchr(slash ? slash : s, '.');
+    strcpy(dot ? dot : s + n, ".txt");
+    return s;
+}
+
+static int parse_float(const char *tok, float *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(tok, &end);
+    if (end == tok || *end) return 0;
+    *out = (float)v;
+    return 1;
+}
+
+/* Parse one label line into a box; returns 1 when kept, 0 when dropped (problem recorded). */
+static vt_status parse_label_line(label_ctx *c, const char *file, int lineno, char *line,
+                                  vt_det_box *box, int *keep)
+{
+    *keep = 0;
+    char *tok[6];
+    int nt = 0;
+    for (char *save = NULL, *t = strtok_r(line, " \t\r\n\v\f", &save); t;
+         t = strtok_r(NULL, " \t\r\n\v\f", &save))
+        if (nt < 6) tok[nt++] = t;
+        else nt++;
+    if (nt == 0) {
+        *keep = -1; /* blank line: nothing */
+        return VT_OK;
+    }
+    if (nt != 5)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                 "%d columns, expected 5 (class cx cy w h); box dropped", nt);
+    float v[5];
+    for (int k = 0; k < 5; k++)
+        if (!parse_float(tok[k], &v[k]))
+            return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                     "column %d '%.32s' is not a number; box dropped", k + 1,
+                                     tok[k]);
+    if (!isfinite(v[0]) || v[0] != floorf(v[0]))
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                 "class '%.32s' is not an integer; box dropped", tok[0]);
+    if (v[0] < 0 || v[0] >= (float)c->nc)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_CLASS_RANGE,
+                                 "class %.0f is outside 0..%d; box dropped", v[0], c->nc - 1);
+    for (int k = 1; k < 5; k++)
+        if (!(v[k] >= -COORD_EPS && v[k] <= 1.0f + COORD_EPS))
+            return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_COORD_RANGE,
+                                     "coordinate %d (%.32s) is outside 0..1 (labels must be "
+                                     "normalised); box dropped",
+                                     k, tok[k]);
+    if (v[3] <= 0 || v[4] <= 0)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_ZERO_SIZE,
+                                 "zero-size box (w %g, h %g); box dropped", v[3], v[4]);
+    /* Clip the extent to the image: boxes written from slightly overhanging objects are common
+     * and still useful. */
+    float x0 = fmaxf(v[1] - v[3] / 2, 0), x1 = fminf(v[1] + v[3] / 2, 1);
+    float y0 = fmaxf(v[2] - v[4] / 2, 0), y1 = fminf(v[2] + v[4] / 2, 1);
+    box->cls = (int)v[0];
+    box->cx = (x0 + x1) / 2;
+    box->cy = (y0 + y1) / 2;
+    box->w = x1 - x0;
+    box->h = y1 - y0;
+    *keep = 1;
+    return VT_OK;
+}
+
+static vt_status load_labels(label_ctx *c, vt_det_builder *b, const char *img)
+{
+    char *lp = label_path_of(img);
+    if (!lp) return VT_ERR_OUT_OF_MEMORY;
+    FILE *f = fopen(lp, "r");
+    if (!f) {
+        vt_status st = VT_OK;
+        if (errno != ENOENT && errno != ENOTDIR) /* absent: a background image */
+            st = vt_ds_problem_add(c->ds, lp, 0, VT_PROBLEM_LABEL_UNREADABLE,
+                                   "cannot open label file: %s; image kept without boxes",
+                                   strerror(errno));
+        free(lp);
+        return st;
+    }
+    vt_status st = VT_OK;
+    int lineno = 0, nb = 0;
+    ssize_t len;
+    errno = 0;
+    while (!st && (len = getline(&c->line, &c->line_cap, f)) >= 0) {
+        lineno++;
+        vt_det_box box;
+        int keep;
+        if (memchr(c->line, 0, (size_t)len)) { /* binary junk: strtok would see half a line */
+            st = vt_ds_problem_add(c->ds, lp, lineno, VT_PROBLEM_BAD_LINE,
+                                   "NUL byte in label line; box dropped");
+            continue;
+        }
+        st = parse_label_line(c, lp, lineno, c->line, &box, &keep);
+        if (st || keep <= 0) continue;
+        if (nb == c->cap_lines) {
+            int cap = c->cap_lines ? c->cap_lines * 2 : 64;
+            int *l = vt_realloc(c->lines, (size_t)cap * sizeof *l);
+            if (!l) {
+                st = VT_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            c->lines = l;
+            c->cap_lines = cap;
+        }
+        c->lines[nb++] = lineno;
+        st = vt_det_builder_box(b, &box);
+    }
+    if (!st && ferror(f)) /* e.g. the label "file" is a folder */
+        st = vt_ds_problem_add(c->ds, lp, 0, VT_PROBLEM_LABEL_UNREADABLE,
+                               "cannot read label file: %s; image kept without boxes",
+                               strerror(errno ? errno : EIO));
+    fclose(f);
+    if (!st) st = vt_det_builder_dedupe(b, c->ds, lp, c->lines, NULL);
+    free(lp);
+    return st;
+}
+
+/* ---- image lists ------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct strlist {
+    char **v;
+    int n, cap;
+} strlist;
+
+static vt_status strlist_push(strlist *l, char *s)
+{
+    if (!s) return VT_ERR_OUT_OF_MEMORY;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 64;
+        char **v = l->cap > INT_MAX / 4 ? NULL : vt_realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            free(s);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = s;
+    return VT_OK;
+}
+
+static void strlist_free(strlist *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static vt_status list_images(const char *dir, int depth, strlist *out)
+{
+    if (depth > MAX_DEPTH) return VT_OK;
+    DIR *d = opendir(dir);
+    if (!d) return vt_fail(VT_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
+    vt_status st = VT_OK;
+    struct dirent *e;
+    while (!st && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char *full = path_join(dir, e->d_name);
+        if (!full) {
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        if (vt_det_is_dir(full)) {
+            st = list_images(full, depth + 1, out);
+            free(full);
+        } else if (is_image_name(e->d_name) && vt_det_is_file(full)) {
+            st = strlist_push(out, full);
+        } else {
+            free(full);
+        }
+    }
+    closedir(d);
+    return st;
+}
+
+/* Image paths of a .txt list; missing images are problems, relative lines are relative to the
+ * list's folder. */
+static vt_status read_list(vt_dataset *ds, const char *txt, strlist *out)
+{
+    char *buf;
+    size_t size;
+    vt_status st = vt_det_read_file(txt, &buf, &size);
+    if (st) return st;
+    char *dir = dir_of(txt);
+    if (!dir) st = VT_ERR_OUT_OF_MEMORY;
+    int lineno = 0;
+    for (char *p = buf, *next; !st && p < buf + size; p = next) {
+        char *nl = memchr(p, '\n', (size_t)(buf + size - p));
+        next = nl ? nl + 1 : buf + size;
+        lineno++;
+        char *end = nl ? nl : buf + size;
+        while (end > p && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t')) end--;
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if (p == end) continue;
+        *end = 0;
+        if (strlen(p) != (size_t)(end - p)) {
+            st = vt_ds_problem_add(ds, txt, lineno, VT_PROBLEM_MISSING_IMAGE,
+                                   "NUL byte in image path; line skipped");
+            continue;
+        }
+        char *full = path_join(dir, p);
+        if (!full) st = VT_ERR_OUT_OF_MEMORY;
+        else if (!vt_det_is_file(full)) {
+            st = vt_ds_problem_add(ds, txt, lineno, VT_PROBLEM_MISSING_IMAGE,
+                                   "image '%.300s' not found; skipped", p);
+            free(full);
+        } else st = strlist_push(out, full);
+    }
+    free(dir);
+    free(buf);
+    return st;
+}
+
+/* ---- data.yaml ---------------------------------------------------------------------------- */
+
+#ifdef VT_HAVE_YAML
+
+typedef struct yaml_ctx {
+    const char *file;
+    yaml_document_t *doc;
+} yaml_ctx;
+
+static int y_line(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
+
+static const char *y_scalar(const yaml_node_t *n)
+{
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int y_is_null(const yaml_node_t *n)
+{
+    if (!n) return 1;
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
+    const char *s = y_scalar(n);
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
+           !strcmp(s, "NULL");
+}
+
+static int y_int(const yaml_node_t *n, long *out)
+{
+    const char *s = y_scalar(n);
+    if (!s || !*s) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno) return 0;
+    *out = v;
+    return 1;
+}
+
+static vt_status set_names(vt_dataset *ds, yaml_ctx *y, yaml_node_t *names, yaml_node_t *nc)
+{
+    int n = 0;
+    long ncv = -1;
+    if (nc && !y_is_null(nc) && (!y_int(nc, &ncv) || ncv < 1 || ncv > 1000000))
+        return vt_fail(VT_ERR_DATASET, "%s:%d: nc: '%s' is not a class count (1..1000000)",
+                       y->file, y_line(nc), y_scalar(nc) ? y_scalar(nc) : "(not a scalar)");
+    if (names && y_is_null(names)) names = NULL;
+    if (names && names->type == YAML_SEQUENCE_NODE)
+        n = (int)(names->data.sequence.items.top - names->data.sequence.items.start);
+    else if (names && names->type == YAML_MAPPING_NODE)
+        n = (int)(names->data.mapping.pairs.top - names->data.mapping.pairs.start);
+    else if (names)
+        return vt_fail(VT_ERR_DATASET, "%s:%d: names: expected a list or a map index -> name",
+                       y->file, y_line(names));
+    else if (ncv < 0)
+        return vt_fail(VT_ERR_DATASET, "%s: neither 'names' nor 'nc' is given", y->file);
+    else n = (int)ncv;
+    if (names && n == 0)
+        return vt_fail(VT_ERR_DATASET, "%s:%d: names is empty", y->file, y_line(names));
+    if (names && ncv >= 0 && ncv != n)
+        return vt_fail(VT_ERR_DATASET, "%s:%d: 'names' has %d entries but 'nc' is %ld", y->file,
+                       y_line(nc), n, ncv);
+    ds->class_names = vt_calloc((size_t)n, sizeof(char *));
+    if (!ds->class_names) return VT_ERR_OUT_OF_MEMORY;
+    ds->num_classes = n;
+    for (int i = 0; i < n; i++) {
+        yaml_node_t *v = NULL;
+        long idx = i;
+        if (!names) {
+            char tmp[32];
+            snprintf(tmp, sizeof tmp, "class_%d", i);
+            if (!(ds->class_names[i] = vt_strdup(tmp))) return VT_ERR_OUT_OF_MEMORY;
+            continue;
+        }
+        if (names->type == YAML_SEQUENCE_NODE) {
+            v = yaml_document_get_node(y->doc, names->data.sequence.items.start[i]);
+        } else {
+            yaml_node_pair_t *pr = &names->data.mapping.pairs.start[i];
+            yaml_node_t *k = yaml_document_get_node(y->doc, pr->key);
+            v = yaml_document_get_node(y->doc, pr->value);
+            if (!y_int(k, &idx) || idx < 0 || idx >= n)
+                return vt_fail(VT_ERR_DATASET, "%s:%d: names: key '%s' is not a class index 0..%d",
+                               y->file, y_line(k), y_scalar(k) ? y_scalar(k) : "?", n - 1);
+            if (ds->class_names[idx])
+                return vt_fail(VT_ERR_DATASET, "%s:%d: names: class %ld is given twice", y->file,
+                               y_line(k), idx);
+        }
+        if (!v || !y_scalar(v) || y_is_null(v))
+            return vt_fail(VT_ERR_DATASET, "%s:%d: names: class %ld has no name", y->file,
+                           v ? y_line(v) : y_line(names), idx);
+        if (!(ds->class_names[idx] = vt_strdup(y_scalar(v)))) return VT_ERR_OUT_OF_MEMORY;
+    }
+    return VT_OK;
+}
+
+/* One entry of a split: folder, .txt list or single image. */
+static vt_status add_entry(vt_dataset *ds, yaml_ctx *y, const char *root, const char *key,
+                           yaml_node_t *node, int optional, strlist *imgs)
+{
+    const char *v = y_scalar(node);
+    if (!v || y_is_null(node))
+        return vt_fail(VT_ERR_DATASET, "%s:%d: %s: expected a path or a list of paths", y->file,
+                       y_line(node), key);
+    char *full = path_join(root, v);
+    if (!full) return VT_ERR_OUT_OF_MEMORY;
+    vt_status st = VT_OK;
+    if (vt_det_is_dir(full)) {
+        int before = imgs->n;
+        st = list_images(full, 0, imgs);
+        if (!st && imgs->n > before)
+            qsort(imgs->v + before, (size_t)(imgs->n - before), sizeof(char *), cmp_str);
+    } else if (vt_det_is_file(full) && has_ext(full, ".txt")) {
+        st = read_list(ds, full, imgs);
+    } else if (vt_det_is_file(full) && is_image_name(full)) {
+        st = strlist_push(imgs, full);
+        full = NULL;
+    } else if (vt_det_is_file(full)) {
+        st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: '%s' is neither a folder, a .txt list nor an "
+                     "image", y->file, y_line(node), key, v);
+    } else if (optional) {
+        st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_MISSING_SPLIT,
+                               "%s: '%s' not found (%s); split skipped", key, v, full);
+    } else {
+        st = vt_fail(VT_ERR_NOT_FOUND, "%s:%d: %s: '%s' not found (looked for %s)", y->file,
+                     y_line(node), key, v, full);
+    }
+    free(full);
+    return st;
+}
+
+static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const char *key,
+                            yaml_node_t *node, int optional, label_ctx *lc, vt_split_list *sl)
+{
+    strlist imgs = {0};
+    vt_det_builder b = {0};
+    vt_status st = VT_OK;
+    if (node->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = node->data.sequence.items.start;
+             !st && it < node->data.sequence.items.top; it++)
+            st = add_entry(ds, y, root, key, yaml_document_get_node(y->doc, *it), optional, &imgs);
+    } else {
+        st = add_entry(ds, y, root, key, node, optional, &imgs);
+    }
+    if (!st && imgs.n == 0 && !optional)
+        st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: no images (.png, .jpg, .jpeg) found", y->file,
+                     y_line(node), key);
+    for (int i = 0; !st && i < imgs.n; i++) {
+        st = vt_det_builder_image(&b, imgs.v[i]);
+        imgs.v[i] = NULL;
+        if (!st) st = load_labels(lc, &b, b.paths[b.n - 1]);
+    }
+    if (!st) vt_det_builder_finish(&b, sl);
+    vt_det_builder_free(&b);
+    strlist_free(&imgs);
+    return st;
+}
+
+static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
+{
+    yaml_node_t *root = yaml_document_get_root_node(y->doc);
+    if (!root || y_is_null(root))
+        return vt_fail(VT_ERR_DATASET, "%s: empty file (expected keys path, train, val, names)",
+                       y->file);
+    if (root->type != YAML_MAPPING_NODE)
+        return vt_fail(VT_ERR_DATASET, "%s:%d: expected a mapping of keys (path, train, val, "
+                       "names)", y->file, y_line(root));
+    static const char *const keys[] = {"path", "train", "val", "test", "names", "nc"};
+    yaml_node_t *val[6] = {0};
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
+        const char *ks = y_scalar(k);
+        if (!ks)
+            return vt_fail(VT_ERR_DATASET, "%s:%d: a key that is not a plain name", y->file,
+                           k ? y_line(k) : 0);
+        for (int i = 0; i < 6; i++)
+            if (!strcmp(ks, keys[i])) {
+                if (val[i])
+                    return vt_fail(VT_ERR_DATASET, "%s:%d: key '%s' is given twice", y->file,
+                                   y_line(k), ks);
+                val[i] = yaml_document_get_node(y->doc, p->value);
+            }
+    }
+    vt_status st = set_names(ds, y, val[4], val[5]);
+    if (st) return st;
+    char *ydir = dir_of(y->file), *root_dir = NULL;
+    if (!ydir) return VT_ERR_OUT_OF_MEMORY;
+    if (val[0] && !y_is_null(val[0])) {
+        if (!y_scalar(val[0])) st = vt_fail(VT_ERR_DATASET, "%s:%d: path: expected a folder",
+                                            y->file, y_line(val[0]));
+        else if (!(root_dir = path_join(ydir, y_scalar(val[0])))) st = VT_ERR_OUT_OF_MEMORY;
+        else if (!vt_det_is_dir(root_dir))
+            st = vt_fail(VT_ERR_NOT_FOUND, "%s:%d: path: folder '%s' not found (looked for %s)",
+                         y->file, y_line(val[0]), y_scalar(val[0]), root_dir);
+    } else {
+        root_dir = ydir;
+        ydir = NULL;
+    }
+    label_ctx lc = {ds, ds->num_classes, NULL, 0, NULL, 0};
+    if (!st && y_is_null(val[1]))
+        st = vt_fail(VT_ERR_DATASET, "%s: no 'train' key (the training images)", y->file);
+    if (!st) st = load_split(ds, y, root_dir, "train", val[1], 0, &lc, &ds->split[VT_SPLIT_TRAIN]);
+    if (!st && y_is_null(val[2]))
+        st = vt_ds_problem_add(ds, y->file, 0, VT_PROBLEM_MISSING_SPLIT,
+                               "no 'val' split; training runs without validation");
+    else if (!st) st = load_split(ds, y, root_dir, "val", val[2], 0, &lc, &ds->split[VT_SPLIT_VAL]);
+    if (!st && !y_is_null(val[3]))
+        st = load_split(ds, y, root_dir, "test", val[3], 1, &lc, &ds->split[VT_SPLIT_TEST]);
+    free(lc.lines);
+    free(lc.line);
+    free(ydir);
+    free(root_dir);
+    return st;
+}
+
+static vt_status load_yaml(vt_dataset *ds, const char *file)
+{
+    char *buf;
+    size_t size;
+    vt_status st = vt_det_read_file(file, &buf, &size);
+    if (st) return st;
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) {
+        free(buf);
+        return vt_fail(VT_ERR_OUT_OF_MEMORY, "%s: cannot initialise the YAML parser", file);
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, size);
+    if (!yaml_parser_load(&parser, &doc)) {
+        if (parser.error == YAML_MEMORY_ERROR) st = VT_ERR_OUT_OF_MEMORY;
+        else if (parser.error == YAML_READER_ERROR)
+            st = vt_fail(VT_ERR_FORMAT, "%s: byte %zu: YAML error: %s", file,
+                         parser.problem_offset, parser.problem ? parser.problem : "unreadable");
+        else
+            st = vt_fail(VT_ERR_FORMAT, "%s:%zu:%zu: YAML syntax error: %s%s%s", file,
+                         parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                         parser.problem ? parser.problem : "invalid YAML",
+                         parser.context ? " " : "", parser.context ? parser.context : "");
+        yaml_parser_delete(&parser);
+        free(buf);
+        return st;
+    }
+    yaml_ctx y = {file, &doc};
+    st = load_yaml_doc(ds, &y);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    free(buf);
+    return st;
+}
+
+#else
+
+static vt_status load_yaml(vt_dataset *ds, const char *file)
+{
+    (void)ds;
+    return vt_fail(VT_ERR_UNSUPPORTED, "%s: this build has no YAML support (libyaml not found)",
+                   file);
+}
+
+#endif
+
+/* ---- entry point --------------------------------------------------------------------------- */
+
+vt_status vt_detect_load(vt_dataset *ds, const char *path)
+{
+    if (has_ext(path, ".json")) return vt_coco_load(ds, path);
+    if (has_ext(path, ".yaml") || has_ext(path, ".yml")) {
+        if (!vt_det_is_file(path))
+            return vt_fail(VT_ERR_NOT_FOUND, "%s: no such file", path);
+        return load_yaml(ds, path);
+    }
+    if (vt_det_is_dir(path)) {
+        char *y = path_join(path, "data.yaml");
+        if (!y) return VT_ERR_OUT_OF_MEMORY;
+        vt_status st = vt_det_is_file(y)
+                           ? load_yaml(ds, y)
+                           : vt_fail(VT_ERR_NOT_FOUND, "%s: no data.yaml in this folder (a "
+                                     "detection dataset is a data.yaml or a COCO .json)", path);
+        free(y);
+        return st;
+    }
+    if (!vt_det_is_file(path)) return vt_fail(VT_ERR_NOT_FOUND, "%s: no such file or folder", path);
+    return vt_fail(VT_ERR_DATASET, "%s: expected a data.yaml, a folder holding one, or a COCO "
+                   ".json", path);
+}

@@ -1,0 +1,49 @@
+/* Private helpers shared by the detection dataset loaders (detect_data.c: data.yaml and YOLO
+ * label files; detect_coco.c: COCO instances JSON; detect_util.c: what they share). */
+#ifndef VT_DETECT_DATA_H
+#define VT_DETECT_DATA_H
+
+#include "data/dataset.h"
+
+/* The problem list is capped so that a binary file read as labels cannot exhaust memory. */
+#define VT_DS_MAX_PROBLEMS 10000
+
+/* Record a problem; the message is "file:line: <fmt>" (or "file: <fmt>" when line is 0).
+ * Fails only on memory exhaustion. */
+vt_status vt_ds_problem_add(vt_dataset *ds, const char *file, int line, int code,
+                            const char *fmt, ...) VT_PRINTF(5, 6);
+
+/* A split under construction: paths and per-image box ranges grow together. */
+typedef struct vt_det_builder {
+    int n, cap;
+    char **paths;
+    int *start;          /* cap+1 entries */
+    vt_det_box *boxes;
+    int nbox, capbox;
+} vt_det_builder;
+
+/* Append an image (path is taken over, freed on failure) with no boxes yet. */
+vt_status vt_det_builder_image(vt_det_builder *b, char *path);
+/* Append a box to the last image. */
+vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box);
+/* Move the result into a split list and reset the builder. */
+void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl);
+void vt_det_builder_free(vt_det_builder *b);
+
+/* Drop exact duplicates among the last image's boxes (same class and coordinates), keeping
+ * the first; lines[k] is the source line of box k of that image and is compacted alongside.
+ * Each dropped box is recorded as VT_PROBLEM_DUPLICATE in `file`.  With entry_name (COCO:
+ * "annotations") lines[] are entry indices, named "annotations[i]" with no line number. */
+vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *file,
+                                int *lines, const char *entry_name);
+
+/* COCO instances JSON (detect_coco.c). */
+vt_status vt_coco_load(vt_dataset *ds, const char *json_path);
+
+/* Helpers of detect_data.c used by both loaders. */
+int vt_det_is_file(const char *path);
+int vt_det_is_dir(const char *path);
+/* Read a whole file (NUL-terminated); errors name the file. */
+vt_status vt_det_read_file(const char *path, char **out, size_t *size);
+
+#endif

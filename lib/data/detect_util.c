@@ -1,0 +1,275 @@
+/* Shared pieces of the detection loaders: file helpers, the problem list, the split builder
+ * (paths with per-image box ranges), duplicate removal, and the public box/problem accessors. */
+#include "data/detect_data.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int vt_det_is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+int vt_det_is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+vt_status vt_det_read_file(const char *path, char **out, size_t *size)
+{
+    *out = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open: %s", path,
+                       strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = vt_malloc(cap);
+    vt_status st = buf ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    while (!st) {
+        if (n + 1 >= cap) {
+            char *nb = vt_realloc(buf, cap *= 2);
+            if (!nb) {
+                st = VT_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) st = vt_fail(VT_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *size = n;
+    return VT_OK;
+}
+
+/* ---- problems ---------------------------------------------------------------------------- */
+
+vt_status vt_ds_problem_add(vt_dataset *ds, const char *file, int line, int code,
+                            const char *fmt, ...)
+{
+    if (ds->num_problems > VT_DS_MAX_PROBLEMS) return VT_OK;
+    if (ds->num_problems == VT_DS_MAX_PROBLEMS) {
+        code = VT_PROBLEM_TRUNCATED;
+        file = ds->root;
+        line = 0;
+        fmt = "too many problems; later ones are not recorded";
+    }
+    if (ds->num_problems == ds->cap_problems) {
+        int cap = ds->cap_problems ? ds->cap_problems * 2 : 16;
+        vt_ds_problem *p = vt_realloc(ds->problems, (size_t)cap * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        ds->problems = p;
+        ds->cap_problems = cap;
+    }
+    char text[768];
+    int k = line > 0 ? snprintf(text, sizeof text, "%s:%d: ", file, line)
+                     : snprintf(text, sizeof text, "%s: ", file);
+    if (k < 0 || (size_t)k >= sizeof text) k = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    if (code == VT_PROBLEM_TRUNCATED) snprintf(text + k, sizeof text - (size_t)k, "%s", fmt);
+    else vsnprintf(text + k, sizeof text - (size_t)k, fmt, ap);
+    va_end(ap);
+    vt_ds_problem *p = &ds->problems[ds->num_problems];
+    p->file = vt_strdup(file);
+    p->message = vt_strdup(text);
+    if (!p->file || !p->message) {
+        free(p->file);
+        free(p->message);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    p->line = line;
+    p->code = code;
+    ds->num_problems++;
+    return VT_OK;
+}
+
+/* ---- split builder ----------------------------------------------------------------------- */
+
+vt_status vt_det_builder_image(vt_det_builder *b, char *path)
+{
+    if (!path) return VT_ERR_OUT_OF_MEMORY;
+    if (b->n == INT_MAX - 2) {
+        vt_fail(VT_ERR_DATASET, "%s: too many images", path);
+        free(path);
+        return VT_ERR_DATASET;
+    }
+    if (b->n == b->cap) {
+        int cap = b->cap ? (b->cap > INT_MAX / 4 ? INT_MAX - 2 : b->cap * 2) : 256;
+        char **p = vt_realloc(b->paths, (size_t)cap * sizeof *p);
+        if (p) b->paths = p;
+        int *s = p ? vt_realloc(b->start, ((size_t)cap + 1) * sizeof *s) : NULL;
+        if (!s) {
+            free(path);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+        if (b->cap == 0) s[0] = 0;
+        b->start = s;
+        b->cap = cap;
+    }
+    b->paths[b->n++] = path;
+    b->start[b->n] = b->nbox;
+    return VT_OK;
+}
+
+vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box)
+{
+    if (b->nbox == b->capbox) {
+        if (b->capbox > INT_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many boxes");
+        int cap = b->capbox ? b->capbox * 2 : 1024;
+        vt_det_box *p = vt_realloc(b->boxes, (size_t)cap * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        b->boxes = p;
+        b->capbox = cap;
+    }
+    b->boxes[b->nbox++] = *box;
+    b->start[b->n] = b->nbox;
+    return VT_OK;
+}
+
+void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl)
+{
+    sl->n = b->n;
+    sl->paths = b->paths;
+    sl->labels = NULL;
+    if (!b->start) b->start = vt_calloc(1, sizeof(int)); /* n+1 offsets even when empty */
+    sl->box_start = b->start;
+    sl->boxes = b->boxes;
+    memset(b, 0, sizeof *b);
+}
+
+void vt_det_builder_free(vt_det_builder *b)
+{
+    for (int i = 0; i < b->n; i++) free(b->paths[i]);
+    free(b->paths);
+    free(b->start);
+    free(b->boxes);
+    memset(b, 0, sizeof *b);
+}
+
+typedef struct dup_key {
+    vt_det_box b;
+    int pos;
+} dup_key;
+
+static int cmp_dup(const void *pa, const void *pb)
+{
+    const dup_key *a = pa, *b = pb;
+    if (a->b.cls != b->b.cls) return a->b.cls < b->b.cls ? -1 : 1;
+    const float va[4] = {a->b.cx, a->b.cy, a->b.w, a->b.h}, vb[4] = {b->b.cx, b->b.cy, b->b.w, b->b.h};
+    for (int k = 0; k < 4; k++)
+        if (va[k] != vb[k]) return va[k] < vb[k] ? -1 : 1;
+    return a->pos - b->pos;
+}
+
+static int same_box(const vt_det_box *a, const vt_det_box *b)
+{
+    return a->cls == b->cls && a->cx == b->cx && a->cy == b->cy && a->w == b->w && a->h == b->h;
+}
+
+vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *file, int *lines,
+                                const char *entry_name)
+{
+    int s = b->start[b->n - 1], k = b->nbox - s;
+    if (k < 2) return VT_OK;
+    /* Sorting keeps this O(k log k): a generated label file may hold thousands of lines. */
+    dup_key *keys = vt_malloc((size_t)k * sizeof *keys);
+    unsigned char *dead = vt_calloc((size_t)k, 1);
+    vt_status st = keys && dead ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; !st && i < k; i++) {
+        keys[i].b = b->boxes[s + i];
+        keys[i].pos = i;
+    }
+    if (!st) qsort(keys, (size_t)k, sizeof *keys, cmp_dup);
+    for (int i = 1; !st && i < k; i++) {
+        int first = i - 1;
+        while (i < k && same_box(&keys[i].b, &keys[first].b)) {
+            int p = keys[i].pos, q = keys[first].pos;
+            dead[p] = 1;
+            st = entry_name ? vt_ds_problem_add(ds, file, 0, VT_PROBLEM_DUPLICATE,
+                                                "%s[%d]: duplicate of %s[%d]; dropped",
+                                                entry_name, lines[p], entry_name, lines[q])
+                            : vt_ds_problem_add(ds, file, lines[p], VT_PROBLEM_DUPLICATE,
+                                                "duplicate of line %d; dropped", lines[q]);
+            if (st) break;
+            i++;
+        }
+    }
+    if (!st) {
+        int w = 0;
+        for (int i = 0; i < k; i++)
+            if (!dead[i]) {
+                b->boxes[s + w] = b->boxes[s + i];
+                lines[w++] = lines[i];
+            }
+        b->nbox = s + w;
+        b->start[b->n] = b->nbox;
+    }
+    free(keys);
+    free(dead);
+    return st;
+}
+
+/* ---- accessors ------------------------------------------------------------------------------- */
+
+static const vt_split_list *det_split(const vt_dataset *ds, vt_split s, int i)
+{
+    if (!ds || (unsigned)s >= 3) return NULL;
+    const vt_split_list *sl = &ds->split[s];
+    return sl->box_start && i >= 0 && i < sl->n ? sl : NULL;
+}
+
+VT_API int vt_dataset_num_boxes(const vt_dataset *ds, vt_split split, int i)
+{
+    const vt_split_list *sl = det_split(ds, split, i);
+    return sl ? sl->box_start[i + 1] - sl->box_start[i] : 0;
+}
+
+VT_API vt_status vt_dataset_box(const vt_dataset *ds, vt_split split, int i, int j, int *cls,
+                                float xywh[4])
+{
+    const vt_split_list *sl = det_split(ds, split, i);
+    if (!sl || j < 0 || j >= sl->box_start[i + 1] - sl->box_start[i])
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_box: no box %d of image %d", j, i);
+    const vt_det_box *b = &sl->boxes[sl->box_start[i] + j];
+    if (cls) *cls = b->cls;
+    if (xywh) {
+        xywh[0] = b->cx;
+        xywh[1] = b->cy;
+        xywh[2] = b->w;
+        xywh[3] = b->h;
+    }
+    return VT_OK;
+}
+
+VT_API int vt_dataset_num_problems(const vt_dataset *ds) { return ds ? ds->num_problems : 0; }
+
+VT_API vt_status vt_dataset_problem(const vt_dataset *ds, int k, const char **file, int *line,
+                                    int *code, const char **message)
+{
+    if (!ds || k < 0 || k >= ds->num_problems)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_problem: no problem %d", k);
+    const vt_ds_problem *p = &ds->problems[k];
+    if (file) *file = p->file;
+    if (line) *line = p->line;
+    if (code) *code = p->code;
+    if (message) *message = p->message;
+    return VT_OK;
+}

@@ -1,0 +1,17 @@
+/* Private: the detection generator (synth_detect.c) and the synth.c helpers it shares. */
+#ifndef VT_SYNTH_DETECT_H
+#define VT_SYNTH_DETECT_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* vt_synth_generate(dir, VT_TASK_DETECT, options). */
+vt_status vt_synth_detect(const char *dir, const char *options);
+
+/* Write n x n RGB pixels as a new PNG (fails if the file exists). */
+vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n);
+/* mkdir -p */
+vt_status vt_synth_make_dirs(const char *path);
+
+#endif

@@ -1,0 +1,503 @@
+/* Detection post-processing (NMS, decoding, letterbox geometry) and evaluation (COCO-style
+ * mAP, P/R/F1, confusion matrix).  Definitions are documented in detect_eval.h. */
+#include "train/detect_eval.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* ---- detection lists, IoU, NMS ---------------------------------------------------------- */
+
+vt_status vt_det_list_push(vt_det_list *l, const vt_det *d)
+{
+    if (l->n == l->cap) {
+        if (l->cap > (1 << 28)) return vt_fail(VT_ERR_OUT_OF_MEMORY, "too many detections");
+        int cap = l->cap ? l->cap * 2 : 256;
+        vt_det *v = vt_realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return VT_ERR_OUT_OF_MEMORY;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *d;
+    return VT_OK;
+}
+
+void vt_det_list_free(vt_det_list *l)
+{
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+float vt_det_iou(const vt_det *a, const vt_det *b)
+{
+    float iw = fminf(a->x1, b->x1) - fmaxf(a->x0, b->x0);
+    float ih = fminf(a->y1, b->y1) - fmaxf(a->y0, b->y0);
+    if (!(iw > 0) || !(ih > 0)) return 0.0f;
+    float inter = iw * ih;
+    float ua = (a->x1 - a->x0) * (a->y1 - a->y0) + (b->x1 - b->x0) * (b->y1 - b->y0) - inter;
+    return ua > 0 ? inter / ua : 0.0f;
+}
+
+/* A total order on content, so NMS output does not depend on the input order. */
+static int cmp_det(const void *pa, const void *pb)
+{
+    const vt_det *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
+    const float va[4] = {a->x0, a->y0, a->x1, a->y1}, vb[4] = {b->x0, b->y0, b->x1, b->y1};
+    for (int k = 0; k < 4; k++)
+        if (va[k] != vb[k]) return va[k] < vb[k] ? -1 : 1;
+    return 0;
+}
+
+int vt_det_nms(vt_det *d, int n, float conf, float iou, int max_det)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) /* NaN scores fail the test and are dropped */
+        if (d[i].score >= conf) d[m++] = d[i];
+    if (m > 1) qsort(d, (size_t)m, sizeof *d, cmp_det);
+    int kept = 0;
+    for (int i = 0; i < m && (max_det <= 0 || kept < max_det); i++) {
+        int keep = 1;
+        for (int k = 0; k < kept && keep; k++)
+            if (d[k].cls == d[i].cls && vt_det_iou(&d[k], &d[i]) > iou) keep = 0;
+        if (keep) d[kept++] = d[i];
+    }
+    return kept;
+}
+
+vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
+                        ptrdiff_t field_stride, float conf, float iou, int max_det,
+                        int multi_label, vt_det_list *out)
+{
+    if (!pred || !out || n < 0 || nc < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_det_decode: bad arguments");
+    out->n = 0;
+    vt_status st = VT_OK;
+    for (int i = 0; i < n && !st; i++) {
+        const float *p = pred + (ptrdiff_t)i * cand_stride;
+        float cx = p[0], cy = p[field_stride], w = p[2 * field_stride], h = p[3 * field_stride];
+        vt_det d = {cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, 0.0f, -1};
+        if (multi_label) {
+            for (int c = 0; c < nc && !st; c++) {
+                d.score = p[(4 + c) * field_stride];
+                d.cls = c;
+                if (d.score >= conf) st = vt_det_list_push(out, &d);
+            }
+        } else {
+            for (int c = 0; c < nc; c++) {
+                float s = p[(4 + c) * field_stride];
+                if (d.cls < 0 || s > d.score) d.score = s, d.cls = c;
+            }
+            if (d.score >= conf) st = vt_det_list_push(out, &d);
+        }
+    }
+    if (!st) out->n = vt_det_nms(out->v, out->n, conf, iou, max_det);
+    return st;
+}
+
+/* ---- letterbox --------------------------------------------------------------------------- */
+
+vt_status vt_letterbox_geometry(int src_w, int src_h, int dst_w, int dst_h, int scaleup,
+                                vt_letterbox *lb)
+{
+    if (!lb || src_w < 1 || src_h < 1 || dst_w < 1 || dst_h < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "letterbox: bad sizes %dx%d -> %dx%d", src_w,
+                       src_h, dst_w, dst_h);
+    double r = fmin((double)dst_w / src_w, (double)dst_h / src_h);
+    if (!scaleup && r > 1.0) r = 1.0;
+    int nw = (int)lround(src_w * r), nh = (int)lround(src_h * r);
+    nw = nw < 1 ? 1 : nw > dst_w ? dst_w : nw;
+    nh = nh < 1 ? 1 : nh > dst_h ? dst_h : nh;
+    lb->src_w = src_w;
+    lb->src_h = src_h;
+    lb->dst_w = dst_w;
+    lb->dst_h = dst_h;
+    lb->new_w = nw;
+    lb->new_h = nh;
+    lb->pad_x = (dst_w - nw) / 2; /* the odd pixel goes right/bottom, as in Ultralytics */
+    lb->pad_y = (dst_h - nh) / 2;
+    lb->sx = (float)nw / (float)src_w;
+    lb->sy = (float)nh / (float)src_h;
+    return VT_OK;
+}
+
+void vt_letterbox_forward(const vt_letterbox *lb, float box[4])
+{
+    box[0] = box[0] * lb->sx + lb->pad_x;
+    box[2] = box[2] * lb->sx + lb->pad_x;
+    box[1] = box[1] * lb->sy + lb->pad_y;
+    box[3] = box[3] * lb->sy + lb->pad_y;
+}
+
+static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void vt_letterbox_inverse(const vt_letterbox *lb, float box[4])
+{
+    box[0] = clampf((box[0] - lb->pad_x) / lb->sx, 0, (float)lb->src_w);
+    box[2] = clampf((box[2] - lb->pad_x) / lb->sx, 0, (float)lb->src_w);
+    box[1] = clampf((box[1] - lb->pad_y) / lb->sy, 0, (float)lb->src_h);
+    box[3] = clampf((box[3] - lb->pad_y) / lb->sy, 0, (float)lb->src_h);
+}
+
+vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scaleup,
+                             uint8_t pad, vt_image *dst, vt_letterbox *lb)
+{
+    if (!src || !dst || !lb) return vt_fail(VT_ERR_INVALID_ARGUMENT, "letterbox: NULL argument");
+    vt_status st = vt_letterbox_geometry(src->w, src->h, dst_w, dst_h, scaleup, lb);
+    if (st) return st;
+    vt_image rs = {0, 0, 0, NULL};
+    st = vt_image_resize(src, lb->new_w, lb->new_h, &rs);
+    if (st) return st;
+    int c = src->c;
+    uint8_t *out = vt_malloc((size_t)dst_w * dst_h * c);
+    if (!out) {
+        vt_image_free(&rs);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    memset(out, pad, (size_t)dst_w * dst_h * c);
+    for (int y = 0; y < lb->new_h; y++)
+        memcpy(out + ((size_t)(y + lb->pad_y) * dst_w + lb->pad_x) * c,
+               rs.data + (size_t)y * lb->new_w * c, (size_t)lb->new_w * c);
+    vt_image_free(&rs);
+    dst->w = dst_w;
+    dst->h = dst_h;
+    dst->c = c;
+    dst->data = out;
+    return VT_OK;
+}
+
+/* ---- evaluator --------------------------------------------------------------------------- */
+
+typedef struct score_idx {
+    float score;
+    int idx;
+} score_idx;
+
+typedef struct iou_pair {
+    float iou;
+    int d, g;
+} iou_pair;
+
+static int cmp_score_idx(const void *pa, const void *pb)
+{
+    const score_idx *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return a->idx - b->idx;
+}
+
+static int cmp_pair(const void *pa, const void *pb)
+{
+    const iou_pair *a = pa, *b = pb;
+    if (a->iou != b->iou) return a->iou > b->iou ? -1 : 1;
+    if (a->d != b->d) return a->d - b->d;
+    return a->g - b->g;
+}
+
+static int cmp_record(const void *pa, const void *pb)
+{
+    const vt_det_record *a = pa, *b = pb;
+    if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static double iou_threshold(int t) { return (50 + 5 * t) / 100.0; }
+
+/* Grow a buffer to at least `bytes` (capacities are in bytes, so one scratch buffer can hold
+ * arrays of different element types in turn). */
+static vt_status grow_bytes(void **buf, size_t *cap, size_t bytes)
+{
+    if (bytes <= *cap) return VT_OK;
+    size_t nc = *cap ? *cap : 256;
+    while (nc < bytes) {
+        if (nc > SIZE_MAX / 2) return vt_fail(VT_ERR_OUT_OF_MEMORY, "evaluation: too many boxes");
+        nc *= 2;
+    }
+    void *p = vt_realloc(*buf, nc);
+    if (!p) return VT_ERR_OUT_OF_MEMORY;
+    *buf = p;
+    *cap = nc;
+    return VT_OK;
+}
+
+/* Typed wrapper: grows pointer `p` to hold `count` elements. */
+#define GROW(st, p, cap, count)                                                                 \
+    do {                                                                                        \
+        void *tmp_ = (p);                                                                       \
+        (st) = (count) > SIZE_MAX / sizeof *(p) ? VT_ERR_OUT_OF_MEMORY                          \
+                                                : grow_bytes(&tmp_, &(cap), (count) * sizeof *(p)); \
+        (p) = tmp_;                                                                             \
+    } while (0)
+
+vt_status vt_det_eval_init(vt_det_eval *ev, int nc)
+{
+    memset(ev, 0, sizeof *ev);
+    if (nc < 1 || nc > 100000)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: bad class count %d", nc);
+    ev->nc = nc;
+    ev->cm_conf = 0.25f;
+    ev->cm_iou = 0.5f;
+    size_t k = (size_t)nc + 1;
+    ev->num_gt = vt_calloc((size_t)nc, sizeof *ev->num_gt);
+    ev->confusion = vt_calloc(k * k, sizeof *ev->confusion);
+    ev->ap = vt_calloc((size_t)nc * VT_DET_NUM_IOU, sizeof *ev->ap);
+    ev->ap50 = vt_calloc((size_t)nc * 5, sizeof(double));
+    if (!ev->num_gt || !ev->confusion || !ev->ap || !ev->ap50) {
+        vt_det_eval_free(ev);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    ev->ap50_95 = ev->ap50 + nc;
+    ev->p = ev->ap50 + 2 * nc;
+    ev->r = ev->ap50 + 3 * nc;
+    ev->f1 = ev->ap50 + 4 * nc;
+    return VT_OK;
+}
+
+void vt_det_eval_reset(vt_det_eval *ev)
+{
+    size_t k = (size_t)ev->nc + 1;
+    ev->nrec = 0;
+    memset(ev->num_gt, 0, (size_t)ev->nc * sizeof *ev->num_gt);
+    memset(ev->confusion, 0, k * k * sizeof *ev->confusion);
+}
+
+void vt_det_eval_free(vt_det_eval *ev)
+{
+    free(ev->rec);
+    free(ev->num_gt);
+    free(ev->confusion);
+    free(ev->iou);
+    free(ev->order);
+    free(ev->gt_used);
+    free(ev->used);
+    free(ev->ap);
+    free(ev->ap50);
+    memset(ev, 0, sizeof *ev);
+}
+
+/* Confusion matrix of one image: greedy one-to-one matching by IoU, class-agnostic. */
+static vt_status confusion_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_det *gt,
+                               int ng)
+{
+    const int k = ev->nc + 1;
+    vt_status st = grow_bytes(&ev->order, &ev->cap_order, ((size_t)np * ng + 1) * sizeof(iou_pair));
+    if (!st) GROW(st, ev->used, ev->cap_used, (size_t)np + ng + 1);
+    if (st) return st;
+    iou_pair *pairs = ev->order;
+    unsigned char *dused = ev->used, *gused = ev->used + np;
+    memset(ev->used, 0, (size_t)np + ng);
+    size_t npair = 0;
+    for (int d = 0; d < np; d++) {
+        if (!(pred[d].score >= ev->cm_conf)) {
+            dused[d] = 2; /* below the threshold: not counted at all */
+            continue;
+        }
+        for (int g = 0; g < ng; g++) {
+            float v = ev->iou[(size_t)d * ng + g];
+            if (v >= ev->cm_iou) pairs[npair++] = (iou_pair){v, d, g};
+        }
+    }
+    if (npair > 1) qsort(pairs, npair, sizeof *pairs, cmp_pair);
+    for (size_t i = 0; i < npair; i++) {
+        int d = pairs[i].d, g = pairs[i].g;
+        if (dused[d] || gused[g]) continue;
+        dused[d] = gused[g] = 1;
+        ev->confusion[(size_t)pred[d].cls * k + gt[g].cls]++;
+    }
+    for (int g = 0; g < ng; g++)
+        if (!gused[g]) ev->confusion[(size_t)ev->nc * k + gt[g].cls]++;
+    for (int d = 0; d < np; d++)
+        if (!dused[d]) ev->confusion[(size_t)pred[d].cls * k + ev->nc]++;
+    return VT_OK;
+}
+
+vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_det *gt, int ng)
+{
+    if (np < 0 || ng < 0 || (np && !pred) || (ng && !gt))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: bad detection or label arrays");
+    for (int i = 0; i < np; i++)
+        if (pred[i].cls < 0 || pred[i].cls >= ev->nc || isnan(pred[i].score))
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: detection %d has class %d "
+                           "(0..%d) or a NaN score", i, pred[i].cls, ev->nc - 1);
+    for (int i = 0; i < ng; i++)
+        if (gt[i].cls < 0 || gt[i].cls >= ev->nc)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: label %d has class %d (0..%d)",
+                           i, gt[i].cls, ev->nc - 1);
+    vt_status st;
+    GROW(st, ev->rec, ev->caprec, ev->nrec + (size_t)np + 1);
+    if (!st) GROW(st, ev->iou, ev->cap_iou, (size_t)np * ng + 1);
+    if (!st) GROW(st, ev->gt_used, ev->cap_gt, (size_t)ng + 1);
+    if (st) return st;
+    for (int d = 0; d < np; d++)
+        for (int g = 0; g < ng; g++) ev->iou[(size_t)d * ng + g] = vt_det_iou(&pred[d], &gt[g]);
+    for (int g = 0; g < ng; g++) ev->num_gt[gt[g].cls]++;
+
+    if ((st = confusion_add(ev, pred, np, gt, ng))) return st;
+
+    /* COCO matching: detections by descending score (the order scratch is free again). */
+    if ((st = grow_bytes(&ev->order, &ev->cap_order, ((size_t)np + 1) * sizeof(score_idx))))
+        return st;
+    score_idx *order = ev->order;
+    for (int d = 0; d < np; d++) order[d] = (score_idx){pred[d].score, d};
+    if (np > 1) qsort(order, (size_t)np, sizeof *order, cmp_score_idx);
+    memset(ev->gt_used, 0, (size_t)ng * sizeof *ev->gt_used);
+    for (int o = 0; o < np; o++) {
+        int d = order[o].idx;
+        uint16_t tp = 0;
+        for (int t = 0; t < VT_DET_NUM_IOU; t++) {
+            float best = (float)iou_threshold(t);
+            int m = -1;
+            for (int g = 0; g < ng; g++) {
+                if (gt[g].cls != pred[d].cls || (ev->gt_used[g] >> t & 1)) continue;
+                float v = ev->iou[(size_t)d * ng + g];
+                if (v >= best && (m < 0 || v > best)) best = v, m = g;
+            }
+            if (m >= 0) {
+                ev->gt_used[m] |= (uint16_t)(1u << t);
+                tp |= (uint16_t)(1u << t);
+            }
+        }
+        ev->rec[ev->nrec] = (vt_det_record){pred[d].score, pred[d].cls, (uint32_t)ev->nrec, tp};
+        ev->nrec++;
+    }
+    return VT_OK;
+}
+
+/* 101-point interpolated AP of one class at threshold bit t over records r[0..n) sorted by
+ * descending score. */
+static double class_ap(const vt_det_record *r, size_t n, int64_t ngt, int t, double *prec)
+{
+    if (n == 0) return 0.0;
+    size_t tp = 0;
+    for (size_t i = 0; i < n; i++) {
+        tp += r[i].tp >> t & 1;
+        prec[i] = (double)tp / (double)(i + 1);
+    }
+    for (size_t i = n - 1; i > 0; i--) /* precision envelope: max over higher recalls */
+        if (prec[i] > prec[i - 1]) prec[i - 1] = prec[i];
+    double sum = 0;
+    size_t i = 0, ctp = r[0].tp >> t & 1;
+    for (int k = 0; k <= 100; k++) {
+        double want = k / 100.0;
+        /* first i whose recall reaches `want`; recall only grows with i */
+        while (i < n && (double)ctp / (double)ngt < want) {
+            i++;
+            if (i < n) ctp += r[i].tp >> t & 1;
+        }
+        if (i >= n) break;
+        sum += prec[i];
+    }
+    return sum / 101.0;
+}
+
+/* Per-class TP (at IoU 0.5) and detection counts at score >= conf; cum[i] = TPs among the
+ * class's first i records. */
+static void counts_at(const vt_det_record *r, const size_t *cum, size_t n, double conf,
+                      size_t *ndet, size_t *ntp)
+{
+    size_t lo = 0, hi = n; /* records sorted by descending score: find the first below conf */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((double)r[mid].score >= conf) lo = mid + 1;
+        else hi = mid;
+    }
+    *ndet = lo;
+    *ntp = cum[lo] - cum[0];
+}
+
+/* Mean P, R, F1 over classes with ground truth at `conf`; per-class values into ev->p/r/f1. */
+static double prf_at(vt_det_eval *ev, const size_t *start, const size_t *cum, double conf,
+                     double *mp, double *mr)
+{
+    double sp = 0, sr = 0, sf = 0;
+    int m = 0;
+    for (int c = 0; c < ev->nc; c++) {
+        size_t nd, ntp;
+        counts_at(ev->rec + start[c], cum + start[c], start[c + 1] - start[c], conf, &nd, &ntp);
+        double p = nd ? (double)ntp / (double)nd : 0.0;
+        double r = ev->num_gt[c] ? (double)ntp / (double)ev->num_gt[c] : 0.0;
+        double f = p + r > 0 ? 2 * p * r / (p + r) : 0.0;
+        ev->p[c] = p;
+        ev->r[c] = r;
+        ev->f1[c] = f;
+        if (!ev->num_gt[c]) continue;
+        sp += p;
+        sr += r;
+        sf += f;
+        m++;
+    }
+    *mp = m ? sp / m : 0;
+    *mr = m ? sr / m : 0;
+    return m ? sf / m : 0;
+}
+
+vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
+{
+    if (!ev || !out || !ev->num_gt)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: not initialised");
+    memset(out, 0, sizeof *out);
+    if (ev->nrec > 1) qsort(ev->rec, ev->nrec, sizeof *ev->rec, cmp_record);
+    size_t *start = vt_malloc(((size_t)ev->nc + 1) * sizeof *start);
+    double *prec = vt_malloc((ev->nrec + 1) * sizeof *prec);
+    size_t *cum = vt_malloc((ev->nrec + 1) * sizeof *cum);
+    if (!start || !prec || !cum) {
+        free(start);
+        free(prec);
+        free(cum);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    cum[0] = 0; /* global prefix sums of TP@0.5; a class's slice differences give its counts */
+    for (size_t i = 0; i < ev->nrec; i++) cum[i + 1] = cum[i] + (ev->rec[i].tp & 1);
+    size_t j = 0;
+    for (int c = 0; c <= ev->nc; c++) {
+        while (j < ev->nrec && ev->rec[j].cls < c) j++;
+        start[c] = j;
+    }
+    double s50 = 0, s5095 = 0;
+    int m = 0;
+    for (int c = 0; c < ev->nc; c++) {
+        if (!ev->num_gt[c]) {
+            ev->ap50[c] = ev->ap50_95[c] = -1;
+            for (int t = 0; t < VT_DET_NUM_IOU; t++) ev->ap[c * VT_DET_NUM_IOU + t] = -1;
+            continue;
+        }
+        double sum = 0;
+        for (int t = 0; t < VT_DET_NUM_IOU; t++) {
+            double ap = class_ap(ev->rec + start[c], start[c + 1] - start[c], ev->num_gt[c], t,
+                                 prec);
+            ev->ap[c * VT_DET_NUM_IOU + t] = ap;
+            sum += ap;
+        }
+        ev->ap50[c] = ev->ap[c * VT_DET_NUM_IOU];
+        ev->ap50_95[c] = sum / VT_DET_NUM_IOU;
+        s50 += ev->ap50[c];
+        s5095 += ev->ap50_95[c];
+        m++;
+    }
+    out->classes_with_gt = m;
+    out->map50 = m ? s50 / m : 0;
+    out->map50_95 = m ? s5095 / m : 0;
+    if (conf < 0) {
+        double best = -1;
+        conf = 0;
+        for (int k = 0; k <= 1000; k++) {
+            double mp, mr, f = prf_at(ev, start, cum, k / 1000.0, &mp, &mr);
+            if (f > best) best = f, conf = k / 1000.0;
+        }
+    }
+    out->f1 = prf_at(ev, start, cum, conf, &out->precision, &out->recall);
+    out->conf = conf;
+    out->ap50 = ev->ap50;
+    out->ap50_95 = ev->ap50_95;
+    out->class_p = ev->p;
+    out->class_r = ev->r;
+    out->class_f1 = ev->f1;
+    out->num_gt = ev->num_gt;
+    out->confusion = ev->confusion;
+    free(start);
+    free(prec);
+    free(cum);
+    return VT_OK;
+}

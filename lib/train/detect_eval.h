@@ -1,0 +1,143 @@
+/* Private: detection post-processing and evaluation (issue 4).
+ *
+ * Boxes are corners (x0, y0, x1, y1) in any one unit (pixels of the original image for
+ * evaluation); a ground truth is a vt_det whose score is ignored. */
+#ifndef VT_DETECT_EVAL_H
+#define VT_DETECT_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "image/image.h"
+
+typedef struct vt_det {
+    float x0, y0, x1, y1;
+    float score;
+    int cls;
+} vt_det;
+
+/* Growable list of detections (the only allocation in the decoding path). */
+typedef struct vt_det_list {
+    vt_det *v;
+    int n, cap;
+} vt_det_list;
+
+vt_status vt_det_list_push(vt_det_list *l, const vt_det *d);
+void vt_det_list_free(vt_det_list *l);
+
+/* Intersection over union of two boxes; 0 when either is empty. */
+float vt_det_iou(const vt_det *a, const vt_det *b);
+
+/* Class-aware non-maximum suppression, in place: drops detections with score < conf, sorts
+ * the rest by score (descending), and drops any box whose IoU with a kept box of the same
+ * class is > iou.  Boxes of different classes never suppress each other.  Stops after max_det
+ * kept (max_det <= 0: no limit).  Returns the number kept, which are d[0..ret).  The order of
+ * equal-score boxes is by class, then coordinates, so the result does not depend on the input
+ * order. */
+int vt_det_nms(vt_det *d, int n, float conf, float iou, int max_det);
+
+/* Decode a dense detection head: n candidates, each with fields cx, cy, w, h (in input pixels)
+ * followed by nc class scores (already probabilities).  Field f of candidate i is at
+ * pred[i * cand_stride + f * field_stride], so both the Ultralytics (4+nc, n) layout
+ * (cand_stride 1, field_stride n) and an (n, 4+nc) layout (4+nc, 1) work.  Each candidate
+ * gives its best class (multi_label = 0) or every class with score >= conf (multi_label = 1,
+ * as Ultralytics uses for validation).  The result (appended to out after out->n is reset to
+ * 0) is NMS-filtered with vt_det_nms. */
+vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
+                        ptrdiff_t field_stride, float conf, float iou, int max_det,
+                        int multi_label, vt_det_list *out);
+
+/* ---- letterbox ----------------------------------------------------------------------------
+ * Resize keeping the aspect ratio, centred on a dst_w x dst_h canvas (Ultralytics' letterbox:
+ * r = min(dst_w/src_w, dst_h/src_h), not above 1 unless scaleup, new size rounded, padding
+ * split with the extra pixel on the right/bottom).  Box mapping uses the exact per-axis scale
+ * of the resize performed (new_w/src_w, new_h/src_h). */
+typedef struct vt_letterbox {
+    int src_w, src_h, dst_w, dst_h;
+    int new_w, new_h; /* size of the resized image inside the canvas */
+    int pad_x, pad_y; /* its top-left corner in the canvas */
+    float sx, sy;     /* new_w / src_w, new_h / src_h */
+} vt_letterbox;
+
+/* VT_ERR_INVALID_ARGUMENT for non-positive sizes. */
+vt_status vt_letterbox_geometry(int src_w, int src_h, int dst_w, int dst_h, int scaleup,
+                                vt_letterbox *lb);
+/* Original-image corners -> canvas corners. */
+void vt_letterbox_forward(const vt_letterbox *lb, float box[4]);
+/* Canvas corners -> original-image pixels, clipped to the image. */
+void vt_letterbox_inverse(const vt_letterbox *lb, float box[4]);
+/* Resize and pad an image (pad value `pad` in every channel, Ultralytics uses 114). */
+vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scaleup,
+                             uint8_t pad, vt_image *dst, vt_letterbox *lb);
+
+/* ---- evaluation ----------------------------------------------------------------------------
+ * COCO-style: per image, detections are taken by descending score and each matches the
+ * unmatched ground truth of its class with the highest IoU >= t, for t = 0.50, 0.55 .. 0.95.
+ * Per class, AP(t) is the 101-point interpolated precision (precision made monotone, sampled
+ * at recall 0, 0.01 .. 1, 0 where the recall is not reached), as pycocotools computes it.
+ * Classes without ground truth are left out of every mean (their AP is -1).
+ *
+ * Precision, recall and F1 are at IoU 0.5 and one confidence threshold for all classes: the
+ * threshold on a 0.000, 0.001 .. 1.000 grid that maximises the mean F1 over classes (the
+ * Ultralytics choice, without its curve smoothing; ties take the lowest), or a given one.  At a
+ * threshold, P = TP / detections (0 with no detection), R = TP / ground truths; the reported
+ * P, R and F1 are means over the classes with ground truth.
+ *
+ * The confusion matrix ((nc+1) x (nc+1), row = predicted class, column = true class, index nc
+ * = background) counts, per image, detections with score >= cm_conf (default 0.25) matched
+ * one-to-one to ground truths of any class with IoU >= 0.5, greedily by IoU: a matched pair
+ * adds 1 at [pred][true], an unmatched ground truth at [nc][true] (missed), an unmatched
+ * detection at [pred][nc] (background). */
+#define VT_DET_NUM_IOU 10
+
+typedef struct vt_det_record {
+    float score;
+    int cls;
+    uint32_t seq;  /* arrival order: equal scores keep it, like pycocotools' stable sort */
+    uint16_t tp;   /* bit t set: true positive at IoU threshold t */
+} vt_det_record;
+
+typedef struct vt_det_eval {
+    int nc;
+    float cm_conf, cm_iou;
+    vt_det_record *rec;
+    size_t nrec, caprec;
+    int64_t *num_gt;    /* nc */
+    int64_t *confusion; /* (nc+1)^2 */
+    /* scratch, grown as needed; every cap_* is in bytes */
+    float *iou;
+    size_t cap_iou;
+    void *order;
+    size_t cap_order;
+    uint16_t *gt_used;
+    unsigned char *used;
+    size_t cap_gt, cap_used;
+    /* results of the last vt_det_eval_compute */
+    double *ap;      /* nc x VT_DET_NUM_IOU */
+    double *ap50, *ap50_95, *p, *r, *f1;
+} vt_det_eval;
+
+typedef struct vt_det_metrics {
+    double precision, recall, f1; /* means over classes with ground truth */
+    double conf;                  /* the threshold they are taken at */
+    double map50, map50_95;
+    int classes_with_gt;
+    /* per class (nc), owned by the evaluator, valid until its next compute/reset/free */
+    const double *ap50, *ap50_95; /* -1 for a class without ground truth */
+    const double *class_p, *class_r, *class_f1;
+    const int64_t *num_gt;
+    const int64_t *confusion;     /* (nc+1) x (nc+1), [pred * (nc+1) + true] */
+} vt_det_metrics;
+
+vt_status vt_det_eval_init(vt_det_eval *ev, int nc);
+void vt_det_eval_reset(vt_det_eval *ev); /* forget all images, keep the memory */
+void vt_det_eval_free(vt_det_eval *ev);
+/* One image's detections (after NMS) and ground truths, in the same units.
+ * VT_ERR_INVALID_ARGUMENT for a class outside 0..nc-1 or a NaN score. */
+vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int npred, const vt_det *gt,
+                          int ngt);
+/* conf < 0: the threshold maximising the mean F1; else P/R/F1 at that threshold. */
+vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out);
+
+#endif

@@ -1,0 +1,116 @@
+/* Private structure of the vt_trainer handle, shared by the trainer loop (trainer.c), its
+ * checkpoint / run-folder code (train_state.c) and the results table (results.c). */
+#ifndef VT_TRAINER_IMPL_H
+#define VT_TRAINER_IMPL_H
+
+#include <stdatomic.h>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "nn/exec.h"
+#include "nn/model.h"
+#include "train/checkpoint.h"
+#include "train/results.h"
+
+enum { VT_NMETRIC = 14 };
+
+struct vt_progress {
+    int epoch, epochs, batch, batches;
+    int64_t iteration;
+    double value[VT_NMETRIC];
+    unsigned char has[VT_NMETRIC];
+    const char *ckpt_path; /* during VT_EVENT_CHECKPOINT_SAVED only */
+};
+
+/* Where a run stands, and everything besides weights and optimiser moments that a checkpoint
+ * needs to continue it exactly. */
+typedef struct vt_train_pos {
+    int epoch;          /* 0-based epoch in progress (== epochs when finished)                */
+    int batch;          /* batches of that epoch already trained (0..nb); nb: val pending      */
+    int64_t iteration;  /* optimiser steps so far                                             */
+    int nb;             /* batches per epoch the position refers to                           */
+    double loss_sum;    /* partial epoch: sum of batch losses                                 */
+    long images;        /* partial epoch: images trained                                      */
+    double data_wait;   /* partial epoch: seconds waiting for the loader                      */
+    double epoch_time;  /* partial epoch: seconds of training                                 */
+    double elapsed;     /* seconds of training + validation over all sessions of the run      */
+    double best_fitness;
+    int best_epoch;     /* 1-based epoch of best_fitness, 0 when none                         */
+    int64_t ema_updates;
+} vt_train_pos;
+
+struct vt_trainer {
+    char err[VT_ERRMSG_MAX];
+    vt_model *model;
+    vt_dataset *ds;
+    vt_optvals opts;
+    vt_logger log;
+    vt_progress_fn cb;
+    void *cb_user;
+    atomic_int cancel;
+
+    char device[VT_OPT_STR_MAX]; /* device of be */
+    vt_backend *be;
+    vt_exec *exec;
+    float *opt_m, *opt_v;        /* optimiser state, backend memory */
+    int64_t opt_t;               /* AdamW step count */
+    float *ema_p, *ema_b;        /* EMA of params / buffers, backend memory (ema=1) */
+    float *tmp_p, *tmp_b;        /* scratch of the same sizes (EMA update, swapping for val) */
+    float *host_batch;
+    int32_t *host_labels;
+    size_t host_cap;             /* floats in host_batch */
+    float *host_probs;
+    int host_probs_cap;
+    vt_progress prog;            /* latest values, also what callbacks see */
+    uint64_t dev_version;        /* model->version the device weights correspond to */
+    int dirty;                   /* device weights are newer than the model's host copy */
+
+    /* run state */
+    vt_train_pos pos;
+    vt_results results;          /* one row per completed epoch */
+    int64_t *confusion;          /* K x K counts of the last validation (rows: true class) */
+    int confusion_k;
+    char run_dir[4096];          /* "" when save=0 */
+    char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
+    vt_stop_reason stop;
+};
+
+#define VT_TRY(x)                                                                                  \
+    do {                                                                                           \
+        vt_status st_ = (x);                                                                       \
+        if (st_) return st_;                                                                       \
+    } while (0)
+
+/* ---- train_state.c ---- */
+
+/* The task's folder name under <project>: "classify", "detect", "segment". */
+const char *vt_task_dir_name(vt_task task);
+/* FNV-1a 64 of the train and val file lists (paths relative to the dataset root) and labels. */
+uint64_t vt_dataset_hash(const vt_dataset *ds);
+/* Create the run folder (and weights/) from project/name/exist_ok, or reuse `reuse` when
+ * non-NULL; sets t->run_dir and writes args.yaml. */
+vt_status vt_run_dir_create(vt_trainer *t, const char *reuse);
+/* Write a checkpoint of the trainer's current state (device weights, optimiser, position,
+ * EMA, history) to every path of paths[0..n-1] (the same bytes; each atomically). */
+vt_status vt_train_save(vt_trainer *t, const char *const *paths, int n);
+/* Read a checkpoint for resuming: merges its options into t->opts (explicitly set options
+ * win), checks model and dataset, copies the training weights into the model, and fills *pos
+ * and t->results.  The optimiser moments and EMA are returned (malloc'd, host) for upload
+ * after the device is ready; *opt_v / *ema_* may be NULL when the checkpoint has none. */
+typedef struct vt_resume_state {
+    float *opt_m, *opt_v, *ema_p, *ema_b;
+    int64_t opt_t;
+    vt_train_pos pos;
+    char run_dir[4096]; /* the checkpoint's run folder when it lies in <run>/weights/, else "" */
+} vt_resume_state;
+vt_status vt_train_load(vt_trainer *t, const char *path, vt_resume_state *rs);
+void vt_resume_state_free(vt_resume_state *rs);
+/* results.csv of the run folder (atomically). */
+vt_status vt_train_write_results(vt_trainer *t);
+/* results.png and confusion_matrix.png of the run folder. */
+vt_status vt_train_write_plots(vt_trainer *t);
+
+/* ---- trainer.c, used by train_state.c ---- */
+vt_status vt_trainer_pull_weights(vt_trainer *t);
+
+#endif
