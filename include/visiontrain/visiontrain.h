@@ -430,7 +430,8 @@ VT_API vt_status vt_trainer_set_float(vt_trainer *trainer, vt_option option, dou
 VT_API vt_status vt_trainer_set_string(vt_trainer *trainer, vt_option option, const char *value);
 /* "key=value", e.g. "epochs=20" or "optimizer=adamw". */
 VT_API vt_status vt_trainer_set(vt_trainer *trainer, const char *key_value);
-/* Current value of a numeric option (int options are returned exactly as double). */
+/* Current value of a numeric option (int options are returned exactly as double).  For imgsz
+ * and lr0, whose default 0 means "derived", the value a run would use is returned. */
 VT_API vt_status vt_trainer_get_float(const vt_trainer *trainer, vt_option option, double *value);
 
 VT_API void vt_trainer_set_log(vt_trainer *trainer, vt_log_fn fn, void *user,

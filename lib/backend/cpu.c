@@ -685,7 +685,24 @@ static void maxpool_planes(void *ctx, size_t p0, size_t p1)
     }
 }
 
-/* The common 2x2 stride-2 unpadded window, without bounds checks. */
+/* The common 2x2 stride-2 unpadded window: one output row at a time through a branch-free
+ * kernel with restrict pointers, which the compiler vectorises. */
+static void maxpool2_row(int wo, const float *restrict r0, const float *restrict r1, int base,
+                         int w, float *restrict y, int32_t *restrict idx)
+{
+    for (int ox = 0; ox < wo; ox++) {
+        float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        int ia = base + 2 * ox;
+        /* first maximum in the order a, b, c, d (ties keep the earlier one) */
+        float m1 = b > a ? b : a;
+        int i1 = b > a ? ia + 1 : ia;
+        float m2 = d > c ? d : c;
+        int i2 = d > c ? ia + w + 1 : ia + w;
+        y[ox] = m2 > m1 ? m2 : m1;
+        idx[ox] = m2 > m1 ? i2 : i1;
+    }
+}
+
 static void maxpool2_planes(void *ctx, size_t p0, size_t p1)
 {
     const pool_job *J = ctx;
@@ -693,22 +710,10 @@ static void maxpool2_planes(void *ctx, size_t p0, size_t p1)
     size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
         const float *x = J->x + p * HW;
-        float *y = J->y + p * OHW;
-        int32_t *idx = J->idx + p * OHW;
         for (int oy = 0; oy < d->ho; oy++) {
-            const float *r0 = x + (size_t)(2 * oy) * d->w, *r1 = r0 + d->w;
-            int base = 2 * oy * d->w;
-            for (int ox = 0; ox < d->wo; ox++) {
-                float a = r0[2 * ox], bb = r0[2 * ox + 1], c = r1[2 * ox], e = r1[2 * ox + 1];
-                int ia = base + 2 * ox;
-                float m = a;
-                int im = ia;
-                if (bb > m) { m = bb; im = ia + 1; }
-                if (c > m) { m = c; im = ia + d->w; }
-                if (e > m) { m = e; im = ia + d->w + 1; }
-                y[oy * d->wo + ox] = m;
-                idx[oy * d->wo + ox] = im;
-            }
+            const float *r0 = x + (size_t)(2 * oy) * d->w;
+            maxpool2_row(d->wo, r0, r0 + d->w, 2 * oy * d->w, d->w,
+                         J->y + p * OHW + (size_t)oy * d->wo, J->idx + p * OHW + (size_t)oy * d->wo);
         }
     }
 }

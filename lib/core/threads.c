@@ -1,17 +1,33 @@
 #include "core/threads.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* Workers and the caller spin briefly before sleeping: a training step calls the pool hundreds
+ * of times with a few hundred microseconds between calls, and a futex sleep/wake each time cost
+ * several percent of a step.  The spin is bounded, so idle pools do sleep. */
+enum { SPIN_ITERS = 20000 };
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 struct vt_pool {
     int n;                 /* threads including the caller */
     pthread_t *tids;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    unsigned long gen;     /* bumped for each job */
-    int pending;           /* workers still running the current job */
-    int quit;
+    atomic_ulong gen;      /* bumped for each job */
+    atomic_int pending;    /* workers still running the current job */
+    atomic_int quit;
+    int sleepers;          /* workers waiting on `go` (under mu) */
     vt_range_fn fn;
     void *ctx;
     size_t total;
@@ -38,18 +54,26 @@ static void *worker(void *arg)
     int id = wa->id;
     free(wa);
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && p->gen == seen) pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit) break;
-        seen = p->gen;
-        int active = id < p->parts;
-        pthread_mutex_unlock(&p->mu);
-        if (active) run_part(p, id);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        for (int s = 0; s < SPIN_ITERS && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); s++)
+            cpu_relax();
+        if (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) {
+            pthread_mutex_lock(&p->mu);
+            p->sleepers++;
+            while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit))
+                pthread_cond_wait(&p->go, &p->mu);
+            p->sleepers--;
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit)) break;
+        seen = atomic_load(&p->gen);
+        if (id < p->parts) run_part(p, id);
+        if (atomic_fetch_sub(&p->pending, 1) == 1) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -65,24 +89,33 @@ vt_status vt_pool_create(vt_pool **out, int threads)
     if (threads <= 0) threads = vt_cpu_count();
     vt_pool *p = vt_calloc(1, sizeof *p);
     if (!p) return VT_ERR_OUT_OF_MEMORY;
-    p->n = threads;
+    p->n = 1;
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->quit, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
     if (threads > 1) {
         p->tids = vt_calloc((size_t)threads, sizeof *p->tids);
-        if (!p->tids) { vt_pool_destroy(p); return VT_ERR_OUT_OF_MEMORY; }
+        if (!p->tids) {
+            vt_pool_destroy(p);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
         for (int i = 1; i < threads; i++) {
             worker_arg *wa = vt_malloc(sizeof *wa);
-            if (!wa) { p->n = i; vt_pool_destroy(p); return VT_ERR_OUT_OF_MEMORY; }
+            if (!wa) {
+                vt_pool_destroy(p);
+                return VT_ERR_OUT_OF_MEMORY;
+            }
             wa->p = p;
             wa->id = i;
             if (pthread_create(&p->tids[i], NULL, worker, wa) != 0) {
                 free(wa);
-                p->n = i;
                 vt_pool_destroy(p);
                 return vt_fail(VT_ERR_OUT_OF_MEMORY, "cannot start a worker thread");
             }
+            p->n = i + 1; /* threads started so far, for destroy */
         }
     }
     *out = p;
@@ -93,7 +126,7 @@ void vt_pool_destroy(vt_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++) pthread_join(p->tids[i], NULL);
@@ -116,17 +149,21 @@ void vt_pool_run(vt_pool *p, size_t n, size_t grain, vt_range_fn fn, void *ctx)
         fn(ctx, 0, n);
         return;
     }
-    pthread_mutex_lock(&p->mu);
+    /* Publish the job, then bump gen (release) so spinning workers see a complete job. */
     p->fn = fn;
     p->ctx = ctx;
     p->total = n;
     p->parts = (int)parts;
-    p->pending = p->n - 1;
-    p->gen++;
-    pthread_cond_broadcast(&p->go);
+    atomic_store(&p->pending, p->n - 1);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->gen, 1);
+    if (p->sleepers) pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     run_part(p, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int s = 0; s < SPIN_ITERS && atomic_load(&p->pending) > 0; s++) cpu_relax();
+    if (atomic_load(&p->pending) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }

@@ -146,13 +146,19 @@ VT_API vt_status vt_trainer_set(vt_trainer *t, const char *kv)
     return vt_err_capture(t->err, vt_optvals_set_kv(&t->opts, kv));
 }
 
+static int imgsz_of(const vt_trainer *t);
+static double base_lr(const vt_trainer *t);
+
 VT_API vt_status vt_trainer_get_float(const vt_trainer *t, vt_option o, double *v)
 {
     if (!t || !v) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_get_float: NULL argument");
     const vt_optdef *d = vt_optdef_by_id(o);
     if (!d || !(d->scope & VT_SCOPE_TRAINER) || d->type == VT_OPTION_STRING)
         return vt_fail(VT_ERR_UNKNOWN_OPTION, "option %d is not a numeric trainer option", o);
-    *v = vt_opt_num(&t->opts, o);
+    /* 0 means "derived" for these two: report the value a run would use */
+    if (o == VT_OPT_IMGSZ) *v = imgsz_of(t);
+    else if (o == VT_OPT_LR0) *v = base_lr(t);
+    else *v = vt_opt_num(&t->opts, o);
     return VT_OK;
 }
 
