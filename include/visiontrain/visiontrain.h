@@ -133,7 +133,9 @@ typedef enum vt_split {
     VT_SPLIT_TEST = 2
 } vt_split;
 
-/* Option keys.  Values are grouped by the handle that takes them and never renumbered. */
+/* Option keys.  Values are grouped by the handle that takes them and never renumbered:
+ * 100..299 are vt_trainer options, 300..399 options of vt_model_create's options string.
+ * A key may exist in both groups ("imgsz", "seed"). */
 typedef enum vt_option {
     /* vt_trainer: schedule and optimisation */
     VT_OPT_EPOCHS = 100,          /* int   >= 1, default 10                                   */

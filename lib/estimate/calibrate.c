@@ -9,6 +9,7 @@
 
 #include "vt_config.h" /* before backend.h, which tests VT_HAVE_CUDA */
 
+#include "core/atomic_file.h"
 #include "estimate/estimator_impl.h"
 #include "nn/model.h"
 
@@ -357,13 +358,10 @@ VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path
     const vt_calib *c = &e->cal;
     if (!c->valid)
         return vt_err_capture(e->err, vt_fail(VT_ERR_BAD_STATE, "nothing to save: not calibrated"));
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return vt_err_capture(e->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: path too long", path));
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return vt_err_capture(e->err, vt_fail(VT_ERR_IO, "%s: cannot create: %s", tmp,
-                                              strerror(errno)));
+    vt_afile af;
+    vt_status ost = vt_afile_open(&af, path);
+    if (ost) return vt_err_capture(e->err, ost);
+    FILE *f = af.f;
     fprintf(f, "%s\ndevice %s\ndevice_index %d\ngpu %s\nprecision %s\n", CAL_MAGIC,
             c->on_gpu ? "gpu" : "cpu", c->device, c->gpu[0] ? c->gpu : "-",
             vt_est_prec_names[c->prec]);
@@ -373,14 +371,7 @@ VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path
             c->dm.h2d_bw, c->k, (long long)c->verified_max_batch, c->model, c->imgsz);
     for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
     fprintf(f, "end\n");
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        vt_status st = vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        return vt_err_capture(e->err, st);
-    }
-    return VT_OK;
+    return vt_err_capture(e->err, vt_afile_commit(&af));
 }
 
 static vt_status cal_num(const char *path, int line, const char *key, const char *s, double min,

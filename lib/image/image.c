@@ -1,6 +1,6 @@
 /* Image decoding (PNG via libpng, JPEG via libjpeg-turbo), resampling and PNG writing.
  *
- * Both codecs' default error handlers print to stderr and call exit(), which an embeddable
+ * Both codecs' default error handlers print to stderr and end the process, which an embeddable
  * library must never do, so every codec call runs under our own handlers: errors longjmp back to
  * the decoding function and become a vt_status, warnings are recorded instead of printed.
  *
@@ -8,6 +8,8 @@
  * locals; everything that changes while the codec runs lives in a context struct owned by the
  * caller, so no value is indeterminate after a longjmp (C11 7.13.2.1). */
 #include "image/image.h"
+
+#include "core/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -593,27 +595,6 @@ static vt_status vtpng_write_run(vtpng_wr *wr, const char *path, const uint8_t *
     return VT_OK;
 }
 
-/* Make the rename itself durable; failure here (some filesystems refuse to fsync a directory)
- * does not undo a write that already succeeded, so it is ignored. */
-static void sync_parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash)
-        dir = strdup(".");
-    else if (slash == path)
-        dir = strdup("/");
-    else
-        dir = strndup(path, (size_t)(slash - path));
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int h, int c,
                             size_t stride)
 {
@@ -624,41 +605,17 @@ vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int 
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
                        "%s: cannot save a %dx%d image with %d channels and stride %zu", path, w,
                        h, c, stride);
-    /* Write a temporary file beside the target, make it durable, then rename over the target:
-     * a crash leaves either the old file or the complete new one, never a torn PNG. */
-    size_t tlen = strlen(path) + 32;
-    char *tmp = vt_malloc(tlen);
-    if (!tmp) return VT_ERR_OUT_OF_MEMORY;
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return vt_fail(e == ENOENT || e == ENOTDIR ? VT_ERR_NOT_FOUND : VT_ERR_IO,
-                       "%s: cannot create: %s", path, strerror(e));
-    }
+    /* Atomic replacement: a crash leaves either the old file or the complete new one. */
+    vt_afile af;
+    vt_status st = vt_afile_open(&af, path);
+    if (st) return st;
     vtpng_wr wr;
     memset(&wr, 0, sizeof wr);
-    wr.f = fdopen(fd, "wb");
-    if (!wr.f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    wr.f = af.f;
+    st = vtpng_write_run(&wr, path, pixels, w, h, c, stride);
+    if (st) {
+        vt_afile_abort(&af);
+        return st;
     }
-    vt_status st = vtpng_write_run(&wr, path, pixels, w, h, c, stride);
-    if (st == VT_OK && (fflush(wr.f) != 0 || fsync(fileno(wr.f)) != 0))
-        st = vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    if (fclose(wr.f) != 0 && st == VT_OK)
-        st = vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    if (st == VT_OK && rename(tmp, path) != 0)
-        st = vt_fail(VT_ERR_IO, "%s: cannot rename the temporary file into place: %s", path,
-                     strerror(errno));
-    if (st != VT_OK)
-        unlink(tmp);
-    else
-        sync_parent_dir(path);
-    free(tmp);
-    return st;
+    return vt_afile_commit(&af);
 }

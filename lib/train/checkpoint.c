@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include "core/atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -113,40 +115,17 @@ vt_status vt_ckw_add(vt_ckpt_writer *w, uint32_t tag, const void *data, size_t n
     return VT_OK;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    while (n) {
-        ssize_t k = write(fd, b, n);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        b += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 vt_status vt_ckw_write(vt_ckpt_writer *w, const char *path)
 {
-    size_t plen = strlen(path);
-    char *tmp = vt_malloc(plen + 32);
-    if (!tmp) return VT_ERR_OUT_OF_MEMORY;
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        vt_status st = vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO,
-                               "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
+    vt_afile af;
+    vt_status st = vt_afile_open(&af, path);
+    if (st) return st;
     uLong total = crc32(0L, Z_NULL, 0);
     unsigned char hdr[HDR], sh[SEC_HDR];
     memcpy(hdr, MAGIC, 8);
     put32(hdr + 8, VT_CKPT_VERSION);
     put32(hdr + 12, (uint32_t)w->n);
-    int bad = write_all(fd, hdr, HDR);
+    int bad = fwrite(hdr, 1, HDR, af.f) != HDR;
     total = crc32(total, hdr, HDR);
     for (int i = 0; i < w->n && !bad; i++) {
         section *s = &w->s[i];
@@ -155,7 +134,8 @@ vt_status vt_ckw_write(vt_ckpt_writer *w, const char *path)
         put64(sh + 8, s->raw);
         put64(sh + 16, s->stored);
         put32(sh + 24, s->crc);
-        bad = write_all(fd, sh, SEC_HDR) || write_all(fd, s->bytes, s->stored);
+        bad = fwrite(sh, 1, SEC_HDR, af.f) != SEC_HDR ||
+              fwrite(s->bytes, 1, s->stored, af.f) != s->stored;
         total = crc32(total, sh, SEC_HDR);
         for (uint64_t off = 0; off < s->stored;) {
             uInt k = s->stored - off > 0x40000000u ? 0x40000000u : (uInt)(s->stored - off);
@@ -165,37 +145,13 @@ vt_status vt_ckw_write(vt_ckpt_writer *w, const char *path)
     }
     unsigned char tr[4];
     put32(tr, (uint32_t)total);
-    if (!bad) bad = write_all(fd, tr, 4);
-    /* fsync before rename: otherwise a crash can leave the new name pointing at a file whose
-     * data never reached the disk. */
-    if (!bad) bad = fsync(fd);
-    int err = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        err = errno;
-    }
+    if (!bad) bad = fwrite(tr, 1, 4, af.f) != 4;
     if (bad) {
-        unlink(tmp);
-        vt_status st = vt_fail(VT_ERR_IO, "%s: cannot write checkpoint: %s", path, strerror(err));
-        free(tmp);
+        st = vt_fail(VT_ERR_IO, "%s: cannot write checkpoint: %s", path, strerror(errno));
+        vt_afile_abort(&af);
         return st;
     }
-    /* Make the rename itself durable. */
-    char *dircopy = vt_strdup(path);
-    if (dircopy) {
-        int dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(dircopy);
-    }
-    free(tmp);
-    return VT_OK;
+    return vt_afile_commit(&af);
 }
 
 vt_status vt_ckpt_open(vt_ckpt **out, const char *path)

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "train/plot.h"
 #include "train/trainer_impl.h"
 
@@ -105,41 +106,6 @@ static vt_status mkdir_p(const char *path)
     return VT_OK;
 }
 
-/* Write a small file atomically (temporary file, fsync, rename). */
-static vt_status write_atomic(const char *path, const void *data, size_t n)
-{
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    const char *p = data;
-    size_t left = n;
-    int bad = 0;
-    while (left && !bad) {
-        ssize_t k = write(fd, p, left);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) bad = 1;
-        else {
-            p += k;
-            left -= (size_t)k;
-        }
-    }
-    if (!bad) bad = fsync(fd) != 0;
-    int err = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        err = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        err = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        return vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(err));
-    }
-    return VT_OK;
-}
 
 /* ---- options as text ---- */
 
@@ -213,7 +179,7 @@ vt_status vt_run_dir_create(vt_trainer *t, const char *reuse)
     size_t len;
     VT_TRY(options_text(&t->opts, ": ", 1, &txt, &len));
     snprintf(w, sizeof w, "%s/args.yaml", dir);
-    vt_status st = write_atomic(w, txt, len);
+    vt_status st = vt_write_file_atomic(w, txt, len);
     free(txt);
     return st;
 }
@@ -224,7 +190,7 @@ vt_status vt_train_write_results(vt_trainer *t)
     size_t len;
     VT_TRY(vt_results_to_csv(&t->results, 0, &txt, &len));
     snprintf(path, sizeof path, "%s/results.csv", t->run_dir);
-    vt_status st = write_atomic(path, txt, len);
+    vt_status st = vt_write_file_atomic(path, txt, len);
     free(txt);
     return st;
 }
