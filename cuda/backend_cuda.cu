@@ -218,6 +218,10 @@ static const vt_backend_ops cuda_ops = {
     vt_cuda_softmax_xent,
     vt_cuda_sgd_step,
     vt_cuda_adamw_step,
+    /* optional fused ops: not implemented here, the executor runs the unfused sequence */
+    nullptr, /* bn_relu_forward_train */
+    nullptr, /* bn_relu_forward_eval */
+    nullptr, /* bn_relu_backward */
 };
 
 static void cuda_destroy(vt_backend *b)

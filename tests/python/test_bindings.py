@@ -67,7 +67,8 @@ def new_model(**kw):
 
 
 def quick_trainer(model, dataset, **kw):
-    opts = dict(epochs=1, batch=8, seed=0, workers=0)
+    # save=0: no run folder (runs/...) in the working directory
+    opts = dict(epochs=1, batch=8, seed=0, workers=0, save=0)
     opts.update(kw)
     return vt.Trainer(model, dataset, **opts)
 
@@ -407,6 +408,127 @@ class TestTraining(unittest.TestCase):
             t.step(numpy.asfortranarray(images), labels)
             with self.assertRaises(vt.InvalidArgumentError):
                 t.step(images[:, :, :16, :16], labels)
+
+
+class TestRunFolder(unittest.TestCase):
+    def test_run_dir_checkpoints_and_new_metrics(self):
+        project = os.path.join(TMP, "runs-project")
+        events = []
+        with vt.Dataset(DATA) as ds, new_model() as m, \
+                quick_trainer(m, ds, epochs=2, save=1, project=project, name="exp",
+                              price=2.5, plots=0) as t:
+            self.assertIsNone(t.run_dir)
+            self.assertEqual(t.stop_reason, vt.StopReason.NONE)
+            t.run(callback=lambda event, p: events.append(p))
+            run_dir = t.run_dir
+            self.assertEqual(t.stop_reason, vt.StopReason.COMPLETED)
+            metrics = t.metrics()
+        self.assertEqual(os.path.realpath(run_dir),
+                         os.path.realpath(os.path.join(project, "classify", "exp")))
+        self.assertTrue(os.path.isfile(os.path.join(run_dir, "weights", "last.vtm")))
+        saved = [p for p in events if p.event == vt.Event.CHECKPOINT_SAVED]
+        self.assertTrue(saved)
+        for p in saved:
+            self.assertTrue(p.checkpoint_path.endswith(".vtm"), p.checkpoint_path)
+            self.assertTrue(os.path.isfile(p.checkpoint_path), p.checkpoint_path)
+            self.assertEqual(p.as_dict()["checkpoint_path"], p.checkpoint_path)
+        self.assertIn(os.path.join(run_dir, "weights", "last.vtm"),
+                      [os.path.join(run_dir, "weights", os.path.basename(p.checkpoint_path))
+                       for p in saved])
+        for p in events:
+            if p.event != vt.Event.CHECKPOINT_SAVED:
+                self.assertIsNone(p.checkpoint_path)
+        last = [p for p in events if p.event == vt.Event.EPOCH_END][-1]
+        for key in ("eta_seconds", "cost_usd", "data_wait_seconds", "best_fitness", "fitness"):
+            self.assertIn(key, last.metrics)
+            self.assertTrue(math.isfinite(last.metrics[key]))
+        self.assertGreater(last.cost_usd, 0.0)
+        self.assertIsNone(last.device_memory_bytes)     # CPU run: no device memory
+        self.assertIn("best_fitness", metrics)
+
+    def test_save0_has_no_run_dir(self):
+        with vt.Dataset(DATA) as ds, new_model() as m, quick_trainer(m, ds) as t:
+            t.run()
+            self.assertIsNone(t.run_dir)
+            self.assertEqual(t.stop_reason, vt.StopReason.COMPLETED)
+
+    def test_cancel_stop_reason(self):
+        with vt.Dataset(DATA) as ds, new_model() as m, quick_trainer(m, ds, epochs=2) as t:
+            with self.assertRaises(vt.Cancelled):
+                t.run(callback=_canceller(t))
+            self.assertEqual(t.stop_reason, vt.StopReason.CANCELLED)
+
+    def test_unknown_event_ignored(self):
+        calls = []
+        with new_model() as m, vt.Trainer(m) as t:
+            t.on_progress(lambda event, p: calls.append(event))
+            # An event value a newer library might add: not passed on, the run goes on (0).
+            self.assertEqual(t._on_progress_c(None, 99, None), 0)
+        self.assertEqual(calls, [])
+
+
+class TestDetectionDataset(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = os.path.join(TMP, "det")
+        vt.synth_generate(cls.dir, task="detect", classes=3, train=12, val=4, imgsz=64,
+                          max_objects=4, seed=2)
+
+    def test_boxes(self):
+        with vt.Dataset(self.dir, task="detect") as ds:
+            self.assertEqual(ds.task, vt.Task.DETECT)
+            self.assertEqual(ds.num_classes, 3)
+            self.assertEqual(ds.num_images("train"), 12)
+            self.assertEqual(ds.num_images("val"), 4)
+            self.assertEqual(ds.problems(), [])
+            total = 0
+            for i in range(ds.num_images("train")):
+                boxes = ds.boxes("train", i)
+                self.assertEqual(len(boxes), ds.num_boxes("train", i))
+                total += len(boxes)
+                for b in boxes:
+                    cls, cx, cy, w, h = b
+                    self.assertIn(cls, range(3))
+                    self.assertEqual(b.cls, cls)
+                    for v in (cx, cy, w, h):
+                        self.assertGreaterEqual(v, 0.0)
+                        self.assertLessEqual(v, 1.0)
+                    self.assertGreater(w, 0.0)
+                    self.assertGreater(h, 0.0)
+            self.assertGreater(total, 0)
+            self.assertEqual(ds.boxes("train", 10 ** 6), [])
+        with vt.Dataset(DATA) as cls_ds:
+            self.assertEqual(cls_ds.boxes("train", 0), [])
+            self.assertEqual(cls_ds.problems(), [])
+
+    def test_problems(self):
+        bad = os.path.join(TMP, "det-bad")
+        shutil.copytree(self.dir, bad)
+        labels = os.path.join(bad, "labels", "train")
+        name = sorted(os.listdir(labels))[0]
+        with open(os.path.join(labels, name), "a") as f:
+            f.write("\n7 0.5 0.5 0.1 0.1\nnot a box\n0 1.5 0.5 0.1 0.1\n")
+        with vt.Dataset(os.path.join(bad, "data.yaml"), task="detect") as ds:
+            problems = ds.problems()
+        codes = [p.code for p in problems]
+        self.assertIn(vt.ProblemCode.CLASS_RANGE, codes)
+        self.assertIn(vt.ProblemCode.BAD_LINE, codes)
+        self.assertIn(vt.ProblemCode.COORD_RANGE, codes)
+        for p in problems:
+            file, line, code, message = p
+            self.assertTrue(file.endswith(name), file)
+            self.assertGreater(line, 0)
+            self.assertIn("%s:%d" % (name, line), message)
+
+    def test_detect_errors(self):
+        with self.assertRaises(vt.NotFoundError):
+            vt.Dataset(os.path.join(TMP, "no-such-det"), task="detect")
+        broken = os.path.join(TMP, "broken.yaml")
+        with open(broken, "w") as f:
+            f.write("names: [a, b\n  nc: [\n")
+        with self.assertRaises(vt.VisionTrainError) as cm:
+            vt.Dataset(broken, task="detect")
+        self.assertIn("broken.yaml", str(cm.exception))
 
 
 class TestSaveLoad(unittest.TestCase):

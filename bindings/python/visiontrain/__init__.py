@@ -8,6 +8,10 @@
         model.save("model.vtm")
         print(model.predict_topk("data/val/<class>/<image>.png", k=2))
 
+    with vt.Estimator(model="cls-s", train=20000, epochs=100, imgsz=224, batch=64) as est:
+        for r in est.rank("cost", limit=5):
+            print(r.name, "%.1f h" % r.hours, r.cost_usd)
+
 The library is found through visiontrain.load_library(path), else $VT_LIBRARY, else a
 libvisiontrain.so* next to this package, else the system's libvisiontrain.so.0.  It is loaded
 on first use, or at import when VT_LIBRARY is set.  A library whose ABI version differs from
@@ -23,17 +27,22 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
                      InvalidArgumentError, LibraryNotFoundError, NotFoundError, NumericError,
                      OptionError, OptionValueError, OutOfMemoryError, Status, UnknownOptionError,
                      UnsupportedError, VisionTrainError)
-from ._core import (Dataset, Event, LogLevel, Metric, Model, OptionInfo, OptionType, Prediction,
-                    Progress, Split, Task, Trainer, abi_version, option_info, options,
-                    synth_generate, version, version_info)
+from ._core import (Box, Dataset, Event, LogLevel, Metric, Model, OptionInfo, OptionType,
+                    Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
+                    abi_version, device_count, devices, option_info, options, synth_generate,
+                    version, version_info)
+from ._estimate import (GPU, Catalog, Estimate, Estimator, EstResult, GpuField, RankBy,
+                        dataset_advice)
 
 __version__ = "0.1.0"   # version of the bindings; version() is the loaded library's
 
 __all__ = [
     "ABI_VERSION", "load_library", "library_path", "version", "version_info", "abi_version",
-    "options", "option_info", "synth_generate",
-    "Dataset", "Model", "Trainer", "Progress", "Prediction", "OptionInfo",
-    "Task", "Split", "Metric", "Event", "LogLevel", "OptionType", "Status",
+    "options", "option_info", "synth_generate", "devices", "device_count", "dataset_advice",
+    "Dataset", "Model", "Trainer", "Progress", "Prediction", "OptionInfo", "Box", "Problem",
+    "Catalog", "GPU", "Estimator", "Estimate",
+    "Task", "Split", "Metric", "Event", "LogLevel", "OptionType", "Status", "StopReason",
+    "ProblemCode", "GpuField", "EstResult", "RankBy",
     "VisionTrainError", "InvalidArgumentError", "OutOfMemoryError", "FileIOError",
     "NotFoundError", "FormatError", "OptionError", "UnknownOptionError", "OptionValueError",
     "DatasetError", "UnsupportedError", "BadStateError", "Cancelled", "CancelledError",

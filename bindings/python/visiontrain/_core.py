@@ -38,11 +38,43 @@ class Metric(enum.IntEnum):
     LR = 5
     IMAGES_PER_SEC = 6
     EPOCH_SECONDS = 7
+    ETA_SECONDS = 8
+    COST_USD = 9
+    DATA_WAIT_SECONDS = 10
+    BEST_FITNESS = 11
+    FITNESS = 12
+    DEVICE_MEMORY_BYTES = 13
 
 
 class Event(enum.IntEnum):
+    """vt_event.  Progress callbacks only see these; events a newer library adds are not
+    passed on."""
     BATCH_END = 1
     EPOCH_END = 2
+    CHECKPOINT_SAVED = 3
+
+
+class StopReason(enum.IntEnum):
+    """Why the last Trainer.run() stopped (vt_stop_reason)."""
+    NONE = 0
+    COMPLETED = 1
+    EARLY = 2
+    TIME = 3
+    CANCELLED = 4
+
+
+class ProblemCode(enum.IntEnum):
+    """Kinds of problems recorded while opening a dataset (vt_problem_code)."""
+    BAD_LINE = 1
+    CLASS_RANGE = 2
+    COORD_RANGE = 3
+    ZERO_SIZE = 4
+    DUPLICATE = 5
+    MISSING_SPLIT = 6
+    MISSING_IMAGE = 7
+    LABEL_UNREADABLE = 8
+    BAD_ANNOTATION = 9
+    TRUNCATED = 10
 
 
 class LogLevel(enum.IntEnum):
@@ -336,7 +368,9 @@ def _trainer_option_id(key):
 def synth_generate(directory, task="classify", **options):
     """Write a synthetic dataset under ``directory``; returns the path as a str.
 
-    Options (ints): classes=4 (2..8), train=100, val=40 (images per class), imgsz=32, seed=0.
+    Classification options (ints): classes=4 (2..8), train=100, val=40 (images per class),
+    imgsz=32, seed=0.  Detection (task="detect"; YOLO layout with data.yaml): classes=3 (3..8),
+    train=200, val=50 (images), imgsz=160, seed=0, max_objects=6 (0..64).
     """
     path = os.fspath(directory)
     _check(_native.lib().vt_synth_generate(_cpath(path), _task(task),
@@ -344,10 +378,40 @@ def synth_generate(directory, task="classify", **options):
     return path
 
 
+# ---- devices ------------------------------------------------------------------------------------
+
+def device_count():
+    """Number of CUDA GPUs usable by the loaded library (0 without CUDA, driver or GPU)."""
+    return _native.lib().vt_device_count()
+
+
+def devices():
+    """The usable CUDA GPUs: a list of dicts with index, name, compute_capability ((major,
+    minor)), total_bytes and free_bytes.  [] when the library has no CUDA or there is no GPU."""
+    lib = _native.lib()
+    out = []
+    for i in range(lib.vt_device_count()):
+        name = ctypes.create_string_buffer(256)
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        total, free = ctypes.c_uint64(), ctypes.c_uint64()
+        _check(lib.vt_device_info(i, name, len(name), ctypes.byref(major), ctypes.byref(minor),
+                                  ctypes.byref(total), ctypes.byref(free)))
+        out.append({"index": i, "name": _text(name.value),
+                    "compute_capability": (major.value, minor.value),
+                    "total_bytes": total.value, "free_bytes": free.value})
+    return out
+
+
 # ---- datasets -----------------------------------------------------------------------------------
 
+Box = collections.namedtuple("Box", "cls cx cy w h")
+Problem = collections.namedtuple("Problem", "file line code message")
+
+
 class Dataset(_Closable):
-    """An opened dataset folder (for classification: the ImageFolder layout)."""
+    """An opened dataset.  Classification (task="classify", the default): an ImageFolder
+    layout.  Detection (task="detect"): an Ultralytics data.yaml (or a folder holding one) or a
+    COCO instances JSON; see boxes() and problems()."""
 
     def __init__(self, path, task="classify"):
         lib = _native.lib()
@@ -398,6 +462,47 @@ class Dataset(_Closable):
         """List of (path, class index) of a split."""
         s = _split(split)
         return [(self.image_path(s, i), self.image_class(s, i)) for i in range(self.num_images(s))]
+
+    def num_boxes(self, split, i):
+        """Number of boxes of image i of a split (0 for a background image, an index out of
+        range or a classification dataset)."""
+        return self._lib.vt_dataset_num_boxes(self._ptr(), _split(split), int(i))
+
+    def boxes(self, split, i):
+        """The boxes of image i of a split (detection datasets): a list of Box(cls, cx, cy, w,
+        h), plain tuples with the class id and the centre, width and height normalised to 0..1
+        of the image size.  [] for a background image or a classification dataset."""
+        p = self._ptr()
+        s = _split(split)
+        i = int(i)
+        cls = ctypes.c_int()
+        xywh = (ctypes.c_float * 4)()
+        out = []
+        for j in range(self._lib.vt_dataset_num_boxes(p, s, i)):
+            _check(self._lib.vt_dataset_box(p, s, i, j, ctypes.byref(cls), xywh))
+            out.append(Box(cls.value, xywh[0], xywh[1], xywh[2], xywh[3]))
+        return out
+
+    def problems(self):
+        """Problems found while opening the dataset (bad label lines, boxes out of range, a
+        missing val split, ...), in the order found: a list of Problem(file, line, code,
+        message); line is 0 where the format has none, code a ProblemCode (an int for codes
+        added later), message complete on its own ("file:line: ...")."""
+        p = self._ptr()
+        f = ctypes.c_char_p()
+        line = ctypes.c_int()
+        code = ctypes.c_int()
+        msg = ctypes.c_char_p()
+        out = []
+        for k in range(self._lib.vt_dataset_num_problems(p)):
+            _check(self._lib.vt_dataset_problem(p, k, ctypes.byref(f), ctypes.byref(line),
+                                                ctypes.byref(code), ctypes.byref(msg)))
+            try:
+                c = ProblemCode(code.value)
+            except ValueError:
+                c = code.value
+            out.append(Problem(_path_text(f.value), line.value, c, _text(msg.value)))
+        return out
 
     def __repr__(self):
         if self.closed:
@@ -616,14 +721,18 @@ class Progress(object):
     """Progress of a Trainer.run(), passed to progress callbacks.
 
     Attributes: event (Event), epoch (1-based), epochs, batch (1-based within the epoch),
-    batches (per epoch), iteration (optimiser steps so far), metrics (dict name -> float with
-    the metrics available at this point: loss, val_loss, top1, top5, lr, images_per_sec,
-    epoch_seconds).  Metrics are also readable as attributes (progress.loss, None when absent),
-    and progress["epoch"] / progress.as_dict() give dict access.
+    batches (per epoch), iteration (optimiser steps so far), checkpoint_path (the file just
+    written, on Event.CHECKPOINT_SAVED; else None), metrics (dict name -> float with the
+    metrics available at this point: loss, val_loss, top1, top5, lr, images_per_sec,
+    epoch_seconds, eta_seconds, cost_usd, data_wait_seconds, best_fitness, fitness,
+    device_memory_bytes).  Metrics are also readable as attributes (progress.loss, None when
+    absent), and progress["epoch"] / progress.as_dict() give dict access.
     """
-    __slots__ = ("event", "epoch", "epochs", "batch", "batches", "iteration", "metrics")
+    __slots__ = ("event", "epoch", "epochs", "batch", "batches", "iteration", "metrics",
+                 "checkpoint_path")
 
-    def __init__(self, event, epoch, epochs, batch, batches, iteration, metrics):
+    def __init__(self, event, epoch, epochs, batch, batches, iteration, metrics,
+                 checkpoint_path=None):
         self.event = event
         self.epoch = epoch
         self.epochs = epochs
@@ -631,6 +740,7 @@ class Progress(object):
         self.batches = batches
         self.iteration = iteration
         self.metrics = metrics
+        self.checkpoint_path = checkpoint_path
 
     def __getattr__(self, name):
         if name in Metric.__members__ or name.upper() in Metric.__members__:
@@ -641,6 +751,8 @@ class Progress(object):
         d = {"event": self.event.name.lower() if isinstance(self.event, Event) else self.event,
              "epoch": self.epoch, "epochs": self.epochs, "batch": self.batch,
              "batches": self.batches, "iteration": self.iteration}
+        if self.checkpoint_path is not None:
+            d["checkpoint_path"] = self.checkpoint_path
         d.update(self.metrics)
         return d
 
@@ -649,9 +761,14 @@ class Progress(object):
 
     def __repr__(self):
         m = " ".join("%s=%.4g" % kv for kv in self.metrics.items())
+        if self.checkpoint_path is not None:
+            m = ("%s %s" % (self.checkpoint_path, m)).strip()
         return "<Progress %s epoch %d/%d batch %d/%d it %d %s>" % (
             self.event.name.lower() if isinstance(self.event, Event) else self.event,
             self.epoch, self.epochs, self.batch, self.batches, self.iteration, m)
+
+
+_KNOWN_EVENTS = frozenset(int(e) for e in Event)
 
 
 def _read_progress(lib, event, p):
@@ -668,7 +785,8 @@ def _read_progress(lib, event, p):
         pass
     return Progress(event, lib.vt_progress_epoch(p), lib.vt_progress_epochs(p),
                     lib.vt_progress_batch(p), lib.vt_progress_batches(p),
-                    lib.vt_progress_iteration(p), metrics)
+                    lib.vt_progress_iteration(p), metrics,
+                    _path_text(lib.vt_progress_checkpoint_path(p)))
 
 
 class Trainer(_Closable):
@@ -744,7 +862,9 @@ class Trainer(_Closable):
     # -- callbacks --
 
     def on_progress(self, fn):
-        """Call fn(event, progress) after each batch and epoch of run() (None removes it).
+        """Call fn(event, progress) after each batch and epoch of run(), and after each
+        checkpoint it writes (Event.CHECKPOINT_SAVED, progress.checkpoint_path); None removes
+        it.
         The return value is ignored; to stop, call trainer.cancel() (run() then raises
         Cancelled) or raise: the run is cancelled and run() re-raises that exception.
         Usable as a decorator."""
@@ -791,6 +911,8 @@ class Trainer(_Closable):
     def _on_progress_c(self, user, event, progress):
         if self._pending is not None:
             return 1
+        if event not in _KNOWN_EVENTS:
+            return 0   # an event a newer library added: the callbacks would not know it
         try:
             fns = [fn for fn in (self._run_callback, self._callback) if fn is not None]
             if fns:
@@ -840,6 +962,22 @@ class Trainer(_Closable):
         self._check(status)
         return self.metrics()
 
+    @property
+    def run_dir(self):
+        """The run folder of the current or last run() (e.g. "runs/classify/train2"); None
+        before a run or with save=0."""
+        return _path_text(self._lib.vt_trainer_run_dir(self._ptr())) or None
+
+    @property
+    def stop_reason(self):
+        """Why the last run() stopped: a StopReason (NONE before a run or after a failure;
+        COMPLETED, EARLY (patience), TIME (time budget), CANCELLED)."""
+        r = self._lib.vt_trainer_stop_reason(self._ptr())
+        try:
+            return StopReason(r)
+        except ValueError:
+            return r
+
     def step(self, images, labels):
         """One optimisation step on a batch; returns the batch's mean loss.
 
@@ -882,8 +1020,9 @@ class Trainer(_Closable):
 
     def metric(self, name, default=NotImplemented):
         """The latest value of a metric ("loss", "val_loss", "top1", "top5", "lr",
-        "images_per_sec", "epoch_seconds", or a Metric).  Raises NotFoundError when there is
-        none yet, unless ``default`` is given."""
+        "images_per_sec", "epoch_seconds", "eta_seconds", "cost_usd", "data_wait_seconds",
+        "best_fitness", "fitness", "device_memory_bytes", or a Metric).  Raises NotFoundError
+        when there is none yet, unless ``default`` is given."""
         value = ctypes.c_double()
         st = self._lib.vt_trainer_metric(self._ptr(), _metric(name), ctypes.byref(value))
         if st == Status.NOT_FOUND and default is not NotImplemented:
@@ -893,11 +1032,14 @@ class Trainer(_Closable):
 
     def metrics(self):
         """All metrics available now, as a dict name -> float."""
+        p = self._ptr()
         out = {}
+        value = ctypes.c_double()
         for m in Metric:
-            v = self.metric(m, None)
-            if v is not None:
-                out[m.name.lower()] = v
+            # VT_ERR_NOT_FOUND: not available yet; any other status (a library that does not
+            # know the metric): left out as well
+            if self._lib.vt_trainer_metric(p, m, ctypes.byref(value)) == 0:
+                out[m.name.lower()] = value.value
         return out
 
     def cancel(self):

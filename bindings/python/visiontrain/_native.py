@@ -20,11 +20,14 @@ ABI_VERSION = 0
 c_status = ctypes.c_int        # vt_status
 c_enum = ctypes.c_int          # every other enum (vt_task, vt_split, vt_option, ...)
 c_void_p = ctypes.c_void_p     # opaque handles: vt_dataset *, vt_model *, vt_trainer *,
-                               # const vt_progress *
+                               # const vt_progress *, vt_catalog *, vt_estimator *
 c_char_p = ctypes.c_char_p
 c_int = ctypes.c_int
 c_double = ctypes.c_double
 c_float = ctypes.c_float
+c_int64 = ctypes.c_int64
+c_uint64 = ctypes.c_uint64
+c_size_t = ctypes.c_size_t
 POINTER = ctypes.POINTER
 
 # int (*vt_progress_fn)(void *user, vt_event event, const vt_progress *progress)
@@ -45,6 +48,10 @@ PROTOTYPES = {
     "vt_option_info": (c_status, [c_enum, POINTER(c_char_p), POINTER(c_enum), POINTER(c_double),
                                   POINTER(c_double), POINTER(c_char_p)]),
     "vt_option_next": (c_int, [c_int]),
+    # devices
+    "vt_device_count": (c_int, []),
+    "vt_device_info": (c_status, [c_int, c_char_p, c_size_t, POINTER(c_int), POINTER(c_int),
+                                  POINTER(c_uint64), POINTER(c_uint64)]),
     # datasets
     "vt_dataset_open": (c_status, [POINTER(c_void_p), c_enum, c_char_p]),
     "vt_dataset_destroy": (None, [c_void_p]),
@@ -55,6 +62,12 @@ PROTOTYPES = {
     "vt_dataset_image_path": (c_char_p, [c_void_p, c_enum, c_int]),
     "vt_dataset_image_class": (c_int, [c_void_p, c_enum, c_int]),
     "vt_dataset_last_error": (c_char_p, [c_void_p]),
+    "vt_dataset_num_boxes": (c_int, [c_void_p, c_enum, c_int]),
+    "vt_dataset_box": (c_status, [c_void_p, c_enum, c_int, c_int, POINTER(c_int),
+                                  POINTER(c_float)]),
+    "vt_dataset_num_problems": (c_int, [c_void_p]),
+    "vt_dataset_problem": (c_status, [c_void_p, c_int, POINTER(c_char_p), POINTER(c_int),
+                                      POINTER(c_int), POINTER(c_char_p)]),
     "vt_synth_generate": (c_status, [c_char_p, c_enum, c_char_p]),
     # models
     "vt_model_create": (c_status, [POINTER(c_void_p), c_char_p, c_int, c_char_p]),
@@ -80,6 +93,7 @@ PROTOTYPES = {
     "vt_progress_batches": (c_int, [c_void_p]),
     "vt_progress_iteration": (ctypes.c_int64, [c_void_p]),
     "vt_progress_metric": (c_status, [c_void_p, c_enum, POINTER(c_double)]),
+    "vt_progress_checkpoint_path": (c_char_p, [c_void_p]),
     # training
     "vt_trainer_create": (c_status, [POINTER(c_void_p), c_void_p, c_void_p]),
     "vt_trainer_destroy": (None, [c_void_p]),
@@ -91,12 +105,47 @@ PROTOTYPES = {
     "vt_trainer_set_log": (None, [c_void_p, LOG_FN, c_void_p, c_enum]),
     "vt_trainer_set_progress": (None, [c_void_p, PROGRESS_FN, c_void_p]),
     "vt_trainer_run": (c_status, [c_void_p]),
+    "vt_trainer_run_dir": (c_char_p, [c_void_p]),
+    "vt_trainer_stop_reason": (c_enum, [c_void_p]),
     "vt_trainer_step": (c_status, [c_void_p, POINTER(c_float), POINTER(ctypes.c_int32), c_int,
                                    POINTER(c_float)]),
     "vt_trainer_validate": (c_status, [c_void_p, c_enum]),
     "vt_trainer_metric": (c_status, [c_void_p, c_enum, POINTER(c_double)]),
     "vt_trainer_cancel": (None, [c_void_p]),
     "vt_trainer_last_error": (c_char_p, [c_void_p]),
+    # GPU catalog
+    "vt_catalog_create": (c_status, [POINTER(c_void_p)]),
+    "vt_catalog_destroy": (None, [c_void_p]),
+    "vt_catalog_load_csv": (c_status, [c_void_p, c_char_p]),
+    "vt_catalog_set_price": (c_status, [c_void_p, c_char_p, c_double]),
+    "vt_catalog_count": (c_int, [c_void_p]),
+    "vt_catalog_find": (c_int, [c_void_p, c_char_p]),
+    "vt_catalog_gpu_name": (c_char_p, [c_void_p, c_int]),
+    "vt_catalog_gpu_arch": (c_char_p, [c_void_p, c_int]),
+    "vt_catalog_gpu_tier": (c_char_p, [c_void_p, c_int]),
+    "vt_catalog_gpu_value": (c_status, [c_void_p, c_int, c_enum, POINTER(c_double)]),
+    "vt_catalog_last_error": (c_char_p, [c_void_p]),
+    # estimator
+    "vt_estimator_create": (c_status, [POINTER(c_void_p)]),
+    "vt_estimator_destroy": (None, [c_void_p]),
+    "vt_estimator_catalog": (c_void_p, [c_void_p]),
+    "vt_estimator_set_int": (c_status, [c_void_p, c_enum, c_int64]),
+    "vt_estimator_set_float": (c_status, [c_void_p, c_enum, c_double]),
+    "vt_estimator_set_string": (c_status, [c_void_p, c_enum, c_char_p]),
+    "vt_estimator_set": (c_status, [c_void_p, c_char_p]),
+    "vt_estimator_set_model": (c_status, [c_void_p, c_void_p]),
+    "vt_estimator_set_dataset": (c_status, [c_void_p, c_void_p]),
+    "vt_estimator_run": (c_status, [c_void_p]),
+    "vt_estimator_result": (c_status, [c_void_p, c_enum, POINTER(c_double)]),
+    "vt_estimator_rank": (c_status, [c_void_p, c_enum, POINTER(c_int), c_int, POINTER(c_int)]),
+    "vt_estimator_rank_result": (c_status, [c_void_p, c_int, c_enum, POINTER(c_double)]),
+    "vt_estimator_calibrate": (c_status, [c_void_p, c_char_p, c_char_p]),
+    "vt_estimator_is_calibrated": (c_int, [c_void_p]),
+    "vt_estimator_save_calibration": (c_status, [c_void_p, c_char_p]),
+    "vt_estimator_load_calibration": (c_status, [c_void_p, c_char_p]),
+    "vt_estimator_set_log": (None, [c_void_p, LOG_FN, c_void_p, c_enum]),
+    "vt_estimator_last_error": (c_char_p, [c_void_p]),
+    "vt_estimate_dataset_advice": (c_char_p, [c_int64]),
 }
 
 _lock = threading.Lock()
