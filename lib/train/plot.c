@@ -82,7 +82,7 @@ void vt_canvas_text(vt_canvas *c, int x, int y, const char *s, int scale, uint32
         if (ch < 32 || ch > 126) ch = '?';
         const unsigned char *g = vt_font5x7[ch - 32];
         /* the font has no descender rows: lower the letters that have one */
-        int drop = ch == 'p' || ch == 'q' || ch == 'y' ? 2 : ch == 'g' || ch == 'j' ? 1 : 0;
+        int drop = ch == 'p' || ch == 'q' || ch == 'y' || ch == 'g' || ch == 'j' ? 1 : 0;
         for (int col = 0; col < 5; col++)
             for (int row = 0; row < 7; row++) {
                 if (!(g[col] >> row & 1)) continue;
