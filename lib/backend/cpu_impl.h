@@ -1,0 +1,28 @@
+/* Private to the CPU backend (cpu.c, cpu_conv.c): its state and the ops shared between files. */
+#ifndef VT_CPU_IMPL_H
+#define VT_CPU_IMPL_H
+
+#include "backend/backend.h"
+#include "core/threads.h"
+
+typedef struct cpu_backend {
+    vt_backend base;
+    vt_pool *pool;
+    size_t conv_cap; /* floats of im2col scratch per conv call */
+} cpu_backend;
+
+#define POOL(b) (((cpu_backend *)(b))->pool)
+
+/* Below this many values an op runs on the calling thread: waking workers costs more. */
+enum { GRAIN = 16384 };
+
+vt_status vt_cpu_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y);
+vt_status vt_cpu_channel_sum(vt_backend *b, int channels, size_t m, const float *x, float *out);
+size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d);
+vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
+                              const float *w, const float *bias, float *y, void *ws);
+vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,
+                               const float *w, const float *dy, float *dx, float *dw, float *db,
+                               void *ws);
+
+#endif
