@@ -8,7 +8,7 @@
 /* Workers and the caller spin briefly before sleeping: a training step calls the pool hundreds
  * of times with a few hundred microseconds between calls, and a futex sleep/wake each time cost
  * several percent of a step.  The spin is bounded, so idle pools do sleep. */
-enum { SPIN_ITERS = 20000 };
+enum { SPIN_ITERS = 4000 };
 
 static inline void cpu_relax(void)
 {
@@ -28,6 +28,8 @@ struct vt_pool {
     atomic_int pending;    /* workers still running the current job */
     atomic_int quit;
     int sleepers;          /* workers waiting on `go` (under mu) */
+    int spin;              /* spin iterations before sleeping: 0 when threads exceed the cores,
+                              where a spinning thread would take a core from a working one */
     vt_range_fn fn;
     void *ctx;
     size_t total;
@@ -55,7 +57,7 @@ static void *worker(void *arg)
     free(wa);
     unsigned long seen = 0;
     for (;;) {
-        for (int s = 0; s < SPIN_ITERS && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); s++)
+        for (int s = 0; s < p->spin && atomic_load(&p->gen) == seen && !atomic_load(&p->quit); s++)
             cpu_relax();
         if (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) {
             pthread_mutex_lock(&p->mu);
@@ -90,6 +92,7 @@ vt_status vt_pool_create(vt_pool **out, int threads)
     vt_pool *p = vt_calloc(1, sizeof *p);
     if (!p) return VT_ERR_OUT_OF_MEMORY;
     p->n = 1;
+    p->spin = threads <= vt_cpu_count() ? SPIN_ITERS : 0;
     atomic_init(&p->gen, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->quit, 0);
@@ -160,7 +163,7 @@ void vt_pool_run(vt_pool *p, size_t n, size_t grain, vt_range_fn fn, void *ctx)
     if (p->sleepers) pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
     run_part(p, 0);
-    for (int s = 0; s < SPIN_ITERS && atomic_load(&p->pending) > 0; s++) cpu_relax();
+    for (int s = 0; s < p->spin && atomic_load(&p->pending) > 0; s++) cpu_relax();
     if (atomic_load(&p->pending) > 0) {
         pthread_mutex_lock(&p->mu);
         while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
