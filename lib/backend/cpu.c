@@ -244,33 +244,28 @@ typedef struct {
     float *y, *dx, *dgamma, *dbeta, *save_mean, *save_invstd, *run_mean, *run_var;
 } bn_job;
 
-/* Sum of x[0..m) and of (x - mean)^2: float lanes over blocks of 1024 (vectorisable), block
- * totals in double, so long channels keep their precision. */
-static double sum_block(const float *restrict x, size_t m)
+/* Mean and biased variance of x[0..m) in one pass: sums of d = x - K and d*d with K = x[0]
+ * (the shift keeps the cancellation in S2 - S1^2/m small), float lanes over blocks of 1024
+ * (vectorisable), block totals in double. */
+static void mean_var(const float *restrict x, size_t m, double *mean, double *var)
 {
-    double total = 0;
+    float k = x[0];
+    double s1 = 0, s2 = 0;
     for (size_t b = 0; b < m; b += 1024) {
         size_t e = b + 1024 < m ? b + 1024 : m;
-        float s = 0;
-        for (size_t i = b; i < e; i++) s += x[i];
-        total += s;
-    }
-    return total;
-}
-
-static double sqdev_block(const float *restrict x, size_t m, float mean)
-{
-    double total = 0;
-    for (size_t b = 0; b < m; b += 1024) {
-        size_t e = b + 1024 < m ? b + 1024 : m;
-        float s = 0;
+        float a1 = 0, a2 = 0;
         for (size_t i = b; i < e; i++) {
-            float d = x[i] - mean;
-            s += d * d;
+            float d = x[i] - k;
+            a1 += d;
+            a2 += d * d;
         }
-        total += s;
+        s1 += a1;
+        s2 += a2;
     }
-    return total;
+    double md = s1 / (double)m;
+    *mean = k + md;
+    double v = s2 / (double)m - md * md;
+    *var = v > 0 ? v : 0;
 }
 
 static void affine(size_t m, const float *restrict x, float scale, float shift, float *restrict y)
@@ -294,9 +289,9 @@ static void bn_train_channels(void *ctx, size_t c0, size_t c1)
     for (size_t c = c0; c < c1; c++) {
         const float *restrict x = J->x + c * m;
         float *restrict y = J->y + c * m;
-        double mean = sum_block(x, m) / (double)m;
-        double ss = sqdev_block(x, m, (float)mean);
-        double var = ss / (double)m;
+        double mean, var;
+        mean_var(x, m, &mean, &var);
+        double ss = var * (double)m;
         float invstd = (float)(1.0 / sqrt(var + J->eps));
         float scale = J->gamma[c] * invstd, fm = (float)mean;
         float shift = J->beta[c] - fm * scale;
