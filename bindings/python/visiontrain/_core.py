@@ -879,30 +879,11 @@ class Trainer(_Closable):
         level delivered (error, warning, info, debug); level=None turns logging off.
         The callback must not raise: an exception in it cancels a running run(), which
         re-raises it."""
-        p = self._ptr()
-        if level is None:
-            self._lib.vt_trainer_set_log(p, None, None, LogLevel.ERROR)
-            self._log_fn = self._log_c = None
-            return
-        lvl = _log_level(level)
-        if fn is not None and not callable(fn):
-            raise TypeError("log callback must be callable")
-        self._log_fn = fn
-        if self._log_c is None:
-            self._log_c = _native.LOG_FN(_weak_callback(self, "_on_log_c", None))
-        self._lib.vt_trainer_set_log(p, self._log_c, None, lvl)
+        _install_log(self, self._lib.vt_trainer_set_log, fn, level)
 
     def _on_log_c(self, user, level, message):
         try:
-            try:
-                level = LogLevel(level)
-            except ValueError:
-                pass
-            text = _text(message)
-            if self._log_fn is not None:
-                self._log_fn(level, text)
-            else:
-                _log.log(_LOG_TO_LOGGING.get(level, logging.INFO), "%s", text)
+            _deliver_log(self._log_fn, level, message)
         except BaseException as e:  # a log callback cannot fail the call; keep the first error
             if self._pending is None and self._h.busy:
                 self._pending = e
@@ -1067,6 +1048,36 @@ def _weak_callback(obj, method, dead_result):
         return getattr(o, method)(*args)
     return callback
 
+
+
+def _install_log(obj, setter, fn, level):
+    """Route a handle's log messages (shared by Trainer and Estimator): to fn(level, message),
+    or to logging.getLogger("visiontrain") when fn is None; level=None turns them off."""
+    p = obj._ptr()
+    if level is None:
+        setter(p, None, None, LogLevel.ERROR)
+        obj._log_fn = obj._log_c = None
+        return
+    lvl = _log_level(level)
+    if fn is not None and not callable(fn):
+        raise TypeError("log callback must be callable")
+    obj._log_fn = fn
+    if obj._log_c is None:
+        obj._log_c = _native.LOG_FN(_weak_callback(obj, "_on_log_c", None))
+    setter(p, obj._log_c, None, lvl)
+
+
+def _deliver_log(fn, level, message):
+    """One log message from C: to the user's callback, else to Python logging."""
+    try:
+        level = LogLevel(level)
+    except ValueError:
+        pass
+    text = _text(message)
+    if fn is not None:
+        fn(level, text)
+    else:
+        _log.log(_LOG_TO_LOGGING.get(level, logging.INFO), "%s", text)
 
 def _labels(labels):
     """labels -> (ctypes int32 array, count)."""

@@ -3,15 +3,13 @@
 import collections
 import ctypes
 import enum
-import logging
 import os
 
 from . import _native
-from ._core import (Dataset, LogLevel, Model, _Closable, _cpath, _cstr, _enum_arg, _format_value,
-                    _Handle, _kv_string, _LOG_TO_LOGGING, _log_level, _text, _weak_callback)
+from ._core import (Dataset, Model, _Closable, _cpath, _cstr, _deliver_log, _enum_arg,
+                    _format_value, _Handle, _install_log, _kv_string, _text)
 from .errors import Status, exception_for
 
-_log = logging.getLogger("visiontrain")
 
 
 def _check(status):
@@ -442,30 +440,11 @@ class Estimator(_Closable):
         """Route the estimator's log messages (calibration) to fn(level, message); with
         fn=None to logging.getLogger("visiontrain"); level=None turns them off.  An exception
         raised by fn is re-raised when the call that logged returns."""
-        p = self._ptr()
-        if level is None:
-            self._lib.vt_estimator_set_log(p, None, None, LogLevel.ERROR)
-            self._log_fn = self._log_c = None
-            return
-        lvl = _log_level(level)
-        if fn is not None and not callable(fn):
-            raise TypeError("log callback must be callable")
-        self._log_fn = fn
-        if self._log_c is None:
-            self._log_c = _native.LOG_FN(_weak_callback(self, "_on_log_c", None))
-        self._lib.vt_estimator_set_log(p, self._log_c, None, lvl)
+        _install_log(self, self._lib.vt_estimator_set_log, fn, level)
 
     def _on_log_c(self, user, level, message):
         try:
-            try:
-                level = LogLevel(level)
-            except ValueError:
-                pass
-            text = _text(message)
-            if self._log_fn is not None:
-                self._log_fn(level, text)
-            else:
-                _log.log(_LOG_TO_LOGGING.get(level, logging.INFO), "%s", text)
+            _deliver_log(self._log_fn, level, message)
         except BaseException as e:   # cannot propagate through C: re-raised after the call
             if self._pending is None:
                 self._pending = e
