@@ -20,25 +20,6 @@
 #include "visiontrain/visiontrain.h"
 #include "vt_config.h"
 
-static char *tmpdir;
-
-static void setup(void) { tmpdir = vt_test_tmpdir("test_api"); ck_assert_ptr_nonnull(tmpdir); }
-static void teardown(void)
-{
-    if (tmpdir) vt_test_rmtree(tmpdir);
-    free(tmpdir);
-    tmpdir = NULL;
-}
-
-static const char *P(const char *name)
-{
-    static char bufs[4][4096];
-    static int k;
-    char *b = bufs[k++ & 3];
-    snprintf(b, 4096, "%s/%s", tmpdir, name);
-    return b;
-}
-
 /* A failing call: not VT_OK, the expected status when given, and a message for the thread. */
 #define EXPECT_ERR(call, want)                                                                     \
     do {                                                                                           \
@@ -130,13 +111,13 @@ START_TEST(test_null_dataset_model)
     EXPECT_EMPTY_STR(vt_dataset_last_error(NULL));
     EXPECT_ERR(vt_synth_generate(NULL, VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_synth_generate("", VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_synth_generate(P("syn"), VT_TASK_SEGMENT, NULL), VT_ERR_UNSUPPORTED);
+    EXPECT_ERR(vt_synth_generate(vt_test_path("syn"), VT_TASK_SEGMENT, NULL), VT_ERR_UNSUPPORTED);
     /* models */
     EXPECT_ERR(vt_model_create(NULL, "cls-n", 2, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_create(&m, NULL, 2, NULL), VT_ERR_INVALID_ARGUMENT);
     ck_assert_msg(m == NULL, "model_create(NULL arch): *out set");
-    EXPECT_ERR(vt_model_save(NULL, P("x.vtm")), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_model_load(NULL, P("x.vtm")), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_model_save(NULL, vt_test_path("x.vtm")), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_model_load(NULL, vt_test_path("x.vtm")), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_load(&m, NULL), VT_ERR_INVALID_ARGUMENT);
     ck_assert_msg(m == NULL, "model_load(NULL path): *out set");
     EXPECT_EQ(vt_model_task(NULL), (vt_task)0);
@@ -148,13 +129,13 @@ START_TEST(test_null_dataset_model)
     EXPECT_EQ(vt_model_num_params(NULL), 0);
     EXPECT_EQ(vt_model_flops(NULL, 32), 0);
     EXPECT_EMPTY_STR(vt_model_last_error(NULL));
-    EXPECT_ERR(vt_model_predict_file(NULL, P("x.png"), s, 4), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_model_predict_file(NULL, vt_test_path("x.png"), s, 4), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_predict_pixels(NULL, px, 16, 16, 3, 48, s, 4), VT_ERR_INVALID_ARGUMENT);
     /* with a real model, NULL arguments */
     ck_assert_int_eq(vt_model_create(&m, "cnn-small", 2, "imgsz=16"), VT_OK);
     EXPECT_ERR(vt_model_save(m, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_predict_file(m, NULL, s, 4), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_model_predict_file(m, P("x.png"), NULL, 4), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_model_predict_file(m, vt_test_path("x.png"), NULL, 4), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_predict_pixels(m, NULL, 16, 16, 3, 48, s, 4), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_predict_pixels(m, px, 16, 16, 3, 48, NULL, 4), VT_ERR_INVALID_ARGUMENT);
     ck_assert_msg(vt_model_predict_pixels(m, px, 16, 16, 3, 48, s, 4) == VT_OK,
@@ -231,7 +212,7 @@ START_TEST(test_null_catalog_estimator)
     vt_catalog *c = NULL;
     vt_estimator *e = NULL;
     EXPECT_ERR(vt_catalog_create(NULL), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_catalog_load_csv(NULL, P("x.csv")), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_catalog_load_csv(NULL, vt_test_path("x.csv")), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_catalog_set_price(NULL, "H100 SXM", 1.0), VT_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(vt_catalog_count(NULL), 0);
     EXPECT_EQ(vt_catalog_find(NULL, "H100 SXM"), -1);
@@ -262,8 +243,8 @@ START_TEST(test_null_catalog_estimator)
     EXPECT_ERR(vt_estimator_rank_result(NULL, 0, VT_EST_TOTAL_SECONDS, &v), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_estimator_calibrate(NULL, "cpu", NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(vt_estimator_is_calibrated(NULL), 0);
-    EXPECT_ERR(vt_estimator_save_calibration(NULL, P("c.txt")), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_estimator_load_calibration(NULL, P("c.txt")), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_estimator_save_calibration(NULL, vt_test_path("c.txt")), VT_ERR_INVALID_ARGUMENT);
+    EXPECT_ERR(vt_estimator_load_calibration(NULL, vt_test_path("c.txt")), VT_ERR_INVALID_ARGUMENT);
     EXPECT_EMPTY_STR(vt_estimator_last_error(NULL));
     ck_assert_msg(vt_estimate_dataset_advice(-5) != NULL && vt_estimate_dataset_advice(0) != NULL,
                   "dataset advice NULL");
@@ -292,9 +273,9 @@ END_TEST
 
 static vt_dataset *make_ds(const char *name, const char *opts)
 {
-    ck_assert_int_eq(vt_synth_generate(P(name), VT_TASK_CLASSIFY, opts), VT_OK);
+    ck_assert_int_eq(vt_synth_generate(vt_test_path(name), VT_TASK_CLASSIFY, opts), VT_OK);
     vt_dataset *ds;
-    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P(name)) == VT_OK, "%s: %s", name,
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path(name)) == VT_OK, "%s: %s", name,
                   vt_last_error());
     return ds;
 }
@@ -398,7 +379,7 @@ START_TEST(test_cancel_from_thread)
     vt_status st = vt_model_predict_pixels(m, px, 16, 16, 3, 48, after, 2);
     ck_assert_msg(st == VT_OK, "predict after cancel: %s", vt_model_last_error(m));
     ck_assert_msg(memcmp(before, after, sizeof before) != 0, "the model kept no trained weights");
-    ck_assert_int_eq(vt_model_save(m, P("after-cancel.vtm")), VT_OK);
+    ck_assert_int_eq(vt_model_save(m, vt_test_path("after-cancel.vtm")), VT_OK);
     /* the trainer runs again (the cancel does not stick) */
     ck_assert_int_eq(vt_trainer_set(c.t, "epochs=1"), VT_OK);
     st = vt_trainer_run(c.t);
@@ -552,7 +533,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("api");
     TCase *tc = tcase_create("null");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tc, test_destroy_null);
     tcase_add_test(tc, test_device_queries);
     tcase_add_test(tc, test_null_dataset_model);
@@ -561,7 +542,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("training");
     tcase_set_timeout(tt, 60);
-    tcase_add_checked_fixture(tt, setup, teardown);
+    tcase_add_checked_fixture(tt, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tt, test_class_count_mismatch);
     tcase_add_test(tt, test_cancel_from_thread);
     tcase_add_test(tt, test_progress_cancels);

@@ -19,31 +19,6 @@
 #include "testutil.h"
 #include "visiontrain/visiontrain.h"
 
-static char *tmpdir;
-
-static void setup(void) { tmpdir = vt_test_tmpdir("test_dataset"); ck_assert_ptr_nonnull(tmpdir); }
-static void teardown(void)
-{
-    if (tmpdir) vt_test_rmtree(tmpdir);
-    free(tmpdir);
-    tmpdir = NULL;
-}
-
-/* tmpdir/<rel>; a few rotating buffers so several can be live at once */
-static const char *P(const char *fmt, ...) VT_PRINTF(1, 2);
-static const char *P(const char *fmt, ...)
-{
-    static char bufs[8][4096];
-    static int k;
-    char *b = bufs[k++ & 7];
-    int n = snprintf(b, 4096, "%s/", tmpdir);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b + n, 4096 - (size_t)n, fmt, ap);
-    va_end(ap);
-    return b;
-}
-
 /* mkdir -p */
 static void mkdirs(const char *path)
 {
@@ -154,30 +129,30 @@ START_TEST(test_layout)
 {
     /* train: zebra 1, apple 3, mango 2 (created out of order); valid: apple 1, zebra 2; test:
      * mango 1.  Plus files and folders that are not images or classes. */
-    write_png(P("ds/train/zebra/z1.png"), 8, 1);
-    write_png(P("ds/train/apple/b.png"), 8, 2);
-    write_png(P("ds/train/apple/a.PNG"), 8, 3);
-    write_png(P("ds/train/apple/c.jpeg"), 8, 4); /* a PNG named .jpeg: names are only listed */
-    write_png(P("ds/train/mango/m2.jpg"), 8, 5);
-    write_png(P("ds/train/mango/m1.JPG"), 8, 6);
-    write_png(P("ds/train/mango/.hidden.png"), 8, 7);
-    write_png(P("ds/train/.cache/x.png"), 8, 8);  /* hidden folder: not a class */
-    write_text(P("ds/train/apple/notes.txt"), "not an image");
-    write_text(P("ds/train/apple/a.png.txt"), "not an image either");
-    write_text(P("ds/train/apple/png"), "no extension");
-    write_text(P("ds/train/apple/Thumbs.db"), "x");
-    write_text(P("ds/train/.DS_Store"), "x");
-    write_text(P("ds/train/labels.csv"), "a file is not a class");
-    mkdirs(P("ds/train/apple/subfolder.png")); /* a folder named like an image */
-    write_png(P("ds/valid/apple/v1.png"), 8, 9);
-    write_png(P("ds/valid/zebra/v3.png"), 8, 10);
-    write_png(P("ds/valid/zebra/v2.png"), 8, 11);
-    write_text(P("ds/valid/zebra/.v0.png"), "hidden");
-    write_png(P("ds/test/mango/t1.png"), 8, 12);
-    write_text(P("ds/README.md"), "readme");
+    write_png(vt_test_path("ds/train/zebra/z1.png"), 8, 1);
+    write_png(vt_test_path("ds/train/apple/b.png"), 8, 2);
+    write_png(vt_test_path("ds/train/apple/a.PNG"), 8, 3);
+    write_png(vt_test_path("ds/train/apple/c.jpeg"), 8, 4); /* a PNG named .jpeg: names are only listed */
+    write_png(vt_test_path("ds/train/mango/m2.jpg"), 8, 5);
+    write_png(vt_test_path("ds/train/mango/m1.JPG"), 8, 6);
+    write_png(vt_test_path("ds/train/mango/.hidden.png"), 8, 7);
+    write_png(vt_test_path("ds/train/.cache/x.png"), 8, 8);  /* hidden folder: not a class */
+    write_text(vt_test_path("ds/train/apple/notes.txt"), "not an image");
+    write_text(vt_test_path("ds/train/apple/a.png.txt"), "not an image either");
+    write_text(vt_test_path("ds/train/apple/png"), "no extension");
+    write_text(vt_test_path("ds/train/apple/Thumbs.db"), "x");
+    write_text(vt_test_path("ds/train/.DS_Store"), "x");
+    write_text(vt_test_path("ds/train/labels.csv"), "a file is not a class");
+    mkdirs(vt_test_path("ds/train/apple/subfolder.png")); /* a folder named like an image */
+    write_png(vt_test_path("ds/valid/apple/v1.png"), 8, 9);
+    write_png(vt_test_path("ds/valid/zebra/v3.png"), 8, 10);
+    write_png(vt_test_path("ds/valid/zebra/v2.png"), 8, 11);
+    write_text(vt_test_path("ds/valid/zebra/.v0.png"), "hidden");
+    write_png(vt_test_path("ds/test/mango/t1.png"), 8, 12);
+    write_text(vt_test_path("ds/README.md"), "readme");
 
     vt_dataset *ds = NULL;
-    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("ds"));
+    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("ds"));
     ck_assert_msg(st == VT_OK, "open: %d %s", st, vt_last_error());
     ck_assert_msg(vt_dataset_task(ds) == VT_TASK_CLASSIFY, "task %d", vt_dataset_task(ds));
     ck_assert_msg(vt_dataset_num_classes(ds) == 3, "%d classes (hidden folder or file counted?)",
@@ -210,7 +185,7 @@ START_TEST(test_layout)
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         int i = idx[want[k].sp]++;
         const char *p = vt_dataset_image_path(ds, want[k].sp, i);
-        ck_assert_msg(p && strcmp(p, P("%s", want[k].rel)) == 0, "split %d image %d: '%s', expected %s",
+        ck_assert_msg(p && strcmp(p, vt_test_path("%s", want[k].rel)) == 0, "split %d image %d: '%s', expected %s",
                       want[k].sp, i, p ? p : "(null)", want[k].rel);
         ck_assert_msg(vt_dataset_image_class(ds, want[k].sp, i) == want[k].cls,
                       "split %d image %d (%s): class %d, expected %d", want[k].sp, i, want[k].rel,
@@ -232,13 +207,13 @@ END_TEST
 START_TEST(test_val_names)
 {
     /* "val" is read; without val/valid the split is empty; a trailing slash is fine */
-    write_png(P("a/train/c1/x.png"), 8, 1);
-    write_png(P("a/train/c2/y.png"), 8, 2);
-    write_png(P("a/val/c2/v.png"), 8, 3);
-    write_png(P("b/train/c1/x.png"), 8, 1);
-    write_png(P("b/train/c2/y.png"), 8, 2);
+    write_png(vt_test_path("a/train/c1/x.png"), 8, 1);
+    write_png(vt_test_path("a/train/c2/y.png"), 8, 2);
+    write_png(vt_test_path("a/val/c2/v.png"), 8, 3);
+    write_png(vt_test_path("b/train/c1/x.png"), 8, 1);
+    write_png(vt_test_path("b/train/c2/y.png"), 8, 2);
     vt_dataset *ds;
-    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("a/")) == VT_OK, "a/: %s", vt_last_error());
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("a/")) == VT_OK, "a/: %s", vt_last_error());
     ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_VAL) == 1, "val/: %d images",
                   vt_dataset_num_images(ds, VT_SPLIT_VAL));
     ck_assert_msg(vt_dataset_image_class(ds, VT_SPLIT_VAL, 0) == 1, "val image class %d",
@@ -246,7 +221,7 @@ START_TEST(test_val_names)
     ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_TEST) == 0, "no test/: %d",
                   vt_dataset_num_images(ds, VT_SPLIT_TEST));
     vt_dataset_destroy(ds);
-    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("b")) == VT_OK, "b: %s", vt_last_error());
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("b")) == VT_OK, "b: %s", vt_last_error());
     ck_assert_msg(vt_dataset_num_images(ds, VT_SPLIT_VAL) == 0 &&
                       vt_dataset_num_images(ds, VT_SPLIT_TEST) == 0,
                   "train-only dataset has val/test images");
@@ -254,9 +229,9 @@ START_TEST(test_val_names)
                   vt_dataset_num_images(ds, VT_SPLIT_TRAIN));
     vt_dataset_destroy(ds);
     /* a synthetic dataset: class names are the shape names, sorted */
-    ck_assert_int_eq(vt_synth_generate(P("syn"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("syn"), VT_TASK_CLASSIFY,
                                        "classes=3 train=4 val=2 imgsz=16 seed=1"), VT_OK);
-    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("syn")) == VT_OK, "syn: %s",
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("syn")) == VT_OK, "syn: %s",
                   vt_last_error());
     ck_assert_msg(vt_dataset_num_classes(ds) == 3 && vt_dataset_num_images(ds, VT_SPLIT_TRAIN) == 12 &&
                       vt_dataset_num_images(ds, VT_SPLIT_VAL) == 6,
@@ -278,80 +253,80 @@ END_TEST
 
 START_TEST(test_open_errors)
 {
-    expect_open_fail(P("does-not-exist"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, P("does-not-exist"),
+    expect_open_fail(vt_test_path("does-not-exist"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, vt_test_path("does-not-exist"),
                      "missing folder");
     /* a path that is a file */
-    write_text(P("plain-file"), "x");
+    write_text(vt_test_path("plain-file"), "x");
     {
         vt_dataset *ds = NULL;
-        vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("plain-file"));
+        vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("plain-file"));
         ck_assert_msg(st == VT_ERR_NOT_FOUND || st == VT_ERR_DATASET,
                       "path is a file: status %d (%s)", st, vt_last_error());
         ck_assert_msg(ds == NULL, "path is a file: *out not NULL");
-        ck_assert_msg(strstr(vt_last_error(), P("plain-file")), "path is a file: message '%s'",
+        ck_assert_msg(strstr(vt_last_error(), vt_test_path("plain-file")), "path is a file: message '%s'",
                       vt_last_error());
     }
     /* no train/ */
-    write_png(P("notrain/val/a/x.png"), 8, 1);
-    write_png(P("notrain/val/b/x.png"), 8, 1);
-    expect_open_fail(P("notrain"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "no train/ folder");
+    write_png(vt_test_path("notrain/val/a/x.png"), 8, 1);
+    write_png(vt_test_path("notrain/val/b/x.png"), 8, 1);
+    expect_open_fail(vt_test_path("notrain"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "no train/ folder");
     /* train is a file */
-    mkdirs(P("trainfile"));
-    write_text(P("trainfile/train"), "x");
-    expect_open_fail(P("trainfile"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "train/ is a file");
+    mkdirs(vt_test_path("trainfile"));
+    write_text(vt_test_path("trainfile/train"), "x");
+    expect_open_fail(vt_test_path("trainfile"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "train/ is a file");
     /* one class */
-    write_png(P("one/train/only/x.png"), 8, 1);
-    expect_open_fail(P("one"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("one/train"), "one class folder");
+    write_png(vt_test_path("one/train/only/x.png"), 8, 1);
+    expect_open_fail(vt_test_path("one"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("one/train"), "one class folder");
     /* no class */
-    mkdirs(P("zero/train"));
-    expect_open_fail(P("zero"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("zero/train"), "no class folder");
+    mkdirs(vt_test_path("zero/train"));
+    expect_open_fail(vt_test_path("zero"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("zero/train"), "no class folder");
     /* an empty class folder, and one holding only non-images */
-    write_png(P("empty/train/a/x.png"), 8, 1);
-    mkdirs(P("empty/train/b_empty"));
-    expect_open_fail(P("empty"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("empty/train/b_empty"),
+    write_png(vt_test_path("empty/train/a/x.png"), 8, 1);
+    mkdirs(vt_test_path("empty/train/b_empty"));
+    expect_open_fail(vt_test_path("empty"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("empty/train/b_empty"),
                      "empty class folder");
-    write_png(P("txt/train/a/x.png"), 8, 1);
-    write_text(P("txt/train/b/readme.txt"), "x");
-    write_png(P("txt/train/b/.hidden.png"), 8, 1);
-    expect_open_fail(P("txt"), VT_TASK_CLASSIFY, VT_ERR_DATASET, P("txt/train/b"),
+    write_png(vt_test_path("txt/train/a/x.png"), 8, 1);
+    write_text(vt_test_path("txt/train/b/readme.txt"), "x");
+    write_png(vt_test_path("txt/train/b/.hidden.png"), 8, 1);
+    expect_open_fail(vt_test_path("txt"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("txt/train/b"),
                      "class folder with only non-images");
     /* a val class absent from train */
-    write_png(P("vx/train/a/x.png"), 8, 1);
-    write_png(P("vx/train/b/x.png"), 8, 1);
-    write_png(P("vx/val/a/x.png"), 8, 1);
-    write_png(P("vx/val/stranger/x.png"), 8, 1);
-    expect_open_fail(P("vx"), VT_TASK_CLASSIFY, VT_ERR_DATASET, "stranger", "val class not in train");
+    write_png(vt_test_path("vx/train/a/x.png"), 8, 1);
+    write_png(vt_test_path("vx/train/b/x.png"), 8, 1);
+    write_png(vt_test_path("vx/val/a/x.png"), 8, 1);
+    write_png(vt_test_path("vx/val/stranger/x.png"), 8, 1);
+    expect_open_fail(vt_test_path("vx"), VT_TASK_CLASSIFY, VT_ERR_DATASET, "stranger", "val class not in train");
     /* the same in test/ */
-    write_png(P("tx/train/a/x.png"), 8, 1);
-    write_png(P("tx/train/b/x.png"), 8, 1);
-    write_png(P("tx/test/c/x.png"), 8, 1);
-    expect_open_fail(P("tx"), VT_TASK_CLASSIFY, VT_ERR_DATASET, "'c'", "test class not in train");
+    write_png(vt_test_path("tx/train/a/x.png"), 8, 1);
+    write_png(vt_test_path("tx/train/b/x.png"), 8, 1);
+    write_png(vt_test_path("tx/test/c/x.png"), 8, 1);
+    expect_open_fail(vt_test_path("tx"), VT_TASK_CLASSIFY, VT_ERR_DATASET, "'c'", "test class not in train");
     /* tasks other than classification */
-    write_png(P("good/train/a/x.png"), 8, 1);
-    write_png(P("good/train/b/x.png"), 8, 1);
+    write_png(vt_test_path("good/train/a/x.png"), 8, 1);
+    write_png(vt_test_path("good/train/b/x.png"), 8, 1);
     /* a detection dataset is a data.yaml or COCO json (test_detect_data.c) */
-    expect_open_fail(P("good"), VT_TASK_DETECT, VT_ERR_NOT_FOUND, "data.yaml", "task detect");
-    expect_open_fail(P("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
-    expect_open_fail(P("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
+    expect_open_fail(vt_test_path("good"), VT_TASK_DETECT, VT_ERR_NOT_FOUND, "data.yaml", "task detect");
+    expect_open_fail(vt_test_path("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
+    expect_open_fail(vt_test_path("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
     {
         vt_dataset *ds = NULL;
-        vt_status st = vt_dataset_open(&ds, (vt_task)0, P("good"));
+        vt_status st = vt_dataset_open(&ds, (vt_task)0, vt_test_path("good"));
         ck_assert_msg(st == VT_ERR_UNSUPPORTED || st == VT_ERR_INVALID_ARGUMENT,
                       "task 0: status %d", st);
         ck_assert_msg(ds == NULL, "task 0: *out not NULL");
-        st = vt_dataset_open(&ds, (vt_task)77, P("good"));
+        st = vt_dataset_open(&ds, (vt_task)77, vt_test_path("good"));
         ck_assert_msg(st == VT_ERR_UNSUPPORTED || st == VT_ERR_INVALID_ARGUMENT,
                       "task 77: status %d", st);
         ck_assert_msg(ds == NULL, "task 77: *out not NULL");
     }
     /* NULL arguments */
     vt_dataset *ds;
-    ck_assert_msg(vt_dataset_open(NULL, VT_TASK_CLASSIFY, P("good")) == VT_ERR_INVALID_ARGUMENT,
+    ck_assert_msg(vt_dataset_open(NULL, VT_TASK_CLASSIFY, vt_test_path("good")) == VT_ERR_INVALID_ARGUMENT,
                   "NULL out");
     ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, NULL) == VT_ERR_INVALID_ARGUMENT,
                   "NULL path");
     /* the good dataset opens */
-    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("good")) == VT_OK, "good: %s",
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("good")) == VT_OK, "good: %s",
                   vt_last_error());
     vt_dataset_destroy(ds);
 }
@@ -417,16 +392,16 @@ static vt_status train_on(const char *root, int epochs, logbook *lb, char *err, 
 
 START_TEST(test_train_with_bad_images)
 {
-    ck_assert_int_eq(vt_synth_generate(P("bad"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("bad"), VT_TASK_CLASSIFY,
                                        "classes=2 train=6 val=2 imgsz=16 seed=3"), VT_OK);
-    write_corrupt_png(P("bad/train/circle/broken.png"));
-    write_truncated_jpeg(P("bad/train/square/cut.jpg"));
+    write_corrupt_png(vt_test_path("bad/train/circle/broken.png"));
+    write_truncated_jpeg(vt_test_path("bad/train/square/cut.jpg"));
     logbook lb;
     char err[VT_ERRMSG_MAX];
-    vt_status st = train_on(P("bad"), 1, &lb, err, sizeof err);
+    vt_status st = train_on(vt_test_path("bad"), 1, &lb, err, sizeof err);
     ck_assert_msg(st == VT_OK, "training with 2 bad images among 12 failed: %d %s", st, err);
-    int a = count_mentions(&lb, P("bad/train/circle/broken.png"));
-    int b = count_mentions(&lb, P("bad/train/square/cut.jpg"));
+    int a = count_mentions(&lb, vt_test_path("bad/train/circle/broken.png"));
+    int b = count_mentions(&lb, vt_test_path("bad/train/square/cut.jpg"));
     ck_assert_msg(a == 1, "corrupt PNG named in %d warnings, expected exactly 1", a);
     ck_assert_msg(b == 1, "truncated JPEG named in %d warnings, expected exactly 1", b);
     ck_assert_msg(lb.warnings == 2, "%d warnings, expected 2 (one per bad file)", lb.warnings);
@@ -437,17 +412,17 @@ END_TEST
 /* Several epochs and a bad image in val too: still once per bad file per run. */
 START_TEST(test_bad_images_warned_once_per_run)
 {
-    ck_assert_int_eq(vt_synth_generate(P("bad2"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("bad2"), VT_TASK_CLASSIFY,
                                        "classes=2 train=6 val=2 imgsz=16 seed=4"), VT_OK);
-    write_corrupt_png(P("bad2/train/circle/broken.png"));
-    write_truncated_jpeg(P("bad2/val/square/cut.jpg"));
+    write_corrupt_png(vt_test_path("bad2/train/circle/broken.png"));
+    write_truncated_jpeg(vt_test_path("bad2/val/square/cut.jpg"));
     logbook lb;
     char err[VT_ERRMSG_MAX];
     for (int run = 0; run < 2; run++) {
-        vt_status st = train_on(P("bad2"), 3, &lb, err, sizeof err);
+        vt_status st = train_on(vt_test_path("bad2"), 3, &lb, err, sizeof err);
         ck_assert_msg(st == VT_OK, "run %d: training failed: %d %s", run, st, err);
-        int a = count_mentions(&lb, P("bad2/train/circle/broken.png"));
-        int b = count_mentions(&lb, P("bad2/val/square/cut.jpg"));
+        int a = count_mentions(&lb, vt_test_path("bad2/train/circle/broken.png"));
+        int b = count_mentions(&lb, vt_test_path("bad2/val/square/cut.jpg"));
         ck_assert_msg(a == 1, "run %d, 3 epochs: bad train image warned %d times, expected 1", run, a);
         ck_assert_msg(b == 1, "run %d, 3 epochs: bad val image warned %d times, expected 1", run, b);
     }
@@ -469,12 +444,12 @@ static void corrupt_all(const char *root, int with_val)
 
 START_TEST(test_all_images_bad)
 {
-    ck_assert_int_eq(vt_synth_generate(P("allbad"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("allbad"), VT_TASK_CLASSIFY,
                                        "classes=2 train=4 val=2 imgsz=16"), VT_OK);
-    corrupt_all(P("allbad"), 1);
+    corrupt_all(vt_test_path("allbad"), 1);
     logbook lb;
     char err[VT_ERRMSG_MAX];
-    vt_status st = train_on(P("allbad"), 2, &lb, err, sizeof err);
+    vt_status st = train_on(vt_test_path("allbad"), 2, &lb, err, sizeof err);
     ck_assert_msg(st == VT_ERR_DATASET, "all images corrupt (train and val): status %d (%s), "
                   "expected VT_ERR_DATASET; message '%s'", st, vt_status_string(st), err);
     ck_assert_msg(*err, "all images corrupt: empty message");
@@ -483,12 +458,12 @@ END_TEST
 
 START_TEST(test_all_train_images_bad_no_val)
 {
-    ck_assert_int_eq(vt_synth_generate(P("allbad2"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("allbad2"), VT_TASK_CLASSIFY,
                                        "classes=2 train=4 val=0 imgsz=16"), VT_OK);
-    corrupt_all(P("allbad2"), 0);
+    corrupt_all(vt_test_path("allbad2"), 0);
     logbook lb;
     char err[VT_ERRMSG_MAX];
-    vt_status st = train_on(P("allbad2"), 2, &lb, err, sizeof err);
+    vt_status st = train_on(vt_test_path("allbad2"), 2, &lb, err, sizeof err);
     ck_assert_msg(st == VT_ERR_DATASET, "all train images corrupt, no val split: status %d (%s), "
                   "expected VT_ERR_DATASET; message '%s'", st, vt_status_string(st), err);
     ck_assert_msg(lb.warnings == 8, "all 8 bad images should be warned once each: %d warnings",
@@ -550,18 +525,18 @@ static void free_snapshot(char **s, int n)
 
 START_TEST(test_dataset_not_modified)
 {
-    ck_assert_int_eq(vt_synth_generate(P("ro"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("ro"), VT_TASK_CLASSIFY,
                                        "classes=2 train=5 val=2 imgsz=16 seed=9"), VT_OK);
-    write_corrupt_png(P("ro/train/circle/zz_broken.png"));
-    write_truncated_jpeg(P("ro/val/square/cut.jpg"));
-    write_text(P("ro/train/notes.txt"), "user notes");
-    write_png(P("ro/test/circle/t.png"), 16, 1);
+    write_corrupt_png(vt_test_path("ro/train/circle/zz_broken.png"));
+    write_truncated_jpeg(vt_test_path("ro/val/square/cut.jpg"));
+    write_text(vt_test_path("ro/train/notes.txt"), "user notes");
+    write_png(vt_test_path("ro/test/circle/t.png"), 16, 1);
     int n0, n1;
-    char **before = snapshot(P("ro"), &n0);
+    char **before = snapshot(vt_test_path("ro"), &n0);
     ck_assert_msg(n0 > 15, "snapshot of %d entries", n0);
     /* open, train (with validation), validate on test, predict, save the model elsewhere */
     vt_dataset *ds;
-    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("ro")), VT_OK);
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("ro")), VT_OK);
     vt_model *m;
     ck_assert_int_eq(vt_model_create(&m, "cls-n", 2, "imgsz=16"), VT_OK);
     vt_trainer *t;
@@ -574,12 +549,12 @@ START_TEST(test_dataset_not_modified)
     st = vt_trainer_validate(t, VT_SPLIT_TEST);
     ck_assert_msg(st == VT_OK, "validate on test: %s", vt_trainer_last_error(t));
     float s[2];
-    ck_assert_int_eq(vt_model_predict_file(m, P("ro/test/circle/t.png"), s, 2), VT_OK);
-    ck_assert_int_eq(vt_model_save(m, P("model.vtm")), VT_OK);
+    ck_assert_int_eq(vt_model_predict_file(m, vt_test_path("ro/test/circle/t.png"), s, 2), VT_OK);
+    ck_assert_int_eq(vt_model_save(m, vt_test_path("model.vtm")), VT_OK);
     vt_trainer_destroy(t);
     vt_model_destroy(m);
     vt_dataset_destroy(ds);
-    char **after = snapshot(P("ro"), &n1);
+    char **after = snapshot(vt_test_path("ro"), &n1);
     ck_assert_msg(n1 == n0, "the dataset had %d entries, now %d (files added or removed)", n0, n1);
     for (int i = 0; i < n0; i++)
         ck_assert_msg(strcmp(before[i], after[i]) == 0, "dataset changed:\n  before %s\n  after  %s",
@@ -593,14 +568,14 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("dataset");
     TCase *tc = tcase_create("layout");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tc, test_layout);
     tcase_add_test(tc, test_val_names);
     tcase_add_test(tc, test_open_errors);
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("training");
     tcase_set_timeout(tt, 60);
-    tcase_add_checked_fixture(tt, setup, teardown);
+    tcase_add_checked_fixture(tt, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tt, test_train_with_bad_images);
     tcase_add_test(tt, test_bad_images_warned_once_per_run);
     tcase_add_test(tt, test_all_images_bad);

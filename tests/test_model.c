@@ -21,25 +21,6 @@
 #include "train/checkpoint.h"
 #include "visiontrain/visiontrain.h"
 
-static char *tmpdir;
-
-static void setup(void) { tmpdir = vt_test_tmpdir("test_model"); ck_assert_ptr_nonnull(tmpdir); }
-static void teardown(void)
-{
-    if (tmpdir) vt_test_rmtree(tmpdir);
-    free(tmpdir);
-    tmpdir = NULL;
-}
-
-static const char *P(const char *name)
-{
-    static char bufs[4][4096];
-    static int k;
-    char *b = bufs[k++ & 3];
-    snprintf(b, 4096, "%s/%s", tmpdir, name);
-    return b;
-}
-
 /* A fixed test image. */
 static uint8_t fixed_img[20 * 20 * 4];
 static void make_fixed(void)
@@ -167,9 +148,9 @@ START_TEST(test_save_load_roundtrip)
             sum += s1[i];
         }
         ck_assert_msg(fabsf(sum - 1) < 1e-4f, "%s: scores sum to %g", archs[k], sum);
-        vt_status st = vt_model_save(m, P("m.vtm"));
+        vt_status st = vt_model_save(m, vt_test_path("m.vtm"));
         ck_assert_msg(st == VT_OK, "%s: save: %s", archs[k], vt_model_last_error(m));
-        st = vt_model_load(&l, P("m.vtm"));
+        st = vt_model_load(&l, vt_test_path("m.vtm"));
         ck_assert_msg(st == VT_OK, "%s: load: %s", archs[k], vt_last_error());
         ck_assert_msg(vt_model_num_params(l) == vt_model_num_params(m), "%s: params %llu vs %llu",
                       archs[k], (unsigned long long)vt_model_num_params(l),
@@ -189,9 +170,9 @@ START_TEST(test_save_load_roundtrip)
                           memcmp(m->buffers, l->buffers, (size_t)m->graph.n_buffers * 4) == 0,
                       "%s: weights differ after save/load", archs[k]);
         /* saving the loaded model gives the same bytes */
-        ck_assert_int_eq(vt_model_save(l, P("m2.vtm")), VT_OK);
+        ck_assert_int_eq(vt_model_save(l, vt_test_path("m2.vtm")), VT_OK);
         size_t n1, n2;
-        void *b1 = vt_test_read_file(P("m.vtm"), &n1), *b2 = vt_test_read_file(P("m2.vtm"), &n2);
+        void *b1 = vt_test_read_file(vt_test_path("m.vtm"), &n1), *b2 = vt_test_read_file(vt_test_path("m2.vtm"), &n2);
         ck_assert_msg(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0,
                       "%s: re-saving a loaded model changes the file", archs[k]);
         free(b1);
@@ -204,10 +185,10 @@ END_TEST
 
 START_TEST(test_class_names_after_training)
 {
-    ck_assert_int_eq(vt_synth_generate(P("syn"), VT_TASK_CLASSIFY,
+    ck_assert_int_eq(vt_synth_generate(vt_test_path("syn"), VT_TASK_CLASSIFY,
                                        "classes=3 train=4 val=0 imgsz=16 seed=2"), VT_OK);
     vt_dataset *ds;
-    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, P("syn")), VT_OK);
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("syn")), VT_OK);
     vt_model *m, *l;
     ck_assert_int_eq(vt_model_create(&m, "cls-n", 3, "imgsz=16"), VT_OK);
     vt_trainer *t;
@@ -227,8 +208,8 @@ START_TEST(test_class_names_after_training)
                   "class name out of range not NULL");
     float s1[3], s2[3];
     predict(m, s1, 3, "trained");
-    ck_assert_int_eq(vt_model_save(m, P("named.vtm")), VT_OK);
-    ck_assert_msg(vt_model_load(&l, P("named.vtm")) == VT_OK, "load: %s", vt_last_error());
+    ck_assert_int_eq(vt_model_save(m, vt_test_path("named.vtm")), VT_OK);
+    ck_assert_msg(vt_model_load(&l, vt_test_path("named.vtm")) == VT_OK, "load: %s", vt_last_error());
     for (int i = 0; i < 3; i++)
         ck_assert_msg(vt_model_class_name(l, i) &&
                           strcmp(vt_model_class_name(l, i), vt_dataset_class_name(ds, i)) == 0,
@@ -254,12 +235,12 @@ static void make_good(void)
     ck_assert_int_eq(vt_model_create(&m, "cnn-small", 3, "imgsz=16 seed=1"), VT_OK);
     const char *names[3] = {"cat", "dog", "emu"};
     ck_assert_int_eq(vt_model_set_class_names(m, names, 3), VT_OK);
-    ck_assert_int_eq(vt_model_save(m, P("good.vtm")), VT_OK);
+    ck_assert_int_eq(vt_model_save(m, vt_test_path("good.vtm")), VT_OK);
     vt_model_destroy(m);
-    good = vt_test_read_file(P("good.vtm"), &good_n);
+    good = vt_test_read_file(vt_test_path("good.vtm"), &good_n);
     ck_assert_msg(good && good_n > 100, "good checkpoint of %zu bytes", good_n);
     vt_model *l;
-    ck_assert_msg(vt_model_load(&l, P("good.vtm")) == VT_OK, "the good file does not load: %s",
+    ck_assert_msg(vt_model_load(&l, vt_test_path("good.vtm")) == VT_OK, "the good file does not load: %s",
                   vt_last_error());
     vt_model_destroy(l);
 }
@@ -278,9 +259,9 @@ static void wr32(unsigned char *p, uint32_t v)
 static void expect_load_fail(const void *bytes, size_t n, vt_status want, const char *needle,
                              const char *what, long arg)
 {
-    ck_assert_int_eq(vt_test_write_file(P("bad.vtm"), bytes, n), 0);
+    ck_assert_int_eq(vt_test_write_file(vt_test_path("bad.vtm"), bytes, n), 0);
     vt_model *m = (vt_model *)&m;
-    vt_status st = vt_model_load(&m, P("bad.vtm"));
+    vt_status st = vt_model_load(&m, vt_test_path("bad.vtm"));
     if (st == VT_OK) vt_model_destroy(m);
     ck_assert_msg(st == want, "%s %ld: status %d (%s), expected %d; message '%s'", what, arg, st,
                   vt_status_string(st), want, st ? vt_last_error() : "");
@@ -358,9 +339,9 @@ START_TEST(test_ckpt_foreign_and_newer)
     make_good();
     /* foreign files */
     uint8_t px[4 * 4 * 3] = {0};
-    ck_assert_int_eq(vt_image_save_png(P("img.png"), px, 4, 4, 3, 12), VT_OK);
+    ck_assert_int_eq(vt_image_save_png(vt_test_path("img.png"), px, 4, 4, 3, 12), VT_OK);
     size_t pn;
-    void *png = vt_test_read_file(P("img.png"), &pn);
+    void *png = vt_test_read_file(vt_test_path("img.png"), &pn);
     expect_load_fail(png, pn, VT_ERR_CHECKPOINT, "checkpoint", "a PNG file", 0);
     free(png);
     const char *text = "arch=cls-n\nnum_classes=3\n";
@@ -385,12 +366,12 @@ START_TEST(test_ckpt_foreign_and_newer)
     free(good);
     /* a missing file; a folder */
     vt_model *m = (vt_model *)&m;
-    vt_status st = vt_model_load(&m, P("no-such-file.vtm"));
+    vt_status st = vt_model_load(&m, vt_test_path("no-such-file.vtm"));
     ck_assert_msg(st == VT_ERR_NOT_FOUND, "missing file: status %d", st);
     ck_assert_msg(m == NULL && strstr(vt_last_error(), "no-such-file.vtm"),
                   "missing file: out %p, message '%s'", (void *)m, vt_last_error());
-    mkdir(P("folder.vtm"), 0755);
-    st = vt_model_load(&m, P("folder.vtm"));
+    mkdir(vt_test_path("folder.vtm"), 0755);
+    st = vt_model_load(&m, vt_test_path("folder.vtm"));
     ck_assert_msg(st != VT_OK && m == NULL, "a folder loads: status %d", st);
     ck_assert_msg(strstr(vt_last_error(), "folder.vtm"), "folder: message '%s'", vt_last_error());
 }
@@ -411,7 +392,7 @@ static void write_sections(const char *meta, int with_names, const char *names, 
         ck_assert_int_eq(vt_ckw_add(w, VT_TAG('B', 'U', 'F', 'S'), z, (size_t)nbufs * 4, 1), VT_OK);
     }
     free(z);
-    ck_assert_int_eq(vt_ckw_write(w, P("crafted.vtm")), VT_OK);
+    ck_assert_int_eq(vt_ckw_write(w, vt_test_path("crafted.vtm")), VT_OK);
     vt_ckw_destroy(w);
 }
 
@@ -429,7 +410,7 @@ static void graph_sizes(int channels, int imgsz, long *np, long *nb)
 static void expect_crafted_fail(const char *what)
 {
     vt_model *m = (vt_model *)&m;
-    vt_status st = vt_model_load(&m, P("crafted.vtm"));
+    vt_status st = vt_model_load(&m, vt_test_path("crafted.vtm"));
     if (st == VT_OK) vt_model_destroy(m);
     ck_assert_msg(st == VT_ERR_CHECKPOINT, "%s: status %d (%s), expected VT_ERR_CHECKPOINT", what,
                   st, st ? vt_last_error() : "loaded");
@@ -446,7 +427,7 @@ START_TEST(test_ckpt_bad_sections)
                           "dropout=0\nseed=0\n";
     write_sections(meta_ok, 1, "a\nb\nc\n", 1, np, nb);
     vt_model *m;
-    ck_assert_msg(vt_model_load(&m, P("crafted.vtm")) == VT_OK, "crafted good file: %s",
+    ck_assert_msg(vt_model_load(&m, vt_test_path("crafted.vtm")) == VT_OK, "crafted good file: %s",
                   vt_last_error());
     ck_assert_msg(strcmp(vt_model_class_name(m, 2), "c") == 0, "crafted names: '%s'",
                   vt_model_class_name(m, 2));
@@ -505,34 +486,34 @@ START_TEST(test_predict_errors)
     st = vt_model_predict_pixels(m, fixed_img, 20, 20, 3, 60, s, -1);
     ck_assert_msg(st == VT_ERR_BUFFER_TOO_SMALL || st == VT_ERR_INVALID_ARGUMENT, "pixels, n=-1: %d",
                   st);
-    ck_assert_int_eq(vt_image_save_png(P("ok.png"), fixed_img, 20, 20, 3, 60), VT_OK);
-    st = vt_model_predict_file(m, P("ok.png"), s, 3);
+    ck_assert_int_eq(vt_image_save_png(vt_test_path("ok.png"), fixed_img, 20, 20, 3, 60), VT_OK);
+    st = vt_model_predict_file(m, vt_test_path("ok.png"), s, 3);
     ck_assert_msg(st == VT_ERR_BUFFER_TOO_SMALL, "file, n=3 for 4 classes: %d", st);
-    st = vt_model_predict_file(m, P("ok.png"), s, 4);
+    st = vt_model_predict_file(m, vt_test_path("ok.png"), s, 4);
     ck_assert_msg(st == VT_OK, "file, n=4: %s", vt_model_last_error(m));
     /* file errors */
-    st = vt_model_predict_file(m, P("missing.png"), s, 4);
+    st = vt_model_predict_file(m, vt_test_path("missing.png"), s, 4);
     ck_assert_msg(st == VT_ERR_NOT_FOUND, "missing image: %d", st);
     ck_assert_msg(strstr(vt_model_last_error(m), "missing.png"), "missing image: message '%s'",
                   vt_model_last_error(m));
     ck_assert_msg(strcmp(vt_model_last_error(m), vt_last_error()) == 0,
                   "missing image: handle and thread messages differ");
     size_t n;
-    unsigned char *b = vt_test_read_file(P("ok.png"), &n);
+    unsigned char *b = vt_test_read_file(vt_test_path("ok.png"), &n);
     for (size_t i = 41; i < n; i++) b[i] ^= 0x5A;
-    ck_assert_int_eq(vt_test_write_file(P("corrupt.png"), b, n), 0);
-    ck_assert_int_eq(vt_test_write_file(P("half.png"), b, n / 2), 0);
+    ck_assert_int_eq(vt_test_write_file(vt_test_path("corrupt.png"), b, n), 0);
+    ck_assert_int_eq(vt_test_write_file(vt_test_path("half.png"), b, n / 2), 0);
     free(b);
-    ck_assert_int_eq(vt_test_write_file(P("text.jpg"), "hello", 5), 0);
-    ck_assert_int_eq(vt_test_write_file(P("empty.png"), "", 0), 0);
+    ck_assert_int_eq(vt_test_write_file(vt_test_path("text.jpg"), "hello", 5), 0);
+    ck_assert_int_eq(vt_test_write_file(vt_test_path("empty.png"), "", 0), 0);
     const char *bad[] = {"corrupt.png", "half.png", "text.jpg", "empty.png"};
     for (int i = 0; i < 4; i++) {
-        st = vt_model_predict_file(m, P(bad[i]), s, 4);
+        st = vt_model_predict_file(m, vt_test_path(bad[i]), s, 4);
         ck_assert_msg(st == VT_ERR_FORMAT, "%s: status %d (%s)", bad[i], st, vt_model_last_error(m));
         ck_assert_msg(strstr(vt_model_last_error(m), bad[i]), "%s: message '%s'", bad[i],
                       vt_model_last_error(m));
     }
-    st = vt_model_predict_file(m, tmpdir, s, 4);
+    st = vt_model_predict_file(m, vt_test_scratch, s, 4);
     ck_assert_msg(st != VT_OK, "predicting a folder succeeded");
     /* geometry */
     struct { int w, h, c; size_t stride; } g[] = {
@@ -592,18 +573,18 @@ START_TEST(test_atomic_save)
     predict(a, sa, 3, "a");
     predict(b, sb, 3, "b");
     ck_assert_msg(memcmp(sa, sb, sizeof sa) != 0, "models of seeds 1 and 2 agree");
-    mkdir(P("out"), 0755);
+    mkdir(vt_test_path("out"), 0755);
     char path[4200];
-    snprintf(path, sizeof path, "%s/out/model.vtm", tmpdir);
+    snprintf(path, sizeof path, "%s/out/model.vtm", vt_test_scratch);
     ck_assert_int_eq(vt_model_save(a, path), VT_OK);
     ck_assert_int_eq(vt_model_save(b, path), VT_OK); /* over the existing file */
     ck_assert_msg(vt_model_load(&l, path) == VT_OK, "load: %s", vt_last_error());
     predict(l, sl, 3, "reloaded");
     ck_assert_msg(memcmp(sl, sb, sizeof sl) == 0, "saving over a file did not replace it");
     vt_model_destroy(l);
-    ck_assert_msg(count_entries(P("out"), NULL) == 1, "the output folder holds extra files");
+    ck_assert_msg(count_entries(vt_test_path("out"), NULL) == 1, "the output folder holds extra files");
     /* a folder that does not exist */
-    snprintf(path, sizeof path, "%s/out/no/such/dir/model.vtm", tmpdir);
+    snprintf(path, sizeof path, "%s/out/no/such/dir/model.vtm", vt_test_scratch);
     vt_status st = vt_model_save(a, path);
     ck_assert_msg(st == VT_ERR_NOT_FOUND || st == VT_ERR_IO, "save into a missing folder: %d", st);
     ck_assert_msg(strstr(vt_model_last_error(a), "model.vtm"), "missing folder: message '%s'",
@@ -611,16 +592,16 @@ START_TEST(test_atomic_save)
     ck_assert_msg(strcmp(vt_model_last_error(a), vt_last_error()) == 0,
                   "missing folder: handle and thread messages differ");
     /* the target is a folder: the rename fails, the temporary file must go */
-    snprintf(path, sizeof path, "%s/out/adir", tmpdir);
+    snprintf(path, sizeof path, "%s/out/adir", vt_test_scratch);
     mkdir(path, 0755);
     st = vt_model_save(a, path);
     ck_assert_msg(st == VT_ERR_IO, "save onto a folder: %d", st);
     ck_assert_msg(strstr(vt_model_last_error(a), "adir"), "save onto a folder: message '%s'",
                   vt_model_last_error(a));
-    ck_assert_msg(count_entries(P("out"), NULL) == 2, "save onto a folder left files behind");
+    ck_assert_msg(count_entries(vt_test_path("out"), NULL) == 2, "save onto a folder left files behind");
     ck_assert_msg(count_entries(path, NULL) == 0, "save onto a folder wrote into it");
     /* the earlier file is intact */
-    snprintf(path, sizeof path, "%s/out/model.vtm", tmpdir);
+    snprintf(path, sizeof path, "%s/out/model.vtm", vt_test_scratch);
     ck_assert_msg(vt_model_load(&l, path) == VT_OK, "after failed saves: %s", vt_last_error());
     predict(l, sl, 3, "after failed saves");
     ck_assert_msg(memcmp(sl, sb, sizeof sl) == 0, "a failed save changed the existing file");
@@ -635,7 +616,7 @@ static Suite *suite(void)
     Suite *s = suite_create("model");
     TCase *tc = tcase_create("model");
     tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tc, test_archs);
     tcase_add_test(tc, test_create_errors);
     tcase_add_test(tc, test_save_load_roundtrip);

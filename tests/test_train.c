@@ -63,9 +63,9 @@ START_TEST(test_same_seed_same_losses)
 {
     char *data = small_dataset("det", "classes=3 train=24 val=6 imgsz=16 seed=5");
     static trace a, b, c, d;
-    const char *s1[] = {"epochs=2", "batch=8", "seed=7", "workers=1", NULL};
-    const char *s2[] = {"epochs=2", "batch=8", "seed=7", "workers=3", NULL};
-    const char *s3[] = {"epochs=2", "batch=8", "seed=8", "workers=1", NULL};
+    const char *s1[] = {"epochs=2", "batch=8", "seed=7", "workers=1", "save=0", NULL};
+    const char *s2[] = {"epochs=2", "batch=8", "seed=7", "workers=3", "save=0", NULL};
+    const char *s3[] = {"epochs=2", "batch=8", "seed=8", "workers=1", "save=0", NULL};
     ck_assert_int_eq(train(data, s1, &a, NULL), VT_OK);
     ck_assert_int_eq(train(data, s1, &b, NULL), VT_OK);
     ck_assert_int_eq(train(data, s2, &c, NULL), VT_OK);
@@ -79,6 +79,8 @@ START_TEST(test_same_seed_same_losses)
                   "same seed, 1 vs 3 loader workers: the loss sequences differ");
     ck_assert_msg(memcmp(a.loss, d.loss, sizeof(float) * a.n) != 0,
                   "different seeds gave identical loss sequences");
+    *strrchr(data, '/') = 0; /* the scratch folder holding data/ */
+    vt_test_rmtree(data);
     free(data);
 }
 END_TEST
@@ -99,7 +101,7 @@ START_TEST(test_learns_to_95)
     ck_assert_int_eq(vt_model_create(&m, "cls-n", 4, "imgsz=32"), VT_OK);
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
     const char *settings[] = {"epochs=8", "batch=32", "optimizer=adamw", "lr0=0.003",
-                              "warmup_epochs=1", "seed=1", NULL};
+                              "warmup_epochs=1", "seed=1", "save=0", NULL};
     for (const char *const *s = settings; *s; s++) ck_assert_int_eq(vt_trainer_set(t, *s), VT_OK);
     static trace tr;
     vt_trainer_set_progress(t, record, &tr);

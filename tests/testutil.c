@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -62,4 +63,33 @@ int vt_test_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? 0 : 1;
+}
+
+char *vt_test_scratch;
+
+void vt_test_scratch_setup(void)
+{
+    extern char *program_invocation_short_name;
+    vt_test_scratch = vt_test_tmpdir(program_invocation_short_name);
+    ck_assert_ptr_nonnull(vt_test_scratch);
+}
+
+void vt_test_scratch_teardown(void)
+{
+    if (vt_test_scratch) vt_test_rmtree(vt_test_scratch);
+    free(vt_test_scratch);
+    vt_test_scratch = NULL;
+}
+
+const char *vt_test_path(const char *fmt, ...)
+{
+    static char bufs[8][4096];
+    static int k;
+    char *b = bufs[k++ & 7];
+    int n = snprintf(b, 4096, "%s/", vt_test_scratch);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, (size_t)(4096 - n), fmt, ap);
+    va_end(ap);
+    return b;
 }

@@ -12,6 +12,14 @@ void vt_test_rmtree(const char *path);
 int vt_test_write_file(const char *path, const void *data, size_t n);
 /* Read a whole file (malloc'd, *n set); NULL on failure. */
 void *vt_test_read_file(const char *path, size_t *n);
+/* A scratch folder per test, as a Check fixture: tcase_add_checked_fixture(tc,
+ * vt_test_scratch_setup, vt_test_scratch_teardown).  The folder is named after the test program
+ * and removed afterwards; vt_test_path() joins it with a printf-style relative path (8 rotating
+ * buffers, so several results can be live at once). */
+extern char *vt_test_scratch;
+void vt_test_scratch_setup(void);
+void vt_test_scratch_teardown(void);
+const char *vt_test_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Run a suite with CK_NORMAL output; returns the process exit code (0 ok, 1 failures). */
 int vt_test_run(Suite *s);
 #endif
