@@ -216,6 +216,7 @@ static const vt_backend_ops cuda_ops = {
     vt_cuda_dropout_forward,
     vt_cuda_dropout_backward,
     vt_cuda_softmax_xent,
+    vt_cuda_det_loss,
     vt_cuda_sgd_step,
     vt_cuda_adamw_step,
     /* optional fused ops: not implemented here, the executor runs the unfused sequence */

@@ -156,6 +156,10 @@ vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const floa
                                const int32_t *labels, float smoothing, float grad_scale,
                                float *loss_sum, float *dlogits, float *probs);
 
+/* ---- detect.cu ---- */
+vt_status vt_cuda_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
+                           const float *gt, int32_t *assign, float *loss, float *dpred);
+
 /* ---- batchnorm.cu ---- */
 vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
                                    const float *gamma, const float *beta, float eps,

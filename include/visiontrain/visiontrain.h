@@ -361,6 +361,23 @@ VT_API vt_status vt_model_predict_file(vt_model *model, const char *path, float 
 VT_API vt_status vt_model_predict_pixels(vt_model *model, const uint8_t *pixels, int width,
                                          int height, int channels, size_t stride, float *scores,
                                          int n);
+
+/* Detect objects in one image with a detection model ("det-..."; VT_ERR_UNSUPPORTED for other
+ * tasks).  The image is letterboxed to the model's image size (aspect ratio kept); detections
+ * with a score >= conf survive class-aware NMS at IoU threshold `iou`, at most max_det of them
+ * (<= 0: 300), best score first.  Detection k is classes[k], scores[k] (0..1) and the corners
+ * boxes[4k..4k+3] = x0, y0, x1, y1 in the image's own pixels.  Typical values: conf 0.25,
+ * iou 0.7.  *count receives the number of detections; when it is larger than cap the first cap
+ * are written and VT_ERR_BUFFER_TOO_SMALL is returned, so cap = 0 with NULL arrays asks for the
+ * count.  The arrays are the caller's.  _file decodes a PNG or JPEG; _pixels takes 8-bit
+ * interleaved pixels like vt_model_predict_pixels. */
+VT_API vt_status vt_model_detect_file(vt_model *model, const char *path, float conf, float iou,
+                                      int max_det, int *classes, float *scores, float *boxes,
+                                      int cap, int *count);
+VT_API vt_status vt_model_detect_pixels(vt_model *model, const uint8_t *pixels, int width,
+                                        int height, int channels, size_t stride, float conf,
+                                        float iou, int max_det, int *classes, float *scores,
+                                        float *boxes, int cap, int *count);
 VT_API const char *vt_model_last_error(const vt_model *model);
 
 /* ---- training ---------------------------------------------------------------------------- */
@@ -384,7 +401,12 @@ typedef enum vt_metric {
     VT_METRIC_BEST_FITNESS = 11, /* best fitness so far: validation top-1, or minus the mean
                                    training loss when there is no validation                  */
     VT_METRIC_FITNESS = 12,     /* fitness of the last completed epoch (same definition)       */
-    VT_METRIC_DEVICE_MEMORY_BYTES = 13 /* device memory held by the trainer (GPU only)         */
+    VT_METRIC_DEVICE_MEMORY_BYTES = 13, /* device memory held by the trainer (GPU only)        */
+    /* Detection (validation, COCO-style; see "detection" below): */
+    VT_METRIC_PRECISION = 14,   /* mean over classes, at the confidence maximising mean F1     */
+    VT_METRIC_RECALL = 15,      /* same threshold                                              */
+    VT_METRIC_MAP50 = 16,       /* mean AP at IoU 0.5                                          */
+    VT_METRIC_MAP50_95 = 17     /* mean AP over IoU 0.50:0.05:0.95 (the detection fitness)     */
 } vt_metric;
 
 typedef enum vt_event {

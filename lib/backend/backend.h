@@ -56,6 +56,17 @@ typedef struct vt_pool_desc {
     int k, s, p;      /* square window, stride, zero/-inf padding */
 } vt_pool_desc;
 
+/* The detection loss of one head (see lib/backend/det_loss_math.h for the head layout, the
+ * target assignment and the loss). */
+typedef struct vt_det_loss_desc {
+    int n, nc, h, w;   /* batch, classes, grid rows and columns */
+    float stride;      /* input pixels per grid cell */
+    int max_gt;        /* ground-truth records per image (padding records have class < 0) */
+    float radius;      /* centre-sampling radius in cells */
+    float box_gain, cls_gain;
+    float grad_scale;  /* multiplies every gradient */
+} vt_det_loss_desc;
+
 typedef struct vt_backend_ops {
     int api_version; /* VT_BACKEND_API_VERSION */
     const char *name; /* "cpu", "cuda" */
@@ -160,6 +171,13 @@ typedef struct vt_backend_ops {
     vt_status (*softmax_xent)(vt_backend *b, int classes, int batch, const float *logits,
                               const int32_t *labels, float smoothing, float grad_scale,
                               float *loss_sum, float *dlogits, float *probs);
+
+    /* Detection loss.  pred: (4+nc) x n x h x w; gt: n x max_gt records of 5 floats (class,
+     * x0, y0, x1, y1 in input pixels); assign: n*h*w int32 scratch that receives the ground
+     * truth assigned to each cell (-1: none).  loss: 3 floats, ASSIGNED: the box term, the class
+     * term and the number of positive cells.  dpred (if non-NULL): dL/dpred, ASSIGNED. */
+    vt_status (*det_loss)(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
+                          const float *gt, int32_t *assign, float *loss, float *dpred);
 
     /* ---- optimisers (flat parameter arrays) ---- */
     /* g' = g + wd*p;  m = momentum*m + g';  p -= lr * (nesterov ? g' + momentum*m : m) */

@@ -806,6 +806,7 @@ static const vt_backend_ops cpu_ops = {
     .dropout_forward = cpu_dropout_forward,
     .dropout_backward = cpu_dropout_backward,
     .softmax_xent = cpu_softmax_xent,
+    .det_loss = vt_cpu_det_loss,
     .sgd_step = cpu_sgd_step,
     .adamw_step = cpu_adamw_step,
     .bn_relu_forward_train = cpu_bn_relu_forward_train,

@@ -25,4 +25,7 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
                                const float *w, const float *dy, float *dx, float *dw, float *db,
                                void *ws);
 
+vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
+                          const float *gt, int32_t *assign, float *loss, float *dpred);
+
 #endif

@@ -7,6 +7,7 @@
 #include "core/core.h"
 #include "core/threads.h"
 #include "data/dataset.h"
+#include "train/detect_eval.h"
 
 typedef struct vt_loader vt_loader;
 
@@ -27,5 +28,13 @@ void vt_loader_destroy(vt_loader *L);
  * `batch` must hold channels*n*imgsz*imgsz floats.  aug_seed: 0 disables augmentation. */
 vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_seed,
                          float *batch, int32_t *labels, int *n_ok);
+
+/* Detection datasets: images are letterboxed to imgsz x imgsz (aspect kept, grey padding)
+ * and flipped with their boxes; `labels` receives the dataset index of each packed image.
+ * After a fill, packed image k (0 <= k < n_ok) has *count boxes at *boxes (corners in input
+ * pixels, score unused; owned by the loader, valid until the next fill) and the letterbox
+ * geometry that maps them back to the original image. */
+void vt_loader_boxes(const vt_loader *L, int k, const vt_det **boxes, int *count,
+                     vt_letterbox *lb);
 
 #endif

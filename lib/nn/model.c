@@ -40,8 +40,10 @@ static vt_status model_new(vt_model **out, const char *arch, int num_classes, in
                            int imgsz, float dropout, uint64_t seed)
 {
     *out = NULL;
-    if (num_classes < 2 || num_classes > 100000)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "num_classes=%d must be in 2..100000", num_classes);
+    int min_classes = vt_arch_is_detector(arch) ? 1 : 2; /* one-class detection is common */
+    if (num_classes < min_classes || num_classes > 100000)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "num_classes=%d must be in %d..100000", num_classes,
+                       min_classes);
     if (strlen(arch) >= sizeof(((vt_model *)0)->arch))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown model '%.40s...'", arch);
     vt_model *m = vt_calloc(1, sizeof *m);
@@ -79,8 +81,12 @@ VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_class
     vt_status st = vt_optvals_set_list(&ov, options);
     if (st) return st;
     vt_model *m;
-    st = model_new(&m, arch, num_classes, (int)vt_opt_num(&ov, VT_OPT_CHANNELS),
-                   (int)vt_opt_num(&ov, VT_OPT_MODEL_IMGSZ), (float)vt_opt_num(&ov, VT_OPT_DROPOUT),
+    /* Detectors default to 640 px (what detection datasets are made for), classifiers to the
+     * option's default. */
+    int imgsz = (int)vt_opt_num(&ov, VT_OPT_MODEL_IMGSZ);
+    if (!vt_opt_isset(&ov, VT_OPT_MODEL_IMGSZ) && vt_arch_is_detector(arch)) imgsz = 640;
+    st = model_new(&m, arch, num_classes, (int)vt_opt_num(&ov, VT_OPT_CHANNELS), imgsz,
+                   (float)vt_opt_num(&ov, VT_OPT_DROPOUT),
                    (uint64_t)vt_opt_num(&ov, VT_OPT_MODEL_SEED));
     if (st) return st;
     vt_model_init_weights(m);
@@ -223,7 +229,7 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
      * what some writer wrote, not that its values make a model we can run. */
     long long nc, ch, sz, seed;
     double dropout;
-    if ((st = vt_parse_int("num_classes", v[0], 2, 100000, &nc)) ||
+    if ((st = vt_parse_int("num_classes", v[0], 1, 100000, &nc)) ||
         (st = vt_parse_int("channels", v[1], 1, 3, &ch)) ||
         (ch == 2 && (st = vt_fail(VT_ERR_OPTION_VALUE, "channels=2 is not 1 or 3"))) ||
         (st = vt_parse_int("imgsz", v[2], 8, 4096, &sz)) ||
@@ -294,7 +300,7 @@ VT_API vt_status vt_model_load(vt_model **out, const char *path)
 
 /* ---- prediction ---- */
 
-static vt_status predict_ready(vt_model *m)
+vt_status vt_model_predict_ready(vt_model *m)
 {
     vt_status st = vt_model_pull(m);
     if (st) return st;
@@ -315,7 +321,10 @@ static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, 
     if (n < m->num_classes)
         return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "scores holds %d values; the model has %d classes",
                        n, m->num_classes);
-    vt_status st = predict_ready(m);
+    if (m->task != VT_TASK_CLASSIFY)
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s is a detection model: use vt_model_detect_file / "
+                       "vt_model_detect_pixels", m->arch);
+    vt_status st = vt_model_predict_ready(m);
     if (st) return st;
     vt_image rs = {0};
     const vt_image *src = img;
@@ -337,6 +346,28 @@ static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, 
     return o->download(m->pred_be, scores, m->pred_probs, (size_t)m->num_classes * sizeof(float));
 }
 
+vt_status vt_model_pixels_image(const uint8_t *pixels, int width, int height, int channels,
+                                size_t stride, vt_image *img)
+{
+    if (width < 1 || height < 1 || width > 32768 || height > 32768 ||
+        (channels != 1 && channels != 3 && channels != 4) ||
+        stride < (size_t)width * (size_t)channels)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "bad image geometry %dx%d, %d channels, stride %zu",
+                       width, height, channels, stride);
+    /* Repack into the decoder's layout (gray or RGB, tight rows). */
+    int c = channels == 1 ? 1 : 3;
+    vt_image out = {width, height, c, vt_malloc((size_t)width * height * c)};
+    if (!out.data) return VT_ERR_OUT_OF_MEMORY;
+    for (int y = 0; y < height; y++) {
+        const uint8_t *src = pixels + (size_t)y * stride;
+        uint8_t *dst = out.data + (size_t)y * width * c;
+        for (int x = 0; x < width; x++)
+            for (int k = 0; k < c; k++) dst[x * c + k] = src[x * channels + k];
+    }
+    *img = out;
+    return VT_OK;
+}
+
 VT_API vt_status vt_model_predict_file(vt_model *m, const char *path, float *scores, int n)
 {
     if (!m || !path || !scores)
@@ -355,23 +386,10 @@ VT_API vt_status vt_model_predict_pixels(vt_model *m, const uint8_t *pixels, int
 {
     if (!m || !pixels || !scores)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_predict_pixels: NULL argument");
-    if (width < 1 || height < 1 || width > 32768 || height > 32768 ||
-        (channels != 1 && channels != 3 && channels != 4) ||
-        stride < (size_t)width * (size_t)channels)
-        return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
-                                              "bad image geometry %dx%d, %d channels, stride %zu",
-                                              width, height, channels, stride));
-    /* Repack into the decoder's layout (gray or RGB, tight rows). */
-    int c = channels == 1 ? 1 : 3;
-    vt_image img = {width, height, c, vt_malloc((size_t)width * height * c)};
-    if (!img.data) return vt_err_capture(m->err, VT_ERR_OUT_OF_MEMORY);
-    for (int y = 0; y < height; y++) {
-        const uint8_t *src = pixels + (size_t)y * stride;
-        uint8_t *dst = img.data + (size_t)y * width * c;
-        for (int x = 0; x < width; x++)
-            for (int k = 0; k < c; k++) dst[x * c + k] = src[x * channels + k];
-    }
-    vt_status st = predict_image(m, &img, scores, n);
+    vt_image img;
+    vt_status st = vt_model_pixels_image(pixels, width, height, channels, stride, &img);
+    if (st) return vt_err_capture(m->err, st);
+    st = predict_image(m, &img, scores, n);
     vt_image_free(&img);
     return vt_err_capture(m->err, st);
 }

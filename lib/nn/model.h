@@ -34,6 +34,8 @@ struct vt_model {
  * known ones). */
 vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
                         float dropout, vt_task *task, int *output_node);
+/* 1 for the detector family names ("det-..."). */
+int vt_arch_is_detector(const char *arch);
 /* Names of the known architectures, NULL-terminated. */
 extern const char *const vt_arch_names[];
 
@@ -53,6 +55,14 @@ struct vt_ckpt_writer;
 struct vt_ckpt;
 vt_status vt_model_write_sections(const vt_model *m, struct vt_ckpt_writer *w);
 vt_status vt_model_from_checkpoint(vt_model **out, struct vt_ckpt *c);
+
+/* The lazily created CPU predictor, sized for one image at imgsz, holding the current weights. */
+vt_status vt_model_predict_ready(vt_model *m);
+/* Copy caller pixels (1, 3 or 4 channels, any stride) into a gray or RGB image (malloc'd);
+ * VT_ERR_INVALID_ARGUMENT for a bad geometry. */
+struct vt_image;
+vt_status vt_model_pixels_image(const uint8_t *pixels, int width, int height, int channels,
+                                size_t stride, struct vt_image *img);
 
 /* Replace class names (copied).  names may be NULL to clear. */
 vt_status vt_model_set_class_names(vt_model *m, const char *const *names, int n);

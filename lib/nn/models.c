@@ -11,13 +11,25 @@
  * resnet18: torchvision's ResNet-18 layout (7x7/2 stem, 3x3/2 max pool, 2 basic blocks per stage
  *   at widths 64/128/256/512, 1x1/2 projection shortcuts), for benchmarks against PyTorch.
  * cnn-small: the yardstick network of the benchmarks (conv3x3-32 BN ReLU maxpool2,
- *   conv3x3-64 BN ReLU maxpool2, conv3x3-128 BN ReLU, global average pool, linear). */
+ *   conv3x3-64 BN ReLU maxpool2, conv3x3-128 BN ReLU, global average pool, linear).
+ * det-{n,s,m}: an anchor-free single-stage detector (lib/backend/det_loss_math.h has its head
+ *   layout, target assignment and loss):
+ *   backbone  stem conv3x3/2 (c0), then stages i = 1..4: conv3x3/2 (c_i) BN ReLU + d_i basic
+ *             blocks; stage outputs C3, C4, C5 at strides 8, 16, 32
+ *   neck      FPN top-down: P5 = cbr1x1(C5, f); P4 = cbr3x3(concat(up(P5), C4), f);
+ *             P3 = cbr3x3(concat(up(P4), C3), f)
+ *   head      cbr3x3(P3, f), cbr3x3(f), conv1x1 -> 4 + nc channels at stride 8 (one grid
+ *             level: objects of every size are predicted from P3, which sees C4 and C5 through
+ *             the top-down path)
+ *   n: c 16/32/64/128/256, d 0/1/1/1, f 64;  s: 32/64/128/256/512, d 1/1/1/1, f 128;
+ *   m: 48/96/192/384/576, d 1/2/2/1, f 192.  imgsz must be a multiple of 32. */
 #include <math.h>
 #include <string.h>
 
 #include "nn/model.h"
 
-const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", "resnet18", NULL};
+const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", "resnet18",
+                                     "det-n", "det-s", "det-m", NULL};
 
 static int cbr(vt_graph *g, int x, int c, int k, int s)
 {
@@ -86,6 +98,29 @@ static int build_cnn_small(vt_graph *g, int nc, int channels, int imgsz)
     return vt_g_linear(g, x, nc);
 }
 
+static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int channels,
+                     int imgsz)
+{
+    int x = vt_g_input(g, channels, imgsz, imgsz);
+    x = cbr(g, x, c[0], 3, 2);
+    int stage[5] = {0};
+    for (int i = 1; i <= 4; i++) {
+        x = cbr(g, x, c[i], 3, 2);
+        for (int k = 0; k < d[i - 1]; k++) x = basic_block(g, x, c[i]);
+        stage[i] = x;
+    }
+    int p5 = cbr(g, stage[4], f, 1, 1);
+    int cat[2] = {vt_g_upsample(g, p5), stage[3]};
+    int p4 = cbr(g, vt_g_concat(g, cat, 2), f, 3, 1);
+    cat[0] = vt_g_upsample(g, p4);
+    cat[1] = stage[2];
+    int p3 = cbr(g, vt_g_concat(g, cat, 2), f, 3, 1);
+    int h = cbr(g, cbr(g, p3, f, 3, 1), f, 3, 1);
+    return vt_g_conv(g, h, 4 + nc, 1, 1, 0, 1, 1);
+}
+
+int vt_arch_is_detector(const char *arch) { return strncmp(arch, "det-", 4) == 0; }
+
 vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
                         float dropout, vt_task *task, int *output_node)
 {
@@ -99,10 +134,32 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
     else if (strcmp(arch, "cls-m") == 0) out = build_cls(g, wm, dm, num_classes, channels, imgsz, dropout);
     else if (strcmp(arch, "cnn-small") == 0) out = build_cnn_small(g, num_classes, channels, imgsz);
     else if (strcmp(arch, "resnet18") == 0) out = build_resnet18(g, num_classes, channels, imgsz, dropout);
+    else if (vt_arch_is_detector(arch) && (arch[4] == 'n' || arch[4] == 's' || arch[4] == 'm') &&
+             arch[5] == 0) {
+        static const int cn[] = {16, 32, 64, 128, 256}, dn4[] = {0, 1, 1, 1};
+        static const int cs[] = {32, 64, 128, 256, 512}, ds4[] = {1, 1, 1, 1};
+        static const int cm[] = {48, 96, 192, 384, 576}, dm4[] = {1, 2, 2, 1};
+        if (imgsz % 32) {
+            vt_graph_free(g);
+            return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                           "%s: imgsz=%d must be a multiple of 32 (the detector's coarsest "
+                           "stride)", arch, imgsz);
+        }
+        if (arch[4] == 'n') out = build_det(g, cn, dn4, 64, num_classes, channels, imgsz);
+        else if (arch[4] == 's') out = build_det(g, cs, ds4, 128, num_classes, channels, imgsz);
+        else out = build_det(g, cm, dm4, 192, num_classes, channels, imgsz);
+        if (out >= 0) {
+            vt_graph_finalize(g);
+            *task = VT_TASK_DETECT;
+            *output_node = out;
+            return VT_OK;
+        }
+    }
     else {
         vt_graph_free(g);
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                       "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small, resnet18",
+                       "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small, "
+                       "resnet18, det-n, det-s, det-m",
                        arch);
     }
     if (out < 0) {
@@ -139,6 +196,13 @@ void vt_model_init_weights(vt_model *m)
                 m->buffers[nd->buf_off + nd->out.c + j] = 1.0f;
             }
         }
+    }
+    /* A detector's output conv starts near zero with the class logits at a prior of 0.01 (as
+     * RetinaNet does), so the first steps are not swamped by the many negative cells. */
+    if (m->task == VT_TASK_DETECT) {
+        const vt_node *o = &g->nodes[m->output_node];
+        for (int64_t j = 0; j < o->w_n; j++) m->params[o->w_off + j] *= 0.01f / (float)sqrt(2.0 * o->cout / o->w_n);
+        for (int j = 0; j < o->cout; j++) m->params[o->b_off + j] = j < 4 ? 0.0f : -4.595f;
     }
     /* Zero-init the last BN of each residual branch (the one feeding an add) so blocks start as
      * identities: faster, steadier early training. */

@@ -2,6 +2,8 @@
  * mAP, P/R/F1, confusion matrix).  Definitions are documented in detect_eval.h. */
 #include "train/detect_eval.h"
 
+#include "backend/det_loss_math.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,27 @@ vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
     }
     if (!st) out->n = vt_det_nms(out->v, out->n, conf, iou, max_det);
     return st;
+}
+
+vt_status vt_det_head_decode(const float *out, int n, int i, int nc, int gh, int gw,
+                             float stride, float conf, float iou, int max_det, float *scratch,
+                             vt_det_list *dets)
+{
+    size_t hw = (size_t)gh * gw, fs = (size_t)n * hw;
+    const float *o = out + (size_t)i * hw;
+    for (int y = 0; y < gh; y++)
+        for (int x = 0; x < gw; x++) {
+            size_t k = (size_t)y * gw + x;
+            const float *p = o + k;
+            float *q = scratch + k * (size_t)(4 + nc), box[4];
+            vt_det_decode_box(p[0], p[fs], p[2 * fs], p[3 * fs], x, y, stride, box, NULL, NULL);
+            q[0] = 0.5f * (box[0] + box[2]);
+            q[1] = 0.5f * (box[1] + box[3]);
+            q[2] = box[2] - box[0];
+            q[3] = box[3] - box[1];
+            for (int c = 0; c < nc; c++) q[4 + c] = 1.0f / (1.0f + expf(-p[(4 + c) * fs]));
+        }
+    return vt_det_decode(scratch, (int)hw, nc, 4 + nc, 1, conf, iou, max_det, 0, dets);
 }
 
 /* ---- letterbox --------------------------------------------------------------------------- */

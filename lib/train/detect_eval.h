@@ -48,6 +48,14 @@ vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
                         ptrdiff_t field_stride, float conf, float iou, int max_det,
                         int multi_label, vt_det_list *out);
 
+/* Decode image i of a detector head's output (lib/backend/det_loss_math.h layout), read from
+ * host memory: out is (4+nc) x n x gh x gw (CNHW), `stride` input pixels per cell.  Boxes come
+ * out as corners in input pixels, scores are the sigmoid class probabilities, NMS-filtered as
+ * vt_det_decode does (best class per cell).  scratch: (4+nc)*gh*gw floats. */
+vt_status vt_det_head_decode(const float *out, int n, int i, int nc, int gh, int gw,
+                             float stride, float conf, float iou, int max_det, float *scratch,
+                             vt_det_list *dets);
+
 /* ---- letterbox ----------------------------------------------------------------------------
  * Resize keeping the aspect ratio, centred on a dst_w x dst_h canvas (Ultralytics' letterbox:
  * r = min(dst_w/src_w, dst_h/src_h), not above 1 unless scaleup, new size rounded, padding

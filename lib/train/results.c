@@ -11,10 +11,20 @@ static const char *const cls_cols[VT_RC_NCLS] = {
     "time/epoch", "time/data_wait", "time/elapsed"};
 static const unsigned char cls_plot[VT_RC_NCLS] = {0, 1, 1, 1, 1, 1, 1, 0, 0};
 
+static const char *const det_cols[VT_RD_NCOLS] = {
+    "epoch", "train/loss", "val/loss", "metrics/precision", "metrics/recall", "metrics/mAP50",
+    "metrics/mAP50-95", "lr", "time/epoch", "time/data_wait", "time/elapsed"};
+static const unsigned char det_plot[VT_RD_NCOLS] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+
 void vt_results_init(vt_results *r, vt_task task)
 {
     memset(r, 0, sizeof *r);
-    (void)task; /* detection and segmentation add their column lists here */
+    if (task == VT_TASK_DETECT) {
+        r->ncol = VT_RD_NCOLS;
+        r->cols = det_cols;
+        r->plot = det_plot;
+        return;
+    }
     r->ncol = VT_RC_NCLS;
     r->cols = cls_cols;
     r->plot = cls_plot;

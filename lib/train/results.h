@@ -29,6 +29,22 @@ enum {
     VT_RC_NCLS
 };
 
+/* Column indices of the detection table. */
+enum {
+    VT_RD_EPOCH = 0,
+    VT_RD_TRAIN_LOSS,  /* box + class terms */
+    VT_RD_VAL_LOSS,
+    VT_RD_PRECISION,
+    VT_RD_RECALL,
+    VT_RD_MAP50,
+    VT_RD_MAP50_95,
+    VT_RD_LR,
+    VT_RD_EPOCH_TIME,
+    VT_RD_DATA_WAIT,
+    VT_RD_ELAPSED,
+    VT_RD_NCOLS
+};
+
 /* An empty table with the task's columns. */
 void vt_results_init(vt_results *r, vt_task task);
 void vt_results_free(vt_results *r);

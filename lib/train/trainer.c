@@ -22,11 +22,7 @@
 #define TRY VT_TRY
 #define NMETRIC VT_NMETRIC
 
-static void set_metric(vt_progress *p, vt_metric m, double v)
-{
-    p->value[m] = v;
-    p->has[m] = 1;
-}
+#define set_metric vt_progress_set
 
 /* ---- progress getters ---- */
 
@@ -86,6 +82,7 @@ static void release_device(vt_trainer *t)
     }
     t->opt_m = t->opt_v = NULL;
     t->ema_p = t->ema_b = t->tmp_p = t->tmp_b = NULL;
+    vt_det_release(t);
     vt_exec_destroy(t->exec);
     t->exec = NULL;
     vt_backend_destroy(t->be);
@@ -196,6 +193,8 @@ static int imgsz_of(const vt_trainer *t)
     return s > 0 ? s : t->model->imgsz;
 }
 
+int vt_trainer_imgsz(const vt_trainer *t) { return imgsz_of(t); }
+
 static vt_status open_backend(vt_trainer *t)
 {
     const char *dev = vt_opt_str(&t->opts, VT_OPT_DEVICE);
@@ -301,27 +300,32 @@ static vt_status optimizer_step(vt_trainer *t, double lr)
     return VT_OK;
 }
 
-/* Forward, loss, backward and update on the batch already in the executor's input. */
-static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out)
+/* Forward, loss, backward and update on the batch already in the executor's input.  L: the
+ * loader of the batch (detection reads its boxes there). */
+static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, vt_loader *L)
 {
     vt_backend *be = t->be;
     vt_exec *e = t->exec;
     vt_model *m = t->model;
     e->n = n;
-    TRY(be->ops->upload(be, e->labels, t->host_labels, (size_t)n * sizeof(int32_t)));
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
     TRY(vt_exec_forward(e, 1));
     vt_node *out = &e->g->nodes[m->output_node];
-    TRY(be->ops->softmax_xent(be, m->num_classes, n, out->y, e->labels,
-                              (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING), 1.0f / n,
-                              e->loss, out->dy, NULL));
+    if (m->task == VT_TASK_DETECT) {
+        TRY(vt_det_batch_loss(t, L, n, 1, loss_out));
+    } else {
+        TRY(be->ops->upload(be, e->labels, t->host_labels, (size_t)n * sizeof(int32_t)));
+        TRY(be->ops->softmax_xent(be, m->num_classes, n, out->y, e->labels,
+                                  (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING), 1.0f / n,
+                                  e->loss, out->dy, NULL));
+        float loss_sum;
+        TRY(be->ops->download(be, &loss_sum, e->loss, sizeof loss_sum));
+        *loss_out = loss_sum / n;
+    }
     TRY(vt_exec_backward(e, m->output_node));
     TRY(optimizer_step(t, lr));
     mark_dirty(t);
-    float loss_sum;
-    TRY(be->ops->download(be, &loss_sum, e->loss, sizeof loss_sum));
-    *loss_out = loss_sum / n;
     if (!isfinite(*loss_out))
         return vt_fail(VT_ERR_NUMERIC,
                        "training diverged: the loss became %g at iteration %lld (lr %.3g); try a "
@@ -362,6 +366,7 @@ static void mark_dirty(vt_trainer *t)
  * call), so that an unreadable image is warned about once per run. */
 static vt_status evaluate(vt_trainer *t, vt_split split, int batch, vt_loader **keep)
 {
+    if (t->model->task == VT_TASK_DETECT) return vt_det_evaluate(t, split, batch, keep);
     vt_dataset *ds = t->ds;
     int total = ds->split[split].n;
     if (total == 0)
@@ -718,7 +723,7 @@ static vt_status run(vt_trainer *t)
             if (st) goto done;
             double lr = lr_at(t, t->prog.iteration, nb, epochs);
             float loss;
-            if ((st = train_batch(t, ok, lr, &loss))) goto done;
+            if ((st = train_batch(t, ok, lr, &loss, L))) goto done;
             if (use_ema(t) && (st = ema_update(t))) goto done;
             double end = vt_now();
             pos->loss_sum += loss;
@@ -766,21 +771,32 @@ static vt_status run(vt_trainer *t)
             pos->elapsed += val_seconds;
         }
         double mean_loss = pos->loss_sum / (pos->batch > 0 ? pos->batch : 1);
-        double fitness = validate ? t->prog.value[VT_METRIC_TOP1] : -mean_loss;
+        int det = m->task == VT_TASK_DETECT;
+        double fitness = !validate ? -mean_loss
+                         : det     ? t->prog.value[VT_METRIC_MAP50_95]
+                                   : t->prog.value[VT_METRIC_TOP1];
         int improved = pos->best_epoch == 0 || fitness > pos->best_fitness;
         if (improved) {
             pos->best_fitness = fitness;
             pos->best_epoch = ep + 1;
         }
-        double row[VT_RC_NCLS] = {ep + 1,
-                                  mean_loss,
-                                  validate ? t->prog.value[VT_METRIC_VAL_LOSS] : NAN,
-                                  validate ? t->prog.value[VT_METRIC_TOP1] : NAN,
-                                  validate ? t->prog.value[VT_METRIC_TOP5] : NAN,
-                                  t->prog.value[VT_METRIC_LR],
-                                  pos->epoch_time + val_seconds,
-                                  pos->data_wait,
-                                  pos->elapsed};
+        double vv = validate ? 1.0 : NAN; /* NaN: no validation value */
+        const double *pv = t->prog.value;
+        double row[16]; /* the widest task table */
+        if (det) {
+            double r[VT_RD_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
+                                     vv * pv[VT_METRIC_PRECISION], vv * pv[VT_METRIC_RECALL],
+                                     vv * pv[VT_METRIC_MAP50], vv * pv[VT_METRIC_MAP50_95],
+                                     pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
+                                     pos->data_wait, pos->elapsed};
+            memcpy(row, r, sizeof r);
+        } else {
+            double r[VT_RC_NCLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
+                                    vv * pv[VT_METRIC_TOP1], vv * pv[VT_METRIC_TOP5],
+                                    pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
+                                    pos->data_wait, pos->elapsed};
+            memcpy(row, r, sizeof r);
+        }
         vt_results_truncate(&t->results, ep);
         if ((st = vt_results_append(&t->results, row))) goto done;
         vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
@@ -872,6 +888,11 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     if (!t || !images || !labels)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_step: NULL argument");
     vt_model *m = t->model;
+    if (m->task != VT_TASK_CLASSIFY)
+        return vt_err_capture(t->err, vt_fail(VT_ERR_UNSUPPORTED,
+                                              "vt_trainer_step takes class labels: it trains "
+                                              "classifiers only; train a %s model with "
+                                              "vt_trainer_run", m->arch));
     if (batch < 2)
         return vt_err_capture(t->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
                                               "batch=%d: a training step needs at least 2 images "
@@ -896,7 +917,7 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     st = t->be->ops->upload(t->be, vt_exec_input(e), t->host_batch,
                             (size_t)C * batch * plane * sizeof(float));
     float l = 0;
-    if (!st) st = train_batch(t, batch, base_lr(t), &l);
+    if (!st) st = train_batch(t, batch, base_lr(t), &l, NULL);
     if (!st) {
         set_metric(&t->prog, VT_METRIC_LOSS, l);
         set_metric(&t->prog, VT_METRIC_LR, base_lr(t));

@@ -12,7 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/results.h"
 
-enum { VT_NMETRIC = 14 };
+enum { VT_NMETRIC = 18 };
 
 struct vt_progress {
     int epoch, epochs, batch, batches;
@@ -70,10 +70,25 @@ struct vt_trainer {
     vt_results results;          /* one row per completed epoch */
     int64_t *confusion;          /* K x K counts of the last validation (rows: true class) */
     int confusion_k;
+    /* detection: ground truth staging, per-cell assignment, loss terms, decoding, evaluation */
+    float *gt_host, *gt_dev;     /* batch x gt_max records of 5 floats */
+    int gt_cap;                  /* records allocated (host and device) */
+    int32_t *assign_dev;
+    int assign_cap;
+    float *det_loss_dev;         /* 3 floats: box, class, positives */
+    float *head_host, *decode_scratch;
+    size_t head_cap, decode_cap;
+    struct vt_det_eval *det_eval;
     char run_dir[4096];          /* "" when save=0 */
     char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
     vt_stop_reason stop;
 };
+
+static inline void vt_progress_set(vt_progress *p, vt_metric m, double v)
+{
+    p->value[m] = v;
+    p->has[m] = 1;
+}
 
 #define VT_TRY(x)                                                                                  \
     do {                                                                                           \
@@ -110,7 +125,21 @@ vt_status vt_train_write_results(vt_trainer *t);
 /* results.png and confusion_matrix.png of the run folder. */
 vt_status vt_train_write_plots(vt_trainer *t);
 
+/* ---- detect_train.c ---- */
+struct vt_loader;
+/* Loss of a detection batch already in the executor's input, with the ground truth of the
+ * loader's last fill (L) or of `gt` records (n x max_gt, vt_trainer_step).  with_grad: also
+ * seeds the output gradient for backward.  Writes the batch loss (box + class) to *loss. */
+vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
+                            float *loss);
+/* Validation of a detector on a split: val loss, P, R, mAP50, mAP50-95 into t->prog. */
+vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
+/* Free the detection buffers (host and backend). */
+void vt_det_release(vt_trainer *t);
+
 /* ---- trainer.c, used by train_state.c ---- */
 vt_status vt_trainer_pull_weights(vt_trainer *t);
+/* The training image size: the imgsz option, else the model's. */
+int vt_trainer_imgsz(const vt_trainer *t);
 
 #endif

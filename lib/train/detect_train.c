@@ -1,0 +1,227 @@
+/* The detection side of the trainer: ground truth staging, the loss through the backend's
+ * det_loss op, and validation (decoding, NMS, COCO-style mAP). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/det_loss_math.h"
+#include "data/loader.h"
+#include "train/detect_eval.h"
+#include "train/trainer_impl.h"
+
+#define TRY VT_TRY
+
+/* Loss weights and the centre-sampling radius (cells); see det_loss_math.h. */
+#define DET_BOX_GAIN 5.0f
+#define DET_CLS_GAIN 1.0f
+#define DET_RADIUS 2.5f
+/* Validation decoding, as Ultralytics validates: a low threshold so the whole precision-recall
+ * curve is seen, NMS at IoU 0.7, at most 300 detections an image. */
+#define VAL_CONF 0.001f
+#define VAL_IOU 0.7f
+#define VAL_MAX_DET 300
+
+void vt_det_release(vt_trainer *t)
+{
+    if (t->be) {
+        t->be->ops->free(t->be, t->gt_dev);
+        t->be->ops->free(t->be, t->assign_dev);
+        t->be->ops->free(t->be, t->det_loss_dev);
+    }
+    t->gt_dev = NULL;
+    t->assign_dev = NULL;
+    t->det_loss_dev = NULL;
+    free(t->gt_host);
+    t->gt_host = NULL;
+    t->gt_cap = 0;
+    t->assign_cap = 0;
+    free(t->head_host);
+    free(t->decode_scratch);
+    t->head_host = t->decode_scratch = NULL;
+    t->head_cap = t->decode_cap = 0;
+    if (t->det_eval) {
+        vt_det_eval_free(t->det_eval);
+        free(t->det_eval);
+        t->det_eval = NULL;
+    }
+}
+
+/* Grow the backend buffers for n images of `max_gt` records and the head's grid. */
+static vt_status det_buffers(vt_trainer *t, int n, int max_gt, int cells)
+{
+    vt_backend *be = t->be;
+    int rec = n * (max_gt > 0 ? max_gt : 1);
+    if (rec > t->gt_cap) {
+        be->ops->free(be, t->gt_dev);
+        free(t->gt_host);
+        t->gt_dev = be->ops->alloc(be, (size_t)rec * VT_DET_GT_FIELDS * sizeof(float));
+        t->gt_host = vt_malloc((size_t)rec * VT_DET_GT_FIELDS * sizeof(float));
+        t->gt_cap = t->gt_dev && t->gt_host ? rec : 0;
+        if (!t->gt_cap) return VT_ERR_OUT_OF_MEMORY;
+    }
+    if (cells > t->assign_cap) {
+        be->ops->free(be, t->assign_dev);
+        t->assign_dev = be->ops->alloc(be, (size_t)cells * sizeof(int32_t));
+        t->assign_cap = t->assign_dev ? cells : 0;
+        if (!t->assign_dev) return VT_ERR_OUT_OF_MEMORY;
+    }
+    if (!t->det_loss_dev && !(t->det_loss_dev = be->ops->alloc(be, 4 * sizeof(float))))
+        return VT_ERR_OUT_OF_MEMORY;
+    return VT_OK;
+}
+
+vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
+                            float *loss)
+{
+    vt_backend *be = t->be;
+    vt_exec *e = t->exec;
+    vt_model *m = t->model;
+    vt_node *out = &e->g->nodes[m->output_node];
+    int max_gt = 0;
+    for (int k = 0; k < n; k++) {
+        const vt_det *b;
+        int nb;
+        vt_loader_boxes(L, k, &b, &nb, NULL);
+        if (nb > max_gt) max_gt = nb;
+    }
+    int gw = out->out.w, gh = out->out.h;
+    TRY(det_buffers(t, n, max_gt, n * gw * gh));
+    if (max_gt == 0) max_gt = 1; /* one padding record: the op needs a valid pointer */
+    for (int k = 0; k < n; k++) {
+        const vt_det *b;
+        int nb;
+        vt_loader_boxes(L, k, &b, &nb, NULL);
+        float *g = t->gt_host + (size_t)k * max_gt * VT_DET_GT_FIELDS;
+        for (int j = 0; j < max_gt; j++, g += VT_DET_GT_FIELDS) {
+            if (j < nb) {
+                g[0] = (float)b[j].cls;
+                g[1] = b[j].x0;
+                g[2] = b[j].y0;
+                g[3] = b[j].x1;
+                g[4] = b[j].y1;
+            } else {
+                g[0] = -1.0f;
+                g[1] = g[2] = g[3] = g[4] = 0.0f;
+            }
+        }
+    }
+    TRY(be->ops->upload(be, t->gt_dev, t->gt_host,
+                        (size_t)n * max_gt * VT_DET_GT_FIELDS * sizeof(float)));
+    vt_det_loss_desc d = {n, m->num_classes, gh, gw, (float)e->h / (float)gh, max_gt,
+                          DET_RADIUS, DET_BOX_GAIN, DET_CLS_GAIN, 1.0f};
+    TRY(be->ops->det_loss(be, &d, out->y, t->gt_dev, t->assign_dev, t->det_loss_dev,
+                          with_grad ? out->dy : NULL));
+    float l[3];
+    TRY(be->ops->download(be, l, t->det_loss_dev, sizeof l));
+    *loss = l[0] + l[1];
+    return VT_OK;
+}
+
+vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep)
+{
+    vt_dataset *ds = t->ds;
+    vt_model *m = t->model;
+    const vt_split_list *sl = &ds->split[split];
+    int total = sl->n;
+    if (total == 0)
+        return vt_fail(VT_ERR_DATASET, "%s: the dataset has no %s images", ds->root,
+                       split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
+    int sz = vt_trainer_imgsz(t), nc = m->num_classes;
+    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), 0, &t->log};
+    vt_loader *L = keep ? *keep : NULL;
+    if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
+    if (keep) *keep = L;
+    vt_status st = VT_OK;
+    if (!t->det_eval) {
+        t->det_eval = vt_calloc(1, sizeof *t->det_eval);
+        if (!t->det_eval || (st = vt_det_eval_init(t->det_eval, nc))) {
+            free(t->det_eval);
+            t->det_eval = NULL;
+            if (!keep) vt_loader_destroy(L);
+            return st ? st : VT_ERR_OUT_OF_MEMORY;
+        }
+    }
+    vt_det_eval *ev = t->det_eval;
+    vt_det_eval_reset(ev);
+    vt_exec *e = t->exec;
+    vt_backend *be = t->be;
+    vt_node *out = &e->g->nodes[m->output_node];
+    int gh = out->out.h, gw = out->out.w;
+    size_t hw = (size_t)gh * gw;
+    float stride = (float)sz / (float)gw;
+    size_t head = (size_t)(4 + nc) * batch * hw, scratch = (size_t)(4 + nc) * hw;
+    if (head > t->head_cap) {
+        free(t->head_host);
+        t->head_host = vt_malloc(head * sizeof(float));
+        t->head_cap = t->head_host ? head : 0;
+    }
+    if (scratch > t->decode_cap) {
+        free(t->decode_scratch);
+        t->decode_scratch = vt_malloc(scratch * sizeof(float));
+        t->decode_cap = t->decode_scratch ? scratch : 0;
+    }
+    int *idx = vt_malloc((size_t)batch * sizeof(int));
+    vt_det_list dets = {0}, gts = {0};
+    if (!idx || !t->head_host || !t->decode_scratch) st = VT_ERR_OUT_OF_MEMORY;
+    double loss = 0;
+    long seen = 0, batches = 0;
+    for (int b0 = 0; !st && b0 < total; b0 += batch) {
+        int n = total - b0 < batch ? total - b0 : batch, ok;
+        for (int i = 0; i < n; i++) idx[i] = b0 + i;
+        st = vt_loader_fill(L, idx, n, 0, vt_exec_input(e), t->host_labels, &ok);
+        if (st == VT_ERR_DATASET) { /* a whole unreadable batch: skip it, warnings logged */
+            st = VT_OK;
+            continue;
+        }
+        if (st) break;
+        e->n = ok;
+        float bl;
+        if ((st = vt_exec_forward(e, 0)) || (st = vt_det_batch_loss(t, L, ok, 0, &bl)) ||
+            (st = be->ops->download(be, t->head_host, out->y,
+                                    (size_t)(4 + nc) * ok * hw * sizeof(float))))
+            break;
+        loss += bl;
+        batches++;
+        for (int k = 0; k < ok && !st; k++) {
+            vt_letterbox lb;
+            const vt_det *unused;
+            int nu;
+            vt_loader_boxes(L, k, &unused, &nu, &lb);
+            st = vt_det_head_decode(t->head_host, ok, k, nc, gh, gw, stride, VAL_CONF, VAL_IOU,
+                                    VAL_MAX_DET, t->decode_scratch, &dets);
+            for (int j = 0; j < dets.n; j++) {
+                vt_det *d = &dets.v[j];
+                float bx[4] = {d->x0, d->y0, d->x1, d->y1};
+                vt_letterbox_inverse(&lb, bx);
+                d->x0 = bx[0], d->y0 = bx[1], d->x1 = bx[2], d->y1 = bx[3];
+            }
+            /* Ground truth straight from the dataset, in original pixels. */
+            int di = t->host_labels[k];
+            gts.n = 0;
+            for (int j = sl->box_start[di]; !st && j < sl->box_start[di + 1]; j++) {
+                const vt_det_box *g = &sl->boxes[j];
+                vt_det d = {(g->cx - 0.5f * g->w) * lb.src_w, (g->cy - 0.5f * g->h) * lb.src_h,
+                            (g->cx + 0.5f * g->w) * lb.src_w, (g->cy + 0.5f * g->h) * lb.src_h,
+                            1.0f, g->cls};
+                st = vt_det_list_push(&gts, &d);
+            }
+            if (!st) st = vt_det_eval_add(ev, dets.v, dets.n, gts.v, gts.n);
+        }
+        seen += ok;
+    }
+    free(idx);
+    vt_det_list_free(&dets);
+    vt_det_list_free(&gts);
+    if (!keep) vt_loader_destroy(L);
+    if (st) return st;
+    if (seen == 0) return vt_fail(VT_ERR_DATASET, "%s: no validation image could be read", ds->root);
+    vt_det_metrics mt;
+    TRY(vt_det_eval_compute(ev, -1.0, &mt));
+    vt_progress *p = &t->prog;
+    vt_progress_set(p, VT_METRIC_VAL_LOSS, loss / (double)batches);
+    vt_progress_set(p, VT_METRIC_PRECISION, mt.precision);
+    vt_progress_set(p, VT_METRIC_RECALL, mt.recall);
+    vt_progress_set(p, VT_METRIC_MAP50, mt.map50);
+    vt_progress_set(p, VT_METRIC_MAP50_95, mt.map50_95);
+    return VT_OK;
+}

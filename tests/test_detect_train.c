@@ -1,0 +1,201 @@
+/* The detector: target assignment, the det_loss op against finite differences, head decoding,
+ * the det-n/s/m family, prediction, and a short training run that must learn. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/det_loss_math.h"
+#include "core/core.h"
+#include "nn/model.h"
+#include "testutil.h"
+#include "train/detect_eval.h"
+#include "visiontrain/visiontrain.h"
+
+static void set_gt(float *g, int cls, float x0, float y0, float x1, float y1)
+{
+    g[0] = (float)cls;
+    g[1] = x0;
+    g[2] = y0;
+    g[3] = x1;
+    g[4] = y1;
+}
+
+START_TEST(test_assign)
+{
+    /* 4x4 grid, stride 8 (cell centres at 4, 12, 20, 28). */
+    float gt[3 * 5];
+    set_gt(gt, 0, 2, 2, 22, 22);         /* A: centre (12,12), cell (1,1) */
+    set_gt(gt + 5, 1, 25.5, 25.5, 28.5, 28.5); /* B: tiny, centre cell (3,3) */
+    set_gt(gt + 10, 2, 0, 0, 32, 32);    /* C: the whole image, centre (16,16) -> cell (2,2) */
+    int a[16];
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++) a[y * 4 + x] = vt_det_assign_cell(gt, 3, x, y, 4, 4, 8, 2.5f);
+    /* Inside A and near its centre: A (smaller than C). */
+    ck_assert_msg(a[0] == 0 && a[1 * 4 + 1] == 0 && a[2 * 4 + 2] == 0 && a[0 * 4 + 2] == 0,
+                  "A cells: %d %d %d %d", a[0], a[5], a[10], a[2]);
+    /* B's centre cell takes B although A... does not cover it; C covers it but B is smaller. */
+    ck_assert_int_eq(a[3 * 4 + 3], 1);
+    /* Outside A, inside C and within 2.5 cells of C's centre: C. */
+    ck_assert_int_eq(a[0 * 4 + 3], 2);
+    ck_assert_int_eq(a[3 * 4 + 0], 2);
+    /* Without C, cells outside A and away from B are negatives. */
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++) a[y * 4 + x] = vt_det_assign_cell(gt, 2, x, y, 4, 4, 8, 2.5f);
+    ck_assert_int_eq(a[0 * 4 + 3], -1);
+    ck_assert_int_eq(a[3 * 4 + 0], -1);
+    ck_assert_int_eq(a[3 * 4 + 3], 1);
+    /* Padding records are ignored. */
+    float pad[5] = {-1, 0, 0, 32, 32};
+    ck_assert_int_eq(vt_det_assign_cell(pad, 1, 2, 2, 4, 4, 8, 2.5f), -1);
+}
+END_TEST
+
+enum { GN = 2, GNC = 3, GH = 4, GW = 4, GMAX = 3 };
+#define GFS (GN * GH * GW)
+#define GSZ ((4 + GNC) * GFS)
+
+static double det_loss_at(vt_backend *be, const vt_det_loss_desc *d, const float *pred,
+                          const float *gt, int32_t *assign)
+{
+    float loss[3];
+    ck_assert_int_eq(be->ops->det_loss(be, d, pred, gt, assign, loss, NULL), VT_OK);
+    return (double)loss[0] + loss[1];
+}
+
+/* Analytic gradient against central differences over the entries [f0*GFS, f1*GFS). */
+static double grad_error(vt_backend *be, const vt_det_loss_desc *d, float *pred, const float *gt,
+                         int f0, int f1)
+{
+    float dpred[GSZ], loss[3];
+    int32_t assign[GN * GH * GW];
+    ck_assert_int_eq(be->ops->det_loss(be, d, pred, gt, assign, loss, dpred), VT_OK);
+    ck_assert_msg(loss[2] > 0, "no positive cell");
+    double num2 = 0, diff2 = 0, h = 1e-3;
+    for (int i = f0 * GFS; i < f1 * GFS; i++) {
+        float save = pred[i];
+        pred[i] = save + (float)h;
+        double lp = det_loss_at(be, d, pred, gt, assign);
+        pred[i] = save - (float)h;
+        double lm = det_loss_at(be, d, pred, gt, assign);
+        pred[i] = save;
+        double num = (lp - lm) / (2 * h);
+        num2 += num * num;
+        diff2 += (num - dpred[i]) * (num - dpred[i]);
+    }
+    return sqrt(diff2) / fmax(sqrt(num2), 1e-9);
+}
+
+START_TEST(test_loss_gradient)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 1), VT_OK);
+    vt_rng r;
+    vt_rng_seed(&r, 7);
+    float pred[GSZ];
+    for (int i = 0; i < GSZ; i++) pred[i] = (float)(vt_rng_normal(&r) * 0.5);
+    float gt[GN * GMAX * 5];
+    set_gt(gt, 0, 3, 4, 20, 25);
+    set_gt(gt + 5, 2, 18, 10, 31, 17);
+    set_gt(gt + 10, -1, 0, 0, 0, 0);
+    set_gt(gt + 15, 1, 1, 1, 9, 12);
+    set_gt(gt + 20, 1, 10, 12, 30, 30);
+    set_gt(gt + 25, 0, 22, 2, 29, 8);
+    /* The class target (the IoU) is a constant to the gradient, so the box fields are checked
+     * with the class term off and the logits with the box term off. */
+    vt_det_loss_desc d = {GN, GNC, GH, GW, 8.0f, GMAX, 2.5f, 5.0f, 0.0f, 1.0f};
+    double e_box = grad_error(be, &d, pred, gt, 0, 4);
+    ck_assert_msg(e_box < 2e-2, "box gradient error %g", e_box);
+    d.box_gain = 0.0f;
+    d.cls_gain = 1.0f;
+    double e_cls = grad_error(be, &d, pred, gt, 4, 4 + GNC);
+    ck_assert_msg(e_cls < 2e-2, "class gradient error %g", e_cls);
+    /* grad_scale scales the gradient only; a class out of range is an error. */
+    float g1[GSZ], g2[GSZ], l1[3], l2[3];
+    int32_t assign[GFS];
+    d.box_gain = 5.0f;
+    ck_assert_int_eq(be->ops->det_loss(be, &d, pred, gt, assign, l1, g1), VT_OK);
+    d.grad_scale = 0.5f;
+    ck_assert_int_eq(be->ops->det_loss(be, &d, pred, gt, assign, l2, g2), VT_OK);
+    ck_assert_float_eq(l1[0] + l1[1], l2[0] + l2[1]);
+    for (int i = 0; i < GSZ; i++) ck_assert_float_eq_tol(g2[i], 0.5f * g1[i], 1e-6f);
+    gt[0] = 3;
+    ck_assert_int_eq(be->ops->det_loss(be, &d, pred, gt, assign, l1, g1), VT_ERR_INVALID_ARGUMENT);
+    vt_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_head_decode)
+{
+    /* One image, 2 classes, 4x4 grid at stride 8: cell (1,1) encodes a box centred at (14, 8),
+     * 16 x 24, class 1; every other logit is very negative. */
+    enum { NC = 2, HW = 16 };
+    float out[(4 + NC) * HW], scratch[(4 + NC) * HW];
+    for (int i = 0; i < (4 + NC) * HW; i++) out[i] = i < 4 * HW ? 0.0f : -10.0f;
+    int k = 1 * 4 + 1;
+    out[0 * HW + k] = 0.25f;
+    out[1 * HW + k] = -0.5f;
+    out[2 * HW + k] = logf(2.0f);
+    out[3 * HW + k] = logf(3.0f);
+    out[(4 + 1) * HW + k] = 2.0f;
+    vt_det_list dets = {0};
+    ck_assert_int_eq(vt_det_head_decode(out, 1, 0, NC, 4, 4, 8.0f, 0.25f, 0.7f, 300, scratch,
+                                        &dets), VT_OK);
+    ck_assert_int_eq(dets.n, 1);
+    ck_assert_int_eq(dets.v[0].cls, 1);
+    ck_assert_float_eq_tol(dets.v[0].score, 1.0f / (1.0f + expf(-2.0f)), 1e-6f);
+    ck_assert_float_eq_tol(dets.v[0].x0, 6.0f, 1e-4f);
+    ck_assert_float_eq_tol(dets.v[0].y0, -4.0f, 1e-4f);
+    ck_assert_float_eq_tol(dets.v[0].x1, 22.0f, 1e-4f);
+    ck_assert_float_eq_tol(dets.v[0].y1, 20.0f, 1e-4f);
+    vt_det_list_free(&dets);
+}
+END_TEST
+
+START_TEST(test_family)
+{
+    static const char *const names[3] = {"det-n", "det-s", "det-m"};
+    uint64_t prev = 0;
+    for (int i = 0; i < 3; i++) {
+        vt_model *m;
+        ck_assert_msg(vt_model_create(&m, names[i], 3, "imgsz=128") == VT_OK, "%s: %s", names[i],
+                      vt_last_error());
+        ck_assert_int_eq(vt_model_task(m), VT_TASK_DETECT);
+        ck_assert_int_eq(vt_model_imgsz(m), 128);
+        ck_assert_msg(vt_model_num_params(m) > prev, "%s is not larger than the size before",
+                      names[i]);
+        prev = vt_model_num_params(m);
+        const vt_node *o = &m->graph.nodes[m->output_node];
+        ck_assert_int_eq(o->out.c, 4 + 3);
+        ck_assert_int_eq(o->out.h, 16); /* stride 8 */
+        vt_model_destroy(m);
+    }
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "det-n", 1, NULL), VT_OK); /* one class is fine */
+    ck_assert_int_eq(vt_model_imgsz(m), 640);                        /* detector default */
+    float s[4];
+    ck_assert_int_eq(vt_model_predict_file(m, "x.png", s, 4), VT_ERR_NOT_FOUND);
+    uint8_t px[3 * 40 * 30] = {0};
+    ck_assert_int_eq(vt_model_predict_pixels(m, px, 40, 30, 3, 120, s, 4), VT_ERR_UNSUPPORTED);
+    vt_model_destroy(m);
+    ck_assert_int_eq(vt_model_create(&m, "det-n", 3, "imgsz=100"), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "multiple of 32"));
+    ck_assert_int_eq(vt_model_create(&m, "cls-n", 3, "imgsz=32"), VT_OK);
+    int n = -1;
+    ck_assert_int_eq(vt_model_detect_pixels(m, px, 40, 30, 3, 120, 0.25f, 0.7f, 0, NULL, NULL,
+                                            NULL, 0, &n), VT_ERR_UNSUPPORTED);
+    vt_model_destroy(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("detect_train");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_assign);
+    tcase_add_test(tc, test_loss_gradient);
+    tcase_add_test(tc, test_head_decode);
+    tcase_add_test(tc, test_family);
+    suite_add_tcase(s, tc);
+    return vt_test_run(s);
+}
