@@ -144,10 +144,11 @@ static void put_quoted(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Write out_dir/<split>.txt for each split with a list, then out_dir/data.yaml naming them (last,
+/* Write out_dir/<split>.txt for each split with a list (images idx[s] of the dataset's split
+ * src[s]), then out_dir/data.yaml naming them (last,
  * so a data.yaml only exists beside complete lists). */
-static vt_status write_dataset(const vt_dataset *ds, const char *out_dir, int *const idx[3],
-                               const int n[3], const char *tool)
+static vt_status write_dataset(const vt_dataset *ds, const char *out_dir, const int src[3],
+                               int *const idx[3], const int n[3], const char *tool)
 {
     vt_status st = VT_OK;
     for (int s = 0; !st && s < 3; s++) {
@@ -155,7 +156,7 @@ static vt_status write_dataset(const vt_dataset *ds, const char *out_dir, int *c
         char name[16];
         snprintf(name, sizeof name, "%s.txt", split_names[s]);
         char *path = join2(out_dir, name);
-        st = path ? write_list(&ds->split[s], idx[s], n[s], path) : VT_ERR_OUT_OF_MEMORY;
+        st = path ? write_list(&ds->split[src[s]], idx[s], n[s], path) : VT_ERR_OUT_OF_MEMORY;
         free(path);
     }
     if (st) return st;
@@ -271,7 +272,8 @@ VT_API vt_status vt_dataset_split(const vt_dataset *ds, const char *out_dir, con
         st = VT_ERR_OUT_OF_MEMORY;
     if (!st && cnt[VT_SPLIT_TEST] && !(idx[VT_SPLIT_TEST] = all_indices(cnt[VT_SPLIT_TEST])))
         st = VT_ERR_OUT_OF_MEMORY;
-    if (!st) st = write_dataset(ds, out_dir, idx, cnt, "vt_dataset_split");
+    static const int src[3] = {VT_SPLIT_TRAIN, VT_SPLIT_TRAIN, VT_SPLIT_TEST};
+    if (!st) st = write_dataset(ds, out_dir, src, idx, cnt, "vt_dataset_split");
     for (int s = 0; s < 3; s++) free(idx[s]);
     return st;
 }
@@ -298,7 +300,8 @@ VT_API vt_status vt_dataset_subset(const vt_dataset *ds, const char *out_dir, co
         /* a different stream per split, so the splits' choices are independent */
         st = choose(n, (int)k, (uint64_t)o.seed * 3 + (uint64_t)s, &idx[s]);
     }
-    if (!st) st = write_dataset(ds, out_dir, idx, cnt, "vt_dataset_subset");
+    static const int src[3] = {VT_SPLIT_TRAIN, VT_SPLIT_VAL, VT_SPLIT_TEST};
+    if (!st) st = write_dataset(ds, out_dir, src, idx, cnt, "vt_dataset_subset");
     for (int s = 0; s < 3; s++) free(idx[s]);
     return st;
 }
