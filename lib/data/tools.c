@@ -96,8 +96,8 @@ static vt_status require_yolo(const vt_dataset *ds, const char *tool)
     if (!ds) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: dataset is NULL", tool);
     if (ds->task == VT_TASK_CLASSIFY)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: %s: list files are not part of the ImageFolder "
-                       "layout; split a classification dataset by moving class folders (or clone "
-                       "it first)", ds->root, tool);
+                       "layout; split a classification dataset by moving class folders", ds->root,
+                       tool);
     size_t n = strlen(ds->root);
     if (n >= 5 && !strcasecmp(ds->root + n - 5, ".json"))
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: %s: COCO labels live in the JSON file, which "
