@@ -6,7 +6,8 @@
  *   vt estimate [model=cls-n|FILE data=DIR | train=N val=N] [epochs=100 imgsz=640 batch=16
  *               gpu=all|NAME|local|cpu gpus=1 precision=fp32 calibrate=1 budget=USD deadline=H
  *               catalog=CSV ...]
- *   vt check    data=DIR [decode=1]
+ *   vt check    data=PATH [task=classify|detect|segment policy=drop|skip|fail min_size=10]
+ *   vt dataset  split|subset|clone|stats data=PATH out=DIR ...
  *   vt info     [catalog=CSV]
  *   vt synth    data=DIR [classes=4 train=100 val=40 imgsz=32 seed=0]
  *   vt demo     [data=DIR save=FILE epochs=8 ...]
@@ -286,7 +287,8 @@ static const char *const usage_text =
     "  val       evaluate a saved model on a dataset split\n"
     "  predict   classify images with a saved model\n"
     "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
-    "  check     check a dataset's layout: classes, images per split, unreadable files\n"
+    "  check     validate a dataset: every problem with file:line, counts per split and class\n"
+    "  dataset   dataset tools: split, subset, clone, stats\n"
     "  info      version, GPUs, the GPU catalog and every training option\n"
     "  synth     write a synthetic dataset (coloured shapes)\n"
     "  demo      generate a dataset, train cls-n on it and print the accuracy\n"
@@ -370,21 +372,45 @@ static const help_entry help_texts[] = {
      "('-' when the catalog has no price), then advice for the dataset's size.\n"
      "example: vt estimate model=cls-s train=20000 val=2000 epochs=100 imgsz=224 batch=64\n"},
     {"check",
-     "usage: vt check data=DIR [decode=1]\n"
-     "Check a classification dataset: its classes, the images of each split per class, empty\n"
-     "or missing splits and classes, and files that are empty or not PNG/JPEG (by their first\n"
-     "bytes).  decode=1 (default) also decodes every image; decode=0 skips that.  Exits 3 when\n"
-     "the dataset cannot be opened or a file is unreadable.  (A fuller validation API,\n"
-     "vt_dataset_validate, comes with the data-pipeline work.)\n"
-     "example: vt check data=shapes\n"},
+     "usage: vt check data=PATH [task=classify|detect|segment policy=drop|skip|fail min_size=10\n"
+     "                           workers=4 show=100]\n"
+     "Validate a dataset with vt_dataset_validate: an ImageFolder (classify), a YOLO data.yaml\n"
+     "or a COCO .json (detect), a YOLO segmentation data.yaml (segment).  task defaults to\n"
+     "detect when data ends in .yaml/.yml/.json or the folder holds a data.yaml, else classify.\n"
+     "Every image is decoded (workers= threads); every problem is printed as 'file:line: ...'\n"
+     "[code] (the first show=N of them): bad label lines, classes or coordinates out of range,\n"
+     "zero-size and duplicate boxes, polygons of fewer than 3 points, missing or empty splits,\n"
+     "names/nc mismatches, unreadable, corrupt, truncated, too small (min_size) or unsupported\n"
+     "images.  Then instances per class and split, and per split: images, usable (under the\n"
+     "policy), corrupt, skipped (policy=skip: images with a label problem), backgrounds,\n"
+     "instances.  Exits 3 when an image is unreadable, or on the first problem with policy=fail\n"
+     "(the message names file:line).  The dataset's files are only read.\n"
+     "example: vt check data=shapes     vt check data=coco8/data.yaml policy=skip\n"},
+    {"dataset",
+     "usage: vt dataset split  data=PATH out=DIR [val=0.2 seed=0 task= policy=]\n"
+     "       vt dataset subset data=PATH out=DIR fraction=F|count=N [seed=0 task= policy=]\n"
+     "       vt dataset clone  data=DIR out=DIR\n"
+     "       vt dataset stats  data=PATH [plot=FILE.png bins=10 task= policy=]\n"
+     "Dataset tools.  Nothing of the dataset is changed: split and subset write list files\n"
+     "(train.txt, val.txt, test.txt: absolute image paths) and a data.yaml naming them into the\n"
+     "new or empty folder out=, for YOLO data.yaml datasets only (labels stay beside the\n"
+     "images).  split shuffles the train images with the seed and puts round(val*n) of them in\n"
+     "val; subset keeps a fraction (or count) of every split; the same seed gives the same\n"
+     "lists.  policy=skip or fail applies while opening (see 'vt help check').  clone copies a\n"
+     "dataset folder to a new or empty folder.  stats prints instances per class and split and,\n"
+     "for detection, histograms of box width, height and sqrt(w*h) relative to the image;\n"
+     "plot= writes a PNG of the label distribution.\n"
+     "example: vt dataset split data=coco8/data.yaml out=coco8-split val=0.25 seed=1\n"},
     {"info",
      "usage: vt info [catalog=CSV]\n"
      "Print the library version and ABI, the GPUs this build can use, the GPU catalog of the\n"
      "estimator (catalog=CSV merges a CSV first) and every training and model option.\n"},
     {"synth",
-     "usage: vt synth data=DIR [classes=4 train=100 val=40 imgsz=32 seed=0]\n"
-     "Write a synthetic classification dataset (coloured shapes on noisy backgrounds, one shape\n"
-     "per class; train/val are images per class; classes 2..8, imgsz 16..512).\n"},
+     "usage: vt synth data=DIR [task=classify|detect classes=4 train=100 val=40 imgsz=32 seed=0]\n"
+     "Write a synthetic dataset of coloured shapes on noisy backgrounds.  classify: ImageFolder,\n"
+     "one shape per class, train/val images per class (classes 2..8, imgsz 16..512).  detect:\n"
+     "YOLO layout with data.yaml, train/val images in all, max_objects=6 shapes per image\n"
+     "(classes 3..8, imgsz 32..1024; defaults classes=3 train=200 val=50 imgsz=160).\n"},
     {"demo",
      "usage: vt demo [data=DIR save=FILE key=value ...]\n"
      "Generate a synthetic dataset in DIR (default demo-data) unless it exists, train cls-n on\n"
@@ -925,154 +951,305 @@ static int cmd_predict(args *a)
 
 /* ---- synth -------------------------------------------------------------------------------- */
 
+/* Append " key=value" to an options string when the value is given. */
+static void add_opt(char *opts, size_t cap, const char *key, const char *v)
+{
+    size_t used = strlen(opts);
+    if (v && used < cap) snprintf(opts + used, cap - used, "%s%s=%s", used ? " " : "", key, v);
+}
+
+
 static int cmd_synth(args *a)
 {
-    const char *data = take(a, "data");
-    static const char *const keys[] = {"classes", "train", "val", "imgsz", "seed"};
+    const char *data = take(a, "data"), *task_s = take(a, "task");
+    static const char *const keys[] = {"classes", "train", "val", "imgsz", "seed", "max_objects"};
     char opts[512] = "";
-    size_t used = 0;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *v = take(a, keys[i]);
-        if (v)
-            used += (size_t)snprintf(opts + used, used < sizeof opts ? sizeof opts - used : 0,
-                                     "%s=%s ", keys[i], v);
-    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        add_opt(opts, sizeof opts, keys[i], take(a, keys[i]));
     int rc;
-    if ((rc = reject_unknown(a, "data, classes, train, val, imgsz, seed"))) return rc;
+    if ((rc = reject_unknown(a, "data, task, classes, train, val, imgsz, seed, max_objects")))
+        return rc;
     if (!data) {
         fprintf(stderr, "vt synth: data=DIR is required (see 'vt help synth')\n");
         return EXIT_USAGE;
     }
-    vt_status st = vt_synth_generate(data, VT_TASK_CLASSIFY, opts);
+    vt_task task = VT_TASK_CLASSIFY;
+    if (task_s && !strcmp(task_s, "detect")) task = VT_TASK_DETECT;
+    else if (task_s && strcmp(task_s, "classify")) {
+        fprintf(stderr, "vt synth: task=%s: valid tasks: classify, detect\n", task_s);
+        return EXIT_USAGE;
+    }
+    vt_status st = vt_synth_generate(data, task, opts);
     if (st) return fail(a->cmd, st, NULL);
-    printf("wrote a synthetic classification dataset to %s\n", data);
+    printf("wrote a synthetic %s dataset to %s\n", task == VT_TASK_DETECT ? "detection"
+                                                                         : "classification",
+           data);
     return 0;
 }
 
-/* ---- check ------------------------------------------------------------------------------ */
+/* ---- check and dataset tools -------------------------------------------------------------- */
 
-/* 0 when the file starts like a PNG or a JPEG, else a reason. */
-static const char *header_problem(const char *path)
+static const char *const split_names[3] = {"train", "val", "test"};
+
+static int ends_with(const char *s, const char *suffix)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return strerror(errno);
-    unsigned char b[8] = {0};
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
-    if (n == 0) return "empty file";
-    static const unsigned char png[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (n == 8 && !memcmp(b, png, 8)) return NULL;
-    if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) return NULL;
-    return "not a PNG or JPEG file";
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcasecmp(s + n - k, suffix);
 }
 
-static int cmd_check(args *a)
+/* task=classify|detect|segment; default: detect for a .yaml/.yml/.json or a folder holding a
+ * data.yaml, else classify. */
+static int task_value(const char *cmd, const char *v, const char *data, vt_task *task)
 {
-    const char *data = take(a, "data"), *task = take(a, "task"), *decode_s = take(a, "decode");
-    int rc, decode = 1;
-    if ((rc = reject_unknown(a, "data, decode, task"))) return rc;
-    if ((rc = flag_value(a->cmd, "decode", decode_s, &decode))) return rc;
-    if (!data) {
-        fprintf(stderr, "vt check: data=DIR is required (see 'vt help check')\n");
+    if (!v) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s/data.yaml", data ? data : ".");
+        *task = data && (ends_with(data, ".yaml") || ends_with(data, ".yml") ||
+                         ends_with(data, ".json") || is_file(buf))
+                    ? VT_TASK_DETECT
+                    : VT_TASK_CLASSIFY;
+        return 0;
+    }
+    if (!strcmp(v, "classify")) *task = VT_TASK_CLASSIFY;
+    else if (!strcmp(v, "detect")) *task = VT_TASK_DETECT;
+    else if (!strcmp(v, "segment")) *task = VT_TASK_SEGMENT;
+    else {
+        fprintf(stderr, "vt %s: task=%s: valid tasks: classify, detect, segment\n", cmd, v);
         return EXIT_USAGE;
     }
-    if (task && strcmp(task, "classify")) {
-        fprintf(stderr, "vt check: task=%s is not supported yet; valid tasks: classify\n", task);
-        return EXIT_USAGE;
-    }
-    vt_dataset *ds;
-    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data);
-    if (st) return fail(a->cmd, st, NULL);
-    int k = vt_dataset_num_classes(ds);
-    static const char *const split_names[3] = {"train", "val", "test"};
-    int *counts = calloc((size_t)k * 3, sizeof *counts);
-    if (!counts) {
-        vt_dataset_destroy(ds);
-        return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    int total[3];
-    for (int s = 0; s < 3; s++) {
-        total[s] = vt_dataset_num_images(ds, (vt_split)s);
-        for (int i = 0; i < total[s]; i++) {
-            int c = vt_dataset_image_class(ds, (vt_split)s, i);
-            if (c >= 0 && c < k) counts[c * 3 + s]++;
-        }
-    }
-    printf("dataset %s: classification, %d classes\n", data, k);
-    size_t w = 5;
-    for (int c = 0; c < k; c++) {
-        size_t l = strlen(vt_dataset_class_name(ds, c));
-        if (l > w) w = l;
-    }
+    return 0;
+}
+
+static const char *task_name(vt_task t)
+{
+    return t == VT_TASK_DETECT ? "detection" : t == VT_TASK_SEGMENT ? "segmentation"
+                                                                     : "classification";
+}
+
+/* The class table: one row per class, a column per split ("-" for an absent split). */
+static int print_class_table(int k, const char *(*name)(const void *, int), const void *h,
+                              const int64_t *counts, const int64_t total[3], const char *what)
+{
+    size_t w = 11; /* "backgrounds" */
+    for (int c = 0; c < k; c++)
+        if (strlen(name(h, c)) > w) w = strlen(name(h, c));
     if (w > 40) w = 40;
-    printf("  %-*s %8s %8s %8s\n", (int)w, "class", "train", "val", "test");
+    printf("  %-*s %8s %8s %8s   (%s)\n", (int)w, "class", "train", "val", "test", what);
     for (int c = 0; c < k; c++) {
-        printf("  %-*.*s", (int)w, (int)w, vt_dataset_class_name(ds, c));
+        printf("  %-*.*s", (int)w, (int)w, name(h, c));
         for (int s = 0; s < 3; s++)
-            if (total[s]) printf(" %8d", counts[c * 3 + s]);
+            if (total[s]) printf(" %8lld", (long long)counts[c * 3 + s]);
             else printf(" %8s", "-");
         printf("\n");
     }
-    printf("  %-*s %8d %8d %8d\n", (int)w, "total", total[0], total[1], total[2]);
+    return (int)w;
+}
 
-    int warnings = 0;
-    if (total[VT_SPLIT_VAL] == 0) {
-        printf("warning: no val/ (or valid/) split: training runs without validation\n");
-        warnings++;
-    }
-    for (int s = 1; s < 3; s++) {
-        if (!total[s]) continue;
-        for (int c = 0; c < k; c++)
-            if (counts[c * 3 + s] == 0) {
-                printf("warning: class %s has no %s images\n", vt_dataset_class_name(ds, c),
-                       split_names[s]);
-                warnings++;
-            }
-    }
-    int lo = -1, hi = -1;
-    for (int c = 0; c < k; c++) {
-        int n = counts[c * 3];
-        if (lo < 0 || n < counts[lo * 3]) lo = c;
-        if (hi < 0 || n > counts[hi * 3]) hi = c;
-    }
-    if (k > 0 && counts[lo * 3] > 0 && counts[hi * 3] >= 10 * counts[lo * 3]) {
-        printf("warning: imbalanced classes: %s has %d train images, %s has %d\n",
-               vt_dataset_class_name(ds, hi), counts[hi * 3], vt_dataset_class_name(ds, lo),
-               counts[lo * 3]);
-        warnings++;
-    }
+static const char *report_class(const void *r, int c) { return vt_report_class_name(r, c); }
+static const char *dataset_class(const void *d, int c) { return vt_dataset_class_name(d, c); }
 
-    /* Every file: a PNG/JPEG header, and (decode=1) a full decode through a tiny model, which
-     * decodes and resizes exactly as prediction does. */
-    vt_model *probe = NULL;
-    if (decode && (st = vt_model_create(&probe, "cnn-small", k < 2 ? 2 : k, "imgsz=8"))) {
-        fprintf(stderr, "vt check: cannot create the decoding probe: %s\n", vt_last_error());
-        decode = 0;
+static int cmd_check(args *a)
+{
+    const char *data = take(a, "data"), *task_s = take(a, "task"), *show_s = take(a, "show");
+    char opts[256] = "";
+    add_opt(opts, sizeof opts, "policy", take(a, "policy"));
+    add_opt(opts, sizeof opts, "min_size", take(a, "min_size"));
+    add_opt(opts, sizeof opts, "workers", take(a, "workers"));
+    int rc;
+    long show = 100;
+    vt_task task;
+    if ((rc = reject_unknown(a, "data, task, policy, min_size, workers, show"))) return rc;
+    if ((rc = int_value(a->cmd, "show", show_s, 0, 1000000000, &show))) return rc;
+    if (!data) {
+        fprintf(stderr, "vt check: data=PATH is required (see 'vt help check')\n");
+        return EXIT_USAGE;
     }
-    float *scores = malloc(sizeof(float) * (size_t)(k < 2 ? 2 : k));
-    int bad = 0, checked = 0;
-    for (int s = 0; s < 3; s++)
-        for (int i = 0; i < total[s]; i++) {
-            const char *path = vt_dataset_image_path(ds, (vt_split)s, i);
-            const char *why = header_problem(path);
-            if (!why && decode && scores &&
-                vt_model_predict_file(probe, path, scores, k < 2 ? 2 : k) != VT_OK)
-                why = vt_model_last_error(probe);
-            checked++;
-            if (why) {
-                if (bad < 50) printf("bad image: %s: %s\n", path, why);
-                bad++;
-            }
-        }
-    if (bad > 50) printf("... and %d more bad images\n", bad - 50);
-    printf("%d images %s: %d unreadable; %d warning%s\n", checked,
-           decode ? "decoded" : "checked (headers only)", bad, warnings, warnings == 1 ? "" : "s");
-    printf("advice: %s\n", vt_estimate_dataset_advice(total[VT_SPLIT_TRAIN]));
-    free(scores);
-    vt_model_destroy(probe);
+    if ((rc = task_value(a->cmd, task_s, data, &task))) return rc;
+    vt_report *r;
+    vt_status st = vt_dataset_validate(&r, task, data, opts);
+    if (st) return fail(a->cmd, st, NULL);
+    int k = vt_report_num_classes(r);
+    printf("dataset %s: %s, %d classes\n", data, task_name(task), k);
+    int64_t *counts = calloc((size_t)k * 3 + 1, sizeof *counts), total[3];
+    if (!counts) {
+        vt_report_destroy(r);
+        return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int s = 0; s < 3; s++) {
+        total[s] = vt_report_count(r, VT_COUNT_IMAGES, (vt_split)s);
+        for (int c = 0; c < k; c++) counts[c * 3 + s] = vt_report_class_instances(r, (vt_split)s, c);
+    }
+    int w = print_class_table(k, report_class, r, counts, total,
+                              task == VT_TASK_CLASSIFY ? "usable images" : "instances");
+    static const struct {
+        vt_count what;
+        const char *name;
+    } rows[] = {{VT_COUNT_IMAGES, "images"},           {VT_COUNT_USABLE, "usable"},
+                {VT_COUNT_CORRUPT, "corrupt"},         {VT_COUNT_SKIPPED, "skipped"},
+                {VT_COUNT_BACKGROUNDS, "backgrounds"}, {VT_COUNT_INSTANCES, "instances"}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (task == VT_TASK_CLASSIFY && rows[i].what == VT_COUNT_BACKGROUNDS) continue;
+        printf("  %-*s", w, rows[i].name);
+        for (int s = 0; s < 3; s++)
+            printf(" %8lld", (long long)vt_report_count(r, rows[i].what, (vt_split)s));
+        printf("\n");
+    }
+    int np = vt_report_num_problems(r);
+    if (np) printf("problems (%d):\n", np);
+    for (int i = 0; i < np && i < show; i++) {
+        const char *msg;
+        int code;
+        vt_report_problem(r, i, NULL, NULL, &code, &msg);
+        printf("  %s [%s]\n", msg, vt_problem_code_name(code));
+    }
+    if (np > show) printf("  ... and %ld more (show=N prints more)\n", np - show);
+    int64_t corrupt = 0, images = 0;
+    for (int s = 0; s < 3; s++) {
+        corrupt += vt_report_count(r, VT_COUNT_CORRUPT, (vt_split)s);
+        images += vt_report_count(r, VT_COUNT_IMAGES, (vt_split)s);
+    }
+    printf("%lld images decoded: %lld unreadable; %d problem%s\n", (long long)images,
+           (long long)corrupt, np, np == 1 ? "" : "s");
+    printf("advice: %s\n", vt_estimate_dataset_advice(vt_report_count(r, VT_COUNT_USABLE,
+                                                                       VT_SPLIT_TRAIN)));
     free(counts);
+    vt_report_destroy(r);
+    return corrupt ? EXIT_DATA : 0;
+}
+
+/* Open data= for a dataset tool (task= and policy= as for check). */
+static int open_for_tool(args *a, const char *data, vt_dataset **ds)
+{
+    const char *task_s = take(a, "task"), *policy = take(a, "policy");
+    vt_task task;
+    int rc = task_value(a->cmd, task_s, data, &task);
+    if (rc) return rc;
+    char opts[128] = "";
+    add_opt(opts, sizeof opts, "policy", policy);
+    vt_status st = vt_dataset_open_ex(ds, task, data, opts);
+    return st ? fail(a->cmd, st, NULL) : 0;
+}
+
+static int dataset_split_subset(args *a, int is_split)
+{
+    const char *data = take(a, "data"), *out = take(a, "out");
+    char opts[256] = "";
+    if (is_split) add_opt(opts, sizeof opts, "val", take(a, "val"));
+    else {
+        add_opt(opts, sizeof opts, "fraction", take(a, "fraction"));
+        add_opt(opts, sizeof opts, "count", take(a, "count"));
+    }
+    add_opt(opts, sizeof opts, "seed", take(a, "seed"));
+    vt_dataset *ds = NULL;
+    int rc = reject_unknown(a, is_split ? "data, out, val, seed, task, policy"
+                                        : "data, out, fraction, count, seed, task, policy");
+    if (rc) return rc;
+    if (!data || !out) {
+        fprintf(stderr, "%s: data=PATH and out=DIR are required (see 'vt help dataset')\n",
+                a->cmd);
+        return EXIT_USAGE;
+    }
+    if ((rc = open_for_tool(a, data, &ds))) return rc;
+    vt_status st = is_split ? vt_dataset_split(ds, out, opts) : vt_dataset_subset(ds, out, opts);
+    if (st) {
+        vt_dataset_destroy(ds);
+        return fail(a->cmd, st, NULL);
+    }
+    vt_dataset *nd;
+    st = vt_dataset_open(&nd, VT_TASK_DETECT, out);
+    if (st) {
+        vt_dataset_destroy(ds);
+        return fail(a->cmd, st, NULL);
+    }
+    printf("wrote %s/data.yaml:", out);
+    for (int s = 0; s < 3; s++)
+        if (vt_dataset_num_images(nd, (vt_split)s))
+            printf(" %s %d", split_names[s], vt_dataset_num_images(nd, (vt_split)s));
+    printf(" images (the images and labels stay where they are)\n");
+    vt_dataset_destroy(nd);
     vt_dataset_destroy(ds);
-    return bad ? EXIT_DATA : 0;
+    return 0;
+}
+
+static int dataset_clone(args *a)
+{
+    const char *data = take(a, "data"), *out = take(a, "out");
+    int rc = reject_unknown(a, "data, out");
+    if (rc) return rc;
+    if (!data || !out) {
+        fprintf(stderr, "%s: data=DIR and out=DIR are required (see 'vt help dataset')\n", a->cmd);
+        return EXIT_USAGE;
+    }
+    vt_status st = vt_dataset_clone(data, out);
+    if (st) return fail(a->cmd, st, NULL);
+    printf("copied %s to %s\n", data, out);
+    return 0;
+}
+
+static int dataset_stats(args *a)
+{
+    const char *data = take(a, "data"), *plot = take(a, "plot"), *bins_s = take(a, "bins");
+    long bins = 10;
+    vt_dataset *ds = NULL;
+    int rc = reject_unknown(a, "data, plot, bins, task, policy");
+    if (!rc) rc = int_value(a->cmd, "bins", bins_s, 1, 100, &bins);
+    if (rc) return rc;
+    if (!data) {
+        fprintf(stderr, "%s: data=PATH is required (see 'vt help dataset')\n", a->cmd);
+        return EXIT_USAGE;
+    }
+    if ((rc = open_for_tool(a, data, &ds))) return rc;
+    int k = vt_dataset_num_classes(ds);
+    vt_task task = vt_dataset_task(ds);
+    int64_t *counts = calloc((size_t)k * 3 + 1, sizeof *counts), *tmp = calloc((size_t)k + 1, 8);
+    int64_t *h = calloc((size_t)bins * 3, sizeof *h), total[3];
+    vt_status st = counts && tmp && h ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    for (int s = 0; !st && s < 3; s++) {
+        total[s] = vt_dataset_num_images(ds, (vt_split)s);
+        st = vt_dataset_class_histogram(ds, (vt_split)s, tmp, k);
+        for (int c = 0; !st && c < k; c++) counts[c * 3 + s] = tmp[c];
+    }
+    if (!st) {
+        printf("dataset %s: %s, %d classes; images: train %lld, val %lld, test %lld\n", data,
+               task_name(task), k, (long long)total[0], (long long)total[1], (long long)total[2]);
+        print_class_table(k, dataset_class, ds, counts, total,
+                          task == VT_TASK_CLASSIFY ? "images" : "instances");
+    }
+    for (int s = 0; !st && task != VT_TASK_CLASSIFY && s < 3; s++) {
+        if (!total[s]) continue;
+        for (int m = 0; !st && m < 3; m++)
+            st = vt_dataset_box_histogram(ds, (vt_split)s, (vt_box_measure)(m + 1), h + m * bins,
+                                          (int)bins);
+        if (st) break;
+        printf("box sizes, %s (relative to the image; bins of %.3g):\n", split_names[s],
+               1.0 / bins);
+        printf("  %-11s %8s %8s %8s\n", "bin", "width", "height", "sqrt(w*h)");
+        for (int b = 0; b < bins; b++)
+            printf("  %.3f-%.3f %8lld %8lld %8lld\n", (double)b / bins, (double)(b + 1) / bins,
+                   (long long)h[b], (long long)h[bins + b], (long long)h[2 * bins + b]);
+    }
+    if (!st && plot) {
+        st = vt_dataset_plot_labels(ds, plot);
+        if (!st) printf("wrote %s\n", plot);
+    }
+    free(counts);
+    free(tmp);
+    free(h);
+    vt_dataset_destroy(ds);
+    return st ? fail(a->cmd, st, NULL) : 0;
+}
+
+/* "vt dataset SUB": main() passes the sub-command as the command name "dataset SUB". */
+static int cmd_dataset(args *a)
+{
+    const char *sub = a->cmd + strlen("dataset ");
+    if (!strcmp(sub, "split")) return dataset_split_subset(a, 1);
+    if (!strcmp(sub, "subset")) return dataset_split_subset(a, 0);
+    if (!strcmp(sub, "clone")) return dataset_clone(a);
+    if (!strcmp(sub, "stats")) return dataset_stats(a);
+    fprintf(stderr, "vt dataset: unknown sub-command '%s'; valid: split, subset, clone, stats\n",
+            sub);
+    return EXIT_USAGE;
 }
 
 /* ---- info ------------------------------------------------------------------------------- */
@@ -1549,6 +1726,22 @@ int main(int argc, char **argv)
         printf("vt %s (libvisiontrain ABI %u)\n", vt_version_string(), vt_abi_version());
         return 0;
     }
+    if (!strcmp(cmd, "dataset")) {
+        /* "vt dataset SUB key=value ...": one command name "dataset SUB" for the messages */
+        static char name[64];
+        if (argc < 3 || argv[2][0] == '-' || strchr(argv[2], '=') || !strcmp(argv[2], "help")) {
+            print_help(argc < 3 ? stderr : stdout, help_for("dataset"));
+            return argc < 3 ? EXIT_USAGE : 0;
+        }
+        snprintf(name, sizeof name, "dataset %.40s", argv[2]);
+        args a;
+        if (parse_args(name, argc - 3, argv + 3, &a)) return EXIT_USAGE;
+        if (a.help) {
+            print_help(stdout, help_for("dataset"));
+            return 0;
+        }
+        return cmd_dataset(&a);
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(cmd, commands[i].name)) continue;
         args a;
@@ -1560,6 +1753,6 @@ int main(int argc, char **argv)
         return commands[i].fn(&a);
     }
     fprintf(stderr, "vt: unknown command '%s'; commands: train, val, predict, estimate, check, "
-                    "info, synth, demo, help\n", cmd);
+                    "dataset, info, synth, demo, help\n", cmd);
     return EXIT_USAGE;
 }

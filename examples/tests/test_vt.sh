@@ -38,7 +38,7 @@ expect_out() {
 # help: 0, to stdout
 expect 0 "$vt" help
 expect_out 'exit codes: 0 ok, 1 failure, 2 usage error, 3 data error'
-for cmd in train val predict estimate check info synth demo; do
+for cmd in train val predict estimate check dataset info synth demo; do
     expect 0 "$vt" help "$cmd"
     expect_out "usage: vt $cmd"
     expect 0 "$vt" "$cmd" --help
@@ -58,7 +58,12 @@ expect 2 "$vt" predict model=m.vtm
 expect 2 "$vt" predict model=m.vtm source=x.png top=0
 expect 2 "$vt" check
 expect 2 "$vt" check data=data bogus=1
-expect_out 'valid keys: data, decode, task'
+expect_out 'valid keys: data, task, policy'
+expect 2 "$vt" check data=data policy=maybe
+expect 2 "$vt" dataset
+expect 2 "$vt" dataset frob data=x
+expect 2 "$vt" dataset split data=data
+expect 2 "$vt" dataset stats data=data bogus=1
 expect 2 "$vt" estimate bogus=1
 expect 2 "$vt" estimate epochs=0
 expect 2 "$vt" estimate model=det-s
@@ -121,8 +126,44 @@ expect_out '^devices: '
 # a corrupt image: check reports it, data error
 printf 'not an image' >data/train/circle/broken.png
 expect 3 "$vt" check data=data
-expect_out 'bad image: data/train/circle/broken.png'
+expect_out 'data/train/circle/broken.png: not a PNG or JPEG image \[unsupported_format\]'
+expect_out '17 images decoded: 1 unreadable'
 rm data/train/circle/broken.png
+
+# detection: check (problems with file:line, policies) and the dataset tools
+expect 0 "$vt" synth data=det task=detect classes=3 train=8 val=4 imgsz=32 seed=1
+expect 0 "$vt" check data=det
+expect_out '^  backgrounds +[0-9]+ +[0-9]+ +0$'
+expect_out '12 images decoded: 0 unreadable; 0 problems'
+printf '0 0.5 0.5\n' >>det/labels/train/00000.txt
+expect 0 "$vt" check data=det/data.yaml
+expect_out '^  det/labels/train/00000.txt:[0-9]+: 3 columns, expected 5 .*\[bad_line\]$'
+expect 0 "$vt" check data=det policy=skip
+expect_out '^  skipped +1 +0 +0$'
+expect 3 "$vt" check data=det policy=fail
+expect_out 'det/labels/train/00000.txt:[0-9]+: 3 columns'
+expect 0 "$vt" dataset split data=det out=split val=0.25 seed=1
+expect_out 'wrote split/data.yaml: train 6 val 2 images'
+expect 0 "$vt" check data=split
+expect_out '8 images decoded'
+expect 2 "$vt" dataset split data=det out=split
+expect_out 'not empty'
+expect 0 "$vt" dataset subset data=det out=sub count=2 seed=3
+expect_out 'train 2 val 2 images'
+expect 2 "$vt" dataset subset data=det out=sub2 count=2 fraction=0.5
+expect 0 "$vt" dataset clone data=det out=det2
+if ! diff -r det det2 >/dev/null; then
+    echo "FAIL: vt dataset clone: the copy differs"
+    failures=$((failures + 1))
+fi
+expect 0 "$vt" dataset stats data=det plot=labels.png bins=4
+expect_out 'sqrt\(w\*h\)'
+if [ ! -s labels.png ]; then
+    echo "FAIL: vt dataset stats plot=labels.png wrote nothing"
+    failures=$((failures + 1))
+fi
+expect 1 "$vt" dataset split data=data out=cls-split
+expect_out 'ImageFolder'
 
 # interrupted: 4 (SIGINT while training; the weights so far are saved)
 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &

@@ -285,8 +285,22 @@ typedef enum vt_problem_code {
     VT_PROBLEM_LABEL_UNREADABLE = 8, /* a label file exists but cannot be read                */
     VT_PROBLEM_BAD_ANNOTATION = 9,   /* COCO entry malformed (bbox not 4 numbers, unknown or
                                         duplicate image id, image without width/height)       */
-    VT_PROBLEM_TRUNCATED = 10        /* the list is full (10000); later problems not recorded  */
+    VT_PROBLEM_TRUNCATED = 10,       /* the list is full (10000); later problems not recorded  */
+    /* Found by vt_dataset_validate() (and vt_dataset_open_ex() with decode=1): */
+    VT_PROBLEM_IMAGE_UNREADABLE = 11,/* an image file cannot be opened or read                  */
+    VT_PROBLEM_CORRUPT_IMAGE = 12,   /* PNG/JPEG data that does not decode (or an empty file)   */
+    VT_PROBLEM_TRUNCATED_JPEG = 13,  /* a JPEG whose data ends early                            */
+    VT_PROBLEM_IMAGE_TOO_SMALL = 14, /* width or height below min_size (default 10 pixels)      */
+    VT_PROBLEM_UNSUPPORTED_FORMAT = 15, /* not a PNG or JPEG by its content (e.g. a text file
+                                        named .jpg), or a kind not supported (CMYK JPEG)      */
+    VT_PROBLEM_POLYGON_POINTS = 16,  /* segmentation label polygon with fewer than 3 points     */
+    VT_PROBLEM_EMPTY_SPLIT = 17,     /* a split (or classification class folder) without images */
+    VT_PROBLEM_CLASS_COUNT = 18      /* `names` and `nc` disagree; classification: a val class
+                                        folder that train does not have                        */
 } vt_problem_code;
+
+/* A short static name of a problem code ("truncated_jpeg"), "unknown" for other values. */
+VT_API const char *vt_problem_code_name(int code);
 
 /* Number of boxes of image i of a split (0 for a background image, an index out of range or a
  * classification dataset). */
@@ -306,6 +320,127 @@ VT_API int vt_dataset_num_problems(const vt_dataset *dataset);
  * out of range. */
 VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char **file,
                                     int *line, int *code, const char **message);
+
+/* ---- dataset policies and validation ------------------------------------------------------ *
+ *
+ * vt_dataset_open_ex() opens a dataset as vt_dataset_open() does, with options (NULL or
+ * space-separated key=value; unknown keys: VT_ERR_UNKNOWN_OPTION, bad values:
+ * VT_ERR_OPTION_VALUE):
+ *   policy=drop  (default) a bad box or entry is dropped and the rest of its image kept: with
+ *                no other option this is exactly vt_dataset_open().
+ *   policy=skip  an image with any label problem is left out of its split altogether.
+ *   policy=fail  the first recorded problem fails the call with VT_ERR_DATASET, the message
+ *                naming file:line.  Every recorded problem counts, a missing `val` included.
+ *   decode=0|1   (default 0) also decode every image; one that cannot be read or decoded, or is
+ *                smaller than min_size, is recorded (VT_PROBLEM_IMAGE_UNREADABLE ..
+ *                VT_PROBLEM_UNSUPPORTED_FORMAT) and left out (drop and skip alike: there is no
+ *                annotation to drop), or fails the call (fail).
+ *   min_size=10  (1..65535) the smallest width and height accepted by decode=1.
+ *   workers=4    (0..64) decoding threads besides the caller's; records come out in the same
+ *                order whatever the number.
+ * Problems are read with vt_dataset_num_problems() / vt_dataset_problem().  Segmentation
+ * datasets cannot be opened yet (VT_ERR_UNSUPPORTED), only validated.  The dataset's files are
+ * only read. */
+VT_API vt_status vt_dataset_open_ex(vt_dataset **out, vt_task task, const char *path,
+                                    const char *options);
+
+typedef struct vt_report vt_report;
+
+/* Per-split counts of a validation report (vt_report_count). */
+typedef enum vt_count {
+    VT_COUNT_IMAGES = 1,      /* image files the split lists (found on disk)                   */
+    VT_COUNT_USABLE = 2,      /* of those, the images training would use under the policy      */
+    VT_COUNT_CORRUPT = 3,     /* images with an image problem (unreadable, corrupt, truncated,
+                                 too small, unsupported format): never usable                  */
+    VT_COUNT_SKIPPED = 4,     /* images left out by policy=skip for a label problem            */
+    VT_COUNT_BACKGROUNDS = 5, /* usable detection images without any box                        */
+    VT_COUNT_INSTANCES = 6    /* boxes of the usable images (classification: usable images)     */
+} vt_count;
+
+/* Validate a dataset: open it (task and path as for vt_dataset_open; VT_TASK_SEGMENT takes a
+ * YOLO segmentation data.yaml, whose label lines are "class x1 y1 x2 y2 x3 y3 ..." polygons),
+ * decode every image, and return a report of every problem and summary counts.
+ * options: NULL or space-separated key=value among policy=drop|skip|fail, min_size=10 and
+ * workers=4, as for vt_dataset_open_ex (decoding is always on).  Unlike opening, validation
+ * records some layout errors as problems and goes on: `names` vs `nc` (and a val class folder
+ * unknown to train) as VT_PROBLEM_CLASS_COUNT (the `names` list wins), a split or class folder
+ * without images as VT_PROBLEM_EMPTY_SPLIT; a classification dataset without val/ gets
+ * VT_PROBLEM_MISSING_SPLIT as detection ones do.  Errors that leave nothing to validate (no such
+ * path, YAML/JSON syntax, no `train`) fail the call as vt_dataset_open does; with policy=fail
+ * the first problem fails it with VT_ERR_DATASET ("file:line: ...").  On failure *out is NULL.
+ * The records are ordered: problems of opening (in the order found), then image problems by
+ * split (train, val, test) and image order.  The dataset's files are only read.  The report is
+ * owned by the caller (vt_report_destroy). */
+VT_API vt_status vt_dataset_validate(vt_report **out, vt_task task, const char *path,
+                                     const char *options);
+VT_API void vt_report_destroy(vt_report *report);
+
+VT_API vt_task vt_report_task(const vt_report *report);
+VT_API int vt_report_num_classes(const vt_report *report);
+/* Class name i, or NULL when out of range.  Owned by the report. */
+VT_API const char *vt_report_class_name(const vt_report *report, int i);
+VT_API int vt_report_num_problems(const vt_report *report);
+/* Problem k, as vt_dataset_problem(); strings owned by the report.  VT_ERR_INVALID_ARGUMENT
+ * when k is out of range. */
+VT_API vt_status vt_report_problem(const vt_report *report, int k, const char **file, int *line,
+                                   int *code, const char **message);
+/* A count of a split (see vt_count); 0 for a bad argument or an absent split. */
+VT_API int64_t vt_report_count(const vt_report *report, vt_count what, vt_split split);
+/* Boxes of class cls in the usable images of a split (classification: usable images of the
+ * class); 0 for a bad argument. */
+VT_API int64_t vt_report_class_instances(const vt_report *report, vt_split split, int cls);
+
+/* ---- dataset tools -------------------------------------------------------------------------- *
+ *
+ * The tools read a dataset and write new files only into an output folder the caller names,
+ * which must not exist or be empty (VT_ERR_INVALID_ARGUMENT otherwise; missing parents are
+ * created).  Images and labels are never copied or changed, except by vt_dataset_clone().
+ *
+ * vt_dataset_split and vt_dataset_subset write YOLO list files and a data.yaml that points at
+ * them: out_dir/train.txt, val.txt (test.txt when there is a test split) with one absolute
+ * image path a line, and out_dir/data.yaml ("train: train.txt", "val: val.txt", "names: [...]").
+ * Labels are found as for any data.yaml: beside the images, by the /images/ -> /labels/ rule.
+ * So they need a YOLO (data.yaml) detection dataset: list files are not part of the
+ * ImageFolder layout, and COCO labels live in the JSON; those give VT_ERR_UNSUPPORTED.  Only the
+ * images of `ds` are listed: a dataset opened with policy=skip or decode=1 yields clean lists. */
+
+/* Split the train images of `ds` into a new train and val: options "val=0.2 seed=0" (val
+ * fraction 0 < val < 1, at least one image each side).  The images are shuffled with the seed
+ * (same dataset and seed => same lists), the first round(val*n) go to val; each list keeps the
+ * dataset's order.  The original val split is not used; a test split is listed as is. */
+VT_API vt_status vt_dataset_split(const vt_dataset *ds, const char *out_dir, const char *options);
+
+/* A deterministic subset of every split: options "fraction=F" (0 < F <= 1, round(F*n) images,
+ * at least 1 of a non-empty split) or "count=N" (N >= 1: min(N, n) images of each split), and
+ * "seed=0".  The same seed picks the same images; each list keeps the dataset's order. */
+VT_API vt_status vt_dataset_subset(const vt_dataset *ds, const char *out_dir,
+                                   const char *options);
+
+/* Copy the folder src_dir (a whole dataset: images, labels, data.yaml, ...) to dst_dir:
+ * folders are created, regular files copied (each atomically), symbolic links followed; files
+ * other than folders and regular files are skipped.  dst_dir must not exist or be empty, nor lie
+ * inside src_dir.  Paths written inside the files are copied as they are: an absolute `path:`
+ * in a data.yaml still names the original.  The source is only read. */
+VT_API vt_status vt_dataset_clone(const char *src_dir, const char *dst_dir);
+
+/* What vt_dataset_box_histogram measures, relative to the image size. */
+typedef enum vt_box_measure {
+    VT_BOX_WIDTH = 1,
+    VT_BOX_HEIGHT = 2,
+    VT_BOX_SQRT_AREA = 3 /* sqrt(w*h): the side of the square of the same area */
+} vt_box_measure;
+
+/* Instances per class of a split: counts[c] for c < vt_dataset_num_classes (boxes for
+ * detection, images for classification).  VT_ERR_BUFFER_TOO_SMALL when n is smaller. */
+VT_API vt_status vt_dataset_class_histogram(const vt_dataset *ds, vt_split split, int64_t *counts,
+                                            int n);
+/* Histogram of a box measure over the boxes of a split: nbins (1..10000) equal bins over 0..1,
+ * the last one closed.  VT_ERR_UNSUPPORTED for a classification dataset. */
+VT_API vt_status vt_dataset_box_histogram(const vt_dataset *ds, vt_split split,
+                                          vt_box_measure measure, int64_t *counts, int nbins);
+/* Write a PNG (atomically) of the label distribution: instances per class for each split and,
+ * for detection, the histogram of box sizes (sqrt of the relative area, 20 bins). */
+VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_path);
 
 /* Write a synthetic dataset under `dir` (created; must not already hold a dataset) for tests,
  * demos and benchmarks.  `options` is NULL or space-separated key=value pairs:

@@ -1,5 +1,6 @@
 /* ImageFolder classification datasets: root/{train,val|valid,test}/<class>/<image>. */
 #include "data/dataset.h"
+#include "data/detect_data.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -125,6 +126,13 @@ static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list
             id = -1;
             for (int k = 0; k < ds->num_classes; k++)
                 if (strcmp(ds->class_names[k], names[c]) == 0) id = k;
+            if (id < 0 && ds->lenient) { /* validation reports it and goes on */
+                st = vt_ds_problem_add(ds, split_dir, 0, VT_PROBLEM_CLASS_COUNT,
+                                       "class folder '%s' is not among the %d train classes; "
+                                       "its images are not used", names[c], ds->num_classes);
+                if (st) goto done;
+                continue;
+            }
             if (id < 0) {
                 st = vt_fail(VT_ERR_DATASET, "%s/%s: class '%s' is not among the %d train classes",
                              split_dir, names[c], names[c], ds->num_classes);
@@ -134,9 +142,11 @@ static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list
         char *cdir = join(split_dir, names[c]);
         strvec files = {0};
         st = cdir ? list_dir(cdir, 0, &files) : VT_ERR_OUT_OF_MEMORY;
-        if (!st && files.n == 0 && is_train)
-            st = vt_fail(VT_ERR_DATASET, "%s: class folder has no images (.png, .jpg, .jpeg)",
-                         cdir);
+        if (!st && files.n == 0 && (is_train || ds->lenient))
+            st = ds->lenient ? vt_ds_problem_add(ds, cdir, 0, VT_PROBLEM_EMPTY_SPLIT,
+                                                 "class folder has no images (.png, .jpg, .jpeg)")
+                             : vt_fail(VT_ERR_DATASET,
+                                       "%s: class folder has no images (.png, .jpg, .jpeg)", cdir);
         if (!st && files.n) {
             int *nl = vt_realloc(labels, (size_t)(nlab + files.n) * sizeof *nl);
             if (!nl) st = VT_ERR_OUT_OF_MEMORY;
@@ -187,13 +197,24 @@ VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *pat
 {
     if (out) *out = NULL;
     if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_open: NULL argument");
-    if (task == VT_TASK_DETECT) {
+    return vt_dataset_load(out, task, path, VT_DS_POLICY_DROP, 0);
+}
+
+vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int policy,
+                          int lenient)
+{
+    *out = NULL;
+    /* Segmentation labels are only validated (their polygons are read as boxes) until the
+     * library can train segmentation models. */
+    if (task == VT_TASK_DETECT || (task == VT_TASK_SEGMENT && lenient)) {
         vt_dataset *ds = vt_calloc(1, sizeof *ds);
         if (!ds || !(ds->root = vt_strdup(path))) {
             free(ds);
             return VT_ERR_OUT_OF_MEMORY;
         }
         ds->task = task;
+        ds->policy = policy;
+        ds->lenient = lenient;
         vt_status st = vt_detect_load(ds, path);
         if (st) {
             vt_dataset_destroy(ds);
@@ -217,6 +238,8 @@ VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *pat
         return VT_ERR_OUT_OF_MEMORY;
     }
     ds->task = task;
+    ds->policy = policy;
+    ds->lenient = lenient;
     char *train = join(path, "train");
     vt_status st = train ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     if (!st && !is_dir(train))

@@ -28,6 +28,9 @@ typedef struct vt_ds_problem {
     char *message;
 } vt_ds_problem;
 
+/* What happens to a problem (vt_dataset_open_ex's policy=). */
+enum { VT_DS_POLICY_DROP = 0, VT_DS_POLICY_SKIP = 1, VT_DS_POLICY_FAIL = 2 };
+
 struct vt_dataset {
     char err[VT_ERRMSG_MAX];
     vt_task task;
@@ -37,7 +40,24 @@ struct vt_dataset {
     vt_split_list split[3]; /* VT_SPLIT_TRAIN, VAL, TEST */
     vt_ds_problem *problems;
     int num_problems, cap_problems;
+    int policy;     /* VT_DS_POLICY_*, set before loading */
+    int lenient;    /* validation: class-count mismatches and empty splits become problems */
+    int skipped[3]; /* images of each split left out by policy=skip for a label problem */
 };
+
+/* Options of vt_dataset_open_ex / vt_dataset_validate (validate.c). */
+typedef struct vt_ds_options {
+    int policy;
+    int decode;
+    int min_size;
+    int workers;
+} vt_ds_options;
+vt_status vt_ds_options_parse(const char *options, vt_ds_options *o, int allow_decode);
+
+/* Allocate a dataset handle with task, root, policy and lenient set, then load it (ImageFolder
+ * or detection); on failure *out is NULL. */
+vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int policy,
+                          int lenient);
 
 /* Detection loader (detect_data.c): `ds` is allocated with task and root set; fills classes,
  * splits and problems. */

@@ -204,6 +204,9 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                                    "images: id %lld is given twice; its annotations go to the "
                                    "first", (long long)im[i].id);
         }
+    /* policy=skip: images with an annotation problem are left out */
+    unsigned char *bad = st ? NULL : vt_calloc((size_t)b.n + 1, 1);
+    if (!st && !bad) st = VT_ERR_OUT_OF_MEMORY;
     int nann = 0;
     for (int i = 0; !st && i < na; i++) {
         json_object *o = json_object_array_get_idx(anns, (size_t)i), *x;
@@ -243,12 +246,14 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         coco_cat ck = {cat_id, NULL};
         const coco_cat *cat = bsearch(&ck, cats, (size_t)ncat, sizeof *cats, cmp_cat);
         if (!cat) {
+            bad[img->index] = 1;
             st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_CLASS_RANGE,
                                    "annotations[%d]: category_id %lld is not in \"categories\"; "
                                    "dropped", i, (long long)cat_id);
             continue;
         }
         if (v[2] <= 0 || v[3] <= 0) {
+            bad[img->index] = 1;
             st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_ZERO_SIZE,
                                    "annotations[%d]: zero-size bbox (w %g, h %g); dropped", i, v[2],
                                    v[3]);
@@ -257,6 +262,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         double x0 = fmax(v[0], 0), y0 = fmax(v[1], 0);
         double x1 = fmin(v[0] + v[2], img->w), y1 = fmin(v[1] + v[3], img->h);
         if (x1 <= x0 || y1 <= y0) {
+            bad[img->index] = 1;
             st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_COORD_RANGE,
                                    "annotations[%d]: bbox [%g, %g, %g, %g] lies outside the %dx%d "
                                    "image; dropped", i, v[0], v[1], v[2], v[3], img->w, img->h);
@@ -279,12 +285,16 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         for (int i = 0; !st && i < b.n; i++) {
             st = vt_det_builder_image(&out, b.paths[i]);
             b.paths[i] = NULL;
-            int nb = 0;
+            int nb = 0, before = ds->num_problems;
             for (; !st && k < nann && an[k].img == i; k++) {
                 entries[nb++] = an[k].entry;
                 st = vt_det_builder_box(&out, &an[k].box);
             }
             if (!st) st = vt_det_builder_dedupe(&out, ds, file, entries, "annotations");
+            if (!st && ds->policy == VT_DS_POLICY_SKIP && (bad[i] || ds->num_problems > before)) {
+                vt_det_builder_pop(&out);
+                ds->skipped[sl - ds->split]++;
+            }
         }
         if (!st && out.n == 0)
             st = vt_fail(VT_ERR_DATASET, "%s: no usable images (looked under %s)", file, imgdir);
@@ -292,6 +302,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         vt_det_builder_free(&out);
     }
     vt_det_builder_free(&b);
+    free(bad);
     free(imgdir);
     free(im);
     free(an);

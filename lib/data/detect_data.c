@@ -72,6 +72,7 @@ static char *dir_of(const char *path)
 typedef struct label_ctx {
     vt_dataset *ds;
     int nc;
+    int seg; /* YOLO segmentation labels: "class x1 y1 x2 y2 ..." polygons (validation only) */
     int *lines;
     int cap_lines;
     char *line;
@@ -104,21 +105,73 @@ static int parse_float(const char *tok, float *out)
     return 1;
 }
 
+/* A segmentation line (tokens already split): class and a polygon of >= 3 normalised points,
+ * reduced to its bounding box, which is what validation and the statistics need. */
+static vt_status parse_polygon_line(label_ctx *c, const char *file, int lineno, char **tok,
+                                    int nt, vt_det_box *box, int *keep)
+{
+    float cls;
+    if (!parse_float(tok[0], &cls) || !isfinite(cls) || cls != floorf(cls))
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                 "class '%.32s' is not an integer; polygon dropped", tok[0]);
+    if ((nt - 1) % 2)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                 "%d coordinates, expected x y pairs (class x1 y1 x2 y2 ...); "
+                                 "polygon dropped", nt - 1);
+    if (nt - 1 < 6)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_POLYGON_POINTS,
+                                 "polygon of %d point%s, at least 3 needed; polygon dropped",
+                                 (nt - 1) / 2, nt == 3 ? "" : "s");
+    if (cls < 0 || cls >= (float)c->nc)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_CLASS_RANGE,
+                                 "class %.0f is outside 0..%d; polygon dropped", cls, c->nc - 1);
+    float lo[2] = {1, 1}, hi[2] = {0, 0};
+    for (int k = 1; k < nt; k++) {
+        float v;
+        if (!parse_float(tok[k], &v))
+            return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                     "column %d '%.32s' is not a number; polygon dropped", k + 1,
+                                     tok[k]);
+        if (!(v >= -COORD_EPS && v <= 1.0f + COORD_EPS))
+            return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_COORD_RANGE,
+                                     "coordinate %d (%.32s) is outside 0..1 (labels must be "
+                                     "normalised); polygon dropped", k, tok[k]);
+        v = fminf(fmaxf(v, 0), 1);
+        lo[(k - 1) % 2] = fminf(lo[(k - 1) % 2], v);
+        hi[(k - 1) % 2] = fmaxf(hi[(k - 1) % 2], v);
+    }
+    if (hi[0] <= lo[0] || hi[1] <= lo[1])
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_ZERO_SIZE,
+                                 "polygon of zero width or height; polygon dropped");
+    box->cls = (int)cls;
+    box->cx = (lo[0] + hi[0]) / 2;
+    box->cy = (lo[1] + hi[1]) / 2;
+    box->w = hi[0] - lo[0];
+    box->h = hi[1] - lo[1];
+    *keep = 1;
+    return VT_OK;
+}
+
 /* Parse one label line into a box; returns 1 when kept, 0 when dropped (problem recorded). */
 static vt_status parse_label_line(label_ctx *c, const char *file, int lineno, char *line,
                                   vt_det_box *box, int *keep)
 {
     *keep = 0;
-    char *tok[6];
-    int nt = 0;
+    /* Polygons may have many points; a detection line needs 5 tokens (6 tell "too many"). */
+    char *tok[1 + 2 * 512];
+    int maxtok = c->seg ? (int)(sizeof tok / sizeof tok[0]) : 6, nt = 0;
     for (char *save = NULL, *t = strtok_r(line, " \t\r\n\v\f", &save); t;
          t = strtok_r(NULL, " \t\r\n\v\f", &save))
-        if (nt < 6) tok[nt++] = t;
+        if (nt < maxtok) tok[nt++] = t;
         else nt++;
     if (nt == 0) {
         *keep = -1; /* blank line: nothing */
         return VT_OK;
     }
+    if (c->seg && nt > maxtok)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
+                                 "polygon of more than %d points; dropped", (maxtok - 1) / 2);
+    if (c->seg) return parse_polygon_line(c, file, lineno, tok, nt, box, keep);
     if (nt != 5)
         return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
                                  "%d columns, expected 5 (class cx cy w h); box dropped", nt);
@@ -366,7 +419,12 @@ static vt_status set_names(vt_dataset *ds, yaml_ctx *y, yaml_node_t *names, yaml
     else n = (int)ncv;
     if (names && n == 0)
         return vt_fail(VT_ERR_DATASET, "%s:%d: names is empty", y->file, y_line(names));
-    if (names && ncv >= 0 && ncv != n)
+    if (names && ncv >= 0 && ncv != n && ds->lenient) {
+        vt_status st = vt_ds_problem_add(ds, y->file, y_line(nc), VT_PROBLEM_CLASS_COUNT,
+                                         "'names' has %d entries but 'nc' is %ld; using the %d "
+                                         "names", n, ncv, n);
+        if (st) return st;
+    } else if (names && ncv >= 0 && ncv != n)
         return vt_fail(VT_ERR_DATASET, "%s:%d: 'names' has %d entries but 'nc' is %ld", y->file,
                        y_line(nc), n, ncv);
     ds->class_names = vt_calloc((size_t)n, sizeof(char *));
@@ -443,6 +501,7 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
     strlist imgs = {0};
     vt_det_builder b = {0};
     vt_status st = VT_OK;
+    int problems_before = ds->num_problems;
     if (node->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = node->data.sequence.items.start;
              !st && it < node->data.sequence.items.top; it++)
@@ -450,13 +509,24 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
     } else {
         st = add_entry(ds, y, root, key, node, optional, &imgs);
     }
-    if (!st && imgs.n == 0 && !optional)
+    /* an optional split that does not exist is already reported as missing */
+    int missing = ds->num_problems > problems_before &&
+                  ds->problems[ds->num_problems - 1].code == VT_PROBLEM_MISSING_SPLIT;
+    if (!st && imgs.n == 0 && ds->lenient && !missing)
+        st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_EMPTY_SPLIT,
+                               "%s: no images (.png, .jpg, .jpeg) found", key);
+    else if (!st && imgs.n == 0 && !optional)
         st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: no images (.png, .jpg, .jpeg) found", y->file,
                      y_line(node), key);
     for (int i = 0; !st && i < imgs.n; i++) {
         st = vt_det_builder_image(&b, imgs.v[i]);
         imgs.v[i] = NULL;
+        int before = ds->num_problems;
         if (!st) st = load_labels(lc, &b, b.paths[b.n - 1]);
+        if (!st && ds->policy == VT_DS_POLICY_SKIP && ds->num_problems > before) {
+            vt_det_builder_pop(&b);
+            ds->skipped[sl - ds->split]++;
+        }
     }
     if (!st) vt_det_builder_finish(&b, sl);
     vt_det_builder_free(&b);
@@ -505,7 +575,7 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
         root_dir = ydir;
         ydir = NULL;
     }
-    label_ctx lc = {ds, ds->num_classes, NULL, 0, NULL, 0};
+    label_ctx lc = {ds, ds->num_classes, ds->task == VT_TASK_SEGMENT, NULL, 0, NULL, 0};
     if (!st && y_is_null(val[1]))
         st = vt_fail(VT_ERR_DATASET, "%s: no 'train' key (the training images)", y->file);
     if (!st) st = load_split(ds, y, root_dir, "train", val[1], 0, &lc, &ds->split[VT_SPLIT_TRAIN]);

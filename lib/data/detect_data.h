@@ -26,6 +26,8 @@ typedef struct vt_det_builder {
 vt_status vt_det_builder_image(vt_det_builder *b, char *path);
 /* Append a box to the last image. */
 vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box);
+/* Remove the last image and its boxes (policy=skip). */
+void vt_det_builder_pop(vt_det_builder *b);
 /* Move the result into a split list and reset the builder. */
 void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl);
 void vt_det_builder_free(vt_det_builder *b);

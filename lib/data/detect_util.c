@@ -98,6 +98,9 @@ vt_status vt_ds_problem_add(vt_dataset *ds, const char *file, int line, int code
     p->line = line;
     p->code = code;
     ds->num_problems++;
+    /* policy=fail: the problem is still recorded, so the dataset's list and the error agree. */
+    if (ds->policy == VT_DS_POLICY_FAIL && code != VT_PROBLEM_TRUNCATED)
+        return vt_fail(VT_ERR_DATASET, "%s (policy=fail)", text);
     return VT_OK;
 }
 
@@ -142,6 +145,13 @@ vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box)
     b->boxes[b->nbox++] = *box;
     b->start[b->n] = b->nbox;
     return VT_OK;
+}
+
+void vt_det_builder_pop(vt_det_builder *b)
+{
+    if (b->n == 0) return;
+    free(b->paths[--b->n]);
+    b->nbox = b->start[b->n];
 }
 
 void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl)

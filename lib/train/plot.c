@@ -274,6 +274,72 @@ void vt_plot_panel(vt_canvas *c, int x, int y, int w, int h, const char *title,
 }
 
 /* Gaussian smoothing (sigma in points) over the finite values, as a guide to the eye. */
+void vt_plot_bars(vt_canvas *c, int x, int y, int w, int h, const char *title,
+                  const char *const *labels, int n, const double *const *values,
+                  const char *const *series_names, const uint32_t *rgb, int ns)
+{
+    const int fs = 2, ch = 8 * fs;
+    if (n < 1 || ns < 1 || ns > 8) return;
+    double ymax = 0;
+    for (int k = 0; k < ns; k++)
+        for (int i = 0; i < n; i++)
+            if (isfinite(values[k][i])) ymax = fmax(ymax, values[k][i]);
+    if (!(ymax > 0)) ymax = 1;
+    double ystep = nice_step(ymax * 1.06, 5);
+    ymax = ceil(ymax * 1.06 / ystep) * ystep;
+    char lab[64];
+    int maxw = 0, maxlab = 0;
+    for (double v = 0; v <= ymax + ystep * 1e-9; v += ystep) {
+        fmt_tick(lab, sizeof lab, v, ystep);
+        if (vt_text_width(lab, fs) > maxw) maxw = vt_text_width(lab, fs);
+    }
+    for (int i = 0; labels && i < n; i++)
+        if (labels[i] && vt_text_width(labels[i], fs) > maxlab) maxlab = vt_text_width(labels[i], fs);
+    int px0 = x + maxw + 14, py0 = y + ch + 14, pw = x + w - 14 - px0;
+    int group = pw / n;
+    /* labels across when they fit in a group, else upwards (then they take vertical room) */
+    int upright = maxlab + 4 > group;
+    int below = labels ? (upright ? maxlab : ch) + 10 : 4;
+    int ph = y + h - below - 6 - py0;
+    if (pw < 20 || ph < 20 || group < 1) return;
+    vt_canvas_text(c, x + (w - vt_text_width(title, fs)) / 2, y + 6, title, fs, INK, 0);
+    for (double v = 0; v <= ymax + ystep * 1e-9; v += ystep) {
+        int yy = py0 + ph - 1 - (int)lround(v / ymax * (ph - 1));
+        vt_canvas_rect(c, px0, yy, pw, 1, GRID);
+        fmt_tick(lab, sizeof lab, v, ystep);
+        vt_canvas_text(c, px0 - 6 - vt_text_width(lab, fs), yy - 3 * fs, lab, fs, INK, 0);
+    }
+    int bw = (group - (group > 4 ? group / 5 : 0)) / ns;
+    if (bw < 1) bw = 1;
+    for (int i = 0; i < n; i++) {
+        int gx = px0 + i * group + (group - bw * ns) / 2;
+        for (int k = 0; k < ns; k++) {
+            double v = isfinite(values[k][i]) ? fmax(values[k][i], 0) : 0;
+            int bh = (int)lround(v / ymax * (ph - 1));
+            vt_canvas_rect(c, gx + k * bw, py0 + ph - bh, bw, bh, rgb[k]);
+        }
+        if (!labels || !labels[i]) continue;
+        int tw = vt_text_width(labels[i], fs);
+        if (upright)
+            vt_canvas_text(c, px0 + i * group + (group - 7 * fs) / 2, py0 + ph + 8 + tw, labels[i],
+                           fs, INK, 1);
+        else
+            vt_canvas_text(c, px0 + i * group + (group - tw) / 2, py0 + ph + 8, labels[i], fs,
+                           INK, 0);
+    }
+    frame(c, px0 - 1, py0 - 1, pw + 2, ph + 2, AXIS);
+    /* legend, top right */
+    int ly = py0 + 6;
+    for (int k = 0; series_names && k < ns; k++) {
+        if (!series_names[k]) continue;
+        int tw = vt_text_width(series_names[k], fs);
+        int lx = px0 + pw - tw - 30;
+        vt_canvas_rect(c, lx, ly + 2, 12, 12, rgb[k]);
+        vt_canvas_text(c, lx + 18, ly + 1, series_names[k], fs, INK, 0);
+        ly += ch + 4;
+    }
+}
+
 static void smooth(const double *y, int n, double sigma, double *out)
 {
     for (int i = 0; i < n; i++) {

@@ -45,6 +45,14 @@ typedef struct vt_series {
 void vt_plot_panel(vt_canvas *c, int x, int y, int w, int h, const char *title,
                    const char *xlabel, const vt_series *s, int ns);
 
+/* Grouped bar chart in the rectangle (x, y, w, h): n groups (category labels under the
+ * x axis, written upwards when they do not fit across; NULL labels: none), one bar per series
+ * in each group, values[k][i] of series k (k < ns <= 8) with the colours rgb[k] and a legend
+ * of series_names (may be NULL).  The y axis starts at 0. */
+void vt_plot_bars(vt_canvas *c, int x, int y, int w, int h, const char *title,
+                  const char *const *labels, int n, const double *const *values,
+                  const char *const *series_names, const uint32_t *rgb, int ns);
+
 /* results.png: one panel per plotted column of the table (values and a smoothed curve). */
 vt_status vt_plot_results(const char *path, const vt_results *r);
 /* confusion_matrix.png: counts[true*k + predicted], colours normalised per true class, counts

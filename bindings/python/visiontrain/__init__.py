@@ -33,6 +33,7 @@ from ._core import (Box, Dataset, Event, LogLevel, Metric, Model, OptionInfo, Op
                     version, version_info)
 from ._estimate import (GPU, Catalog, Estimate, Estimator, EstResult, GpuField, RankBy,
                         dataset_advice)
+from ._validate import Count, Report, clone_dataset, problem_code_name, validate
 
 __version__ = "0.1.0"   # version of the bindings; version() is the loaded library's
 
@@ -40,7 +41,8 @@ __all__ = [
     "ABI_VERSION", "load_library", "library_path", "version", "version_info", "abi_version",
     "options", "option_info", "synth_generate", "devices", "device_count", "dataset_advice",
     "Dataset", "Model", "Trainer", "Progress", "Prediction", "OptionInfo", "Box", "Problem",
-    "Catalog", "GPU", "Estimator", "Estimate",
+    "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",
+    "problem_code_name",
     "Task", "Split", "Metric", "Event", "LogLevel", "OptionType", "Status", "StopReason",
     "ProblemCode", "GpuField", "EstResult", "RankBy",
     "VisionTrainError", "InvalidArgumentError", "OutOfMemoryError", "FileIOError",

@@ -75,6 +75,14 @@ class ProblemCode(enum.IntEnum):
     LABEL_UNREADABLE = 8
     BAD_ANNOTATION = 9
     TRUNCATED = 10
+    IMAGE_UNREADABLE = 11
+    CORRUPT_IMAGE = 12
+    TRUNCATED_JPEG = 13
+    IMAGE_TOO_SMALL = 14
+    UNSUPPORTED_FORMAT = 15
+    POLYGON_POINTS = 16
+    EMPTY_SPLIT = 17
+    CLASS_COUNT = 18
 
 
 class LogLevel(enum.IntEnum):
@@ -411,13 +419,21 @@ Problem = collections.namedtuple("Problem", "file line code message")
 class Dataset(_Closable):
     """An opened dataset.  Classification (task="classify", the default): an ImageFolder
     layout.  Detection (task="detect"): an Ultralytics data.yaml (or a folder holding one) or a
-    COCO instances JSON; see boxes() and problems()."""
+    COCO instances JSON; see boxes() and problems().
 
-    def __init__(self, path, task="classify"):
+    Keyword options go to vt_dataset_open_ex: policy="drop"|"skip"|"fail" (what a label
+    problem does: drop the box, skip the image, or raise DatasetError naming file:line),
+    decode=True (decode every image, leaving out bad ones), min_size=10, workers=4."""
+
+    def __init__(self, path, task="classify", **options):
         lib = _native.lib()
         self.path = os.fspath(path)
         out = ctypes.c_void_p()
-        _check(lib.vt_dataset_open(ctypes.byref(out), _task(task), _cpath(self.path)))
+        if options:
+            _check(lib.vt_dataset_open_ex(ctypes.byref(out), _task(task), _cpath(self.path),
+                                          _cstr(_kv_string(options))))
+        else:
+            _check(lib.vt_dataset_open(ctypes.byref(out), _task(task), _cpath(self.path)))
         self._lib = lib
         self._h = _Handle(out.value, lib.vt_dataset_destroy, "Dataset")
 
@@ -503,6 +519,50 @@ class Dataset(_Closable):
                 c = code.value
             out.append(Problem(_path_text(f.value), line.value, c, _text(msg.value)))
         return out
+
+    # ---- tools (vt_dataset_split, ...; nothing of the dataset is changed) ----
+
+    def split(self, out_dir, val=0.2, seed=0):
+        """Split the train images into a new train and val: writes train.txt, val.txt (and
+        test.txt) and a data.yaml naming them into out_dir (new or empty).  YOLO data.yaml
+        datasets only (UnsupportedError otherwise).  Returns the data.yaml path."""
+        out = os.fspath(out_dir)
+        _check(self._lib.vt_dataset_split(self._ptr(), _cpath(out),
+                                          _cstr(_kv_string({"val": float(val), "seed": seed}))))
+        return os.path.join(out, "data.yaml")
+
+    def subset(self, out_dir, fraction=None, count=None, seed=0):
+        """A deterministic subset of every split (fraction=F or count=N), written as split()
+        writes.  Returns the data.yaml path."""
+        out = os.fspath(out_dir)
+        opts = {"fraction": None if fraction is None else float(fraction), "count": count,
+                "seed": seed}
+        _check(self._lib.vt_dataset_subset(self._ptr(), _cpath(out), _cstr(_kv_string(opts))))
+        return os.path.join(out, "data.yaml")
+
+    def class_histogram(self, split="train"):
+        """Instances per class of a split (boxes; classification: images), a list of ints."""
+        n = max(self.num_classes, 1)
+        buf = (ctypes.c_int64 * n)()
+        _check(self._lib.vt_dataset_class_histogram(self._ptr(), _split(split), buf, n))
+        return list(buf)[:self.num_classes]
+
+    def box_histogram(self, split="train", measure="sqrt_area", bins=10):
+        """Histogram of box width, height or sqrt(w*h) ("width" | "height" | "sqrt_area"),
+        relative to the image, in `bins` equal bins over 0..1 (detection only)."""
+        names = {"width": 1, "height": 2, "sqrt_area": 3}
+        if measure not in names:
+            raise ValueError("unknown measure %r; expected one of %s"
+                             % (measure, ", ".join(sorted(names))))
+        buf = (ctypes.c_int64 * max(int(bins), 1))()
+        _check(self._lib.vt_dataset_box_histogram(self._ptr(), _split(split), names[measure],
+                                                  buf, int(bins)))
+        return list(buf)
+
+    def plot_labels(self, path):
+        """Write a PNG of the label distribution (instances per class; box sizes)."""
+        _check(self._lib.vt_dataset_plot_labels(self._ptr(), _cpath(os.fspath(path))))
+        return os.fspath(path)
 
     def __repr__(self):
         if self.closed:

@@ -1,0 +1,378 @@
+/* Dataset validation: vt_dataset_open_ex (policies, optional decoding at open) and
+ * vt_dataset_validate with its report handle.
+ *
+ * Validation opens the dataset through the ordinary loaders in a lenient mode (layout errors
+ * that would refuse the open become problems), then decodes every image with a few threads.
+ * Results land in a slot per image and are recorded in image order afterwards, so the report
+ * is the same whatever the thread count, and policy=fail stops at the same first problem. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/threads.h"
+#include "data/detect_data.h"
+#include "image/image.h"
+
+/* Images decoded between two recording rounds: bounds the memory of pending messages and lets
+ * policy=fail stop soon after the first bad image. */
+#define CHECK_CHUNK 256
+
+struct vt_report {
+    char err[VT_ERRMSG_MAX];
+    vt_task task;
+    int num_classes;
+    char **class_names;
+    vt_ds_problem *problems;
+    int num_problems;
+    int64_t counts[3][VT_COUNT_INSTANCES + 1];
+    int64_t *instances; /* [split][class] */
+};
+
+VT_API const char *vt_problem_code_name(int code)
+{
+    static const char *const names[] = {
+        NULL,           "bad_line",          "class_range",        "coord_range",
+        "zero_size",    "duplicate",         "missing_split",      "missing_image",
+        "label_unreadable", "bad_annotation", "truncated",         "image_unreadable",
+        "corrupt_image", "truncated_jpeg",   "image_too_small",    "unsupported_format",
+        "polygon_points", "empty_split",     "class_count"};
+    if (code < 1 || code >= (int)(sizeof names / sizeof names[0])) return "unknown";
+    return names[code];
+}
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+typedef struct opt_ctx {
+    vt_ds_options *o;
+    int allow_decode;
+} opt_ctx;
+
+static vt_status on_option(void *ctx, const char *key, const char *value)
+{
+    opt_ctx *c = ctx;
+    long long v;
+    vt_status st;
+    if (!strcmp(key, "policy")) {
+        if (!strcmp(value, "drop")) c->o->policy = VT_DS_POLICY_DROP;
+        else if (!strcmp(value, "skip")) c->o->policy = VT_DS_POLICY_SKIP;
+        else if (!strcmp(value, "fail")) c->o->policy = VT_DS_POLICY_FAIL;
+        else return vt_fail(VT_ERR_OPTION_VALUE, "policy=%s: expected drop, skip or fail", value);
+        return VT_OK;
+    }
+    if (!strcmp(key, "decode") && c->allow_decode) {
+        if ((st = vt_parse_int(key, value, 0, 1, &v))) return st;
+        c->o->decode = (int)v;
+        return VT_OK;
+    }
+    if (!strcmp(key, "min_size")) {
+        if ((st = vt_parse_int(key, value, 1, 65535, &v))) return st;
+        c->o->min_size = (int)v;
+        return VT_OK;
+    }
+    if (!strcmp(key, "workers")) {
+        if ((st = vt_parse_int(key, value, 0, 64, &v))) return st;
+        c->o->workers = (int)v;
+        return VT_OK;
+    }
+    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown dataset option '%s'; valid: policy, %smin_size, "
+                   "workers", key, c->allow_decode ? "decode, " : "");
+}
+
+vt_status vt_ds_options_parse(const char *options, vt_ds_options *o, int allow_decode)
+{
+    o->policy = VT_DS_POLICY_DROP;
+    o->decode = !allow_decode; /* validation always decodes */
+    o->min_size = 10;
+    o->workers = 4;
+    opt_ctx c = {o, allow_decode};
+    return vt_parse_kv_list(options, on_option, &c);
+}
+
+/* ---- decoding every image ------------------------------------------------------------------ */
+
+typedef struct img_result {
+    int code; /* 0 = fine, else a vt_problem_code */
+    vt_status fatal;
+    char *msg;
+} img_result;
+
+typedef struct check_ctx {
+    char **paths;
+    img_result *res;
+    int min_size;
+} check_ctx;
+
+/* Which problem an image error is.  vt_image_load only returns a status and a message, and the
+ * message names the cause in fixed words (see image.h), hence the word tests. */
+static int image_problem(vt_status st, const char *msg)
+{
+    if (st == VT_ERR_NOT_FOUND || st == VT_ERR_IO) return VT_PROBLEM_IMAGE_UNREADABLE;
+    if (strstr(msg, "truncated JPEG")) return VT_PROBLEM_TRUNCATED_JPEG;
+    if (strstr(msg, "not a PNG or JPEG") || strstr(msg, "not supported") ||
+        strstr(msg, "unsupported") || strstr(msg, "too large"))
+        return VT_PROBLEM_UNSUPPORTED_FORMAT;
+    return VT_PROBLEM_CORRUPT_IMAGE;
+}
+
+static void check_range(void *vctx, size_t begin, size_t end)
+{
+    check_ctx *c = vctx;
+    for (size_t i = begin; i < end; i++) {
+        img_result *r = &c->res[i];
+        vt_image img;
+        vt_status st = vt_image_load(c->paths[i], &img);
+        if (st == VT_ERR_OUT_OF_MEMORY || st == VT_ERR_INVALID_ARGUMENT) {
+            r->fatal = st;
+            r->msg = strdup(vt_last_error());
+            continue;
+        }
+        if (st) {
+            const char *m = vt_last_error();
+            r->code = image_problem(st, m);
+            /* the message starts with the path, which the problem record adds again */
+            size_t n = strlen(c->paths[i]);
+            if (!strncmp(m, c->paths[i], n) && !strncmp(m + n, ": ", 2)) m += n + 2;
+            r->msg = strdup(m);
+        } else if (img.w < c->min_size || img.h < c->min_size) {
+            char buf[96];
+            snprintf(buf, sizeof buf, "%dx%d image, smaller than min_size=%d", img.w, img.h,
+                     c->min_size);
+            r->code = VT_PROBLEM_IMAGE_TOO_SMALL;
+            r->msg = strdup(buf);
+        }
+        vt_image_free(&img);
+    }
+}
+
+/* Decode every image of every split; record each bad one (in split and image order) and mark
+ * it in bad[s][i].  Fails on memory exhaustion, or with policy=fail on the first bad image. */
+static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned char *bad[3])
+{
+    vt_pool *pool = NULL;
+    vt_status st = vt_pool_create(&pool, o->workers + 1);
+    img_result *res = st ? NULL : vt_calloc(CHECK_CHUNK, sizeof *res);
+    if (!st && !res) st = VT_ERR_OUT_OF_MEMORY;
+    for (int s = 0; !st && s < 3; s++) {
+        vt_split_list *sl = &ds->split[s];
+        for (int i0 = 0; !st && i0 < sl->n; i0 += CHECK_CHUNK) {
+            int n = sl->n - i0 < CHECK_CHUNK ? sl->n - i0 : CHECK_CHUNK;
+            memset(res, 0, (size_t)n * sizeof *res);
+            check_ctx c = {sl->paths + i0, res, o->min_size};
+            vt_pool_run(pool, (size_t)n, 1, check_range, &c);
+            for (int k = 0; k < n; k++) {
+                img_result *r = &res[k];
+                if (!st && r->fatal)
+                    st = vt_fail(r->fatal, "%s", r->msg ? r->msg : "out of memory");
+                else if (!st && r->code) {
+                    bad[s][i0 + k] = 1;
+                    st = vt_ds_problem_add(ds, sl->paths[i0 + k], 0, r->code, "%s",
+                                           r->msg ? r->msg : "bad image");
+                }
+                free(r->msg);
+            }
+        }
+    }
+    free(res);
+    vt_pool_destroy(pool);
+    return st;
+}
+
+/* Drop the marked images of a split, with their labels or boxes. */
+static void split_remove(vt_split_list *sl, const unsigned char *bad)
+{
+    int w = 0, wb = 0;
+    for (int i = 0; i < sl->n; i++) {
+        if (bad[i]) {
+            free(sl->paths[i]);
+            continue;
+        }
+        sl->paths[w] = sl->paths[i];
+        if (sl->labels) sl->labels[w] = sl->labels[i];
+        if (sl->box_start) {
+            int b0 = sl->box_start[i], b1 = sl->box_start[i + 1];
+            sl->box_start[w] = wb;
+            for (int b = b0; b < b1; b++) sl->boxes[wb++] = sl->boxes[b];
+        }
+        w++;
+    }
+    if (sl->box_start) sl->box_start[w] = wb;
+    sl->n = w;
+}
+
+static vt_status alloc_marks(const vt_dataset *ds, unsigned char *bad[3])
+{
+    for (int s = 0; s < 3; s++)
+        if (!(bad[s] = vt_calloc((size_t)ds->split[s].n + 1, 1))) return VT_ERR_OUT_OF_MEMORY;
+    return VT_OK;
+}
+
+/* ---- opening with a policy ----------------------------------------------------------------- */
+
+VT_API vt_status vt_dataset_open_ex(vt_dataset **out, vt_task task, const char *path,
+                                    const char *options)
+{
+    if (out) *out = NULL;
+    if (!out || !path)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_open_ex: NULL argument");
+    vt_ds_options o;
+    vt_status st = vt_ds_options_parse(options, &o, 1);
+    if (st) return st;
+    vt_dataset *ds;
+    if ((st = vt_dataset_load(&ds, task, path, o.policy, 0))) return st;
+    unsigned char *bad[3] = {0};
+    if (o.decode) {
+        st = alloc_marks(ds, bad);
+        if (!st) st = check_images(ds, &o, bad);
+        for (int s = 0; !st && s < 3; s++) split_remove(&ds->split[s], bad[s]);
+        if (!st && ds->split[VT_SPLIT_TRAIN].n == 0)
+            st = vt_fail(VT_ERR_DATASET, "%s: no train image decodes", path);
+    }
+    for (int s = 0; s < 3; s++) free(bad[s]);
+    if (st) {
+        vt_dataset_destroy(ds);
+        return st;
+    }
+    *out = ds;
+    return VT_OK;
+}
+
+/* ---- validation ------------------------------------------------------------------------------ */
+
+VT_API void vt_report_destroy(vt_report *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->num_problems; i++) {
+        free(r->problems[i].file);
+        free(r->problems[i].message);
+    }
+    free(r->problems);
+    for (int i = 0; i < r->num_classes; i++) free(r->class_names[i]);
+    free(r->class_names);
+    free(r->instances);
+    free(r);
+}
+
+/* Move the summary, the class names and the problems of a checked dataset into a report. */
+static vt_status make_report(vt_dataset *ds, unsigned char *bad[3], vt_report **out)
+{
+    vt_report *r = vt_calloc(1, sizeof *r);
+    if (!r) return VT_ERR_OUT_OF_MEMORY;
+    r->task = ds->task;
+    r->instances = vt_calloc((size_t)ds->num_classes * 3 + 1, sizeof *r->instances);
+    if (!r->instances) {
+        vt_report_destroy(r);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    for (int s = 0; s < 3; s++) {
+        const vt_split_list *sl = &ds->split[s];
+        int64_t *c = r->counts[s], *inst = r->instances + (size_t)s * ds->num_classes;
+        c[VT_COUNT_IMAGES] = sl->n + ds->skipped[s];
+        c[VT_COUNT_SKIPPED] = ds->skipped[s];
+        for (int i = 0; i < sl->n; i++) {
+            if (bad[s][i]) {
+                c[VT_COUNT_CORRUPT]++;
+                continue;
+            }
+            c[VT_COUNT_USABLE]++;
+            if (sl->labels) {
+                c[VT_COUNT_INSTANCES]++;
+                if (sl->labels[i] >= 0 && sl->labels[i] < ds->num_classes) inst[sl->labels[i]]++;
+                continue;
+            }
+            int b0 = sl->box_start[i], b1 = sl->box_start[i + 1];
+            if (b0 == b1) c[VT_COUNT_BACKGROUNDS]++;
+            c[VT_COUNT_INSTANCES] += b1 - b0;
+            for (int b = b0; b < b1; b++) inst[sl->boxes[b].cls]++;
+        }
+    }
+    r->num_classes = ds->num_classes;
+    r->class_names = ds->class_names;
+    ds->class_names = NULL;
+    ds->num_classes = 0;
+    r->problems = ds->problems;
+    r->num_problems = ds->num_problems;
+    ds->problems = NULL;
+    ds->num_problems = ds->cap_problems = 0;
+    *out = r;
+    return VT_OK;
+}
+
+/* ImageFolder has no file that declares a val split, so the loader cannot miss one; validation
+ * says when it is absent or empty, as it does for data.yaml. */
+static vt_status check_val_folder(vt_dataset *ds, const char *root)
+{
+    static const char *const names[] = {"val", "valid", "validation"};
+    int found = -1;
+    for (int i = 0; found < 0 && i < 3; i++) {
+        size_t n = strlen(root) + strlen(names[i]) + 2;
+        char *dir = vt_malloc(n);
+        if (!dir) return VT_ERR_OUT_OF_MEMORY;
+        snprintf(dir, n, "%s/%s", root, names[i]);
+        if (vt_det_is_dir(dir)) found = i;
+        free(dir);
+    }
+    if (found < 0)
+        return vt_ds_problem_add(ds, root, 0, VT_PROBLEM_MISSING_SPLIT,
+                                 "no val/ (or valid/) split; training runs without validation");
+    if (ds->split[VT_SPLIT_VAL].n == 0)
+        return vt_ds_problem_add(ds, root, 0, VT_PROBLEM_EMPTY_SPLIT,
+                                 "%s/ holds no images; training runs without validation",
+                                 names[found]);
+    return VT_OK;
+}
+
+VT_API vt_status vt_dataset_validate(vt_report **out, vt_task task, const char *path,
+                                     const char *options)
+{
+    if (out) *out = NULL;
+    if (!out || !path)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_validate: NULL argument");
+    vt_ds_options o;
+    vt_status st = vt_ds_options_parse(options, &o, 0);
+    if (st) return st;
+    vt_dataset *ds;
+    if ((st = vt_dataset_load(&ds, task, path, o.policy, 1))) return st;
+    if (task == VT_TASK_CLASSIFY) st = check_val_folder(ds, path);
+    unsigned char *bad[3] = {0};
+    if (!st) st = alloc_marks(ds, bad);
+    if (!st) st = check_images(ds, &o, bad);
+    if (!st) st = make_report(ds, bad, out);
+    for (int s = 0; s < 3; s++) free(bad[s]);
+    vt_dataset_destroy(ds);
+    return st;
+}
+
+VT_API vt_task vt_report_task(const vt_report *r) { return r ? r->task : (vt_task)0; }
+VT_API int vt_report_num_classes(const vt_report *r) { return r ? r->num_classes : 0; }
+VT_API int vt_report_num_problems(const vt_report *r) { return r ? r->num_problems : 0; }
+
+VT_API const char *vt_report_class_name(const vt_report *r, int i)
+{
+    return r && i >= 0 && i < r->num_classes ? r->class_names[i] : NULL;
+}
+
+VT_API vt_status vt_report_problem(const vt_report *r, int k, const char **file, int *line,
+                                   int *code, const char **message)
+{
+    if (!r || k < 0 || k >= r->num_problems)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_report_problem: no problem %d", k);
+    const vt_ds_problem *p = &r->problems[k];
+    if (file) *file = p->file;
+    if (line) *line = p->line;
+    if (code) *code = p->code;
+    if (message) *message = p->message;
+    return VT_OK;
+}
+
+VT_API int64_t vt_report_count(const vt_report *r, vt_count what, vt_split split)
+{
+    if (!r || (unsigned)split >= 3 || what < VT_COUNT_IMAGES || what > VT_COUNT_INSTANCES)
+        return 0;
+    return r->counts[split][what];
+}
+
+VT_API int64_t vt_report_class_instances(const vt_report *r, vt_split split, int cls)
+{
+    if (!r || (unsigned)split >= 3 || cls < 0 || cls >= r->num_classes) return 0;
+    return r->instances[(size_t)split * r->num_classes + cls];
+}
