@@ -283,15 +283,16 @@ static const char *const usage_text =
     "usage: vt COMMAND [key=value ...]\n"
     "\n"
     "commands:\n"
-    "  train     train a classifier on an ImageFolder dataset\n"
+    "  train     train a classifier (ImageFolder) or a detector (YOLO data.yaml, COCO json)\n"
     "  val       evaluate a saved model on a dataset split\n"
-    "  predict   classify images with a saved model\n"
+    "  predict   classify images, or detect objects in them, with a saved model\n"
     "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
     "  check     validate a dataset: every problem with file:line, counts per split and class\n"
     "  dataset   dataset tools: split, subset, clone, stats\n"
     "  info      version, GPUs, the GPU catalog and every training option\n"
     "  synth     write a synthetic dataset (coloured shapes)\n"
     "  demo      generate a dataset, train cls-n on it and print the accuracy\n"
+    "            (task=detect: a detection dataset, det-n and its mAP)\n"
     "  help      'vt help COMMAND' or 'vt COMMAND --help' for a command's keys\n"
     "\n"
     "examples:\n"
@@ -310,15 +311,18 @@ typedef struct {
 static const help_entry help_texts[] = {
     {"train",
      "usage: vt train data=DIR [key=value ...]\n"
-     "Train a classifier on an ImageFolder dataset (DIR/train/<class>/*.png|jpg, DIR/val/...).\n"
+     "Train a classifier on an ImageFolder dataset (DIR/train/<class>/*.png|jpg, DIR/val/...),\n"
+     "or a detector on a YOLO data.yaml (or a folder holding one) or a COCO .json.\n"
      "\n"
      "tool keys:\n"
      "  data=DIR         the dataset (required)\n"
-     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small, or a saved .vtm to fine-tune\n"
+     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small; det-n (default for\n"
+     "                   detection), det-s, det-m; or a saved .vtm to fine-tune\n"
      "  save=FILE        where to write the trained model (default model.vtm); also written\n"
      "                   after Ctrl-C, with the weights reached so far.  save=0|1 is passed\n"
      "                   to the trainer (its run-folder switch); save=0 writes no model file\n"
-     "  task=classify    the only task for now\n"
+     "  task=classify|detect  default: detect for a .yaml/.yml/.json, a folder holding a\n"
+     "                   data.yaml or a det-* model, else classify\n"
      "  channels=1|3     input channels of a new model (default 3)\n"
      "  dropout=P        dropout before the classifier of a new model (default 0)\n"
      "  progress=auto|bar|plain|off  live bar on a terminal, plain lines otherwise (auto)\n"
@@ -327,19 +331,25 @@ static const help_entry help_texts[] = {
      "  imgsz= also sets a new model's image size; seed= seeds shuffling and augmentation.\n"
      "\n"
      "Prints a progress bar (epoch, batch, loss, img/s, ETA) and one table row per epoch\n"
-     "(loss, val loss, top-1, top-5, lr, img/s, time).  Ctrl-C stops after the current batch,\n"
+     "(loss, val loss, top-1, top-5 or P, R, mAP50, mAP50-95, lr, img/s, time).  The best\n"
+     "epoch is chosen by top-1 or mAP50-95.  Ctrl-C stops after the current batch,\n"
      "saves the model and exits with code 4.\n"
      "example: vt train data=shapes epochs=10 imgsz=32 batch=32 optimizer=adamw lr0=0.003\n"},
     {"val",
      "usage: vt val model=FILE data=DIR [split=val|test|train] [batch= imgsz= device= workers=]\n"
-     "Evaluate a saved model on a split of a dataset: loss, top-1 and top-5 accuracy.\n"
+     "Evaluate a saved model on a split of a dataset: loss, top-1 and top-5 accuracy, or for a\n"
+     "detector precision, recall, mAP50 and mAP50-95 (COCO-style, 101-point).\n"
      "Other trainer keys are accepted (see 'vt info').\n"
      "example: vt val model=shapes.vtm data=shapes\n"},
     {"predict",
-     "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1]\n"
-     "Classify PNG or JPEG images with a saved model.  source= takes files, and a folder stands\n"
-     "for the images directly in it; image paths may also be given without source=.  One line\n"
-     "per image: 'path: class probability' (top=K: the K best classes).\n"
+     "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
+     "                  max_det=300]\n"
+     "Classify PNG or JPEG images with a saved model, or detect objects with a detector.\n"
+     "source= takes files, and a folder stands for the images directly in it; image paths may\n"
+     "also be given without source=.  Classifier: one line per image, 'path: class\n"
+     "probability' (top=K: the K best classes).  Detector: 'path: N detections', then one line\n"
+     "per box: class, score, x0 y0 x1 y1 in the image's pixels (score >= conf, class-aware NMS\n"
+     "at IoU iou, at most max_det).\n"
      "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
     {"estimate",
      "usage: vt estimate [key=value ...]\n"
@@ -415,7 +425,10 @@ static const help_entry help_texts[] = {
      "usage: vt demo [data=DIR save=FILE key=value ...]\n"
      "Generate a synthetic dataset in DIR (default demo-data) unless it exists, train cls-n on\n"
      "it (epochs=8 imgsz=32 batch=32 seed=1 optimizer=adamw lr0=0.003 unless given) and print\n"
-     "the validation accuracy.  Takes the keys of 'vt train'.\n"},
+     "the validation accuracy.  Takes the keys of 'vt train'.\n"
+     "task=detect: a synthetic YOLO detection dataset (default demo-det, 3 shape classes,\n"
+     "400 train / 80 val images of 64 px) and det-n (epochs=30 imgsz=64 batch=16 seed=1\n"
+     "optimizer=adamw lr0=0.002 unless given); prints the validation mAP.\n"},
 };
 
 static const char *help_for(const char *cmd)
@@ -454,6 +467,8 @@ static int cmd_help(const args *a, int argc, char **argv)
     return 0;
 }
 
+static int task_value(const char *cmd, const char *v, const char *data, vt_task *task);
+
 /* ---- progress ----------------------------------------------------------------------------- */
 
 enum { PROG_OFF = 0, PROG_PLAIN = 1, PROG_BAR = 2 };
@@ -463,7 +478,8 @@ typedef struct {
     double t0, epoch_t0, last_draw;
     int header_done, bar_shown;
     int best_epoch;
-    double best_top1;
+    double best_top1;   /* classification: top-1; detection: mAP50-95 */
+    int det;            /* detection columns */
 } progress_state;
 
 static int progress_mode(const char *cmd, const char *v, int *mode)
@@ -530,9 +546,39 @@ static int progress_cb(void *user, vt_event ev, const vt_progress *p)
     /* one row of the summary table */
     clear_bar(ps);
     if (!ps->header_done) {
-        printf("%9s %10s %10s %7s %7s %10s %8s %9s\n", "epoch", "loss", "val_loss", "top1",
-               "top5", "lr", "img/s", "time");
+        if (ps->det)
+            printf("%9s %10s %10s %7s %7s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss",
+                   "P", "R", "mAP50", "mAP50-95", "lr", "img/s", "time");
+        else
+            printf("%9s %10s %10s %7s %7s %10s %8s %9s\n", "epoch", "loss", "val_loss", "top1",
+                   "top5", "lr", "img/s", "time");
         ps->header_done = 1;
+    }
+    if (ps->det) {
+        char ep2[24], cols[4][16], vl2[16], tb2[32];
+        static const vt_metric mm[4] = {VT_METRIC_PRECISION, VT_METRIC_RECALL, VT_METRIC_MAP50,
+                                        VT_METRIC_MAP50_95};
+        double v2;
+        snprintf(ep2, sizeof ep2, "%d/%d", epoch, epochs);
+        if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v2) == VT_OK)
+            snprintf(vl2, sizeof vl2, "%.4f", v2);
+        else snprintf(vl2, sizeof vl2, "-");
+        for (int i = 0; i < 4; i++) {
+            if (vt_progress_metric(p, mm[i], &v2) == VT_OK) snprintf(cols[i], 16, "%.4f", v2);
+            else snprintf(cols[i], 16, "-");
+        }
+        if (vt_progress_metric(p, VT_METRIC_MAP50_95, &v2) == VT_OK &&
+            (ps->best_epoch == 0 || v2 > ps->best_top1)) {
+            ps->best_top1 = v2;
+            ps->best_epoch = epoch;
+        }
+        snprintf(tb2, sizeof tb2, "%.1fs", t - ps->epoch_t0);
+        ps->epoch_t0 = t;
+        printf("%9s %10.4f %10s %7s %7s %7s %9s %10.6f %8.0f %9s\n", ep2,
+               metric_or(p, VT_METRIC_LOSS, NAN), vl2, cols[0], cols[1], cols[2], cols[3],
+               metric_or(p, VT_METRIC_LR, 0), metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb2);
+        fflush(stdout);
+        return 0;
     }
     char ep[24], vl[16], t1[16], t5[16], tb[32];
     double v;
@@ -602,6 +648,7 @@ static int check_trainer_keys(args *a, const char *tool_keys)
     return rc;
 }
 
+/* top1_out: the final validation top-1 (classification) or mAP50-95 (detection). */
 static int train(args *a, double *top1_out)
 {
     const char *cmd = a->cmd;
@@ -617,11 +664,15 @@ static int train(args *a, double *top1_out)
         fprintf(stderr, "vt %s: data=DIR is required (see 'vt help %s')\n", cmd, cmd);
         return EXIT_USAGE;
     }
-    if (task && strcmp(task, "classify") != 0) {
-        fprintf(stderr, "vt %s: task=%s is not supported yet; valid tasks: classify\n", cmd, task);
+    vt_task tk;
+    if (task_value(cmd, task, data, &tk)) return EXIT_USAGE;
+    if (!task && arch && !strncmp(arch, "det-", 4)) tk = VT_TASK_DETECT;
+    if (tk == VT_TASK_SEGMENT) {
+        fprintf(stderr, "vt %s: task=segment is not supported yet; valid tasks: classify, detect\n",
+                cmd);
         return EXIT_USAGE;
     }
-    if (!arch) arch = "cls-n";
+    if (!arch) arch = tk == VT_TASK_DETECT ? "det-n" : "cls-n";
     int write_model = 1;
     if (save && (!strcmp(save, "0") || !strcmp(save, "1"))) {
         /* save=0|1 is the trainer's run-folder switch where the library has one: pass it on;
@@ -646,8 +697,9 @@ static int train(args *a, double *top1_out)
             return EXIT_USAGE;
         }
         if ((st = vt_model_load(&m, arch))) return fail(cmd, st, NULL);
+        if (!task) tk = vt_model_task(m);
     }
-    if ((st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data))) {
+    if ((st = vt_dataset_open(&ds, tk, data))) {
         rc = fail(cmd, st, NULL);
         goto out;
     }
@@ -677,6 +729,7 @@ static int train(args *a, double *top1_out)
     progress_state ps;
     memset(&ps, 0, sizeof ps);
     ps.mode = mode;
+    ps.det = tk == VT_TASK_DETECT;
     vt_trainer_set_log(t, log_cb, &ps, VT_LOG_WARNING);
     vt_trainer_set_progress(t, progress_cb, &ps);
     double epochs = 0, batch = 0, dev_imgsz = 0;
@@ -711,11 +764,17 @@ static int train(args *a, double *top1_out)
     char tb[32];
     if (rc == 0 && mode != PROG_OFF) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
-        if (ps.best_epoch) printf("; best top1 %.4f at epoch %d", ps.best_top1, ps.best_epoch);
+        if (ps.best_epoch)
+            printf("; best %s %.4f at epoch %d", ps.det ? "mAP50-95" : "top1", ps.best_top1,
+                   ps.best_epoch);
         printf("\n");
     }
-    double top1;
-    if (vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
+    double top1, m50;
+    if (ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
+        vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK) {
+        if (mode != PROG_OFF) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, top1);
+        if (top1_out) *top1_out = top1;
+    } else if (!ps.det && vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
         if (mode != PROG_OFF) printf("final validation top-1 accuracy: %.4f\n", top1);
         if (top1_out) *top1_out = top1;
     }
@@ -737,24 +796,36 @@ static int cmd_train(args *a)
 
 static int cmd_demo(args *a)
 {
-    const char *dir = take(a, "data");
-    if (!dir) dir = "demo-data";
+    const char *dir = take(a, "data"), *task = take(a, "task");
+    int det = task && !strcmp(task, "detect");
+    if (task && !det && strcmp(task, "classify")) {
+        fprintf(stderr, "vt demo: task=%s: valid tasks: classify, detect\n", task);
+        return EXIT_USAGE;
+    }
+    if (!dir) dir = det ? "demo-det" : "demo-data";
     if (!is_dir(dir)) {
         printf("generating a synthetic dataset in %s ...\n", dir);
         vt_status st =
-            vt_synth_generate(dir, VT_TASK_CLASSIFY, "classes=4 train=300 val=50 imgsz=32 seed=11");
+            det ? vt_synth_generate(dir, VT_TASK_DETECT, "classes=3 train=400 val=80 imgsz=64 seed=11")
+                : vt_synth_generate(dir, VT_TASK_CLASSIFY,
+                                    "classes=4 train=300 val=50 imgsz=32 seed=11");
         if (st) return fail(a->cmd, st, NULL);
     }
     /* the demo's defaults, unless given */
-    static const char *const defaults[] = {"data=", "save=demo-model.vtm", "model=cls-n",
-                                           "epochs=8", "imgsz=32", "batch=32", "seed=1",
-                                           "optimizer=adamw", "lr0=0.003"};
+    static const char *const cls_defaults[] = {"data=", "save=demo-model.vtm", "model=cls-n",
+                                               "epochs=8", "imgsz=32", "batch=32", "seed=1",
+                                               "optimizer=adamw", "lr0=0.003"};
+    static const char *const det_defaults[] = {"data=", "save=demo-det.vtm", "model=det-n",
+                                               "epochs=30", "imgsz=64", "batch=16", "seed=1",
+                                               "optimizer=adamw", "lr0=0.002"};
+    const char *const *defaults = det ? det_defaults : cls_defaults;
+    size_t ndef = sizeof cls_defaults / sizeof cls_defaults[0];
     static char data_arg[4096];
     snprintf(data_arg, sizeof data_arg, "data=%s", dir);
     args t = *a;
     for (int i = 0; i < t.n; i++)
         if (key_is(&t.kv[i], "data")) t.kv[i].tool = 0; /* re-taken by train() */
-    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+    for (size_t i = 0; i < ndef; i++) {
         const char *d = i == 0 ? data_arg : defaults[i];
         size_t kl = (size_t)(strchr(d, '=') - d);
         int given = 0;
@@ -769,7 +840,8 @@ static int cmd_demo(args *a)
     }
     double top1 = 0;
     int rc = train(&t, &top1);
-    if (rc == 0) printf("demo: cls-n reached %.1f%% validation accuracy\n", 100 * top1);
+    if (rc == 0 && det) printf("demo: det-n reached mAP50-95 %.3f on the validation images\n", top1);
+    else if (rc == 0) printf("demo: cls-n reached %.1f%% validation accuracy\n", 100 * top1);
     return rc;
 }
 
@@ -827,6 +899,18 @@ static int cmd_val(args *a)
         rc = fail(cmd, st, vt_trainer_last_error(t));
         goto out;
     }
+    if (vt_model_task(m) == VT_TASK_DETECT) {
+        double v[5] = {NAN, NAN, NAN, NAN, NAN};
+        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
+        vt_trainer_metric(t, VT_METRIC_PRECISION, &v[1]);
+        vt_trainer_metric(t, VT_METRIC_RECALL, &v[2]);
+        vt_trainer_metric(t, VT_METRIC_MAP50, &v[3]);
+        vt_trainer_metric(t, VT_METRIC_MAP50_95, &v[4]);
+        printf("%s (%d images): loss %.4f  P %.4f  R %.4f  mAP50 %.4f  mAP50-95 %.4f  (%.1fs)\n",
+               split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2], v[3], v[4],
+               now_s() - t0);
+        goto out;
+    }
     double top1 = NAN, top5 = NAN, loss = NAN;
     vt_trainer_metric(t, VT_METRIC_TOP1, &top1);
     vt_trainer_metric(t, VT_METRIC_TOP5, &top5);
@@ -881,6 +965,45 @@ static char **list_images(const char *dir, int *n)
     return v ? v : calloc(1, sizeof *v);
 }
 
+/* One line per detection: path, class, score, box corners in the image's pixels. */
+static int detect_one(vt_model *m, const char *path, float conf, float iou, int max_det)
+{
+    int n = 0, cap = 64, *cls = NULL;
+    float *sc = NULL, *box = NULL;
+    vt_status st;
+    for (;;) {
+        cls = malloc((size_t)cap * sizeof *cls);
+        sc = malloc((size_t)cap * sizeof *sc);
+        box = malloc((size_t)cap * 4 * sizeof *box);
+        if (!cls || !sc || !box) {
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        st = vt_model_detect_file(m, path, conf, iou, max_det, cls, sc, box, cap, &n);
+        if (st != VT_ERR_BUFFER_TOO_SMALL) break;
+        free(cls);
+        free(sc);
+        free(box);
+        cap = n;
+    }
+    int rc = 0;
+    if (st) rc = fail("predict", st, vt_model_last_error(m));
+    else {
+        printf("%s: %d detection%s\n", path, n, n == 1 ? "" : "s");
+        for (int k = 0; k < n; k++) {
+            const char *name = vt_model_class_name(m, cls[k]);
+            char idx[16];
+            snprintf(idx, sizeof idx, "class%d", cls[k]);
+            printf("  %-12s %.4f  %.1f %.1f %.1f %.1f\n", name ? name : idx, sc[k], box[4 * k],
+                   box[4 * k + 1], box[4 * k + 2], box[4 * k + 3]);
+        }
+    }
+    free(cls);
+    free(sc);
+    free(box);
+    return rc;
+}
+
 static int predict_one(vt_model *m, const char *path, float *scores, int k, int top)
 {
     vt_status st = vt_model_predict_file(m, path, scores, k);
@@ -904,19 +1027,45 @@ static int predict_one(vt_model *m, const char *path, float *scores, int k, int 
 static int cmd_predict(args *a)
 {
     const char *model = take(a, "model"), *top_s = take(a, "top");
+    const char *conf_s = take(a, "conf"), *iou_s = take(a, "iou"), *maxdet_s = take(a, "max_det");
     take(a, "source");
     int rc;
-    if ((rc = reject_unknown(a, "model, source, top"))) return rc;
+    if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det"))) return rc;
     if (!model || a->nsources == 0) {
         fprintf(stderr, "vt predict: model=FILE and source=IMAGE|DIR are required (see 'vt help "
                         "predict')\n");
         return EXIT_USAGE;
     }
-    long top = 1;
-    if ((rc = int_value(a->cmd, "top", top_s, 1, 1000, &top))) return rc;
+    long top = 1, max_det = 300;
+    double conf = 0.25, iou = 0.7;
+    if ((rc = int_value(a->cmd, "top", top_s, 1, 1000, &top)) ||
+        (rc = int_value(a->cmd, "max_det", maxdet_s, 1, 100000, &max_det)) ||
+        (rc = num_value(a->cmd, "conf", conf_s, 0, &conf)) ||
+        (rc = num_value(a->cmd, "iou", iou_s, 0, &iou)))
+        return rc;
     vt_model *m;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(a->cmd, st, NULL);
+    if (vt_model_task(m) == VT_TASK_DETECT) {
+        for (int i = 0; i < a->nsources; i++) {
+            const char *src = a->sources[i];
+            int n = 1;
+            char **files = is_dir(src) ? list_images(src, &n) : NULL;
+            if (is_dir(src) && n == 0) {
+                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+                rc = EXIT_DATA;
+            }
+            for (int j = 0; j < n; j++) {
+                int r = detect_one(m, files ? files[j] : src, (float)conf, (float)iou,
+                                   (int)max_det);
+                if (r) rc = r;
+                if (files) free(files[j]);
+            }
+            free(files);
+        }
+        vt_model_destroy(m);
+        return rc;
+    }
     int k = vt_model_num_classes(m);
     if (top > k) top = k;
     float *scores = malloc((size_t)k * sizeof *scores);
