@@ -1,0 +1,210 @@
+/* Augmentation of pixel values and the classification pipeline: HSV gains, random resized
+ * crop, random erasing.  See augment.h. */
+#include "data/augment.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double unif(vt_rng *r, double a, double b) { return a + (b - a) * vt_rng_uniform(r); }
+
+static uint8_t clamp_round(float v)
+{
+    int i = (int)(v + 0.5f);
+    return (uint8_t)(i < 0 ? 0 : i > 255 ? 255 : i);
+}
+
+/* ---- HSV --------------------------------------------------------------------------------- */
+
+/* One RGB pixel.  dh: hue shift in sextants (a full turn is 6); gs, gv: gains.  Each stage
+ * works on (max, min, channel) directly: for a fixed hue every channel is
+ * V - S * V * k(hue), so scaling S scales the distance of each channel below the max, and
+ * scaling V scales the whole pixel. */
+static void hsv_pixel(uint8_t *px, float dh, float gs, float gv)
+{
+    float c[3] = {px[0], px[1], px[2]};
+    float V = fmaxf(c[0], fmaxf(c[1], c[2])), m = fminf(c[0], fminf(c[1], c[2]));
+    float C = V - m;
+    if (C <= 0.0f) { /* gray: no hue and no saturation; only the value gain applies */
+        if (gv != 1.0f) px[0] = px[1] = px[2] = clamp_round(fminf(V * gv, 255.0f));
+        return;
+    }
+    if (dh != 0.0f) {
+        float h;
+        if (V == c[0])
+            h = (c[1] - c[2]) / C;
+        else if (V == c[1])
+            h = (c[2] - c[0]) / C + 2.0f;
+        else
+            h = (c[0] - c[1]) / C + 4.0f;
+        h += dh;
+        h -= 6.0f * floorf(h / 6.0f);
+        if (h >= 6.0f) h = 0.0f;
+        float x = C * (1.0f - fabsf(fmodf(h, 2.0f) - 1.0f));
+        int sector = (int)h;
+        float r, g, b;
+        switch (sector) {
+        case 0: r = C, g = x, b = 0; break;
+        case 1: r = x, g = C, b = 0; break;
+        case 2: r = 0, g = C, b = x; break;
+        case 3: r = 0, g = x, b = C; break;
+        case 4: r = x, g = 0, b = C; break;
+        default: r = C, g = 0, b = x; break;
+        }
+        c[0] = r + m;
+        c[1] = g + m;
+        c[2] = b + m;
+    }
+    if (gs != 1.0f) {
+        /* S' = min(S * gs, 1): the new minimum V - gs * C must not go below 0. */
+        float g = V - gs * C < 0.0f ? V / C : gs;
+        for (int k = 0; k < 3; k++) c[k] = V - g * (V - c[k]);
+    }
+    if (gv != 1.0f) {
+        float g = V * gv > 255.0f ? 255.0f / V : gv; /* V' = min(V * gv, 255) */
+        for (int k = 0; k < 3; k++) c[k] *= g;
+    }
+    for (int k = 0; k < 3; k++) px[k] = clamp_round(c[k]);
+}
+
+void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
+{
+    float uh = (float)unif(r, -1.0, 1.0), us = (float)unif(r, -1.0, 1.0),
+          uv = (float)unif(r, -1.0, 1.0);
+    if (!img || !img->data) return;
+    float dh = uh * hgain * 6.0f, gs = 1.0f + us * sgain, gv = 1.0f + uv * vgain;
+    const size_t n = (size_t)img->w * img->h;
+    if (img->c < 3) {
+        if (gv == 1.0f) return;
+        uint8_t lut[256];
+        for (int i = 0; i < 256; i++) lut[i] = clamp_round(fminf(i * gv, 255.0f));
+        for (size_t i = 0; i < n * img->c; i++) img->data[i] = lut[img->data[i]];
+        return;
+    }
+    if (dh == 0.0f && gs == 1.0f && gv == 1.0f) return;
+    for (size_t i = 0; i < n; i++) hsv_pixel(img->data + i * img->c, dh, gs, gv);
+}
+
+/* ---- classification ---------------------------------------------------------------------- */
+
+static int valid_image(const vt_image *im)
+{
+    return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
+}
+
+/* Copy the rectangle (x, y, w, h) out of src. */
+static vt_status crop(const vt_image *src, int x, int y, int w, int h, vt_image *dst)
+{
+    const int c = src->c;
+    uint8_t *d = vt_malloc((size_t)w * h * c);
+    if (!d) return VT_ERR_OUT_OF_MEMORY;
+    for (int j = 0; j < h; j++)
+        memcpy(d + (size_t)j * w * c, src->data + ((size_t)(y + j) * src->w + x) * c,
+               (size_t)w * c);
+    dst->w = w;
+    dst->h = h;
+    dst->c = c;
+    dst->data = d;
+    return VT_OK;
+}
+
+vt_status vt_aug_random_resized_crop(const vt_image *src, int s, float scale_min,
+                                     float ratio_min, float ratio_max, vt_rng *r,
+                                     vt_image *dst, int crop_xywh[4])
+{
+    if (!valid_image(src) || !r || !dst || s < 1 || s > 32768 || !(scale_min > 0.0f) ||
+        !(scale_min <= 1.0f) || !(ratio_min > 0.0f) || !(ratio_max >= ratio_min))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_random_resized_crop: bad arguments");
+    const int W = src->w, H = src->h;
+    const double area = (double)W * H, lr0 = log(ratio_min), lr1 = log(ratio_max);
+    int cx = 0, cy = 0, cw = 0, ch = 0, found = 0;
+    for (int t = 0; t < 10 && !found; t++) {
+        double target = area * unif(r, scale_min, 1.0);
+        double ar = exp(unif(r, lr0, lr1));
+        int w = (int)lround(sqrt(target * ar)), h = (int)lround(sqrt(target / ar));
+        if (w > 0 && w <= W && h > 0 && h <= H) {
+            cy = (int)vt_rng_below(r, (uint32_t)(H - h + 1));
+            cx = (int)vt_rng_below(r, (uint32_t)(W - w + 1));
+            cw = w;
+            ch = h;
+            found = 1;
+        }
+    }
+    if (!found) { /* centre crop at the nearest allowed aspect ratio */
+        double in_ratio = (double)W / H;
+        if (in_ratio < ratio_min) {
+            cw = W;
+            ch = (int)lround(cw / (double)ratio_min);
+        } else if (in_ratio > ratio_max) {
+            ch = H;
+            cw = (int)lround(ch * (double)ratio_max);
+        } else {
+            cw = W;
+            ch = H;
+        }
+        cw = cw < 1 ? 1 : cw > W ? W : cw;
+        ch = ch < 1 ? 1 : ch > H ? H : ch;
+        cx = (W - cw) / 2;
+        cy = (H - ch) / 2;
+    }
+    vt_image cr = {0, 0, 0, NULL};
+    vt_status st = crop(src, cx, cy, cw, ch, &cr);
+    if (st) return st;
+    if (cw != s || ch != s) {
+        vt_image out = {0, 0, 0, NULL};
+        st = vt_image_resize(&cr, s, s, &out);
+        vt_image_free(&cr);
+        if (st) return st;
+        cr = out;
+    }
+    *dst = cr;
+    if (crop_xywh) {
+        crop_xywh[0] = cx;
+        crop_xywh[1] = cy;
+        crop_xywh[2] = cw;
+        crop_xywh[3] = ch;
+    }
+    return VT_OK;
+}
+
+int vt_aug_random_erasing(vt_image *img, float prob, int fill, vt_rng *r)
+{
+    if (!vt_aug_chance(r, prob) || !img || !img->data) return 0;
+    const int W = img->w, H = img->h, c = img->c;
+    const double area = (double)W * H, lr0 = log(0.3), lr1 = log(3.3);
+    for (int t = 0; t < 10; t++) {
+        double target = area * unif(r, 0.02, 0.33);
+        double ar = exp(unif(r, lr0, lr1));
+        /* torchvision: h from area * ratio, w from area / ratio */
+        int h = (int)lround(sqrt(target * ar)), w = (int)lround(sqrt(target / ar));
+        if (!(h < H && w < W) || h < 1 || w < 1) continue;
+        int y = (int)vt_rng_below(r, (uint32_t)(H - h + 1));
+        int x = (int)vt_rng_below(r, (uint32_t)(W - w + 1));
+        for (int j = y; j < y + h; j++) {
+            uint8_t *p = img->data + ((size_t)j * W + x) * c;
+            if (fill >= 0) {
+                memset(p, fill > 255 ? 255 : fill, (size_t)w * c);
+            } else {
+                for (size_t k = 0; k < (size_t)w * c; k++) p[k] = (uint8_t)(vt_rng_next(r) >> 56);
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
+vt_status vt_aug_classify(const vt_image *src, int s, const vt_aug_params *p, vt_rng *r,
+                          vt_image *dst)
+{
+    if (!p) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_classify: bad arguments");
+    vt_image out = {0, 0, 0, NULL};
+    vt_status st = vt_aug_random_resized_crop(src, s, p->crop_scale_min, p->crop_ratio_min,
+                                              p->crop_ratio_max, r, &out, NULL);
+    if (st) return st;
+    if (vt_aug_chance(r, p->fliplr)) vt_aug_fliplr(&out, NULL);
+    if (vt_aug_chance(r, p->flipud)) vt_aug_flipud(&out, NULL);
+    vt_aug_hsv(&out, p->hsv_h, p->hsv_s, p->hsv_v, r);
+    vt_aug_random_erasing(&out, p->erasing, -1, r);
+    *dst = out;
+    return VT_OK;
+}
