@@ -122,11 +122,14 @@ void vt_aug_transform_draw(const vt_aug_params *p, vt_rng *r, int src_w, int src
 vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int out_w,
                             int out_h, uint8_t fill, vt_image *dst);
 
-/* Warp labels in place: a box's four corners, or a polygon's points, are transformed; the box
- * becomes the enclosing box of the transformed corners, the polygon is clipped to the output
- * canvas [0, out_w] x [0, out_h] (Sutherland-Hodgman) and the box becomes its bounding box;
- * boxes are clipped to the canvas.  Then the drop rule (Ultralytics box_candidates) keeps an
- * object only when, with w, h its clipped size and w0, h0 its size before the transform:
+/* Warp labels in place: a box is taken as the polygon of its four corners; each polygon's
+ * points are transformed and the polygon is clipped to the output canvas [0, out_w] x
+ * [0, out_h] (Sutherland-Hodgman); the new box is the bounding box of what is left.  So a box
+ * is the enclosing box of its transformed corners when it is fully in view, and of its visible
+ * part when it is cut (tighter than Ultralytics, which clips the corners' box, and consistent
+ * with the pixels).  A polygon object keeps its clipped polygon.  Then the drop rule
+ * (Ultralytics box_candidates) keeps an object only when, with w, h its new size and w0, h0
+ * its size before the transform:
  *     w > 2 and h > 2 pixels,
  *     w * h / (w0 * h0 * gain^2) > 0.1       (most of the scaled object is still in view),
  *     max(w / h, h / w) < 20                 (not a sliver).
@@ -208,8 +211,9 @@ vt_status vt_aug_random_resized_crop(const vt_image *src, int s, float scale_min
 /* torchvision RandomErasing on 8-bit pixels, in place: with probability prob, up to 10 tries
  * of area fraction in [0.02, 0.33] and aspect ratio log-uniform in [0.3, 3.3]; the first
  * rectangle smaller than the image is placed uniformly and filled with `fill` (0..255) or, for
- * fill < 0, with uniform random bytes.  Returns 1 when a rectangle was erased. */
-int vt_aug_random_erasing(vt_image *img, float prob, int fill, vt_rng *r);
+ * fill < 0, with uniform random bytes.  Returns 1 when a rectangle was erased; xywh (may be
+ * NULL) then gets it. */
+int vt_aug_random_erasing(vt_image *img, float prob, int fill, vt_rng *r, int xywh[4]);
 
 /* Ultralytics classify_augmentations on 8-bit pixels: random resized crop to s x s
  * (crop_scale_min, crop_ratio_*), fliplr, flipud, HSV (hsv_h, hsv_s, hsv_v, in place of

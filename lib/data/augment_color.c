@@ -167,7 +167,7 @@ vt_status vt_aug_random_resized_crop(const vt_image *src, int s, float scale_min
     return VT_OK;
 }
 
-int vt_aug_random_erasing(vt_image *img, float prob, int fill, vt_rng *r)
+int vt_aug_random_erasing(vt_image *img, float prob, int fill, vt_rng *r, int xywh[4])
 {
     if (!vt_aug_chance(r, prob) || !img || !img->data) return 0;
     const int W = img->w, H = img->h, c = img->c;
@@ -188,6 +188,12 @@ int vt_aug_random_erasing(vt_image *img, float prob, int fill, vt_rng *r)
                 for (size_t k = 0; k < (size_t)w * c; k++) p[k] = (uint8_t)(vt_rng_next(r) >> 56);
             }
         }
+        if (xywh) {
+            xywh[0] = x;
+            xywh[1] = y;
+            xywh[2] = w;
+            xywh[3] = h;
+        }
         return 1;
     }
     return 0;
@@ -204,7 +210,7 @@ vt_status vt_aug_classify(const vt_image *src, int s, const vt_aug_params *p, vt
     if (vt_aug_chance(r, p->fliplr)) vt_aug_fliplr(&out, NULL);
     if (vt_aug_chance(r, p->flipud)) vt_aug_flipud(&out, NULL);
     vt_aug_hsv(&out, p->hsv_h, p->hsv_s, p->hsv_v, r);
-    vt_aug_random_erasing(&out, p->erasing, -1, r);
+    vt_aug_random_erasing(&out, p->erasing, -1, r, NULL);
     *dst = out;
     return VT_OK;
 }

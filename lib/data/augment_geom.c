@@ -198,23 +198,21 @@ vt_status vt_aug_map_labels(vt_aug_labels *l, const vt_aug_transform *t, const f
     if (!l || !t || !clip || !(clip[2] >= clip[0]) || !(clip[3] >= clip[1]))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad label transform arguments");
     if (l->n == 0) return VT_OK;
-    int maxpt = 0;
+    int maxpt = 4; /* a box is a 4-point polygon */
     for (int i = 0; i < l->n; i++)
         if (l->poly_n[i] > maxpt) maxpt = l->poly_n[i];
     /* Two ping-pong buffers for the clip stages (1.5^4 n < 6n + 8 points each). */
     size_t bufpts = (size_t)6 * maxpt + 8;
-    double *b0 = NULL, *b1 = NULL;
-    float *f = NULL;
-    if (maxpt) {
-        b0 = vt_malloc(bufpts * 2 * sizeof(double));
-        b1 = vt_malloc(bufpts * 2 * sizeof(double));
-        f = vt_malloc(bufpts * 2 * sizeof(float));
-        if (!b0 || !b1 || !f) {
-            free(b0);
-            free(b1);
-            free(f);
-            return VT_ERR_OUT_OF_MEMORY;
-        }
+    double *b0, *b1;
+    float *f;
+    b0 = vt_malloc(bufpts * 2 * sizeof(double));
+    b1 = vt_malloc(bufpts * 2 * sizeof(double));
+    f = vt_malloc(bufpts * 2 * sizeof(float));
+    if (!b0 || !b1 || !f) {
+        free(b0);
+        free(b1);
+        free(f);
+        return VT_ERR_OUT_OF_MEMORY;
     }
     vt_aug_labels out;
     vt_aug_labels_init(&out);
@@ -224,47 +222,40 @@ vt_status vt_aug_map_labels(vt_aug_labels *l, const vt_aug_transform *t, const f
         const vt_aug_box *bx = &l->box[i];
         double w0 = bx->x1 - bx->x0, h0 = bx->y1 - bx->y0;
         double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
-        int np = l->poly_n[i], ok = 1;
-        if (np > 0) {
+        int np = l->poly_n[i], is_poly = np > 0, ok = 1;
+        if (is_poly) {
             const float *xy = l->xy + 2 * (size_t)l->poly_off[i];
             for (int k = 0; k < np && ok; k++)
                 ok = map_point(t->m, xy[2 * k], xy[2 * k + 1], &b0[2 * k], &b0[2 * k + 1]);
-            if (!ok) continue;
-            np = clip_stage(b0, np, b1, 0, cx0, 1.0);
-            np = clip_stage(b1, np, b0, 0, cx1, -1.0);
-            np = clip_stage(b0, np, b1, 1, cy0, 1.0);
-            np = clip_stage(b1, np, b0, 1, cy1, -1.0);
-            if (np < 3) continue;
-            for (int k = 0; k < np; k++) {
-                /* the float copy defines the stored box, so it is taken from the floats */
-                f[2 * k] = (float)b0[2 * k];
-                f[2 * k + 1] = (float)b0[2 * k + 1];
-                x0 = fmin(x0, f[2 * k]);
-                x1 = fmax(x1, f[2 * k]);
-                y0 = fmin(y0, f[2 * k + 1]);
-                y1 = fmax(y1, f[2 * k + 1]);
-            }
         } else {
+            /* A box is the polygon of its corners, so that a rotated box cut by the canvas edge
+             * gets the box of its visible part (the transformed corners' box, then clipped, as
+             * Ultralytics does, can reach far beyond the pixels) */
             const double px[4] = {bx->x0, bx->x1, bx->x1, bx->x0};
             const double py[4] = {bx->y0, bx->y0, bx->y1, bx->y1};
-            for (int k = 0; k < 4 && ok; k++) {
-                double ox, oy;
-                ok = map_point(t->m, px[k], py[k], &ox, &oy);
-                x0 = fmin(x0, ox);
-                x1 = fmax(x1, ox);
-                y0 = fmin(y0, oy);
-                y1 = fmax(y1, oy);
-            }
-            if (!ok) continue;
-            x0 = fmin(fmax(x0, cx0), cx1);
-            x1 = fmin(fmax(x1, cx0), cx1);
-            y0 = fmin(fmax(y0, cy0), cy1);
-            y1 = fmin(fmax(y1, cy0), cy1);
+            np = 4;
+            for (int k = 0; k < 4 && ok; k++)
+                ok = map_point(t->m, px[k], py[k], &b0[2 * k], &b0[2 * k + 1]);
+        }
+        if (!ok) continue;
+        np = clip_stage(b0, np, b1, 0, cx0, 1.0);
+        np = clip_stage(b1, np, b0, 0, cx1, -1.0);
+        np = clip_stage(b0, np, b1, 1, cy0, 1.0);
+        np = clip_stage(b1, np, b0, 1, cy1, -1.0);
+        if (np < 3) continue;
+        for (int k = 0; k < np; k++) {
+            /* the float copy defines a stored polygon's box, so the box is taken from it */
+            f[2 * k] = (float)b0[2 * k];
+            f[2 * k + 1] = (float)b0[2 * k + 1];
+            x0 = fmin(x0, f[2 * k]);
+            x1 = fmax(x1, f[2 * k]);
+            y0 = fmin(y0, f[2 * k + 1]);
+            y1 = fmax(y1, f[2 * k + 1]);
         }
         if (drop_rule ? !keep_box(w0, h0, t->gain, x1 - x0, y1 - y0)
                       : !(x1 > x0 && y1 > y0))
             continue;
-        st = np > 0 ? vt_aug_labels_add_poly(&out, bx->cls, f, np)
+        st = is_poly ? vt_aug_labels_add_poly(&out, bx->cls, f, np)
                     : vt_aug_labels_add_box(&out, bx->cls, (float)x0, (float)y0, (float)x1,
                                             (float)y1);
     }
