@@ -16,55 +16,66 @@ static uint8_t clamp_round(float v)
 
 /* ---- HSV --------------------------------------------------------------------------------- */
 
-/* One RGB pixel.  dh: hue shift in sextants (a full turn is 6); gs, gv: gains.  Each stage
- * works on (max, min, channel) directly: for a fixed hue every channel is
+/* Per-image tables, so the pixel loop has no division: 1/C for the chroma C, and the value
+ * gain of each V (min(gv, 255/V): V' = min(V * gv, 255) as Ultralytics' LUT clips). */
+typedef struct hsv_tabs {
+    float recip[256];
+    float vgain[256];
+    uint8_t gray[256]; /* a gray pixel's new value */
+} hsv_tabs;
+
+/* One RGB pixel.  dh: hue shift in sextants (a full turn is 6); gs: saturation gain.  Each
+ * stage works on (max, min, channel) directly: for a fixed hue every channel is
  * V - S * V * k(hue), so scaling S scales the distance of each channel below the max, and
  * scaling V scales the whole pixel. */
-static void hsv_pixel(uint8_t *px, float dh, float gs, float gv)
+static inline void hsv_pixel(uint8_t *px, float dh, float gs, const hsv_tabs *t)
 {
-    float c[3] = {px[0], px[1], px[2]};
-    float V = fmaxf(c[0], fmaxf(c[1], c[2])), m = fminf(c[0], fminf(c[1], c[2]));
-    float C = V - m;
-    if (C <= 0.0f) { /* gray: no hue and no saturation; only the value gain applies */
-        if (gv != 1.0f) px[0] = px[1] = px[2] = clamp_round(fminf(V * gv, 255.0f));
+    const int r = px[0], g = px[1], b = px[2];
+    const int V = r > g ? (r > b ? r : b) : (g > b ? g : b);
+    const int m = r < g ? (r < b ? r : b) : (g < b ? g : b);
+    const int C = V - m;
+    if (C == 0) { /* gray: no hue and no saturation; only the value gain applies */
+        px[0] = px[1] = px[2] = t->gray[V];
         return;
     }
+    float c0 = (float)r, c1 = (float)g, c2 = (float)b;
+    const float Cf = (float)C, rc = t->recip[C];
     if (dh != 0.0f) {
         float h;
-        if (V == c[0])
-            h = (c[1] - c[2]) / C;
-        else if (V == c[1])
-            h = (c[2] - c[0]) / C + 2.0f;
+        if (V == r)
+            h = (float)(g - b) * rc;
+        else if (V == g)
+            h = (float)(b - r) * rc + 2.0f;
         else
-            h = (c[0] - c[1]) / C + 4.0f;
-        h += dh;
-        h -= 6.0f * floorf(h / 6.0f);
-        if (h >= 6.0f) h = 0.0f;
-        float x = C * (1.0f - fabsf(fmodf(h, 2.0f) - 1.0f));
+            h = (float)(r - g) * rc + 4.0f;
+        h += dh; /* |dh| <= 6 and h is in [-1, 5]: two corrections at most */
+        if (h < 0.0f) h += 6.0f;
+        if (h < 0.0f) h += 6.0f;
+        if (h >= 6.0f) h -= 6.0f;
+        if (h >= 6.0f) h -= 6.0f;
         int sector = (int)h;
-        float r, g, b;
+        if (sector > 5) sector = 5;
+        float f = h - (float)sector;
+        float x = (sector & 1) ? Cf * (1.0f - f) : Cf * f; /* the middle channel above min */
+        const float mf = (float)m, Vf = (float)V, xm = x + mf;
         switch (sector) {
-        case 0: r = C, g = x, b = 0; break;
-        case 1: r = x, g = C, b = 0; break;
-        case 2: r = 0, g = C, b = x; break;
-        case 3: r = 0, g = x, b = C; break;
-        case 4: r = x, g = 0, b = C; break;
-        default: r = C, g = 0, b = x; break;
+        case 0: c0 = Vf, c1 = xm, c2 = mf; break;
+        case 1: c0 = xm, c1 = Vf, c2 = mf; break;
+        case 2: c0 = mf, c1 = Vf, c2 = xm; break;
+        case 3: c0 = mf, c1 = xm, c2 = Vf; break;
+        case 4: c0 = xm, c1 = mf, c2 = Vf; break;
+        default: c0 = Vf, c1 = mf, c2 = xm; break;
         }
-        c[0] = r + m;
-        c[1] = g + m;
-        c[2] = b + m;
     }
-    if (gs != 1.0f) {
-        /* S' = min(S * gs, 1): the new minimum V - gs * C must not go below 0. */
-        float g = V - gs * C < 0.0f ? V / C : gs;
-        for (int k = 0; k < 3; k++) c[k] = V - g * (V - c[k]);
-    }
-    if (gv != 1.0f) {
-        float g = V * gv > 255.0f ? 255.0f / V : gv; /* V' = min(V * gv, 255) */
-        for (int k = 0; k < 3; k++) c[k] *= g;
-    }
-    for (int k = 0; k < 3; k++) px[k] = clamp_round(c[k]);
+    /* S' = min(S * gs, 1): the new minimum V - gs * C must not go below 0. */
+    const float Vf = (float)V;
+    const float sg = (float)V < gs * Cf ? Vf * rc : gs;
+    const float vg = t->vgain[V];
+    /* c' = (V - sg * (V - c)) * vg = a + sg * vg * c */
+    const float k = sg * vg, a0 = Vf * (1.0f - sg) * vg;
+    px[0] = clamp_round(a0 + k * c0);
+    px[1] = clamp_round(a0 + k * c1);
+    px[2] = clamp_round(a0 + k * c2);
 }
 
 void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
@@ -82,7 +93,16 @@ void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
         return;
     }
     if (dh == 0.0f && gs == 1.0f && gv == 1.0f) return;
-    for (size_t i = 0; i < n; i++) hsv_pixel(img->data + i * img->c, dh, gs, gv);
+    hsv_tabs t;
+    t.recip[0] = 0.0f;
+    t.vgain[0] = 1.0f;
+    for (int i = 1; i < 256; i++) {
+        t.recip[i] = 1.0f / (float)i;
+        t.vgain[i] = (float)i * gv > 255.0f ? 255.0f / (float)i : gv;
+    }
+    for (int i = 0; i < 256; i++) t.gray[i] = clamp_round(fminf(i * gv, 255.0f));
+    const int c = img->c;
+    for (size_t i = 0; i < n; i++) hsv_pixel(img->data + i * c, dh, gs, &t);
 }
 
 /* ---- classification ---------------------------------------------------------------------- */

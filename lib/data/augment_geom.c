@@ -97,18 +97,23 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
     uint8_t *out = vt_malloc((size_t)out_w * out_h * c);
     if (!out) return VT_ERR_OUT_OF_MEMORY;
     const size_t stride = (size_t)sw * c;
+    const int affine = inv[6] == 0.0 && inv[7] == 0.0 && inv[8] == 1.0;
     for (int y = 0; y < out_h; y++) {
         uint8_t *o = out + (size_t)y * out_w * c;
         const double py = y + 0.5;
-        /* Row start and per-pixel steps of the homogeneous source point. */
-        double X = inv[1] * py + inv[2], Y = inv[4] * py + inv[5], W = inv[7] * py + inv[8];
+        /* Row start of the homogeneous source point; each pixel adds inv[0,3,6] * px. */
+        const double X = inv[1] * py + inv[2], Y = inv[4] * py + inv[5], W = inv[7] * py + inv[8];
         for (int x = 0; x < out_w; x++, o += c) {
             const double px = x + 0.5;
-            double hx = X + inv[0] * px, hy = Y + inv[3] * px, hw = W + inv[6] * px;
-            double qx = -1.0, qy = -1.0;
-            if (hw > 1e-12) {
-                qx = hx / hw;
-                qy = hy / hw;
+            double qx = X + inv[0] * px, qy = Y + inv[3] * px;
+            if (!affine) {
+                double hw = W + inv[6] * px;
+                if (hw > 1e-12) {
+                    qx /= hw;
+                    qy /= hw;
+                } else {
+                    qx = qy = -1.0;
+                }
             }
             /* Centres outside the source take the fill (also NaN from a degenerate point);
              * inside, taps are clamped, so the source's edge stays sharp where the labels'
@@ -117,23 +122,32 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
                 for (int k = 0; k < c; k++) o[k] = fill;
                 continue;
             }
-            double u = qx - 0.5, v = qy - 0.5;
-            int x0 = (int)floor(u), y0 = (int)floor(v);
-            float fx = (float)(u - x0), fy = (float)(v - y0);
+            /* u >= -0.5, so truncating u + 1 is floor(u) + 1 without a libm call */
+            const double u = qx - 0.5, v = qy - 0.5;
+            int x0 = (int)(u + 1.0) - 1, y0 = (int)(v + 1.0) - 1;
+            const float fx = (float)(u - x0), fy = (float)(v - y0);
             int x1 = x0 + 1, y1 = y0 + 1;
             if (x0 < 0) x0 = 0;
             if (y0 < 0) y0 = 0;
             if (x1 > sw - 1) x1 = sw - 1;
             if (y1 > sh - 1) y1 = sh - 1;
-            const uint8_t *r0 = src->data + (size_t)y0 * stride, *r1 = src->data + (size_t)y1 * stride;
+            const uint8_t *r0 = src->data + (size_t)y0 * stride,
+                          *r1 = src->data + (size_t)y1 * stride;
             const float w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy,
                         w11 = fx * fy;
-            for (int k = 0; k < c; k++) {
-                float val = w00 * r0[x0 * c + k] + w01 * r0[x1 * c + k] + w10 * r1[x0 * c + k] +
-                            w11 * r1[x1 * c + k];
-                int iv = (int)(val + 0.5f);
-                o[k] = (uint8_t)(iv > 255 ? 255 : iv < 0 ? 0 : iv);
+            const uint8_t *p00 = r0 + x0 * c, *p01 = r0 + x1 * c, *p10 = r1 + x0 * c,
+                          *p11 = r1 + x1 * c;
+#define VT_AUG_TAP(k)                                                                    \
+    o[k] = (uint8_t)(int)(w00 * p00[k] + w01 * p01[k] + w10 * p10[k] + w11 * p11[k] + 0.5f)
+            /* the weights sum to 1, so the value stays within 0..255 */
+            if (c == 3) {
+                VT_AUG_TAP(0);
+                VT_AUG_TAP(1);
+                VT_AUG_TAP(2);
+            } else {
+                for (int k = 0; k < c; k++) VT_AUG_TAP(k);
             }
+#undef VT_AUG_TAP
         }
     }
     dst->w = out_w;
