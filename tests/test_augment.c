@@ -720,6 +720,19 @@ static void assert_same_hue(const uint8_t *a, const uint8_t *b)
                                 (double)(b[k] - bmin) / (bmax - bmin), 0.03);
 }
 
+/* Hue angle in degrees, [0, 360), of an RGB pixel with chroma. */
+static double hue_deg(const uint8_t *p)
+{
+    double r = p[0], g = p[1], b = p[2], M = max3(p), C = M - min3(p), h;
+    if (M == r)
+        h = fmod((g - b) / C + 6.0, 6.0);
+    else if (M == g)
+        h = (b - r) / C + 2.0;
+    else
+        h = (r - g) / C + 4.0;
+    return h * 60.0;
+}
+
 START_TEST(test_hsv)
 {
     vt_image im = noise_image(64, 48, 3, 1), ref = noise_image(64, 48, 3, 1);
@@ -743,6 +756,21 @@ START_TEST(test_hsv)
         moved += memcmp(a, b, 3) != 0;
     }
     ck_assert_int_gt(moved, (int)n / 2);
+    /* ... by the drawn angle: u_h in [-1, 1) (the first draw) times hgain of a full turn */
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        memcpy(im.data, ref.data, n * 3);
+        vt_rng_seed(&r, seed);
+        vt_rng c = r;
+        double shift = (-1.0 + 2.0 * vt_rng_uniform(&c)) * 0.3 * 360.0;
+        vt_aug_hsv(&im, 0.3f, 0, 0, &r);
+        for (size_t i = 0; i < n; i++) {
+            const uint8_t *a = im.data + 3 * i, *b = ref.data + 3 * i;
+            if (max3(b) - min3(b) < 60) continue;
+            double d = fmod(hue_deg(a) - hue_deg(b) - shift + 720.0 + 180.0, 360.0) - 180.0;
+            ck_assert_msg(fabs(d) < 1.5, "hue moved by %g, not %g", hue_deg(a) - hue_deg(b),
+                          shift);
+        }
+    }
 
     /* value only: a gray RGB image stays gray and scales uniformly; 1 channel the same */
     vt_image g = noise_image(64, 48, 3, 3), g1 = {64, 48, 1, malloc(n)};
