@@ -131,7 +131,7 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
  * (Ultralytics box_candidates) keeps an object only when, with w, h its new size and w0, h0
  * its size before the transform:
  *     w > 2 and h > 2 pixels,
- *     w * h / (w0 * h0 * gain^2) > 0.1       (most of the scaled object is still in view),
+ *     w * h / (w0 * h0 * gain^2) > 0.1       (over a tenth of the scaled object in view),
  *     max(w / h, h / w) < 20                 (not a sliver).
  * (Ultralytics 8 uses 100 for the aspect limit and 0.01 for segments; these are YOLOv5's.)
  * Objects keep their order. */
