@@ -1,0 +1,516 @@
+/* Augmentation: parameters, label lists, flips, and the detection pipeline pieces (mosaic,
+ * letterbox + affine, mixup).  Geometry is in augment_geom.c, colour and classification in
+ * augment_color.c. */
+#include "data/augment.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/detect_eval.h"
+
+/* ---- parameters -------------------------------------------------------------------------- */
+
+void vt_aug_params_default(vt_aug_params *p)
+{
+    p->hsv_h = 0.015f;
+    p->hsv_s = 0.7f;
+    p->hsv_v = 0.4f;
+    p->degrees = 0.0f;
+    p->translate = 0.1f;
+    p->scale = 0.5f;
+    p->shear = 0.0f;
+    p->perspective = 0.0f;
+    p->flipud = 0.0f;
+    p->fliplr = 0.5f;
+    p->mosaic = 1.0f;
+    p->mixup = 0.0f;
+    p->close_mosaic = 10;
+    p->erasing = 0.4f;
+    p->crop_scale_min = 0.08f;
+    p->crop_ratio_min = 3.0f / 4.0f;
+    p->crop_ratio_max = 4.0f / 3.0f;
+}
+
+/* Ranges: min and max inclusive unless the flag says the bound itself is refused. */
+enum { OPEN_MIN = 1, OPEN_MAX = 2, INTEGER = 4 };
+typedef struct aug_key {
+    const char *key;
+    size_t off;
+    double min, max;
+    int flags;
+} aug_key;
+
+#define F(name) offsetof(vt_aug_params, name)
+static const aug_key aug_keys[] = {
+    {"hsv_h", F(hsv_h), 0, 1, 0},
+    {"hsv_s", F(hsv_s), 0, 1, 0},
+    {"hsv_v", F(hsv_v), 0, 1, 0},
+    {"degrees", F(degrees), 0, 180, 0},
+    {"translate", F(translate), 0, 1, 0},
+    {"scale", F(scale), 0, 1, OPEN_MAX}, /* the gain 1 - scale must stay positive */
+    {"shear", F(shear), 0, 90, OPEN_MAX}, /* tan(90 degrees) is infinite */
+    {"perspective", F(perspective), 0, 0.001, 0},
+    {"flipud", F(flipud), 0, 1, 0},
+    {"fliplr", F(fliplr), 0, 1, 0},
+    {"mosaic", F(mosaic), 0, 1, 0},
+    {"mixup", F(mixup), 0, 1, 0},
+    {"close_mosaic", F(close_mosaic), 0, 1000000, INTEGER},
+    {"erasing", F(erasing), 0, 1, 0},
+    {"crop_scale_min", F(crop_scale_min), 0, 1, OPEN_MIN},
+    {"crop_ratio_min", F(crop_ratio_min), 0, 100, OPEN_MIN},
+    {"crop_ratio_max", F(crop_ratio_max), 0, 100, OPEN_MIN},
+};
+#undef F
+#define N_KEYS (sizeof aug_keys / sizeof aug_keys[0])
+
+static vt_status range_error(const aug_key *k, double x)
+{
+    return vt_fail(VT_ERR_OPTION_VALUE, "augmentation option %s=%g is out of range %c%g, %g%c",
+                   k->key, x, k->flags & OPEN_MIN ? '(' : '[', k->min, k->max,
+                   k->flags & OPEN_MAX ? ')' : ']');
+}
+
+static int in_range(const aug_key *k, double x)
+{
+    if (!(x >= k->min && x <= k->max)) return 0;
+    if ((k->flags & OPEN_MIN) && x == k->min) return 0;
+    if ((k->flags & OPEN_MAX) && x == k->max) return 0;
+    return 1;
+}
+
+vt_status vt_aug_params_set(vt_aug_params *p, const char *key, const char *value)
+{
+    if (!p || !key || !value)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_params_set: NULL argument");
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const aug_key *k = &aug_keys[i];
+        if (strcmp(k->key, key) != 0) continue;
+        char *field = (char *)p + k->off;
+        if (k->flags & INTEGER) {
+            long long v;
+            vt_status st = vt_parse_int(key, value, (long long)k->min, (long long)k->max, &v);
+            if (st) return st;
+            *(int *)field = (int)v;
+            return VT_OK;
+        }
+        double x;
+        /* Full double range first so the range message below is ours (open bounds). */
+        vt_status st = vt_parse_double(key, value, -INFINITY, INFINITY, &x);
+        if (st) return st;
+        if (!in_range(k, x)) return range_error(k, x);
+        *(float *)field = (float)x;
+        return VT_OK;
+    }
+    char valid[512];
+    size_t len = 0;
+    valid[0] = 0;
+    for (size_t i = 0; i < N_KEYS && len < sizeof valid; i++)
+        len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s", i ? ", " : "",
+                                aug_keys[i].key);
+    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown augmentation option '%s' (valid: %s)", key,
+                   valid);
+}
+
+static vt_status set_pair(void *ctx, const char *key, const char *value)
+{
+    return vt_aug_params_set(ctx, key, value);
+}
+
+vt_status vt_aug_params_set_list(vt_aug_params *p, const char *list)
+{
+    if (!p) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_params_set_list: NULL argument");
+    vt_status st = vt_parse_kv_list(list, set_pair, p);
+    return st ? st : vt_aug_params_check(p);
+}
+
+vt_status vt_aug_params_check(const vt_aug_params *p)
+{
+    if (!p) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_params_check: NULL argument");
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const aug_key *k = &aug_keys[i];
+        const char *field = (const char *)p + k->off;
+        double x = (k->flags & INTEGER) ? *(const int *)field : *(const float *)field;
+        if (!in_range(k, x)) return range_error(k, x);
+    }
+    if (p->crop_ratio_min > p->crop_ratio_max)
+        return vt_fail(VT_ERR_OPTION_VALUE,
+                       "augmentation options crop_ratio_min=%g > crop_ratio_max=%g",
+                       p->crop_ratio_min, p->crop_ratio_max);
+    return VT_OK;
+}
+
+int vt_aug_chance(vt_rng *r, float prob)
+{
+    return vt_rng_uniform(r) < prob;
+}
+
+/* ---- labels ------------------------------------------------------------------------------ */
+
+void vt_aug_labels_init(vt_aug_labels *l) { memset(l, 0, sizeof *l); }
+
+void vt_aug_labels_free(vt_aug_labels *l)
+{
+    if (!l) return;
+    free(l->box);
+    free(l->poly_off);
+    free(l->poly_n);
+    free(l->xy);
+    vt_aug_labels_init(l);
+}
+
+void vt_aug_labels_clear(vt_aug_labels *l)
+{
+    l->n = 0;
+    l->nxy = 0;
+}
+
+static vt_status grow_objects(vt_aug_labels *l, int need)
+{
+    if (need <= l->cap) return VT_OK;
+    int cap = l->cap ? l->cap : 8;
+    while (cap < need) cap *= 2;
+    vt_aug_box *b = vt_realloc(l->box, sizeof *b * cap);
+    if (!b) return VT_ERR_OUT_OF_MEMORY;
+    l->box = b;
+    int *o = vt_realloc(l->poly_off, sizeof *o * cap);
+    if (!o) return VT_ERR_OUT_OF_MEMORY;
+    l->poly_off = o;
+    int *n = vt_realloc(l->poly_n, sizeof *n * cap);
+    if (!n) return VT_ERR_OUT_OF_MEMORY;
+    l->poly_n = n;
+    l->cap = cap;
+    return VT_OK;
+}
+
+static vt_status grow_points(vt_aug_labels *l, int need)
+{
+    if (need <= l->cap_xy) return VT_OK;
+    int cap = l->cap_xy ? l->cap_xy : 64;
+    while (cap < need) cap *= 2;
+    float *xy = vt_realloc(l->xy, sizeof *xy * 2 * (size_t)cap);
+    if (!xy) return VT_ERR_OUT_OF_MEMORY;
+    l->xy = xy;
+    l->cap_xy = cap;
+    return VT_OK;
+}
+
+vt_status vt_aug_labels_add_box(vt_aug_labels *l, int cls, float x0, float y0, float x1,
+                                float y1)
+{
+    vt_status st = grow_objects(l, l->n + 1);
+    if (st) return st;
+    vt_aug_box *b = &l->box[l->n];
+    b->cls = cls;
+    b->x0 = fminf(x0, x1);
+    b->x1 = fmaxf(x0, x1);
+    b->y0 = fminf(y0, y1);
+    b->y1 = fmaxf(y0, y1);
+    l->poly_off[l->n] = 0;
+    l->poly_n[l->n] = 0;
+    l->n++;
+    return VT_OK;
+}
+
+vt_status vt_aug_labels_add_poly(vt_aug_labels *l, int cls, const float *xy, int n)
+{
+    if (!xy || n < 3)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: a polygon needs at least 3 points");
+    vt_status st = grow_objects(l, l->n + 1);
+    if (!st) st = grow_points(l, l->nxy + n);
+    if (st) return st;
+    float x0 = xy[0], x1 = xy[0], y0 = xy[1], y1 = xy[1];
+    for (int k = 1; k < n; k++) {
+        x0 = fminf(x0, xy[2 * k]);
+        x1 = fmaxf(x1, xy[2 * k]);
+        y0 = fminf(y0, xy[2 * k + 1]);
+        y1 = fmaxf(y1, xy[2 * k + 1]);
+    }
+    memcpy(l->xy + 2 * (size_t)l->nxy, xy, sizeof *xy * 2 * (size_t)n);
+    l->box[l->n] = (vt_aug_box){cls, x0, y0, x1, y1};
+    l->poly_off[l->n] = l->nxy;
+    l->poly_n[l->n] = n;
+    l->nxy += n;
+    l->n++;
+    return VT_OK;
+}
+
+const float *vt_aug_labels_poly(const vt_aug_labels *l, int i, int *n)
+{
+    *n = l->poly_n[i];
+    return *n ? l->xy + 2 * (size_t)l->poly_off[i] : NULL;
+}
+
+vt_status vt_aug_labels_append(vt_aug_labels *dst, const vt_aug_labels *src)
+{
+    if (!dst || !src || dst == src)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_labels_append: bad arguments");
+    vt_status st = grow_objects(dst, dst->n + src->n);
+    if (!st) st = grow_points(dst, dst->nxy + src->nxy);
+    if (st) return st;
+    for (int i = 0; i < src->n; i++) {
+        dst->box[dst->n + i] = src->box[i];
+        dst->poly_n[dst->n + i] = src->poly_n[i];
+        dst->poly_off[dst->n + i] = src->poly_n[i] ? src->poly_off[i] + dst->nxy : 0;
+    }
+    if (src->nxy) memcpy(dst->xy + 2 * (size_t)dst->nxy, src->xy, sizeof(float) * 2 * src->nxy);
+    dst->n += src->n;
+    dst->nxy += src->nxy;
+    return VT_OK;
+}
+
+/* Copy into a fresh list (used so an output list may alias an input one). */
+static vt_status labels_copy(vt_aug_labels *dst, const vt_aug_labels *src)
+{
+    vt_aug_labels_init(dst);
+    if (!src) return VT_OK;
+    vt_status st = vt_aug_labels_append(dst, src);
+    if (st) vt_aug_labels_free(dst);
+    return st;
+}
+
+/* Move tmp's contents into out (freeing what out held). */
+static void labels_move(vt_aug_labels *out, vt_aug_labels *tmp)
+{
+    vt_aug_labels_free(out);
+    *out = *tmp;
+    vt_aug_labels_init(tmp);
+}
+
+/* ---- flips ------------------------------------------------------------------------------- */
+
+void vt_aug_fliplr(vt_image *img, vt_aug_labels *labels)
+{
+    if (img && img->data) {
+        const int w = img->w, c = img->c;
+        for (int y = 0; y < img->h; y++) {
+            uint8_t *row = img->data + (size_t)y * w * c;
+            for (int a = 0, b = w - 1; a < b; a++, b--)
+                for (int k = 0; k < c; k++) {
+                    uint8_t t = row[a * c + k];
+                    row[a * c + k] = row[b * c + k];
+                    row[b * c + k] = t;
+                }
+        }
+    }
+    if (!labels || !img) return;
+    const float W = (float)img->w;
+    for (int i = 0; i < labels->n; i++) {
+        vt_aug_box *b = &labels->box[i];
+        float x0 = W - b->x1, x1 = W - b->x0;
+        b->x0 = x0;
+        b->x1 = x1;
+    }
+    for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k] = W - labels->xy[2 * k];
+}
+
+void vt_aug_flipud(vt_image *img, vt_aug_labels *labels)
+{
+    if (img && img->data) {
+        const size_t row = (size_t)img->w * img->c;
+        for (int a = 0, b = img->h - 1; a < b; a++, b--) {
+            uint8_t *ra = img->data + a * row, *rb = img->data + b * row;
+            for (size_t k = 0; k < row; k++) {
+                uint8_t t = ra[k];
+                ra[k] = rb[k];
+                rb[k] = t;
+            }
+        }
+    }
+    if (!labels || !img) return;
+    const float H = (float)img->h;
+    for (int i = 0; i < labels->n; i++) {
+        vt_aug_box *b = &labels->box[i];
+        float y0 = H - b->y1, y1 = H - b->y0;
+        b->y0 = y0;
+        b->y1 = y1;
+    }
+    for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k + 1] = H - labels->xy[2 * k + 1];
+}
+
+void vt_aug_hsv_flips(vt_image *img, vt_aug_labels *labels, const vt_aug_params *p, vt_rng *r)
+{
+    vt_aug_hsv(img, p->hsv_h, p->hsv_s, p->hsv_v, r);
+    if (vt_aug_chance(r, p->flipud)) vt_aug_flipud(img, labels);
+    if (vt_aug_chance(r, p->fliplr)) vt_aug_fliplr(img, labels);
+}
+
+/* ---- letterbox + affine ------------------------------------------------------------------ */
+
+static int valid_image(const vt_image *im)
+{
+    return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
+}
+
+vt_status vt_aug_letterbox_affine(const vt_image *src, const vt_aug_labels *labels, int s,
+                                  const vt_aug_params *p, vt_rng *r, vt_image *dst,
+                                  vt_aug_labels *out)
+{
+    if (!valid_image(src) || !p || !r || !dst || s < 1 || s > 32768 || (labels && !out))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_letterbox_affine: bad arguments");
+    vt_image lbi = {0, 0, 0, NULL}, warped = {0, 0, 0, NULL};
+    vt_letterbox lb;
+    vt_aug_labels tmp;
+    vt_status st = labels_copy(&tmp, labels);
+    if (st) return st;
+    st = vt_letterbox_image(src, s, s, 1, 114, &lbi, &lb);
+    for (int i = 0; !st && i < tmp.n; i++) {
+        vt_aug_box *b = &tmp.box[i];
+        float c4[4] = {b->x0, b->y0, b->x1, b->y1};
+        vt_letterbox_forward(&lb, c4);
+        b->x0 = c4[0];
+        b->y0 = c4[1];
+        b->x1 = c4[2];
+        b->y1 = c4[3];
+    }
+    /* Polygon points with the same per-axis scale and offset as the boxes. */
+    for (int k = 0; !st && k < tmp.nxy; k++) {
+        float c4[4] = {tmp.xy[2 * k], tmp.xy[2 * k + 1], tmp.xy[2 * k], tmp.xy[2 * k + 1]};
+        vt_letterbox_forward(&lb, c4);
+        tmp.xy[2 * k] = c4[0];
+        tmp.xy[2 * k + 1] = c4[1];
+    }
+    if (!st) st = vt_aug_affine(&lbi, &tmp, s, s, p, r, &warped);
+    vt_image_free(&lbi);
+    if (st) {
+        vt_aug_labels_free(&tmp);
+        return st;
+    }
+    vt_aug_hsv_flips(&warped, &tmp, p, r);
+    *dst = warped;
+    if (out) labels_move(out, &tmp);
+    vt_aug_labels_free(&tmp);
+    return VT_OK;
+}
+
+/* ---- mosaic ------------------------------------------------------------------------------ */
+
+vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
+                               int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out)
+{
+    if (!imgs || !r || !canvas || s < 2 || s > 16384)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments (s = %d)", s);
+    for (int i = 0; i < 4; i++)
+        if (!valid_image(imgs[i]) || imgs[i]->c != imgs[0]->c)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                           "vt_aug_mosaic: image %d is missing or has a different channel "
+                           "count",
+                           i);
+    const int c = imgs[0]->c, S2 = 2 * s;
+    uint8_t *data = vt_malloc((size_t)S2 * S2 * c);
+    if (!data) return VT_ERR_OUT_OF_MEMORY;
+    memset(data, 114, (size_t)S2 * S2 * c);
+    int yc = (int)(s / 2.0 + s * vt_rng_uniform(r)); /* uniform(s/2, 3s/2), y first */
+    int xc = (int)(s / 2.0 + s * vt_rng_uniform(r));
+    vt_aug_labels all, one;
+    vt_aug_labels_init(&all);
+    vt_aug_labels_init(&one);
+    vt_status st = VT_OK;
+    for (int i = 0; i < 4 && !st; i++) {
+        const vt_image *im = imgs[i];
+        vt_letterbox lb; /* only its size: long side = s, aspect kept */
+        st = vt_letterbox_geometry(im->w, im->h, s, s, 1, &lb);
+        vt_image rs = {0, 0, 0, NULL};
+        const vt_image *src = im;
+        if (!st && (lb.new_w != im->w || lb.new_h != im->h)) {
+            st = vt_image_resize(im, lb.new_w, lb.new_h, &rs);
+            src = &rs;
+        }
+        if (st) break;
+        const int w = src->w, h = src->h;
+        int x1a, y1a, x2a, y2a, x1b, y1b; /* canvas rectangle, and its origin in the image */
+        if (i == 0) { /* top left */
+            x1a = xc - w > 0 ? xc - w : 0, y1a = yc - h > 0 ? yc - h : 0, x2a = xc, y2a = yc;
+            x1b = w - (x2a - x1a), y1b = h - (y2a - y1a);
+        } else if (i == 1) { /* top right */
+            x1a = xc, y1a = yc - h > 0 ? yc - h : 0, x2a = xc + w < S2 ? xc + w : S2, y2a = yc;
+            x1b = 0, y1b = h - (y2a - y1a);
+        } else if (i == 2) { /* bottom left */
+            x1a = xc - w > 0 ? xc - w : 0, y1a = yc, x2a = xc, y2a = yc + h < S2 ? yc + h : S2;
+            x1b = w - (x2a - x1a), y1b = 0;
+        } else { /* bottom right */
+            x1a = xc, y1a = yc, x2a = xc + w < S2 ? xc + w : S2, y2a = yc + h < S2 ? yc + h : S2;
+            x1b = 0, y1b = 0;
+        }
+        for (int y = y1a; y < y2a; y++)
+            memcpy(data + ((size_t)y * S2 + x1a) * c,
+                   src->data + ((size_t)(y - y1a + y1b) * w + x1b) * c, (size_t)(x2a - x1a) * c);
+        vt_image_free(&rs);
+        if (!labels || !labels[i] || !labels[i]->n) continue;
+        /* image pixels -> resized -> canvas, clipped to what was placed */
+        vt_aug_transform t = {{lb.sx, 0, x1a - x1b, 0, lb.sy, y1a - y1b, 0, 0, 1}, 1.0};
+        const float clip[4] = {(float)x1a, (float)y1a, (float)x2a, (float)y2a};
+        vt_aug_labels_clear(&one);
+        st = vt_aug_labels_append(&one, labels[i]);
+        if (!st) st = vt_aug_map_labels(&one, &t, clip, 0);
+        if (!st) st = vt_aug_labels_append(&all, &one);
+    }
+    vt_aug_labels_free(&one);
+    if (st) {
+        free(data);
+        vt_aug_labels_free(&all);
+        return st;
+    }
+    canvas->w = canvas->h = S2;
+    canvas->c = c;
+    canvas->data = data;
+    if (out) labels_move(out, &all);
+    vt_aug_labels_free(&all);
+    return VT_OK;
+}
+
+vt_status vt_aug_mosaic(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
+                        int s, const vt_aug_params *p, vt_rng *r, vt_image *dst,
+                        vt_aug_labels *out)
+{
+    if (!p || !dst) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
+    vt_image canvas = {0, 0, 0, NULL};
+    vt_aug_labels tmp;
+    vt_aug_labels_init(&tmp);
+    vt_status st = vt_aug_mosaic_canvas(imgs, labels, s, r, &canvas, &tmp);
+    if (!st) st = vt_aug_affine(&canvas, &tmp, s, s, p, r, dst);
+    vt_image_free(&canvas);
+    if (!st && out) labels_move(out, &tmp);
+    vt_aug_labels_free(&tmp);
+    return st;
+}
+
+/* ---- mixup ------------------------------------------------------------------------------- */
+
+/* Gamma(32, 1) as a sum of 32 exponentials (exact for an integer shape, and simple). */
+static double gamma32(vt_rng *r)
+{
+    double s = 0.0;
+    for (int i = 0; i < 32; i++) s -= log(1.0 - vt_rng_uniform(r)); /* 1 - u is in (0, 1] */
+    return s;
+}
+
+vt_status vt_aug_mixup(vt_image *a, vt_aug_labels *la, const vt_image *b,
+                       const vt_aug_labels *lb, vt_rng *r, float *ratio_out)
+{
+    if (!valid_image(a) || !valid_image(b) || !r || a->w != b->w || a->h != b->h ||
+        a->c != b->c)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                       "vt_aug_mixup: the two images must have the same size and channels");
+    double x = gamma32(r), y = gamma32(r);
+    float ratio = (float)(x / (x + y));
+    if (la && lb && la != lb) {
+        vt_status st = vt_aug_labels_append(la, lb);
+        if (st) return st;
+    } else if (la && lb) {
+        vt_aug_labels copy;
+        vt_status st = labels_copy(&copy, lb);
+        if (!st) st = vt_aug_labels_append(la, &copy);
+        vt_aug_labels_free(&copy);
+        if (st) return st;
+    }
+    size_t n = (size_t)a->w * a->h * a->c;
+    for (size_t i = 0; i < n; i++) {
+        float v = a->data[i] * ratio + b->data[i] * (1.0f - ratio);
+        a->data[i] = (uint8_t)(v + 0.5f);
+    }
+    if (ratio_out) *ratio_out = ratio;
+    return VT_OK;
+}

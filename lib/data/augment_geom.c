@@ -1,0 +1,312 @@
+/* Augmentation geometry: the random projective transform, warping pixels and labels with the
+ * same matrix, and the drop rule.  See augment.h for the coordinate convention. */
+#include "data/augment.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VT_AUG_PI 3.14159265358979323846
+
+static double unif(vt_rng *r, double a, double b) { return a + (b - a) * vt_rng_uniform(r); }
+
+/* c = a * b for row-major 3x3 (c may not alias a or b). */
+static void mat_mul(const double *a, const double *b, double *c)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            c[i * 3 + j] = a[i * 3] * b[j] + a[i * 3 + 1] * b[3 + j] + a[i * 3 + 2] * b[6 + j];
+}
+
+static void mat_eye(double *m)
+{
+    memset(m, 0, 9 * sizeof *m);
+    m[0] = m[4] = m[8] = 1.0;
+}
+
+/* Inverse by the adjugate; 0 when the matrix is (numerically) singular. */
+static int mat_inv(const double *m, double *o)
+{
+    double a = m[0], b = m[1], c = m[2], d = m[3], e = m[4], f = m[5], g = m[6], h = m[7],
+           i = m[8];
+    double A = e * i - f * h, B = -(d * i - f * g), C = d * h - e * g;
+    double det = a * A + b * B + c * C;
+    double scale = fabs(a) + fabs(b) + fabs(d) + fabs(e);
+    if (!(fabs(det) > 1e-12 * (scale * scale + 1e-300))) return 0;
+    double k = 1.0 / det;
+    o[0] = A * k;
+    o[1] = -(b * i - c * h) * k;
+    o[2] = (b * f - c * e) * k;
+    o[3] = B * k;
+    o[4] = (a * i - c * g) * k;
+    o[5] = -(a * f - c * d) * k;
+    o[6] = C * k;
+    o[7] = -(a * h - b * g) * k;
+    o[8] = (a * e - b * d) * k;
+    return 1;
+}
+
+void vt_aug_transform_draw(const vt_aug_params *p, vt_rng *r, int src_w, int src_h, int out_w,
+                           int out_h, vt_aug_transform *t)
+{
+    double C[9], P[9], R[9], S[9], T[9], m1[9], m2[9];
+    mat_eye(C);
+    C[2] = -src_w / 2.0;
+    C[5] = -src_h / 2.0;
+    mat_eye(P);
+    P[6] = unif(r, -p->perspective, p->perspective);
+    P[7] = unif(r, -p->perspective, p->perspective);
+    double a = unif(r, -p->degrees, p->degrees) * (VT_AUG_PI / 180.0);
+    double s = unif(r, 1.0 - p->scale, 1.0 + p->scale);
+    /* cv2.getRotationMatrix2D(center=(0,0), angle=a, scale=s) */
+    mat_eye(R);
+    R[0] = s * cos(a);
+    R[1] = s * sin(a);
+    R[3] = -s * sin(a);
+    R[4] = s * cos(a);
+    mat_eye(S);
+    S[1] = tan(unif(r, -p->shear, p->shear) * (VT_AUG_PI / 180.0));
+    S[3] = tan(unif(r, -p->shear, p->shear) * (VT_AUG_PI / 180.0));
+    mat_eye(T);
+    T[2] = unif(r, 0.5 - p->translate, 0.5 + p->translate) * out_w;
+    T[5] = unif(r, 0.5 - p->translate, 0.5 + p->translate) * out_h;
+    /* M = T S R P C, right to left */
+    mat_mul(P, C, m1);
+    mat_mul(R, m1, m2);
+    mat_mul(S, m2, m1);
+    mat_mul(T, m1, t->m);
+    t->gain = s;
+}
+
+static int valid_image(const vt_image *im)
+{
+    return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
+}
+
+vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int out_w,
+                            int out_h, uint8_t fill, vt_image *dst)
+{
+    if (!valid_image(src) || !t || !dst || out_w < 1 || out_h < 1 || out_w > 32768 ||
+        out_h > 32768)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad warp arguments (%dx%d output)",
+                       out_w, out_h);
+    double inv[9];
+    if (!mat_inv(t->m, inv))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: the transform is singular");
+    const int sw = src->w, sh = src->h, c = src->c;
+    uint8_t *out = vt_malloc((size_t)out_w * out_h * c);
+    if (!out) return VT_ERR_OUT_OF_MEMORY;
+    const size_t stride = (size_t)sw * c;
+    const int affine = inv[6] == 0.0 && inv[7] == 0.0 && inv[8] == 1.0;
+    for (int y = 0; y < out_h; y++) {
+        uint8_t *o = out + (size_t)y * out_w * c;
+        const double py = y + 0.5;
+        /* Row start of the homogeneous source point; each pixel adds inv[0,3,6] * px. */
+        const double X = inv[1] * py + inv[2], Y = inv[4] * py + inv[5], W = inv[7] * py + inv[8];
+        for (int x = 0; x < out_w; x++, o += c) {
+            const double px = x + 0.5;
+            double qx = X + inv[0] * px, qy = Y + inv[3] * px;
+            if (!affine) {
+                double hw = W + inv[6] * px;
+                if (hw > 1e-12) {
+                    qx /= hw;
+                    qy /= hw;
+                } else {
+                    qx = qy = -1.0;
+                }
+            }
+            /* Centres outside the source take the fill (also NaN from a degenerate point);
+             * inside, taps are clamped, so the source's edge stays sharp where the labels'
+             * clip puts it. */
+            if (!(qx >= 0.0 && qx < sw && qy >= 0.0 && qy < sh)) {
+                for (int k = 0; k < c; k++) o[k] = fill;
+                continue;
+            }
+            /* u >= -0.5, so truncating u + 1 is floor(u) + 1 without a libm call */
+            const double u = qx - 0.5, v = qy - 0.5;
+            int x0 = (int)(u + 1.0) - 1, y0 = (int)(v + 1.0) - 1;
+            const float fx = (float)(u - x0), fy = (float)(v - y0);
+            int x1 = x0 + 1, y1 = y0 + 1;
+            if (x0 < 0) x0 = 0;
+            if (y0 < 0) y0 = 0;
+            if (x1 > sw - 1) x1 = sw - 1;
+            if (y1 > sh - 1) y1 = sh - 1;
+            const uint8_t *r0 = src->data + (size_t)y0 * stride,
+                          *r1 = src->data + (size_t)y1 * stride;
+            const float w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy,
+                        w11 = fx * fy;
+            const uint8_t *p00 = r0 + x0 * c, *p01 = r0 + x1 * c, *p10 = r1 + x0 * c,
+                          *p11 = r1 + x1 * c;
+#define VT_AUG_TAP(k)                                                                    \
+    o[k] = (uint8_t)(int)(w00 * p00[k] + w01 * p01[k] + w10 * p10[k] + w11 * p11[k] + 0.5f)
+            /* the weights sum to 1, so the value stays within 0..255 */
+            if (c == 3) {
+                VT_AUG_TAP(0);
+                VT_AUG_TAP(1);
+                VT_AUG_TAP(2);
+            } else {
+                for (int k = 0; k < c; k++) VT_AUG_TAP(k);
+            }
+#undef VT_AUG_TAP
+        }
+    }
+    dst->w = out_w;
+    dst->h = out_h;
+    dst->c = c;
+    dst->data = out;
+    return VT_OK;
+}
+
+/* ---- labels ------------------------------------------------------------------------------ */
+
+/* Transform a point; 0 when it maps to or behind the horizon (perspective only). */
+static int map_point(const double *m, double x, double y, double *ox, double *oy)
+{
+    double w = m[6] * x + m[7] * y + m[8];
+    if (!(w > 1e-9)) return 0;
+    *ox = (m[0] * x + m[1] * y + m[2]) / w;
+    *oy = (m[3] * x + m[4] * y + m[5]) / w;
+    return isfinite(*ox) && isfinite(*oy);
+}
+
+/* One Sutherland-Hodgman stage: keep the side where sign * (p[axis] - bound) >= 0.  Emits at
+ * most 1.5 * n points (each kept vertex, plus one per crossing edge; crossings are at most
+ * twice the smaller of kept and dropped vertices). */
+static int clip_stage(const double *in, int n, double *out, int axis, double bound, double sign)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const double *a = in + 2 * i, *b = in + 2 * ((i + 1) % n);
+        double da = sign * (a[axis] - bound), db = sign * (b[axis] - bound);
+        int ina = da >= 0, inb = db >= 0;
+        if (ina) {
+            out[2 * m] = a[0];
+            out[2 * m + 1] = a[1];
+            m++;
+        }
+        if (ina != inb) {
+            double f = da / (da - db);
+            out[2 * m] = a[0] + f * (b[0] - a[0]);
+            out[2 * m + 1] = a[1] + f * (b[1] - a[1]);
+            /* exactly on the bound, whatever the rounding of f */
+            out[2 * m + axis] = bound;
+            m++;
+        }
+    }
+    return m;
+}
+
+/* Drop rule, see vt_aug_warp_labels in augment.h. */
+static int keep_box(double w0, double h0, double gain, double w, double h)
+{
+    const double eps = 1e-16;
+    if (!(w > 2.0 && h > 2.0)) return 0;
+    if (!(w * h / (w0 * h0 * gain * gain + eps) > 0.1)) return 0;
+    double ar = fmax(w / (h + eps), h / (w + eps));
+    return ar < 20.0;
+}
+
+vt_status vt_aug_map_labels(vt_aug_labels *l, const vt_aug_transform *t, const float clip[4],
+                           int drop_rule)
+{
+    if (!l || !t || !clip || !(clip[2] >= clip[0]) || !(clip[3] >= clip[1]))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad label transform arguments");
+    if (l->n == 0) return VT_OK;
+    int maxpt = 4; /* a box is a 4-point polygon */
+    for (int i = 0; i < l->n; i++)
+        if (l->poly_n[i] > maxpt) maxpt = l->poly_n[i];
+    /* Two ping-pong buffers for the clip stages (1.5^4 n < 6n + 8 points each). */
+    size_t bufpts = (size_t)6 * maxpt + 8;
+    double *b0, *b1;
+    float *f;
+    b0 = vt_malloc(bufpts * 2 * sizeof(double));
+    b1 = vt_malloc(bufpts * 2 * sizeof(double));
+    f = vt_malloc(bufpts * 2 * sizeof(float));
+    if (!b0 || !b1 || !f) {
+        free(b0);
+        free(b1);
+        free(f);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    vt_aug_labels out;
+    vt_aug_labels_init(&out);
+    vt_status st = VT_OK;
+    const double cx0 = clip[0], cy0 = clip[1], cx1 = clip[2], cy1 = clip[3];
+    for (int i = 0; i < l->n && !st; i++) {
+        const vt_aug_box *bx = &l->box[i];
+        double w0 = bx->x1 - bx->x0, h0 = bx->y1 - bx->y0;
+        double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+        int np = l->poly_n[i], is_poly = np > 0, ok = 1;
+        if (is_poly) {
+            const float *xy = l->xy + 2 * (size_t)l->poly_off[i];
+            for (int k = 0; k < np && ok; k++)
+                ok = map_point(t->m, xy[2 * k], xy[2 * k + 1], &b0[2 * k], &b0[2 * k + 1]);
+        } else {
+            /* A box is the polygon of its corners, so that a rotated box cut by the canvas edge
+             * gets the box of its visible part (the transformed corners' box, then clipped, as
+             * Ultralytics does, can reach far beyond the pixels) */
+            const double px[4] = {bx->x0, bx->x1, bx->x1, bx->x0};
+            const double py[4] = {bx->y0, bx->y0, bx->y1, bx->y1};
+            np = 4;
+            for (int k = 0; k < 4 && ok; k++)
+                ok = map_point(t->m, px[k], py[k], &b0[2 * k], &b0[2 * k + 1]);
+        }
+        if (!ok) continue;
+        np = clip_stage(b0, np, b1, 0, cx0, 1.0);
+        np = clip_stage(b1, np, b0, 0, cx1, -1.0);
+        np = clip_stage(b0, np, b1, 1, cy0, 1.0);
+        np = clip_stage(b1, np, b0, 1, cy1, -1.0);
+        if (np < 3) continue;
+        for (int k = 0; k < np; k++) {
+            /* the float copy defines a stored polygon's box, so the box is taken from it */
+            f[2 * k] = (float)b0[2 * k];
+            f[2 * k + 1] = (float)b0[2 * k + 1];
+            x0 = fmin(x0, f[2 * k]);
+            x1 = fmax(x1, f[2 * k]);
+            y0 = fmin(y0, f[2 * k + 1]);
+            y1 = fmax(y1, f[2 * k + 1]);
+        }
+        if (drop_rule ? !keep_box(w0, h0, t->gain, x1 - x0, y1 - y0)
+                      : !(x1 > x0 && y1 > y0))
+            continue;
+        st = is_poly ? vt_aug_labels_add_poly(&out, bx->cls, f, np)
+                    : vt_aug_labels_add_box(&out, bx->cls, (float)x0, (float)y0, (float)x1,
+                                            (float)y1);
+    }
+    free(b0);
+    free(b1);
+    free(f);
+    if (st) {
+        vt_aug_labels_free(&out);
+        return st;
+    }
+    vt_aug_labels_free(l);
+    *l = out;
+    return VT_OK;
+}
+
+vt_status vt_aug_warp_labels(vt_aug_labels *l, const vt_aug_transform *t, int out_w, int out_h)
+{
+    if (out_w < 1 || out_h < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad label canvas %dx%d", out_w, out_h);
+    const float clip[4] = {0.0f, 0.0f, (float)out_w, (float)out_h};
+    return vt_aug_map_labels(l, t, clip, 1);
+}
+
+vt_status vt_aug_affine(const vt_image *src, vt_aug_labels *labels, int out_w, int out_h,
+                        const vt_aug_params *p, vt_rng *r, vt_image *dst)
+{
+    if (!valid_image(src) || !p || !r || !dst)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_affine: bad arguments");
+    vt_aug_transform t;
+    vt_aug_transform_draw(p, r, src->w, src->h, out_w, out_h, &t);
+    vt_image out = {0, 0, 0, NULL};
+    vt_status st = vt_aug_warp_image(src, &t, out_w, out_h, 114, &out);
+    if (!st && labels) st = vt_aug_warp_labels(labels, &t, out_w, out_h);
+    if (st) {
+        vt_image_free(&out);
+        return st;
+    }
+    *dst = out;
+    return VT_OK;
+}
