@@ -44,6 +44,10 @@ class Metric(enum.IntEnum):
     BEST_FITNESS = 11
     FITNESS = 12
     DEVICE_MEMORY_BYTES = 13
+    PRECISION = 14
+    RECALL = 15
+    MAP50 = 16
+    MAP50_95 = 17
 
 
 class Event(enum.IntEnum):
@@ -574,6 +578,9 @@ class Dataset(_Closable):
 # ---- models -------------------------------------------------------------------------------------
 
 Prediction = collections.namedtuple("Prediction", "index name probability")
+#: One detection of Model.detect(): class index and name, score (0..1), corners in the image's
+#: own pixels.
+Detection = collections.namedtuple("Detection", "index name score x0 y0 x1 y1")
 
 
 def _np():
@@ -675,6 +682,40 @@ class Model(_Closable):
             p, ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)), width, height, channels, stride,
             scores, n))
         return list(scores)
+
+    def detect(self, image, conf=0.25, iou=0.7, max_det=300, width=None, height=None,
+               channels=None, stride=None):
+        """Objects in one image, for a detection model ("det-..."): a list of Detection, best
+        score first (score >= conf, class-aware NMS at IoU ``iou``, at most ``max_det``).
+        ``image`` takes the same forms as predict().  Boxes are in the image's own pixels."""
+        p = self._ptr()
+        names = self.class_names
+        cap = 32  # grown to the count the library reports when more are found
+        while True:
+            cls = (ctypes.c_int * cap)()
+            sc = (ctypes.c_float * cap)()
+            bx = (ctypes.c_float * (4 * cap))()
+            n = ctypes.c_int(0)
+            if isinstance(image, (str, os.PathLike)):
+                st = self._lib.vt_model_detect_file(p, _cpath(image), float(conf), float(iou),
+                                                    int(max_det), cls, sc, bx, cap,
+                                                    ctypes.byref(n))
+            else:
+                buf, w, h, c, strd = _pixels(image, width, height, channels, stride)
+                st = self._lib.vt_model_detect_pixels(
+                    p, ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)), w, h, c, strd,
+                    float(conf), float(iou), int(max_det), cls, sc, bx, cap, ctypes.byref(n))
+            if st == Status.BUFFER_TOO_SMALL and n.value > cap:
+                cap = n.value
+                continue
+            self._check(st)
+            out = []
+            for k in range(n.value):
+                i = cls[k]
+                name = names[i] if i < len(names) and names[i] is not None else str(i)
+                out.append(Detection(i, name, sc[k], bx[4 * k], bx[4 * k + 1], bx[4 * k + 2],
+                                     bx[4 * k + 3]))
+            return out
 
     def predict_topk(self, image, k=5, **kw):
         """The k most probable classes: a list of Prediction(index, name, probability), best
