@@ -181,6 +181,24 @@ typedef enum vt_option {
     VT_OPT_PRICE = 128,           /* float >= 0 USD per device-hour, default 0: for
                                      VT_METRIC_COST_USD                                          */
     VT_OPT_PLOTS = 129,           /* int 0|1, default 1: results.png and confusion_matrix.png   */
+    /* Augmentation of training images (Ultralytics names and defaults; see the README's
+     * "Augmentation" table).  Detection: mosaic or letterbox, random affine, mixup, HSV, flips;
+     * classification: random resized crop (off unless crop_scale < 1), HSV, flips, erasing. */
+    VT_OPT_HSV_H = 130,           /* float 0..1, default 0.015                                  */
+    VT_OPT_HSV_S = 131,           /* float 0..1, default 0.7                                    */
+    VT_OPT_HSV_V = 132,           /* float 0..1, default 0.4                                    */
+    VT_OPT_DEGREES = 133,         /* float 0..180, default 0                                    */
+    VT_OPT_TRANSLATE = 134,       /* float 0..1, default 0.1                                    */
+    VT_OPT_SCALE = 135,           /* float 0..0.99, default 0.5                                 */
+    VT_OPT_SHEAR = 136,           /* float 0..89 degrees, default 0                             */
+    VT_OPT_PERSPECTIVE = 137,     /* float 0..0.001, default 0                                  */
+    VT_OPT_FLIPUD = 138,          /* float 0..1, default 0                                      */
+    VT_OPT_MOSAIC = 139,          /* float 0..1, default 1                                      */
+    VT_OPT_MIXUP = 140,           /* float 0..1, default 0                                      */
+    VT_OPT_CLOSE_MOSAIC = 141,    /* int >= 0, default 10: the last N epochs without mosaic      */
+    VT_OPT_ERASING = 142,         /* float 0..1, default 0 (Ultralytics: 0.4)                   */
+    VT_OPT_CROP_SCALE = 143,      /* float 0.01..1, default 1 = no random resized crop
+                                     (Ultralytics: 0.08)                                        */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */

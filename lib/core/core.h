@@ -84,7 +84,7 @@ typedef struct vt_optdef {
 
 /* String values hold paths (project, resume), hence the length. */
 #define VT_OPT_STR_MAX 1024
-#define VT_OPT_SLOTS 48
+#define VT_OPT_SLOTS 64
 
 typedef struct vt_optvals {
     int scope;

@@ -1,3 +1,5 @@
+/* The loader: one job per batch, split over the pool; each slot decodes and augments one image
+ * (and, for a mosaic or mixup, the extra images it draws). */
 #include "data/loader.h"
 
 #include <stdio.h>
@@ -12,6 +14,8 @@ struct vt_loader {
     const vt_dataset *ds;
     vt_split split;
     vt_loader_config cfg;
+    vt_aug_params aug;      /* valid when cfg.aug != NULL (cfg.aug then points here) */
+    int mosaic_on;
     vt_pool *pool;
     unsigned char *bad;     /* per image: 1 once it failed to decode (warned once) */
     float *scratch;         /* cap images of channels*imgsz*imgsz, CHW each */
@@ -36,6 +40,11 @@ vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split
     L->ds = ds;
     L->split = split;
     L->cfg = *cfg;
+    if (cfg->aug) {
+        L->aug = *cfg->aug;
+        L->cfg.aug = &L->aug;
+    }
+    L->mosaic_on = 1;
     int n = ds->split[split].n;
     L->bad = vt_calloc((size_t)(n ? n : 1), 1);
     vt_status st = L->bad ? VT_OK : VT_ERR_OUT_OF_MEMORY;
@@ -63,22 +72,96 @@ void vt_loader_destroy(vt_loader *L)
     free(L);
 }
 
-/* Detection: letterbox, then a horizontal flip of pixels and boxes. */
-static vt_status load_one_det(vt_loader *L, int slot, const vt_image *img)
+/* Image idx of the split and its boxes as augmentation labels in its own pixels. */
+static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, vt_aug_labels *lab)
 {
     const vt_split_list *sl = &L->ds->split[L->split];
-    int idx = L->indices[slot];
-    int sz = L->cfg.imgsz, c = L->cfg.channels;
-    vt_image lbimg = {0};
-    vt_letterbox *lb = &L->lb[slot];
-    vt_status st = vt_letterbox_image(img, sz, sz, 1, 114, &lbimg, lb);
+    vt_status st = vt_image_load(sl->paths[idx], img);
     if (st) return st;
-    int flip = 0;
-    if (L->aug_seed && L->cfg.fliplr > 0)
-        flip = vt_hash_uniform(L->aug_seed, (uint64_t)idx * 16 + 1) < L->cfg.fliplr;
-    size_t plane = (size_t)sz * sz;
-    vt_image_to_float(&lbimg, c, flip, L->scratch + (size_t)slot * c * plane, plane);
-    vt_image_free(&lbimg);
+    vt_aug_labels_clear(lab);
+    for (int j = sl->box_start[idx]; !st && j < sl->box_start[idx + 1]; j++) {
+        const vt_det_box *b = &sl->boxes[j];
+        st = vt_aug_labels_add_box(lab, b->cls, (b->cx - 0.5f * b->w) * img->w,
+                                   (b->cy - 0.5f * b->h) * img->h, (b->cx + 0.5f * b->w) * img->w,
+                                   (b->cy + 0.5f * b->h) * img->h);
+    }
+    if (st) vt_image_free(img);
+    return st;
+}
+
+/* One augmented detection sample at s x s: a mosaic of idx and three random images of the
+ * split, or idx letterboxed; then the random affine (both paths) and, for the mosaic, HSV and
+ * flips (vt_aug_letterbox_affine does them itself). */
+static vt_status det_sample(const vt_loader *L, int idx, vt_rng *r, vt_image *dst,
+                            vt_aug_labels *out)
+{
+    const vt_aug_params *p = &L->aug;
+    int s = L->cfg.imgsz, n = L->ds->split[L->split].n;
+    vt_image img[4] = {{0}};
+    vt_aug_labels lab[4];
+    for (int i = 0; i < 4; i++) vt_aug_labels_init(&lab[i]);
+    vt_status st;
+    if (vt_aug_chance(r, p->mosaic) && L->mosaic_on) {
+        int pick[4] = {idx, (int)vt_rng_below(r, (uint32_t)n), (int)vt_rng_below(r, (uint32_t)n),
+                       (int)vt_rng_below(r, (uint32_t)n)};
+        st = VT_OK;
+        for (int i = 0; i < 4 && !st; i++) st = load_labelled(L, pick[i], &img[i], &lab[i]);
+        if (!st) {
+            const vt_image *ip[4] = {&img[0], &img[1], &img[2], &img[3]};
+            const vt_aug_labels *lp[4] = {&lab[0], &lab[1], &lab[2], &lab[3]};
+            st = vt_aug_mosaic(ip, lp, s, p, r, dst, out);
+            if (!st) vt_aug_hsv_flips(dst, out, p, r);
+        }
+    } else {
+        st = load_labelled(L, idx, &img[0], &lab[0]);
+        if (!st) st = vt_aug_letterbox_affine(&img[0], &lab[0], s, p, r, dst, out);
+    }
+    for (int i = 0; i < 4; i++) {
+        vt_image_free(&img[i]);
+        vt_aug_labels_free(&lab[i]);
+    }
+    return st;
+}
+
+/* Detection with augmentation: det_sample, and with probability `mixup` a second sample of a
+ * random image blended in. */
+static vt_status load_det_aug(vt_loader *L, int slot, vt_rng *r, vt_image *dst)
+{
+    int idx = L->indices[slot];
+    vt_aug_labels out, out2;
+    vt_aug_labels_init(&out);
+    vt_aug_labels_init(&out2);
+    vt_image second = {0};
+    vt_status st = det_sample(L, idx, r, dst, &out);
+    if (!st && vt_aug_chance(r, L->aug.mixup)) {
+        int other = (int)vt_rng_below(r, (uint32_t)L->ds->split[L->split].n);
+        st = det_sample(L, other, r, &second, &out2);
+        if (!st) st = vt_aug_mixup(dst, &out, &second, &out2, r, NULL);
+    }
+    vt_det_list *boxes = &L->boxes[slot];
+    boxes->n = 0;
+    for (int j = 0; !st && j < out.n; j++) {
+        const vt_aug_box *b = &out.box[j];
+        if (!(b->x1 > b->x0) || !(b->y1 > b->y0)) continue;
+        vt_det d = {b->x0, b->y0, b->x1, b->y1, 1.0f, b->cls};
+        st = vt_det_list_push(boxes, &d);
+    }
+    if (!st) st = vt_letterbox_geometry(L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, 1,
+                                        &L->lb[slot]);
+    vt_image_free(&second);
+    vt_aug_labels_free(&out);
+    vt_aug_labels_free(&out2);
+    return st;
+}
+
+/* Detection without augmentation: letterbox; boxes mapped with it. */
+static vt_status load_det_plain(vt_loader *L, int slot, const vt_image *img, vt_image *dst)
+{
+    const vt_split_list *sl = &L->ds->split[L->split];
+    int idx = L->indices[slot], sz = L->cfg.imgsz;
+    vt_letterbox *lb = &L->lb[slot];
+    vt_status st = vt_letterbox_image(img, sz, sz, 1, 114, dst, lb);
+    if (st) return st;
     vt_det_list *out = &L->boxes[slot];
     out->n = 0;
     for (int j = sl->box_start[idx]; j < sl->box_start[idx + 1]; j++) {
@@ -86,15 +169,23 @@ static vt_status load_one_det(vt_loader *L, int slot, const vt_image *img)
         float box[4] = {(b->cx - 0.5f * b->w) * img->w, (b->cy - 0.5f * b->h) * img->h,
                         (b->cx + 0.5f * b->w) * img->w, (b->cy + 0.5f * b->h) * img->h};
         vt_letterbox_forward(lb, box);
-        if (flip) {
-            float x0 = box[0];
-            box[0] = sz - box[2];
-            box[2] = sz - x0;
-        }
         if (!(box[2] > box[0]) || !(box[3] > box[1])) continue;
         vt_det d = {box[0], box[1], box[2], box[3], 1.0f, b->cls};
         if ((st = vt_det_list_push(out, &d))) return st;
     }
+    return VT_OK;
+}
+
+/* Classification: resize (or a random resized crop), then HSV, flips and erasing. */
+static vt_status load_cls(vt_loader *L, const vt_image *img, vt_rng *r, vt_image *dst)
+{
+    int sz = L->cfg.imgsz;
+    const vt_aug_params *p = r ? &L->aug : NULL;
+    if (p && p->crop_scale_min < 1.0f) return vt_aug_classify(img, sz, p, r, dst);
+    vt_status st = vt_image_resize(img, sz, sz, dst);
+    if (st || !p) return st;
+    vt_aug_hsv_flips(dst, NULL, p, r);
+    vt_aug_random_erasing(dst, p->erasing, -1, r, NULL);
     return VT_OK;
 }
 
@@ -103,30 +194,28 @@ static vt_status load_one(vt_loader *L, int slot)
     const vt_split_list *sl = &L->ds->split[L->split];
     int idx = L->indices[slot];
     int sz = L->cfg.imgsz, c = L->cfg.channels;
-    vt_image img, rs = {0};
-    vt_status st = vt_image_load(sl->paths[idx], &img);
-    if (st) return st;
-    if (L->ds->task == VT_TASK_DETECT) {
-        st = load_one_det(L, slot, &img);
-        vt_image_free(&img);
-        return st;
-    }
-    const vt_image *src = &img;
-    if (img.w != sz || img.h != sz) {
-        st = vt_image_resize(&img, sz, sz, &rs);
-        src = &rs;
+    int augment = L->aug_seed && L->cfg.aug;
+    vt_rng rng;
+    if (augment) vt_rng_seed(&rng, L->aug_seed ^ ((uint64_t)idx + 1) * 0x9E3779B97F4A7C15ull);
+    vt_image img = {0}, out = {0};
+    vt_status st;
+    if (L->ds->task == VT_TASK_DETECT && augment) {
+        st = load_det_aug(L, slot, &rng, &out);
+    } else {
+        if ((st = vt_image_load(sl->paths[idx], &img))) return st;
+        st = L->ds->task == VT_TASK_DETECT ? load_det_plain(L, slot, &img, &out)
+                                           : load_cls(L, &img, augment ? &rng : NULL, &out);
     }
     if (!st) {
-        int flip = 0;
-        if (L->aug_seed && L->cfg.fliplr > 0)
-            flip = vt_hash_uniform(L->aug_seed, (uint64_t)idx * 16 + 1) < L->cfg.fliplr;
         size_t plane = (size_t)sz * sz;
-        vt_image_to_float(src, c, flip, L->scratch + (size_t)slot * c * plane, plane);
+        vt_image_to_float(&out, c, 0, L->scratch + (size_t)slot * c * plane, plane);
     }
-    vt_image_free(&rs);
+    vt_image_free(&out);
     vt_image_free(&img);
     return st;
 }
+
+void vt_loader_set_mosaic(vt_loader *L, int on) { L->mosaic_on = on != 0; }
 
 static void load_range(void *ctx, size_t b, size_t e)
 {

@@ -127,7 +127,8 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
         return vt_fail(VT_ERR_DATASET, "%s: the dataset has no %s images", ds->root,
                        split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
     int sz = vt_trainer_imgsz(t), nc = m->num_classes;
-    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), 0, &t->log};
+    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL,
+                            &t->log};
     vt_loader *L = keep ? *keep : NULL;
     if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
     if (keep) *keep = L;

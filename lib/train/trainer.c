@@ -195,6 +195,27 @@ static int imgsz_of(const vt_trainer *t)
 
 int vt_trainer_imgsz(const vt_trainer *t) { return imgsz_of(t); }
 
+void vt_trainer_aug_params(const vt_trainer *t, vt_aug_params *p)
+{
+    const vt_optvals *o = &t->opts;
+    vt_aug_params_default(p);
+    p->hsv_h = (float)vt_opt_num(o, VT_OPT_HSV_H);
+    p->hsv_s = (float)vt_opt_num(o, VT_OPT_HSV_S);
+    p->hsv_v = (float)vt_opt_num(o, VT_OPT_HSV_V);
+    p->degrees = (float)vt_opt_num(o, VT_OPT_DEGREES);
+    p->translate = (float)vt_opt_num(o, VT_OPT_TRANSLATE);
+    p->scale = (float)vt_opt_num(o, VT_OPT_SCALE);
+    p->shear = (float)vt_opt_num(o, VT_OPT_SHEAR);
+    p->perspective = (float)vt_opt_num(o, VT_OPT_PERSPECTIVE);
+    p->flipud = (float)vt_opt_num(o, VT_OPT_FLIPUD);
+    p->fliplr = (float)vt_opt_num(o, VT_OPT_FLIPLR);
+    p->mosaic = (float)vt_opt_num(o, VT_OPT_MOSAIC);
+    p->mixup = (float)vt_opt_num(o, VT_OPT_MIXUP);
+    p->close_mosaic = (int)vt_opt_num(o, VT_OPT_CLOSE_MOSAIC);
+    p->erasing = (float)vt_opt_num(o, VT_OPT_ERASING);
+    p->crop_scale_min = (float)vt_opt_num(o, VT_OPT_CROP_SCALE);
+}
+
 static vt_status open_backend(vt_trainer *t)
 {
     const char *dev = vt_opt_str(&t->opts, VT_OPT_DEVICE);
@@ -374,7 +395,8 @@ static vt_status evaluate(vt_trainer *t, vt_split split, int batch, vt_loader **
                        split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
     vt_model *m = t->model;
     int sz = imgsz_of(t);
-    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), 0, &t->log};
+    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL,
+                            &t->log};
     vt_loader *L = keep ? *keep : NULL;
     if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
     if (keep) *keep = L;
@@ -660,8 +682,10 @@ static vt_status run(vt_trainer *t)
     int save = vt_opt_num(&t->opts, VT_OPT_SAVE) != 0;
     if (save && (st = vt_run_dir_create(t, rs.run_dir[0] ? rs.run_dir : NULL))) goto done;
     int sz = imgsz_of(t);
-    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS),
-                            (float)vt_opt_num(&t->opts, VT_OPT_FLIPLR), &t->log};
+    vt_aug_params aug;
+    vt_trainer_aug_params(t, &aug);
+    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
+                            &t->log};
     if ((st = vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg))) goto done;
     perm = vt_malloc((size_t)ntrain * sizeof(int));
     if (!perm) {
@@ -694,6 +718,7 @@ static vt_status run(vt_trainer *t)
             perm[j] = tmp;
         }
         uint64_t aug_seed = vt_rng_next(&r) | 1;
+        vt_loader_set_mosaic(L, ep < epochs - aug.close_mosaic);
         if (pos->batch == 0) {
             pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
             pos->images = 0;

@@ -141,5 +141,8 @@ void vt_det_release(vt_trainer *t);
 vt_status vt_trainer_pull_weights(vt_trainer *t);
 /* The training image size: the imgsz option, else the model's. */
 int vt_trainer_imgsz(const vt_trainer *t);
+/* The augmentation parameters of the trainer's options. */
+struct vt_aug_params;
+void vt_trainer_aug_params(const vt_trainer *t, struct vt_aug_params *p);
 
 #endif
