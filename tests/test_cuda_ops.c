@@ -657,6 +657,52 @@ START_TEST(test_softmax_bad_label_ignored)
 }
 END_TEST
 
+/* The detection loss: assignment, both terms and the gradient against the CPU backend (the two
+ * share det_loss_math.h; this checks the kernels' indexing and reductions). */
+static void det_case(int n, int nc, int gh, int gw, int max_gt)
+{
+    char what[96];
+    snprintf(what, sizeof what, "det_loss n=%d nc=%d %dx%d gt=%d", n, nc, gh, gw, max_gt);
+    float stride = 8.0f, W = gw * stride, H = gh * stride;
+    size_t cells = (size_t)n * gh * gw, np = (size_t)(4 + nc) * cells;
+    tbuf pred = tb_rand(np, -2, 2);
+    float *g = malloc((size_t)n * max_gt * 5 * sizeof(float) + 4);
+    for (int i = 0; i < n * max_gt; i++) {
+        float *r = g + (size_t)i * 5;
+        float x0 = urand(0, W * 0.8f), y0 = urand(0, H * 0.8f);
+        r[0] = urand(0, 1) < 0.2f ? -1.0f : (float)((int)urand(0, (float)nc) % nc);
+        r[1] = x0;
+        r[2] = y0;
+        r[3] = x0 + urand(2, W - x0);
+        r[4] = y0 + urand(2, H - y0);
+        if (r[3] > W) r[3] = W;
+        if (r[4] > H) r[4] = H;
+    }
+    tbuf gt = tb_alloc((size_t)n * max_gt * 5, sizeof(float));
+    tb_upload(&gt, g);
+    free(g);
+    tbuf assign = tb_alloc(cells, sizeof(int32_t));
+    tbuf loss = tb_out(3), dp = tb_out(np);
+    vt_det_loss_desc d = {n, nc, gh, gw, stride, max_gt, 2.5f, 5.0f, 1.0f, 0.5f};
+    BOTH(b->ops->det_loss(b, &d, pred.d[be], gt.d[be], assign.d[be], loss.d[be], dp.d[be]));
+    expect_equal_bytes(&assign, "det_loss assignment");
+    expect_close(&loss, 1e-4, what);
+    expect_close(&dp, 1e-4, "det_loss gradient");
+    tbuf loss2 = tb_out(3);
+    BOTH(b->ops->det_loss(b, &d, pred.d[be], gt.d[be], assign.d[be], loss2.d[be], NULL));
+    expect_close(&loss2, 1e-4, "det_loss without gradient");
+    tb_free(&pred); tb_free(&gt); tb_free(&assign); tb_free(&loss); tb_free(&dp);
+    tb_free(&loss2);
+}
+
+START_TEST(test_det_loss)
+{
+    det_case(2, 3, 4, 4, 3);
+    det_case(5, 80, 20, 20, 17);
+    det_case(16, 1, 80, 80, 1);
+}
+END_TEST
+
 static Suite *cuda_suite(void)
 {
     Suite *s = suite_create("cuda_ops");
@@ -680,6 +726,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_gap_upsample);
     tcase_add_test(tc, test_softmax_xent);
     tcase_add_test(tc, test_softmax_bad_label_ignored);
+    tcase_add_test(tc, test_det_loss);
     tcase_add_test(tc, test_oom_then_usable);
     suite_add_tcase(s, tc);
     return s;
