@@ -317,12 +317,14 @@ static const help_entry help_texts[] = {
      "tool keys:\n"
      "  data=DIR         the dataset (required)\n"
      "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small; det-n (default for\n"
-     "                   detection), det-s, det-m; or a saved .vtm to fine-tune\n"
+     "                   detection), det-s, det-m; seg-n (default for segmentation), seg-s,\n"
+     "                   seg-m; or a saved .vtm to fine-tune\n"
      "  save=FILE        where to write the trained model (default model.vtm); also written\n"
      "                   after Ctrl-C, with the weights reached so far.  save=0|1 is passed\n"
      "                   to the trainer (its run-folder switch); save=0 writes no model file\n"
-     "  task=classify|detect  default: detect for a .yaml/.yml/.json, a folder holding a\n"
-     "                   data.yaml or a det-* model, else classify\n"
+     "  task=classify|detect|segment  default: segment for a seg-* model, else detect for a\n"
+     "                   .yaml/.yml/.json, a folder holding a data.yaml or a det-* model,\n"
+     "                   else classify\n"
      "  channels=1|3     input channels of a new model (default 3)\n"
      "  dropout=P        dropout before the classifier of a new model (default 0)\n"
      "  progress=auto|bar|plain|off  live bar on a terminal, plain lines otherwise (auto)\n"
@@ -343,13 +345,15 @@ static const help_entry help_texts[] = {
      "example: vt val model=shapes.vtm data=shapes\n"},
     {"predict",
      "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
-     "                  max_det=300]\n"
+     "                  max_det=300 out=predictions color=0]\n"
      "Classify PNG or JPEG images with a saved model, or detect objects with a detector.\n"
      "source= takes files, and a folder stands for the images directly in it; image paths may\n"
      "also be given without source=.  Classifier: one line per image, 'path: class\n"
      "probability' (top=K: the K best classes).  Detector: 'path: N detections', then one line\n"
      "per box: class, score, x0 y0 x1 y1 in the image's pixels (score >= conf, class-aware NMS\n"
-     "at IoU iou, at most max_det).\n"
+     "at IoU iou, at most max_det).  Segmenter: writes OUT/<name>_mask.png (class id per\n"
+     "pixel, the image's size; out=DIR, default predictions) and with color=1 a colour-coded\n"
+     "<name>_color.png, and prints each class's share of the pixels.\n"
      "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
     {"estimate",
      "usage: vt estimate [key=value ...]\n"
@@ -480,6 +484,7 @@ typedef struct {
     int best_epoch;
     double best_top1;   /* classification: top-1; detection: mAP50-95 */
     int det;            /* detection columns */
+    int seg;            /* segmentation columns */
 } progress_state;
 
 static int progress_mode(const char *cmd, const char *v, int *mode)
@@ -545,7 +550,9 @@ static int progress_cb(void *user, vt_event ev, const vt_progress *p)
     if (ev != VT_EVENT_EPOCH_END) return 0; /* e.g. a checkpoint was saved */
     /* one row of the summary table */
     clear_bar(ps);
-    if (!ps->header_done) {
+    if (!ps->header_done && ps->seg) {
+        ps->header_done = 1; /* the segmentation header is printed below */
+    } else if (!ps->header_done) {
         if (ps->det)
             printf("%9s %10s %10s %7s %7s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss",
                    "P", "R", "mAP50", "mAP50-95", "lr", "img/s", "time");
@@ -553,6 +560,33 @@ static int progress_cb(void *user, vt_event ev, const vt_progress *p)
             printf("%9s %10s %10s %7s %7s %10s %8s %9s\n", "epoch", "loss", "val_loss", "top1",
                    "top5", "lr", "img/s", "time");
         ps->header_done = 1;
+    }
+    if (ps->seg) {
+        if (ps->header_done == 1) {
+            printf("%9s %10s %10s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss", "mIoU",
+                   "pixel_acc", "lr", "img/s", "time");
+            ps->header_done = 2;
+        }
+        char ep3[24], c3[3][16], tb3[32];
+        static const vt_metric sm[3] = {VT_METRIC_VAL_LOSS, VT_METRIC_MIOU, VT_METRIC_PIXEL_ACC};
+        double v3;
+        snprintf(ep3, sizeof ep3, "%d/%d", epoch, epochs);
+        for (int i = 0; i < 3; i++) {
+            if (vt_progress_metric(p, sm[i], &v3) == VT_OK) snprintf(c3[i], 16, "%.4f", v3);
+            else snprintf(c3[i], 16, "-");
+        }
+        if (vt_progress_metric(p, VT_METRIC_MIOU, &v3) == VT_OK &&
+            (ps->best_epoch == 0 || v3 > ps->best_top1)) {
+            ps->best_top1 = v3;
+            ps->best_epoch = epoch;
+        }
+        snprintf(tb3, sizeof tb3, "%.1fs", t - ps->epoch_t0);
+        ps->epoch_t0 = t;
+        printf("%9s %10.4f %10s %7s %9s %10.6f %8.0f %9s\n", ep3, metric_or(p, VT_METRIC_LOSS, NAN),
+               c3[0], c3[1], c3[2], metric_or(p, VT_METRIC_LR, 0),
+               metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb3);
+        fflush(stdout);
+        return 0;
     }
     if (ps->det) {
         char ep2[24], cols[4][16], vl2[16], tb2[32];
@@ -667,12 +701,8 @@ static int train(args *a, double *top1_out)
     vt_task tk;
     if (task_value(cmd, task, data, &tk)) return EXIT_USAGE;
     if (!task && arch && !strncmp(arch, "det-", 4)) tk = VT_TASK_DETECT;
-    if (tk == VT_TASK_SEGMENT) {
-        fprintf(stderr, "vt %s: task=segment is not supported yet; valid tasks: classify, detect\n",
-                cmd);
-        return EXIT_USAGE;
-    }
-    if (!arch) arch = tk == VT_TASK_DETECT ? "det-n" : "cls-n";
+    if (!task && arch && !strncmp(arch, "seg-", 4)) tk = VT_TASK_SEGMENT;
+    if (!arch) arch = tk == VT_TASK_DETECT ? "det-n" : tk == VT_TASK_SEGMENT ? "seg-n" : "cls-n";
     int write_model = 1;
     if (save && (!strcmp(save, "0") || !strcmp(save, "1"))) {
         /* save=0|1 is the trainer's run-folder switch where the library has one: pass it on;
@@ -730,6 +760,7 @@ static int train(args *a, double *top1_out)
     memset(&ps, 0, sizeof ps);
     ps.mode = mode;
     ps.det = tk == VT_TASK_DETECT;
+    ps.seg = tk == VT_TASK_SEGMENT;
     vt_trainer_set_log(t, log_cb, &ps, VT_LOG_WARNING);
     vt_trainer_set_progress(t, progress_cb, &ps);
     double epochs = 0, batch = 0, dev_imgsz = 0;
@@ -765,14 +796,19 @@ static int train(args *a, double *top1_out)
     if (rc == 0 && mode != PROG_OFF) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
         if (ps.best_epoch)
-            printf("; best %s %.4f at epoch %d", ps.det ? "mAP50-95" : "top1", ps.best_top1,
-                   ps.best_epoch);
+            printf("; best %s %.4f at epoch %d", ps.det ? "mAP50-95" : ps.seg ? "mIoU" : "top1",
+                   ps.best_top1, ps.best_epoch);
         printf("\n");
     }
     double top1, m50;
     if (ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
         vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK) {
         if (mode != PROG_OFF) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, top1);
+        if (top1_out) *top1_out = top1;
+    } else if (ps.seg && vt_trainer_metric(t, VT_METRIC_MIOU, &top1) == VT_OK &&
+               vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &m50) == VT_OK) {
+        if (mode != PROG_OFF)
+            printf("final validation mIoU %.4f  pixel accuracy %.4f\n", top1, m50);
         if (top1_out) *top1_out = top1;
     } else if (!ps.det && vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
         if (mode != PROG_OFF) printf("final validation top-1 accuracy: %.4f\n", top1);
@@ -899,6 +935,16 @@ static int cmd_val(args *a)
         rc = fail(cmd, st, vt_trainer_last_error(t));
         goto out;
     }
+    if (vt_model_task(m) == VT_TASK_SEGMENT) {
+        double v[3] = {NAN, NAN, NAN};
+        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
+        vt_trainer_metric(t, VT_METRIC_MIOU, &v[1]);
+        vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &v[2]);
+        printf("%s (%d images): loss %.4f  mIoU %.4f  pixel accuracy %.4f  (%.1fs)\n",
+               split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2],
+               now_s() - t0);
+        goto out;
+    }
     if (vt_model_task(m) == VT_TASK_DETECT) {
         double v[5] = {NAN, NAN, NAN, NAN, NAN};
         vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
@@ -1004,6 +1050,61 @@ static int detect_one(vt_model *m, const char *path, float conf, float iou, int 
     return rc;
 }
 
+/* Segmentation: <out>/<stem>_mask.png (one byte a pixel: the class id) and, with color=1,
+ * <stem>_color.png (the same mask colour-coded for viewing). */
+static int segment_one(vt_model *m, const char *path, const char *out, int color)
+{
+    int w = 0, h = 0;
+    vt_status st = vt_model_segment_file(m, path, NULL, 0, &w, &h);
+    if (st != VT_ERR_BUFFER_TOO_SMALL) return fail("predict", st ? st : VT_ERR_INTERNAL,
+                                                   vt_model_last_error(m));
+    uint8_t *mask = malloc((size_t)w * h);
+    if (!mask) return fail("predict", VT_ERR_OUT_OF_MEMORY, "out of memory");
+    st = vt_model_segment_file(m, path, mask, (size_t)w * h, &w, &h);
+    if (st) {
+        free(mask);
+        return fail("predict", st, vt_model_last_error(m));
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char stem[1024], file[4096];
+    snprintf(stem, sizeof stem, "%s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot) *dot = 0;
+    mkdir(out, 0777);
+    snprintf(file, sizeof file, "%s/%s_mask.png", out, stem);
+    long counts[256] = {0};
+    for (size_t i = 0; i < (size_t)w * h; i++) counts[mask[i]]++;
+    st = vt_png_save(file, mask, w, h, 1, (size_t)w);
+    int rc = st ? fail("predict", st, NULL) : 0;
+    if (!rc) {
+        printf("%s: %dx%d -> %s", path, w, h, file);
+        for (int c = 0; c < vt_model_num_classes(m) && c < 256; c++)
+            if (counts[c]) {
+                const char *name = vt_model_class_name(m, c);
+                printf("  %s %.1f%%", name ? name : "?", 100.0 * counts[c] / ((double)w * h));
+            }
+        printf("\n");
+    }
+    if (!rc && color) {
+        /* a colour-coded copy of the mask: class 0 black, then a fixed palette */
+        static const uint8_t pal[7][3] = {{230, 25, 75}, {60, 180, 75},  {255, 225, 25},
+                                          {0, 130, 200}, {245, 130, 48}, {145, 30, 180},
+                                          {70, 240, 240}};
+        uint8_t *rgb = malloc((size_t)w * h * 3);
+        if (!rgb) st = VT_ERR_OUT_OF_MEMORY;
+        for (size_t i = 0; rgb && i < (size_t)w * h; i++)
+            for (int k = 0; k < 3; k++)
+                rgb[3 * i + k] = mask[i] == 0 ? 0 : pal[(mask[i] - 1) % 7][k];
+        snprintf(file, sizeof file, "%s/%s_color.png", out, stem);
+        if (rgb) st = vt_png_save(file, rgb, w, h, 3, (size_t)w * 3);
+        if (st) rc = fail("predict", st, NULL);
+        free(rgb);
+    }
+    free(mask);
+    return rc;
+}
+
 static int predict_one(vt_model *m, const char *path, float *scores, int k, int top)
 {
     vt_status st = vt_model_predict_file(m, path, scores, k);
@@ -1028,9 +1129,11 @@ static int cmd_predict(args *a)
 {
     const char *model = take(a, "model"), *top_s = take(a, "top");
     const char *conf_s = take(a, "conf"), *iou_s = take(a, "iou"), *maxdet_s = take(a, "max_det");
+    const char *out_s = take(a, "out"), *color_s = take(a, "color");
     take(a, "source");
-    int rc;
-    if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det"))) return rc;
+    int rc, color = 0;
+    if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det, out, color"))) return rc;
+    if ((rc = flag_value(a->cmd, "color", color_s, &color))) return rc;
     if (!model || a->nsources == 0) {
         fprintf(stderr, "vt predict: model=FILE and source=IMAGE|DIR are required (see 'vt help "
                         "predict')\n");
@@ -1046,6 +1149,26 @@ static int cmd_predict(args *a)
     vt_model *m;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(a->cmd, st, NULL);
+    if (vt_model_task(m) == VT_TASK_SEGMENT) {
+        for (int i = 0; i < a->nsources; i++) {
+            const char *src = a->sources[i];
+            int n = 1;
+            char **files = is_dir(src) ? list_images(src, &n) : NULL;
+            if (is_dir(src) && n == 0) {
+                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+                rc = EXIT_DATA;
+            }
+            for (int j = 0; j < n; j++) {
+                int r = segment_one(m, files ? files[j] : src, out_s ? out_s : "predictions",
+                                    color);
+                if (r) rc = r;
+                if (files) free(files[j]);
+            }
+            free(files);
+        }
+        vt_model_destroy(m);
+        return rc;
+    }
     if (vt_model_task(m) == VT_TASK_DETECT) {
         for (int i = 0; i < a->nsources; i++) {
             const char *src = a->sources[i];

@@ -471,6 +471,12 @@ VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_pa
  * max_objects=6 (0..64).  Segmentation: VT_ERR_UNSUPPORTED for now.  Thread-safe. */
 VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *options);
 
+/* Write 8-bit pixels (channels 1, 3 or 4, rows `stride` bytes apart) as a PNG file, atomically
+ * (a temporary file then a rename: the file is either the old one or the new one), e.g. the
+ * masks of vt_model_segment_file.  Errors: VT_ERR_INVALID_ARGUMENT, VT_ERR_IO (with the path). */
+VT_API vt_status vt_png_save(const char *path, const uint8_t *pixels, int width, int height,
+                             int channels, size_t stride);
+
 /* ---- models ----------------------------------------------------------------------------- */
 
 typedef struct vt_model vt_model;
@@ -531,6 +537,19 @@ VT_API vt_status vt_model_detect_pixels(vt_model *model, const uint8_t *pixels, 
                                         int height, int channels, size_t stride, float conf,
                                         float iou, int max_det, int *classes, float *scores,
                                         float *boxes, int cap, int *count);
+
+/* Segment one image with a segmentation model ("seg-..."; VT_ERR_UNSUPPORTED for other tasks):
+ * the class id of every pixel of the image at its own size, row-major, one byte a pixel.  The
+ * image is letterboxed to the model's image size; each pixel takes the best class of the
+ * network's output pixel it falls on.  _file: mask holds cap bytes; *width and *height receive
+ * the image's size, and when cap < width * height nothing is written and
+ * VT_ERR_BUFFER_TOO_SMALL is returned (cap 0 and mask NULL ask for the size).  _pixels: mask
+ * holds width * height bytes.  The mask buffer is the caller's. */
+VT_API vt_status vt_model_segment_file(vt_model *model, const char *path, uint8_t *mask,
+                                       size_t cap, int *width, int *height);
+VT_API vt_status vt_model_segment_pixels(vt_model *model, const uint8_t *pixels, int width,
+                                         int height, int channels, size_t stride,
+                                         uint8_t *mask);
 VT_API const char *vt_model_last_error(const vt_model *model);
 
 /* ---- training ---------------------------------------------------------------------------- */
@@ -559,7 +578,10 @@ typedef enum vt_metric {
     VT_METRIC_PRECISION = 14,   /* mean over classes, at the confidence maximising mean F1     */
     VT_METRIC_RECALL = 15,      /* same threshold                                              */
     VT_METRIC_MAP50 = 16,       /* mean AP at IoU 0.5                                          */
-    VT_METRIC_MAP50_95 = 17     /* mean AP over IoU 0.50:0.05:0.95 (the detection fitness)     */
+    VT_METRIC_MAP50_95 = 17,    /* mean AP over IoU 0.50:0.05:0.95 (the detection fitness)     */
+    /* Segmentation (validation pixels, `ignore` pixels and letterbox padding excluded): */
+    VT_METRIC_MIOU = 18,        /* mean over classes of TP / (TP + FP + FN) (the fitness)      */
+    VT_METRIC_PIXEL_ACC = 19    /* correctly classified pixels / pixels                        */
 } vt_metric;
 
 typedef enum vt_event {

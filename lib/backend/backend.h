@@ -166,8 +166,9 @@ typedef struct vt_backend_ops {
      *   loss_sum[0] = sum over the batch of the per-sample loss (one float, backend memory),
      *   dlogits (if non-NULL) = (softmax - q) * grad_scale   (ASSIGNED; pass 1/batch for mean),
      *   probs (if non-NULL) = softmax, same layout.
-     * labels: int32 class ids in backend memory; an id outside 0..classes-1 is an error on the
-     * CPU backend and ignored (zero loss and gradient) on devices. */
+     * labels: int32 class ids in backend memory; -1 marks a sample to ignore (no loss, zero
+     * gradient: segmentation's `ignore` pixels); another id outside 0..classes-1 is an error on
+     * the CPU backend and ignored the same way on devices. */
     vt_status (*softmax_xent)(vt_backend *b, int classes, int batch, const float *logits,
                               const int32_t *labels, float smoothing, float grad_scale,
                               float *loss_sum, float *dlogits, float *probs);

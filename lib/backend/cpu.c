@@ -693,7 +693,7 @@ static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const f
     float off = smoothing / (float)classes, on = 1.0f - smoothing + off;
     for (int n = 0; n < batch; n++) {
         int lab = labels[n];
-        if (lab < 0 || lab >= classes)
+        if (lab < -1 || lab >= classes)
             return vt_fail(VT_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside 0..%d", lab,
                            n, classes - 1);
         float mx = -FLT_MAX;
@@ -710,9 +710,9 @@ static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const f
             loss -= q * lp;
             float pk = (float)exp(lp);
             if (probs) probs[(size_t)k * batch + n] = pk;
-            if (dlogits) dlogits[(size_t)k * batch + n] = (pk - q) * grad_scale;
+            if (dlogits) dlogits[(size_t)k * batch + n] = lab < 0 ? 0.0f : (pk - q) * grad_scale;
         }
-        total += loss;
+        if (lab >= 0) total += loss;
     }
     *loss_sum = (float)total;
     return VT_OK;

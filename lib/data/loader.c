@@ -2,10 +2,12 @@
  * (and, for a mosaic or mixup, the extra images it draws). */
 #include "data/loader.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/seg_mask.h"
 #include "image/image.h"
 
 enum { MSG = 320 };
@@ -26,6 +28,7 @@ struct vt_loader {
     vt_det_list *boxes;
     vt_letterbox *lb;
     int *packed;            /* packed image k -> slot */
+    uint8_t *masks;         /* segmentation: per slot an imgsz x imgsz class mask */
     /* the job being filled */
     const int *indices;
     uint64_t aug_seed;
@@ -69,6 +72,7 @@ void vt_loader_destroy(vt_loader *L)
     free(L->boxes);
     free(L->lb);
     free(L->packed);
+    free(L->masks);
     free(L);
 }
 
@@ -189,6 +193,63 @@ static vt_status load_cls(vt_loader *L, const vt_image *img, vt_rng *r, vt_image
     return VT_OK;
 }
 
+/* Segmentation: letterbox the image (grey padding) and its class mask (nearest neighbour, the
+ * padding `ignore`), then with augmentation the flips (both) and HSV (the image).  Mosaic and
+ * the random affine are not applied to segmentation yet. */
+static vt_status load_seg(vt_loader *L, int slot, const vt_image *img, vt_rng *r, vt_image *dst)
+{
+    int idx = L->indices[slot], sz = L->cfg.imgsz;
+    uint8_t ignore = (uint8_t)vt_seg_ignore_value(L->ds);
+    uint8_t *src = vt_malloc((size_t)img->w * img->h);
+    if (!src) return VT_ERR_OUT_OF_MEMORY;
+    vt_status st = vt_seg_image_mask(L->ds, L->split, idx, img->w, img->h, src);
+    vt_letterbox lb;
+    if (!st) st = vt_letterbox_image(img, sz, sz, 1, 114, dst, &lb);
+    if (st) {
+        free(src);
+        return st;
+    }
+    uint8_t *m = L->masks + (size_t)slot * sz * sz;
+    for (int y = 0; y < sz; y++) {
+        int sy = (int)floor((y - lb.pad_y + 0.5) * img->h / (double)lb.new_h);
+        for (int x = 0; x < sz; x++) {
+            int sx = (int)floor((x - lb.pad_x + 0.5) * img->w / (double)lb.new_w);
+            int in = x >= lb.pad_x && x < lb.pad_x + lb.new_w && y >= lb.pad_y &&
+                     y < lb.pad_y + lb.new_h;
+            sx = sx < 0 ? 0 : sx >= img->w ? img->w - 1 : sx;
+            sy = sy < 0 ? 0 : sy >= img->h ? img->h - 1 : sy;
+            m[(size_t)y * sz + x] = in ? src[(size_t)sy * img->w + sx] : ignore;
+        }
+    }
+    free(src);
+    if (r) {
+        const vt_aug_params *p = &L->aug;
+        vt_aug_hsv(dst, p->hsv_h, p->hsv_s, p->hsv_v, r);
+        int ud = vt_aug_chance(r, p->flipud), lr = vt_aug_chance(r, p->fliplr);
+        if (ud) {
+            vt_aug_flipud(dst, NULL);
+            for (int y = 0; y < sz / 2; y++)
+                for (int x = 0; x < sz; x++) {
+                    uint8_t *a = m + (size_t)y * sz + x, *b = m + (size_t)(sz - 1 - y) * sz + x;
+                    uint8_t t = *a;
+                    *a = *b;
+                    *b = t;
+                }
+        }
+        if (lr) {
+            vt_aug_fliplr(dst, NULL);
+            for (int y = 0; y < sz; y++)
+                for (int x = 0; x < sz / 2; x++) {
+                    uint8_t *a = m + (size_t)y * sz + x, *b = m + (size_t)y * sz + sz - 1 - x;
+                    uint8_t t = *a;
+                    *a = *b;
+                    *b = t;
+                }
+        }
+    }
+    return VT_OK;
+}
+
 static vt_status load_one(vt_loader *L, int slot)
 {
     const vt_split_list *sl = &L->ds->split[L->split];
@@ -203,8 +264,9 @@ static vt_status load_one(vt_loader *L, int slot)
         st = load_det_aug(L, slot, &rng, &out);
     } else {
         if ((st = vt_image_load(sl->paths[idx], &img))) return st;
-        st = L->ds->task == VT_TASK_DETECT ? load_det_plain(L, slot, &img, &out)
-                                           : load_cls(L, &img, augment ? &rng : NULL, &out);
+        st = L->ds->task == VT_TASK_DETECT    ? load_det_plain(L, slot, &img, &out)
+             : L->ds->task == VT_TASK_SEGMENT ? load_seg(L, slot, &img, augment ? &rng : NULL, &out)
+                                              : load_cls(L, &img, augment ? &rng : NULL, &out);
     }
     if (!st) {
         size_t plane = (size_t)sz * sz;
@@ -251,6 +313,11 @@ vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_s
             if (!lb) return VT_ERR_OUT_OF_MEMORY;
             L->lb = lb;
         }
+        if (L->ds->task == VT_TASK_SEGMENT) {
+            uint8_t *mk = vt_realloc(L->masks, (size_t)n * plane);
+            if (!mk) return VT_ERR_OUT_OF_MEMORY;
+            L->masks = mk;
+        }
         int *pk = vt_realloc(L->packed, (size_t)n * sizeof *pk);
         if (!pk) return VT_ERR_OUT_OF_MEMORY;
         L->packed = pk;
@@ -294,4 +361,9 @@ void vt_loader_boxes(const vt_loader *L, int k, const vt_det **boxes, int *count
     *boxes = L->boxes[s].v;
     *count = L->boxes[s].n;
     if (lb) *lb = L->lb[s];
+}
+
+const uint8_t *vt_loader_mask(const vt_loader *L, int k)
+{
+    return L->masks + (size_t)L->packed[k] * L->cfg.imgsz * L->cfg.imgsz;
 }

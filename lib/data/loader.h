@@ -47,4 +47,9 @@ vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_s
 void vt_loader_boxes(const vt_loader *L, int k, const vt_det **boxes, int *count,
                      vt_letterbox *lb);
 
+/* Segmentation, after a fill: the imgsz x imgsz class mask of packed image k (values are class
+ * ids, or the dataset's ignore value for unlabelled and padding pixels); owned by the loader,
+ * valid until the next fill. */
+const uint8_t *vt_loader_mask(const vt_loader *L, int k);
+
 #endif

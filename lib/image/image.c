@@ -619,3 +619,9 @@ vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int 
     }
     return vt_afile_commit(&af);
 }
+
+VT_API vt_status vt_png_save(const char *path, const uint8_t *pixels, int width, int height,
+                             int channels, size_t stride)
+{
+    return vt_image_save_png(path, pixels, width, height, channels, stride);
+}

@@ -85,6 +85,7 @@ VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_class
      * option's default. */
     int imgsz = (int)vt_opt_num(&ov, VT_OPT_MODEL_IMGSZ);
     if (!vt_opt_isset(&ov, VT_OPT_MODEL_IMGSZ) && vt_arch_is_detector(arch)) imgsz = 640;
+    if (!vt_opt_isset(&ov, VT_OPT_MODEL_IMGSZ) && vt_arch_is_segmenter(arch)) imgsz = 512;
     st = model_new(&m, arch, num_classes, (int)vt_opt_num(&ov, VT_OPT_CHANNELS), imgsz,
                    (float)vt_opt_num(&ov, VT_OPT_DROPOUT),
                    (uint64_t)vt_opt_num(&ov, VT_OPT_MODEL_SEED));
@@ -322,8 +323,9 @@ static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, 
         return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "scores holds %d values; the model has %d classes",
                        n, m->num_classes);
     if (m->task != VT_TASK_CLASSIFY)
-        return vt_fail(VT_ERR_UNSUPPORTED, "%s is a detection model: use vt_model_detect_file / "
-                       "vt_model_detect_pixels", m->arch);
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s is a %s model: use vt_model_%s_file / _pixels",
+                       m->arch, m->task == VT_TASK_DETECT ? "detection" : "segmentation",
+                       m->task == VT_TASK_DETECT ? "detect" : "segment");
     vt_status st = vt_model_predict_ready(m);
     if (st) return st;
     vt_image rs = {0};

@@ -36,6 +36,8 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
                         float dropout, vt_task *task, int *output_node);
 /* 1 for the detector family names ("det-..."). */
 int vt_arch_is_detector(const char *arch);
+/* 1 for the segmentation family names ("seg-..."). */
+int vt_arch_is_segmenter(const char *arch);
 /* Names of the known architectures, NULL-terminated. */
 extern const char *const vt_arch_names[];
 

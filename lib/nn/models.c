@@ -22,14 +22,21 @@
  *             level: objects of every size are predicted from P3, which sees C4 and C5 through
  *             the top-down path)
  *   n: c 16/32/64/128/256, d 0/1/1/1, f 64;  s: 32/64/128/256/512, d 1/1/1/1, f 128;
- *   m: 48/96/192/384/576, d 1/2/2/1, f 192.  imgsz must be a multiple of 32. */
+ *   m: 48/96/192/384/576, d 1/2/2/1, f 192.  imgsz must be a multiple of 32.
+ * seg-{n,s,m}: a U-Net-style semantic segmentation network on the same encoder:
+ *   encoder   stem conv3x3/2 (c0) = E1, then stages i = 1..4 as det (E2..E5 at strides 4..32)
+ *   decoder   for i = 4, 3, 2, 1: y = cbr3x3(concat(up(y), E_i), c_{i-1}), starting from y = E5;
+ *             then up(y) to the input size, cbr3x3(c0), conv1x1 -> nc logits per pixel
+ *   n: c 16/32/64/128/256, d 0/1/1/1;  s: 32/64/128/256/512, d 1/1/1/1;
+ *   m: 48/96/192/384/576, d 1/2/2/1.  imgsz must be a multiple of 32. */
 #include <math.h>
 #include <string.h>
 
 #include "nn/model.h"
 
 const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", "resnet18",
-                                     "det-n", "det-s", "det-m", NULL};
+                                     "det-n", "det-s", "det-m", "seg-n", "seg-s", "seg-m",
+                                     NULL};
 
 static int cbr(vt_graph *g, int x, int c, int k, int s)
 {
@@ -119,7 +126,27 @@ static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int
     return vt_g_conv(g, h, 4 + nc, 1, 1, 0, 1, 1);
 }
 
+static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channels, int imgsz)
+{
+    int x = vt_g_input(g, channels, imgsz, imgsz);
+    int e[5];
+    e[0] = x = cbr(g, x, c[0], 3, 2);
+    for (int i = 1; i <= 4; i++) {
+        x = cbr(g, x, c[i], 3, 2);
+        for (int k = 0; k < d[i - 1]; k++) x = basic_block(g, x, c[i]);
+        e[i] = x;
+    }
+    int y = e[4];
+    for (int i = 3; i >= 0; i--) {
+        int cat[2] = {vt_g_upsample(g, y), e[i]};
+        y = cbr(g, vt_g_concat(g, cat, 2), c[i], 3, 1);
+    }
+    y = cbr(g, vt_g_upsample(g, y), c[0], 3, 1);
+    return vt_g_conv(g, y, nc, 1, 1, 0, 1, 1);
+}
+
 int vt_arch_is_detector(const char *arch) { return strncmp(arch, "det-", 4) == 0; }
+int vt_arch_is_segmenter(const char *arch) { return strncmp(arch, "seg-", 4) == 0; }
 
 vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
                         float dropout, vt_task *task, int *output_node)
@@ -134,23 +161,28 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
     else if (strcmp(arch, "cls-m") == 0) out = build_cls(g, wm, dm, num_classes, channels, imgsz, dropout);
     else if (strcmp(arch, "cnn-small") == 0) out = build_cnn_small(g, num_classes, channels, imgsz);
     else if (strcmp(arch, "resnet18") == 0) out = build_resnet18(g, num_classes, channels, imgsz, dropout);
-    else if (vt_arch_is_detector(arch) && (arch[4] == 'n' || arch[4] == 's' || arch[4] == 'm') &&
-             arch[5] == 0) {
+    else if ((vt_arch_is_detector(arch) || vt_arch_is_segmenter(arch)) &&
+             (arch[4] == 'n' || arch[4] == 's' || arch[4] == 'm') && arch[5] == 0) {
         static const int cn[] = {16, 32, 64, 128, 256}, dn4[] = {0, 1, 1, 1};
         static const int cs[] = {32, 64, 128, 256, 512}, ds4[] = {1, 1, 1, 1};
         static const int cm[] = {48, 96, 192, 384, 576}, dm4[] = {1, 2, 2, 1};
         if (imgsz % 32) {
             vt_graph_free(g);
             return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                           "%s: imgsz=%d must be a multiple of 32 (the detector's coarsest "
+                           "%s: imgsz=%d must be a multiple of 32 (the network's coarsest "
                            "stride)", arch, imgsz);
         }
-        if (arch[4] == 'n') out = build_det(g, cn, dn4, 64, num_classes, channels, imgsz);
+        int seg = vt_arch_is_segmenter(arch);
+        if (seg) {
+            const int *c = arch[4] == 'n' ? cn : arch[4] == 's' ? cs : cm;
+            const int *d = arch[4] == 'n' ? dn4 : arch[4] == 's' ? ds4 : dm4;
+            out = build_seg(g, c, d, num_classes, channels, imgsz);
+        } else if (arch[4] == 'n') out = build_det(g, cn, dn4, 64, num_classes, channels, imgsz);
         else if (arch[4] == 's') out = build_det(g, cs, ds4, 128, num_classes, channels, imgsz);
         else out = build_det(g, cm, dm4, 192, num_classes, channels, imgsz);
         if (out >= 0) {
             vt_graph_finalize(g);
-            *task = VT_TASK_DETECT;
+            *task = seg ? VT_TASK_SEGMENT : VT_TASK_DETECT;
             *output_node = out;
             return VT_OK;
         }
@@ -159,7 +191,7 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
         vt_graph_free(g);
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
                        "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small, "
-                       "resnet18, det-n, det-s, det-m",
+                       "resnet18, det-n, det-s, det-m, seg-n, seg-s, seg-m",
                        arch);
     }
     if (out < 0) {

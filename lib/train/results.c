@@ -16,9 +16,20 @@ static const char *const det_cols[VT_RD_NCOLS] = {
     "metrics/mAP50-95", "lr", "time/epoch", "time/data_wait", "time/elapsed"};
 static const unsigned char det_plot[VT_RD_NCOLS] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
 
+static const char *const seg_cols[VT_RS_NCOLS] = {
+    "epoch", "train/loss", "val/loss", "metrics/mIoU", "metrics/pixel_acc", "lr", "time/epoch",
+    "time/data_wait", "time/elapsed"};
+static const unsigned char seg_plot[VT_RS_NCOLS] = {0, 1, 1, 1, 1, 1, 1, 0, 0};
+
 void vt_results_init(vt_results *r, vt_task task)
 {
     memset(r, 0, sizeof *r);
+    if (task == VT_TASK_SEGMENT) {
+        r->ncol = VT_RS_NCOLS;
+        r->cols = seg_cols;
+        r->plot = seg_plot;
+        return;
+    }
     if (task == VT_TASK_DETECT) {
         r->ncol = VT_RD_NCOLS;
         r->cols = det_cols;

@@ -45,6 +45,20 @@ enum {
     VT_RD_NCOLS
 };
 
+/* Column indices of the segmentation table. */
+enum {
+    VT_RS_EPOCH = 0,
+    VT_RS_TRAIN_LOSS,
+    VT_RS_VAL_LOSS,
+    VT_RS_MIOU,
+    VT_RS_PIXEL_ACC,
+    VT_RS_LR,
+    VT_RS_EPOCH_TIME,
+    VT_RS_DATA_WAIT,
+    VT_RS_ELAPSED,
+    VT_RS_NCOLS
+};
+
 /* An empty table with the task's columns. */
 void vt_results_init(vt_results *r, vt_task task);
 void vt_results_free(vt_results *r);

@@ -200,7 +200,8 @@ vt_status vt_train_write_plots(vt_trainer *t)
     char path[4200];
     snprintf(path, sizeof path, "%s/results.png", t->run_dir);
     VT_TRY(vt_plot_results(path, &t->results));
-    if (t->confusion && t->confusion_k > 0 && t->prog.has[VT_METRIC_TOP1]) {
+    if (t->confusion && t->confusion_k > 0 &&
+        (t->prog.has[VT_METRIC_TOP1] || t->prog.has[VT_METRIC_MIOU])) {
         snprintf(path, sizeof path, "%s/confusion_matrix.png", t->run_dir);
         VT_TRY(vt_plot_confusion(path, t->confusion_k, t->confusion,
                                  (const char *const *)t->ds->class_names));

@@ -83,6 +83,7 @@ static void release_device(vt_trainer *t)
     t->opt_m = t->opt_v = NULL;
     t->ema_p = t->ema_b = t->tmp_p = t->tmp_b = NULL;
     vt_det_release(t);
+    vt_seg_release(t);
     vt_exec_destroy(t->exec);
     t->exec = NULL;
     vt_backend_destroy(t->be);
@@ -335,6 +336,8 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
     vt_node *out = &e->g->nodes[m->output_node];
     if (m->task == VT_TASK_DETECT) {
         TRY(vt_det_batch_loss(t, L, n, 1, loss_out));
+    } else if (m->task == VT_TASK_SEGMENT) {
+        TRY(vt_seg_batch_loss(t, L, n, 1, loss_out));
     } else {
         TRY(be->ops->upload(be, e->labels, t->host_labels, (size_t)n * sizeof(int32_t)));
         TRY(be->ops->softmax_xent(be, m->num_classes, n, out->y, e->labels,
@@ -388,6 +391,7 @@ static void mark_dirty(vt_trainer *t)
 static vt_status evaluate(vt_trainer *t, vt_split split, int batch, vt_loader **keep)
 {
     if (t->model->task == VT_TASK_DETECT) return vt_det_evaluate(t, split, batch, keep);
+    if (t->model->task == VT_TASK_SEGMENT) return vt_seg_evaluate(t, split, batch, keep);
     vt_dataset *ds = t->ds;
     int total = ds->split[split].n;
     if (total == 0)
@@ -796,9 +800,10 @@ static vt_status run(vt_trainer *t)
             pos->elapsed += val_seconds;
         }
         double mean_loss = pos->loss_sum / (pos->batch > 0 ? pos->batch : 1);
-        int det = m->task == VT_TASK_DETECT;
+        int det = m->task == VT_TASK_DETECT, seg = m->task == VT_TASK_SEGMENT;
         double fitness = !validate ? -mean_loss
                          : det     ? t->prog.value[VT_METRIC_MAP50_95]
+                         : seg     ? t->prog.value[VT_METRIC_MIOU]
                                    : t->prog.value[VT_METRIC_TOP1];
         int improved = pos->best_epoch == 0 || fitness > pos->best_fitness;
         if (improved) {
@@ -812,6 +817,12 @@ static vt_status run(vt_trainer *t)
             double r[VT_RD_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
                                      vv * pv[VT_METRIC_PRECISION], vv * pv[VT_METRIC_RECALL],
                                      vv * pv[VT_METRIC_MAP50], vv * pv[VT_METRIC_MAP50_95],
+                                     pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
+                                     pos->data_wait, pos->elapsed};
+            memcpy(row, r, sizeof r);
+        } else if (seg) {
+            double r[VT_RS_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
+                                     vv * pv[VT_METRIC_MIOU], vv * pv[VT_METRIC_PIXEL_ACC],
                                      pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
                                      pos->data_wait, pos->elapsed};
             memcpy(row, r, sizeof r);

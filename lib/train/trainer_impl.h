@@ -12,7 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/results.h"
 
-enum { VT_NMETRIC = 18 };
+enum { VT_NMETRIC = 20 };
 
 struct vt_progress {
     int epoch, epochs, batch, batches;
@@ -79,6 +79,11 @@ struct vt_trainer {
     float *head_host, *decode_scratch;
     size_t head_cap, decode_cap;
     struct vt_det_eval *det_eval;
+    /* segmentation: per-pixel labels (host, backend) and logits downloaded for evaluation */
+    int32_t *seg_lab_host, *seg_lab_dev;
+    size_t seg_lab_cap;
+    float *seg_logits;
+    size_t seg_logits_cap;
     char run_dir[4096];          /* "" when save=0 */
     char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
     vt_stop_reason stop;
@@ -136,6 +141,16 @@ vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
 vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
 /* Free the detection buffers (host and backend). */
 void vt_det_release(vt_trainer *t);
+
+/* ---- segment_train.c ---- */
+/* Loss of a segmentation batch already in the executor's input, with the masks of the
+ * loader's last fill; with_grad seeds the output gradient.  *loss: mean over labelled pixels. */
+vt_status vt_seg_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
+                            float *loss);
+/* Validation of a segmenter: val loss, mIoU, pixel accuracy into t->prog, confusion matrix
+ * (pixels) into t->confusion. */
+vt_status vt_seg_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
+void vt_seg_release(vt_trainer *t);
 
 /* ---- trainer.c, used by train_state.c ---- */
 vt_status vt_trainer_pull_weights(vt_trainer *t);

@@ -48,6 +48,8 @@ class Metric(enum.IntEnum):
     RECALL = 15
     MAP50 = 16
     MAP50_95 = 17
+    MIOU = 18
+    PIXEL_ACC = 19
 
 
 class Event(enum.IntEnum):
@@ -716,6 +718,33 @@ class Model(_Closable):
                 out.append(Detection(i, name, sc[k], bx[4 * k], bx[4 * k + 1], bx[4 * k + 2],
                                      bx[4 * k + 3]))
             return out
+
+    def segment(self, image, width=None, height=None, channels=None, stride=None):
+        """The class id of every pixel of one image, for a segmentation model ("seg-..."), at
+        the image's own size: a numpy uint8 array of shape (H, W) when numpy is loaded, else a
+        (width, height, bytes) tuple with the row-major mask.  ``image`` takes the same forms as
+        predict()."""
+        p = self._ptr()
+        if isinstance(image, (str, os.PathLike)):
+            w, h = ctypes.c_int(0), ctypes.c_int(0)
+            st = self._lib.vt_model_segment_file(p, _cpath(image), None, 0, ctypes.byref(w),
+                                                 ctypes.byref(h))
+            if st != Status.BUFFER_TOO_SMALL:
+                self._check(st)
+            w, h = w.value, h.value
+            mask = (ctypes.c_uint8 * (w * h))()
+            self._check(self._lib.vt_model_segment_file(p, _cpath(image), mask, w * h,
+                                                        ctypes.byref(ctypes.c_int()),
+                                                        ctypes.byref(ctypes.c_int())))
+        else:
+            buf, w, h, c, strd = _pixels(image, width, height, channels, stride)
+            mask = (ctypes.c_uint8 * (w * h))()
+            self._check(self._lib.vt_model_segment_pixels(
+                p, ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)), w, h, c, strd, mask))
+        np = _np()
+        if np is not None:
+            return np.frombuffer(bytes(mask), dtype=np.uint8).reshape(h, w)
+        return (w, h, bytes(mask))
 
     def predict_topk(self, image, k=5, **kw):
         """The k most probable classes: a list of Prediction(index, name, probability), best

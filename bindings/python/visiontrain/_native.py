@@ -112,6 +112,12 @@ PROTOTYPES = {
                                           ctypes.c_size_t, c_float, c_float, c_int,
                                           POINTER(c_int), POINTER(c_float), POINTER(c_float),
                                           c_int, POINTER(c_int)]),
+    "vt_model_segment_file": (c_status, [c_void_p, c_char_p, POINTER(ctypes.c_uint8),
+                                         ctypes.c_size_t, POINTER(c_int), POINTER(c_int)]),
+    "vt_model_segment_pixels": (c_status, [c_void_p, POINTER(ctypes.c_uint8), c_int, c_int, c_int,
+                                           ctypes.c_size_t, POINTER(ctypes.c_uint8)]),
+    "vt_png_save": (c_status, [c_char_p, POINTER(ctypes.c_uint8), c_int, c_int, c_int,
+                               ctypes.c_size_t]),
     "vt_model_last_error": (c_char_p, [c_void_p]),
     # progress
     "vt_progress_epoch": (c_int, [c_void_p]),
