@@ -531,9 +531,9 @@ VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_pa
  * and dir/data.yaml, 0..max_objects shapes per image (about 10% empty) with exact boxes;
  * options classes=3 (3..8) train=200 val=50 (images) imgsz=160 (32..1024) seed=0
  * max_objects=6 (0..64).
- * Segmentation (VT_TASK_SEGMENT), same options and the same images as detection for the same
- * options (shapes drawn largest first, so the overlap rule of "segmentation datasets" holds in
- * the pixels too): the YOLO-seg layout (dir/labels/ hold the exact outline of each shape as a
+ * Segmentation (VT_TASK_SEGMENT), same options, and the detection set's scenes for the same
+ * options (where shapes overlap the larger is drawn first, so the overlap rule of
+ * "segmentation datasets" holds in the pixels too): the YOLO-seg layout (dir/labels/ hold the exact outline of each shape as a
  * polygon: corners of the polygonal shapes, 32-gons for circles, a ring as one polygon of its
  * outer and inner 32-gons joined by a doubled bridge edge, which the even-odd rule cancels),
  * plus dir/masks/{train,val}/NNNNN.png: 8-bit class-id masks rasterised from the same polygons
