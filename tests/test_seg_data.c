@@ -704,6 +704,26 @@ START_TEST(test_synth_segment)
         }
     }
     ck_assert_msg(compared > 0, "no single-object image to compare");
+    /* the dataset tools keep the class convention: a split of either layout reopens with the
+     * same classes (no second "background") and the same masks */
+    const char *src[2] = {"g", "g/masks.yaml"}, *dst[2] = {"gs", "gm"};
+    for (int k = 0; k < 2; k++) {
+        vt_dataset *orig = open_seg(vt_test_path("%s", src[k]));
+        ck_assert_int_eq(vt_dataset_split(orig, vt_test_path("%s", dst[k]), "val=0.25 seed=1"),
+                         VT_OK);
+        vt_dataset *re = open_seg(vt_test_path("%s/data.yaml", dst[k]));
+        ck_assert_int_eq(vt_dataset_num_classes(re), 5);
+        for (int c = 0; c < 5; c++)
+            ck_assert_str_eq(vt_dataset_class_name(re, c), vt_dataset_class_name(orig, c));
+        const char *p0 = vt_dataset_image_path(re, VT_SPLIT_TRAIN, 0);
+        int j = 0;
+        while (strcmp(vt_dataset_image_path(orig, VT_SPLIT_TRAIN, j), p0)) j++;
+        ck_assert_int_eq(vt_dataset_mask(orig, VT_SPLIT_TRAIN, j, a, 64, 64), VT_OK);
+        ck_assert_int_eq(vt_dataset_mask(re, VT_SPLIT_TRAIN, 0, b, 64, 64), VT_OK);
+        ck_assert(!memcmp(a, b, sizeof a));
+        vt_dataset_destroy(orig);
+        vt_dataset_destroy(re);
+    }
     /* options as detection's */
     ck_assert_int_eq(vt_synth_generate(vt_test_path("g3"), VT_TASK_SEGMENT, "bogus=1"),
                      VT_ERR_UNKNOWN_OPTION);
