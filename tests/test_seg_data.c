@@ -452,6 +452,8 @@ START_TEST(test_mask_layout)
     ck_assert_int_eq(vt_report_count(r, VT_COUNT_USABLE, VT_SPLIT_TRAIN), 1);
     ck_assert_int_eq(vt_report_count(r, VT_COUNT_CORRUPT, VT_SPLIT_TRAIN), 1);
     ck_assert_int_eq(vt_report_count(r, VT_COUNT_USABLE, VT_SPLIT_VAL), 1);
+    ck_assert_int_eq(vt_report_count(r, VT_COUNT_BACKGROUNDS, VT_SPLIT_VAL), 0);
+    ck_assert_int_eq(vt_report_count(r, VT_COUNT_INSTANCES, VT_SPLIT_VAL), 0);
     vt_report_destroy(r);
     ck_assert_int_eq(vt_dataset_validate(&r, VT_TASK_SEGMENT, vt_test_path("m"),
                                          "policy=skip min_size=1"),

@@ -432,8 +432,10 @@ typedef enum vt_count {
     VT_COUNT_CORRUPT = 3,     /* images with an image problem (unreadable, corrupt, truncated,
                                  too small, unsupported format): never usable                  */
     VT_COUNT_SKIPPED = 4,     /* images left out by policy=skip for a label problem            */
-    VT_COUNT_BACKGROUNDS = 5, /* usable detection images without any box                        */
-    VT_COUNT_INSTANCES = 6    /* boxes of the usable images (classification: usable images)     */
+    VT_COUNT_BACKGROUNDS = 5, /* usable detection (or polygon segmentation) images without any
+                                 box; 0 for segmentation mask datasets                         */
+    VT_COUNT_INSTANCES = 6    /* boxes (segmentation: polygons; none for masks) of the usable
+                                 images (classification: usable images)                         */
 } vt_count;
 
 /* Validate a dataset: open it (task and path as for vt_dataset_open; segmentation: see

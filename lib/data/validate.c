@@ -341,7 +341,8 @@ static vt_status make_report(vt_dataset *ds, unsigned char *bad[3], vt_report **
                 continue;
             }
             int b0 = sl->box_start[i], b1 = sl->box_start[i + 1];
-            if (b0 == b1) c[VT_COUNT_BACKGROUNDS]++;
+            /* a mask image has no boxes, but that does not make it a background */
+            if (b0 == b1 && !sl->mask_paths) c[VT_COUNT_BACKGROUNDS]++;
             c[VT_COUNT_INSTANCES] += b1 - b0;
             for (int b = b0; b < b1; b++) inst[sl->boxes[b].cls]++;
         }
