@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "data/augment.h"
 #include "data/seg_mask.h"
 #include "image/image.h"
 #include "testutil.h"
@@ -218,6 +219,23 @@ START_TEST(test_overlap_rule)
     ck_assert_int_eq(m[2 * 8 + 2], 2);
     ck_assert_int_eq(m[7 * 8 + 7], 1);
     ck_assert_double_eq_tol(vt_seg_poly_area(xy + 8, 4), 1.0, 1e-12);
+
+    /* the same rule for augmented labels in pixels (a box-only object is not drawn) */
+    vt_aug_labels l;
+    vt_aug_labels_init(&l);
+    ck_assert_int_eq(vt_aug_labels_add_box(&l, 7, 0, 0, 8, 8), VT_OK);
+    for (int k = 0; k < 4; k++) {
+        float px[8];
+        for (int q = 0; q < 8; q++) px[q] = xy[2 * polys[k].off + q] * 8;
+        ck_assert_int_eq(vt_aug_labels_add_poly(&l, polys[k].cls, px, 4), VT_OK);
+    }
+    uint8_t m2[64];
+    memset(m, 0, sizeof m);
+    memset(m2, 0, sizeof m2);
+    ck_assert_int_eq(vt_seg_draw_polygons(polys, 4, xy, 8, 8, m), VT_OK);
+    ck_assert_int_eq(vt_seg_draw_aug_labels(&l, 8, 8, m2), VT_OK);
+    ck_assert_mem_eq(m, m2, 64);
+    vt_aug_labels_free(&l);
 }
 END_TEST
 

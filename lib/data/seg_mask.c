@@ -7,6 +7,8 @@
  * right/bottom edges out) makes two polygons that share an edge cover disjoint pixels. */
 #include "data/seg_mask.h"
 
+#include "data/augment.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -132,6 +134,32 @@ vt_status vt_seg_draw_polygons(const vt_seg_poly *polys, int n, const float *xy_
     }
     free(order);
     free(px);
+    return st;
+}
+
+vt_status vt_seg_draw_aug_labels(const vt_aug_labels *l, int w, int h, uint8_t *mask)
+{
+    if (!l || !mask || w < 1 || h < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_seg_draw_aug_labels: bad argument");
+    if (l->n <= 0) return VT_OK;
+    area_key *order = vt_malloc((size_t)l->n * sizeof *order);
+    if (!order) return VT_ERR_OUT_OF_MEMORY;
+    int m = 0;
+    for (int k = 0; k < l->n; k++) {
+        int n;
+        const float *xy = vt_aug_labels_poly(l, k, &n);
+        if (n < 3) continue;
+        order[m].area = vt_seg_poly_area(xy, n);
+        order[m++].index = k;
+    }
+    qsort(order, (size_t)m, sizeof *order, cmp_area);
+    vt_status st = VT_OK;
+    for (int k = 0; !st && k < m; k++) {
+        int n;
+        const float *xy = vt_aug_labels_poly(l, order[k].index, &n);
+        st = vt_seg_rasterize(xy, n, w, h, (uint8_t)l->box[order[k].index].cls, mask);
+    }
+    free(order);
     return st;
 }
 

@@ -27,6 +27,15 @@ double vt_seg_poly_area(const float *xy, int n);
 vt_status vt_seg_draw_polygons(const vt_seg_poly *polys, int n, const float *xy_norm, int w,
                                int h, uint8_t *mask);
 
+/* The same for augmented labels (augment.h: pixel coordinates of a w x h image, e.g. after a
+ * mosaic or an affine warp): each object with a polygon is drawn with value = its cls (a
+ * dataset class id), larger area first, ties in object order; box-only objects are not drawn.
+ * The mask is not cleared first.  This is how a loader keeps polygon masks sharp through
+ * geometric augmentation instead of warping a rasterised mask. */
+struct vt_aug_labels;
+vt_status vt_seg_draw_aug_labels(const struct vt_aug_labels *labels, int w, int h,
+                                 uint8_t *mask);
+
 /* The class mask of image i of a segmentation dataset at w x h pixels (the image's own size):
  * polygon datasets: background 0 then vt_seg_draw_polygons; mask datasets: the mask PNG, which
  * must be w x h, with out-of-range values mapped to the ignore value.  The loader resizes or
