@@ -389,7 +389,9 @@ static const help_entry help_texts[] = {
      "usage: vt check data=PATH [task=classify|detect|segment policy=drop|skip|fail min_size=10\n"
      "                           workers=4 show=100]\n"
      "Validate a dataset with vt_dataset_validate: an ImageFolder (classify), a YOLO data.yaml\n"
-     "or a COCO .json (detect), a YOLO segmentation data.yaml (segment).  task defaults to\n"
+     "or a COCO .json (detect); for segment a YOLO-seg data.yaml, a data.yaml with masks:\n"
+     "(class-id PNG masks, which are decoded and checked too) or a COCO .json with polygons.\n"
+     "task defaults to\n"
      "detect when data ends in .yaml/.yml/.json or the folder holds a data.yaml, else classify.\n"
      "Every image is decoded (workers= threads); every problem is printed as 'file:line: ...'\n"
      "[code] (the first show=N of them): bad label lines, classes or coordinates out of range,\n"
@@ -420,11 +422,14 @@ static const help_entry help_texts[] = {
      "Print the library version and ABI, the GPUs this build can use, the GPU catalog of the\n"
      "estimator (catalog=CSV merges a CSV first) and every training and model option.\n"},
     {"synth",
-     "usage: vt synth data=DIR [task=classify|detect classes=4 train=100 val=40 imgsz=32 seed=0]\n"
+     "usage: vt synth data=DIR [task=classify|detect|segment classes=4 train=100 val=40 imgsz=32\n"
+     "                          seed=0]\n"
      "Write a synthetic dataset of coloured shapes on noisy backgrounds.  classify: ImageFolder,\n"
      "one shape per class, train/val images per class (classes 2..8, imgsz 16..512).  detect:\n"
      "YOLO layout with data.yaml, train/val images in all, max_objects=6 shapes per image\n"
-     "(classes 3..8, imgsz 32..1024; defaults classes=3 train=200 val=50 imgsz=160).\n"},
+     "(classes 3..8, imgsz 32..1024; defaults classes=3 train=200 val=50 imgsz=160).\n"
+     "segment: the detect options and scenes, YOLO-seg polygons in labels/ and the same labels\n"
+     "as class-id PNGs in masks/ (0 background, shape class k -> k+1).\n"},
     {"demo",
      "usage: vt demo [data=DIR save=FILE key=value ...]\n"
      "Generate a synthetic dataset in DIR (default demo-data) unless it exists, train cls-n on\n"
@@ -1247,15 +1252,16 @@ static int cmd_synth(args *a)
     }
     vt_task task = VT_TASK_CLASSIFY;
     if (task_s && !strcmp(task_s, "detect")) task = VT_TASK_DETECT;
+    else if (task_s && !strcmp(task_s, "segment")) task = VT_TASK_SEGMENT;
     else if (task_s && strcmp(task_s, "classify")) {
-        fprintf(stderr, "vt synth: task=%s: valid tasks: classify, detect\n", task_s);
+        fprintf(stderr, "vt synth: task=%s: valid tasks: classify, detect, segment\n", task_s);
         return EXIT_USAGE;
     }
     vt_status st = vt_synth_generate(data, task, opts);
     if (st) return fail(a->cmd, st, NULL);
-    printf("wrote a synthetic %s dataset to %s\n", task == VT_TASK_DETECT ? "detection"
-                                                                         : "classification",
-           data);
+    printf("wrote a synthetic %s dataset to %s\n",
+           task == VT_TASK_DETECT ? "detection"
+           : task == VT_TASK_SEGMENT ? "segmentation" : "classification", data);
     return 0;
 }
 

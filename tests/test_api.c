@@ -111,7 +111,8 @@ START_TEST(test_null_dataset_model)
     EXPECT_EMPTY_STR(vt_dataset_last_error(NULL));
     EXPECT_ERR(vt_synth_generate(NULL, VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_synth_generate("", VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
-    EXPECT_ERR(vt_synth_generate(vt_test_path("syn"), VT_TASK_SEGMENT, NULL), VT_ERR_UNSUPPORTED);
+    EXPECT_ERR(vt_synth_generate(vt_test_path("syn"), VT_TASK_SEGMENT, "max_objects=65"),
+               VT_ERR_OPTION_VALUE);
     /* models */
     EXPECT_ERR(vt_model_create(NULL, "cls-n", 2, NULL), VT_ERR_INVALID_ARGUMENT);
     EXPECT_ERR(vt_model_create(&m, NULL, 2, NULL), VT_ERR_INVALID_ARGUMENT);

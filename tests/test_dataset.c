@@ -306,8 +306,8 @@ START_TEST(test_open_errors)
     write_png(vt_test_path("good/train/b/x.png"), 8, 1);
     /* a detection dataset is a data.yaml or COCO json (test_detect_data.c) */
     expect_open_fail(vt_test_path("good"), VT_TASK_DETECT, VT_ERR_NOT_FOUND, "data.yaml", "task detect");
-    expect_open_fail(vt_test_path("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
-    expect_open_fail(vt_test_path("good"), VT_TASK_SEGMENT, VT_ERR_UNSUPPORTED, NULL, "task segment");
+    /* so is a segmentation dataset (test_seg_data.c) */
+    expect_open_fail(vt_test_path("good"), VT_TASK_SEGMENT, VT_ERR_NOT_FOUND, "data.yaml", "task segment");
     {
         vt_dataset *ds = NULL;
         vt_status st = vt_dataset_open(&ds, (vt_task)0, vt_test_path("good"));

@@ -187,7 +187,8 @@ START_TEST(bad_arguments)
     ck_assert_ptr_nonnull(strstr(vt_last_error(), "foo"));
     /* detection has its own options (tested in test_detect_data.c) */
     ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_DETECT, "classes=2"), VT_ERR_OPTION_VALUE);
-    ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_SEGMENT, NULL), VT_ERR_UNSUPPORTED);
+    /* segmentation takes the detection options (tested in test_seg_data.c) */
+    ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_SEGMENT, "classes=2"), VT_ERR_OPTION_VALUE);
     ck_assert_int_eq(vt_synth_generate(dir, (vt_task)42, NULL), VT_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vt_synth_generate(NULL, VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vt_synth_generate("", VT_TASK_CLASSIFY, NULL), VT_ERR_INVALID_ARGUMENT);

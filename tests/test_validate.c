@@ -434,16 +434,24 @@ START_TEST(test_validate_segment_polygons)
     };
     expect_problems(r, w, 8);
     ck_assert_int_eq(vt_report_count(r, VT_COUNT_INSTANCES, VT_SPLIT_TRAIN), 1);
-    ck_assert_int_eq(vt_report_class_instances(r, VT_SPLIT_TRAIN, 0), 1);
+    /* segmentation classes: 0 is the background, object class k is k + 1 */
+    ck_assert_int_eq(vt_report_num_classes(r), 3);
+    ck_assert_str_eq(vt_report_class_name(r, 0), "background");
+    ck_assert_str_eq(vt_report_class_name(r, 1), "a");
+    ck_assert_int_eq(vt_report_class_instances(r, VT_SPLIT_TRAIN, 0), 0);
+    ck_assert_int_eq(vt_report_class_instances(r, VT_SPLIT_TRAIN, 1), 1);
     vt_report_destroy(r);
     /* as a detection dataset the 5-column line is a box, the polygons bad lines */
     r = validate_ok(VT_TASK_DETECT, root, NULL);
     ck_assert_int_eq(vt_report_count(r, VT_COUNT_INSTANCES, VT_SPLIT_TRAIN), 1);
     ck_assert_int_eq(vt_report_class_instances(r, VT_SPLIT_TRAIN, 1), 1);
     vt_report_destroy(r);
-    /* segmentation datasets are validated, not opened */
+    /* and opened: the same problems, the good polygon kept */
     vt_dataset *ds;
-    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_SEGMENT, root), VT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_SEGMENT, root), VT_OK);
+    ck_assert_int_eq(vt_dataset_num_problems(ds), 8);
+    ck_assert_int_eq(vt_dataset_num_polygons(ds, VT_SPLIT_TRAIN, 0), 1);
+    vt_dataset_destroy(ds);
     ck_assert_uint_eq(hash_tree(root), h0);
 }
 END_TEST

@@ -241,7 +241,7 @@ VT_API vt_status vt_device_info(int device, char *name, size_t name_cap, int *cc
 typedef struct vt_dataset vt_dataset;
 
 /* Open a dataset.  For VT_TASK_DETECT see "detection datasets" below (data.yaml or COCO
- * JSON).  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
+ * JSON), for VT_TASK_SEGMENT "segmentation datasets".  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
  *   path/train/<class>/<name>.png|jpg|jpeg   path/val/<class>/...   (also "valid", optional "test")
  * Class names are the sorted sub-folder names of train/.  Only file names are read here; images
  * are decoded when training.  Fails with VT_ERR_NOT_FOUND (no such folder / no train split) or
@@ -263,7 +263,8 @@ VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
 
 /* ---- detection datasets ----------------------------------------------------------------- *
  *
- * vt_dataset_open(&ds, VT_TASK_DETECT, path) accepts:
+ * vt_dataset_open(&ds, VT_TASK_DETECT, path) accepts (segmentation: see "segmentation
+ * datasets" below):
  *
  *  - an Ultralytics YOLO data.yaml (a path ending in .yaml or .yml), or a folder holding
  *    data.yaml.  Keys: `path` (dataset root; relative to the folder of the yaml file, which is
@@ -311,10 +312,14 @@ typedef enum vt_problem_code {
     VT_PROBLEM_IMAGE_TOO_SMALL = 14, /* width or height below min_size (default 10 pixels)      */
     VT_PROBLEM_UNSUPPORTED_FORMAT = 15, /* not a PNG or JPEG by its content (e.g. a text file
                                         named .jpg), or a kind not supported (CMYK JPEG)      */
-    VT_PROBLEM_POLYGON_POINTS = 16,  /* segmentation label polygon with fewer than 3 points     */
+    VT_PROBLEM_POLYGON_POINTS = 16,  /* segmentation polygon with fewer than 3 points          */
     VT_PROBLEM_EMPTY_SPLIT = 17,     /* a split (or classification class folder) without images */
-    VT_PROBLEM_CLASS_COUNT = 18      /* `names` and `nc` disagree; classification: a val class
+    VT_PROBLEM_CLASS_COUNT = 18,     /* `names` and `nc` disagree; classification: a val class
                                         folder that train does not have                        */
+    VT_PROBLEM_MISSING_MASK = 19,    /* segmentation mask layout: an image without its mask PNG
+                                        (the image is dropped)                                 */
+    VT_PROBLEM_BAD_MASK = 20         /* a mask PNG that does not decode, is not 8-bit gray, or
+                                        differs in size from its image (validation, decode=1)  */
 } vt_problem_code;
 
 /* A short static name of a problem code ("truncated_jpeg"), "unknown" for other values. */
@@ -339,6 +344,78 @@ VT_API int vt_dataset_num_problems(const vt_dataset *dataset);
 VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char **file,
                                     int *line, int *code, const char **message);
 
+/* ---- segmentation datasets -------------------------------------------------------------- *
+ *
+ * vt_dataset_open(&ds, VT_TASK_SEGMENT, path) opens a dataset for SEMANTIC segmentation: every
+ * pixel gets a class, class 0 being "background".  Layouts:
+ *
+ *  - YOLO-seg: a data.yaml as for detection; each label line is a polygon
+ *    "class x1 y1 x2 y2 ... xn yn" (n >= 3, normalised 0..1).  A bad polygon (fewer than 3
+ *    points: VT_PROBLEM_POLYGON_POINTS; an odd coordinate count or a non-number: BAD_LINE; a
+ *    coordinate outside 0..1: COORD_RANGE; an unknown class: CLASS_RANGE; zero width or height:
+ *    ZERO_SIZE; an exact repeat: DUPLICATE) is recorded with file and line and dropped, the rest
+ *    of the image kept.
+ *  - COCO instances JSON (as for detection) whose annotations have `segmentation` polygons
+ *    [[x1, y1, x2, y2, ...], ...] in pixels: each part of an object is one polygon (points more
+ *    than a pixel outside the image: COORD_RANGE, dropped; nearer ones are clamped).  RLE
+ *    segmentations are recorded ("RLE masks are not supported yet", VT_PROBLEM_BAD_ANNOTATION)
+ *    and dropped; `iscrowd` annotations are skipped.
+ *  - mask PNGs: a data.yaml with `masks: <folder>` (e.g. `masks: masks`).  The mask of an image
+ *    is its path with the last "/images/" replaced by "/<folder>/" and the extension by ".png":
+ *    an 8-bit grayscale PNG of the image's size whose pixel values are class ids.  `ignore: N`
+ *    (0..255, default 255, not a class id) marks pixels excluded from loss and metrics.  An
+ *    image without its mask is dropped (VT_PROBLEM_MISSING_MASK).  Masks are only read when
+ *    used (vt_dataset_mask), validated, or opened with decode=1 (VT_PROBLEM_BAD_MASK for an
+ *    undecodable, non-gray or wrongly sized mask; values >= num_classes other than the ignore
+ *    value are VT_PROBLEM_CLASS_RANGE and read as ignore).
+ *
+ * Classes.  Polygon datasets (YOLO-seg, COCO) with nc object classes have nc + 1 classes:
+ * 0 = "background" (every pixel no polygon covers), object class k -> k + 1, named after
+ * data.yaml's `names` / the COCO categories.  Mask datasets have exactly the classes of `names`
+ * (class 0 is whatever the dataset says).  At most 254 object classes (255 mask classes).
+ *
+ * Polygons are also boxes: vt_dataset_num_boxes / vt_dataset_box give each polygon's bounding
+ * box (class k + 1) in the same order, so detection-style tools work unchanged.  Mask datasets
+ * have no polygons and no boxes.
+ *
+ * Rasterisation (vt_dataset_mask).  A pixel (x, y) is inside a polygon when its centre
+ * (x + 0.5, y + 0.5) is, by the even-odd rule; a centre exactly on a left or top edge is inside,
+ * on a right or bottom edge outside, so polygons sharing an edge never share a pixel.  Where
+ * polygons overlap, the smaller (by area) is drawn last and wins, as Ultralytics does; equal
+ * areas keep label order (later on top). */
+
+/* Number of polygons of image i (0 for an out-of-range index or a dataset without polygons). */
+VT_API int vt_dataset_num_polygons(const vt_dataset *dataset, vt_split split, int i);
+
+/* Polygon k of image i: its class (dataset class id, >= 1), its point count, and its points as
+ * x, y pairs normalised to 0..1.  Query then fill: *npts is always set; xy may be NULL (or cap
+ * 0) to ask only for the count; otherwise xy holds cap points (2*cap floats), and when
+ * cap < *npts the first cap points are written and VT_ERR_BUFFER_TOO_SMALL is returned.  cls and
+ * npts may be NULL.  VT_ERR_INVALID_ARGUMENT for an index out of range. */
+VT_API vt_status vt_dataset_polygon(const vt_dataset *dataset, vt_split split, int i, int k,
+                                    int *cls, float *xy, int cap, int *npts);
+
+/* The value of ignored pixels in masks (255 unless data.yaml says `ignore:`); -1 for a dataset
+ * that is not a segmentation dataset. */
+VT_API int vt_dataset_ignore_value(const vt_dataset *dataset);
+
+/* Width and height of image i, read from the PNG / JPEG header (no decoding).  Errors:
+ * VT_ERR_INVALID_ARGUMENT (index), VT_ERR_NOT_FOUND / VT_ERR_IO / VT_ERR_FORMAT for the file. */
+VT_API vt_status vt_dataset_image_size(const vt_dataset *dataset, vt_split split, int i, int *w,
+                                       int *h);
+
+/* Write the class mask of image i into the caller's buffer `mask` (w*h bytes, row-major, one
+ * class id per pixel; the library keeps no pointer to it).  w x h should be the image's own
+ * size (vt_dataset_image_size): polygons are rasterised at that size from their normalised
+ * points; a mask PNG must have exactly that size (VT_ERR_DATASET otherwise, naming both sizes),
+ * and its values >= num_classes other than the ignore value are written as the ignore value.
+ * Errors: VT_ERR_INVALID_ARGUMENT (NULL, index, w or h < 1), VT_ERR_UNSUPPORTED (not a
+ * segmentation dataset), VT_ERR_NOT_FOUND / VT_ERR_IO / VT_ERR_FORMAT (mask file unreadable,
+ * not a PNG, not 8-bit gray), VT_ERR_OUT_OF_MEMORY.  On failure the buffer's content is
+ * unspecified.  Thread-safe on one dataset (the dataset is only read). */
+VT_API vt_status vt_dataset_mask(const vt_dataset *dataset, vt_split split, int i,
+                                 uint8_t *mask, int w, int h);
+
 /* ---- dataset policies and validation ------------------------------------------------------ *
  *
  * vt_dataset_open_ex() opens a dataset as vt_dataset_open() does, with options (NULL or
@@ -356,9 +433,11 @@ VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char
  *   min_size=10  (1..65535) the smallest width and height accepted by decode=1.
  *   workers=4    (0..64) decoding threads besides the caller's; records come out in the same
  *                order whatever the number.
- * Problems are read with vt_dataset_num_problems() / vt_dataset_problem().  Segmentation
- * datasets cannot be opened yet (VT_ERR_UNSUPPORTED), only validated.  The dataset's files are
- * only read. */
+ * Problems are read with vt_dataset_num_problems() / vt_dataset_problem().  For a
+ * segmentation mask dataset decode=1 also decodes every mask: a bad one (VT_PROBLEM_BAD_MASK)
+ * leaves its image out, class values out of range (VT_PROBLEM_CLASS_RANGE) count as label
+ * problems (policy=skip leaves the image out, drop keeps it with those pixels ignored).  The
+ * dataset's files are only read. */
 VT_API vt_status vt_dataset_open_ex(vt_dataset **out, vt_task task, const char *path,
                                     const char *options);
 
@@ -371,13 +450,16 @@ typedef enum vt_count {
     VT_COUNT_CORRUPT = 3,     /* images with an image problem (unreadable, corrupt, truncated,
                                  too small, unsupported format): never usable                  */
     VT_COUNT_SKIPPED = 4,     /* images left out by policy=skip for a label problem            */
-    VT_COUNT_BACKGROUNDS = 5, /* usable detection images without any box                        */
-    VT_COUNT_INSTANCES = 6    /* boxes of the usable images (classification: usable images)     */
+    VT_COUNT_BACKGROUNDS = 5, /* usable detection (or polygon segmentation) images without any
+                                 box; 0 for segmentation mask datasets                         */
+    VT_COUNT_INSTANCES = 6    /* boxes (segmentation: polygons; none for masks) of the usable
+                                 images (classification: usable images)                         */
 } vt_count;
 
-/* Validate a dataset: open it (task and path as for vt_dataset_open; VT_TASK_SEGMENT takes a
- * YOLO segmentation data.yaml, whose label lines are "class x1 y1 x2 y2 x3 y3 ..." polygons),
- * decode every image, and return a report of every problem and summary counts.
+/* Validate a dataset: open it (task and path as for vt_dataset_open; segmentation: see
+ * "segmentation datasets"), decode every image (and every mask of a mask-layout segmentation
+ * dataset, as decode=1 does; a bad mask counts as VT_COUNT_CORRUPT), and return a report of
+ * every problem and summary counts.  Segmentation instances are polygons (none for masks).
  * options: NULL or space-separated key=value among policy=drop|skip|fail, min_size=10 and
  * workers=4, as for vt_dataset_open_ex (decoding is always on).  Unlike opening, validation
  * records some layout errors as problems and goes on: `names` vs `nc` (and a val class folder
@@ -468,7 +550,16 @@ VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_pa
  * Detection (VT_TASK_DETECT): the YOLO layout dir/images/{train,val}, dir/labels/{train,val}
  * and dir/data.yaml, 0..max_objects shapes per image (about 10% empty) with exact boxes;
  * options classes=3 (3..8) train=200 val=50 (images) imgsz=160 (32..1024) seed=0
- * max_objects=6 (0..64).  Segmentation: VT_ERR_UNSUPPORTED for now.  Thread-safe. */
+ * max_objects=6 (0..64).
+ * Segmentation (VT_TASK_SEGMENT), same options, and the detection set's scenes for the same
+ * options (where shapes overlap the larger is drawn first, so the overlap rule of
+ * "segmentation datasets" holds in the pixels too): the YOLO-seg layout (dir/labels/ hold the exact outline of each shape as a
+ * polygon: corners of the polygonal shapes, 32-gons for circles, a ring as one polygon of its
+ * outer and inner 32-gons joined by a doubled bridge edge, which the even-odd rule cancels),
+ * plus dir/masks/{train,val}/NNNNN.png: 8-bit class-id masks rasterised from the same polygons
+ * (0 background, shape class k -> k+1), so that a data.yaml with `masks: masks` and names
+ * [background, <the shape names>] opens the same labels pixel for pixel.  The data.yaml written
+ * uses the polygons.  Thread-safe. */
 VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *options);
 
 /* Write 8-bit pixels (channels 1, 3 or 4, rows `stride` bytes apart) as a PNG file, atomically

@@ -181,7 +181,13 @@ VT_API void vt_dataset_destroy(vt_dataset *ds)
         free(ds->split[s].labels);
         free(ds->split[s].box_start);
         free(ds->split[s].boxes);
+        free(ds->split[s].polys);
+        free(ds->split[s].poly_xy);
+        for (int i = 0; ds->split[s].mask_paths && i < ds->split[s].n; i++)
+            free(ds->split[s].mask_paths[i]);
+        free(ds->split[s].mask_paths);
     }
+    free(ds->masks_name);
     for (int i = 0; i < ds->num_problems; i++) {
         free(ds->problems[i].file);
         free(ds->problems[i].message);
@@ -204,9 +210,8 @@ vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int 
                           int lenient)
 {
     *out = NULL;
-    /* Segmentation labels are only validated (their polygons are read as boxes) until the
-     * library can train segmentation models. */
-    if (task == VT_TASK_DETECT || (task == VT_TASK_SEGMENT && lenient)) {
+    /* Segmentation datasets share the detection layouts (data.yaml, COCO JSON). */
+    if (task == VT_TASK_DETECT || task == VT_TASK_SEGMENT) {
         vt_dataset *ds = vt_calloc(1, sizeof *ds);
         if (!ds || !(ds->root = vt_strdup(path))) {
             free(ds);
@@ -215,6 +220,7 @@ vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int 
         ds->task = task;
         ds->policy = policy;
         ds->lenient = lenient;
+        ds->ignore_value = 255;
         vt_status st = vt_detect_load(ds, path);
         if (st) {
             vt_dataset_destroy(ds);
@@ -224,8 +230,7 @@ vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int 
         return VT_OK;
     }
     if (task != VT_TASK_CLASSIFY)
-        return vt_fail(VT_ERR_UNSUPPORTED, "%s: only classification and detection datasets are "
-                       "supported so far", path);
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: unknown task %d", path, (int)task);
     if (!is_dir(path)) {
         struct stat sb;
         if (stat(path, &sb) != 0)

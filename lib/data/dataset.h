@@ -10,6 +10,15 @@ typedef struct vt_det_box {
     float cx, cy, w, h;
 } vt_det_box;
 
+/* One segmentation polygon: its class (a dataset class id: object class + 1, since class 0 is
+ * "background"), npts >= 3 points at poly_xy[2*off .. 2*(off+npts)) as x, y pairs normalised
+ * to 0..1 of the image. */
+typedef struct vt_seg_poly {
+    int cls;
+    int npts;
+    int off; /* in points */
+} vt_seg_poly;
+
 typedef struct vt_split_list {
     int n;
     char **paths;
@@ -18,6 +27,14 @@ typedef struct vt_split_list {
      * entries.  Both NULL for classification. */
     int *box_start;
     vt_det_box *boxes;
+    /* Segmentation polygon datasets (YOLO-seg, COCO): polys[j] is the outline of boxes[j] (one
+     * polygon per box, same order, so image i owns polys[box_start[i] .. box_start[i+1])), its
+     * points in poly_xy.  NULL otherwise. */
+    vt_seg_poly *polys;
+    float *poly_xy;
+    /* Segmentation mask layout (data.yaml `masks:`): the class-id PNG of each image; NULL
+     * otherwise (and then boxes are empty). */
+    char **mask_paths;
 } vt_split_list;
 
 /* A problem found while opening (bad label line, missing image, ...); see "detection datasets" in visiontrain.h. */
@@ -43,6 +60,11 @@ struct vt_dataset {
     int policy;     /* VT_DS_POLICY_*, set before loading */
     int lenient;    /* validation: class-count mismatches and empty splits become problems */
     int skipped[3]; /* images of each split left out by policy=skip for a label problem */
+    /* Segmentation: 1 for the mask-PNG layout, 0 for polygons; the mask value that marks
+     * pixels excluded from loss and metrics (255 unless data.yaml says `ignore:`). */
+    int seg_masks;
+    int ignore_value;
+    char *masks_name; /* the `masks:` folder name of the mask layout, else NULL */
 };
 
 /* Options of vt_dataset_open_ex / vt_dataset_validate (validate.c). */

@@ -27,7 +27,134 @@ typedef struct coco_ann {
     int img;   /* split index */
     int entry; /* index in "annotations", for messages */
     vt_det_box box;
+    int off, npts; /* segmentation: the polygon's points in the scratch array (npts 0: none) */
 } coco_ann;
+
+/* Growable scratch of polygon points (normalised x, y pairs). */
+typedef struct pt_buf {
+    float *v;
+    int n, cap; /* points */
+} pt_buf;
+
+static vt_status pt_reserve(pt_buf *b, int more)
+{
+    if (more > INT32_MAX / 4 - b->n) return vt_fail(VT_ERR_DATASET, "too many polygon points");
+    if (b->n + more <= b->cap) return VT_OK;
+    int cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + more) cap *= 2;
+    float *v = vt_realloc(b->v, (size_t)cap * 2 * sizeof *v);
+    if (!v) return VT_ERR_OUT_OF_MEMORY;
+    b->v = v;
+    b->cap = cap;
+    return VT_OK;
+}
+
+/* Grow the annotation array for one more entry (segmentation: objects may have many parts). */
+static vt_status ann_reserve(coco_ann **an, int *cap, int n)
+{
+    if (n < *cap) return VT_OK;
+    if (*cap > INT32_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many annotations");
+    int c = *cap ? *cap * 2 : 256;
+    coco_ann *p = vt_realloc(*an, (size_t)c * sizeof *p);
+    if (!p) return VT_ERR_OUT_OF_MEMORY;
+    *an = p;
+    *cap = c;
+    return VT_OK;
+}
+
+/* Segmentation: the polygons of annotation i ("segmentation": [[x1, y1, x2, y2, ...], ...] in
+ * pixels) as normalised polygons appended to an/pts.  A bad part is recorded and dropped; *bad
+ * is set when anything was dropped. */
+static vt_status parse_segmentation(vt_dataset *ds, const char *file, int i, json_object *o,
+                                    const coco_img *img, int cls, coco_ann **an, int *nann,
+                                    int *cap_ann, pt_buf *pts, int *bad)
+{
+    json_object *seg;
+    if (!json_object_object_get_ex(o, "segmentation", &seg) || json_object_is_type(seg, json_type_null)) {
+        *bad = 1;
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]: no \"segmentation\"; dropped", i);
+    }
+    if (json_object_is_type(seg, json_type_object)) {
+        *bad = 1;
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]: RLE masks are not supported yet (only polygon "
+                                 "segmentations); dropped", i);
+    }
+    if (!json_object_is_type(seg, json_type_array) || json_object_array_length(seg) == 0) {
+        *bad = 1;
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]: \"segmentation\" is not a list of polygons; "
+                                 "dropped", i);
+    }
+    int nparts = (int)json_object_array_length(seg);
+    vt_status st = VT_OK;
+    for (int p = 0; !st && p < nparts; p++) {
+        json_object *poly = json_object_array_get_idx(seg, (size_t)p);
+        int nv = json_object_is_type(poly, json_type_array) ? (int)json_object_array_length(poly)
+                                                            : -1;
+        if (nv < 0 || nv % 2) {
+            *bad = 1;
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                   "annotations[%d]: segmentation[%d] is not a list of x, y pixel "
+                                   "pairs; dropped", i, p);
+            continue;
+        }
+        if (nv < 6) {
+            *bad = 1;
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_POLYGON_POINTS,
+                                   "annotations[%d]: segmentation[%d] has %d point%s, at least 3 "
+                                   "needed; dropped", i, p, nv / 2, nv == 2 ? "" : "s");
+            continue;
+        }
+        if ((st = pt_reserve(pts, nv / 2))) break;
+        float *dst = pts->v + 2 * (size_t)pts->n;
+        double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+        int ok = 1, out = 0;
+        for (int k = 0; ok && k < nv; k++) {
+            json_object *e = json_object_array_get_idx(poly, (size_t)k);
+            ok = json_object_is_type(e, json_type_double) || json_object_is_type(e, json_type_int);
+            double v = ok ? json_object_get_double(e) : 0, size = k % 2 ? img->h : img->w;
+            ok = ok && isfinite(v);
+            /* a pixel of slack: outlines traced on pixel corners end at w, or a hair past it */
+            if (ok && (v < -1 || v > size + 1)) out = 1;
+            v = fmin(fmax(v, 0), size);
+            lo[k % 2] = fmin(lo[k % 2], v);
+            hi[k % 2] = fmax(hi[k % 2], v);
+            dst[k] = (float)(v / size);
+        }
+        if (!ok || out) {
+            *bad = 1;
+            st = ok ? vt_ds_problem_add(ds, file, 0, VT_PROBLEM_COORD_RANGE,
+                                        "annotations[%d]: segmentation[%d] has points outside the "
+                                        "%dx%d image; dropped", i, p, img->w, img->h)
+                    : vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                        "annotations[%d]: segmentation[%d] holds a value that is "
+                                        "not a number; dropped", i, p);
+            continue;
+        }
+        if (hi[0] <= lo[0] || hi[1] <= lo[1]) {
+            *bad = 1;
+            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_ZERO_SIZE,
+                                   "annotations[%d]: segmentation[%d] has zero width or height; "
+                                   "dropped", i, p);
+            continue;
+        }
+        if ((st = ann_reserve(an, cap_ann, *nann))) break;
+        coco_ann *a = &(*an)[(*nann)++];
+        a->img = img->index;
+        a->entry = i;
+        a->box.cls = cls;
+        a->box.cx = (float)((lo[0] + hi[0]) / 2 / img->w);
+        a->box.cy = (float)((lo[1] + hi[1]) / 2 / img->h);
+        a->box.w = (float)((hi[0] - lo[0]) / img->w);
+        a->box.h = (float)((hi[1] - lo[1]) / img->h);
+        a->off = pts->n;
+        a->npts = nv / 2;
+        pts->n += nv / 2;
+    }
+    return st;
+}
 
 static int cmp_cat(const void *a, const void *b)
 {
@@ -155,10 +282,12 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     size_t dlen = slash ? (size_t)(slash - file) : 1;
     char *imgdir = vt_malloc(dlen + 16);
     coco_img *im = vt_calloc((size_t)ni + 1, sizeof *im);
-    coco_ann *an = vt_calloc((size_t)na + 1, sizeof *an);
-    int *entries = vt_calloc((size_t)na + 1, sizeof *entries);
+    int cap_ann = na + 1, seg = ds->task == VT_TASK_SEGMENT;
+    coco_ann *an = vt_calloc((size_t)cap_ann, sizeof *an);
+    pt_buf pts = {0};
+    int *entries = NULL; /* allocated once the annotation count is known */
     vt_det_builder b = {0};
-    vt_status st = imgdir && im && an && entries ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    vt_status st = imgdir && im && an ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     if (!st) {
         snprintf(imgdir, dlen + 16, "%.*s/images", (int)dlen, slash ? file : ".");
         if (!vt_det_is_dir(imgdir)) imgdir[dlen] = 0;
@@ -215,12 +344,14 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
             continue; /* crowd regions are not single objects */
         int64_t img_id, cat_id;
         json_object *bbox = NULL;
-        double v[4];
+        double v[4] = {0, 0, 1, 1};
         int ok = json_object_is_type(o, json_type_object) && get_int(o, "image_id", &img_id) &&
-                 get_int(o, "category_id", &cat_id) &&
-                 json_object_object_get_ex(o, "bbox", &bbox) &&
+                 get_int(o, "category_id", &cat_id);
+        /* segmentation takes its boxes from the polygons */
+        if (!seg)
+            ok = ok && json_object_object_get_ex(o, "bbox", &bbox) &&
                  json_object_is_type(bbox, json_type_array) && json_object_array_length(bbox) == 4;
-        for (int k = 0; ok && k < 4; k++) {
+        for (int k = 0; ok && !seg && k < 4; k++) {
             json_object *e = json_object_array_get_idx(bbox, (size_t)k);
             ok = (json_object_is_type(e, json_type_double) || json_object_is_type(e, json_type_int));
             if (ok) v[k] = json_object_get_double(e);
@@ -228,8 +359,10 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         }
         if (!ok) {
             st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
-                                   "annotations[%d]: needs integer \"image_id\", \"category_id\" "
-                                   "and \"bbox\" [x, y, w, h]; dropped", i);
+                                   seg ? "annotations[%d]: needs integer \"image_id\" and "
+                                         "\"category_id\"; dropped"
+                                       : "annotations[%d]: needs integer \"image_id\", "
+                                         "\"category_id\" and \"bbox\" [x, y, w, h]; dropped", i);
             continue;
         }
         coco_img key = {img_id, 0, 0, 0};
@@ -252,6 +385,13 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                                    "dropped", i, (long long)cat_id);
             continue;
         }
+        if (seg) {
+            int dropped = 0;
+            st = parse_segmentation(ds, file, i, o, img, (int)(cat - cats) + 1, &an, &nann,
+                                    &cap_ann, &pts, &dropped);
+            if (dropped) bad[img->index] = 1;
+            continue;
+        }
         if (v[2] <= 0 || v[3] <= 0) {
             bad[img->index] = 1;
             st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_ZERO_SIZE,
@@ -268,6 +408,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                                    "image; dropped", i, v[0], v[1], v[2], v[3], img->w, img->h);
             continue;
         }
+        if ((st = ann_reserve(&an, &cap_ann, nann))) break;
         coco_ann *a = &an[nann++];
         a->img = img->index;
         a->entry = i;
@@ -278,6 +419,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         a->box.h = (float)((y1 - y0) / img->h);
     }
     if (!st) qsort(an, (size_t)nann, sizeof *an, cmp_ann);
+    if (!st && !(entries = vt_calloc((size_t)nann + 1, sizeof *entries))) st = VT_ERR_OUT_OF_MEMORY;
     /* Replay the images in order so the builder's per-image ranges come out right. */
     if (!st) {
         vt_det_builder out = {0};
@@ -288,7 +430,9 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
             int nb = 0, before = ds->num_problems;
             for (; !st && k < nann && an[k].img == i; k++) {
                 entries[nb++] = an[k].entry;
-                st = vt_det_builder_box(&out, &an[k].box);
+                st = seg ? vt_det_builder_poly(&out, &an[k].box, pts.v + 2 * (size_t)an[k].off,
+                                               an[k].npts)
+                         : vt_det_builder_box(&out, &an[k].box);
             }
             if (!st) st = vt_det_builder_dedupe(&out, ds, file, entries, "annotations");
             if (!st && ds->policy == VT_DS_POLICY_SKIP && (bad[i] || ds->num_problems > before)) {
@@ -306,6 +450,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     free(imgdir);
     free(im);
     free(an);
+    free(pts.v);
     free(entries);
     return st;
 }
@@ -353,6 +498,8 @@ vt_status vt_coco_load(vt_dataset *ds, const char *file)
             ds->num_classes = i + 1;
         }
     }
+    /* segmentation: class 0 is the background, category k is class k + 1 */
+    if (!st && ds->task == VT_TASK_SEGMENT) st = vt_seg_add_background(ds, file);
     if (!st) st = load_split(ds, file, root, cats, ncat, &ds->split[VT_SPLIT_TRAIN]);
     json_object_put(root);
     if (!st) vfile = val_sibling(file);
@@ -367,7 +514,8 @@ vt_status vt_coco_load(vt_dataset *ds, const char *file)
         if (!st) st = load_categories(ds, vfile, vroot, &vcats, &nvcat);
         int same = !st && nvcat == ncat;
         for (int i = 0; same && i < ncat; i++)
-            same = vcats[i].id == cats[i].id && !strcmp(vcats[i].name, ds->class_names[i]);
+            same = vcats[i].id == cats[i].id &&
+                   !strcmp(vcats[i].name, ds->class_names[i + (ds->task == VT_TASK_SEGMENT)]);
         if (!st && !same)
             st = vt_fail(VT_ERR_DATASET, "%s: its categories differ from those of %s", vfile, file);
         if (!st) st = load_split(ds, vfile, vroot, cats, ncat, &ds->split[VT_SPLIT_VAL]);

@@ -71,13 +71,22 @@ static char *dir_of(const char *path)
 /* Scratch shared by all label files of an open, so parsing allocates nothing per file. */
 typedef struct label_ctx {
     vt_dataset *ds;
-    int nc;
-    int seg; /* YOLO segmentation labels: "class x1 y1 x2 y2 ..." polygons (validation only) */
+    int nc;  /* object classes of the file (class ids 0..nc-1 in label lines) */
+    int seg; /* YOLO segmentation labels: "class x1 y1 x2 y2 ..." polygons */
     int *lines;
     int cap_lines;
     char *line;
     size_t line_cap;
+    char **tok; /* segmentation: tokens of a line */
+    int cap_tok;
+    float *pts; /* segmentation: the points of the polygon being parsed */
+    int cap_pts, npts;
+    const char *masks; /* mask layout: the masks folder name, else NULL */
 } label_ctx;
+
+/* Polygons longer than this are refused: a binary file read as labels must not exhaust
+ * memory, and real outlines stay far below it. */
+#define MAX_POLY_POINTS 100000
 
 /* image path -> label path: last "/images/" -> "/labels/", extension -> ".txt" */
 static char *label_path_of(const char *img)
@@ -95,6 +104,28 @@ static char *label_path_of(const char *img)
     return s;
 }
 
+/* image path -> mask path: last "/images/" -> "/<masks>/", extension -> ".png" */
+static char *mask_path_of(const char *img, const char *masks)
+{
+    size_t n = strlen(img), m = strlen(masks);
+    char *s = vt_malloc(n + m + 8);
+    if (!s) return NULL;
+    const char *hit = NULL;
+    for (const char *p = strstr(img, "/images/"); p; p = strstr(p + 1, "/images/")) hit = p;
+    size_t pre = hit ? (size_t)(hit - img) : 0;
+    if (hit) {
+        memcpy(s, img, pre);
+        snprintf(s + pre, m + 3, "/%s/", masks);
+        strcpy(s + pre + m + 2, hit + 8);
+    } else {
+        memcpy(s, img, n + 1);
+    }
+    char *slash = strrchr(s, '/');
+    char *dot = strrchr(slash ? slash : s, '.');
+    strcpy(dot ? dot : s + strlen(s), ".png");
+    return s;
+}
+
 static int parse_float(const char *tok, float *out)
 {
     char *end;
@@ -105,8 +136,8 @@ static int parse_float(const char *tok, float *out)
     return 1;
 }
 
-/* A segmentation line (tokens already split): class and a polygon of >= 3 normalised points,
- * reduced to its bounding box, which is what validation and the statistics need. */
+/* A segmentation line (tokens already split): class and a polygon of >= 3 normalised points;
+ * the points (clamped to 0..1) go to c->pts, the bounding box to *box. */
 static vt_status parse_polygon_line(label_ctx *c, const char *file, int lineno, char **tok,
                                     int nt, vt_det_box *box, int *keep)
 {
@@ -126,6 +157,12 @@ static vt_status parse_polygon_line(label_ctx *c, const char *file, int lineno, 
         return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_CLASS_RANGE,
                                  "class %.0f is outside 0..%d; polygon dropped", cls, c->nc - 1);
     float lo[2] = {1, 1}, hi[2] = {0, 0};
+    if (c->cap_pts < nt) {
+        float *p = vt_realloc(c->pts, (size_t)nt * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        c->pts = p;
+        c->cap_pts = nt;
+    }
     for (int k = 1; k < nt; k++) {
         float v;
         if (!parse_float(tok[k], &v))
@@ -137,12 +174,14 @@ static vt_status parse_polygon_line(label_ctx *c, const char *file, int lineno, 
                                      "coordinate %d (%.32s) is outside 0..1 (labels must be "
                                      "normalised); polygon dropped", k, tok[k]);
         v = fminf(fmaxf(v, 0), 1);
+        c->pts[k - 1] = v;
         lo[(k - 1) % 2] = fminf(lo[(k - 1) % 2], v);
         hi[(k - 1) % 2] = fmaxf(hi[(k - 1) % 2], v);
     }
     if (hi[0] <= lo[0] || hi[1] <= lo[1])
         return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_ZERO_SIZE,
                                  "polygon of zero width or height; polygon dropped");
+    c->npts = (nt - 1) / 2;
     box->cls = (int)cls;
     box->cx = (lo[0] + hi[0]) / 2;
     box->cy = (lo[1] + hi[1]) / 2;
@@ -158,12 +197,20 @@ static vt_status parse_label_line(label_ctx *c, const char *file, int lineno, ch
 {
     *keep = 0;
     /* Polygons may have many points; a detection line needs 5 tokens (6 tell "too many"). */
-    char *tok[1 + 2 * 512];
-    int maxtok = c->seg ? (int)(sizeof tok / sizeof tok[0]) : 6, nt = 0;
+    char *dtok[6], **tok = c->seg ? c->tok : dtok;
+    int maxtok = c->seg ? 1 + 2 * MAX_POLY_POINTS : 6, nt = 0;
     for (char *save = NULL, *t = strtok_r(line, " \t\r\n\v\f", &save); t;
-         t = strtok_r(NULL, " \t\r\n\v\f", &save))
+         t = strtok_r(NULL, " \t\r\n\v\f", &save)) {
+        if (c->seg && nt < maxtok && nt == c->cap_tok) {
+            int cap = c->cap_tok ? c->cap_tok * 2 : 256;
+            char **p = vt_realloc(c->tok, (size_t)cap * sizeof *p);
+            if (!p) return VT_ERR_OUT_OF_MEMORY;
+            tok = c->tok = p;
+            c->cap_tok = cap;
+        }
         if (nt < maxtok) tok[nt++] = t;
         else nt++;
+    }
     if (nt == 0) {
         *keep = -1; /* blank line: nothing */
         return VT_OK;
@@ -249,7 +296,12 @@ static vt_status load_labels(label_ctx *c, vt_det_builder *b, const char *img)
             c->cap_lines = cap;
         }
         c->lines[nb++] = lineno;
-        st = vt_det_builder_box(b, &box);
+        if (c->seg) {
+            box.cls += 1; /* class 0 is the background */
+            st = vt_det_builder_poly(b, &box, c->pts, c->npts);
+        } else {
+            st = vt_det_builder_box(b, &box);
+        }
     }
     if (!st && ferror(f)) /* e.g. the label "file" is a folder */
         st = vt_ds_problem_add(c->ds, lp, 0, VT_PROBLEM_LABEL_UNREADABLE,
@@ -518,7 +570,27 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
     else if (!st && imgs.n == 0 && !optional)
         st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: no images (.png, .jpg, .jpeg) found", y->file,
                      y_line(node), key);
+    strlist masks = {0};
     for (int i = 0; !st && i < imgs.n; i++) {
+        if (lc->masks) {
+            /* Mask layout: the mask is the whole label.  Without it nothing says which pixels
+             * are which, so the image is dropped rather than trained as all-ignore. */
+            char *mp = mask_path_of(imgs.v[i], lc->masks);
+            if (!mp) {
+                st = VT_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            if (!vt_det_is_file(mp)) {
+                st = vt_ds_problem_add(ds, mp, 0, VT_PROBLEM_MISSING_MASK,
+                                       "mask of %.300s not found; image dropped", imgs.v[i]);
+                free(mp);
+                continue;
+            }
+            if ((st = strlist_push(&masks, mp))) break;
+            st = vt_det_builder_image(&b, imgs.v[i]);
+            imgs.v[i] = NULL;
+            continue;
+        }
         st = vt_det_builder_image(&b, imgs.v[i]);
         imgs.v[i] = NULL;
         int before = ds->num_problems;
@@ -528,8 +600,17 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
             ds->skipped[sl - ds->split]++;
         }
     }
-    if (!st) vt_det_builder_finish(&b, sl);
+    if (!st && lc->masks && !masks.v && !(masks.v = vt_calloc(1, sizeof(char *))))
+        st = VT_ERR_OUT_OF_MEMORY;
+    if (!st) {
+        vt_det_builder_finish(&b, sl);
+        if (lc->masks) {
+            sl->mask_paths = masks.v;
+            memset(&masks, 0, sizeof masks);
+        }
+    }
     vt_det_builder_free(&b);
+    strlist_free(&masks);
     strlist_free(&imgs);
     return st;
 }
@@ -543,8 +624,10 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
     if (root->type != YAML_MAPPING_NODE)
         return vt_fail(VT_ERR_DATASET, "%s:%d: expected a mapping of keys (path, train, val, "
                        "names)", y->file, y_line(root));
-    static const char *const keys[] = {"path", "train", "val", "test", "names", "nc"};
-    yaml_node_t *val[6] = {0};
+    static const char *const keys[] = {"path", "train", "val", "test", "names", "nc", "masks",
+                                       "ignore"};
+    enum { NKEYS = 8 };
+    yaml_node_t *val[NKEYS] = {0};
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
          p++) {
         yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
@@ -552,7 +635,7 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
         if (!ks)
             return vt_fail(VT_ERR_DATASET, "%s:%d: a key that is not a plain name", y->file,
                            k ? y_line(k) : 0);
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < NKEYS; i++)
             if (!strcmp(ks, keys[i])) {
                 if (val[i])
                     return vt_fail(VT_ERR_DATASET, "%s:%d: key '%s' is given twice", y->file,
@@ -562,6 +645,32 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
     }
     vt_status st = set_names(ds, y, val[4], val[5]);
     if (st) return st;
+    int nc = ds->num_classes; /* object classes as the label files number them */
+    const char *masks = NULL;
+    if (ds->task == VT_TASK_SEGMENT) {
+        /* `masks` and `ignore` only mean something to segmentation; detection ignores them as
+         * it ignores any other key. */
+        if (val[6] && !y_is_null(val[6])) {
+            masks = y_scalar(val[6]);
+            if (!masks || !*masks || strchr(masks, '/'))
+                return vt_fail(VT_ERR_DATASET, "%s:%d: masks: expected a folder name (e.g. "
+                               "masks), the sibling of images/", y->file, y_line(val[6]));
+            if (!(ds->masks_name = vt_strdup(masks))) return VT_ERR_OUT_OF_MEMORY;
+            ds->seg_masks = 1;
+        }
+        long ig = 255;
+        if (val[7] && !y_is_null(val[7]) && (!y_int(val[7], &ig) || ig < 0 || ig > 255))
+            return vt_fail(VT_ERR_DATASET, "%s:%d: ignore: expected a mask value 0..255",
+                           y->file, y_line(val[7]));
+        ds->ignore_value = (int)ig;
+        if (masks && nc > 255)
+            return vt_fail(VT_ERR_DATASET, "%s: %d classes; 8-bit masks hold class ids 0..254",
+                           y->file, nc);
+        if (masks && ig < nc)
+            return vt_fail(VT_ERR_DATASET, "%s:%d: ignore: %ld is a class id (classes are "
+                           "0..%d)", y->file, val[7] ? y_line(val[7]) : 0, ig, nc - 1);
+        if (!masks && (st = vt_seg_add_background(ds, y->file))) return st;
+    }
     char *ydir = dir_of(y->file), *root_dir = NULL;
     if (!ydir) return VT_ERR_OUT_OF_MEMORY;
     if (val[0] && !y_is_null(val[0])) {
@@ -575,7 +684,11 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
         root_dir = ydir;
         ydir = NULL;
     }
-    label_ctx lc = {ds, ds->num_classes, ds->task == VT_TASK_SEGMENT, NULL, 0, NULL, 0};
+    label_ctx lc = {0};
+    lc.ds = ds;
+    lc.nc = nc;
+    lc.seg = ds->task == VT_TASK_SEGMENT;
+    lc.masks = masks;
     if (!st && y_is_null(val[1]))
         st = vt_fail(VT_ERR_DATASET, "%s: no 'train' key (the training images)", y->file);
     if (!st) st = load_split(ds, y, root_dir, "train", val[1], 0, &lc, &ds->split[VT_SPLIT_TRAIN]);
@@ -587,6 +700,8 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
         st = load_split(ds, y, root_dir, "test", val[3], 1, &lc, &ds->split[VT_SPLIT_TEST]);
     free(lc.lines);
     free(lc.line);
+    free(lc.tok);
+    free(lc.pts);
     free(ydir);
     free(root_dir);
     return st;
@@ -654,7 +769,8 @@ vt_status vt_detect_load(vt_dataset *ds, const char *path)
         vt_status st = vt_det_is_file(y)
                            ? load_yaml(ds, y)
                            : vt_fail(VT_ERR_NOT_FOUND, "%s: no data.yaml in this folder (a "
-                                     "detection dataset is a data.yaml or a COCO .json)", path);
+                                     "detection or segmentation dataset is a data.yaml or a "
+                                     "COCO .json)", path);
         free(y);
         return st;
     }

@@ -20,12 +20,20 @@ typedef struct vt_det_builder {
     int *start;          /* cap+1 entries */
     vt_det_box *boxes;
     int nbox, capbox;
+    /* Segmentation: one polygon per box (all boxes come from vt_det_builder_poly) */
+    vt_seg_poly *polys;
+    float *xy;
+    int nxy, capxy; /* points */
 } vt_det_builder;
 
 /* Append an image (path is taken over, freed on failure) with no boxes yet. */
 vt_status vt_det_builder_image(vt_det_builder *b, char *path);
 /* Append a box to the last image. */
 vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box);
+/* Append a polygon of npts normalised points (x, y pairs, copied) and its bounding box to the
+ * last image.  A builder takes either only boxes or only polygons. */
+vt_status vt_det_builder_poly(vt_det_builder *b, const vt_det_box *box, const float *xy,
+                              int npts);
 /* Remove the last image and its boxes (policy=skip). */
 void vt_det_builder_pop(vt_det_builder *b);
 /* Move the result into a split list and reset the builder. */
@@ -41,6 +49,11 @@ vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *f
 
 /* COCO instances JSON (detect_coco.c). */
 vt_status vt_coco_load(vt_dataset *ds, const char *json_path);
+
+/* Segmentation: make class 0 "background" and shift the object classes up by one (the
+ * convention of visiontrain.h, "segmentation datasets").  Fails on memory exhaustion or when
+ * the classes would not fit 8-bit masks. */
+vt_status vt_seg_add_background(vt_dataset *ds, const char *file);
 
 /* Helpers of detect_data.c used by both loaders. */
 int vt_det_is_file(const char *path);

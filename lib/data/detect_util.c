@@ -3,6 +3,7 @@
 #include "data/detect_data.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,11 +148,47 @@ vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box)
     return VT_OK;
 }
 
+vt_status vt_det_builder_poly(vt_det_builder *b, const vt_det_box *box, const float *xy,
+                              int npts)
+{
+    if (npts < 3 || npts > INT_MAX / 4 - b->nxy)
+        return vt_fail(VT_ERR_DATASET, "too many polygon points");
+    if (b->nxy + npts > b->capxy) {
+        int cap = b->capxy ? b->capxy : 4096;
+        while (cap < b->nxy + npts) cap = cap > INT_MAX / 4 ? INT_MAX / 2 : cap * 2;
+        float *p = vt_realloc(b->xy, (size_t)cap * 2 * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        b->xy = p;
+        b->capxy = cap;
+    }
+    /* polys grows with boxes: same capacity */
+    if (!b->polys || b->nbox == b->capbox) {
+        int cap = b->nbox == b->capbox ? (b->capbox ? b->capbox * 2 : 1024) : b->capbox;
+        if (b->capbox > INT_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many polygons");
+        vt_seg_poly *p = vt_realloc(b->polys, (size_t)cap * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        b->polys = p;
+    }
+    vt_status st = vt_det_builder_box(b, box);
+    if (st) return st;
+    memcpy(b->xy + 2 * (size_t)b->nxy, xy, (size_t)npts * 2 * sizeof *xy);
+    b->polys[b->nbox - 1] = (vt_seg_poly){box->cls, npts, b->nxy};
+    b->nxy += npts;
+    return VT_OK;
+}
+
+/* Points used by the first nbox polygons. */
+static int poly_points_end(const vt_det_builder *b)
+{
+    return b->nbox > 0 ? b->polys[b->nbox - 1].off + b->polys[b->nbox - 1].npts : 0;
+}
+
 void vt_det_builder_pop(vt_det_builder *b)
 {
     if (b->n == 0) return;
     free(b->paths[--b->n]);
     b->nbox = b->start[b->n];
+    if (b->polys) b->nxy = poly_points_end(b);
 }
 
 void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl)
@@ -162,6 +199,9 @@ void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl)
     if (!b->start) b->start = vt_calloc(1, sizeof(int)); /* n+1 offsets even when empty */
     sl->box_start = b->start;
     sl->boxes = b->boxes;
+    sl->polys = b->polys;
+    sl->poly_xy = b->xy;
+    if (sl->polys && !sl->poly_xy) sl->poly_xy = vt_calloc(1, sizeof(float));
     memset(b, 0, sizeof *b);
 }
 
@@ -171,27 +211,36 @@ void vt_det_builder_free(vt_det_builder *b)
     free(b->paths);
     free(b->start);
     free(b->boxes);
+    free(b->polys);
+    free(b->xy);
     memset(b, 0, sizeof *b);
 }
 
 typedef struct dup_key {
     vt_det_box b;
+    const float *xy; /* polygon points (segmentation), else NULL */
+    int npts;
     int pos;
 } dup_key;
 
-static int cmp_dup(const void *pa, const void *pb)
+/* Order by class, box, then polygon points: equal keys are exact duplicates. */
+static int cmp_key(const dup_key *a, const dup_key *b)
 {
-    const dup_key *a = pa, *b = pb;
     if (a->b.cls != b->b.cls) return a->b.cls < b->b.cls ? -1 : 1;
     const float va[4] = {a->b.cx, a->b.cy, a->b.w, a->b.h}, vb[4] = {b->b.cx, b->b.cy, b->b.w, b->b.h};
     for (int k = 0; k < 4; k++)
         if (va[k] != vb[k]) return va[k] < vb[k] ? -1 : 1;
-    return a->pos - b->pos;
+    if (a->npts != b->npts) return a->npts < b->npts ? -1 : 1;
+    for (int k = 0; k < 2 * a->npts; k++)
+        if (a->xy[k] != b->xy[k]) return a->xy[k] < b->xy[k] ? -1 : 1;
+    return 0;
 }
 
-static int same_box(const vt_det_box *a, const vt_det_box *b)
+static int cmp_dup(const void *pa, const void *pb)
 {
-    return a->cls == b->cls && a->cx == b->cx && a->cy == b->cy && a->w == b->w && a->h == b->h;
+    const dup_key *a = pa, *b = pb;
+    int c = cmp_key(a, b);
+    return c ? c : a->pos - b->pos;
 }
 
 vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *file, int *lines,
@@ -205,12 +254,14 @@ vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *f
     vt_status st = keys && dead ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     for (int i = 0; !st && i < k; i++) {
         keys[i].b = b->boxes[s + i];
+        keys[i].xy = b->polys ? b->xy + 2 * (size_t)b->polys[s + i].off : NULL;
+        keys[i].npts = b->polys ? b->polys[s + i].npts : 0;
         keys[i].pos = i;
     }
     if (!st) qsort(keys, (size_t)k, sizeof *keys, cmp_dup);
     for (int i = 1; !st && i < k; i++) {
         int first = i - 1;
-        while (i < k && same_box(&keys[i].b, &keys[first].b)) {
+        while (i < k && cmp_key(&keys[i], &keys[first]) == 0) {
             int p = keys[i].pos, q = keys[first].pos;
             dead[p] = 1;
             st = entry_name ? vt_ds_problem_add(ds, file, 0, VT_PROBLEM_DUPLICATE,
@@ -223,14 +274,24 @@ vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *f
         }
     }
     if (!st) {
-        int w = 0;
+        /* polygons of the image are contiguous and in box order: compact points too */
+        int w = 0, pw = b->polys ? b->polys[s].off : 0;
         for (int i = 0; i < k; i++)
             if (!dead[i]) {
                 b->boxes[s + w] = b->boxes[s + i];
+                if (b->polys) {
+                    vt_seg_poly p = b->polys[s + i];
+                    memmove(b->xy + 2 * (size_t)pw, b->xy + 2 * (size_t)p.off,
+                            (size_t)p.npts * 2 * sizeof(float));
+                    p.off = pw;
+                    pw += p.npts;
+                    b->polys[s + w] = p;
+                }
                 lines[w++] = lines[i];
             }
         b->nbox = s + w;
         b->start[b->n] = b->nbox;
+        if (b->polys) b->nxy = pw;
     }
     free(keys);
     free(dead);
@@ -281,5 +342,25 @@ VT_API vt_status vt_dataset_problem(const vt_dataset *ds, int k, const char **fi
     if (line) *line = p->line;
     if (code) *code = p->code;
     if (message) *message = p->message;
+    return VT_OK;
+}
+
+/* ---- segmentation classes ---------------------------------------------------------------- */
+
+vt_status vt_seg_add_background(vt_dataset *ds, const char *file)
+{
+    /* Mask values are bytes and 255 is the usual ignore value. */
+    if (ds->num_classes > 254)
+        return vt_fail(VT_ERR_DATASET, "%s: %d classes; segmentation datasets hold at most 254 "
+                       "object classes (8-bit masks, background and ignore included)", file,
+                       ds->num_classes);
+    char **names = vt_realloc(ds->class_names, ((size_t)ds->num_classes + 1) * sizeof *names);
+    if (!names) return VT_ERR_OUT_OF_MEMORY;
+    ds->class_names = names;
+    char *bg = vt_strdup("background");
+    if (!bg) return VT_ERR_OUT_OF_MEMORY;
+    memmove(names + 1, names, (size_t)ds->num_classes * sizeof *names);
+    names[0] = bg;
+    ds->num_classes++;
     return VT_OK;
 }

@@ -298,7 +298,7 @@ static void synth_png_warning(png_structp png, png_const_charp msg)
     (void)msg;
 }
 
-static int synth_png_run(synth_png *sp, const uint8_t *pix, int n)
+static int synth_png_run(synth_png *sp, const uint8_t *pix, int n, int c)
 {
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, sp, synth_png_error,
                                               synth_png_warning);
@@ -315,22 +315,23 @@ static int synth_png_run(synth_png *sp, const uint8_t *pix, int n)
     png_init_io(png, sp->f);
     /* Noise compresses poorly at any level; a fast level halves the generation time. */
     png_set_compression_level(png, 2);
-    png_set_IHDR(png, info, (png_uint_32)n, (png_uint_32)n, 8, PNG_COLOR_TYPE_RGB,
+    png_set_IHDR(png, info, (png_uint_32)n, (png_uint_32)n, 8,
+                 c == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
-    for (int y = 0; y < n; y++) png_write_row(png, pix + (size_t)y * n * 3);
+    for (int y = 0; y < n; y++) png_write_row(png, pix + (size_t)y * n * c);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     return 0;
 }
 
-vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n)
+static vt_status write_png_c(const char *path, const uint8_t *pix, int n, int c)
 {
     synth_png sp;
     memset(&sp, 0, sizeof sp);
     sp.f = fopen(path, "wbx"); /* "x": never replace a file that appeared meanwhile */
     if (!sp.f) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    int rc = synth_png_run(&sp, pix, n);
+    int rc = synth_png_run(&sp, pix, n, c);
     int e = errno;
     if (fclose(sp.f) != 0 && rc == 0) {
         rc = -1;
@@ -342,6 +343,16 @@ vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n)
                        sp.msg[0] ? sp.msg : strerror(e));
     }
     return VT_OK;
+}
+
+vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n)
+{
+    return write_png_c(path, pix, n, 3);
+}
+
+vt_status vt_synth_write_png_gray(const char *path, const uint8_t *pix, int n)
+{
+    return write_png_c(path, pix, n, 1);
 }
 
 /* ---- folders ----------------------------------------------------------------------------- */
@@ -446,6 +457,7 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
     if (!dir || !*dir)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: dir is NULL or empty");
     if (task == VT_TASK_DETECT) return vt_synth_detect(dir, options); /* own options */
+    if (task == VT_TASK_SEGMENT) return vt_synth_segment(dir, options); /* the same options */
     synth_opts o = {4, 100, 40, 32, 0};
     vt_status st = vt_parse_kv_list(options, synth_opt, &o);
     if (st != VT_OK) {
@@ -454,9 +466,6 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
     }
     switch (task) {
     case VT_TASK_CLASSIFY: return synth_classify(dir, &o);
-    case VT_TASK_SEGMENT:
-        return vt_fail(VT_ERR_UNSUPPORTED,
-                       "vt_synth_generate: only classification datasets can be generated yet");
     default:
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: unknown task %d", (int)task);
     }

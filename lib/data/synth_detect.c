@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/seg_mask.h"
 #include "data/shapes.h"
 #include "data/synth_detect.h"
 
@@ -104,9 +105,15 @@ static void pick_colour(vt_rng *rng, const float base[3], uint8_t out[3])
     for (int k = 0; k < 3; k++) out[k] = clamp_u8(best[k]);
 }
 
-/* One image: pixels into pix (n x n x 3) and up to max boxes into cls/box; returns the count. */
+/* One image: pixels into pix (n x n x 3) and up to max boxes into cls/box (and the shapes
+ * into shapes); returns the count.  Shapes are drawn after all are placed (drawing takes no
+ * random numbers), in placement order, or in draw_order(shapes, count, order) when given:
+ * segmentation draws larger shapes first, as its masks do. */
+typedef void (*draw_order_fn)(void *ctx, const vt_shape *shapes, int count, int *order);
+
 static int synth_image(uint8_t *pix, int n, const det_opts *o, vt_rng *rng, int *cls,
-                       float (*box)[4])
+                       float (*box)[4], vt_shape *shapes, uint8_t (*cols)[3], int *order,
+                       draw_order_fn draw_order, void *draw_ctx)
 {
     float base[3];
     draw_background(pix, n, rng, base);
@@ -135,10 +142,15 @@ static int synth_image(uint8_t *pix, int n, const det_opts *o, vt_rng *rng, int 
             }
         }
         if (!placed) continue;
-        vt_shape_draw(&s, pix, n, n, 3, (size_t)n * 3, col);
+        shapes[count] = s;
+        memcpy(cols[count], col, 3);
         for (int k = 0; k < 4; k++) box[count][k] = fminf(fmaxf(bb[k], 0.0f), (float)n);
         cls[count++] = c;
     }
+    for (int i = 0; i < count; i++) order[i] = i;
+    if (draw_order) draw_order(draw_ctx, shapes, count, order);
+    for (int i = 0; i < count; i++)
+        vt_shape_draw(&shapes[order[i]], pix, n, n, 3, (size_t)n * 3, cols[order[i]]);
     /* Per-pixel noise over everything (triangular, +-amp), as in the classification set. */
     float amp = (3.0f + 7.0f * (float)vt_rng_uniform(rng)) / 255.0f;
     size_t total = (size_t)n * n * 3;
@@ -166,23 +178,135 @@ static vt_status write_labels(const char *path, int count, const int *cls, float
     return bad ? vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno)) : VT_OK;
 }
 
-static vt_status write_yaml(const char *path, const det_opts *o)
+/* ---- segmentation ------------------------------------------------------------------------ */
+
+/* Sides of the polygon written for a circle (and for each outline of a ring): the vertices lie
+ * on the circle, at most 0.5% of the radius inside it between them. */
+#define CIRCLE_SIDES 32
+#define MAX_OUTLINE (2 * (CIRCLE_SIDES + 1))
+
+/* The outline of a shape as one polygon, in pixels; returns the point count.  A ring is its
+ * outer circle, the outer start point again, a bridge to the inner circle traversed the other
+ * way round, and its start point again: the bridge is the same edge twice (bit-identical end
+ * points), which the even-odd rule cancels, and the opposite direction makes the shoelace area
+ * the ring's. */
+static int shape_outline(const vt_shape *s, float *xy)
+{
+    if (s->nv) {
+        for (int k = 0; k < s->nv; k++) {
+            xy[2 * k] = s->vx[k];
+            xy[2 * k + 1] = s->vy[k];
+        }
+        return s->nv;
+    }
+    int m = 0;
+    for (int k = 0; k < CIRCLE_SIDES; k++, m++) {
+        float a = s->angle + 2.0f * PI_F * (float)k / CIRCLE_SIDES;
+        xy[2 * m] = s->cx + s->scale * cosf(a);
+        xy[2 * m + 1] = s->cy + s->scale * sinf(a);
+    }
+    if (s->kind != VT_SHAPE_RING) return m;
+    xy[2 * m] = xy[0];
+    xy[2 * m + 1] = xy[1];
+    m++;
+    int inner0 = m;
+    float r = s->param * s->scale;
+    for (int k = 0; k < CIRCLE_SIDES; k++, m++) {
+        float a = s->angle - 2.0f * PI_F * (float)k / CIRCLE_SIDES;
+        xy[2 * m] = s->cx + r * cosf(a);
+        xy[2 * m + 1] = s->cy + r * sinf(a);
+    }
+    xy[2 * m] = xy[2 * inner0];
+    xy[2 * m + 1] = xy[2 * inner0 + 1];
+    return m + 1;
+}
+
+/* The polygons of one image: label text and the same polygons as the loader will read them
+ * back from that text (normalised, through the printed digits), so masks drawn from them are
+ * exactly the loader's. */
+typedef struct seg_image {
+    int n;           /* image side */
+    char *text;      /* the label file */
+    size_t len, cap; /* text */
+    vt_seg_poly *polys;
+    float *xy; /* normalised */
+    int npoly, nxy;
+} seg_image;
+
+static void put_coord(seg_image *g, float v, float *back)
+{
+    char num[32];
+    /* %.6f as detection labels are written; clamped: outlines stay in the image, but 32-gon
+     * vertices may land a hair outside the shape's box */
+    snprintf(num, sizeof num, "%.6f", fminf(fmaxf(v, 0.0f), 1.0f));
+    *back = (float)strtod(num, NULL); /* what detect_data.c's parse_float gives */
+    g->len += (size_t)snprintf(g->text + g->len, g->cap - g->len, " %s", num);
+}
+
+/* draw_order_fn: build the polygons, then order them larger first as vt_seg_draw_polygons
+ * does (stable insertion sort on the same key: area descending, then list order). */
+static void seg_draw_order(void *ctx, const vt_shape *shapes, int count, int *order)
+{
+    seg_image *g = ctx;
+    g->len = 0;
+    g->text[0] = 0;
+    g->npoly = g->nxy = 0;
+    for (int i = 0; i < count; i++) {
+        float px[2 * MAX_OUTLINE];
+        int np = shape_outline(&shapes[i], px);
+        g->len += (size_t)snprintf(g->text + g->len, g->cap - g->len, "%d", shapes[i].kind);
+        float *dst = g->xy + 2 * (size_t)g->nxy;
+        for (int k = 0; k < 2 * np; k++) put_coord(g, px[k] / (float)g->n, &dst[k]);
+        g->len += (size_t)snprintf(g->text + g->len, g->cap - g->len, "\n");
+        g->polys[g->npoly++] = (vt_seg_poly){shapes[i].kind + 1, np, g->nxy};
+        g->nxy += np;
+    }
+    double area[65];
+    for (int i = 0; i < count; i++)
+        area[i] = vt_seg_poly_area(g->xy + 2 * (size_t)g->polys[i].off, g->polys[i].npts);
+    for (int i = 1; i < count; i++) {
+        int x = order[i], j = i - 1;
+        while (j >= 0 && area[order[j]] < area[x]) {
+            order[j + 1] = order[j];
+            j--;
+        }
+        order[j + 1] = x;
+    }
+}
+
+static vt_status write_text_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wx");
+    if (!f) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    int bad = fwrite(text, 1, len, f) != len;
+    if (fclose(f) != 0) bad = 1;
+    return bad ? vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno)) : VT_OK;
+}
+
+/* ---- both ----------------------------------------------------------------------------------- */
+
+static vt_status write_yaml(const char *path, const det_opts *o, int seg)
 {
     FILE *f = fopen(path, "wx");
     if (!f) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     /* No `path:` key: Ultralytics and this library then both use the yaml's folder, so the
      * dataset can be moved. */
-    int bad = fprintf(f, "# Synthetic detection dataset written by libvisiontrain "
-                         "(vt_synth_generate, seed %lld)\ntrain: images/train\n%s"
-                         "nc: %lld\nnames:\n",
-                      o->seed, o->val > 0 ? "val: images/val\n" : "", o->classes) < 0;
+    int bad = fprintf(f, "# Synthetic %s dataset written by libvisiontrain "
+                         "(vt_synth_generate, seed %lld)\n", seg ? "segmentation" : "detection",
+                      o->seed) < 0;
+    if (seg)
+        bad |= fprintf(f, "# labels/ hold polygons; masks/ hold the same labels as class-id "
+                          "PNGs (0 background,\n# shape class k -> k+1): to use them, add "
+                          "\"masks: masks\" and name class 0 background.\n") < 0;
+    bad |= fprintf(f, "train: images/train\n%snc: %lld\nnames:\n",
+                   o->val > 0 ? "val: images/val\n" : "", o->classes) < 0;
     for (int c = 0; c < (int)o->classes; c++)
         bad |= fprintf(f, "  %d: %s\n", c, vt_shape_name(c)) < 0;
     if (fclose(f) != 0) bad = 1;
     return bad ? vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno)) : VT_OK;
 }
 
-vt_status vt_synth_detect(const char *dir, const char *options)
+static vt_status synth_run(const char *dir, const char *options, int seg)
 {
     det_opts o = {3, 200, 50, 160, 0, 6};
     vt_status st = vt_parse_kv_list(options, det_opt, &o);
@@ -193,16 +317,30 @@ vt_status vt_synth_detect(const char *dir, const char *options)
     static const char *const splits[2] = {"train", "val"};
     const long long counts[2] = {o.train, o.val};
     const int n = (int)o.imgsz;
+    const size_t nobj = (size_t)o.max_objects + 1;
     size_t plen = strlen(dir) + 64;
     char *path = vt_malloc(plen);
     uint8_t *pix = vt_malloc((size_t)n * n * 3);
-    int *cls = vt_malloc(((size_t)o.max_objects + 1) * sizeof *cls);
-    float(*box)[4] = vt_malloc(((size_t)o.max_objects + 1) * sizeof *box);
-    st = path && pix && cls && box ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    int *cls = vt_malloc(nobj * sizeof *cls), *order = vt_malloc(nobj * sizeof *order);
+    float(*box)[4] = vt_malloc(nobj * sizeof *box);
+    vt_shape *shapes = vt_malloc(nobj * sizeof *shapes);
+    uint8_t(*cols)[3] = vt_malloc(nobj * sizeof *cols);
+    st = path && pix && cls && order && box && shapes && cols ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    seg_image g = {n, NULL, 0, 0, NULL, NULL, 0, 0};
+    uint8_t *mask = NULL;
+    if (!st && seg) {
+        /* per polygon: the class and " 0.123456" (at most 10 bytes) per coordinate */
+        g.cap = nobj * (16 + 2 * MAX_OUTLINE * 10) + 1;
+        g.text = vt_malloc(g.cap);
+        g.polys = vt_malloc(nobj * sizeof *g.polys);
+        g.xy = vt_malloc(nobj * 2 * MAX_OUTLINE * sizeof *g.xy);
+        mask = vt_malloc((size_t)n * n);
+        if (!g.text || !g.polys || !g.xy || !mask) st = VT_ERR_OUT_OF_MEMORY;
+    }
 
     /* Refuse before creating anything, so a user's data is never mixed with ours. */
-    static const char *const mine[3] = {"images", "labels", "data.yaml"};
-    for (int i = 0; i < 3 && !st; i++) {
+    static const char *const mine[4] = {"images", "labels", "data.yaml", "masks"};
+    for (int i = 0; i < (seg ? 4 : 3) && !st; i++) {
         struct stat sb;
         snprintf(path, plen, "%s/%s", dir, mine[i]);
         if (stat(path, &sb) == 0)
@@ -211,31 +349,60 @@ vt_status vt_synth_detect(const char *dir, const char *options)
     }
     for (int sp = 0; sp < 2 && !st; sp++) {
         if (counts[sp] == 0) continue;
-        for (int k = 0; k < 2 && !st; k++) {
-            snprintf(path, plen, "%s/%s/%s", dir, k ? "labels" : "images", splits[sp]);
+        for (int k = 0; k < (seg ? 3 : 2) && !st; k++) {
+            snprintf(path, plen, "%s/%s/%s", dir, k == 2 ? "masks" : k ? "labels" : "images",
+                     splits[sp]);
             st = vt_synth_make_dirs(path);
         }
         for (int i = 0; i < (int)counts[sp] && !st; i++) {
             vt_rng rng;
-            /* vt_rng_seed runs splitmix64 over this: an injective packing suffices */
+            /* vt_rng_seed runs splitmix64 over this: an injective packing suffices.  The same
+             * for both tasks: a segmentation set shows the detection set's shapes. */
             vt_rng_seed(&rng, ((uint64_t)o.seed * 0x9E3779B97F4A7C15ull) ^ (0xD37ECull << 40) ^
                                   ((uint64_t)sp << 60) ^ (uint64_t)i);
-            int count = synth_image(pix, n, &o, &rng, cls, box);
+            g.npoly = g.nxy = 0;
+            g.len = 0;
+            int count = synth_image(pix, n, &o, &rng, cls, box, shapes, cols, order,
+                                    seg ? seg_draw_order : NULL, &g);
             snprintf(path, plen, "%s/images/%s/%05d.png", dir, splits[sp], i);
             st = vt_synth_write_png(path, pix, n);
             if (!st && count > 0) {
                 snprintf(path, plen, "%s/labels/%s/%05d.txt", dir, splits[sp], i);
-                st = write_labels(path, count, cls, box, n);
+                st = seg ? write_text_file(path, g.text, g.len)
+                         : write_labels(path, count, cls, box, n);
+            }
+            if (!st && seg) {
+                memset(mask, 0, (size_t)n * n);
+                st = vt_seg_draw_polygons(g.polys, g.npoly, g.xy, n, n, mask);
+                snprintf(path, plen, "%s/masks/%s/%05d.png", dir, splits[sp], i);
+                if (!st) st = vt_synth_write_png_gray(path, mask, n);
             }
         }
     }
     if (!st) {
         snprintf(path, plen, "%s/data.yaml", dir);
-        st = write_yaml(path, &o);
+        st = write_yaml(path, &o, seg);
     }
     free(path);
     free(pix);
     free(cls);
+    free(order);
     free(box);
+    free(shapes);
+    free(cols);
+    free(g.text);
+    free(g.polys);
+    free(g.xy);
+    free(mask);
     return st;
+}
+
+vt_status vt_synth_detect(const char *dir, const char *options)
+{
+    return synth_run(dir, options, 0);
+}
+
+vt_status vt_synth_segment(const char *dir, const char *options)
+{
+    return synth_run(dir, options, 1);
 }

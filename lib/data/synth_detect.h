@@ -9,8 +9,14 @@
 /* vt_synth_generate(dir, VT_TASK_DETECT, options). */
 vt_status vt_synth_detect(const char *dir, const char *options);
 
+/* vt_synth_generate(dir, VT_TASK_SEGMENT, options): the detection images with YOLO-seg
+ * polygons and mask PNGs. */
+vt_status vt_synth_segment(const char *dir, const char *options);
+
 /* Write n x n RGB pixels as a new PNG (fails if the file exists). */
 vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n);
+/* The same for n x n 8-bit gray pixels (masks). */
+vt_status vt_synth_write_png_gray(const char *path, const uint8_t *pix, int n);
 /* mkdir -p */
 vt_status vt_synth_make_dirs(const char *path);
 

@@ -171,8 +171,16 @@ static vt_status write_dataset(const vt_dataset *ds, const char *out_dir, const 
             vt_version_string(), tool);
     for (int s = 0; s < 3; s++)
         if (idx[s]) fprintf(a.f, "%s: %s.txt\n", split_names[s], split_names[s]);
-    fprintf(a.f, "nc: %d\nnames:\n", ds->num_classes);
-    for (int c = 0; c < ds->num_classes; c++) {
+    /* A polygon segmentation dataset's class 0 is the "background" the loader adds itself;
+     * a mask dataset's masks are found by the same rule as its labels. */
+    int c0 = ds->task == VT_TASK_SEGMENT && !ds->seg_masks ? 1 : 0;
+    if (ds->seg_masks) {
+        fputs("masks: ", a.f);
+        put_quoted(a.f, ds->masks_name);
+        fprintf(a.f, "\nignore: %d\n", ds->ignore_value);
+    }
+    fprintf(a.f, "nc: %d\nnames:\n", ds->num_classes - c0);
+    for (int c = c0; c < ds->num_classes; c++) {
         fputs("  - ", a.f);
         put_quoted(a.f, ds->class_names[c]);
         fputc('\n', a.f);

@@ -11,6 +11,7 @@
 
 #include "core/threads.h"
 #include "data/detect_data.h"
+#include "data/seg_mask.h"
 #include "image/image.h"
 
 /* Images decoded between two recording rounds: bounds the memory of pending messages and lets
@@ -35,7 +36,8 @@ VT_API const char *vt_problem_code_name(int code)
         "zero_size",    "duplicate",         "missing_split",      "missing_image",
         "label_unreadable", "bad_annotation", "truncated",         "image_unreadable",
         "corrupt_image", "truncated_jpeg",   "image_too_small",    "unsupported_format",
-        "polygon_points", "empty_split",     "class_count"};
+        "polygon_points", "empty_split",     "class_count",        "missing_mask",
+        "bad_mask"};
     if (code < 1 || code >= (int)(sizeof names / sizeof names[0])) return "unknown";
     return names[code];
 }
@@ -92,15 +94,57 @@ vt_status vt_ds_options_parse(const char *options, vt_ds_options *o, int allow_d
 
 typedef struct img_result {
     int code; /* 0 = fine, else a vt_problem_code */
+    int on_mask; /* the problem is in the mask file (segmentation mask layout) */
     vt_status fatal;
     char *msg;
 } img_result;
 
 typedef struct check_ctx {
     char **paths;
+    char **masks; /* segmentation mask layout: the mask of each image, else NULL */
+    int nc, ignore;
     img_result *res;
     int min_size;
 } check_ctx;
+
+/* A mask must decode as 8-bit gray at its image's size; values outside the classes are a
+ * label problem (read as ignore), the rest make the pair unusable. */
+static void check_mask(const check_ctx *c, size_t i, const vt_image *img, img_result *r)
+{
+    vt_image m;
+    int64_t nbad;
+    int first;
+    vt_status st = vt_seg_load_mask(c->masks[i], c->nc, c->ignore, &m, &nbad, &first);
+    char buf[200];
+    const char *msg = NULL;
+    if (st == VT_ERR_OUT_OF_MEMORY || st == VT_ERR_INVALID_ARGUMENT) {
+        r->fatal = st;
+        r->msg = strdup(vt_last_error());
+        return;
+    }
+    if (st) {
+        msg = vt_last_error();
+        size_t n = strlen(c->masks[i]);
+        if (!strncmp(msg, c->masks[i], n) && !strncmp(msg + n, ": ", 2)) msg += n + 2;
+        r->code = VT_PROBLEM_BAD_MASK;
+    } else if (m.w != img->w || m.h != img->h) {
+        snprintf(buf, sizeof buf, "mask is %dx%d but its image is %dx%d; image not used", m.w,
+                 m.h, img->w, img->h);
+        msg = buf;
+        r->code = VT_PROBLEM_BAD_MASK;
+    } else if (nbad) {
+        snprintf(buf, sizeof buf, "%lld pixel%s with class values outside 0..%d (first: %d) "
+                 "and not the ignore value %d; read as ignore", (long long)nbad,
+                 nbad == 1 ? "" : "s", c->nc - 1, first, c->ignore);
+        msg = buf;
+        r->code = VT_PROBLEM_CLASS_RANGE;
+    }
+    if (r->code) {
+        r->on_mask = 1;
+        r->msg = strdup(msg);
+    }
+    vt_image_free(&m);
+}
 
 /* Which problem an image error is.  vt_image_load only returns a status and a message, and the
  * message names the cause in fixed words (see image.h), hence the word tests. */
@@ -139,13 +183,16 @@ static void check_range(void *vctx, size_t begin, size_t end)
                      c->min_size);
             r->code = VT_PROBLEM_IMAGE_TOO_SMALL;
             r->msg = strdup(buf);
+        } else if (c->masks) {
+            check_mask(c, i, &img, r);
         }
         vt_image_free(&img);
     }
 }
 
-/* Decode every image of every split; record each bad one (in split and image order) and mark
- * it in bad[s][i].  Fails on memory exhaustion, or with policy=fail on the first bad image. */
+/* Decode every image of every split (and its mask); record each bad one (in split and image
+ * order) and mark it in bad[s][i]: 1 when unusable, 2 when left out by policy=skip for a label
+ * problem of its mask.  Fails on memory exhaustion, or with policy=fail on the first problem. */
 static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned char *bad[3])
 {
     vt_pool *pool = NULL;
@@ -157,16 +204,20 @@ static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned c
         for (int i0 = 0; !st && i0 < sl->n; i0 += CHECK_CHUNK) {
             int n = sl->n - i0 < CHECK_CHUNK ? sl->n - i0 : CHECK_CHUNK;
             memset(res, 0, (size_t)n * sizeof *res);
-            check_ctx c = {sl->paths + i0, res, o->min_size};
+            check_ctx c = {sl->paths + i0, sl->mask_paths ? sl->mask_paths + i0 : NULL,
+                           ds->num_classes, ds->ignore_value, res, o->min_size};
             vt_pool_run(pool, (size_t)n, 1, check_range, &c);
             for (int k = 0; k < n; k++) {
                 img_result *r = &res[k];
                 if (!st && r->fatal)
                     st = vt_fail(r->fatal, "%s", r->msg ? r->msg : "out of memory");
                 else if (!st && r->code) {
-                    bad[s][i0 + k] = 1;
-                    st = vt_ds_problem_add(ds, sl->paths[i0 + k], 0, r->code, "%s",
-                                           r->msg ? r->msg : "bad image");
+                    int label = r->code == VT_PROBLEM_CLASS_RANGE;
+                    if (!label) bad[s][i0 + k] = 1;
+                    else if (ds->policy == VT_DS_POLICY_SKIP) bad[s][i0 + k] = 2;
+                    st = vt_ds_problem_add(ds, r->on_mask ? sl->mask_paths[i0 + k]
+                                                          : sl->paths[i0 + k],
+                                           0, r->code, "%s", r->msg ? r->msg : "bad image");
                 }
                 free(r->msg);
             }
@@ -177,21 +228,27 @@ static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned c
     return st;
 }
 
-/* Drop the marked images of a split, with their labels or boxes. */
+/* Drop the marked images of a split, with their labels, boxes, polygons or masks.  Polygon
+ * points stay where they are: each polygon keeps its offset. */
 static void split_remove(vt_split_list *sl, const unsigned char *bad)
 {
     int w = 0, wb = 0;
     for (int i = 0; i < sl->n; i++) {
         if (bad[i]) {
             free(sl->paths[i]);
+            if (sl->mask_paths) free(sl->mask_paths[i]);
             continue;
         }
         sl->paths[w] = sl->paths[i];
+        if (sl->mask_paths) sl->mask_paths[w] = sl->mask_paths[i];
         if (sl->labels) sl->labels[w] = sl->labels[i];
         if (sl->box_start) {
             int b0 = sl->box_start[i], b1 = sl->box_start[i + 1];
             sl->box_start[w] = wb;
-            for (int b = b0; b < b1; b++) sl->boxes[wb++] = sl->boxes[b];
+            for (int b = b0; b < b1; b++) {
+                if (sl->polys) sl->polys[wb] = sl->polys[b];
+                sl->boxes[wb++] = sl->boxes[b];
+            }
         }
         w++;
     }
@@ -269,6 +326,10 @@ static vt_status make_report(vt_dataset *ds, unsigned char *bad[3], vt_report **
         c[VT_COUNT_IMAGES] = sl->n + ds->skipped[s];
         c[VT_COUNT_SKIPPED] = ds->skipped[s];
         for (int i = 0; i < sl->n; i++) {
+            if (bad[s][i] == 2) { /* policy=skip, a label problem found while decoding */
+                c[VT_COUNT_SKIPPED]++;
+                continue;
+            }
             if (bad[s][i]) {
                 c[VT_COUNT_CORRUPT]++;
                 continue;
@@ -280,7 +341,8 @@ static vt_status make_report(vt_dataset *ds, unsigned char *bad[3], vt_report **
                 continue;
             }
             int b0 = sl->box_start[i], b1 = sl->box_start[i + 1];
-            if (b0 == b1) c[VT_COUNT_BACKGROUNDS]++;
+            /* a mask image has no boxes, but that does not make it a background */
+            if (b0 == b1 && !sl->mask_paths) c[VT_COUNT_BACKGROUNDS]++;
             c[VT_COUNT_INSTANCES] += b1 - b0;
             for (int b = b0; b < b1; b++) inst[sl->boxes[b].cls]++;
         }

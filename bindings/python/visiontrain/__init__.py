@@ -28,6 +28,7 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
                      OptionError, OptionValueError, OutOfMemoryError, Status, UnknownOptionError,
                      UnsupportedError, VisionTrainError)
 from ._core import (Box, Dataset, Detection, Event, LogLevel, Metric, Model, OptionInfo, OptionType,
+                    Polygon,
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
                     abi_version, device_count, devices, option_info, options, synth_generate,
                     version, version_info)
@@ -40,7 +41,8 @@ __version__ = "0.1.0"   # version of the bindings; version() is the loaded libra
 __all__ = [
     "ABI_VERSION", "load_library", "library_path", "version", "version_info", "abi_version",
     "options", "option_info", "synth_generate", "devices", "device_count", "dataset_advice",
-    "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "Box", "Problem",
+    "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "Box",
+    "Polygon", "Problem",
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",
     "problem_code_name",
     "Task", "Split", "Metric", "Event", "LogLevel", "OptionType", "Status", "StopReason",

@@ -89,6 +89,8 @@ class ProblemCode(enum.IntEnum):
     POLYGON_POINTS = 16
     EMPTY_SPLIT = 17
     CLASS_COUNT = 18
+    MISSING_MASK = 19
+    BAD_MASK = 20
 
 
 class LogLevel(enum.IntEnum):
@@ -384,7 +386,9 @@ def synth_generate(directory, task="classify", **options):
 
     Classification options (ints): classes=4 (2..8), train=100, val=40 (images per class),
     imgsz=32, seed=0.  Detection (task="detect"; YOLO layout with data.yaml): classes=3 (3..8),
-    train=200, val=50 (images), imgsz=160, seed=0, max_objects=6 (0..64).
+    train=200, val=50 (images), imgsz=160, seed=0, max_objects=6 (0..64).  Segmentation
+    (task="segment"): the detection options; YOLO-seg polygons in labels/ and the same labels
+    as class-id PNGs in masks/ (0 background, shape class k -> k+1).
     """
     path = os.fspath(directory)
     _check(_native.lib().vt_synth_generate(_cpath(path), _task(task),
@@ -419,13 +423,18 @@ def devices():
 # ---- datasets -----------------------------------------------------------------------------------
 
 Box = collections.namedtuple("Box", "cls cx cy w h")
+#: A segmentation polygon: dataset class id (>= 1; 0 is the background) and its points, a list
+#: of (x, y) normalised to 0..1 of the image.
+Polygon = collections.namedtuple("Polygon", "cls points")
 Problem = collections.namedtuple("Problem", "file line code message")
 
 
 class Dataset(_Closable):
     """An opened dataset.  Classification (task="classify", the default): an ImageFolder
     layout.  Detection (task="detect"): an Ultralytics data.yaml (or a folder holding one) or a
-    COCO instances JSON; see boxes() and problems().
+    COCO instances JSON; see boxes() and problems().  Segmentation (task="segment"): YOLO-seg
+    polygons, COCO polygons, or class-id mask PNGs (data.yaml `masks:`); see polygons() and
+    mask().
 
     Keyword options go to vt_dataset_open_ex: policy="drop"|"skip"|"fail" (what a label
     problem does: drop the box, skip the image, or raise DatasetError naming file:line),
@@ -504,6 +513,52 @@ class Dataset(_Closable):
             _check(self._lib.vt_dataset_box(p, s, i, j, ctypes.byref(cls), xywh))
             out.append(Box(cls.value, xywh[0], xywh[1], xywh[2], xywh[3]))
         return out
+
+    # ---- segmentation ----
+
+    @property
+    def ignore_value(self):
+        """Mask value of pixels excluded from loss and metrics (segmentation; -1 otherwise)."""
+        return self._lib.vt_dataset_ignore_value(self._ptr())
+
+    def polygons(self, split, i):
+        """The polygons of image i of a split (YOLO-seg / COCO segmentation datasets): a list of
+        Polygon(cls, points) with class ids counting the background as 0.  [] otherwise."""
+        p = self._ptr()
+        s = _split(split)
+        i = int(i)
+        cls = ctypes.c_int()
+        n = ctypes.c_int()
+        out = []
+        for k in range(self._lib.vt_dataset_num_polygons(p, s, i)):
+            _check(self._lib.vt_dataset_polygon(p, s, i, k, ctypes.byref(cls), None, 0,
+                                                ctypes.byref(n)))
+            xy = (ctypes.c_float * (2 * n.value))()
+            _check(self._lib.vt_dataset_polygon(p, s, i, k, None, xy, n.value, ctypes.byref(n)))
+            out.append(Polygon(cls.value, [(xy[2 * q], xy[2 * q + 1]) for q in range(n.value)]))
+        return out
+
+    def image_size(self, split, i):
+        """(width, height) of image i, from the file's header."""
+        w = ctypes.c_int()
+        h = ctypes.c_int()
+        _check(self._lib.vt_dataset_image_size(self._ptr(), _split(split), int(i),
+                                               ctypes.byref(w), ctypes.byref(h)))
+        return w.value, h.value
+
+    def mask(self, split, i, size=None):
+        """The class mask of image i (segmentation datasets): one class id per pixel, row-major,
+        at the image's own size or at size=(width, height).  A numpy uint8 array of shape
+        (height, width) when numpy is imported, else bytes (len width*height).  Pixels excluded
+        from training hold ignore_value."""
+        s = _split(split)
+        w, h = self.image_size(s, i) if size is None else (int(size[0]), int(size[1]))
+        buf = (ctypes.c_uint8 * (w * h))()
+        _check(self._lib.vt_dataset_mask(self._ptr(), s, int(i), buf, w, h))
+        np = _np()
+        if np is not None:
+            return np.frombuffer(buf, dtype=np.uint8).reshape(h, w).copy()
+        return bytes(buf)
 
     def problems(self):
         """Problems found while opening the dataset (bad label lines, boxes out of range, a
