@@ -66,7 +66,7 @@ expect 2 "$vt" dataset split data=data
 expect 2 "$vt" dataset stats data=data bogus=1
 expect 2 "$vt" estimate bogus=1
 expect 2 "$vt" estimate epochs=0
-expect 2 "$vt" estimate model=det-s
+expect 2 "$vt" estimate model=no-such-model
 expect 2 "$vt" estimate gpu=no-such-gpu
 expect 2 "$vt" estimate budget=10 deadline=2
 expect 2 "$vt" info bogus=1
