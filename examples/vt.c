@@ -292,7 +292,7 @@ static const char *const usage_text =
     "  info      version, GPUs, the GPU catalog and every training option\n"
     "  synth     write a synthetic dataset (coloured shapes)\n"
     "  demo      generate a dataset, train cls-n on it and print the accuracy\n"
-    "            (task=detect: a detection dataset, det-n and its mAP)\n"
+    "            (task=detect: det-n and its mAP; task=segment: seg-n and its mIoU)\n"
     "  help      'vt help COMMAND' or 'vt COMMAND --help' for a command's keys\n"
     "\n"
     "examples:\n"
@@ -437,7 +437,9 @@ static const help_entry help_texts[] = {
      "the validation accuracy.  Takes the keys of 'vt train'.\n"
      "task=detect: a synthetic YOLO detection dataset (default demo-det, 3 shape classes,\n"
      "400 train / 80 val images of 64 px) and det-n (epochs=30 imgsz=64 batch=16 seed=1\n"
-     "optimizer=adamw lr0=0.002 unless given); prints the validation mAP.\n"},
+     "optimizer=adamw lr0=0.002 unless given); prints the validation mAP.\n"
+     "task=segment: a synthetic segmentation dataset (default demo-seg, 300 + 60 images of\n"
+     "64 px) and seg-n (epochs=15 imgsz=64 batch=16); prints the validation mIoU.\n"},
 };
 
 static const char *help_for(const char *cmd)
@@ -838,18 +840,19 @@ static int cmd_train(args *a)
 static int cmd_demo(args *a)
 {
     const char *dir = take(a, "data"), *task = take(a, "task");
-    int det = task && !strcmp(task, "detect");
-    if (task && !det && strcmp(task, "classify")) {
-        fprintf(stderr, "vt demo: task=%s: valid tasks: classify, detect\n", task);
+    int det = task && !strcmp(task, "detect"), seg = task && !strcmp(task, "segment");
+    if (task && !det && !seg && strcmp(task, "classify")) {
+        fprintf(stderr, "vt demo: task=%s: valid tasks: classify, detect, segment\n", task);
         return EXIT_USAGE;
     }
-    if (!dir) dir = det ? "demo-det" : "demo-data";
+    if (!dir) dir = det ? "demo-det" : seg ? "demo-seg" : "demo-data";
     if (!is_dir(dir)) {
         printf("generating a synthetic dataset in %s ...\n", dir);
         vt_status st =
-            det ? vt_synth_generate(dir, VT_TASK_DETECT, "classes=3 train=400 val=80 imgsz=64 seed=11")
-                : vt_synth_generate(dir, VT_TASK_CLASSIFY,
-                                    "classes=4 train=300 val=50 imgsz=32 seed=11");
+            det   ? vt_synth_generate(dir, VT_TASK_DETECT, "classes=3 train=400 val=80 imgsz=64 seed=11")
+            : seg ? vt_synth_generate(dir, VT_TASK_SEGMENT, "classes=3 train=300 val=60 imgsz=64 seed=11")
+                  : vt_synth_generate(dir, VT_TASK_CLASSIFY,
+                                      "classes=4 train=300 val=50 imgsz=32 seed=11");
         if (st) return fail(a->cmd, st, NULL);
     }
     /* the demo's defaults, unless given */
@@ -859,7 +862,10 @@ static int cmd_demo(args *a)
     static const char *const det_defaults[] = {"data=", "save=demo-det.vtm", "model=det-n",
                                                "epochs=30", "imgsz=64", "batch=16", "seed=1",
                                                "optimizer=adamw", "lr0=0.002"};
-    const char *const *defaults = det ? det_defaults : cls_defaults;
+    static const char *const seg_defaults[] = {"data=", "save=demo-seg.vtm", "model=seg-n",
+                                               "epochs=15", "imgsz=64", "batch=16", "seed=1",
+                                               "optimizer=adamw", "lr0=0.003"};
+    const char *const *defaults = det ? det_defaults : seg ? seg_defaults : cls_defaults;
     size_t ndef = sizeof cls_defaults / sizeof cls_defaults[0];
     static char data_arg[4096];
     snprintf(data_arg, sizeof data_arg, "data=%s", dir);
@@ -882,6 +888,7 @@ static int cmd_demo(args *a)
     double top1 = 0;
     int rc = train(&t, &top1);
     if (rc == 0 && det) printf("demo: det-n reached mAP50-95 %.3f on the validation images\n", top1);
+    else if (rc == 0 && seg) printf("demo: seg-n reached mIoU %.3f on the validation images\n", top1);
     else if (rc == 0) printf("demo: cls-n reached %.1f%% validation accuracy\n", 100 * top1);
     return rc;
 }
