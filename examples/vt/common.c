@@ -1,0 +1,296 @@
+/* vt: what the commands share: exit codes and failure messages, time and duration formatting,
+ * files and image folders, the SIGINT handling of a training run, and the key=value arguments
+ * with their value parsers. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "vt_cli.h"
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static vt_trainer *volatile g_trainer; /* for the SIGINT handler only */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+    if (g_trainer) vt_trainer_cancel(g_trainer);
+}
+
+/* Ctrl-C cancels the run between batches; a second Ctrl-C kills the process (SA_RESETHAND). */
+void catch_sigint(vt_trainer *t)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    g_trainer = t;
+    g_interrupted = 0;
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void release_sigint(void)
+{
+    signal(SIGINT, SIG_DFL);
+    g_trainer = NULL;
+}
+
+static int exit_code(vt_status st)
+{
+    switch (st) {
+    case VT_OK: return 0;
+    case VT_ERR_UNKNOWN_OPTION:
+    case VT_ERR_OPTION_VALUE:
+    case VT_ERR_INVALID_ARGUMENT: return EXIT_USAGE;
+    case VT_ERR_NOT_FOUND:
+    case VT_ERR_IO:
+    case VT_ERR_FORMAT:
+    case VT_ERR_DATASET:
+    case VT_ERR_CHECKPOINT: return EXIT_DATA;
+    case VT_ERR_CANCELLED: return EXIT_INTERRUPTED;
+    default: return EXIT_FAILURE_;
+    }
+}
+
+/* Print "vt CMD: message (status)" and return the exit code of the status.  msg NULL or "":
+ * the thread's last error. */
+int fail(const char *cmd, vt_status st, const char *msg)
+{
+    if (!msg || !*msg) msg = vt_last_error();
+    fprintf(stderr, "vt %s: %s (%s)\n", cmd, msg && *msg ? msg : "failed", vt_status_string(st));
+    return exit_code(st);
+}
+
+double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "h:mm:ss" below a day, else "Nd hh:mm". */
+const char *fmt_duration(double s, char *buf, size_t cap)
+{
+    if (!(s >= 0) || s > 1e12) {
+        snprintf(buf, cap, "?");
+        return buf;
+    }
+    long t = (long)(s + 0.5);
+    if (t >= 86400) snprintf(buf, cap, "%ldd %02ld:%02ld", t / 86400, t / 3600 % 24, t / 60 % 60);
+    else snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    return buf;
+}
+
+/* "h:mm" (minutes rounded up, so a short run never reads 0:00). */
+const char *fmt_hmm(double s, char *buf, size_t cap)
+{
+    if (!(s >= 0) || s > 1e12) {
+        snprintf(buf, cap, "?");
+        return buf;
+    }
+    long m = (long)ceil(s / 60.0);
+    snprintf(buf, cap, "%ld:%02ld", m / 60, m % 60);
+    return buf;
+}
+
+int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A model argument names a file when it exists, has a path separator or ends in .vtm. */
+int names_file(const char *model)
+{
+    size_t n = strlen(model);
+    return strchr(model, '/') || (n > 4 && !strcmp(model + n - 4, ".vtm")) || is_file(model);
+}
+
+static int has_image_ext(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot) return 0;
+    return !strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg");
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The image files directly in dir, sorted; NULL on error.  *n gets the count. */
+char **list_images(const char *dir, int *n)
+{
+    DIR *d = opendir(dir);
+    *n = 0;
+    if (!d) return NULL;
+    char **v = NULL;
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !has_image_ext(e->d_name)) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) break;
+            v = nv;
+        }
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        if (!(v[*n] = malloc(len))) break;
+        snprintf(v[*n], len, "%s/%s", dir, e->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    if (*n) qsort(v, (size_t)*n, sizeof *v, cmp_str);
+    return v ? v : calloc(1, sizeof *v);
+}
+
+/* ---- arguments ------------------------------------------------------------------------------ */
+
+int key_is(const kv *k, const char *key)
+{
+    return k->klen == strlen(key) && strncmp(k->arg, key, k->klen) == 0;
+}
+
+/* The last value given for key, or NULL; marks every occurrence as the tool's. */
+const char *take(args *a, const char *key)
+{
+    const char *v = NULL;
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], key)) {
+            a->kv[i].tool = 1;
+            v = a->kv[i].val;
+        }
+    return v;
+}
+
+int parse_args(const char *cmd, int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i], *eq = strchr(s, '=');
+        if (!strcmp(s, "--help") || !strcmp(s, "-h") || !strcmp(s, "help")) {
+            a->help = 1;
+            continue;
+        }
+        if (!eq || eq == s) {
+            if (!strcmp(cmd, "predict") && a->nsources < MAX_SOURCES) { /* more images */
+                a->sources[a->nsources++] = s;
+                continue;
+            }
+            fprintf(stderr, "vt %s: '%s' is not of the form key=value (see 'vt help %s')\n", cmd,
+                    s, cmd);
+            return -1;
+        }
+        if (a->n == MAX_KV) {
+            fprintf(stderr, "vt %s: too many arguments\n", cmd);
+            return -1;
+        }
+        kv *k = &a->kv[a->n++];
+        k->arg = s;
+        k->val = eq + 1;
+        k->klen = (size_t)(eq - s);
+        if (key_is(k, "source")) {
+            if (a->nsources < MAX_SOURCES) a->sources[a->nsources++] = k->val;
+        }
+    }
+    return 0;
+}
+
+/* Reject every argument not marked as the tool's: "unknown key 'x'; valid keys: ...". */
+int reject_unknown(const args *a, const char *valid)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!a->kv[i].tool) {
+            fprintf(stderr, "vt %s: unknown key '%.*s'; valid keys: %s\n", a->cmd,
+                    (int)a->kv[i].klen, a->kv[i].arg, valid);
+            return EXIT_USAGE;
+        }
+    return 0;
+}
+
+/* Parse a 0|1 flag. */
+int flag_value(const char *cmd, const char *key, const char *v, int *out)
+{
+    if (!v) return 0;
+    if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) *out = 1;
+    else if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) *out = 0;
+    else {
+        fprintf(stderr, "vt %s: %s=%s: expected 0 or 1\n", cmd, key, v);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int int_value(const char *cmd, const char *key, const char *v, long lo, long hi, long *out)
+{
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "vt %s: %s=%s: expected an integer in %ld..%ld\n", cmd, key, v, lo, hi);
+        return EXIT_USAGE;
+    }
+    *out = x;
+    return 0;
+}
+
+int num_value(const char *cmd, const char *key, const char *v, double lo, double *out)
+{
+    if (!v) return 0;
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !isfinite(x) || x < lo) {
+        fprintf(stderr, "vt %s: %s=%s: expected a number >= %g\n", cmd, key, v, lo);
+        return EXIT_USAGE;
+    }
+    *out = x;
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcasecmp(s + n - k, suffix);
+}
+
+/* task=classify|detect|segment; default: detect for a .yaml/.yml/.json or a folder holding a
+ * data.yaml, else classify. */
+int task_value(const char *cmd, const char *v, const char *data, vt_task *task)
+{
+    if (!v) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s/data.yaml", data ? data : ".");
+        *task = data && (ends_with(data, ".yaml") || ends_with(data, ".yml") ||
+                         ends_with(data, ".json") || is_file(buf))
+                    ? VT_TASK_DETECT
+                    : VT_TASK_CLASSIFY;
+        return 0;
+    }
+    if (!strcmp(v, "classify")) *task = VT_TASK_CLASSIFY;
+    else if (!strcmp(v, "detect")) *task = VT_TASK_DETECT;
+    else if (!strcmp(v, "segment")) *task = VT_TASK_SEGMENT;
+    else {
+        fprintf(stderr, "vt %s: task=%s: valid tasks: classify, detect, segment\n", cmd, v);
+        return EXIT_USAGE;
+    }
+    return 0;
+}

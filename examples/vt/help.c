@@ -1,0 +1,224 @@
+/* vt: the usage text, each command's help text and 'vt help [COMMAND]'. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vt_cli.h"
+
+/* The trainer's option keys, comma-separated (from vt_option_next / vt_option_info). */
+static const char *trainer_keys(void)
+{
+    static char buf[1024];
+    if (buf[0]) return buf;
+    size_t used = 0, line = 0;
+    for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
+        const char *key;
+        if (id >= 300 || vt_option_info((vt_option)id, &key, NULL, NULL, NULL, NULL)) continue;
+        const char *sep = !used ? "" : line + strlen(key) > 70 ? ",\n  " : ", ";
+        if (!strcmp(sep, ",\n  ")) line = 0;
+        line += strlen(key) + 2;
+        used += (size_t)snprintf(buf + used, used < sizeof buf ? sizeof buf - used : 0, "%s%s",
+                                 sep, key);
+    }
+    return buf;
+}
+
+/* ---- help ----------------------------------------------------------------------------------- */
+
+const char *const usage_text =
+    "usage: vt COMMAND [key=value ...]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a classifier (ImageFolder) or a detector (YOLO data.yaml, COCO json)\n"
+    "  val       evaluate a saved model on a dataset split\n"
+    "  predict   classify images, or detect objects in them, with a saved model\n"
+    "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
+    "  check     validate a dataset: every problem with file:line, counts per split and class\n"
+    "  dataset   dataset tools: split, subset, clone, stats\n"
+    "  info      version, GPUs, the GPU catalog and every training option\n"
+    "  synth     write a synthetic dataset (coloured shapes)\n"
+    "  demo      generate a dataset, train cls-n on it and print the accuracy\n"
+    "            (task=detect: det-n and its mAP; task=segment: seg-n and its mIoU)\n"
+    "  help      'vt help COMMAND' or 'vt COMMAND --help' for a command's keys\n"
+    "\n"
+    "examples:\n"
+    "  vt synth data=shapes classes=4\n"
+    "  vt train data=shapes model=cls-n epochs=10 imgsz=32 save=shapes.vtm\n"
+    "  vt predict model=shapes.vtm source=shapes/val/circle/00000.png\n"
+    "  vt estimate model=cls-s data=shapes epochs=100 imgsz=224 batch=64 gpu=all\n"
+    "\n"
+    "exit codes: 0 ok, 1 failure, 2 usage error, 3 data error (missing or unusable dataset,\n"
+    "            image, model or catalog file), 4 interrupted (Ctrl-C)\n";
+
+typedef struct {
+    const char *cmd, *text;
+} help_entry;
+
+static const help_entry help_texts[] = {
+    {"train",
+     "usage: vt train data=DIR [key=value ...]\n"
+     "Train a classifier on an ImageFolder dataset (DIR/train/<class>/*.png|jpg, DIR/val/...),\n"
+     "or a detector on a YOLO data.yaml (or a folder holding one) or a COCO .json.\n"
+     "\n"
+     "tool keys:\n"
+     "  data=DIR         the dataset (required)\n"
+     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small; det-n (default for\n"
+     "                   detection), det-s, det-m; seg-n (default for segmentation), seg-s,\n"
+     "                   seg-m; or a saved .vtm to fine-tune\n"
+     "  save=FILE        where to write the trained model (default model.vtm); also written\n"
+     "                   after Ctrl-C, with the weights reached so far.  save=0|1 is passed\n"
+     "                   to the trainer (its run-folder switch); save=0 writes no model file\n"
+     "  task=classify|detect|segment  default: segment for a seg-* model, else detect for a\n"
+     "                   .yaml/.yml/.json, a folder holding a data.yaml or a det-* model,\n"
+     "                   else classify\n"
+     "  channels=1|3     input channels of a new model (default 3)\n"
+     "  dropout=P        dropout before the classifier of a new model (default 0)\n"
+     "  progress=auto|bar|plain|off  live bar on a terminal, plain lines otherwise (auto)\n"
+     "trainer keys (see 'vt info' for types, ranges and defaults):\n"
+     "  @TRAINER_KEYS@\n"
+     "  imgsz= also sets a new model's image size; seed= seeds shuffling and augmentation.\n"
+     "\n"
+     "Prints a progress bar (epoch, batch, loss, img/s, ETA) and one table row per epoch\n"
+     "(loss, val loss, top-1, top-5 or P, R, mAP50, mAP50-95, lr, img/s, time).  The best\n"
+     "epoch is chosen by top-1 or mAP50-95.  Ctrl-C stops after the current batch,\n"
+     "saves the model and exits with code 4.\n"
+     "example: vt train data=shapes epochs=10 imgsz=32 batch=32 optimizer=adamw lr0=0.003\n"},
+    {"val",
+     "usage: vt val model=FILE data=DIR [split=val|test|train] [batch= imgsz= device= workers=]\n"
+     "Evaluate a saved model on a split of a dataset: loss, top-1 and top-5 accuracy, or for a\n"
+     "detector precision, recall, mAP50 and mAP50-95 (COCO-style, 101-point).\n"
+     "Other trainer keys are accepted (see 'vt info').\n"
+     "example: vt val model=shapes.vtm data=shapes\n"},
+    {"predict",
+     "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
+     "                  max_det=300 out=predictions color=0]\n"
+     "Classify PNG or JPEG images with a saved model, or detect objects with a detector.\n"
+     "source= takes files, and a folder stands for the images directly in it; image paths may\n"
+     "also be given without source=.  Classifier: one line per image, 'path: class\n"
+     "probability' (top=K: the K best classes).  Detector: 'path: N detections', then one line\n"
+     "per box: class, score, x0 y0 x1 y1 in the image's pixels (score >= conf, class-aware NMS\n"
+     "at IoU iou, at most max_det).  Segmenter: writes OUT/<name>_mask.png (class id per\n"
+     "pixel, the image's size; out=DIR, default predictions) and with color=1 a colour-coded\n"
+     "<name>_color.png, and prints each class's share of the pixels.\n"
+     "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
+    {"estimate",
+     "usage: vt estimate [key=value ...]\n"
+     "Estimate the time and cost of a training run, from the model's layer list and a cost\n"
+     "model of each GPU (see lib/estimate/estimate.c), and rank the catalog GPUs.\n"
+     "\n"
+     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small, or a saved .vtm\n"
+     "  data=DIR         take the class and image counts from a dataset, or give them:\n"
+     "  classes=N train=N val=N    (defaults 10, 1000, 0)\n"
+     "  epochs=100 imgsz=640 batch=16 (total over all GPUs) gpus=1 (data-parallel)\n"
+     "  precision=fp32|tf32|bf16|fp16|amp   optimizer=sgd|adamw   workers=8 (loader threads)\n"
+     "  gpu=all          rank every catalog GPU (default); gpu=NAME one catalog GPU;\n"
+     "                   gpu=local the calibrated local device (the CPU without a GPU); gpu=cpu\n"
+     "  by=cost|time     ranking key of gpu=all (default cost)\n"
+     "  deadline=HOURS   rank by cost among the GPUs that finish within the deadline\n"
+     "  budget=USD       rank by time among the GPUs whose cost stays within the budget\n"
+     "  catalog=CSV      merge a CSV of GPUs/prices into the catalog (vt info lists it)\n"
+     "  calibrate=1      first measure a few training steps on the local device\n"
+     "                   (device=cpu|0|1..., default the first GPU, else the CPU;\n"
+     "                   seconds=S measurement budget, default 10; batches=B1,B2[,B3];\n"
+     "                   local_gpu=NAME the catalog name of the local GPU, else guessed)\n"
+     "  calibration=FILE load a saved calibration, or save it after calibrate=1\n"
+     "  price=USD        hourly price of the local device (default 0)\n"
+     "  top=N            show only the N best GPUs of the ranking\n"
+     "estimator keys also accepted as is: mosaic, val_each, channels, load_ms, startup,\n"
+     "  deadline_h, budget_usd, local_price, memory_fraction\n"
+     "\n"
+     "gpu=all prints a table sorted by the ranking: GPU, memory, whether the run fits (and the\n"
+     "largest batch that does), seconds per epoch, total time (h:mm), price and cost in USD\n"
+     "('-' when the catalog has no price), then advice for the dataset's size.\n"
+     "example: vt estimate model=cls-s train=20000 val=2000 epochs=100 imgsz=224 batch=64\n"},
+    {"check",
+     "usage: vt check data=PATH [task=classify|detect|segment policy=drop|skip|fail min_size=10\n"
+     "                           workers=4 show=100]\n"
+     "Validate a dataset with vt_dataset_validate: an ImageFolder (classify), a YOLO data.yaml\n"
+     "or a COCO .json (detect); for segment a YOLO-seg data.yaml, a data.yaml with masks:\n"
+     "(class-id PNG masks, which are decoded and checked too) or a COCO .json with polygons.\n"
+     "task defaults to\n"
+     "detect when data ends in .yaml/.yml/.json or the folder holds a data.yaml, else classify.\n"
+     "Every image is decoded (workers= threads); every problem is printed as 'file:line: ...'\n"
+     "[code] (the first show=N of them): bad label lines, classes or coordinates out of range,\n"
+     "zero-size and duplicate boxes, polygons of fewer than 3 points, missing or empty splits,\n"
+     "names/nc mismatches, unreadable, corrupt, truncated, too small (min_size) or unsupported\n"
+     "images.  Then instances per class and split, and per split: images, usable (under the\n"
+     "policy), corrupt, skipped (policy=skip: images with a label problem), backgrounds,\n"
+     "instances.  Exits 3 when an image is unreadable, or on the first problem with policy=fail\n"
+     "(the message names file:line).  The dataset's files are only read.\n"
+     "example: vt check data=shapes     vt check data=coco8/data.yaml policy=skip\n"},
+    {"dataset",
+     "usage: vt dataset split  data=PATH out=DIR [val=0.2 seed=0 task= policy=]\n"
+     "       vt dataset subset data=PATH out=DIR fraction=F|count=N [seed=0 task= policy=]\n"
+     "       vt dataset clone  data=DIR out=DIR\n"
+     "       vt dataset stats  data=PATH [plot=FILE.png bins=10 task= policy=]\n"
+     "Dataset tools.  Nothing of the dataset is changed: split and subset write list files\n"
+     "(train.txt, val.txt, test.txt: absolute image paths) and a data.yaml naming them into the\n"
+     "new or empty folder out=, for YOLO data.yaml datasets only (labels stay beside the\n"
+     "images).  split shuffles the train images with the seed and puts round(val*n) of them in\n"
+     "val; subset keeps a fraction (or count) of every split; the same seed gives the same\n"
+     "lists.  policy=skip or fail applies while opening (see 'vt help check').  clone copies a\n"
+     "dataset folder to a new or empty folder.  stats prints instances per class and split and,\n"
+     "for detection, histograms of box width, height and sqrt(w*h) relative to the image;\n"
+     "plot= writes a PNG of the label distribution.\n"
+     "example: vt dataset split data=coco8/data.yaml out=coco8-split val=0.25 seed=1\n"},
+    {"info",
+     "usage: vt info [catalog=CSV]\n"
+     "Print the library version and ABI, the GPUs this build can use, the GPU catalog of the\n"
+     "estimator (catalog=CSV merges a CSV first) and every training and model option.\n"},
+    {"synth",
+     "usage: vt synth data=DIR [task=classify|detect|segment classes=4 train=100 val=40 imgsz=32\n"
+     "                          seed=0]\n"
+     "Write a synthetic dataset of coloured shapes on noisy backgrounds.  classify: ImageFolder,\n"
+     "one shape per class, train/val images per class (classes 2..8, imgsz 16..512).  detect:\n"
+     "YOLO layout with data.yaml, train/val images in all, max_objects=6 shapes per image\n"
+     "(classes 3..8, imgsz 32..1024; defaults classes=3 train=200 val=50 imgsz=160).\n"
+     "segment: the detect options and scenes, YOLO-seg polygons in labels/ and the same labels\n"
+     "as class-id PNGs in masks/ (0 background, shape class k -> k+1).\n"},
+    {"demo",
+     "usage: vt demo [data=DIR save=FILE key=value ...]\n"
+     "Generate a synthetic dataset in DIR (default demo-data) unless it exists, train cls-n on\n"
+     "it (epochs=8 imgsz=32 batch=32 seed=1 optimizer=adamw lr0=0.003 unless given) and print\n"
+     "the validation accuracy.  Takes the keys of 'vt train'.\n"
+     "task=detect: a synthetic YOLO detection dataset (default demo-det, 3 shape classes,\n"
+     "400 train / 80 val images of 64 px) and det-n (epochs=30 imgsz=64 batch=16 seed=1\n"
+     "optimizer=adamw lr0=0.002 unless given); prints the validation mAP.\n"
+     "task=segment: a synthetic segmentation dataset (default demo-seg, 300 + 60 images of\n"
+     "64 px) and seg-n (epochs=15 imgsz=64 batch=16); prints the validation mIoU.\n"},
+};
+
+const char *help_for(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof help_texts / sizeof help_texts[0]; i++)
+        if (!strcmp(help_texts[i].cmd, cmd)) return help_texts[i].text;
+    return NULL;
+}
+
+void print_help(FILE *f, const char *text)
+{
+    const char *mark = strstr(text, "@TRAINER_KEYS@");
+    if (!mark) {
+        fputs(text, f);
+        return;
+    }
+    fwrite(text, 1, (size_t)(mark - text), f);
+    fputs(trainer_keys(), f);
+    fputs(mark + strlen("@TRAINER_KEYS@"), f);
+}
+
+int cmd_help(const args *a, int argc, char **argv)
+{
+    (void)a;
+    if (argc == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    const char *text = help_for(argv[0]);
+    if (!text) {
+        fprintf(stderr, "vt help: unknown command '%s'\n", argv[0]);
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    print_help(stdout, text);
+    return 0;
+}

@@ -1,0 +1,458 @@
+/* vt info (version, devices, the GPU catalog, every option) and vt estimate (the time and cost
+ * of a training run, one GPU in detail or the catalog ranked). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "vt_cli.h"
+
+/* ---- info ------------------------------------------------------------------------------- */
+
+static void print_catalog(const vt_catalog *cat)
+{
+    int n = vt_catalog_count(cat);
+    printf("GPU catalog (%d GPUs; the estimator's; merge a CSV with catalog=FILE):\n", n);
+    printf("  %-22s %-10s %-5s %4s %7s %8s %7s %7s %7s %6s\n", "name", "arch", "tier", "cc",
+           "mem GB", "BW GB/s", "fp32", "tf32", "bf16", "USD/h");
+    static const vt_gpu_field fields[] = {VT_GPU_MEMORY_GB, VT_GPU_BANDWIDTH_GBS,
+                                          VT_GPU_FP32_TFLOPS, VT_GPU_TF32_TFLOPS,
+                                          VT_GPU_BF16_TFLOPS, VT_GPU_PRICE_USD_H};
+    static const int widths[] = {7, 8, 7, 7, 7, 6};
+    static const char *const fmts[] = {"%.0f", "%.0f", "%.1f", "%.1f", "%.1f", "%.2f"};
+    for (int i = 0; i < n; i++) {
+        const char *arch = vt_catalog_gpu_arch(cat, i), *tier = vt_catalog_gpu_tier(cat, i);
+        double cc;
+        char ccb[16] = "-";
+        if (vt_catalog_gpu_value(cat, i, VT_GPU_COMPUTE_CAPABILITY, &cc) == VT_OK)
+            snprintf(ccb, sizeof ccb, "%.1f", cc);
+        printf("  %-22s %-10s %-5s %4s", vt_catalog_gpu_name(cat, i), arch && *arch ? arch : "-",
+               tier && *tier ? tier : "-", ccb);
+        for (int f = 0; f < 6; f++) {
+            double v;
+            char b[32] = "-";
+            if (vt_catalog_gpu_value(cat, i, fields[f], &v) == VT_OK) snprintf(b, sizeof b, fmts[f], v);
+            printf(" %*s", widths[f], b);
+        }
+        printf("\n");
+    }
+    printf("  (TFLOPS are dense peaks; '-' where the catalog has no value)\n");
+}
+
+int cmd_info(args *a)
+{
+    const char *csv = take(a, "catalog");
+    int rc;
+    if ((rc = reject_unknown(a, "catalog"))) return rc;
+    vt_catalog *cat = NULL;
+    vt_status st = vt_catalog_create(&cat);
+    if (st) return fail(a->cmd, st, NULL);
+    if (csv && (st = vt_catalog_load_csv(cat, csv))) {
+        rc = fail(a->cmd, st, vt_catalog_last_error(cat));
+        vt_catalog_destroy(cat);
+        return rc;
+    }
+    printf("libvisiontrain %s (ABI %u)\n", vt_version_string(), vt_abi_version());
+    int ngpu = vt_device_count();
+    if (ngpu == 0) printf("devices: cpu (no GPU: this build has no CUDA, or no GPU/driver found)\n");
+    else {
+        printf("devices: cpu, %d GPU%s\n", ngpu, ngpu == 1 ? "" : "s");
+        for (int i = 0; i < ngpu; i++) {
+            char name[256];
+            int ma = 0, mi = 0;
+            uint64_t total = 0, freeb = 0;
+            if (vt_device_info(i, name, sizeof name, &ma, &mi, &total, &freeb))
+                printf("  device=%d: %s\n", i, vt_last_error());
+            else
+                printf("  device=%d: %s, compute capability %d.%d, %.1f GB (%.1f GB free)\n", i,
+                       name, ma, mi, total / 1e9, freeb / 1e9);
+        }
+    }
+    printf("\n");
+    print_catalog(cat);
+    vt_catalog_destroy(cat);
+    printf("\ntraining options (vt train/val key=value):\n");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) printf("model options (vt train, for a new model):\n");
+        for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
+            if ((id >= 300) != pass) continue;
+            const char *key, *help;
+            vt_option_type type;
+            double lo, hi;
+            if (vt_option_info((vt_option)id, &key, &type, &lo, &hi, &help)) continue;
+            char range[64] = "";
+            if (type != VT_OPTION_STRING)
+                snprintf(range, sizeof range, lo == floor(lo) && hi == floor(hi) && hi < 1e18
+                         ? "%.0f..%.0f" : "%g..%g", lo, hi);
+            printf("  %-16s %-6s %-20s %s\n", key,
+                   type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
+                   range, help);
+        }
+    }
+    printf("estimator keys: see 'vt help estimate'\n");
+    return 0;
+}
+
+/* ---- estimate ----------------------------------------------------------------------------- */
+
+static void est_log(void *user, vt_log_level level, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "vt estimate: %s%s\n", level == VT_LOG_ERROR ? "error: " :
+                    level == VT_LOG_WARNING ? "warning: " : "", msg);
+}
+
+#define EST_TOOL_KEYS                                                                            \
+    "model, data, budget, deadline, catalog, calibrate, calibration, device, seconds, batches, " \
+    "local_gpu, price, by, top"
+
+static int est_result(const vt_estimator *e, int gi, vt_est_result r, double *v)
+{
+    vt_status st = gi < 0 ? vt_estimator_result(e, r, v) : vt_estimator_rank_result(e, gi, r, v);
+    return st == VT_OK;
+}
+
+static void print_estimate_detail(const vt_estimator *e, const char *where)
+{
+    double v;
+    char b[64];
+    printf("estimate on %s:\n", where);
+#define ROW(label, r, fmt, scale)                                                             \
+    do {                                                                                      \
+        if (est_result(e, -1, r, &v)) printf("  %-28s " fmt "\n", label, v * (scale));        \
+        else printf("  %-28s -\n", label);                                                    \
+    } while (0)
+    ROW("parameters", VT_EST_PARAMS, "%.0f", 1);
+    ROW("train GFLOPs / image", VT_EST_TRAIN_FLOPS_PER_IMAGE, "%.3f", 1e-9);
+    ROW("step (s)", VT_EST_STEP_SECONDS, "%.4f", 1);
+    ROW("  compute (s)", VT_EST_COMPUTE_SECONDS_PER_STEP, "%.4f", 1);
+    ROW("  loader (s)", VT_EST_LOADER_SECONDS_PER_STEP, "%.4f", 1);
+    if (est_result(e, -1, VT_EST_LOADER_BOUND, &v) && v > 0)
+        printf("  %-28s %s\n", "", "loading bounds the step: add workers");
+    ROW("steps / epoch", VT_EST_STEPS_PER_EPOCH, "%.0f", 1);
+    ROW("train s / epoch", VT_EST_TRAIN_SECONDS_PER_EPOCH, "%.1f", 1);
+    ROW("val s / epoch", VT_EST_VAL_SECONDS_PER_EPOCH, "%.1f", 1);
+    ROW("s / epoch", VT_EST_EPOCH_SECONDS, "%.1f", 1);
+    if (est_result(e, -1, VT_EST_TOTAL_SECONDS, &v))
+        printf("  %-28s %s (h:mm, %.0f s)\n", "total time", fmt_hmm(v, b, sizeof b), v);
+    ROW("price (USD/h)", VT_EST_USD_PER_HOUR, "%.2f", 1);
+    ROW("cost (USD)", VT_EST_COST_USD, "%.2f", 1);
+    ROW("peak memory / device (GB)", VT_EST_PEAK_MEMORY_BYTES, "%.2f", 1e-9);
+    ROW("usable memory / device (GB)", VT_EST_DEVICE_MEMORY_BYTES, "%.2f", 1e-9);
+    if (est_result(e, -1, VT_EST_FITS, &v)) printf("  %-28s %s\n", "fits", v > 0 ? "yes" : "NO");
+    ROW("largest batch that fits", VT_EST_MAX_BATCH, "%.0f", 1);
+#undef ROW
+}
+
+/* The catalog entry of local GPU `device`, or -1: its CUDA name ("NVIDIA H100 80GB HBM3") as
+ * is, else without a leading "NVIDIA "/"Tesla " word, else the catalog names that this name
+ * starts with or that start with it, closest in memory first.  A guess: local_gpu= overrides. */
+static int local_catalog_gpu(const vt_catalog *cat, int device)
+{
+    char name[256];
+    uint64_t total = 0;
+    if (vt_device_info(device, name, sizeof name, NULL, NULL, &total, NULL) != VT_OK) return -1;
+    int gi = vt_catalog_find(cat, name);
+    if (gi >= 0) return gi;
+    const char *n = name;
+    if (!strncasecmp(n, "NVIDIA ", 7)) n += 7;
+    if (!strncasecmp(n, "Tesla ", 6)) n += 6;
+    if (!strncasecmp(n, "GeForce ", 8)) n += 8;
+    if ((gi = vt_catalog_find(cat, n)) >= 0) return gi;
+    /* The first word (the model, "H100") must match the start of a catalog name; then the most
+     * catalog words found in the CUDA name ("SXM" in "A100-SXM4-80GB"), then the nearest memory. */
+    size_t w = strcspn(n, " -_");
+    int best = -1, best_words = 0;
+    double best_gap = 0;
+    for (int i = 0; i < vt_catalog_count(cat); i++) {
+        const char *c = vt_catalog_gpu_name(cat, i);
+        if (strncasecmp(c, n, w) || (c[w] && c[w] != ' ' && c[w] != '-')) continue;
+        int words = 0;
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", c);
+        for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+            if (strcasestr(n, t)) words++;
+        double mem = 0;
+        vt_catalog_gpu_value(cat, i, VT_GPU_MEMORY_GB, &mem);
+        double gap = fabs(mem * 1e9 - (double)total);
+        /* a tie (H200 NVL / H200 SXM): the SXM form, the usual one in clouds */
+        int tie = best >= 0 && words == best_words && fabs(gap - best_gap) < 1e9;
+        if (best < 0 || words > best_words || (words == best_words && gap < best_gap - 1e9) ||
+            (tie && strstr(c, "SXM") && !strstr(vt_catalog_gpu_name(cat, best), "SXM"))) {
+            best = i;
+            best_words = words;
+            best_gap = gap;
+        }
+    }
+    return best;
+}
+
+int cmd_estimate(args *a)
+{
+    const char *cmd = a->cmd;
+    const char *model = take(a, "model"), *data = take(a, "data"), *budget = take(a, "budget");
+    const char *deadline = take(a, "deadline"), *csv = take(a, "catalog");
+    const char *calib_s = take(a, "calibrate"), *calib_file = take(a, "calibration");
+    const char *device = take(a, "device"), *seconds = take(a, "seconds");
+    const char *batches = take(a, "batches"), *price = take(a, "price"), *by_s = take(a, "by");
+    const char *top_s = take(a, "top"), *gpu = take(a, "gpu"), *local_gpu = take(a, "local_gpu");
+    int rc, calibrate = 0;
+    long top = 0;
+    double tmp;
+    if ((rc = flag_value(cmd, "calibrate", calib_s, &calibrate))) return rc;
+    if ((rc = int_value(cmd, "top", top_s, 1, 100000, &top))) return rc;
+    if ((rc = num_value(cmd, "seconds", seconds, 0.1, &tmp))) return rc;
+    if (!gpu) gpu = "all";
+    int all = !strcmp(gpu, "all");
+    vt_rank_by by = VT_RANK_COST;
+    if (by_s) {
+        if (!strcmp(by_s, "cost")) by = VT_RANK_COST;
+        else if (!strcmp(by_s, "time")) by = VT_RANK_TIME;
+        else {
+            fprintf(stderr, "vt estimate: by=%s: valid values: cost, time\n", by_s);
+            return EXIT_USAGE;
+        }
+    }
+    if (budget && deadline) {
+        fprintf(stderr, "vt estimate: give deadline= (cheapest within it) or budget= (fastest "
+                        "within it), not both\n");
+        return EXIT_USAGE;
+    }
+    if (deadline) by = VT_RANK_COST_WITHIN_DEADLINE;
+    if (budget) by = VT_RANK_TIME_WITHIN_BUDGET;
+
+    vt_estimator *e = NULL;
+    vt_model *m = NULL;
+    vt_dataset *ds = NULL;
+    int *order = NULL;
+    vt_status st = vt_estimator_create(&e);
+    if (st) return fail(cmd, st, NULL);
+    vt_estimator_set_log(e, est_log, NULL, VT_LOG_WARNING);
+#define EST_FAIL(s)                                                                              \
+    do {                                                                                         \
+        rc = fail(cmd, (s), vt_estimator_last_error(e));                                         \
+        goto out;                                                                                \
+    } while (0)
+    char kvb[512];
+    if (csv && (st = vt_catalog_load_csv(vt_estimator_catalog(e), csv))) {
+        rc = fail(cmd, st, vt_catalog_last_error(vt_estimator_catalog(e)));
+        goto out;
+    }
+    if (model && names_file(model)) {
+        if ((st = vt_model_load(&m, model))) {
+            rc = fail(cmd, st, NULL);
+            goto out;
+        }
+        if ((st = vt_estimator_set_model(e, m))) EST_FAIL(st);
+    } else if (model) {
+        snprintf(kvb, sizeof kvb, "model=%s", model);
+        if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
+    }
+    if (data) {
+        if ((st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data))) {
+            rc = fail(cmd, st, NULL);
+            goto out;
+        }
+        if ((st = vt_estimator_set_dataset(e, ds))) EST_FAIL(st);
+        if (!m && (st = vt_estimator_set_int(e, VT_OPT_EST_CLASSES, vt_dataset_num_classes(ds))))
+            EST_FAIL(st);
+    }
+    /* CLI names of estimator keys */
+    const char *alias[][2] = {{"budget_usd", budget}, {"deadline_h", deadline},
+                              {"local_price", price}};
+    for (int i = 0; i < 3; i++) {
+        if (!alias[i][1]) continue;
+        snprintf(kvb, sizeof kvb, "%s=%s", alias[i][0], alias[i][1]);
+        if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        if ((st = vt_estimator_set(e, a->kv[i].arg))) {
+            rc = fail(cmd, st, vt_estimator_last_error(e));
+            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt estimate also takes: gpu, %s\n",
+                                                     EST_TOOL_KEYS);
+            goto out;
+        }
+    }
+    if (!all && (st = vt_estimator_set_string(e, VT_OPT_EST_GPU, gpu))) EST_FAIL(st);
+
+    /* calibration: load a saved one, or measure */
+    if (calib_file && !calibrate) {
+        if ((st = vt_estimator_load_calibration(e, calib_file))) EST_FAIL(st);
+        printf("loaded the calibration %s\n", calib_file);
+    }
+    if (calibrate) {
+        char dev[32], opts[256] = "";
+        size_t used = 0;
+        if (device) snprintf(dev, sizeof dev, "%s", device);
+        else snprintf(dev, sizeof dev, "%s", vt_device_count() > 0 ? "0" : "cpu");
+        if (seconds) used += (size_t)snprintf(opts + used, sizeof opts - used, "seconds=%s ", seconds);
+        if (batches) used += (size_t)snprintf(opts + used, sizeof opts - used, "batches=%s ", batches);
+        else { /* the library's default batch/4 can be 1, which cannot train (batch-norm) */
+            long bsz = 16;
+            for (int i = 0; i < a->n; i++)
+                if (key_is(&a->kv[i], "batch")) bsz = atol(a->kv[i].val);
+            long b[3] = {bsz / 4, bsz / 2, bsz};
+            int nb = 0;
+            char list[64] = "";
+            for (int i = 0; i < 3; i++) {
+                if (b[i] < 2) b[i] = 2;
+                if (nb && b[i] == b[nb - 1]) continue;
+                b[nb] = b[i];
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", nb ? "," : "", b[i]);
+                nb++;
+            }
+            used += (size_t)snprintf(opts + used, sizeof opts - used, "batches=%s ", list);
+        }
+        if (strcmp(dev, "cpu") != 0) { /* name the local GPU in the catalog, if it is there */
+            const vt_catalog *cat = vt_estimator_catalog(e);
+            int gi = local_gpu ? vt_catalog_find(cat, local_gpu) : local_catalog_gpu(cat, atoi(dev));
+            if (local_gpu && gi < 0) {
+                rc = fail(cmd, VT_ERR_OPTION_VALUE, NULL);
+                goto out;
+            }
+            if (gi >= 0) {
+                /* the options list is space-separated: catalog names match without spaces */
+                char gname[128];
+                snprintf(gname, sizeof gname, "%s", vt_catalog_gpu_name(cat, gi));
+                for (char *c = gname; *c; c++)
+                    if (*c == ' ') *c = '-';
+                snprintf(opts + used, sizeof opts - used, "gpu=%s", gname);
+                printf("the local GPU is the catalog's %s (local_gpu=NAME to say otherwise)\n",
+                       vt_catalog_gpu_name(cat, gi));
+            } else
+                fprintf(stderr, "vt estimate: the local GPU is not in the catalog (local_gpu=NAME "
+                                "names it): its measurements are not extrapolated to other GPUs\n");
+        }
+        printf("calibrating on device %s (about %s s) ...\n", dev, seconds ? seconds : "10");
+        fflush(stdout);
+        if ((st = vt_estimator_calibrate(e, dev, opts))) EST_FAIL(st);
+        if (calib_file) {
+            if ((st = vt_estimator_save_calibration(e, calib_file))) EST_FAIL(st);
+            printf("saved the calibration to %s\n", calib_file);
+        }
+    }
+
+    char b1[32];
+
+    /* what is estimated (the estimator has no getters: the arguments, else the defaults) */
+    {
+        const char *keys[] = {"epochs", "imgsz", "batch", "gpus", "precision", "optimizer"};
+        const char *dflt[] = {"100", "640", "16", "1", "fp32", "sgd"};
+        printf("run: %s", m ? vt_model_arch(m) : model ? model : "cls-n");
+        if (ds)
+            printf(", %d classes, %d train / %d val images", vt_dataset_num_classes(ds),
+                   vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL));
+        else {
+            const char *c = NULL, *tr = NULL, *va = NULL;
+            for (int i = 0; i < a->n; i++) {
+                if (key_is(&a->kv[i], "classes")) c = a->kv[i].val;
+                if (key_is(&a->kv[i], "train")) tr = a->kv[i].val;
+                if (key_is(&a->kv[i], "val")) va = a->kv[i].val;
+            }
+            if (m) printf(", %d classes", vt_model_num_classes(m));
+            else printf(", %s classes", c ? c : "10");
+            printf(", %s train / %s val images", tr ? tr : "1000", va ? va : "0");
+        }
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const char *val = dflt[k];
+            for (int i = 0; i < a->n; i++)
+                if (key_is(&a->kv[i], keys[k])) val = a->kv[i].val;
+            printf(", %s %s", keys[k], val);
+        }
+        printf("\n");
+    }
+    if (!all) {
+        if ((st = vt_estimator_run(e))) {
+            rc = fail(cmd, st, vt_estimator_last_error(e));
+            if (st == VT_ERR_NOT_FOUND) rc = EXIT_USAGE; /* an unknown GPU name */
+            goto out;
+        }
+        char where[300];
+        snprintf(where, sizeof where, "%s%s", gpu,
+                 !strcmp(gpu, "local") && !vt_estimator_is_calibrated(e)
+                     ? " (not calibrated: the CPU's built-in guesses; add calibrate=1)"
+                     : "");
+        print_estimate_detail(e, where);
+    } else {
+        int count = 0;
+        if ((st = vt_estimator_rank(e, by, NULL, 0, &count))) EST_FAIL(st);
+        order = calloc((size_t)(count > 0 ? count : 1), sizeof *order);
+        if (!order) EST_FAIL(VT_ERR_OUT_OF_MEMORY);
+        if ((st = vt_estimator_rank(e, by, order, count, &count))) EST_FAIL(st);
+        const vt_catalog *cat = vt_estimator_catalog(e);
+        static const char *const by_text[] = {"", "cost", "time", "cost within the deadline",
+                                              "time within the budget"};
+        printf("%d GPUs ranked by %s", count, by_text[by]);
+        if (deadline) printf(" of %s h", deadline);
+        if (budget) printf(" of %s USD", budget);
+        printf(":\n");
+        printf("%4s  %-22s %6s %5s %9s %10s %8s %7s %9s  %s\n", "rank", "GPU", "mem GB", "fits",
+               "max batch", "s/epoch", "total", "USD/h", "cost USD", "note");
+        int shown_n = 0, limit = by >= VT_RANK_COST_WITHIN_DEADLINE;
+        for (int r = 0; r < count; r++) {
+            if (top && shown_n >= top) break;
+            int gi = order[r];
+            double fits = 0, maxb = 0, epoch = 0, total = 0, usdh, cost, mem, meets = 1, lb = 0;
+            est_result(e, gi, VT_EST_FITS, &fits);
+            est_result(e, gi, VT_EST_MAX_BATCH, &maxb);
+            est_result(e, gi, VT_EST_EPOCH_SECONDS, &epoch);
+            est_result(e, gi, VT_EST_TOTAL_SECONDS, &total);
+            est_result(e, gi, VT_EST_MEETS_LIMIT, &meets);
+            est_result(e, gi, VT_EST_LOADER_BOUND, &lb);
+            char memb[16] = "-", usdb[16] = "-", costb[16] = "-", epb[24], maxbb[16];
+            if (vt_catalog_gpu_value(cat, gi, VT_GPU_MEMORY_GB, &mem) == VT_OK)
+                snprintf(memb, sizeof memb, "%.0f", mem);
+            if (est_result(e, gi, VT_EST_USD_PER_HOUR, &usdh)) snprintf(usdb, sizeof usdb, "%.2f", usdh);
+            if (est_result(e, gi, VT_EST_COST_USD, &cost))
+                snprintf(costb, sizeof costb, cost < 0.005 ? "<0.01" : "%.2f", cost);
+            snprintf(epb, sizeof epb, epoch < 10 ? "%.2f" : "%.1f", epoch);
+            snprintf(maxbb, sizeof maxbb, "%.0f", maxb);
+            char note[96] = "";
+            if (!(fits > 0)) snprintf(note, sizeof note, "out of memory at this batch");
+            else if (limit && !(meets > 0))
+                snprintf(note, sizeof note, "%s", deadline ? "misses the deadline" : "over budget");
+            else if (lb > 0) snprintf(note, sizeof note, "loader-bound");
+            printf("%4d  %-22.22s %6s %5s %9s %10s %8s %7s %9s  %s\n", r + 1,
+                   vt_catalog_gpu_name(cat, gi), memb, fits > 0 ? "yes" : "no", maxbb,
+                   fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", usdb,
+                   fits > 0 ? costb : "-", note);
+            shown_n++;
+        }
+        if (top && count > top) printf("  ... %d more (top=%ld shown)\n", count - (int)top, top);
+        printf("  total time is h:mm; cost '-': the catalog has no price for the GPU\n");
+        if (vt_estimator_is_calibrated(e)) {
+            /* the measured local device, too */
+            if ((st = vt_estimator_set_string(e, VT_OPT_EST_GPU, "local"))) EST_FAIL(st);
+            if ((st = vt_estimator_run(e)) == VT_OK) {
+                double epoch = 0, total = 0;
+                vt_estimator_result(e, VT_EST_EPOCH_SECONDS, &epoch);
+                vt_estimator_result(e, VT_EST_TOTAL_SECONDS, &total);
+                printf("local device (calibrated): %.2f s/epoch, total %s\n", epoch,
+                       fmt_hmm(total, b1, sizeof b1));
+            }
+        }
+    }
+    /* the run's sizes, and the dataset advice */
+    {
+        double train_n = 0;
+        if (ds) train_n = vt_dataset_num_images(ds, VT_SPLIT_TRAIN);
+        else {
+            /* read back what vt_estimator_set got: the estimator has no getter, so parse args */
+            train_n = 1000;
+            for (int i = 0; i < a->n; i++)
+                if (key_is(&a->kv[i], "train")) train_n = atof(a->kv[i].val);
+        }
+        printf("advice: %s\n", vt_estimate_dataset_advice((int64_t)train_n));
+    }
+    rc = 0;
+out:
+#undef EST_FAIL
+    free(order);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+    vt_estimator_destroy(e);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/* vt: the progress display of a training run (a live bar or plain lines, one table row per
+ * epoch) and the library's log messages. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vt_cli.h"
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+int progress_mode(const char *cmd, const char *v, int *mode)
+{
+    if (!v || !strcmp(v, "auto")) *mode = isatty(STDOUT_FILENO) ? PROG_BAR : PROG_PLAIN;
+    else if (!strcmp(v, "bar")) *mode = PROG_BAR;
+    else if (!strcmp(v, "plain")) *mode = PROG_PLAIN;
+    else if (!strcmp(v, "off") || !strcmp(v, "0")) *mode = PROG_OFF;
+    else {
+        fprintf(stderr, "vt %s: progress=%s: valid values: auto, bar, plain, off\n", cmd, v);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+void clear_bar(progress_state *ps)
+{
+    if (ps->bar_shown) {
+        fputs("\r\033[K", stdout);
+        ps->bar_shown = 0;
+    }
+}
+
+static double metric_or(const vt_progress *p, vt_metric m, double dflt)
+{
+    double v;
+    return vt_progress_metric(p, m, &v) == VT_OK ? v : dflt;
+}
+
+int progress_cb(void *user, vt_event ev, const vt_progress *p)
+{
+    progress_state *ps = user;
+    if (ps->mode == PROG_OFF) return 0;
+    double t = now_s();
+    int epoch = vt_progress_epoch(p), epochs = vt_progress_epochs(p);
+    int batch = vt_progress_batch(p), batches = vt_progress_batches(p);
+    if (ev == VT_EVENT_BATCH_END) {
+        /* throttle: 10 redraws a second on a terminal, a line every 10 s otherwise */
+        double every = ps->mode == PROG_BAR ? 0.1 : 10.0;
+        if (t - ps->last_draw < every && batch != batches) return 0;
+        if (ps->mode == PROG_PLAIN && batch == batches) return 0; /* the epoch row follows */
+        ps->last_draw = t;
+        double done = (double)(epoch - 1) * batches + batch, total = (double)epochs * batches;
+        double elapsed = t - ps->t0, eta = done > 0 ? elapsed / done * (total - done) : -1;
+        double loss = metric_or(p, VT_METRIC_LOSS, NAN), ips = metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0);
+        char etab[32];
+        fmt_duration(eta, etab, sizeof etab);
+        if (ps->mode == PROG_BAR) {
+            char bar[21];
+            int fill = batches > 0 ? (int)(20.0 * batch / batches) : 0;
+            for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+            bar[20] = 0;
+            printf("\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f img/s  ETA %s\033[K", epoch, epochs,
+                   bar, batch, batches, loss, ips, etab);
+            ps->bar_shown = 1;
+        } else {
+            printf("epoch %d/%d batch %d/%d  loss %.4f  %.0f img/s  ETA %s\n", epoch, epochs,
+                   batch, batches, loss, ips, etab);
+        }
+        fflush(stdout);
+        return 0;
+    }
+    if (ev != VT_EVENT_EPOCH_END) return 0; /* e.g. a checkpoint was saved */
+    /* one row of the summary table */
+    clear_bar(ps);
+    if (!ps->header_done && ps->seg) {
+        ps->header_done = 1; /* the segmentation header is printed below */
+    } else if (!ps->header_done) {
+        if (ps->det)
+            printf("%9s %10s %10s %7s %7s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss",
+                   "P", "R", "mAP50", "mAP50-95", "lr", "img/s", "time");
+        else
+            printf("%9s %10s %10s %7s %7s %10s %8s %9s\n", "epoch", "loss", "val_loss", "top1",
+                   "top5", "lr", "img/s", "time");
+        ps->header_done = 1;
+    }
+    if (ps->seg) {
+        if (ps->header_done == 1) {
+            printf("%9s %10s %10s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss", "mIoU",
+                   "pixel_acc", "lr", "img/s", "time");
+            ps->header_done = 2;
+        }
+        char ep3[24], c3[3][16], tb3[32];
+        static const vt_metric sm[3] = {VT_METRIC_VAL_LOSS, VT_METRIC_MIOU, VT_METRIC_PIXEL_ACC};
+        double v3;
+        snprintf(ep3, sizeof ep3, "%d/%d", epoch, epochs);
+        for (int i = 0; i < 3; i++) {
+            if (vt_progress_metric(p, sm[i], &v3) == VT_OK) snprintf(c3[i], 16, "%.4f", v3);
+            else snprintf(c3[i], 16, "-");
+        }
+        if (vt_progress_metric(p, VT_METRIC_MIOU, &v3) == VT_OK &&
+            (ps->best_epoch == 0 || v3 > ps->best_top1)) {
+            ps->best_top1 = v3;
+            ps->best_epoch = epoch;
+        }
+        snprintf(tb3, sizeof tb3, "%.1fs", t - ps->epoch_t0);
+        ps->epoch_t0 = t;
+        printf("%9s %10.4f %10s %7s %9s %10.6f %8.0f %9s\n", ep3, metric_or(p, VT_METRIC_LOSS, NAN),
+               c3[0], c3[1], c3[2], metric_or(p, VT_METRIC_LR, 0),
+               metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb3);
+        fflush(stdout);
+        return 0;
+    }
+    if (ps->det) {
+        char ep2[24], cols[4][16], vl2[16], tb2[32];
+        static const vt_metric mm[4] = {VT_METRIC_PRECISION, VT_METRIC_RECALL, VT_METRIC_MAP50,
+                                        VT_METRIC_MAP50_95};
+        double v2;
+        snprintf(ep2, sizeof ep2, "%d/%d", epoch, epochs);
+        if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v2) == VT_OK)
+            snprintf(vl2, sizeof vl2, "%.4f", v2);
+        else snprintf(vl2, sizeof vl2, "-");
+        for (int i = 0; i < 4; i++) {
+            if (vt_progress_metric(p, mm[i], &v2) == VT_OK) snprintf(cols[i], 16, "%.4f", v2);
+            else snprintf(cols[i], 16, "-");
+        }
+        if (vt_progress_metric(p, VT_METRIC_MAP50_95, &v2) == VT_OK &&
+            (ps->best_epoch == 0 || v2 > ps->best_top1)) {
+            ps->best_top1 = v2;
+            ps->best_epoch = epoch;
+        }
+        snprintf(tb2, sizeof tb2, "%.1fs", t - ps->epoch_t0);
+        ps->epoch_t0 = t;
+        printf("%9s %10.4f %10s %7s %7s %7s %9s %10.6f %8.0f %9s\n", ep2,
+               metric_or(p, VT_METRIC_LOSS, NAN), vl2, cols[0], cols[1], cols[2], cols[3],
+               metric_or(p, VT_METRIC_LR, 0), metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb2);
+        fflush(stdout);
+        return 0;
+    }
+    char ep[24], vl[16], t1[16], t5[16], tb[32];
+    double v;
+    snprintf(ep, sizeof ep, "%d/%d", epoch, epochs);
+    if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v) == VT_OK) snprintf(vl, sizeof vl, "%.4f", v);
+    else snprintf(vl, sizeof vl, "-");
+    if (vt_progress_metric(p, VT_METRIC_TOP1, &v) == VT_OK) {
+        snprintf(t1, sizeof t1, "%.4f", v);
+        if (ps->best_epoch == 0 || v > ps->best_top1) {
+            ps->best_top1 = v;
+            ps->best_epoch = epoch;
+        }
+    } else snprintf(t1, sizeof t1, "-");
+    if (vt_progress_metric(p, VT_METRIC_TOP5, &v) == VT_OK) snprintf(t5, sizeof t5, "%.4f", v);
+    else snprintf(t5, sizeof t5, "-");
+    /* time: wall time of the epoch, validation included */
+    snprintf(tb, sizeof tb, "%.1fs", t - ps->epoch_t0);
+    ps->epoch_t0 = t;
+    printf("%9s %10.4f %10s %7s %7s %10.6f %8.0f %9s\n", ep, metric_or(p, VT_METRIC_LOSS, NAN),
+           vl, t1, t5, metric_or(p, VT_METRIC_LR, 0), metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0),
+           tb);
+    fflush(stdout);
+    return 0;
+}
+
+void log_cb(void *user, vt_log_level level, const char *msg)
+{
+    progress_state *ps = user;
+    if (ps) clear_bar(ps);
+    fflush(stdout);
+    fprintf(stderr, "vt: %s: %s\n", level == VT_LOG_ERROR ? "error" : "warning", msg);
+}

@@ -1,0 +1,310 @@
+/* vt val and vt predict (classification, detection and segmentation). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vt_cli.h"
+
+/* ---- val ---------------------------------------------------------------------------------- */
+
+int cmd_val(args *a)
+{
+    const char *cmd = a->cmd;
+    const char *model = take(a, "model"), *data = take(a, "data"), *split = take(a, "split");
+    if (!model || !data) {
+        fprintf(stderr, "vt val: model=FILE and data=DIR are required (see 'vt help val')\n");
+        return EXIT_USAGE;
+    }
+    vt_split sp = VT_SPLIT_VAL;
+    if (split) {
+        if (!strcmp(split, "train")) sp = VT_SPLIT_TRAIN;
+        else if (!strcmp(split, "val")) sp = VT_SPLIT_VAL;
+        else if (!strcmp(split, "test")) sp = VT_SPLIT_TEST;
+        else {
+            fprintf(stderr, "vt val: split=%s: valid values: train, val, test\n", split);
+            return EXIT_USAGE;
+        }
+    }
+    vt_model *m = NULL;
+    vt_dataset *ds = NULL;
+    vt_trainer *t = NULL;
+    int rc;
+    if ((rc = check_trainer_keys(a, "model, data, split"))) return rc;
+    vt_status st = vt_model_load(&m, model);
+    if (st) return fail(cmd, st, NULL);
+    if ((st = vt_dataset_open(&ds, vt_model_task(m), data))) {
+        rc = fail(cmd, st, NULL);
+        goto out;
+    }
+    if (vt_dataset_num_images(ds, sp) == 0) {
+        fprintf(stderr, "vt val: %s has no %s split\n", data, split ? split : "val");
+        rc = EXIT_DATA;
+        goto out;
+    }
+    if ((st = vt_trainer_create(&t, m, ds))) {
+        rc = fail(cmd, st, NULL);
+        goto out;
+    }
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        if ((st = vt_trainer_set(t, a->kv[i].arg))) {
+            rc = fail(cmd, st, vt_trainer_last_error(t));
+            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt val also takes: model, data, split\n");
+            goto out;
+        }
+    }
+    vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
+    double t0 = now_s();
+    if ((st = vt_trainer_validate(t, sp))) {
+        rc = fail(cmd, st, vt_trainer_last_error(t));
+        goto out;
+    }
+    if (vt_model_task(m) == VT_TASK_SEGMENT) {
+        double v[3] = {NAN, NAN, NAN};
+        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
+        vt_trainer_metric(t, VT_METRIC_MIOU, &v[1]);
+        vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &v[2]);
+        printf("%s (%d images): loss %.4f  mIoU %.4f  pixel accuracy %.4f  (%.1fs)\n",
+               split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2],
+               now_s() - t0);
+        goto out;
+    }
+    if (vt_model_task(m) == VT_TASK_DETECT) {
+        double v[5] = {NAN, NAN, NAN, NAN, NAN};
+        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
+        vt_trainer_metric(t, VT_METRIC_PRECISION, &v[1]);
+        vt_trainer_metric(t, VT_METRIC_RECALL, &v[2]);
+        vt_trainer_metric(t, VT_METRIC_MAP50, &v[3]);
+        vt_trainer_metric(t, VT_METRIC_MAP50_95, &v[4]);
+        printf("%s (%d images): loss %.4f  P %.4f  R %.4f  mAP50 %.4f  mAP50-95 %.4f  (%.1fs)\n",
+               split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2], v[3], v[4],
+               now_s() - t0);
+        goto out;
+    }
+    double top1 = NAN, top5 = NAN, loss = NAN;
+    vt_trainer_metric(t, VT_METRIC_TOP1, &top1);
+    vt_trainer_metric(t, VT_METRIC_TOP5, &top5);
+    vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &loss);
+    printf("%s (%d images): loss %.4f  top1 %.4f  top5 %.4f  (%.1fs)\n", split ? split : "val",
+           vt_dataset_num_images(ds, sp), loss, top1, top5, now_s() - t0);
+out:
+    vt_trainer_destroy(t);
+    vt_dataset_destroy(ds);
+    vt_model_destroy(m);
+    return rc;
+}
+
+/* ---- predict ---------------------------------------------------------------------------- */
+
+/* One line per detection: path, class, score, box corners in the image's pixels. */
+static int detect_one(vt_model *m, const char *path, float conf, float iou, int max_det)
+{
+    int n = 0, cap = 64, *cls = NULL;
+    float *sc = NULL, *box = NULL;
+    vt_status st;
+    for (;;) {
+        cls = malloc((size_t)cap * sizeof *cls);
+        sc = malloc((size_t)cap * sizeof *sc);
+        box = malloc((size_t)cap * 4 * sizeof *box);
+        if (!cls || !sc || !box) {
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        st = vt_model_detect_file(m, path, conf, iou, max_det, cls, sc, box, cap, &n);
+        if (st != VT_ERR_BUFFER_TOO_SMALL) break;
+        free(cls);
+        free(sc);
+        free(box);
+        cap = n;
+    }
+    int rc = 0;
+    if (st) rc = fail("predict", st, vt_model_last_error(m));
+    else {
+        printf("%s: %d detection%s\n", path, n, n == 1 ? "" : "s");
+        for (int k = 0; k < n; k++) {
+            const char *name = vt_model_class_name(m, cls[k]);
+            char idx[16];
+            snprintf(idx, sizeof idx, "class%d", cls[k]);
+            printf("  %-12s %.4f  %.1f %.1f %.1f %.1f\n", name ? name : idx, sc[k], box[4 * k],
+                   box[4 * k + 1], box[4 * k + 2], box[4 * k + 3]);
+        }
+    }
+    free(cls);
+    free(sc);
+    free(box);
+    return rc;
+}
+
+/* Segmentation: <out>/<stem>_mask.png (one byte a pixel: the class id) and, with color=1,
+ * <stem>_color.png (the same mask colour-coded for viewing). */
+static int segment_one(vt_model *m, const char *path, const char *out, int color)
+{
+    int w = 0, h = 0;
+    vt_status st = vt_model_segment_file(m, path, NULL, 0, &w, &h);
+    if (st != VT_ERR_BUFFER_TOO_SMALL) return fail("predict", st ? st : VT_ERR_INTERNAL,
+                                                   vt_model_last_error(m));
+    uint8_t *mask = malloc((size_t)w * h);
+    if (!mask) return fail("predict", VT_ERR_OUT_OF_MEMORY, "out of memory");
+    st = vt_model_segment_file(m, path, mask, (size_t)w * h, &w, &h);
+    if (st) {
+        free(mask);
+        return fail("predict", st, vt_model_last_error(m));
+    }
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char stem[1024], file[4096];
+    snprintf(stem, sizeof stem, "%s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot) *dot = 0;
+    mkdir(out, 0777);
+    snprintf(file, sizeof file, "%s/%s_mask.png", out, stem);
+    long counts[256] = {0};
+    for (size_t i = 0; i < (size_t)w * h; i++) counts[mask[i]]++;
+    st = vt_png_save(file, mask, w, h, 1, (size_t)w);
+    int rc = st ? fail("predict", st, NULL) : 0;
+    if (!rc) {
+        printf("%s: %dx%d -> %s", path, w, h, file);
+        for (int c = 0; c < vt_model_num_classes(m) && c < 256; c++)
+            if (counts[c]) {
+                const char *name = vt_model_class_name(m, c);
+                printf("  %s %.1f%%", name ? name : "?", 100.0 * counts[c] / ((double)w * h));
+            }
+        printf("\n");
+    }
+    if (!rc && color) {
+        /* a colour-coded copy of the mask: class 0 black, then a fixed palette */
+        static const uint8_t pal[7][3] = {{230, 25, 75}, {60, 180, 75},  {255, 225, 25},
+                                          {0, 130, 200}, {245, 130, 48}, {145, 30, 180},
+                                          {70, 240, 240}};
+        uint8_t *rgb = malloc((size_t)w * h * 3);
+        if (!rgb) st = VT_ERR_OUT_OF_MEMORY;
+        for (size_t i = 0; rgb && i < (size_t)w * h; i++)
+            for (int k = 0; k < 3; k++)
+                rgb[3 * i + k] = mask[i] == 0 ? 0 : pal[(mask[i] - 1) % 7][k];
+        snprintf(file, sizeof file, "%s/%s_color.png", out, stem);
+        if (rgb) st = vt_png_save(file, rgb, w, h, 3, (size_t)w * 3);
+        if (st) rc = fail("predict", st, NULL);
+        free(rgb);
+    }
+    free(mask);
+    return rc;
+}
+
+static int predict_one(vt_model *m, const char *path, float *scores, int k, int top)
+{
+    vt_status st = vt_model_predict_file(m, path, scores, k);
+    if (st) return fail("predict", st, vt_model_last_error(m));
+    printf("%s:", path);
+    for (int r = 0; r < top; r++) { /* selection of the r-th best */
+        int best = -1;
+        for (int c = 0; c < k; c++)
+            if (scores[c] >= 0 && (best < 0 || scores[c] > scores[best])) best = c;
+        if (best < 0) break;
+        const char *name = vt_model_class_name(m, best);
+        char idx[16];
+        snprintf(idx, sizeof idx, "class%d", best);
+        printf(" %s %.4f", name ? name : idx, scores[best]);
+        scores[best] = -1;
+    }
+    printf("\n");
+    return 0;
+}
+
+int cmd_predict(args *a)
+{
+    const char *model = take(a, "model"), *top_s = take(a, "top");
+    const char *conf_s = take(a, "conf"), *iou_s = take(a, "iou"), *maxdet_s = take(a, "max_det");
+    const char *out_s = take(a, "out"), *color_s = take(a, "color");
+    take(a, "source");
+    int rc, color = 0;
+    if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det, out, color"))) return rc;
+    if ((rc = flag_value(a->cmd, "color", color_s, &color))) return rc;
+    if (!model || a->nsources == 0) {
+        fprintf(stderr, "vt predict: model=FILE and source=IMAGE|DIR are required (see 'vt help "
+                        "predict')\n");
+        return EXIT_USAGE;
+    }
+    long top = 1, max_det = 300;
+    double conf = 0.25, iou = 0.7;
+    if ((rc = int_value(a->cmd, "top", top_s, 1, 1000, &top)) ||
+        (rc = int_value(a->cmd, "max_det", maxdet_s, 1, 100000, &max_det)) ||
+        (rc = num_value(a->cmd, "conf", conf_s, 0, &conf)) ||
+        (rc = num_value(a->cmd, "iou", iou_s, 0, &iou)))
+        return rc;
+    vt_model *m;
+    vt_status st = vt_model_load(&m, model);
+    if (st) return fail(a->cmd, st, NULL);
+    if (vt_model_task(m) == VT_TASK_SEGMENT) {
+        for (int i = 0; i < a->nsources; i++) {
+            const char *src = a->sources[i];
+            int n = 1;
+            char **files = is_dir(src) ? list_images(src, &n) : NULL;
+            if (is_dir(src) && n == 0) {
+                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+                rc = EXIT_DATA;
+            }
+            for (int j = 0; j < n; j++) {
+                int r = segment_one(m, files ? files[j] : src, out_s ? out_s : "predictions",
+                                    color);
+                if (r) rc = r;
+                if (files) free(files[j]);
+            }
+            free(files);
+        }
+        vt_model_destroy(m);
+        return rc;
+    }
+    if (vt_model_task(m) == VT_TASK_DETECT) {
+        for (int i = 0; i < a->nsources; i++) {
+            const char *src = a->sources[i];
+            int n = 1;
+            char **files = is_dir(src) ? list_images(src, &n) : NULL;
+            if (is_dir(src) && n == 0) {
+                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+                rc = EXIT_DATA;
+            }
+            for (int j = 0; j < n; j++) {
+                int r = detect_one(m, files ? files[j] : src, (float)conf, (float)iou,
+                                   (int)max_det);
+                if (r) rc = r;
+                if (files) free(files[j]);
+            }
+            free(files);
+        }
+        vt_model_destroy(m);
+        return rc;
+    }
+    int k = vt_model_num_classes(m);
+    if (top > k) top = k;
+    float *scores = malloc((size_t)k * sizeof *scores);
+    if (!scores) {
+        vt_model_destroy(m);
+        return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < a->nsources; i++) {
+        const char *src = a->sources[i];
+        if (is_dir(src)) {
+            int n;
+            char **files = list_images(src, &n);
+            if (n == 0) {
+                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+                rc = EXIT_DATA;
+            }
+            for (int j = 0; j < n; j++) {
+                int r = predict_one(m, files[j], scores, k, (int)top);
+                if (r) rc = r;
+                free(files[j]);
+            }
+            free(files);
+        } else {
+            int r = predict_one(m, src, scores, k, (int)top);
+            if (r) rc = r;
+        }
+    }
+    free(scores);
+    vt_model_destroy(m);
+    return rc;
+}

@@ -1,0 +1,109 @@
+/* vt: what the files of the command-line tool share (see main.c for the commands).  The tool
+ * uses the public API only: visiontrain/visiontrain.h and system headers. */
+#ifndef VT_CLI_H
+#define VT_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "visiontrain/visiontrain.h"
+
+enum { EXIT_FAILURE_ = 1, EXIT_USAGE = 2, EXIT_DATA = 3, EXIT_INTERRUPTED = 4 };
+
+/* ---- arguments (common.c) ------------------------------------------------------------------- */
+
+#define MAX_KV 128
+#define MAX_SOURCES 4096
+
+typedef struct {
+    const char *arg; /* "key=value" as given */
+    const char *val; /* points after '=' */
+    size_t klen;
+    int tool;        /* consumed by the tool (not passed to the library) */
+} kv;
+
+typedef struct {
+    const char *cmd;
+    kv kv[MAX_KV];
+    int n;
+    const char *sources[MAX_SOURCES];
+    int nsources;
+    int help;
+} args;
+
+int key_is(const kv *k, const char *key);
+/* The last value given for key, or NULL; marks every occurrence as the tool's. */
+const char *take(args *a, const char *key);
+int parse_args(const char *cmd, int argc, char **argv, args *a);
+/* Reject every argument not marked as the tool's: "unknown key 'x'; valid keys: ...". */
+int reject_unknown(const args *a, const char *valid);
+/* Value parsers: 0, or EXIT_USAGE after a message; a NULL value leaves *out as it is. */
+int flag_value(const char *cmd, const char *key, const char *v, int *out);
+int int_value(const char *cmd, const char *key, const char *v, long lo, long hi, long *out);
+int num_value(const char *cmd, const char *key, const char *v, double lo, double *out);
+/* task=classify|detect|segment; default: detect for a .yaml/.yml/.json or a folder holding a
+ * data.yaml, else classify. */
+int task_value(const char *cmd, const char *v, const char *data, vt_task *task);
+
+/* ---- failures, formatting, files, SIGINT (common.c) ----------------------------------------- */
+
+/* Print "vt CMD: message (status)" and return the exit code of the status.  msg NULL or "":
+ * the thread's last error. */
+int fail(const char *cmd, vt_status st, const char *msg);
+double now_s(void);
+/* "h:mm:ss" below a day, else "Nd hh:mm". */
+const char *fmt_duration(double s, char *buf, size_t cap);
+/* "h:mm" (minutes rounded up, so a short run never reads 0:00). */
+const char *fmt_hmm(double s, char *buf, size_t cap);
+int is_dir(const char *path);
+int is_file(const char *path);
+/* A model argument names a file when it exists, has a path separator or ends in .vtm. */
+int names_file(const char *model);
+/* The image files directly in dir, sorted; NULL on error.  *n gets the count. */
+char **list_images(const char *dir, int *n);
+/* Ctrl-C cancels the run between batches; a second Ctrl-C kills the process (SA_RESETHAND). */
+void catch_sigint(vt_trainer *t);
+void release_sigint(void);
+
+/* ---- training progress (progress.c) --------------------------------------------------------- */
+
+enum { PROG_OFF = 0, PROG_PLAIN = 1, PROG_BAR = 2 };
+
+typedef struct {
+    int mode;
+    double t0, epoch_t0, last_draw;
+    int header_done, bar_shown;
+    int best_epoch;
+    double best_top1;   /* classification: top-1; detection: mAP50-95 */
+    int det;            /* detection columns */
+    int seg;            /* segmentation columns */
+} progress_state;
+
+int progress_mode(const char *cmd, const char *v, int *mode);
+void clear_bar(progress_state *ps);
+int progress_cb(void *user, vt_event ev, const vt_progress *p);
+void log_cb(void *user, vt_log_level level, const char *msg);
+
+/* ---- help (help.c) -------------------------------------------------------------------------- */
+
+extern const char *const usage_text;
+const char *help_for(const char *cmd);
+void print_help(FILE *f, const char *text);
+int cmd_help(const args *a, int argc, char **argv);
+
+/* ---- commands ------------------------------------------------------------------------------- */
+
+/* Check the trainer's keys and values before any slow work (train.c). */
+int check_trainer_keys(args *a, const char *tool_keys);
+
+int cmd_train(args *a);    /* train.c */
+int cmd_demo(args *a);
+int cmd_val(args *a);      /* val_predict.c */
+int cmd_predict(args *a);
+int cmd_synth(args *a);    /* data.c */
+int cmd_check(args *a);
+int cmd_dataset(args *a);
+int cmd_info(args *a);     /* info_estimate.c */
+int cmd_estimate(args *a);
+
+#endif
