@@ -83,12 +83,34 @@ static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, vt_au
     vt_status st = vt_image_load(sl->paths[idx], img);
     if (st) return st;
     vt_aug_labels_clear(lab);
+    float *xy = NULL;
+    int xy_cap = 0;
     for (int j = sl->box_start[idx]; !st && j < sl->box_start[idx + 1]; j++) {
         const vt_det_box *b = &sl->boxes[j];
+        const vt_seg_poly *pg = sl->polys ? &sl->polys[j] : NULL;
+        if (pg && pg->npts >= 3) { /* a segmentation outline: carried through the geometry */
+            if (2 * pg->npts > xy_cap) {
+                float *nx = vt_realloc(xy, (size_t)pg->npts * 2 * sizeof *nx);
+                if (!nx) {
+                    st = VT_ERR_OUT_OF_MEMORY;
+                    break;
+                }
+                xy = nx;
+                xy_cap = 2 * pg->npts;
+            }
+            const float *src = sl->poly_xy + 2 * (size_t)pg->off;
+            for (int k = 0; k < pg->npts; k++) {
+                xy[2 * k] = src[2 * k] * img->w;
+                xy[2 * k + 1] = src[2 * k + 1] * img->h;
+            }
+            st = vt_aug_labels_add_poly(lab, pg->cls, xy, pg->npts);
+            continue;
+        }
         st = vt_aug_labels_add_box(lab, b->cls, (b->cx - 0.5f * b->w) * img->w,
                                    (b->cy - 0.5f * b->h) * img->h, (b->cx + 0.5f * b->w) * img->w,
                                    (b->cy + 0.5f * b->h) * img->h);
     }
+    free(xy);
     if (st) vt_image_free(img);
     return st;
 }
@@ -127,8 +149,10 @@ static vt_status det_sample(const vt_loader *L, int idx, vt_rng *r, vt_image *ds
     return st;
 }
 
-/* Detection with augmentation: det_sample, and with probability `mixup` a second sample of a
- * random image blended in. */
+/* Detection (and polygon segmentation) with augmentation: det_sample, and with probability
+ * `mixup` a second sample of a random image blended in.  Detection keeps the boxes;
+ * segmentation rasterises the transformed outlines into the slot's mask (background 0, so the
+ * grey border a mosaic or a shift leaves counts as background, as in Ultralytics). */
 static vt_status load_det_aug(vt_loader *L, int slot, vt_rng *r, vt_image *dst)
 {
     int idx = L->indices[slot];
@@ -141,6 +165,16 @@ static vt_status load_det_aug(vt_loader *L, int slot, vt_rng *r, vt_image *dst)
         int other = (int)vt_rng_below(r, (uint32_t)L->ds->split[L->split].n);
         st = det_sample(L, other, r, &second, &out2);
         if (!st) st = vt_aug_mixup(dst, &out, &second, &out2, r, NULL);
+    }
+    if (L->ds->task == VT_TASK_SEGMENT) {
+        int sz = L->cfg.imgsz;
+        uint8_t *m = L->masks + (size_t)slot * sz * sz;
+        memset(m, 0, (size_t)sz * sz);
+        if (!st) st = vt_seg_draw_aug_labels(&out, sz, sz, m);
+        vt_image_free(&second);
+        vt_aug_labels_free(&out);
+        vt_aug_labels_free(&out2);
+        return st;
     }
     vt_det_list *boxes = &L->boxes[slot];
     boxes->n = 0;
@@ -193,9 +227,10 @@ static vt_status load_cls(vt_loader *L, const vt_image *img, vt_rng *r, vt_image
     return VT_OK;
 }
 
-/* Segmentation: letterbox the image (grey padding) and its class mask (nearest neighbour, the
- * padding `ignore`), then with augmentation the flips (both) and HSV (the image).  Mosaic and
- * the random affine are not applied to segmentation yet. */
+/* Segmentation without the polygon path (validation, or a mask-PNG dataset): letterbox the
+ * image (grey padding) and its class mask (nearest neighbour, the padding `ignore`), then with
+ * augmentation HSV (the image) and the flips (both).  Mask-PNG datasets get no mosaic or affine
+ * yet; polygon datasets train through load_det_aug. */
 static vt_status load_seg(vt_loader *L, int slot, const vt_image *img, vt_rng *r, vt_image *dst)
 {
     int idx = L->indices[slot], sz = L->cfg.imgsz;
@@ -260,7 +295,8 @@ static vt_status load_one(vt_loader *L, int slot)
     if (augment) vt_rng_seed(&rng, L->aug_seed ^ ((uint64_t)idx + 1) * 0x9E3779B97F4A7C15ull);
     vt_image img = {0}, out = {0};
     vt_status st;
-    if (L->ds->task == VT_TASK_DETECT && augment) {
+    int poly_seg = L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths;
+    if ((L->ds->task == VT_TASK_DETECT || poly_seg) && augment) {
         st = load_det_aug(L, slot, &rng, &out);
     } else {
         if ((st = vt_image_load(sl->paths[idx], &img))) return st;
