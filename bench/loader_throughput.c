@@ -8,8 +8,9 @@
  * when given), then measures, side by side in one run, best of `reps`:
  *   (a) libjpeg-turbo decoding the same files at full size from memory, one thread (img/s);
  *   (b) the loader (vt_loader_fill, the default detection augmentation: mosaic, affine, HSV,
- *       fliplr) at imgsz for workers = 1 and 2, reading files, and with cache=ram warm; and at
- *       `small` (where the reduced-scale JPEG decode applies) with and without it;
+ *       fliplr) at imgsz for workers = 1 and 2, reading files, and with cache=ram warm; at
+ *       `small` (where the reduced-scale JPEG decode applies) with and without it; and with
+ *       mosaic=0 (one decode per sample) and without augmentation (the validation path);
  *   (c) a stage breakdown of one sample (decode, mosaic + affine warp, HSV + flips, to float);
  *   (d) (run first) cache=ram under a cap of a third of the dataset's base images: bytes cached vs the
  *       cap, and the process's peak RSS.
@@ -173,6 +174,7 @@ static double raw_decode_rate(uint8_t **buf, size_t *size, int n, int reps)
 
 typedef struct run_cfg {
     int imgsz, workers, full_decode, cache; /* cache: warm the RAM cache first */
+    int no_mosaic, no_aug;                  /* mosaic=0; no augmentation (the validation path) */
 } run_cfg;
 
 /* (b) loader img/s over `batches` batches of `batch` (a fixed shuffled order), best of reps. */
@@ -181,6 +183,7 @@ static double loader_rate(const vt_dataset *ds, const run_cfg *rc, int batch, in
 {
     vt_aug_params aug;
     vt_aug_params_default(&aug);
+    if (rc->no_mosaic) aug.mosaic = 0;
     vt_loader_config cfg = {rc->imgsz, 3, rc->workers, &aug, NULL};
     vt_loader *L;
     if (vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg)) return -1;
@@ -203,7 +206,8 @@ static double loader_rate(const vt_dataset *ds, const run_cfg *rc, int batch, in
         long imgs = 0;
         for (int b = 0; b < batches; b++) {
             for (int i = 0; i < batch; i++) idx[i] = (int)(((long)(rep * batches + b) * batch + i) * 37 % n);
-            if (vt_loader_fill(L, idx, batch, 1000 + (uint64_t)rep * batches + b, x, lab, &ok)) {
+            uint64_t seed = rc->no_aug ? 0 : 1000 + (uint64_t)rep * batches + b;
+            if (vt_loader_fill(L, idx, batch, seed, x, lab, &ok)) {
                 fprintf(stderr, "fill: %s\n", vt_last_error());
                 return -1;
             }
@@ -352,14 +356,18 @@ int main(int argc, char **argv)
         const char *what;
         run_cfg rc;
     } runs[] = {
-        {"files, default aug", {imgsz, 1, 0, 0}},
-        {"files, default aug", {imgsz, 2, 0, 0}},
-        {"cache=ram (warm)", {imgsz, 1, 0, 1}},
-        {"cache=ram (warm)", {imgsz, 2, 0, 1}},
-        {"files, JPEG fast path", {small, 1, 0, 0}},
-        {"files, full decode", {small, 1, 1, 0}},
-        {"files, JPEG fast path", {small, 2, 0, 0}},
-        {"files, full decode", {small, 2, 1, 0}},
+        {"files, default aug", {imgsz, 1, 0, 0, 0, 0}},
+        {"files, default aug", {imgsz, 2, 0, 0, 0, 0}},
+        {"cache=ram (warm)", {imgsz, 1, 0, 1, 0, 0}},
+        {"cache=ram (warm)", {imgsz, 2, 0, 1, 0, 0}},
+        {"files, JPEG fast path", {small, 1, 0, 0, 0, 0}},
+        {"files, full decode", {small, 1, 1, 0, 0, 0}},
+        {"files, JPEG fast path", {small, 2, 0, 0, 0, 0}},
+        {"files, full decode", {small, 2, 1, 0, 0, 0}},
+        {"files, mosaic=0", {imgsz, 1, 0, 0, 1, 0}},
+        {"files, no augmentation", {imgsz, 1, 0, 0, 0, 1}},
+        {"files, mosaic=0", {imgsz, 2, 0, 0, 1, 0}},
+        {"files, no augmentation", {imgsz, 2, 0, 0, 0, 1}},
     };
     int nr = (int)(sizeof runs / sizeof runs[0]);
     double rate[16];
@@ -373,8 +381,10 @@ int main(int argc, char **argv)
         printf("    %-24s %6d %7d %9.1f %13.1f %13.2f\n", runs[i].what, runs[i].rc.imgsz,
                runs[i].rc.workers, rate[i], per, per / raw);
     }
-    printf("    scaling 2 workers / 1: files %.2fx, cache %.2fx, fast path at %d %.2fx\n",
-           rate[1] / rate[0], rate[3] / rate[2], small, rate[6] / rate[4]);
+    printf("    scaling 2 workers / 1: files %.2fx, cache %.2fx, fast path at %d %.2fx, mosaic=0 "
+           "%.2fx, no augmentation %.2fx\n",
+           rate[1] / rate[0], rate[3] / rate[2], small, rate[6] / rate[4], rate[10] / rate[8],
+           rate[11] / rate[9]);
     printf("    JPEG fast path at %d: %.2fx the full decode (1 worker), %.2fx (2 workers)\n", small,
            rate[4] / rate[5], rate[6] / rate[7]);
     breakdown(ds, imgsz, 24);

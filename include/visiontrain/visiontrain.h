@@ -563,7 +563,9 @@ typedef enum vt_metric {
                                    remaining + last validation time x validations remaining  */
     VT_METRIC_COST_USD = 9,     /* training hours so far (all sessions of the run) x price     */
     VT_METRIC_DATA_WAIT_SECONDS = 10, /* seconds of the epoch (so far) spent waiting for the
-                                   loader to deliver batches                                  */
+                                   loader to deliver batches: with prefetch > 0 only the time
+                                   blocked on a batch not ready yet (0 when the loader keeps
+                                   up); with prefetch=0 the whole loading time               */
     VT_METRIC_BEST_FITNESS = 11, /* best fitness so far: validation top-1, or minus the mean
                                    training loss when there is no validation                  */
     VT_METRIC_FITNESS = 12,     /* fitness of the last completed epoch (same definition)       */
