@@ -199,6 +199,19 @@ typedef enum vt_option {
     VT_OPT_ERASING = 142,         /* float 0..1, default 0 (Ultralytics: 0.4)                   */
     VT_OPT_CROP_SCALE = 143,      /* float 0.01..1, default 1 = no random resized crop
                                      (Ultralytics: 0.08)                                        */
+    /* Data loading (see vt_trainer_run and the README's "Data loading") */
+    VT_OPT_PREFETCH = 144,        /* int 0..8, default 2: training batches decoded ahead by the
+                                     loader threads while the current one trains; 0 = load each
+                                     batch when needed (also when workers=0).  Results do not
+                                     depend on it                                               */
+    VT_OPT_CACHE = 145,           /* string "none" | "ram", default "none": keep decoded training
+                                     images (resized to the training size) in memory for the
+                                     next epochs; augmentation still runs on every use          */
+    VT_OPT_CACHE_BYTES = 146,     /* int >= 0 bytes, default 4294967296 (4 GiB): cap of
+                                     cache=ram (pixel bytes); images beyond it are not cached   */
+    VT_OPT_FRACTION = 147,        /* float 0..1, default 1: train on a subset of this fraction
+                                     of the training images (at least 2), the same for the same
+                                     seed; validation uses the whole split                       */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
@@ -660,7 +673,9 @@ typedef enum vt_metric {
                                    remaining + last validation time x validations remaining  */
     VT_METRIC_COST_USD = 9,     /* training hours so far (all sessions of the run) x price     */
     VT_METRIC_DATA_WAIT_SECONDS = 10, /* seconds of the epoch (so far) spent waiting for the
-                                   loader to deliver batches                                  */
+                                   loader to deliver batches: with prefetch > 0 only the time
+                                   blocked on a batch not ready yet (0 when the loader keeps
+                                   up); with prefetch=0 the whole loading time               */
     VT_METRIC_BEST_FITNESS = 11, /* best fitness so far: validation top-1, or minus the mean
                                    training loss when there is no validation                  */
     VT_METRIC_FITNESS = 12,     /* fitness of the last completed epoch (same definition)       */

@@ -206,6 +206,10 @@ typedef struct vt_backend_ops {
                                   const float *y, const float *gamma, const float *save_mean,
                                   const float *save_invstd, const float *dy, float *dx,
                                   float *dgamma, float *dbeta);
+
+    /* 1 when backend memory is ordinary host memory (the CPU backend): callers may then write
+     * into it directly instead of staging on the host and uploading. */
+    int host_memory;
 } vt_backend_ops;
 
 struct vt_backend {

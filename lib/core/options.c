@@ -13,6 +13,7 @@
 
 static const char *const optimizer_choices[] = {"sgd", "adamw", NULL};
 static const char *const precision_choices[] = {"tf32", "fp32", NULL};
+static const char *const cache_choices[] = {"none", "ram", NULL};
 
 #define T VT_SCOPE_TRAINER
 #define M VT_SCOPE_MODEL
@@ -96,6 +97,15 @@ static const vt_optdef table[] = {
      "probability of random erasing (classify)"},
     {VT_OPT_CROP_SCALE, "crop_scale", F, 0.01, 1, 1, NULL, NULL, T,
      "random resized crop: smallest area fraction, 1 = off (classify)"},
+    /* data loading */
+    {VT_OPT_PREFETCH, "prefetch", I, 0, 8, 2, NULL, NULL, T,
+     "training batches loaded ahead while one trains (0 = none)"},
+    {VT_OPT_CACHE, "cache", S, 0, 0, 0, "none", cache_choices, T,
+     "keep decoded training images in RAM: none or ram"},
+    {VT_OPT_CACHE_BYTES, "cache_bytes", I, 0, 9007199254740991.0, 4294967296.0, NULL, NULL, T,
+     "byte cap of cache=ram (images beyond it are read again each epoch)"},
+    {VT_OPT_FRACTION, "fraction", F, 0, 1, 1, NULL, NULL, T,
+     "fraction of the training images to train on (a seeded subset, at least 2)"},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

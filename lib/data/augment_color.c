@@ -78,6 +78,92 @@ static inline void hsv_pixel(uint8_t *px, float dh, float gs, const hsv_tabs *t)
     px[2] = clamp_round(a0 + k * c2);
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* a where mask, else b (SSE2 has no blendv) */
+static inline __m128 sel(__m128 mask, __m128 a, __m128 b)
+{
+    return _mm_or_ps(_mm_and_ps(mask, a), _mm_andnot_ps(mask, b));
+}
+
+/* hsv_pixel for 4 pixels at once: the same float operations in the same order in each lane
+ * (IEEE, no contraction), with the branches turned into selects, so the bytes are the same;
+ * the tables are recomputed in the lanes as they were built (1 / C, the value gain of V). */
+static inline void hsv_4(uint8_t *px, int c, float dh, float gs, float gv)
+{
+    float R[4], G[4], B[4];
+    for (int j = 0; j < 4; j++) {
+        R[j] = px[j * c];
+        G[j] = px[j * c + 1];
+        B[j] = px[j * c + 2];
+    }
+    const __m128 r = _mm_loadu_ps(R), g = _mm_loadu_ps(G), b = _mm_loadu_ps(B);
+    const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f), c255 = _mm_set1_ps(255.0f),
+                 half = _mm_set1_ps(0.5f);
+    const __m128 V = _mm_max_ps(_mm_max_ps(r, g), b), m = _mm_min_ps(_mm_min_ps(r, g), b);
+    const __m128 C = _mm_sub_ps(V, m);
+    const __m128 gray = _mm_cmpeq_ps(C, zero);
+    const __m128 Cs = sel(gray, one, C); /* gray lanes are replaced at the end */
+    const __m128 rc = _mm_div_ps(one, Cs);
+    __m128 c0 = r, c1 = g, c2 = b;
+    if (dh != 0.0f) {
+        const __m128 isr = _mm_cmpeq_ps(V, r), isg = _mm_andnot_ps(isr, _mm_cmpeq_ps(V, g));
+        const __m128 hr = _mm_mul_ps(_mm_sub_ps(g, b), rc);
+        const __m128 hg = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(b, r), rc), _mm_set1_ps(2.0f));
+        const __m128 hb = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(r, g), rc), _mm_set1_ps(4.0f));
+        __m128 h = sel(isr, hr, sel(isg, hg, hb));
+        const __m128 six = _mm_set1_ps(6.0f);
+        h = _mm_add_ps(h, _mm_set1_ps(dh));
+        /* adding 0 where the scalar code adds nothing: at most a -0 becomes +0, which rounds
+         * to the same byte */
+        h = _mm_add_ps(h, _mm_and_ps(_mm_cmplt_ps(h, zero), six));
+        h = _mm_add_ps(h, _mm_and_ps(_mm_cmplt_ps(h, zero), six));
+        h = _mm_sub_ps(h, _mm_and_ps(_mm_cmpge_ps(h, six), six));
+        h = _mm_sub_ps(h, _mm_and_ps(_mm_cmpge_ps(h, six), six));
+        __m128i sector = _mm_cvttps_epi32(h);
+        const __m128i five = _mm_set1_epi32(5);
+        const __m128i over = _mm_cmpgt_epi32(sector, five);
+        sector = _mm_or_si128(_mm_and_si128(over, five), _mm_andnot_si128(over, sector));
+        const __m128 f = _mm_sub_ps(h, _mm_cvtepi32_ps(sector));
+        const __m128 odd = _mm_castsi128_ps(
+            _mm_cmpeq_epi32(_mm_and_si128(sector, _mm_set1_epi32(1)), _mm_set1_epi32(1)));
+        const __m128 x = sel(odd, _mm_mul_ps(C, _mm_sub_ps(one, f)), _mm_mul_ps(C, f));
+        const __m128 xm = _mm_add_ps(x, m);
+        __m128 s[6];
+        for (int k = 0; k < 6; k++)
+            s[k] = _mm_castsi128_ps(_mm_cmpeq_epi32(sector, _mm_set1_epi32(k)));
+        /* sector: (c0, c1, c2) = 0 (V, xm, m) 1 (xm, V, m) 2 (m, V, xm) 3 (m, xm, V)
+         * 4 (xm, m, V) 5 (V, m, xm) */
+        c0 = sel(_mm_or_ps(s[0], s[5]), V, sel(_mm_or_ps(s[1], s[4]), xm, m));
+        c1 = sel(_mm_or_ps(s[1], s[2]), V, sel(_mm_or_ps(s[0], s[3]), xm, m));
+        c2 = sel(_mm_or_ps(s[3], s[4]), V, sel(_mm_or_ps(s[2], s[5]), xm, m));
+    }
+    const __m128 gsv = _mm_set1_ps(gs), gvv = _mm_set1_ps(gv);
+    const __m128 sg = sel(_mm_cmplt_ps(V, _mm_mul_ps(gsv, C)), _mm_mul_ps(V, rc), gsv);
+    const __m128 Vs = sel(gray, one, V); /* V = 0 is gray */
+    const __m128 vg = sel(_mm_cmpgt_ps(_mm_mul_ps(Vs, gvv), c255), _mm_div_ps(c255, Vs), gvv);
+    const __m128 k = _mm_mul_ps(sg, vg);
+    const __m128 a0 = _mm_mul_ps(_mm_mul_ps(V, _mm_sub_ps(one, sg)), vg);
+    const __m128 gval = _mm_min_ps(_mm_mul_ps(V, gvv), c255);
+    __m128 o0 = sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(k, c0)));
+    __m128 o1 = sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(k, c1)));
+    __m128 o2 = sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(k, c2)));
+    /* clamp_round: (int)(v + 0.5f), then 0..255 (the saturating packs) */
+    __m128i i0 = _mm_cvttps_epi32(_mm_add_ps(o0, half));
+    __m128i i1 = _mm_cvttps_epi32(_mm_add_ps(o1, half));
+    __m128i i2 = _mm_cvttps_epi32(_mm_add_ps(o2, half));
+    __m128i p01 = _mm_packus_epi16(_mm_packs_epi32(i0, i1), _mm_packs_epi32(i2, i2));
+    uint8_t out[16];
+    _mm_storeu_si128((__m128i *)out, p01);
+    for (int j = 0; j < 4; j++) {
+        px[j * c] = out[j];
+        px[j * c + 1] = out[4 + j];
+        px[j * c + 2] = out[8 + j];
+    }
+}
+#endif
+
 void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
 {
     float uh = (float)unif(r, -1.0, 1.0), us = (float)unif(r, -1.0, 1.0),
@@ -102,7 +188,11 @@ void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
     }
     for (int i = 0; i < 256; i++) t.gray[i] = clamp_round(fminf(i * gv, 255.0f));
     const int c = img->c;
-    for (size_t i = 0; i < n; i++) hsv_pixel(img->data + i * c, dh, gs, &t);
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 4 <= n; i += 4) hsv_4(img->data + i * c, c, dh, gs, gv);
+#endif
+    for (; i < n; i++) hsv_pixel(img->data + i * c, dh, gs, &t);
 }
 
 /* ---- classification ---------------------------------------------------------------------- */

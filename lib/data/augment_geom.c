@@ -83,6 +83,85 @@ static int valid_image(const vt_image *im)
     return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
 }
 
+/* One axis of the separable warp: for output index i, whether its centre falls inside the
+ * source, its two taps (clamped) and the weight of the second, as the general loop computes
+ * them from q = Q + m * (i + 0.5) (Q the row's or column's constant term). */
+typedef struct warp_tap {
+    int in, t0, t1;
+    float f, f1; /* f and 1 - f */
+} warp_tap;
+
+static void warp_axis(double Q, double m, int n, int src_n, warp_tap *tap)
+{
+    for (int i = 0; i < n; i++) {
+        const double pi = i + 0.5;
+        const double q = Q + m * pi;
+        warp_tap *t = &tap[i];
+        t->in = q >= 0.0 && q < src_n;
+        if (!t->in) continue;
+        const double u = q - 0.5;
+        int i0 = (int)(u + 1.0) - 1;
+        const float f = (float)(u - i0);
+        int i1 = i0 + 1;
+        if (i0 < 0) i0 = 0;
+        if (i1 > src_n - 1) i1 = src_n - 1;
+        t->t0 = i0;
+        t->t1 = i1;
+        t->f = f;
+        t->f1 = 1 - f;
+    }
+}
+
+static vt_status warp_separable(const vt_image *src, const double *inv, int out_w, int out_h,
+                                uint8_t fill, uint8_t *out)
+{
+    const int sw = src->w, sh = src->h;
+    const size_t stride = (size_t)sw * 3;
+    warp_tap *tx = vt_malloc(sizeof *tx * (size_t)out_w), *ty = vt_malloc(sizeof *ty * (size_t)out_h);
+    if (!tx || !ty) {
+        free(tx);
+        free(ty);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    /* X = inv[1] * py + inv[2] is the same for every row (inv[1] is a zero), and the general
+     * loop's qy = Y + inv[3] * px the same for every column; computed as it does. */
+    const double X = inv[1] * 0.5 + inv[2];
+    warp_axis(X, inv[0], out_w, sw, tx);
+    for (int y = 0; y < out_h; y++) {
+        const double py = y + 0.5, Y = inv[4] * py + inv[5];
+        /* qy = Y + inv[3] * px, px > 0: the same zero is added at every column */
+        warp_axis(Y + inv[3] * 0.5, 0.0, 1, sh, &ty[y]);
+    }
+    for (int y = 0; y < out_h; y++) {
+        uint8_t *o = out + (size_t)y * out_w * 3;
+        const warp_tap *wy = &ty[y];
+        if (!wy->in) {
+            memset(o, fill, (size_t)out_w * 3);
+            continue;
+        }
+        const uint8_t *r0 = src->data + (size_t)wy->t0 * stride,
+                      *r1 = src->data + (size_t)wy->t1 * stride;
+        const float fy = wy->f, fy1 = wy->f1;
+        for (int x = 0; x < out_w; x++, o += 3) {
+            const warp_tap *wx = &tx[x];
+            if (!wx->in) {
+                o[0] = o[1] = o[2] = fill;
+                continue;
+            }
+            const float fx = wx->f, fx1 = wx->f1;
+            const float w00 = fx1 * fy1, w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy;
+            const uint8_t *p00 = r0 + wx->t0 * 3, *p01 = r0 + wx->t1 * 3, *p10 = r1 + wx->t0 * 3,
+                          *p11 = r1 + wx->t1 * 3;
+            o[0] = (uint8_t)(int)(w00 * p00[0] + w01 * p01[0] + w10 * p10[0] + w11 * p11[0] + 0.5f);
+            o[1] = (uint8_t)(int)(w00 * p00[1] + w01 * p01[1] + w10 * p10[1] + w11 * p11[1] + 0.5f);
+            o[2] = (uint8_t)(int)(w00 * p00[2] + w01 * p01[2] + w10 * p10[2] + w11 * p11[2] + 0.5f);
+        }
+    }
+    free(tx);
+    free(ty);
+    return VT_OK;
+}
+
 vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int out_w,
                             int out_h, uint8_t fill, vt_image *dst)
 {
@@ -98,6 +177,22 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
     if (!out) return VT_ERR_OUT_OF_MEMORY;
     const size_t stride = (size_t)sw * c;
     const int affine = inv[6] == 0.0 && inv[7] == 0.0 && inv[8] == 1.0;
+    if (affine && inv[1] == 0.0 && inv[3] == 0.0 && c == 3) {
+        /* Scale and shift only (no rotation or shear: the default detection augmentation):
+         * the source x depends on the output column alone and y on the row alone, so the
+         * taps and weights are computed once per column and per row.  The arithmetic is the
+         * general loop's, operation for operation, so the pixels are the same bytes. */
+        vt_status st = warp_separable(src, inv, out_w, out_h, fill, out);
+        if (st) {
+            free(out);
+            return st;
+        }
+        dst->w = out_w;
+        dst->h = out_h;
+        dst->c = c;
+        dst->data = out;
+        return VT_OK;
+    }
     for (int y = 0; y < out_h; y++) {
         uint8_t *o = out + (size_t)y * out_w * c;
         const double py = y + 0.5;

@@ -1,8 +1,22 @@
 /* The loader: one job per batch, split over the pool; each slot decodes and augments one image
- * (and, for a mosaic or mixup, the extra images it draws). */
+ * (and, for a mosaic or mixup, the extra images it draws) and writes its floats straight to its
+ * place in the CNHW batch; images that failed are squeezed out afterwards.
+ *
+ * Prefetch: a producer thread runs submitted jobs in order (it is then the pool's first thread),
+ * each into its own buffer of a ring of prefetch + 1: the batches in flight and the one the
+ * consumer holds.  head / processed / tail count jobs submitted, finished and consumed; the
+ * buffer of job j is ring[j % nring].  A job's outputs are written by the producer before it
+ * bumps `processed` under the mutex and read by the consumer after it sees that under the same
+ * mutex, so the buffers themselves need no locking.
+ *
+ * Cache: per image, a base image published once (pixels written, then a release store of its
+ * flag) and never changed or freed before the loader is destroyed, so readers on any thread
+ * borrow it without locks or counts.  The mutex only serialises the byte accounting. */
 #include "data/loader.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +26,34 @@
 
 enum { MSG = 320 };
 
+typedef struct vt_loader vt_loader;
+
+/* One batch: the job and its outputs. */
+typedef struct lbuf {
+    vt_loader *L;
+    int cap;                /* images the arrays below hold */
+    float *own;             /* async: channels x cap x plane floats; NULL for the sync buffer */
+    float *dst;             /* where this job writes: own, or the caller's batch */
+    int32_t *labels;        /* async: packed labels (the sync fill writes the caller's) */
+    int *indices;           /* the job's images (a copy) */
+    vt_status *status;      /* per slot */
+    char (*msg)[MSG];       /* per slot error message */
+    vt_det_list *boxes;     /* detection: per slot, its boxes and letterbox geometry */
+    vt_letterbox *lb;
+    int *packed;            /* packed image k -> slot */
+    uint8_t *masks;         /* segmentation: per slot an imgsz x imgsz class mask */
+    int n, n_ok, mosaic;
+    uint64_t aug_seed;
+} lbuf;
+
+typedef struct cache {
+    vt_image *img;          /* per image of the split; valid once ready[i] */
+    atomic_uchar *ready;
+    pthread_mutex_t mu;
+    int64_t cap, used;
+    int count;
+} cache;
+
 struct vt_loader {
     const vt_dataset *ds;
     vt_split split;
@@ -20,19 +62,136 @@ struct vt_loader {
     int mosaic_on;
     vt_pool *pool;
     unsigned char *bad;     /* per image: 1 once it failed to decode (warned once) */
-    float *scratch;         /* cap images of channels*imgsz*imgsz, CHW each */
-    int cap;
-    vt_status *status;      /* per slot */
-    char (*msg)[MSG];       /* per slot error message */
-    /* detection: per slot, its boxes and letterbox geometry */
-    vt_det_list *boxes;
-    vt_letterbox *lb;
-    int *packed;            /* packed image k -> slot */
-    uint8_t *masks;         /* segmentation: per slot an imgsz x imgsz class mask */
-    /* the job being filled */
-    const int *indices;
-    uint64_t aug_seed;
+    int *subset;            /* augmentation picks (mosaic / mixup partners); NULL: all */
+    int nsubset;
+    cache *cache;           /* NULL: none */
+    int prefetch, full_decode;
+    lbuf sync;              /* vt_loader_fill's */
+    const lbuf *cur;        /* the batch vt_loader_boxes refers to */
+    atomic_int abort;       /* slots not started are skipped (drain, destroy) */
+    /* prefetch */
+    lbuf *ring;
+    int nring;
+    pthread_t producer;
+    int has_producer;
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    long head, processed, tail;
+    int quit;
 };
+
+/* ---- buffers ----------------------------------------------------------------------------- */
+
+static void lbuf_free(lbuf *B)
+{
+    free(B->own);
+    free(B->labels);
+    free(B->indices);
+    free(B->status);
+    free(B->msg);
+    for (int i = 0; B->boxes && i < B->cap; i++) vt_det_list_free(&B->boxes[i]);
+    free(B->boxes);
+    free(B->lb);
+    free(B->packed);
+    free(B->masks);
+    memset(B, 0, sizeof *B);
+}
+
+#define GROW(ptr, n)                                                                               \
+    do {                                                                                           \
+        void *p_ = vt_realloc((ptr), (size_t)(n) * sizeof *(ptr));                                 \
+        if (!p_) return VT_ERR_OUT_OF_MEMORY;                                                      \
+        (ptr) = p_;                                                                                \
+    } while (0)
+
+/* Room for n images (with_batch: also the floats and labels of an async buffer). */
+static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
+{
+    if (n <= B->cap) return VT_OK;
+    const vt_loader *L = B->L;
+    if (with_batch) {
+        size_t plane = (size_t)L->cfg.imgsz * L->cfg.imgsz;
+        /* not realloc: the old floats are of no use */
+        float *f = vt_malloc((size_t)n * L->cfg.channels * plane * sizeof(float));
+        if (!f) return VT_ERR_OUT_OF_MEMORY;
+        free(B->own);
+        B->own = f;
+        GROW(B->labels, n);
+    }
+    GROW(B->indices, n);
+    GROW(B->status, n);
+    GROW(B->msg, n);
+    GROW(B->packed, n);
+    if (L->ds->task == VT_TASK_DETECT) {
+        GROW(B->lb, n);
+        vt_det_list *bl = vt_realloc(B->boxes, (size_t)n * sizeof *bl);
+        if (!bl) return VT_ERR_OUT_OF_MEMORY;
+        memset(bl + B->cap, 0, (size_t)(n - B->cap) * sizeof *bl);
+        B->boxes = bl;
+    }
+    if (L->ds->task == VT_TASK_SEGMENT) {
+        /* not realloc: the old masks are of no use */
+        uint8_t *m = vt_malloc((size_t)n * L->cfg.imgsz * L->cfg.imgsz);
+        if (!m) return VT_ERR_OUT_OF_MEMORY;
+        free(B->masks);
+        B->masks = m;
+    }
+    B->cap = n;
+    return VT_OK;
+}
+
+/* ---- cache ------------------------------------------------------------------------------- */
+
+static vt_status cache_create(cache **out, int n, int64_t cap)
+{
+    cache *c = vt_calloc(1, sizeof *c);
+    if (!c) return VT_ERR_OUT_OF_MEMORY;
+    c->img = vt_calloc((size_t)(n ? n : 1), sizeof *c->img);
+    c->ready = vt_calloc((size_t)(n ? n : 1), sizeof *c->ready);
+    if (!c->img || !c->ready) {
+        free(c->img);
+        free(c->ready);
+        free(c);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < n; i++) atomic_init(&c->ready[i], 0);
+    pthread_mutex_init(&c->mu, NULL);
+    c->cap = cap;
+    *out = c;
+    return VT_OK;
+}
+
+static void cache_destroy(cache *c, int n)
+{
+    if (!c) return;
+    for (int i = 0; i < n; i++) vt_image_free(&c->img[i]);
+    pthread_mutex_destroy(&c->mu);
+    free(c->img);
+    free(c->ready);
+    free(c);
+}
+
+/* Hand img to the cache as image idx: 1 when taken (it is the cache's from now on), 0 when it
+ * would pass the cap or another thread cached idx first (the caller keeps it). */
+static int cache_put(cache *c, int idx, const vt_image *img)
+{
+    int64_t bytes = (int64_t)img->w * img->h * img->c;
+    int taken = 0;
+    pthread_mutex_lock(&c->mu);
+    if (!atomic_load_explicit(&c->ready[idx], memory_order_relaxed) && c->used + bytes <= c->cap) {
+        c->img[idx] = *img;
+        c->used += bytes;
+        c->count++;
+        atomic_store_explicit(&c->ready[idx], 1, memory_order_release);
+        taken = 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return taken;
+}
+
+/* ---- lifetime ---------------------------------------------------------------------------- */
+
+static void *producer_main(void *arg);
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,
                            const vt_loader_config *cfg)
@@ -48,6 +207,11 @@ vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split
         L->cfg.aug = &L->aug;
     }
     L->mosaic_on = 1;
+    L->sync.L = L;
+    atomic_init(&L->abort, 0);
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->work, NULL);
+    pthread_cond_init(&L->done, NULL);
     int n = ds->split[split].n;
     L->bad = vt_calloc((size_t)(n ? n : 1), 1);
     vt_status st = L->bad ? VT_OK : VT_ERR_OUT_OF_MEMORY;
@@ -63,24 +227,164 @@ vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split
 void vt_loader_destroy(vt_loader *L)
 {
     if (!L) return;
+    if (L->has_producer) {
+        pthread_mutex_lock(&L->mu);
+        L->quit = 1;
+        atomic_store(&L->abort, 1);
+        pthread_cond_broadcast(&L->work);
+        pthread_mutex_unlock(&L->mu);
+        pthread_join(L->producer, NULL);
+    }
     vt_pool_destroy(L->pool);
+    for (int i = 0; L->ring && i < L->nring; i++) lbuf_free(&L->ring[i]);
+    free(L->ring);
+    lbuf_free(&L->sync);
+    cache_destroy(L->cache, L->ds->split[L->split].n);
+    pthread_mutex_destroy(&L->mu);
+    pthread_cond_destroy(&L->work);
+    pthread_cond_destroy(&L->done);
     free(L->bad);
-    free(L->scratch);
-    free(L->status);
-    free(L->msg);
-    for (int i = 0; L->boxes && i < L->cap; i++) vt_det_list_free(&L->boxes[i]);
-    free(L->boxes);
-    free(L->lb);
-    free(L->packed);
-    free(L->masks);
+    free(L->subset);
     free(L);
 }
 
-/* Image idx of the split and its boxes as augmentation labels in its own pixels. */
-static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, vt_aug_labels *lab)
+vt_status vt_loader_start_prefetch(vt_loader *L, int depth)
+{
+    if (depth < 0 || depth > 8)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader: prefetch depth %d (0..8)", depth);
+    if (L->has_producer || L->ring)
+        return vt_fail(VT_ERR_BAD_STATE, "loader: prefetch already started");
+    if (depth == 0 || L->cfg.workers <= 0) return VT_OK;
+    L->ring = vt_calloc((size_t)depth + 1, sizeof *L->ring);
+    if (!L->ring) return VT_ERR_OUT_OF_MEMORY;
+    L->nring = depth + 1;
+    L->prefetch = depth;
+    for (int i = 0; i < L->nring; i++) L->ring[i].L = L;
+    if (pthread_create(&L->producer, NULL, producer_main, L) != 0)
+        return vt_fail(VT_ERR_OUT_OF_MEMORY, "cannot start the loader's producer thread");
+    L->has_producer = 1;
+    return VT_OK;
+}
+
+vt_status vt_loader_enable_cache(vt_loader *L, int64_t bytes)
+{
+    if (bytes <= 0 || L->cache)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader: cache of %lld bytes", (long long)bytes);
+    return cache_create(&L->cache, L->ds->split[L->split].n, bytes);
+}
+
+void vt_loader_set_full_decode(vt_loader *L, int on) { L->full_decode = on != 0; }
+
+void vt_loader_set_mosaic(vt_loader *L, int on) { L->mosaic_on = on != 0; }
+
+vt_status vt_loader_set_subset(vt_loader *L, const int *indices, int n)
+{
+    free(L->subset);
+    L->subset = NULL;
+    L->nsubset = 0;
+    if (!indices) return VT_OK;
+    int total = L->ds->split[L->split].n;
+    if (n < 1) return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader subset of %d images", n);
+    for (int i = 0; i < n; i++)
+        if (indices[i] < 0 || indices[i] >= total)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader subset: image %d of %d", indices[i],
+                           total);
+    L->subset = vt_malloc((size_t)n * sizeof(int));
+    if (!L->subset) return VT_ERR_OUT_OF_MEMORY;
+    memcpy(L->subset, indices, (size_t)n * sizeof(int));
+    L->nsubset = n;
+    return VT_OK;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int vt_loader_pick_subset(int n, double fraction, uint64_t seed, int *out)
+{
+    for (int i = 0; i < n; i++) out[i] = i;
+    if (!(fraction < 1) || n <= 2) return n;
+    long k = lround(fraction * n);
+    int m = k < 2 ? 2 : k > n ? n : (int)k;
+    vt_rng r;
+    vt_rng_seed(&r, ~(seed * 1000003u)); /* apart from the epochs' seed * 1000003 + epoch */
+    for (int i = 0; i < m; i++) { /* the first m of a Fisher-Yates shuffle */
+        int j = i + (int)vt_rng_below(&r, (uint32_t)(n - i)), tmp = out[i];
+        out[i] = out[j];
+        out[j] = tmp;
+    }
+    qsort(out, (size_t)m, sizeof(int), cmp_int);
+    return m;
+}
+
+void vt_loader_cache_stats(const vt_loader *L, int *images, int64_t *bytes)
+{
+    *images = 0;
+    *bytes = 0;
+    if (!L || !L->cache) return;
+    pthread_mutex_lock(&L->cache->mu);
+    *images = L->cache->count;
+    *bytes = L->cache->used;
+    pthread_mutex_unlock(&L->cache->mu);
+}
+
+/* ---- one image --------------------------------------------------------------------------- */
+
+/* A random image of the split (or of the subset) for mosaic and mixup. */
+static int random_pick(const vt_loader *L, vt_rng *r)
+{
+    if (L->subset) return L->subset[vt_rng_below(r, (uint32_t)L->nsubset)];
+    return (int)vt_rng_below(r, (uint32_t)L->ds->split[L->split].n);
+}
+
+/* Image idx at its base size (see loader.h): from the cache, or decoded (at a reduced JPEG
+ * scale when that loses nothing) and resized.  *owned: 1 when the caller must free *img, 0 when
+ * it is the cache's (read only). */
+static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *owned)
+{
+    cache *c = L->cache;
+    if (c && atomic_load_explicit(&c->ready[idx], memory_order_acquire)) {
+        *img = c->img[idx];
+        *owned = 0;
+        return VT_OK;
+    }
+    *owned = 1;
+    /* detection and segmentation keep the aspect ratio (long side s), classification squashes */
+    int s = L->cfg.imgsz, det = L->ds->task != VT_TASK_CLASSIFY;
+    const char *path = L->ds->split[L->split].paths[idx];
+    vt_image raw = {0};
+    vt_status st = L->full_decode ? vt_image_load(path, &raw)
+                                      : vt_image_load_scaled(path, s, s, det, &raw);
+    if (st) return st;
+    int w = s, h = s;
+    if (det) { /* long side s, as mosaic and letterbox resize */
+        vt_letterbox lb;
+        if ((st = vt_letterbox_geometry(raw.w, raw.h, s, s, 1, &lb))) {
+            vt_image_free(&raw);
+            return st;
+        }
+        w = lb.new_w;
+        h = lb.new_h;
+    }
+    if (raw.w == w && raw.h == h) {
+        *img = raw;
+    } else {
+        st = vt_image_resize(&raw, w, h, img);
+        vt_image_free(&raw);
+        if (st) return st;
+    }
+    if (c && cache_put(c, idx, img)) *owned = 0;
+    return VT_OK;
+}
+
+/* Image idx at its base size and its boxes as augmentation labels in its pixels. */
+static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *owned,
+                               vt_aug_labels *lab)
 {
     const vt_split_list *sl = &L->ds->split[L->split];
-    vt_status st = vt_image_load(sl->paths[idx], img);
+    vt_status st = base_image(L, idx, img, owned);
     if (st) return st;
     vt_aug_labels_clear(lab);
     float *xy = NULL;
@@ -111,27 +415,28 @@ static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, vt_au
                                    (b->cy + 0.5f * b->h) * img->h);
     }
     free(xy);
-    if (st) vt_image_free(img);
+    if (st && *owned) vt_image_free(img);
     return st;
 }
 
 /* One augmented detection sample at s x s: a mosaic of idx and three random images of the
  * split, or idx letterboxed; then the random affine (both paths) and, for the mosaic, HSV and
  * flips (vt_aug_letterbox_affine does them itself). */
-static vt_status det_sample(const vt_loader *L, int idx, vt_rng *r, vt_image *dst,
-                            vt_aug_labels *out)
+static vt_status det_sample(const vt_loader *L, int idx, int mosaic_on, vt_rng *r,
+                            vt_image *dst, vt_aug_labels *out)
 {
     const vt_aug_params *p = &L->aug;
-    int s = L->cfg.imgsz, n = L->ds->split[L->split].n;
+    int s = L->cfg.imgsz;
     vt_image img[4] = {{0}};
+    int owned[4] = {0};
     vt_aug_labels lab[4];
     for (int i = 0; i < 4; i++) vt_aug_labels_init(&lab[i]);
     vt_status st;
-    if (vt_aug_chance(r, p->mosaic) && L->mosaic_on) {
-        int pick[4] = {idx, (int)vt_rng_below(r, (uint32_t)n), (int)vt_rng_below(r, (uint32_t)n),
-                       (int)vt_rng_below(r, (uint32_t)n)};
+    if (vt_aug_chance(r, p->mosaic) && mosaic_on) {
+        int pick[4] = {idx, random_pick(L, r), random_pick(L, r), random_pick(L, r)};
         st = VT_OK;
-        for (int i = 0; i < 4 && !st; i++) st = load_labelled(L, pick[i], &img[i], &lab[i]);
+        for (int i = 0; i < 4 && !st; i++)
+            st = load_labelled(L, pick[i], &img[i], &owned[i], &lab[i]);
         if (!st) {
             const vt_image *ip[4] = {&img[0], &img[1], &img[2], &img[3]};
             const vt_aug_labels *lp[4] = {&lab[0], &lab[1], &lab[2], &lab[3]};
@@ -139,11 +444,11 @@ static vt_status det_sample(const vt_loader *L, int idx, vt_rng *r, vt_image *ds
             if (!st) vt_aug_hsv_flips(dst, out, p, r);
         }
     } else {
-        st = load_labelled(L, idx, &img[0], &lab[0]);
+        st = load_labelled(L, idx, &img[0], &owned[0], &lab[0]);
         if (!st) st = vt_aug_letterbox_affine(&img[0], &lab[0], s, p, r, dst, out);
     }
     for (int i = 0; i < 4; i++) {
-        vt_image_free(&img[i]);
+        if (owned[i]) vt_image_free(&img[i]);
         vt_aug_labels_free(&lab[i]);
     }
     return st;
@@ -153,22 +458,23 @@ static vt_status det_sample(const vt_loader *L, int idx, vt_rng *r, vt_image *ds
  * `mixup` a second sample of a random image blended in.  Detection keeps the boxes;
  * segmentation rasterises the transformed outlines into the slot's mask (background 0, so the
  * grey border a mosaic or a shift leaves counts as background, as in Ultralytics). */
-static vt_status load_det_aug(vt_loader *L, int slot, vt_rng *r, vt_image *dst)
+static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, vt_image *dst)
 {
-    int idx = L->indices[slot];
+    const vt_loader *L = B->L;
+    int idx = B->indices[slot];
     vt_aug_labels out, out2;
     vt_aug_labels_init(&out);
     vt_aug_labels_init(&out2);
     vt_image second = {0};
-    vt_status st = det_sample(L, idx, r, dst, &out);
+    vt_status st = det_sample(L, idx, B->mosaic, r, dst, &out);
     if (!st && vt_aug_chance(r, L->aug.mixup)) {
-        int other = (int)vt_rng_below(r, (uint32_t)L->ds->split[L->split].n);
-        st = det_sample(L, other, r, &second, &out2);
+        int other = random_pick(L, r);
+        st = det_sample(L, other, B->mosaic, r, &second, &out2);
         if (!st) st = vt_aug_mixup(dst, &out, &second, &out2, r, NULL);
     }
     if (L->ds->task == VT_TASK_SEGMENT) {
         int sz = L->cfg.imgsz;
-        uint8_t *m = L->masks + (size_t)slot * sz * sz;
+        uint8_t *m = B->masks + (size_t)slot * sz * sz;
         memset(m, 0, (size_t)sz * sz);
         if (!st) st = vt_seg_draw_aug_labels(&out, sz, sz, m);
         vt_image_free(&second);
@@ -176,7 +482,7 @@ static vt_status load_det_aug(vt_loader *L, int slot, vt_rng *r, vt_image *dst)
         vt_aug_labels_free(&out2);
         return st;
     }
-    vt_det_list *boxes = &L->boxes[slot];
+    vt_det_list *boxes = &B->boxes[slot];
     boxes->n = 0;
     for (int j = 0; !st && j < out.n; j++) {
         const vt_aug_box *b = &out.box[j];
@@ -185,43 +491,63 @@ static vt_status load_det_aug(vt_loader *L, int slot, vt_rng *r, vt_image *dst)
         st = vt_det_list_push(boxes, &d);
     }
     if (!st) st = vt_letterbox_geometry(L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, 1,
-                                        &L->lb[slot]);
+                                        &B->lb[slot]);
     vt_image_free(&second);
     vt_aug_labels_free(&out);
     vt_aug_labels_free(&out2);
     return st;
 }
 
-/* Detection without augmentation: letterbox; boxes mapped with it. */
-static vt_status load_det_plain(vt_loader *L, int slot, const vt_image *img, vt_image *dst)
+/* Detection without augmentation: the full image letterboxed; boxes mapped with it. */
+static vt_status load_det_plain(lbuf *B, int slot, vt_image *dst)
 {
+    const vt_loader *L = B->L;
     const vt_split_list *sl = &L->ds->split[L->split];
-    int idx = L->indices[slot], sz = L->cfg.imgsz;
-    vt_letterbox *lb = &L->lb[slot];
-    vt_status st = vt_letterbox_image(img, sz, sz, 1, 114, dst, lb);
+    int idx = B->indices[slot], sz = L->cfg.imgsz;
+    vt_image img = {0};
+    vt_status st = vt_image_load(sl->paths[idx], &img);
     if (st) return st;
-    vt_det_list *out = &L->boxes[slot];
+    vt_letterbox *lb = &B->lb[slot];
+    st = vt_letterbox_image(&img, sz, sz, 1, 114, dst, lb);
+    vt_det_list *out = &B->boxes[slot];
     out->n = 0;
-    for (int j = sl->box_start[idx]; j < sl->box_start[idx + 1]; j++) {
+    for (int j = sl->box_start[idx]; !st && j < sl->box_start[idx + 1]; j++) {
         const vt_det_box *b = &sl->boxes[j];
-        float box[4] = {(b->cx - 0.5f * b->w) * img->w, (b->cy - 0.5f * b->h) * img->h,
-                        (b->cx + 0.5f * b->w) * img->w, (b->cy + 0.5f * b->h) * img->h};
+        float box[4] = {(b->cx - 0.5f * b->w) * img.w, (b->cy - 0.5f * b->h) * img.h,
+                        (b->cx + 0.5f * b->w) * img.w, (b->cy + 0.5f * b->h) * img.h};
         vt_letterbox_forward(lb, box);
         if (!(box[2] > box[0]) || !(box[3] > box[1])) continue;
         vt_det d = {box[0], box[1], box[2], box[3], 1.0f, b->cls};
-        if ((st = vt_det_list_push(out, &d))) return st;
+        st = vt_det_list_push(out, &d);
     }
-    return VT_OK;
+    vt_image_free(&img);
+    return st;
 }
 
-/* Classification: resize (or a random resized crop), then HSV, flips and erasing. */
-static vt_status load_cls(vt_loader *L, const vt_image *img, vt_rng *r, vt_image *dst)
+/* Classification: the base image (imgsz x imgsz) then HSV, flips and erasing; or a random
+ * resized crop of the full image. */
+static vt_status load_cls(const vt_loader *L, int idx, vt_rng *r, vt_image *dst)
 {
     int sz = L->cfg.imgsz;
     const vt_aug_params *p = r ? &L->aug : NULL;
-    if (p && p->crop_scale_min < 1.0f) return vt_aug_classify(img, sz, p, r, dst);
-    vt_status st = vt_image_resize(img, sz, sz, dst);
-    if (st || !p) return st;
+    vt_status st;
+    if (p && p->crop_scale_min < 1.0f) {
+        vt_image img = {0};
+        if ((st = vt_image_load(L->ds->split[L->split].paths[idx], &img))) return st;
+        st = vt_aug_classify(&img, sz, p, r, dst);
+        vt_image_free(&img);
+        return st;
+    }
+    vt_image img = {0};
+    int owned;
+    if ((st = base_image(L, idx, &img, &owned))) return st;
+    if (owned) {
+        *dst = img;
+    } else { /* the cache's: augment a copy */
+        st = vt_image_resize(&img, sz, sz, dst);
+        if (st) return st;
+    }
+    if (!p) return VT_OK;
     vt_aug_hsv_flips(dst, NULL, p, r);
     vt_aug_random_erasing(dst, p->erasing, -1, r, NULL);
     return VT_OK;
@@ -231,9 +557,10 @@ static vt_status load_cls(vt_loader *L, const vt_image *img, vt_rng *r, vt_image
  * image (grey padding) and its class mask (nearest neighbour, the padding `ignore`), then with
  * augmentation HSV (the image) and the flips (both).  Mask-PNG datasets get no mosaic or affine
  * yet; polygon datasets train through load_det_aug. */
-static vt_status load_seg(vt_loader *L, int slot, const vt_image *img, vt_rng *r, vt_image *dst)
+static vt_status load_seg(lbuf *B, int slot, const vt_image *img, vt_rng *r, vt_image *dst)
 {
-    int idx = L->indices[slot], sz = L->cfg.imgsz;
+    const vt_loader *L = B->L;
+    int idx = B->indices[slot], sz = L->cfg.imgsz;
     uint8_t ignore = (uint8_t)vt_seg_ignore_value(L->ds);
     uint8_t *src = vt_malloc((size_t)img->w * img->h);
     if (!src) return VT_ERR_OUT_OF_MEMORY;
@@ -244,7 +571,7 @@ static vt_status load_seg(vt_loader *L, int slot, const vt_image *img, vt_rng *r
         free(src);
         return st;
     }
-    uint8_t *m = L->masks + (size_t)slot * sz * sz;
+    uint8_t *m = B->masks + (size_t)slot * sz * sz;
     for (int y = 0; y < sz; y++) {
         int sy = (int)floor((y - lb.pad_y + 0.5) * img->h / (double)lb.new_h);
         for (int x = 0; x < sz; x++) {
@@ -285,121 +612,228 @@ static vt_status load_seg(vt_loader *L, int slot, const vt_image *img, vt_rng *r
     return VT_OK;
 }
 
-static vt_status load_one(vt_loader *L, int slot)
+static vt_status load_one(lbuf *B, int slot)
 {
-    const vt_split_list *sl = &L->ds->split[L->split];
-    int idx = L->indices[slot];
+    const vt_loader *L = B->L;
+    int idx = B->indices[slot];
     int sz = L->cfg.imgsz, c = L->cfg.channels;
-    int augment = L->aug_seed && L->cfg.aug;
+    int augment = B->aug_seed && L->cfg.aug;
     vt_rng rng;
-    if (augment) vt_rng_seed(&rng, L->aug_seed ^ ((uint64_t)idx + 1) * 0x9E3779B97F4A7C15ull);
-    vt_image img = {0}, out = {0};
+    if (augment) vt_rng_seed(&rng, B->aug_seed ^ ((uint64_t)idx + 1) * 0x9E3779B97F4A7C15ull);
+    vt_image out = {0};
     vt_status st;
+    const vt_split_list *sl = &L->ds->split[L->split];
     int poly_seg = L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths;
-    if ((L->ds->task == VT_TASK_DETECT || poly_seg) && augment) {
-        st = load_det_aug(L, slot, &rng, &out);
-    } else {
+    if (L->ds->task == VT_TASK_DETECT || (poly_seg && augment)) {
+        st = augment ? load_det_aug(B, slot, &rng, &out) : load_det_plain(B, slot, &out);
+    } else if (L->ds->task == VT_TASK_SEGMENT) {
+        vt_image img = {0};
         if ((st = vt_image_load(sl->paths[idx], &img))) return st;
-        st = L->ds->task == VT_TASK_DETECT    ? load_det_plain(L, slot, &img, &out)
-             : L->ds->task == VT_TASK_SEGMENT ? load_seg(L, slot, &img, augment ? &rng : NULL, &out)
-                                              : load_cls(L, &img, augment ? &rng : NULL, &out);
+        st = load_seg(B, slot, &img, augment ? &rng : NULL, &out);
+        vt_image_free(&img);
+    } else {
+        st = load_cls(L, idx, augment ? &rng : NULL, &out);
     }
     if (!st) {
+        /* straight to the slot's place in the CNHW batch of n images */
         size_t plane = (size_t)sz * sz;
-        vt_image_to_float(&out, c, 0, L->scratch + (size_t)slot * c * plane, plane);
+        vt_image_to_float(&out, c, 0, B->dst + (size_t)slot * plane, (size_t)B->n * plane);
     }
     vt_image_free(&out);
-    vt_image_free(&img);
     return st;
 }
 
-void vt_loader_set_mosaic(vt_loader *L, int on) { L->mosaic_on = on != 0; }
-
 static void load_range(void *ctx, size_t b, size_t e)
 {
-    vt_loader *L = ctx;
+    lbuf *B = ctx;
     for (size_t s = b; s < e; s++) {
-        L->status[s] = load_one(L, (int)s);
-        if (L->status[s]) snprintf(L->msg[s], MSG, "%s", vt_last_error());
+        if (atomic_load_explicit(&B->L->abort, memory_order_relaxed)) {
+            B->status[s] = VT_ERR_CANCELLED;
+            snprintf(B->msg[s], MSG, "abandoned");
+            continue;
+        }
+        B->status[s] = load_one(B, (int)s);
+        if (B->status[s]) snprintf(B->msg[s], MSG, "%s", vt_last_error());
     }
 }
+
+/* Run a job: every slot, then squeeze the failed ones out (labels, packed, n_ok).  The batch is
+ * channels x n x plane while slots write; packed, it is channels x n_ok x plane: moving planes
+ * in increasing order is safe in place, as a destination never lies after its source. */
+static void run_job(vt_loader *L, lbuf *B, int32_t *labels)
+{
+    vt_pool_run(L->pool, (size_t)B->n, 1, load_range, B);
+    const vt_split_list *sl = &L->ds->split[L->split];
+    int n = B->n, c = L->cfg.channels, ok = 0;
+    size_t plane = (size_t)L->cfg.imgsz * L->cfg.imgsz;
+    for (int s = 0; s < n; s++)
+        if (!B->status[s]) B->packed[ok++] = s;
+    if (ok < n)
+        for (int ch = 0; ch < c; ch++)
+            for (int k = 0; k < ok; k++) {
+                float *to = B->dst + ((size_t)ch * ok + k) * plane;
+                const float *from = B->dst + ((size_t)ch * n + B->packed[k]) * plane;
+                if (to != from) memmove(to, from, plane * sizeof(float));
+            }
+    for (int k = 0; k < ok; k++) {
+        int idx = B->indices[B->packed[k]];
+        labels[k] = sl->labels ? sl->labels[idx] : idx;
+    }
+    B->n_ok = ok;
+}
+
+/* The consumer's side of a finished job: warnings, and the error when nothing decoded. */
+static vt_status report(vt_loader *L, const lbuf *B)
+{
+    int first_bad = -1;
+    for (int s = 0; s < B->n; s++) {
+        if (!B->status[s]) continue;
+        if (first_bad < 0) first_bad = s;
+        int idx = B->indices[s];
+        if (B->status[s] != VT_ERR_CANCELLED && !L->bad[idx]) {
+            L->bad[idx] = 1;
+            vt_log(L->cfg.log, VT_LOG_WARNING, "skipping image: %s", B->msg[s]);
+        }
+    }
+    if (B->n_ok == 0)
+        return vt_fail(VT_ERR_DATASET, "no image of a batch of %d could be read (first: %s)",
+                       B->n, B->n ? B->msg[first_bad] : "empty batch");
+    return VT_OK;
+}
+
+static vt_status check_indices(const vt_loader *L, const int *indices, int n)
+{
+    int total = L->ds->split[L->split].n;
+    if (n < 1 || !indices) return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader: batch of %d", n);
+    for (int i = 0; i < n; i++)
+        if (indices[i] < 0 || indices[i] >= total)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader: image %d of a split of %d",
+                           indices[i], total);
+    return VT_OK;
+}
+
+/* ---- synchronous ------------------------------------------------------------------------- */
 
 vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_seed,
                          float *batch, int32_t *labels, int *n_ok)
 {
     *n_ok = 0;
-    int c = L->cfg.channels;
-    size_t plane = (size_t)L->cfg.imgsz * L->cfg.imgsz;
-    if (n > L->cap) {
-        float *s = vt_realloc(L->scratch, (size_t)n * c * plane * sizeof(float));
-        if (!s) return VT_ERR_OUT_OF_MEMORY;
-        L->scratch = s;
-        vt_status *stv = vt_realloc(L->status, (size_t)n * sizeof *stv);
-        if (!stv) return VT_ERR_OUT_OF_MEMORY;
-        L->status = stv;
-        char(*m)[MSG] = vt_realloc(L->msg, (size_t)n * sizeof *m);
-        if (!m) return VT_ERR_OUT_OF_MEMORY;
-        L->msg = m;
-        if (L->ds->task == VT_TASK_DETECT) {
-            vt_det_list *bl = vt_realloc(L->boxes, (size_t)n * sizeof *bl);
-            if (!bl) return VT_ERR_OUT_OF_MEMORY;
-            memset(bl + L->cap, 0, (size_t)(n - L->cap) * sizeof *bl);
-            L->boxes = bl;
-            vt_letterbox *lb = vt_realloc(L->lb, (size_t)n * sizeof *lb);
-            if (!lb) return VT_ERR_OUT_OF_MEMORY;
-            L->lb = lb;
-        }
-        if (L->ds->task == VT_TASK_SEGMENT) {
-            uint8_t *mk = vt_realloc(L->masks, (size_t)n * plane);
-            if (!mk) return VT_ERR_OUT_OF_MEMORY;
-            L->masks = mk;
-        }
-        int *pk = vt_realloc(L->packed, (size_t)n * sizeof *pk);
-        if (!pk) return VT_ERR_OUT_OF_MEMORY;
-        L->packed = pk;
-        L->cap = n;
-    }
-    L->indices = indices;
-    L->aug_seed = aug_seed;
-    vt_pool_run(L->pool, (size_t)n, 1, load_range, L);
-    const vt_split_list *sl = &L->ds->split[L->split];
-    int ok = 0, first_bad = -1;
-    for (int s = 0; s < n; s++)
-        if (L->status[s] == VT_OK) ok++;
-        else {
-            if (first_bad < 0) first_bad = s;
-            if (!L->bad[indices[s]]) {
-                L->bad[indices[s]] = 1;
-                vt_log(L->cfg.log, VT_LOG_WARNING, "skipping image: %s", L->msg[s]);
-            }
-        }
-    if (ok == 0)
-        return vt_fail(VT_ERR_DATASET, "no image of a batch of %d could be read (first: %s)", n,
-                       L->msg[first_bad]);
-    /* Pack the decoded CHW images into CNHW. */
-    int k = 0;
-    for (int s = 0; s < n; s++) {
-        if (L->status[s]) continue;
-        for (int ch = 0; ch < c; ch++)
-            memcpy(batch + ((size_t)ch * ok + k) * plane,
-                   L->scratch + ((size_t)s * c + ch) * plane, plane * sizeof(float));
-        labels[k] = sl->labels ? sl->labels[indices[s]] : indices[s];
-        L->packed[k++] = s;
-    }
-    *n_ok = ok;
+    if (L->head != L->tail)
+        return vt_fail(VT_ERR_BAD_STATE, "vt_loader_fill with %ld submitted batches outstanding",
+                       L->head - L->tail);
+    vt_status st = check_indices(L, indices, n);
+    if (st) return st;
+    lbuf *B = &L->sync;
+    if ((st = lbuf_reserve(B, n, 0))) return st;
+    memcpy(B->indices, indices, (size_t)n * sizeof(int));
+    B->n = n;
+    B->aug_seed = aug_seed;
+    B->mosaic = L->mosaic_on;
+    B->dst = batch;
+    L->cur = B;
+    run_job(L, B, labels);
+    if ((st = report(L, B))) return st;
+    *n_ok = B->n_ok;
     return VT_OK;
+}
+
+/* ---- asynchronous ------------------------------------------------------------------------ */
+
+static void *producer_main(void *arg)
+{
+    vt_loader *L = arg;
+    pthread_mutex_lock(&L->mu);
+    for (;;) {
+        while (L->processed == L->head && !L->quit) pthread_cond_wait(&L->work, &L->mu);
+        if (L->quit) break;
+        lbuf *B = &L->ring[L->processed % L->nring];
+        pthread_mutex_unlock(&L->mu);
+        run_job(L, B, B->labels);
+        pthread_mutex_lock(&L->mu);
+        L->processed++;
+        pthread_cond_broadcast(&L->done);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return NULL;
+}
+
+int vt_loader_pending(const vt_loader *L) { return L ? (int)(L->head - L->tail) : 0; }
+
+vt_status vt_loader_submit(vt_loader *L, const int *indices, int n, uint64_t aug_seed)
+{
+    if (!L->has_producer)
+        return vt_fail(VT_ERR_BAD_STATE, "vt_loader_submit: the loader has no prefetch");
+    if (L->head - L->tail >= L->prefetch)
+        return vt_fail(VT_ERR_BAD_STATE, "vt_loader_submit: %d batches already in flight",
+                       L->prefetch);
+    vt_status st = check_indices(L, indices, n);
+    if (st) return st;
+    /* Free: not in flight (head - tail < prefetch) and not the consumer's (that is tail - 1). */
+    lbuf *B = &L->ring[L->head % L->nring];
+    if (L->cur == B) L->cur = NULL;
+    if ((st = lbuf_reserve(B, n, 1))) return st;
+    memcpy(B->indices, indices, (size_t)n * sizeof(int));
+    B->n = n;
+    B->aug_seed = aug_seed;
+    B->mosaic = L->mosaic_on;
+    B->dst = B->own;
+    pthread_mutex_lock(&L->mu);
+    L->head++;
+    pthread_cond_signal(&L->work);
+    pthread_mutex_unlock(&L->mu);
+    return VT_OK;
+}
+
+vt_status vt_loader_wait(vt_loader *L, const float **batch, const int32_t **labels, int *n_ok)
+{
+    *n_ok = 0;
+    if (L->head == L->tail)
+        return vt_fail(VT_ERR_BAD_STATE, "vt_loader_wait: no batch was submitted");
+    pthread_mutex_lock(&L->mu);
+    while (L->processed <= L->tail) pthread_cond_wait(&L->done, &L->mu);
+    pthread_mutex_unlock(&L->mu);
+    lbuf *B = &L->ring[L->tail % L->nring];
+    L->tail++;
+    L->cur = B;
+    vt_status st = report(L, B);
+    if (st) return st;
+    *batch = B->own;
+    *labels = B->labels;
+    *n_ok = B->n_ok;
+    return VT_OK;
+}
+
+void vt_loader_drain(vt_loader *L)
+{
+    if (!L || !L->has_producer || L->head == L->tail) return;
+    pthread_mutex_lock(&L->mu);
+    atomic_store(&L->abort, 1);
+    while (L->processed < L->head) pthread_cond_wait(&L->done, &L->mu);
+    atomic_store(&L->abort, 0);
+    pthread_mutex_unlock(&L->mu);
+    L->tail = L->head;
+    L->cur = NULL;
 }
 
 void vt_loader_boxes(const vt_loader *L, int k, const vt_det **boxes, int *count,
                      vt_letterbox *lb)
 {
-    int s = L->packed[k];
-    *boxes = L->boxes[s].v;
-    *count = L->boxes[s].n;
-    if (lb) *lb = L->lb[s];
+    const lbuf *B = L->cur;
+    if (!B || !B->boxes || k < 0 || k >= B->n_ok) { /* no such image: no boxes */
+        *boxes = NULL;
+        *count = 0;
+        if (lb) memset(lb, 0, sizeof *lb);
+        return;
+    }
+    int s = B->packed[k];
+    *boxes = B->boxes[s].v;
+    *count = B->boxes[s].n;
+    if (lb) *lb = B->lb[s];
 }
 
 const uint8_t *vt_loader_mask(const vt_loader *L, int k)
 {
-    return L->masks + (size_t)L->packed[k] * L->cfg.imgsz * L->cfg.imgsz;
+    const lbuf *B = L->cur;
+    if (!B || !B->masks || k < 0 || k >= B->n_ok) return NULL;
+    return B->masks + (size_t)B->packed[k] * L->cfg.imgsz * L->cfg.imgsz;
 }

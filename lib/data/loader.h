@@ -1,6 +1,26 @@
 /* Batch loading: decode, resize, augment and pack images of a dataset split into a CNHW float
  * batch, with worker threads.  Every random choice of image i comes from an RNG seeded with
- * (aug_seed, i), so a batch is identical whatever the number of workers. */
+ * (aug_seed, i), so a batch is identical whatever the number of workers, the prefetch depth
+ * and whether the RAM cache holds its images.
+ *
+ * Two ways to load, not mixed while batches are in flight:
+ *   - vt_loader_fill: synchronous; the calling thread decodes too (it is the pool's first
+ *     thread) and the batch is written straight into the caller's buffer.
+ *   - vt_loader_submit / vt_loader_wait (vt_loader_start_prefetch): a producer thread owned by the
+ *     loader decodes submitted batches, in order, into the loader's own host buffers (one per
+ *     batch in flight plus the one being consumed) while the caller does something else.
+ *
+ * Threading: one consumer thread calls every function of a loader; the producer and the pool
+ * threads are internal.  The logger is only called from the consumer's calls (warnings about
+ * unreadable images are issued when their batch is consumed).
+ *
+ * Decoding.  Before augmentation each image is brought to a "base" size, the same whether it
+ * comes from the file or from the cache: detection with augmentation, long side = imgsz (the
+ * size mosaic and letterbox resize to, which then copy it unchanged); classification without
+ * random resized crop, imgsz x imgsz.  JPEGs are decoded at a reduced DCT scale when the base
+ * size is at most half the file's (vt_image_load_scaled), unless vt_loader_set_full_decode.  Detection
+ * without augmentation (validation) and the random resized crop read the full image: the first
+ * maps boxes back to original pixels, the second crops at the original resolution. */
 #ifndef VT_LOADER_H
 #define VT_LOADER_H
 
@@ -21,16 +41,33 @@ typedef struct vt_loader_config {
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,
                            const vt_loader_config *cfg);
+
+/* Settings made after create and before the first fill or submit (they stay for the loader's
+ * life).  Prefetch: start the producer thread; up to depth (1..8) batches may be in flight.
+ * depth 0, or a loader with workers == 0, gets no thread (VT_OK; submit then fails). */
+vt_status vt_loader_start_prefetch(vt_loader *L, int depth);
+/* Keep base images in RAM up to `bytes` pixel bytes (> 0); an image that does not fit is not
+ * cached (and read again on each use).  The cap is never exceeded. */
+vt_status vt_loader_enable_cache(vt_loader *L, int64_t bytes);
+/* 1: always decode JPEGs at full size (no vt_image_load_scaled), e.g. to measure it. */
+void vt_loader_set_full_decode(vt_loader *L, int on);
+/* Stops the producer (batches in flight are abandoned) and frees everything. */
 void vt_loader_destroy(vt_loader *L);
 
-/* Detection: allow mosaic (1, the default) or not (the last close_mosaic epochs). */
+/* Detection: allow mosaic (1, the default) or not (the last close_mosaic epochs).  Applies to
+ * batches filled or submitted afterwards. */
 void vt_loader_set_mosaic(vt_loader *L, int on);
+
+/* Restrict the random picks of augmentation (mosaic and mixup partners) to these n >= 1 images
+ * of the split (copied), as when training on a subset; NULL: the whole split. */
+vt_status vt_loader_set_subset(vt_loader *L, const int *indices, int n);
 
 /* Fill `batch` (channels x n_ok x imgsz x imgsz, CNHW) and `labels` with the images at
  * `indices` of the split.  Images that fail to decode are left out (a warning is logged once
  * per file) and *n_ok counts those packed.  Fails with VT_ERR_DATASET when none decodes.
  * `batch` must hold channels*n*imgsz*imgsz floats.  aug_seed: 0 disables augmentation (the
- * validation path: plain resize, or letterbox for detection).
+ * validation path: plain resize, or letterbox for detection).  VT_ERR_BAD_STATE while
+ * submitted batches are outstanding.
  *
  * Classification: resize to imgsz (or a random resized crop when crop_scale_min < 1), HSV,
  * flips, random erasing; labels[k] = the class.
@@ -40,16 +77,40 @@ void vt_loader_set_mosaic(vt_loader *L, int on);
 vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_seed,
                          float *batch, int32_t *labels, int *n_ok);
 
-/* Detection, after a fill: packed image k (0 <= k < n_ok) has *count boxes at *boxes (corners
- * in input pixels, score unused; owned by the loader, valid until the next fill) and the
+/* Asynchronous loading (after vt_loader_start_prefetch).  Submit queues the batch of `indices` (copied) for
+ * the producer; at most `depth` batches may be submitted and not yet waited for
+ * (VT_ERR_BAD_STATE beyond).  Wait blocks until the oldest submitted batch is ready and hands
+ * it over: *batch (CNHW as vt_loader_fill, channels*n_ok*imgsz*imgsz floats) and *labels stay
+ * valid, and vt_loader_boxes refers to this batch, until the next vt_loader_wait,
+ * vt_loader_drain or vt_loader_fill.  Its errors (as vt_loader_fill's: VT_ERR_DATASET when no
+ * image decoded, warnings for unreadable images) are reported by the wait that consumes it. */
+vt_status vt_loader_submit(vt_loader *L, const int *indices, int n, uint64_t aug_seed);
+vt_status vt_loader_wait(vt_loader *L, const float **batch, const int32_t **labels, int *n_ok);
+/* Abandon every submitted batch not yet waited for (the producer skips the images it has not
+ * started) and return once the producer is idle; the buffers may then be reused.  Cheap when
+ * nothing is outstanding. */
+void vt_loader_drain(vt_loader *L);
+/* Batches submitted and not yet waited for. */
+int vt_loader_pending(const vt_loader *L);
+
+/* Detection, after a fill or a wait: packed image k (0 <= k < n_ok) has *count boxes at *boxes
+ * (corners in input pixels, score unused; owned by the loader, valid as the batch is) and the
  * letterbox geometry that maps them back to the original image (an augmented image has no
  * single original: its geometry is the identity). */
 void vt_loader_boxes(const vt_loader *L, int k, const vt_det **boxes, int *count,
                      vt_letterbox *lb);
 
-/* Segmentation, after a fill: the imgsz x imgsz class mask of packed image k (values are class
- * ids, or the dataset's ignore value for unlabelled and padding pixels); owned by the loader,
- * valid until the next fill. */
+/* Segmentation, after a fill or a wait: the imgsz x imgsz class mask of packed image k (values
+ * are class ids, or the dataset's ignore value for unlabelled and padding pixels); owned by the
+ * loader, valid as the batch is; NULL for an index out of range. */
 const uint8_t *vt_loader_mask(const vt_loader *L, int k);
+
+/* The training subset of `fraction` (0..1) of n images: the first round(fraction * n) (at least
+ * 2, at most n) of a permutation seeded by `seed`, sorted; out (n ints) gets them and the
+ * count is returned.  fraction >= 1 (or n <= 2) gives 0..n-1. */
+int vt_loader_pick_subset(int n, double fraction, uint64_t seed, int *out);
+
+/* The RAM cache so far: images held and their pixel bytes (0, 0 without a cache). */
+void vt_loader_cache_stats(const vt_loader *L, int *images, int64_t *bytes);
 
 #endif

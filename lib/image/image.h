@@ -22,6 +22,17 @@ vt_status vt_image_load(const char *path, vt_image *out);
 vt_status vt_image_decode(const void *buf, size_t size, const char *name, vt_image *out);
 void vt_image_free(vt_image *img); /* frees data, zeroes the struct; NULL ok */
 
+/* Decode for a caller that will resize the result to w x h (keep_aspect = 0) or to fit inside
+ * w x h with its aspect ratio kept (keep_aspect = 1: scale min(w/W, h/H), the letterbox's).
+ * A W x H JPEG is decoded with libjpeg-turbo's DCT scaling at 1/d, d the largest of 8, 4, 2 for
+ * which that resize is still a downscale or 1:1 (ceil(W/d) x ceil(H/d) >= the resize target),
+ * which skips most of the IDCT, upsampling and colour work; so the result is between the target
+ * size and twice it (or the full size when the target is over half the source).  PNG, and
+ * w <= 0 or h <= 0, decode at full size.  Errors as vt_image_load. */
+vt_status vt_image_load_scaled(const char *path, int w, int h, int keep_aspect, vt_image *out);
+vt_status vt_image_decode_scaled(const void *buf, size_t size, const char *name, int w, int h,
+                                 int keep_aspect, vt_image *out);
+
 /* Resize to w x h with the same channel count: bilinear when enlarging, area-averaging
  * (box filter) when shrinking, so small outputs are not aliased. */
 vt_status vt_image_resize(const vt_image *src, int w, int h, vt_image *dst);

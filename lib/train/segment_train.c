@@ -108,7 +108,7 @@ vt_status vt_seg_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
     for (int b0 = 0; !st && b0 < total; b0 += batch) {
         int n = total - b0 < batch ? total - b0 : batch, ok;
         for (int i = 0; i < n; i++) idx[i] = b0 + i;
-        st = vt_loader_fill(L, idx, n, 0, vt_exec_input(e), t->host_labels, &ok);
+        st = vt_trainer_fill_input(t, L, idx, n, 0, &ok);
         if (st == VT_ERR_DATASET) { /* a whole unreadable batch: skip it, warnings logged */
             st = VT_OK;
             continue;

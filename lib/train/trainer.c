@@ -384,6 +384,21 @@ static void mark_dirty(vt_trainer *t)
     t->model->pull_ctx = t;
 }
 
+/* Decode a batch into the executor's input: directly when backend memory is host memory, else
+ * into the host staging batch and then one upload (a device cannot be written by the loader's
+ * threads). */
+vt_status vt_trainer_fill_input(vt_trainer *t, vt_loader *L, const int *indices, int n,
+                                uint64_t aug_seed, int *ok)
+{
+    vt_backend *be = t->be;
+    float *dst = be->ops->host_memory ? vt_exec_input(t->exec) : t->host_batch;
+    vt_status st = vt_loader_fill(L, indices, n, aug_seed, dst, t->host_labels, ok);
+    if (st || be->ops->host_memory) return st;
+    int sz = imgsz_of(t);
+    return be->ops->upload(be, vt_exec_input(t->exec), t->host_batch,
+                           (size_t)t->model->channels * *ok * sz * sz * sizeof(float));
+}
+
 /* ---- evaluation ---- */
 
 /* `keep`: NULL, or a loader kept across calls (a run's validation loader, created on the first
@@ -424,7 +439,7 @@ static vt_status evaluate(vt_trainer *t, vt_split split, int batch, vt_loader **
     for (int b0 = 0; !st && b0 < total; b0 += batch) {
         int n = total - b0 < batch ? total - b0 : batch, ok;
         for (int i = 0; i < n; i++) idx[i] = b0 + i;
-        st = vt_loader_fill(L, idx, n, 0, vt_exec_input(e), t->host_labels, &ok);
+        st = vt_trainer_fill_input(t, L, idx, n, 0, &ok);
         if (st == VT_ERR_DATASET) { /* a whole unreadable batch: skip it, warnings logged */
             st = VT_OK;
             continue;
@@ -627,6 +642,17 @@ static vt_status save_ckpts(vt_trainer *t, const char *const *names, int n)
     return VT_OK;
 }
 
+/* Prefetch: submit the epoch's batches up to (not including) batch `upto`. */
+static vt_status submit_upto(vt_loader *L, const int *perm, int ntrain, int batch, int nb,
+                             uint64_t aug_seed, int *next, int upto)
+{
+    for (; *next < nb && *next < upto; (*next)++) {
+        int b = *next, n = ntrain - b * batch < batch ? ntrain - b * batch : batch;
+        TRY(vt_loader_submit(L, perm + (size_t)b * batch, n, aug_seed));
+    }
+    return VT_OK;
+}
+
 static vt_status run(vt_trainer *t)
 {
     vt_dataset *ds = t->ds;
@@ -651,10 +677,20 @@ static vt_status run(vt_trainer *t)
     }
     vt_status st = VT_OK;
     vt_loader *L = NULL, *VL = NULL;
-    int *perm = NULL;
+    int *perm = NULL, *subset = NULL;
     int epochs = (int)vt_opt_num(&t->opts, VT_OPT_EPOCHS);
     int batch = (int)vt_opt_num(&t->opts, VT_OPT_BATCH);
-    int ntrain = ds->split[VT_SPLIT_TRAIN].n;
+    int nsplit = ds->split[VT_SPLIT_TRAIN].n;
+    double fraction = vt_opt_num(&t->opts, VT_OPT_FRACTION);
+    uint64_t seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED);
+    /* fraction < 1: a seeded subset (in split order); the epochs shuffle it, and augmentation
+     * draws its partners from it */
+    subset = vt_malloc((size_t)(nsplit ? nsplit : 1) * sizeof(int));
+    if (!subset) {
+        st = VT_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    int ntrain = vt_loader_pick_subset(nsplit, fraction, seed, subset);
     if (batch > ntrain) batch = ntrain;
     if (ntrain < 2) {
         st = vt_fail(VT_ERR_DATASET, "%s: need at least 2 training images", ds->root);
@@ -688,15 +724,27 @@ static vt_status run(vt_trainer *t)
     int sz = imgsz_of(t);
     vt_aug_params aug;
     vt_trainer_aug_params(t, &aug);
+    int cache_ram = strcmp(vt_opt_str(&t->opts, VT_OPT_CACHE), "ram") == 0;
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
                             &t->log};
-    if ((st = vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg))) goto done;
+    /* workers=0: everything in this thread, no prefetch */
+    int depth = cfg.workers > 0 ? (int)vt_opt_num(&t->opts, VT_OPT_PREFETCH) : 0;
+    int64_t cache_cap = (int64_t)vt_opt_num(&t->opts, VT_OPT_CACHE_BYTES);
+    if ((st = vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg)) ||
+        (st = vt_loader_start_prefetch(L, depth)) ||
+        (cache_ram && cache_cap > 0 && (st = vt_loader_enable_cache(L, cache_cap))))
+        goto done;
     perm = vt_malloc((size_t)ntrain * sizeof(int));
     if (!perm) {
         st = VT_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    uint64_t seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED);
+    if (ntrain < nsplit) {
+        if ((st = vt_loader_set_subset(L, subset, ntrain))) goto done;
+        vt_log(&t->log, VT_LOG_INFO, "fraction=%g: training on %d of %d images", fraction, ntrain,
+               nsplit);
+    }
+    int cached_logged = 0;
     int validate = (int)vt_opt_num(&t->opts, VT_OPT_VAL) && ds->split[VT_SPLIT_VAL].n > 0;
     int patience = (int)vt_opt_num(&t->opts, VT_OPT_PATIENCE);
     int period = (int)vt_opt_num(&t->opts, VT_OPT_SAVE_PERIOD);
@@ -715,7 +763,7 @@ static vt_status run(vt_trainer *t)
         int ep = pos->epoch;
         vt_rng r;
         vt_rng_seed(&r, seed * 1000003u + (uint64_t)ep);
-        for (int i = 0; i < ntrain; i++) perm[i] = i;
+        for (int i = 0; i < ntrain; i++) perm[i] = subset[i];
         for (int i = ntrain - 1; i > 0; i--) {
             int j = (int)vt_rng_below(&r, (uint32_t)i + 1), tmp = perm[i];
             perm[i] = perm[j];
@@ -729,6 +777,7 @@ static vt_status run(vt_trainer *t)
         }
         pos->nb = nb;
         t->prog.epoch = ep + 1;
+        int next = pos->batch; /* prefetch: the next batch to submit */
         for (int b = pos->batch; b < nb; b++) {
             double now = vt_now();
             double step_est = clk.steps ? clk.step_time / (double)clk.steps : 0;
@@ -737,10 +786,32 @@ static vt_status run(vt_trainer *t)
                 break;
             }
             int n = ntrain - b * batch < batch ? ntrain - b * batch : batch, ok;
-            st = vt_loader_fill(L, perm + (size_t)b * batch, n, aug_seed, vt_exec_input(t->exec),
-                                t->host_labels, &ok);
-            double filled = vt_now();
-            pos->data_wait += filled - now;
+            double filled;
+            if (depth) {
+                /* depth batches in flight while this one trains: b + 1 .. b + depth */
+                if ((st = submit_upto(L, perm, ntrain, batch, nb, aug_seed, &next, b + depth)))
+                    goto done;
+                const float *hb = NULL;
+                const int32_t *hl = NULL;
+                double w0 = vt_now();
+                vt_status lst = vt_loader_wait(L, &hb, &hl, &ok);
+                filled = vt_now();
+                pos->data_wait += filled - w0; /* only the time blocked */
+                if ((st = submit_upto(L, perm, ntrain, batch, nb, aug_seed, &next, b + 1 + depth)))
+                    goto done;
+                st = lst;
+                if (!st && ok >= 2) {
+                    size_t plane = (size_t)sz * sz;
+                    memcpy(t->host_labels, hl, (size_t)ok * sizeof(int32_t));
+                    st = t->be->ops->upload(t->be, vt_exec_input(t->exec), hb,
+                                            (size_t)m->channels * ok * plane * sizeof(float));
+                    if (st) goto done;
+                }
+            } else {
+                st = vt_trainer_fill_input(t, L, perm + (size_t)b * batch, n, aug_seed, &ok);
+                filled = vt_now();
+                pos->data_wait += filled - now;
+            }
             if (st == VT_ERR_DATASET || (!st && ok < 2)) { /* unreadable batch: warned, skip */
                 st = VT_OK;
                 pos->batch = b + 1;
@@ -777,6 +848,17 @@ static vt_status run(vt_trainer *t)
                 t->stop = VT_STOP_CANCELLED;
                 break;
             }
+        }
+        vt_loader_drain(L); /* a stop inside the epoch leaves prefetched batches behind */
+        if (cache_ram) {
+            int ci;
+            int64_t cb;
+            vt_loader_cache_stats(L, &ci, &cb);
+            if (ci != cached_logged)
+                vt_log(&t->log, VT_LOG_INFO,
+                       "cache=ram: %d of %d training images in memory, %.3f GB (cap %.3f GB)", ci,
+                       ntrain, cb / 1e9, cache_cap / 1e9);
+            cached_logged = ci;
         }
         if (t->stop) break;
         if (pos->images == 0) {
@@ -885,6 +967,7 @@ static vt_status run(vt_trainer *t)
 done:
     vt_resume_state_free(&rs);
     free(perm);
+    free(subset);
     vt_loader_destroy(L);
     vt_loader_destroy(VL);
     if (st) t->stop = VT_STOP_NONE;

@@ -156,6 +156,11 @@ void vt_seg_release(vt_trainer *t);
 vt_status vt_trainer_pull_weights(vt_trainer *t);
 /* The training image size: the imgsz option, else the model's. */
 int vt_trainer_imgsz(const vt_trainer *t);
+/* Decode images `indices` of L's split into the executor's input (and their labels into
+ * t->host_labels), staging through t->host_batch when the backend is a device. */
+struct vt_loader;
+vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *indices, int n,
+                                uint64_t aug_seed, int *ok);
 /* The augmentation parameters of the trainer's options. */
 struct vt_aug_params;
 void vt_trainer_aug_params(const vt_trainer *t, struct vt_aug_params *p);
