@@ -195,11 +195,17 @@ vt_status vt_exec_forward(vt_exec *e, int training)
     const vt_backend_ops *o = be->ops;
     int n = e->n;
     e->training = training;
+    double t0 = e->prof ? vt_now() : 0;
     for (int i = 1; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
         vt_node *in = &g->nodes[nd->in[0]];
         size_t ne = numel(&nd->out, n);
         float *P = e->params;
+        if (e->prof) {
+            double t1 = vt_now();
+            e->prof[i - 1] += t1 - t0;
+            t0 = t1;
+        }
         switch (nd->op) {
         case VT_OP_CONV: {
             vt_conv_desc d;
@@ -271,6 +277,7 @@ vt_status vt_exec_forward(vt_exec *e, int training)
         case VT_OP_INPUT: break;
         }
     }
+    if (e->prof) e->prof[g->n_nodes - 1] += vt_now() - t0;
     return VT_OK;
 }
 
@@ -281,10 +288,21 @@ vt_status vt_exec_backward(vt_exec *e, int out)
     const vt_backend_ops *o = be->ops;
     int n = e->n;
     /* Input gradients accumulate, so every one except the seed starts at zero. */
+    double t0 = e->prof ? vt_now() : 0;
     for (int i = e->input_grad ? 0 : 1; i < out; i++)
         if (g->nodes[i].dy) TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
     int skip0 = !e->input_grad; /* node 0 (the image batch) needs no gradient */
+    if (e->prof) { /* the zero-fill is charged to node 0 */
+        double t1 = vt_now();
+        e->prof[0] += t1 - t0;
+        t0 = t1;
+    }
     for (int i = out; i >= 1; i--) {
+        if (e->prof && i < out) {
+            double t1 = vt_now();
+            e->prof[i + 1] += t1 - t0;
+            t0 = t1;
+        }
         vt_node *nd = &g->nodes[i];
         vt_node *in = &g->nodes[nd->in[0]];
         float *dx = nd->in[0] == 0 && skip0 ? NULL : in->dy;
@@ -371,6 +389,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
         case VT_OP_INPUT: break;
         }
     }
+    if (e->prof) e->prof[1] += vt_now() - t0;
     return VT_OK;
 }
 

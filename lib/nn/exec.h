@@ -21,6 +21,8 @@ typedef struct vt_exec {
     int training;
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
     unsigned char *consumers; /* per node: how many nodes read its output */
+    double *prof;      /* NULL, or per node: seconds of forward + backward are added here
+                          (profiling for benchmarks and the estimator; set by the caller) */
 } vt_exec;
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */

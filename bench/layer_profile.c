@@ -1,0 +1,136 @@
+/* Where a training step's time goes, layer by layer, next to what the estimator's cost model
+ * predicts for the same layers (after calibrating it on this machine as `vt estimate
+ * calibrate=1` does).  For tuning the cost model (lib/estimate/estimate.c).
+ *
+ *   layer_profile [arch=cls-s] [imgsz=48] [batch=8] [steps=10] [calib=cls-n,32,16] [detail=0]
+ *
+ * Prints, per layer kind (conv by GEMM size, BN, activation, ...): measured milliseconds per
+ * step (median over steps of forward + backward), predicted milliseconds, and the ratio; with
+ * detail=1 every layer.  Uses the library's internals (built against its objects). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "estimate/estimate.h"
+#include "estimate/estimator_impl.h"
+#include "nn/exec.h"
+#include "nn/model.h"
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static const char *kind(const vt_graph *g, int i, char *buf, size_t cap)
+{
+    static const char *const names[] = {"input", "conv", "bn", "act", "maxpool", "avgpool",
+                                        "gap", "linear", "dropout", "add", "concat", "upsample"};
+    const vt_node *nd = &g->nodes[i];
+    if (nd->op == VT_OP_CONV)
+        snprintf(buf, cap, "conv%dx%d/%d c%d", nd->k, nd->k, nd->s, nd->cout);
+    else
+        snprintf(buf, cap, "%s", names[nd->op]);
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    const char *arch = "cls-s", *calib = "cls-n,32,16";
+    int imgsz = 48, batch = 8, steps = 10, detail = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "arch=", 5)) arch = a + 5;
+        else if (!strncmp(a, "imgsz=", 6)) imgsz = atoi(a + 6);
+        else if (!strncmp(a, "batch=", 6)) batch = atoi(a + 6);
+        else if (!strncmp(a, "steps=", 6)) steps = atoi(a + 6);
+        else if (!strncmp(a, "calib=", 6)) calib = a + 6;
+        else if (!strncmp(a, "detail=", 7)) detail = atoi(a + 7);
+        else {
+            fprintf(stderr, "unknown argument %s\n", a);
+            return 2;
+        }
+    }
+    /* Calibrate the estimator on this machine. */
+    char carch[32];
+    int cimg = 32, cbatch = 16;
+    if (sscanf(calib, "%31[^,],%d,%d", carch, &cimg, &cbatch) != 3) return 2;
+    vt_estimator *est;
+    char kv[64];
+    if (vt_estimator_create(&est)) return 1;
+    snprintf(kv, sizeof kv, "model=%s", carch);
+    vt_estimator_set(est, kv);
+    snprintf(kv, sizeof kv, "imgsz=%d", cimg);
+    vt_estimator_set(est, kv);
+    snprintf(kv, sizeof kv, "batch=%d", cbatch);
+    vt_estimator_set(est, kv);
+    if (vt_estimator_calibrate(est, "cpu", "seconds=5")) {
+        fprintf(stderr, "calibrate: %s\n", vt_last_error());
+        return 1;
+    }
+    const vt_devmodel *dm = &est->cal.dm;
+    printf("calibrated on %s %d px batch %d: R %.1f GFLOP/s, BW %.1f GB/s, s0 %.1f, L %.1f us\n",
+           carch, cimg, cbatch, dm->rate / 1e9, dm->bw / 1e9, dm->s0, dm->layer_s * 1e6);
+
+    vt_model *m;
+    char mopt[64];
+    snprintf(mopt, sizeof mopt, "imgsz=%d", imgsz);
+    if (vt_model_create(&m, arch, 10, mopt)) {
+        fprintf(stderr, "%s\n", vt_last_error());
+        return 1;
+    }
+    vt_backend *be;
+    vt_exec *e;
+    if (vt_backend_cpu_create(&be, 0) || vt_exec_create(&e, &m->graph, be) ||
+        vt_exec_prepare(e, batch, imgsz, imgsz) || vt_exec_set_params(e, m->params, m->buffers))
+        return 1;
+    const vt_graph *g = e->g;
+    int n = g->n_nodes;
+    double *prof = calloc((size_t)n, sizeof *prof), *samples = calloc((size_t)n * steps, sizeof *samples);
+    for (size_t i = 0; i < (size_t)batch * m->channels * imgsz * imgsz; i++)
+        vt_exec_input(e)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    for (int i = 0; i < batch; i++) e->labels[i] = i % 10;
+    for (int s = -2; s < steps; s++) {
+        memset(prof, 0, (size_t)n * sizeof *prof);
+        e->prof = s >= 0 ? prof : NULL;
+        vt_node *out = &e->g->nodes[m->output_node];
+        if (vt_exec_forward(e, 1) ||
+            be->ops->softmax_xent(be, 10, batch, out->y, e->labels, 0, 1.0f / batch, e->loss,
+                                  out->dy, NULL) ||
+            vt_exec_backward(e, m->output_node))
+            return 1;
+        for (int i = 0; s >= 0 && i < n; i++) samples[(size_t)i * steps + s] = prof[i];
+    }
+    vt_layer_cost *lc = calloc((size_t)n, sizeof *lc);
+    vt_graph_costs(g, imgsz, imgsz, lc, n);
+    /* aggregate by kind */
+    char names[256][40];
+    double meas[256] = {0}, pred[256] = {0};
+    int nk = 0;
+    double tm = 0, tp = 0;
+    for (int i = 0; i < n; i++) {
+        qsort(samples + (size_t)i * steps, (size_t)steps, sizeof(double), cmp_d);
+        double mi = samples[(size_t)i * steps + steps / 2];
+        double pi = vt_est_layer_seconds(g, i, &lc[i], batch, dm, 1);
+        char kb[40];
+        kind(g, i, kb, sizeof kb);
+        if (detail) printf("%3d %-20s %9.3f ms  pred %9.3f ms  x%.2f\n", i, kb, mi * 1e3, pi * 1e3,
+                           mi > 0 ? pi / mi : 0);
+        int k = 0;
+        while (k < nk && strcmp(names[k], kb)) k++;
+        if (k == nk && nk < 256) snprintf(names[nk++], 40, "%s", kb);
+        meas[k] += mi;
+        pred[k] += pi;
+        tm += mi;
+        tp += pi;
+    }
+    printf("%s %d px batch %d: layer kind, measured ms/step, predicted ms/step, predicted/measured\n",
+           arch, imgsz, batch);
+    for (int k = 0; k < nk; k++)
+        printf("  %-20s %9.3f %9.3f  x%.2f\n", names[k], meas[k] * 1e3, pred[k] * 1e3,
+               meas[k] > 0 ? pred[k] / meas[k] : 0);
+    printf("  %-20s %9.3f %9.3f  x%.2f\n", "total (layers)", tm * 1e3, tp * 1e3, tp / tm);
+    return 0;
+}
