@@ -4,6 +4,9 @@
  *   det_acceptance [dir=det-accept] [model=det-n] [train=1000] [val=200] [imgsz=128]
  *                  [epochs=40] [batch=32] [workers=2] [extra trainer key=value ...]
  *
+ * The trainer runs with optimizer=adamw lr0=0.002 unless given, and the default augmentation
+ * (mosaic, affine, HSV, flips; close_mosaic=10).
+ *
  * The dataset is generated under `dir` when it does not exist yet (classes=3, seed=1); the val
  * images are separate generated images.  Unknown key=value arguments go to the trainer
  * (e.g. lr0=0.01 optimizer=adamw). */
@@ -96,6 +99,8 @@ int main(int argc, char **argv)
     vt_trainer_set_int(t, VT_OPT_BATCH, batch);
     vt_trainer_set_int(t, VT_OPT_WORKERS, workers);
     vt_trainer_set_int(t, VT_OPT_SAVE, 0);
+    vt_trainer_set(t, "optimizer=adamw");
+    vt_trainer_set(t, "lr0=0.002");
     char *tok = strtok(extra, " ");
     for (; tok; tok = strtok(NULL, " "))
         if (vt_trainer_set(t, tok)) {

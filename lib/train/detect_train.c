@@ -218,6 +218,18 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
     if (seen == 0) return vt_fail(VT_ERR_DATASET, "%s: no validation image could be read", ds->root);
     vt_det_metrics mt;
     TRY(vt_det_eval_compute(ev, -1.0, &mt));
+    /* The confusion matrix for confusion_matrix.png: rows true class, the last one background
+     * (missed objects / false detections), transposed from the evaluator's [pred][true]. */
+    int K = nc + 1;
+    if (t->confusion_k != K) {
+        free(t->confusion);
+        t->confusion = vt_calloc((size_t)K * K, sizeof(int64_t));
+        t->confusion_k = t->confusion ? K : 0;
+    }
+    if (t->confusion)
+        for (int pr = 0; pr < K; pr++)
+            for (int tr = 0; tr < K; tr++)
+                t->confusion[(size_t)tr * K + pr] = mt.confusion[(size_t)pr * K + tr];
     vt_progress *p = &t->prog;
     vt_progress_set(p, VT_METRIC_VAL_LOSS, loss / (double)batches);
     vt_progress_set(p, VT_METRIC_PRECISION, mt.precision);

@@ -201,10 +201,18 @@ vt_status vt_train_write_plots(vt_trainer *t)
     snprintf(path, sizeof path, "%s/results.png", t->run_dir);
     VT_TRY(vt_plot_results(path, &t->results));
     if (t->confusion && t->confusion_k > 0 &&
-        (t->prog.has[VT_METRIC_TOP1] || t->prog.has[VT_METRIC_MIOU])) {
+        (t->prog.has[VT_METRIC_TOP1] || t->prog.has[VT_METRIC_MIOU] ||
+         t->prog.has[VT_METRIC_MAP50])) {
         snprintf(path, sizeof path, "%s/confusion_matrix.png", t->run_dir);
-        VT_TRY(vt_plot_confusion(path, t->confusion_k, t->confusion,
-                                 (const char *const *)t->ds->class_names));
+        int nc = t->ds->num_classes, k = t->confusion_k;
+        /* detection adds a background row and column after the classes */
+        const char **names = vt_malloc((size_t)k * sizeof *names);
+        if (!names) return VT_ERR_OUT_OF_MEMORY;
+        for (int i = 0; i < k; i++)
+            names[i] = i < nc && t->ds->class_names ? t->ds->class_names[i] : "background";
+        vt_status st = vt_plot_confusion(path, k, t->confusion, names);
+        free(names);
+        VT_TRY(st);
     }
     return VT_OK;
 }
