@@ -117,39 +117,73 @@ vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
     return VT_OK;
 }
 
+/* One validation batch: loss, then each image's detections (back in original pixels) against
+ * its ground truth from the dataset. */
+typedef struct det_val {
+    const vt_split_list *sl;
+    double loss;
+    long batches;
+    vt_det_list dets, gts;
+} det_val;
+
+static vt_status det_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx)
+{
+    det_val *v = ctx;
+    vt_model *m = t->model;
+    vt_backend *be = t->be;
+    vt_node *out = &t->exec->g->nodes[m->output_node];
+    int nc = m->num_classes, gh = out->out.h, gw = out->out.w;
+    size_t hw = (size_t)gh * gw;
+    float stride = (float)vt_trainer_imgsz(t) / (float)gw, bl;
+    TRY(vt_det_batch_loss(t, L, ok, 0, &bl));
+    TRY(be->ops->download(be, t->head_host, out->y, (size_t)(4 + nc) * ok * hw * sizeof(float)));
+    v->loss += bl;
+    v->batches++;
+    vt_status st = VT_OK;
+    for (int k = 0; k < ok && !st; k++) {
+        vt_letterbox lb;
+        const vt_det *unused;
+        int nu;
+        vt_loader_boxes(L, k, &unused, &nu, &lb);
+        st = vt_det_head_decode(t->head_host, ok, k, nc, gh, gw, stride, VAL_CONF, VAL_IOU,
+                                VAL_MAX_DET, t->decode_scratch, &v->dets);
+        for (int j = 0; j < v->dets.n; j++) {
+            vt_det *d = &v->dets.v[j];
+            float bx[4] = {d->x0, d->y0, d->x1, d->y1};
+            vt_letterbox_inverse(&lb, bx);
+            d->x0 = bx[0], d->y0 = bx[1], d->x1 = bx[2], d->y1 = bx[3];
+        }
+        /* Ground truth straight from the dataset, in original pixels. */
+        int di = t->host_labels[k];
+        v->gts.n = 0;
+        for (int j = v->sl->box_start[di]; !st && j < v->sl->box_start[di + 1]; j++) {
+            const vt_det_box *g = &v->sl->boxes[j];
+            vt_det d = {(g->cx - 0.5f * g->w) * lb.src_w, (g->cy - 0.5f * g->h) * lb.src_h,
+                        (g->cx + 0.5f * g->w) * lb.src_w, (g->cy + 0.5f * g->h) * lb.src_h,
+                        1.0f, g->cls};
+            st = vt_det_list_push(&v->gts, &d);
+        }
+        if (!st) st = vt_det_eval_add(t->det_eval, v->dets.v, v->dets.n, v->gts.v, v->gts.n);
+    }
+    return st;
+}
+
 vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep)
 {
-    vt_dataset *ds = t->ds;
     vt_model *m = t->model;
-    const vt_split_list *sl = &ds->split[split];
-    int total = sl->n;
-    if (total == 0)
-        return vt_fail(VT_ERR_DATASET, "%s: the dataset has no %s images", ds->root,
-                       split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
-    int sz = vt_trainer_imgsz(t), nc = m->num_classes;
-    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL,
-                            &t->log};
-    vt_loader *L = keep ? *keep : NULL;
-    if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
-    if (keep) *keep = L;
+    int nc = m->num_classes;
     vt_status st = VT_OK;
     if (!t->det_eval) {
         t->det_eval = vt_calloc(1, sizeof *t->det_eval);
         if (!t->det_eval || (st = vt_det_eval_init(t->det_eval, nc))) {
             free(t->det_eval);
             t->det_eval = NULL;
-            if (!keep) vt_loader_destroy(L);
             return st ? st : VT_ERR_OUT_OF_MEMORY;
         }
     }
-    vt_det_eval *ev = t->det_eval;
-    vt_det_eval_reset(ev);
-    vt_exec *e = t->exec;
-    vt_backend *be = t->be;
-    vt_node *out = &e->g->nodes[m->output_node];
-    int gh = out->out.h, gw = out->out.w;
-    size_t hw = (size_t)gh * gw;
-    float stride = (float)sz / (float)gw;
+    vt_det_eval_reset(t->det_eval);
+    const vt_node *out = &t->exec->g->nodes[m->output_node];
+    size_t hw = (size_t)out->out.h * out->out.w;
     size_t head = (size_t)(4 + nc) * batch * hw, scratch = (size_t)(4 + nc) * hw;
     if (head > t->head_cap) {
         free(t->head_host);
@@ -161,63 +195,14 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
         t->decode_scratch = vt_malloc(scratch * sizeof(float));
         t->decode_cap = t->decode_scratch ? scratch : 0;
     }
-    int *idx = vt_malloc((size_t)batch * sizeof(int));
-    vt_det_list dets = {0}, gts = {0};
-    if (!idx || !t->head_host || !t->decode_scratch) st = VT_ERR_OUT_OF_MEMORY;
-    double loss = 0;
-    long seen = 0, batches = 0;
-    for (int b0 = 0; !st && b0 < total; b0 += batch) {
-        int n = total - b0 < batch ? total - b0 : batch, ok;
-        for (int i = 0; i < n; i++) idx[i] = b0 + i;
-        st = vt_trainer_fill_input(t, L, idx, n, 0, &ok);
-        if (st == VT_ERR_DATASET) { /* a whole unreadable batch: skip it, warnings logged */
-            st = VT_OK;
-            continue;
-        }
-        if (st) break;
-        e->n = ok;
-        float bl;
-        if ((st = vt_exec_forward(e, 0)) || (st = vt_det_batch_loss(t, L, ok, 0, &bl)) ||
-            (st = be->ops->download(be, t->head_host, out->y,
-                                    (size_t)(4 + nc) * ok * hw * sizeof(float))))
-            break;
-        loss += bl;
-        batches++;
-        for (int k = 0; k < ok && !st; k++) {
-            vt_letterbox lb;
-            const vt_det *unused;
-            int nu;
-            vt_loader_boxes(L, k, &unused, &nu, &lb);
-            st = vt_det_head_decode(t->head_host, ok, k, nc, gh, gw, stride, VAL_CONF, VAL_IOU,
-                                    VAL_MAX_DET, t->decode_scratch, &dets);
-            for (int j = 0; j < dets.n; j++) {
-                vt_det *d = &dets.v[j];
-                float bx[4] = {d->x0, d->y0, d->x1, d->y1};
-                vt_letterbox_inverse(&lb, bx);
-                d->x0 = bx[0], d->y0 = bx[1], d->x1 = bx[2], d->y1 = bx[3];
-            }
-            /* Ground truth straight from the dataset, in original pixels. */
-            int di = t->host_labels[k];
-            gts.n = 0;
-            for (int j = sl->box_start[di]; !st && j < sl->box_start[di + 1]; j++) {
-                const vt_det_box *g = &sl->boxes[j];
-                vt_det d = {(g->cx - 0.5f * g->w) * lb.src_w, (g->cy - 0.5f * g->h) * lb.src_h,
-                            (g->cx + 0.5f * g->w) * lb.src_w, (g->cy + 0.5f * g->h) * lb.src_h,
-                            1.0f, g->cls};
-                st = vt_det_list_push(&gts, &d);
-            }
-            if (!st) st = vt_det_eval_add(ev, dets.v, dets.n, gts.v, gts.n);
-        }
-        seen += ok;
-    }
-    free(idx);
-    vt_det_list_free(&dets);
-    vt_det_list_free(&gts);
-    if (!keep) vt_loader_destroy(L);
+    if (!t->head_host || !t->decode_scratch) return VT_ERR_OUT_OF_MEMORY;
+    det_val v = {&t->ds->split[split], 0, 0, {0}, {0}};
+    st = vt_trainer_eval_batches(t, split, batch, keep, det_batch, &v);
+    vt_det_list_free(&v.dets);
+    vt_det_list_free(&v.gts);
     if (st) return st;
-    if (seen == 0) return vt_fail(VT_ERR_DATASET, "%s: no validation image could be read", ds->root);
     vt_det_metrics mt;
-    TRY(vt_det_eval_compute(ev, -1.0, &mt));
+    TRY(vt_det_eval_compute(t->det_eval, -1.0, &mt));
     /* The confusion matrix for confusion_matrix.png: rows true class, the last one background
      * (missed objects / false detections), transposed from the evaluator's [pred][true]. */
     int K = nc + 1;
@@ -231,7 +216,7 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
             for (int tr = 0; tr < K; tr++)
                 t->confusion[(size_t)tr * K + pr] = mt.confusion[(size_t)pr * K + tr];
     vt_progress *p = &t->prog;
-    vt_progress_set(p, VT_METRIC_VAL_LOSS, loss / (double)batches);
+    vt_progress_set(p, VT_METRIC_VAL_LOSS, v.loss / (double)(v.batches ? v.batches : 1));
     vt_progress_set(p, VT_METRIC_PRECISION, mt.precision);
     vt_progress_set(p, VT_METRIC_RECALL, mt.recall);
     vt_progress_set(p, VT_METRIC_MAP50, mt.map50);

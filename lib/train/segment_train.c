@@ -70,77 +70,57 @@ vt_status vt_seg_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
     return VT_OK;
 }
 
+/* One validation batch: loss weighted by labelled pixels, and the pixel confusion matrix. */
+typedef struct seg_val {
+    double loss, labelled;
+} seg_val;
+
+static vt_status seg_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx)
+{
+    seg_val *v = ctx;
+    int K = t->model->num_classes, sz = vt_trainer_imgsz(t);
+    vt_backend *be = t->be;
+    vt_node *out = &t->exec->g->nodes[t->model->output_node];
+    size_t px = (size_t)ok * sz * sz, labelled = 0;
+    float bl;
+    TRY(vt_seg_batch_loss(t, L, ok, 0, &bl));
+    TRY(be->ops->download(be, t->seg_logits, out->y, (size_t)K * px * sizeof(float)));
+    for (size_t i = 0; i < px; i++) {
+        int lab = t->seg_lab_host[i];
+        if (lab < 0) continue;
+        int best = 0;
+        float bv = t->seg_logits[i];
+        for (int k = 1; k < K; k++) {
+            float x = t->seg_logits[(size_t)k * px + i];
+            if (x > bv) bv = x, best = k;
+        }
+        t->confusion[(size_t)lab * K + best]++;
+        labelled++;
+    }
+    v->loss += (double)bl * labelled;
+    v->labelled += labelled;
+    return VT_OK;
+}
+
 vt_status vt_seg_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep)
 {
-    vt_dataset *ds = t->ds;
-    vt_model *m = t->model;
-    int total = ds->split[split].n;
-    if (total == 0)
-        return vt_fail(VT_ERR_DATASET, "%s: the dataset has no %s images", ds->root,
-                       split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
-    int sz = vt_trainer_imgsz(t), K = m->num_classes;
-    vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL,
-                            &t->log};
-    vt_loader *L = keep ? *keep : NULL;
-    if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
-    if (keep) *keep = L;
+    int sz = vt_trainer_imgsz(t), K = t->model->num_classes;
     if (t->confusion_k != K) {
         free(t->confusion);
         t->confusion = vt_calloc((size_t)K * K, sizeof(int64_t));
         t->confusion_k = t->confusion ? K : 0;
     }
-    vt_status st = t->confusion ? VT_OK : VT_ERR_OUT_OF_MEMORY;
-    if (t->confusion) memset(t->confusion, 0, (size_t)K * K * sizeof(int64_t));
-    size_t hw = (size_t)sz * sz, need = (size_t)K * batch * hw;
-    if (!st && need > t->seg_logits_cap) {
+    if (!t->confusion) return VT_ERR_OUT_OF_MEMORY;
+    memset(t->confusion, 0, (size_t)K * K * sizeof(int64_t));
+    size_t need = (size_t)K * batch * sz * sz;
+    if (need > t->seg_logits_cap) {
         free(t->seg_logits);
         t->seg_logits = vt_malloc(need * sizeof(float));
         t->seg_logits_cap = t->seg_logits ? need : 0;
-        if (!t->seg_logits) st = VT_ERR_OUT_OF_MEMORY;
+        if (!t->seg_logits) return VT_ERR_OUT_OF_MEMORY;
     }
-    int *idx = st ? NULL : vt_malloc((size_t)batch * sizeof(int));
-    if (!st && !idx) st = VT_ERR_OUT_OF_MEMORY;
-    vt_exec *e = t->exec;
-    vt_backend *be = t->be;
-    vt_node *out = &e->g->nodes[m->output_node];
-    double loss = 0, labelled_all = 0;
-    long seen = 0;
-    for (int b0 = 0; !st && b0 < total; b0 += batch) {
-        int n = total - b0 < batch ? total - b0 : batch, ok;
-        for (int i = 0; i < n; i++) idx[i] = b0 + i;
-        st = vt_trainer_fill_input(t, L, idx, n, 0, &ok);
-        if (st == VT_ERR_DATASET) { /* a whole unreadable batch: skip it, warnings logged */
-            st = VT_OK;
-            continue;
-        }
-        if (st) break;
-        e->n = ok;
-        float bl;
-        if ((st = vt_exec_forward(e, 0)) || (st = vt_seg_batch_loss(t, L, ok, 0, &bl)) ||
-            (st = be->ops->download(be, t->seg_logits, out->y,
-                                    (size_t)K * ok * hw * sizeof(float))))
-            break;
-        size_t px = (size_t)ok * hw, labelled = 0;
-        for (size_t i = 0; i < px; i++) {
-            int lab = t->seg_lab_host[i];
-            if (lab < 0) continue;
-            int best = 0;
-            float bv = t->seg_logits[i];
-            for (int k = 1; k < K; k++) {
-                float v = t->seg_logits[(size_t)k * px + i];
-                if (v > bv) bv = v, best = k;
-            }
-            t->confusion[(size_t)lab * K + best]++;
-            labelled++;
-        }
-        loss += (double)bl * labelled;
-        labelled_all += labelled;
-        seen += ok;
-    }
-    free(idx);
-    if (!keep) vt_loader_destroy(L);
-    if (st) return st;
-    if (seen == 0) return vt_fail(VT_ERR_DATASET, "%s: no validation image could be read", ds->root);
+    seg_val v = {0, 0};
+    TRY(vt_trainer_eval_batches(t, split, batch, keep, seg_batch, &v));
     double iou_sum = 0, diag = 0, all = 0;
     int classes = 0;
     for (int c = 0; c < K; c++) {
@@ -157,7 +137,7 @@ vt_status vt_seg_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
         diag += (double)tp;
         all += (double)row;
     }
-    vt_progress_set(&t->prog, VT_METRIC_VAL_LOSS, labelled_all > 0 ? loss / labelled_all : 0);
+    vt_progress_set(&t->prog, VT_METRIC_VAL_LOSS, v.labelled > 0 ? v.loss / v.labelled : 0);
     vt_progress_set(&t->prog, VT_METRIC_MIOU, classes ? iou_sum / classes : 0);
     vt_progress_set(&t->prog, VT_METRIC_PIXEL_ACC, all > 0 ? diag / all : 0);
     return VT_OK;

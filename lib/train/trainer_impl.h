@@ -161,6 +161,14 @@ int vt_trainer_imgsz(const vt_trainer *t);
 struct vt_loader;
 vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *indices, int n,
                                 uint64_t aug_seed, int *ok);
+/* Validation driver shared by the tasks: every image of a split, batch by batch, decoded into
+ * the executor's input and run forward; then fn(t, L, n, ctx) reads the outputs (the batch's
+ * labels are in t->host_labels, its boxes or masks in L).  Unreadable batches are skipped
+ * (warnings logged).  keep: as for the tasks' evaluate functions.  VT_ERR_DATASET when the
+ * split is empty or nothing could be read. */
+typedef vt_status (*vt_eval_fn)(vt_trainer *t, struct vt_loader *L, int n, void *ctx);
+vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch,
+                                  struct vt_loader **keep, vt_eval_fn fn, void *ctx);
 /* The augmentation parameters of the trainer's options. */
 struct vt_aug_params;
 void vt_trainer_aug_params(const vt_trainer *t, struct vt_aug_params *p);
