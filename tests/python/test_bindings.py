@@ -8,7 +8,6 @@ is imported from bindings/python unless VT_PYTHON_INSTALLED=1 (test an installed
 
 import array
 import gc
-import glob
 import math
 import os
 import shutil
@@ -18,13 +17,7 @@ import tempfile
 import unittest
 import weakref
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.environ.get("VT_PYTHON_INSTALLED") != "1":
-    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-if not os.environ.get("VT_LIBRARY"):
-    _built = sorted(glob.glob(os.path.join(ROOT, "build*", "libvisiontrain.so.0")))
-    if _built:
-        os.environ["VT_LIBRARY"] = _built[0]
+from vt_test_env import ROOT  # noqa: E402,F401  (sets up the import paths first)
 
 import visiontrain as vt  # noqa: E402  (loads and ABI-checks VT_LIBRARY at import)
 from visiontrain import _native  # noqa: E402

@@ -1,20 +1,13 @@
 """Python bindings of segmentation datasets: polygons, the class mask (numpy or bytes), and a
 synthetic dataset whose polygon labels and mask PNGs agree.  Run as test_bindings.py is."""
 
-import glob
 import os
 import shutil
 import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if os.environ.get("VT_PYTHON_INSTALLED") != "1":
-    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
-if not os.environ.get("VT_LIBRARY"):
-    _built = sorted(glob.glob(os.path.join(ROOT, "build*", "libvisiontrain.so.0")))
-    if _built:
-        os.environ["VT_LIBRARY"] = _built[0]
+from vt_test_env import ROOT  # noqa: E402,F401  (sets up the import paths first)
 
 import visiontrain as vt  # noqa: E402
 
