@@ -213,6 +213,25 @@ static int predict_one(vt_model *m, const char *path, float *scores, int k, int 
     return 0;
 }
 
+/* What `vt predict` does with each image, by the model's task. */
+typedef struct predict_job {
+    vt_model *m;
+    vt_task task;
+    const char *out; /* segmentation: the folder of the mask files */
+    int color;
+    float conf, iou;
+    int max_det, top;
+    float *scores;   /* classification: k floats */
+    int k;
+} predict_job;
+
+static int predict_image(const predict_job *j, const char *path)
+{
+    if (j->task == VT_TASK_SEGMENT) return segment_one(j->m, path, j->out, j->color);
+    if (j->task == VT_TASK_DETECT) return detect_one(j->m, path, j->conf, j->iou, j->max_det);
+    return predict_one(j->m, path, j->scores, j->k, j->top);
+}
+
 int cmd_predict(args *a)
 {
     const char *model = take(a, "model"), *top_s = take(a, "top");
@@ -237,74 +256,30 @@ int cmd_predict(args *a)
     vt_model *m;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(a->cmd, st, NULL);
-    if (vt_model_task(m) == VT_TASK_SEGMENT) {
-        for (int i = 0; i < a->nsources; i++) {
-            const char *src = a->sources[i];
-            int n = 1;
-            char **files = is_dir(src) ? list_images(src, &n) : NULL;
-            if (is_dir(src) && n == 0) {
-                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
-                rc = EXIT_DATA;
-            }
-            for (int j = 0; j < n; j++) {
-                int r = segment_one(m, files ? files[j] : src, out_s ? out_s : "predictions",
-                                    color);
-                if (r) rc = r;
-                if (files) free(files[j]);
-            }
-            free(files);
-        }
-        vt_model_destroy(m);
-        return rc;
-    }
-    if (vt_model_task(m) == VT_TASK_DETECT) {
-        for (int i = 0; i < a->nsources; i++) {
-            const char *src = a->sources[i];
-            int n = 1;
-            char **files = is_dir(src) ? list_images(src, &n) : NULL;
-            if (is_dir(src) && n == 0) {
-                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
-                rc = EXIT_DATA;
-            }
-            for (int j = 0; j < n; j++) {
-                int r = detect_one(m, files ? files[j] : src, (float)conf, (float)iou,
-                                   (int)max_det);
-                if (r) rc = r;
-                if (files) free(files[j]);
-            }
-            free(files);
-        }
-        vt_model_destroy(m);
-        return rc;
-    }
-    int k = vt_model_num_classes(m);
-    if (top > k) top = k;
-    float *scores = malloc((size_t)k * sizeof *scores);
-    if (!scores) {
+    predict_job job = {m, vt_model_task(m), out_s ? out_s : "predictions", color, (float)conf,
+                       (float)iou, (int)max_det, (int)top, NULL, vt_model_num_classes(m)};
+    if (job.top > job.k) job.top = job.k;
+    if (job.task == VT_TASK_CLASSIFY && !(job.scores = malloc((size_t)job.k * sizeof(float)))) {
         vt_model_destroy(m);
         return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }
+    /* each source is an image, or a folder standing for the images directly in it */
     for (int i = 0; i < a->nsources; i++) {
         const char *src = a->sources[i];
-        if (is_dir(src)) {
-            int n;
-            char **files = list_images(src, &n);
-            if (n == 0) {
-                fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
-                rc = EXIT_DATA;
-            }
-            for (int j = 0; j < n; j++) {
-                int r = predict_one(m, files[j], scores, k, (int)top);
-                if (r) rc = r;
-                free(files[j]);
-            }
-            free(files);
-        } else {
-            int r = predict_one(m, src, scores, k, (int)top);
-            if (r) rc = r;
+        int n = 1;
+        char **files = is_dir(src) ? list_images(src, &n) : NULL;
+        if (is_dir(src) && n == 0) {
+            fprintf(stderr, "vt predict: no .png/.jpg/.jpeg images in %s\n", src);
+            rc = EXIT_DATA;
         }
+        for (int j = 0; j < n; j++) {
+            int r = predict_image(&job, files ? files[j] : src);
+            if (r) rc = r;
+            if (files) free(files[j]);
+        }
+        free(files);
     }
-    free(scores);
+    free(job.scores);
     vt_model_destroy(m);
     return rc;
 }
