@@ -153,7 +153,8 @@ typedef enum vt_option {
     VT_OPT_SEED = 112,            /* int >= 0, default 0: same seed => same run on the CPU      */
     VT_OPT_DEVICE = 113,          /* string "cpu" | "0" | "1" ..., default "cpu"                */
     VT_OPT_WORKERS = 114,         /* int 0..64 decoding threads, 0 = decode in the caller, default 2 */
-    VT_OPT_FLIPLR = 115,          /* float 0..1 probability of a horizontal flip, default 0.5 */
+    VT_OPT_FLIPLR = 115,          /* float 0..1 probability of a horizontal flip, default 0.5
+                                     (training augmentation, see VT_OPT_HSV_H below)             */
     VT_OPT_VAL = 116,             /* int 0|1: validate after each epoch, default 1             */
     VT_OPT_PRECISION = 117,       /* string "tf32" | "fp32": GPU matrix math, default "tf32"
                                      (TF32 tensor cores where the GPU has them); the CPU is fp32 */
@@ -587,11 +588,17 @@ typedef struct vt_model vt_model;
 
 /* Build a freshly initialised model.
  *   arch: "cls-n" | "cls-s" | "cls-m"   residual CNN classifiers of growing size
- *         "cnn-small"                   the small yardstick CNN of the benchmarks
- *   num_classes: >= 2.
+ *         "cnn-small" | "resnet18"      the yardstick CNN of the benchmarks, ResNet-18's layout
+ *         "det-n" | "det-s" | "det-m"   anchor-free object detectors (VT_TASK_DETECT)
+ *         "seg-n" | "seg-s" | "seg-m"   U-Net-style semantic segmenters (VT_TASK_SEGMENT)
+ *   num_classes: >= 2 for classifiers, >= 1 for detectors; for segmenters the dataset's class
+ *            count, background included.
  *   options: NULL or space-separated key=value pairs among channels=, imgsz=, dropout=, seed=
- *            (the weight initialisation seed, default 0).
- * Weights are initialised deterministically from the seed. */
+ *            (the weight initialisation seed, default 0).  imgsz defaults to 224 for
+ *            classifiers, 640 for detectors, 512 for segmenters; detectors and segmenters need
+ *            a multiple of 32 (VT_ERR_INVALID_ARGUMENT otherwise).
+ * Weights are initialised deterministically from the seed.  The model's task (vt_model_task)
+ * follows from arch; a trainer needs a dataset of the same task. */
 VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_classes,
                                  const char *options);
 VT_API void vt_model_destroy(vt_model *model);
@@ -788,7 +795,9 @@ VT_API vt_stop_reason vt_trainer_stop_reason(const vt_trainer *trainer);
  * NCHW (already normalised, typically pixel/255), `labels` holds class ids.  Uses the
  * learning rate lr0 (no schedule).  The mean loss of the batch is stored in *loss if non-NULL.
  * The updated weights stay on the trainer's device; the model's copy is refreshed when it is
- * next saved or used for prediction, or when the trainer is destroyed. */
+ * next saved or used for prediction, or when the trainer is destroyed.  Classifiers only:
+ * VT_ERR_UNSUPPORTED for detection and segmentation models (their labels are boxes and masks;
+ * train them with vt_trainer_run). */
 VT_API vt_status vt_trainer_step(vt_trainer *trainer, const float *images, const int32_t *labels,
                                  int batch, float *loss);
 
