@@ -152,6 +152,15 @@ vt_status vt_seg_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
 vt_status vt_seg_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
 void vt_seg_release(vt_trainer *t);
 
+/* ---- ema.c ---- */
+/* Allocate the EMA (and scratch) buffers and start them from the given host copies (resume)
+ * or from the current weights. */
+vt_status vt_ema_prepare(vt_trainer *t, const float *ema_p_host, const float *ema_b_host);
+/* One EMA update after an optimiser step (decay ramped up as in Ultralytics' ModelEMA). */
+vt_status vt_ema_update(vt_trainer *t);
+/* Swap the executor's weights with the EMA (twice restores them). */
+vt_status vt_ema_swap(vt_trainer *t);
+
 /* ---- trainer.c, used by train_state.c ---- */
 vt_status vt_trainer_pull_weights(vt_trainer *t);
 /* The training image size: the imgsz option, else the model's. */
@@ -169,6 +178,9 @@ vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *i
 typedef vt_status (*vt_eval_fn)(vt_trainer *t, struct vt_loader *L, int n, void *ctx);
 vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch,
                                   struct vt_loader **keep, vt_eval_fn fn, void *ctx);
+/* Validation metrics of a split into t->prog (the task's), reusing *keep as the loader when
+ * non-NULL (created on first use; a run keeps one so unreadable images warn once). */
+vt_status vt_trainer_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
 /* The augmentation parameters of the trainer's options. */
 struct vt_aug_params;
 void vt_trainer_aug_params(const vt_trainer *t, struct vt_aug_params *p);
