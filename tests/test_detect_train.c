@@ -204,6 +204,7 @@ START_TEST(test_train_learns)
     ck_assert_int_eq(vt_model_create(&m, "det-n", 3, "imgsz=64"), VT_OK);
     vt_trainer *t;
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
+    ck_assert_int_eq(vt_trainer_class_ap(t, 0, NULL, NULL, NULL), VT_ERR_NOT_FOUND);
     static const char *const opts[] = {"epochs=25", "batch=8", "optimizer=adamw", "lr0=0.003",
                                        "save=0", "workers=2", "seed=0"};
     for (int i = 0; i < 7; i++) ck_assert_int_eq(vt_trainer_set(t, opts[i]), VT_OK);
@@ -218,6 +219,22 @@ START_TEST(test_train_learns)
                   m5095, p, r);
     ck_assert_msg(m5095 > 0.25 && m5095 < m50, "mAP50-95 %.4f (mAP50 %.4f)", m5095, m50);
     ck_assert_msg(best >= m5095, "best fitness %.4f below the last mAP50-95 %.4f", best, m5095);
+    /* Per-class AP: the mean over classes with boxes is the reported mAP. */
+    double sum50 = 0, sum = 0;
+    int with_gt = 0;
+    for (int c = 0; c < 3; c++) {
+        double a50, a;
+        int64_t ngt;
+        ck_assert_int_eq(vt_trainer_class_ap(t, c, &a50, &a, &ngt), VT_OK);
+        if (ngt == 0) continue;
+        with_gt++;
+        sum50 += a50;
+        sum += a;
+    }
+    ck_assert_int_gt(with_gt, 0);
+    ck_assert_double_eq_tol(sum50 / with_gt, m50, 1e-9);
+    ck_assert_double_eq_tol(sum / with_gt, m5095, 1e-9);
+    ck_assert_int_eq(vt_trainer_class_ap(t, 3, NULL, NULL, NULL), VT_ERR_INVALID_ARGUMENT);
     /* vt_trainer_validate gives the same figures as the last epoch's validation. */
     double again = 0;
     ck_assert_int_eq(vt_trainer_validate(t, VT_SPLIT_VAL), VT_OK);

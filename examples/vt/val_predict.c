@@ -82,6 +82,16 @@ int cmd_val(args *a)
         printf("%s (%d images): loss %.4f  P %.4f  R %.4f  mAP50 %.4f  mAP50-95 %.4f  (%.1fs)\n",
                split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2], v[3], v[4],
                now_s() - t0);
+        /* per class: boxes, AP50, AP50-95 */
+        printf("  %-20s %8s %8s %9s\n", "class", "boxes", "AP50", "AP50-95");
+        for (int c = 0; c < vt_model_num_classes(m); c++) {
+            double a50, a;
+            int64_t ngt;
+            if (vt_trainer_class_ap(t, c, &a50, &a, &ngt)) break;
+            const char *name = vt_model_class_name(m, c);
+            if (ngt == 0) printf("  %-20.20s %8d %8s %9s\n", name ? name : "?", 0, "-", "-");
+            else printf("  %-20.20s %8lld %8.4f %9.4f\n", name ? name : "?", (long long)ngt, a50, a);
+        }
         goto out;
     }
     double top1 = NAN, top5 = NAN, loss = NAN;

@@ -694,7 +694,8 @@ typedef enum vt_metric {
     VT_METRIC_MAP50_95 = 17,    /* mean AP over IoU 0.50:0.05:0.95 (the detection fitness)     */
     /* Segmentation (validation pixels, `ignore` pixels and letterbox padding excluded): */
     VT_METRIC_MIOU = 18,        /* mean over classes of TP / (TP + FP + FN) (the fitness)      */
-    VT_METRIC_PIXEL_ACC = 19    /* correctly classified pixels / pixels                        */
+    VT_METRIC_PIXEL_ACC = 19,   /* correctly classified pixels / pixels                        */
+    VT_METRIC_F1 = 20           /* detection: mean F1 over classes at the same threshold as P, R */
 } vt_metric;
 
 typedef enum vt_event {
@@ -806,6 +807,14 @@ VT_API vt_status vt_trainer_validate(vt_trainer *trainer, vt_split split);
 
 /* The latest value of a metric (after run/validate/step). VT_ERR_NOT_FOUND if none yet. */
 VT_API vt_status vt_trainer_metric(const vt_trainer *trainer, vt_metric metric, double *value);
+
+/* Per-class results of the last detection validation (vt_trainer_validate or a run's last
+ * epoch): AP at IoU 0.5 and over 0.50:0.05:0.95, and the number of ground-truth boxes of class
+ * `cls` (AP is -1 for a class without ground truth).  Any out-pointer may be NULL.
+ * VT_ERR_NOT_FOUND before any detection validation, VT_ERR_INVALID_ARGUMENT for a class out of
+ * range. */
+VT_API vt_status vt_trainer_class_ap(const vt_trainer *trainer, int cls, double *ap50,
+                                     double *ap50_95, int64_t *num_gt);
 
 /* Ask a running vt_trainer_run() to stop after the current batch.  Callable from any thread and
  * from a signal handler (it only stores to a lock-free atomic flag).  The run then saves

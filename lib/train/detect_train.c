@@ -182,6 +182,7 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
         }
     }
     vt_det_eval_reset(t->det_eval);
+    t->det_eval_valid = 0;
     const vt_node *out = &t->exec->g->nodes[m->output_node];
     size_t hw = (size_t)out->out.h * out->out.w;
     size_t head = (size_t)(4 + nc) * batch * hw, scratch = (size_t)(4 + nc) * hw;
@@ -221,5 +222,22 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
     vt_progress_set(p, VT_METRIC_RECALL, mt.recall);
     vt_progress_set(p, VT_METRIC_MAP50, mt.map50);
     vt_progress_set(p, VT_METRIC_MAP50_95, mt.map50_95);
+    vt_progress_set(p, VT_METRIC_F1, mt.f1);
+    t->det_eval_valid = 1;
+    return VT_OK;
+}
+
+VT_API vt_status vt_trainer_class_ap(const vt_trainer *t, int cls, double *ap50, double *ap50_95,
+                                     int64_t *num_gt)
+{
+    if (!t) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_class_ap: NULL trainer");
+    if (!t->det_eval || !t->det_eval_valid)
+        return vt_fail(VT_ERR_NOT_FOUND, "no detection validation has run on this trainer");
+    const vt_det_eval *ev = t->det_eval;
+    if (cls < 0 || cls >= ev->nc)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "class %d is outside 0..%d", cls, ev->nc - 1);
+    if (ap50) *ap50 = ev->ap50[cls];
+    if (ap50_95) *ap50_95 = ev->ap50_95[cls];
+    if (num_gt) *num_gt = ev->num_gt[cls];
     return VT_OK;
 }

@@ -12,7 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/results.h"
 
-enum { VT_NMETRIC = 20 };
+enum { VT_NMETRIC = 21 };
 
 struct vt_progress {
     int epoch, epochs, batch, batches;
@@ -79,6 +79,7 @@ struct vt_trainer {
     float *head_host, *decode_scratch;
     size_t head_cap, decode_cap;
     struct vt_det_eval *det_eval;
+    int det_eval_valid;          /* det_eval holds the results of a completed validation */
     /* segmentation: per-pixel labels (host, backend) and logits downloaded for evaluation */
     int32_t *seg_lab_host, *seg_lab_dev;
     size_t seg_lab_cap;

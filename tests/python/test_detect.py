@@ -31,6 +31,14 @@ class DetectTest(unittest.TestCase):
                     v = t.metric(name)
                     self.assertTrue(0.0 <= v <= 1.0, (name, v))
                 self.assertLessEqual(t.metric("map50_95"), t.metric("map50"))
+                total = 0
+                for c in range(ds.num_classes):
+                    ap50, ap, n = t.class_ap(c)
+                    total += n
+                    self.assertTrue(n == 0 or (0.0 <= ap <= ap50 <= 1.0), (c, ap50, ap, n))
+                self.assertGreater(total, 0)
+                with self.assertRaises(vt.InvalidArgumentError):
+                    t.class_ap(ds.num_classes)
             img = ds.image_path("val", 0)
             dets = m.detect(img, conf=0.0, max_det=5)
             self.assertTrue(1 <= len(dets) <= 5, dets)

@@ -50,6 +50,7 @@ class Metric(enum.IntEnum):
     MAP50_95 = 17
     MIOU = 18
     PIXEL_ACC = 19
+    F1 = 20
 
 
 class Event(enum.IntEnum):
@@ -1183,6 +1184,14 @@ class Trainer(_Closable):
         """Evaluate the model on a split; returns the metrics as a dict."""
         self._check(self._lib.vt_trainer_validate(self._ptr(), _split(split)))
         return self.metrics()
+
+    def class_ap(self, cls):
+        """Per-class results of the last detection validation: (ap50, ap50_95, num_gt); AP is
+        -1 for a class without ground truth.  Raises NotFoundError before any validation."""
+        ap50, ap, n = ctypes.c_double(), ctypes.c_double(), ctypes.c_int64()
+        self._check(self._lib.vt_trainer_class_ap(self._ptr(), int(cls), ctypes.byref(ap50),
+                                                  ctypes.byref(ap), ctypes.byref(n)))
+        return (ap50.value, ap.value, n.value)
 
     def metric(self, name, default=NotImplemented):
         """The latest value of a metric ("loss", "val_loss", "top1", "top5", "lr",

@@ -120,6 +120,8 @@ PROTOTYPES = {
                                           ctypes.c_size_t, c_float, c_float, c_int,
                                           POINTER(c_int), POINTER(c_float), POINTER(c_float),
                                           c_int, POINTER(c_int)]),
+    "vt_trainer_class_ap": (c_status, [c_void_p, c_int, POINTER(c_double), POINTER(c_double),
+                                       POINTER(ctypes.c_int64)]),
     "vt_model_segment_file": (c_status, [c_void_p, c_char_p, POINTER(ctypes.c_uint8),
                                          ctypes.c_size_t, POINTER(c_int), POINTER(c_int)]),
     "vt_model_segment_pixels": (c_status, [c_void_p, POINTER(ctypes.c_uint8), c_int, c_int, c_int,
