@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     vt_graph_costs(g, imgsz, imgsz, lc, n);
     /* aggregate by kind */
     char names[256][40];
-    double meas[256] = {0}, pred[256] = {0};
+    double meas[256] = {0}, pred[256] = {0}, flops[256] = {0};
     int nk = 0;
     double tm = 0, tp = 0;
     for (int i = 0; i < n; i++) {
@@ -123,14 +123,15 @@ int main(int argc, char **argv)
         if (k == nk && nk < 256) snprintf(names[nk++], 40, "%s", kb);
         meas[k] += mi;
         pred[k] += pi;
+        flops[k] += (lc[i].flops_fwd + lc[i].flops_bwd) * batch;
         tm += mi;
         tp += pi;
     }
-    printf("%s %d px batch %d: layer kind, measured ms/step, predicted ms/step, predicted/measured\n",
-           arch, imgsz, batch);
+    printf("%s %d px batch %d: layer kind, measured ms/step, predicted ms/step, predicted/measured,"
+           " measured GFLOP/s\n", arch, imgsz, batch);
     for (int k = 0; k < nk; k++)
-        printf("  %-20s %9.3f %9.3f  x%.2f\n", names[k], meas[k] * 1e3, pred[k] * 1e3,
-               meas[k] > 0 ? pred[k] / meas[k] : 0);
+        printf("  %-20s %9.3f %9.3f  x%.2f  %7.1f\n", names[k], meas[k] * 1e3, pred[k] * 1e3,
+               meas[k] > 0 ? pred[k] / meas[k] : 0, meas[k] > 0 ? flops[k] / meas[k] / 1e9 : 0);
     printf("  %-20s %9.3f %9.3f  x%.2f\n", "total (layers)", tm * 1e3, tp * 1e3, tp / tm);
     return 0;
 }
