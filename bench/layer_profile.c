@@ -133,5 +133,7 @@ int main(int argc, char **argv)
         printf("  %-20s %9.3f %9.3f  x%.2f  %7.1f\n", names[k], meas[k] * 1e3, pred[k] * 1e3,
                meas[k] > 0 ? pred[k] / meas[k] : 0, meas[k] > 0 ? flops[k] / meas[k] / 1e9 : 0);
     printf("  %-20s %9.3f %9.3f  x%.2f\n", "total (layers)", tm * 1e3, tp * 1e3, tp / tm);
+    printf("  step as the estimator predicts it (layers + optimiser + fixed terms): %.3f ms\n",
+           vt_est_graph_seconds(g, imgsz, imgsz, batch, dm, 1, 1) * 1e3);
     return 0;
 }

@@ -98,7 +98,9 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
     *d = x;
 }
 
-static vt_status probe_device(int on_gpu, int dev, vt_devmodel *dm)
+/* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
+ * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
+static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *dm)
 {
     vt_backend *b = NULL;
     vt_status st;
@@ -114,24 +116,22 @@ static vt_status probe_device(int on_gpu, int dev, vt_devmodel *dm)
     int scale = on_gpu ? 16 : 1;
     probe bn = {b, 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
     probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
-    conv3x3(&c1.d, 16 * scale, 16, 32); /* GEMM size d = 16 */
-    conv3x3(&c2.d, 16 * scale, 128, 16); /* d = 128 */
+    conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
+    conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
     double tb, t1, t2;
-    st = probe_time(&bn, 0.1, &tb);
-    if (st == VT_OK) st = probe_time(&c1, 0.1, &t1);
-    if (st == VT_OK) st = probe_time(&c2, 0.2, &t2);
+    st = probe_time(&bn, 0.5 * probe_s, &tb);
+    if (st == VT_OK) st = probe_time(&c1, probe_s, &t1);
+    if (st == VT_OK) st = probe_time(&c2, 2 * probe_s, &t2);
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7) */
     dm->bw = 17.0 * 4 * (double)bn.c * bn.m / tb;
     /* conv: t = F/(R*phi) + X*4/BW; solve the two probes for R and s0 */
-    double u1 = t1 - 16.0 * c1.d.n * 9 * 32 * 32 * 6 * 4 / dm->bw,
-           u2 = t2 - 128.0 * c2.d.n * 9 * 16 * 16 * 6 * 4 / dm->bw;
-    double r1 = 6.0 * 16 * 16 * 9 * 32 * 32 * c1.d.n / fmax(u1, 0.05 * t1),
-           r2 = 6.0 * 128 * 128 * 9 * 16 * 16 * c2.d.n / fmax(u2, 0.05 * t2);
-    double den = r1 / 16 - r2 / 128;
+    double r1 = 6.0 * 32 * 32 * 9 * 32 * 32 * c1.d.n / t1,
+           r2 = 6.0 * 256 * 256 * 9 * 8 * 8 * c2.d.n / t2;
+    double den = r1 / 32 - r2 / 256;
     dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
-    dm->rate = r2 * (128 + dm->s0) / 128;
+    dm->rate = r2 * (256 + dm->s0) / 256;
     dm->h2d_bw = on_gpu ? H2D_BW : 0;
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
@@ -250,7 +250,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
 
     vt_calib c;
     memset(&c, 0, sizeof c);
-    st = probe_device(on_gpu, dev, &c.dm);
+    st = probe_device(on_gpu, dev, fmax(0.1, 0.08 * co.seconds), &c.dm);
     if (st != VT_OK) return st;
     vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f), BN/ReLU %.1f GB/s",
            c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);

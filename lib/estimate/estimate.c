@@ -8,10 +8,11 @@
  *   R   FLOP/s of GEMM-shaped work,  s0 the GEMM size at which that work runs at R/2,
  *   BW  bytes/s of streaming work,   L  seconds per layer per step,  C  seconds per step.
  * For a step of b images per device:
- *   conv, linear:  t = max(b*F / (R*phi), b*A*a/BW) + b*X*4/BW + 3*4*params/BW + L
+ *   conv, linear:  t = max(b*F / (R*phi), b*A*a/BW) + 3*4*params/BW + L
  *                  phi = d/(d + s0),  d = min(M, K, N) of the layer's GEMM
  *                  (M = cout/groups, K = cin/groups*k*k, N = b*ho*wo)
- *                  X = 2W forward + 4W backward (im2col, then col2im), per group
+ *                  (im2col / col2im are inside R*phi: the probes time whole convolutions, and
+ *                  their share of a convolution shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
  *   A (activation traffic, elements) = forward I + O + S (+2I for BN's statistics passes)
  *                  + backward 2I + 2O + S (dx read-modify-write, dy read and zeroing)
@@ -42,9 +43,9 @@
  *   C = 50 us.  These are guesses; calibrate.
  * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
  *   BN + ReLU forward and backward on 2M values (17 passes in the formula above: gives BW);
- *   two 3x3 convolutions forward and backward, 16->16 channels at 32x32 (d = 16) and 128->128
- *   at 16x16 (d = 128), batch 16 (x16 on a GPU): with their im2col time taken off, their two
- *   rates R*phi(16) and R*phi(128) give s0 and R.  Then the real model's step time t_i (lower
+ *   two 3x3 convolutions forward and backward, 32->32 channels at 32x32 (d = 32) and 256->256
+ *   at 8x8 (d = 256), batch 16 (x16 on a GPU), timed for 8 % of the calibration budget (the
+ *   large one twice that): their two rates R*phi(32) and R*phi(256) give s0 and R.  Then the real model's step time t_i (lower
  *   quartile of a few steps, robust to a busy machine) at 2-3 batch sizes b_i: with V_i the
  *   formula's time at b_i without L and C, it fits t_i = k*V_i + c by least squares, and sets
  *   R /= k, BW /= k, L = c / layers, C = 0.  (A negative c is noise: refit through zero.)
@@ -122,7 +123,7 @@ static double act_elems(const vt_layer_cost *lc, int train)
 
 double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes)
 {
-    return act_elems(lc, 1) * act_bytes + (lc->op == VT_OP_CONV ? 6 * lc->ws_elems * 4 : 0);
+    return act_elems(lc, 1) * act_bytes;
 }
 
 /* GEMM shape of a conv or linear node: M, K and the N of one image. */
@@ -159,9 +160,8 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double dmin = fmin(m, fmin(k, b * n1));
     double phi = dmin / (dmin + d->s0);
     if (!(phi > 0)) phi = 1e-3;
-    double scratch = lc->op == VT_OP_CONV ? b * lc->ws_elems * groups * (train ? 6 : 2) * 4 : 0;
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
-    return fmax(b * F / (d->rate * phi), tmem) + (scratch + weights) / d->bw + overhead;
+    return fmax(b * F / (d->rate * phi), tmem) + weights / d->bw + overhead;
 }
 
 static int optimizer_states(const vt_estimator *e)
