@@ -20,18 +20,6 @@
 #include "visiontrain/visiontrain.h"
 
 /* mkdir -p */
-static void mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *q = buf + 1; *q; q++)
-        if (*q == '/') {
-            *q = 0;
-            mkdir(buf, 0755);
-            *q = '/';
-        }
-    mkdir(buf, 0755);
-}
 
 /* A small valid PNG (w x w RGB) with content depending on `seed`; parent folders created. */
 static void write_png(const char *path, int w, int seed)
@@ -40,7 +28,7 @@ static void write_png(const char *path, int w, int seed)
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     *slash = 0;
-    mkdirs(dir);
+    vt_test_mkdirs(dir);
     uint8_t *px = malloc((size_t)w * w * 3);
     for (int i = 0; i < w * w * 3; i++) px[i] = (uint8_t)(i * 7 + seed * 31 + (i / 3 % w) * 5);
     vt_status st = vt_image_save_png(path, px, w, w, 3, (size_t)w * 3);
@@ -48,14 +36,6 @@ static void write_png(const char *path, int w, int seed)
     ck_assert_msg(st == VT_OK, "fixture %s: %s", path, vt_last_error());
 }
 
-static void write_text(const char *path, const char *text)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = 0;
-    mkdirs(dir);
-    ck_assert_msg(vt_test_write_file(path, text, strlen(text)) == 0, "fixture %s", path);
-}
 
 /* A JPEG encoded in memory with libjpeg (w x w RGB). */
 static unsigned char *make_jpeg(int w, unsigned long *size)
@@ -137,19 +117,19 @@ START_TEST(test_layout)
     write_png(vt_test_path("ds/train/mango/m1.JPG"), 8, 6);
     write_png(vt_test_path("ds/train/mango/.hidden.png"), 8, 7);
     write_png(vt_test_path("ds/train/.cache/x.png"), 8, 8);  /* hidden folder: not a class */
-    write_text(vt_test_path("ds/train/apple/notes.txt"), "not an image");
-    write_text(vt_test_path("ds/train/apple/a.png.txt"), "not an image either");
-    write_text(vt_test_path("ds/train/apple/png"), "no extension");
-    write_text(vt_test_path("ds/train/apple/Thumbs.db"), "x");
-    write_text(vt_test_path("ds/train/.DS_Store"), "x");
-    write_text(vt_test_path("ds/train/labels.csv"), "a file is not a class");
-    mkdirs(vt_test_path("ds/train/apple/subfolder.png")); /* a folder named like an image */
+    vt_test_write_text(vt_test_path("ds/train/apple/notes.txt"), "not an image");
+    vt_test_write_text(vt_test_path("ds/train/apple/a.png.txt"), "not an image either");
+    vt_test_write_text(vt_test_path("ds/train/apple/png"), "no extension");
+    vt_test_write_text(vt_test_path("ds/train/apple/Thumbs.db"), "x");
+    vt_test_write_text(vt_test_path("ds/train/.DS_Store"), "x");
+    vt_test_write_text(vt_test_path("ds/train/labels.csv"), "a file is not a class");
+    vt_test_mkdirs(vt_test_path("ds/train/apple/subfolder.png")); /* a folder named like an image */
     write_png(vt_test_path("ds/valid/apple/v1.png"), 8, 9);
     write_png(vt_test_path("ds/valid/zebra/v3.png"), 8, 10);
     write_png(vt_test_path("ds/valid/zebra/v2.png"), 8, 11);
-    write_text(vt_test_path("ds/valid/zebra/.v0.png"), "hidden");
+    vt_test_write_text(vt_test_path("ds/valid/zebra/.v0.png"), "hidden");
     write_png(vt_test_path("ds/test/mango/t1.png"), 8, 12);
-    write_text(vt_test_path("ds/README.md"), "readme");
+    vt_test_write_text(vt_test_path("ds/README.md"), "readme");
 
     vt_dataset *ds = NULL;
     vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("ds"));
@@ -256,7 +236,7 @@ START_TEST(test_open_errors)
     expect_open_fail(vt_test_path("does-not-exist"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, vt_test_path("does-not-exist"),
                      "missing folder");
     /* a path that is a file */
-    write_text(vt_test_path("plain-file"), "x");
+    vt_test_write_text(vt_test_path("plain-file"), "x");
     {
         vt_dataset *ds = NULL;
         vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, vt_test_path("plain-file"));
@@ -271,22 +251,22 @@ START_TEST(test_open_errors)
     write_png(vt_test_path("notrain/val/b/x.png"), 8, 1);
     expect_open_fail(vt_test_path("notrain"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "no train/ folder");
     /* train is a file */
-    mkdirs(vt_test_path("trainfile"));
-    write_text(vt_test_path("trainfile/train"), "x");
+    vt_test_mkdirs(vt_test_path("trainfile"));
+    vt_test_write_text(vt_test_path("trainfile/train"), "x");
     expect_open_fail(vt_test_path("trainfile"), VT_TASK_CLASSIFY, VT_ERR_NOT_FOUND, "train", "train/ is a file");
     /* one class */
     write_png(vt_test_path("one/train/only/x.png"), 8, 1);
     expect_open_fail(vt_test_path("one"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("one/train"), "one class folder");
     /* no class */
-    mkdirs(vt_test_path("zero/train"));
+    vt_test_mkdirs(vt_test_path("zero/train"));
     expect_open_fail(vt_test_path("zero"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("zero/train"), "no class folder");
     /* an empty class folder, and one holding only non-images */
     write_png(vt_test_path("empty/train/a/x.png"), 8, 1);
-    mkdirs(vt_test_path("empty/train/b_empty"));
+    vt_test_mkdirs(vt_test_path("empty/train/b_empty"));
     expect_open_fail(vt_test_path("empty"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("empty/train/b_empty"),
                      "empty class folder");
     write_png(vt_test_path("txt/train/a/x.png"), 8, 1);
-    write_text(vt_test_path("txt/train/b/readme.txt"), "x");
+    vt_test_write_text(vt_test_path("txt/train/b/readme.txt"), "x");
     write_png(vt_test_path("txt/train/b/.hidden.png"), 8, 1);
     expect_open_fail(vt_test_path("txt"), VT_TASK_CLASSIFY, VT_ERR_DATASET, vt_test_path("txt/train/b"),
                      "class folder with only non-images");
@@ -437,7 +417,7 @@ static void corrupt_all(const char *root, int with_val)
         for (int i = 0; i < vt_dataset_num_images(ds, (vt_split)sp); i++) {
             const char *p = vt_dataset_image_path(ds, (vt_split)sp, i);
             if (i % 2) write_corrupt_png(p);
-            else write_text(p, "this is not an image at all");
+            else vt_test_write_text(p, "this is not an image at all");
         }
     vt_dataset_destroy(ds);
 }
@@ -529,7 +509,7 @@ START_TEST(test_dataset_not_modified)
                                        "classes=2 train=5 val=2 imgsz=16 seed=9"), VT_OK);
     write_corrupt_png(vt_test_path("ro/train/circle/zz_broken.png"));
     write_truncated_jpeg(vt_test_path("ro/val/square/cut.jpg"));
-    write_text(vt_test_path("ro/train/notes.txt"), "user notes");
+    vt_test_write_text(vt_test_path("ro/train/notes.txt"), "user notes");
     write_png(vt_test_path("ro/test/circle/t.png"), 16, 1);
     int n0, n1;
     char **before = snapshot(vt_test_path("ro"), &n0);

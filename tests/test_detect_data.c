@@ -44,52 +44,21 @@ static const char *P(const char *fmt, ...)
     return b;
 }
 
-static void mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *q = buf + 1; *q; q++)
-        if (*q == '/') {
-            *q = 0;
-            mkdir(buf, 0755);
-            *q = '/';
-        }
-    mkdir(buf, 0755);
-}
 
-static void parent_dirs(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = 0;
-    mkdirs(dir);
-}
 
-static void write_png(const char *path, int w, int h)
-{
-    parent_dirs(path);
-    uint8_t *px = calloc((size_t)w * h * 3, 1);
-    ck_assert_int_eq(vt_image_save_png(path, px, w, h, 3, (size_t)w * 3), VT_OK);
-    free(px);
-}
 
-static void write_text(const char *path, const char *text)
-{
-    parent_dirs(path);
-    ck_assert_msg(vt_test_write_file(path, text, strlen(text)) == 0, "fixture %s", path);
-}
 
 /* A YOLO dataset under tmpdir/<root>: images/{train,val}/, two labelled train images, one
  * background, one val image. */
 static void yolo_fixture(const char *root)
 {
-    write_png(P("%s/images/train/a.png", root), 8, 8);
-    write_png(P("%s/images/train/b.jpg", root), 8, 8); /* extension only: not decoded */
-    write_png(P("%s/images/train/c.png", root), 8, 8);
-    write_png(P("%s/images/val/v.png", root), 8, 8);
-    write_text(P("%s/labels/train/a.txt", root), "0 0.5 0.5 0.2 0.4\n1 0.25 0.75 0.1 0.1\n");
-    write_text(P("%s/labels/train/b.txt", root), "1 0.5 0.5 1 1\n");
-    write_text(P("%s/labels/val/v.txt", root), "0 0.1 0.1 0.2 0.2\n");
+    vt_test_write_png(P("%s/images/train/a.png", root), 8, 8, 0);
+    vt_test_write_png(P("%s/images/train/b.jpg", root), 8, 8, 0); /* extension only: not decoded */
+    vt_test_write_png(P("%s/images/train/c.png", root), 8, 8, 0);
+    vt_test_write_png(P("%s/images/val/v.png", root), 8, 8, 0);
+    vt_test_write_text(P("%s/labels/train/a.txt", root), "0 0.5 0.5 0.2 0.4\n1 0.25 0.75 0.1 0.1\n");
+    vt_test_write_text(P("%s/labels/train/b.txt", root), "1 0.5 0.5 1 1\n");
+    vt_test_write_text(P("%s/labels/val/v.txt", root), "0 0.1 0.1 0.2 0.2\n");
     /* c.png has no label file: a background image */
 }
 
@@ -115,7 +84,7 @@ static void expect_fail(const char *path, vt_status want, const char *needle)
 START_TEST(test_yaml_names_list)
 {
     yolo_fixture("d");
-    write_text(P("d/data.yaml"), "# comment\npath: .\ntrain: images/train\nval: images/val\n"
+    vt_test_write_text(P("d/data.yaml"), "# comment\npath: .\ntrain: images/train\nval: images/val\n"
                                  "test:   # optional\nnames: ['cat', \"dog\"]\n");
     vt_dataset *ds = open_ok(P("d/data.yaml"));
     ck_assert_int_eq(vt_dataset_task(ds), VT_TASK_DETECT);
@@ -155,7 +124,7 @@ START_TEST(test_yaml_variants)
 {
     yolo_fixture("d");
     /* names as a map (any key order), relative `path` from the yaml's folder */
-    write_text(P("cfg/data.yaml"), "path: ../d\ntrain: images/train\nval: images/val\n"
+    vt_test_write_text(P("cfg/data.yaml"), "path: ../d\ntrain: images/train\nval: images/val\n"
                                    "names:\n  1: dog\n  0: cat\n");
     vt_dataset *ds = open_ok(P("cfg/data.yaml"));
     ck_assert_int_eq(vt_dataset_num_classes(ds), 2);
@@ -166,9 +135,9 @@ START_TEST(test_yaml_variants)
 
     /* nc only; train as a .txt list (relative to the list, order kept, a missing image
      * reported); no val (a problem, not an error) */
-    write_text(P("d/train.txt"), "./images/train/c.png\nimages/train/a.png\n\n"
+    vt_test_write_text(P("d/train.txt"), "./images/train/c.png\nimages/train/a.png\n\n"
                                  "images/train/gone.png\n");
-    write_text(P("d/nc.yaml"), "train: train.txt\nnc: 3\n");
+    vt_test_write_text(P("d/nc.yaml"), "train: train.txt\nnc: 3\n");
     ds = open_ok(P("d/nc.yaml"));
     ck_assert_int_eq(vt_dataset_num_classes(ds), 3);
     ck_assert_str_eq(vt_dataset_class_name(ds, 2), "class_2");
@@ -190,8 +159,8 @@ START_TEST(test_yaml_variants)
 
     /* train as a list of folders (plus a nested folder, found recursively); a missing test
      * path is a problem */
-    write_png(P("d/extra/deep/e.png"), 8, 8);
-    write_text(P("d/list.yaml"), "train:\n  - images/train\n  - extra\nval: [images/val]\n"
+    vt_test_write_png(P("d/extra/deep/e.png"), 8, 8, 0);
+    vt_test_write_text(P("d/list.yaml"), "train:\n  - images/train\n  - extra\nval: [images/val]\n"
                                  "test: images/test\nnames: [a, b]\n");
     ds = open_ok(P("d/list.yaml"));
     ck_assert_int_eq(vt_dataset_num_images(ds, VT_SPLIT_TRAIN), 4);
@@ -207,46 +176,46 @@ END_TEST
 START_TEST(test_yaml_errors)
 {
     yolo_fixture("d");
-    write_text(P("d/syntax.yaml"), "train: images/train\nval: [images/val\nnames: [a]\n");
+    vt_test_write_text(P("d/syntax.yaml"), "train: images/train\nval: [images/val\nnames: [a]\n");
     expect_fail(P("d/syntax.yaml"), VT_ERR_FORMAT, "syntax.yaml:");
     /* libyaml reports where the flow sequence went wrong: a line number is in the message */
     ck_assert_msg(strstr(vt_last_error(), "syntax.yaml:3:") ||
                       strstr(vt_last_error(), "syntax.yaml:4:"),
                   "%s", vt_last_error());
-    write_text(P("d/tab.yaml"), "train: images/train\nnames:\n\t- a\n");
+    vt_test_write_text(P("d/tab.yaml"), "train: images/train\nnames:\n\t- a\n");
     expect_fail(P("d/tab.yaml"), VT_ERR_FORMAT, "tab.yaml:3:");
-    write_text(P("d/notrain.yaml"), "val: images/val\nnames: [a, b]\n");
+    vt_test_write_text(P("d/notrain.yaml"), "val: images/val\nnames: [a, b]\n");
     expect_fail(P("d/notrain.yaml"), VT_ERR_DATASET, "'train'");
-    write_text(P("d/count.yaml"), "train: images/train\nnames: [a, b]\nnc: 3\n");
+    vt_test_write_text(P("d/count.yaml"), "train: images/train\nnames: [a, b]\nnc: 3\n");
     expect_fail(P("d/count.yaml"), VT_ERR_DATASET, "count.yaml:3: 'names' has 2 entries but "
                                                    "'nc' is 3");
-    write_text(P("d/nonames.yaml"), "train: images/train\n");
+    vt_test_write_text(P("d/nonames.yaml"), "train: images/train\n");
     expect_fail(P("d/nonames.yaml"), VT_ERR_DATASET, "neither 'names' nor 'nc'");
-    write_text(P("d/badmap.yaml"), "train: images/train\nnames:\n  0: a\n  5: b\n");
+    vt_test_write_text(P("d/badmap.yaml"), "train: images/train\nnames:\n  0: a\n  5: b\n");
     expect_fail(P("d/badmap.yaml"), VT_ERR_DATASET, "badmap.yaml:4:");
-    write_text(P("d/badnc.yaml"), "train: images/train\nnc: three\n");
+    vt_test_write_text(P("d/badnc.yaml"), "train: images/train\nnc: three\n");
     expect_fail(P("d/badnc.yaml"), VT_ERR_DATASET, "badnc.yaml:2:");
-    write_text(P("d/list.yaml"), "- train\n- val\n");
+    vt_test_write_text(P("d/list.yaml"), "- train\n- val\n");
     expect_fail(P("d/list.yaml"), VT_ERR_DATASET, "expected a mapping");
-    write_text(P("d/empty.yaml"), "");
+    vt_test_write_text(P("d/empty.yaml"), "");
     expect_fail(P("d/empty.yaml"), VT_ERR_DATASET, "empty");
-    write_text(P("d/dup.yaml"), "train: images/train\ntrain: images/val\nnames: [a]\n");
+    vt_test_write_text(P("d/dup.yaml"), "train: images/train\ntrain: images/val\nnames: [a]\n");
     expect_fail(P("d/dup.yaml"), VT_ERR_DATASET, "dup.yaml:2: key 'train' is given twice");
-    write_text(P("d/missing.yaml"), "train: images/nope\nnames: [a]\n");
+    vt_test_write_text(P("d/missing.yaml"), "train: images/nope\nnames: [a]\n");
     expect_fail(P("d/missing.yaml"), VT_ERR_NOT_FOUND, "missing.yaml:1: train: 'images/nope'");
-    write_text(P("d/noval.yaml"), "train: images/train\nval: images/nope\nnames: [a]\n");
+    vt_test_write_text(P("d/noval.yaml"), "train: images/train\nval: images/nope\nnames: [a]\n");
     expect_fail(P("d/noval.yaml"), VT_ERR_NOT_FOUND, "noval.yaml:2: val:");
-    mkdirs(P("d/images/none"));
-    write_text(P("d/none.yaml"), "train: images/none\nnames: [a]\n");
+    vt_test_mkdirs(P("d/images/none"));
+    vt_test_write_text(P("d/none.yaml"), "train: images/none\nnames: [a]\n");
     expect_fail(P("d/none.yaml"), VT_ERR_DATASET, "no images");
-    write_text(P("d/odd.yaml"), "train: nc.txt.bak\nnames: [a]\n");
-    write_text(P("d/nc.txt.bak"), "x\n");
+    vt_test_write_text(P("d/odd.yaml"), "train: nc.txt.bak\nnames: [a]\n");
+    vt_test_write_text(P("d/nc.txt.bak"), "x\n");
     expect_fail(P("d/odd.yaml"), VT_ERR_DATASET, "neither a folder");
     expect_fail(P("d/nothere.yaml"), VT_ERR_NOT_FOUND, "nothere.yaml");
     expect_fail(P("nothing"), VT_ERR_NOT_FOUND, "nothing");
-    mkdirs(P("folder"));
+    vt_test_mkdirs(P("folder"));
     expect_fail(P("folder"), VT_ERR_NOT_FOUND, "no data.yaml");
-    write_text(P("d/file.csv"), "a,b\n");
+    vt_test_write_text(P("d/file.csv"), "a,b\n");
     expect_fail(P("d/file.csv"), VT_ERR_DATASET, "expected a data.yaml");
 }
 END_TEST
@@ -266,8 +235,8 @@ static void expect_problem(vt_dataset *ds, int k, int code, int line, const char
 
 START_TEST(test_label_problems)
 {
-    write_png(P("d/images/train/bad.png"), 8, 8);
-    write_text(P("d/labels/train/bad.txt"),
+    vt_test_write_png(P("d/images/train/bad.png"), 8, 8, 0);
+    vt_test_write_text(P("d/labels/train/bad.txt"),
                "0 0.5 0.5 0.2 0.2\n"     /* 1 kept */
                "0 0.5 0.5 0.2\n"         /* 2 wrong column count */
                "5 0.5 0.5 0.2 0.2\n"     /* 3 class out of range */
@@ -281,7 +250,7 @@ START_TEST(test_label_problems)
                "0.5 0.1 0.1 0.1 0.1\n"   /* 11 fractional class */
                "0 nan 0.1 0.1 0.1\n"     /* 12 NaN */
                "1 0.95 0.95 0.2 0.2");   /* 13 kept, clipped to the image, no newline */
-    write_text(P("d/data.yaml"), "train: images/train\nval: images/train\nnames: [a, b]\n");
+    vt_test_write_text(P("d/data.yaml"), "train: images/train\nval: images/train\nnames: [a, b]\n");
     vt_dataset *ds = open_ok(P("d/data.yaml"));
     ck_assert_int_eq(vt_dataset_num_boxes(ds, VT_SPLIT_TRAIN, 0), 3);
     int cls;
@@ -309,11 +278,11 @@ END_TEST
 
 START_TEST(test_label_unreadable)
 {
-    write_png(P("d/images/train/a.png"), 8, 8);
-    write_png(P("d/images/train/b.png"), 8, 8);
-    mkdirs(P("d/labels/train/a.txt")); /* a folder where the label file should be */
-    write_text(P("d/labels/train/b.txt"), "");  /* empty: background */
-    write_text(P("d/data.yaml"), "train: images/train\nval: images/train\nnames: [a]\n");
+    vt_test_write_png(P("d/images/train/a.png"), 8, 8, 0);
+    vt_test_write_png(P("d/images/train/b.png"), 8, 8, 0);
+    vt_test_mkdirs(P("d/labels/train/a.txt")); /* a folder where the label file should be */
+    vt_test_write_text(P("d/labels/train/b.txt"), "");  /* empty: background */
+    vt_test_write_text(P("d/data.yaml"), "train: images/train\nval: images/train\nnames: [a]\n");
     vt_dataset *ds = open_ok(P("d/data.yaml"));
     ck_assert_int_eq(vt_dataset_num_images(ds, VT_SPLIT_TRAIN), 2);
     ck_assert_int_eq(vt_dataset_num_boxes(ds, VT_SPLIT_TRAIN, 0), 0);
@@ -352,10 +321,10 @@ static const char coco_train[] =
 
 START_TEST(test_coco)
 {
-    write_png(P("c/images/a.png"), 8, 8);
-    write_png(P("c/images/b.png"), 8, 8);
-    write_png(P("c/images/c.png"), 8, 8);
-    write_text(P("c/instances_train.json"), coco_train);
+    vt_test_write_png(P("c/images/a.png"), 8, 8, 0);
+    vt_test_write_png(P("c/images/b.png"), 8, 8, 0);
+    vt_test_write_png(P("c/images/c.png"), 8, 8, 0);
+    vt_test_write_text(P("c/instances_train.json"), coco_train);
     vt_dataset *ds = open_ok(P("c/instances_train.json"));
     ck_assert_int_eq(vt_dataset_num_classes(ds), 3);
     ck_assert_str_eq(vt_dataset_class_name(ds, 0), "cat"); /* ids sorted: 1, 3, 7 */
@@ -400,7 +369,7 @@ START_TEST(test_coco)
     vt_dataset_destroy(ds);
 
     /* a val sibling with the same categories becomes the val split */
-    write_text(P("c/instances_val.json"),
+    vt_test_write_text(P("c/instances_val.json"),
                "{\"images\": [{\"id\": 1, \"file_name\": \"c.png\", \"width\": 8, \"height\": 8}],"
                " \"annotations\": [{\"image_id\": 1, \"category_id\": 3, \"bbox\": [0, 0, 4, 8]}],"
                " \"categories\": [{\"id\": 1, \"name\": \"cat\"}, {\"id\": 3, \"name\": \"dog\"},"
@@ -411,7 +380,7 @@ START_TEST(test_coco)
     ck_assert_int_eq(cls, 1);
     ck_assert_float_eq_tol(b[0], 0.25f, 1e-6f);
     vt_dataset_destroy(ds);
-    write_text(P("c/instances_val.json"),
+    vt_test_write_text(P("c/instances_val.json"),
                "{\"images\": [], \"categories\": [{\"id\": 1, \"name\": \"cat\"}]}");
     expect_fail(P("c/instances_train.json"), VT_ERR_DATASET, "categories differ");
 }
@@ -419,28 +388,28 @@ END_TEST
 
 START_TEST(test_coco_errors)
 {
-    write_png(P("c/images/a.png"), 8, 8);
-    write_text(P("c/syntax.json"), "{\n  \"images\": [\n    {\"id\": 1,, \"file_name\": \"a\"}\n");
+    vt_test_write_png(P("c/images/a.png"), 8, 8, 0);
+    vt_test_write_text(P("c/syntax.json"), "{\n  \"images\": [\n    {\"id\": 1,, \"file_name\": \"a\"}\n");
     expect_fail(P("c/syntax.json"), VT_ERR_FORMAT, "syntax.json:3:");
-    write_text(P("c/trunc.json"), "{\"images\": [\n");
+    vt_test_write_text(P("c/trunc.json"), "{\"images\": [\n");
     expect_fail(P("c/trunc.json"), VT_ERR_FORMAT, "unexpected end of file");
-    write_text(P("c/trail.json"), "{}\n}\n");
+    vt_test_write_text(P("c/trail.json"), "{}\n}\n");
     expect_fail(P("c/trail.json"), VT_ERR_FORMAT, "trail.json:2:1:");
-    write_text(P("c/array.json"), "[1, 2]");
+    vt_test_write_text(P("c/array.json"), "[1, 2]");
     expect_fail(P("c/array.json"), VT_ERR_DATASET, "expected a JSON object");
-    write_text(P("c/nocat.json"), "{\"images\": [], \"annotations\": []}");
+    vt_test_write_text(P("c/nocat.json"), "{\"images\": [], \"annotations\": []}");
     expect_fail(P("c/nocat.json"), VT_ERR_DATASET, "no \"categories\"");
-    write_text(P("c/badcat.json"), "{\"images\": [], \"categories\": [{\"id\": \"x\"}]}");
+    vt_test_write_text(P("c/badcat.json"), "{\"images\": [], \"categories\": [{\"id\": \"x\"}]}");
     expect_fail(P("c/badcat.json"), VT_ERR_DATASET, "categories[0]");
-    write_text(P("c/dupcat.json"), "{\"images\": [], \"categories\": [{\"id\": 1, \"name\": \"a\"},"
+    vt_test_write_text(P("c/dupcat.json"), "{\"images\": [], \"categories\": [{\"id\": 1, \"name\": \"a\"},"
                                    " {\"id\": 1, \"name\": \"b\"}]}");
     expect_fail(P("c/dupcat.json"), VT_ERR_DATASET, "id 1 is given twice");
-    write_text(P("c/noimg.json"), "{\"categories\": [{\"id\": 1, \"name\": \"a\"}]}");
+    vt_test_write_text(P("c/noimg.json"), "{\"categories\": [{\"id\": 1, \"name\": \"a\"}]}");
     expect_fail(P("c/noimg.json"), VT_ERR_DATASET, "no \"images\"");
-    write_text(P("c/empty.json"), "{\"images\": [], \"categories\": [{\"id\": 1, \"name\": \"a\"}]}");
+    vt_test_write_text(P("c/empty.json"), "{\"images\": [], \"categories\": [{\"id\": 1, \"name\": \"a\"}]}");
     expect_fail(P("c/empty.json"), VT_ERR_DATASET, "no usable images");
     expect_fail(P("c/none.json"), VT_ERR_NOT_FOUND, "none.json");
-    write_text(P("c/deep.json"), "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+    vt_test_write_text(P("c/deep.json"), "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
                                  "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[");
     expect_fail(P("c/deep.json"), VT_ERR_FORMAT, "deep.json:1:");
 }
@@ -450,8 +419,8 @@ END_TEST
 START_TEST(test_mangled_inputs)
 {
     yolo_fixture("d");
-    write_png(P("c/images/a.png"), 8, 8);
-    write_png(P("c/images/b.png"), 8, 8);
+    vt_test_write_png(P("c/images/a.png"), 8, 8, 0);
+    vt_test_write_png(P("c/images/b.png"), 8, 8, 0);
     const char *yaml = "path: .\ntrain: [images/train, images/val]\nval: images/val\n"
                        "names:\n  0: cat\n  1: dog\nnc: 2\n";
     const char *label = "0 0.5 0.5 0.2 0.4\n1 0.25 0.75 0.1 0.1\n1 0.5 0.5 1 1\n";

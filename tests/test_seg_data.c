@@ -22,46 +22,15 @@
 
 /* ---- fixtures ------------------------------------------------------------------------------ */
 
-static void mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *q = buf + 1; *q; q++)
-        if (*q == '/') {
-            *q = 0;
-            mkdir(buf, 0755);
-            *q = '/';
-        }
-    mkdir(buf, 0755);
-}
 
-static void parent_dirs(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = 0;
-    mkdirs(dir);
-}
 
-static void write_png(const char *path, int w, int h)
-{
-    parent_dirs(path);
-    uint8_t *px = calloc((size_t)w * h * 3, 1);
-    ck_assert_int_eq(vt_image_save_png(path, px, w, h, 3, (size_t)w * 3), VT_OK);
-    free(px);
-}
 
 static void write_mask(const char *path, const uint8_t *px, int w, int h, int c)
 {
-    parent_dirs(path);
+    vt_test_parent_dirs(path);
     ck_assert_int_eq(vt_image_save_png(path, px, w, h, c, (size_t)w * c), VT_OK);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    parent_dirs(path);
-    ck_assert_msg(vt_test_write_file(path, text, strlen(text)) == 0, "fixture %s", path);
-}
 
 /* A mask drawn as text rows ('.' = 0, digits = classes) for readable expectations. */
 static void expect_mask(const uint8_t *m, int w, int h, const char *rows)
@@ -251,10 +220,10 @@ static vt_dataset *open_seg(const char *path)
 
 START_TEST(test_yolo_seg)
 {
-    write_png(vt_test_path("y/images/train/a.png"), 10, 10);
-    write_png(vt_test_path("y/images/train/b.png"), 10, 10);
-    write_png(vt_test_path("y/images/val/c.png"), 10, 10);
-    write_text(vt_test_path("y/labels/train/a.txt"),
+    vt_test_write_png(vt_test_path("y/images/train/a.png"), 10, 10, 0);
+    vt_test_write_png(vt_test_path("y/images/train/b.png"), 10, 10, 0);
+    vt_test_write_png(vt_test_path("y/images/val/c.png"), 10, 10, 0);
+    vt_test_write_text(vt_test_path("y/labels/train/a.txt"),
                "1 0.1 0.1 0.5 0.1 0.5 0.5 0.1 0.5\n" /* 1: a square, kept */
                "0 0.1 0.2 0.3 0.4\n"                 /* 2: two points */
                "0 0.1 0.2 0.3 0.4 0.5\n"             /* 3: odd coordinate count */
@@ -264,8 +233,8 @@ START_TEST(test_yolo_seg)
                "\n"                                  /* 7: blank */
                "0 0.6 0.6 1.0 0.6 0.8 1.0\n"         /* 8: a triangle, kept */
                "1 0.1 0.1 0.5 0.1 0.5 0.5 0.1 0.5\n"); /* 9: duplicate of line 1 */
-    write_text(vt_test_path("y/labels/val/c.txt"), "1 0 0 1 0 1 1 0 1\n");
-    write_text(vt_test_path("y/data.yaml"), "train: images/train\nval: images/val\n"
+    vt_test_write_text(vt_test_path("y/labels/val/c.txt"), "1 0 0 1 0 1 1 0 1\n");
+    vt_test_write_text(vt_test_path("y/data.yaml"), "train: images/train\nval: images/val\n"
                                             "names: [cat, dog]\n");
     vt_dataset *ds = open_seg(vt_test_path("y"));
     ck_assert_int_eq(vt_dataset_task(ds), VT_TASK_SEGMENT);
@@ -367,7 +336,7 @@ END_TEST
 START_TEST(test_long_polygon)
 {
     /* polygons are not limited to a few hundred points: a 2000-gon approximating a circle */
-    write_png(vt_test_path("l/images/train/a.png"), 64, 64);
+    vt_test_write_png(vt_test_path("l/images/train/a.png"), 64, 64, 0);
     size_t cap = 2000 * 2 * 12 + 16, len = 0;
     char *text = malloc(cap);
     len += (size_t)snprintf(text, cap, "0");
@@ -377,9 +346,9 @@ START_TEST(test_long_polygon)
                                 0.5 + 0.4 * sin(a));
     }
     snprintf(text + len, cap - len, "\n");
-    write_text(vt_test_path("l/labels/train/a.txt"), text);
+    vt_test_write_text(vt_test_path("l/labels/train/a.txt"), text);
     free(text);
-    write_text(vt_test_path("l/data.yaml"), "train: images/train\nnames: [disc]\n");
+    vt_test_write_text(vt_test_path("l/data.yaml"), "train: images/train\nnames: [disc]\n");
     vt_dataset *ds = open_seg(vt_test_path("l/data.yaml"));
     ck_assert_int_eq(vt_dataset_num_polygons(ds, VT_SPLIT_TRAIN, 0), 1);
     int np;
@@ -399,17 +368,17 @@ END_TEST
 static void mask_fixture(void)
 {
     /* a: good (with ignore pixels and one out-of-range value 7); b: no mask; c: wrong size */
-    write_png(vt_test_path("m/images/train/a.png"), 4, 3);
-    write_png(vt_test_path("m/images/train/b.png"), 4, 3);
-    write_png(vt_test_path("m/images/train/c.png"), 4, 3);
-    write_png(vt_test_path("m/images/val/v.png"), 4, 3);
+    vt_test_write_png(vt_test_path("m/images/train/a.png"), 4, 3, 0);
+    vt_test_write_png(vt_test_path("m/images/train/b.png"), 4, 3, 0);
+    vt_test_write_png(vt_test_path("m/images/train/c.png"), 4, 3, 0);
+    vt_test_write_png(vt_test_path("m/images/val/v.png"), 4, 3, 0);
     const uint8_t a[12] = {0, 1, 2, 255, 0, 7, 2, 2, 1, 1, 0, 3}; /* 3 = nc: out of range */
     write_mask(vt_test_path("m/masks/train/a.png"), a, 4, 3, 1);
     uint8_t c[16] = {0};
     write_mask(vt_test_path("m/masks/train/c.png"), c, 4, 4, 1);
     const uint8_t v[12] = {2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0};
     write_mask(vt_test_path("m/masks/val/v.png"), v, 4, 3, 1);
-    write_text(vt_test_path("m/data.yaml"), "train: images/train\nval: images/val\nmasks: masks\n"
+    vt_test_write_text(vt_test_path("m/data.yaml"), "train: images/train\nval: images/val\nmasks: masks\n"
                                             "names: [sky, road, car]\n");
 }
 
@@ -486,7 +455,7 @@ START_TEST(test_mask_ignore_and_format)
 {
     mask_fixture();
     /* ignore: 100 -> 255 is now out of range too, and both read as 100 */
-    write_text(vt_test_path("m/ig.yaml"), "train: images/train\nmasks: masks\nignore: 100\n"
+    vt_test_write_text(vt_test_path("m/ig.yaml"), "train: images/train\nmasks: masks\nignore: 100\n"
                                           "names: [sky, road, car]\n");
     vt_dataset *ds = open_seg(vt_test_path("m/ig.yaml"));
     ck_assert_int_eq(vt_dataset_ignore_value(ds), 100);
@@ -497,16 +466,16 @@ START_TEST(test_mask_ignore_and_format)
     ck_assert_int_eq(m[2], 2);
     vt_dataset_destroy(ds);
     /* an ignore value that is a class id, or not a byte, is refused */
-    write_text(vt_test_path("m/ig1.yaml"), "train: images/train\nmasks: masks\nignore: 1\n"
+    vt_test_write_text(vt_test_path("m/ig1.yaml"), "train: images/train\nmasks: masks\nignore: 1\n"
                                            "names: [sky, road, car]\n");
     ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_SEGMENT, vt_test_path("m/ig1.yaml")),
                      VT_ERR_DATASET);
     ck_assert_ptr_nonnull(strstr(vt_last_error(), "ig1.yaml:3: "));
-    write_text(vt_test_path("m/ig2.yaml"), "train: images/train\nmasks: masks\nignore: 300\n"
+    vt_test_write_text(vt_test_path("m/ig2.yaml"), "train: images/train\nmasks: masks\nignore: 300\n"
                                            "names: [sky, road, car]\n");
     ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_SEGMENT, vt_test_path("m/ig2.yaml")),
                      VT_ERR_DATASET);
-    write_text(vt_test_path("m/bad.yaml"), "train: images/train\nmasks: a/b\nnames: [x, y]\n");
+    vt_test_write_text(vt_test_path("m/bad.yaml"), "train: images/train\nmasks: a/b\nnames: [x, y]\n");
     ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_SEGMENT, vt_test_path("m/bad.yaml")),
                      VT_ERR_DATASET);
     /* an RGB mask would lose its class ids: refused with a clear message */
@@ -526,15 +495,15 @@ END_TEST
 
 START_TEST(test_image_size)
 {
-    write_png(vt_test_path("s/images/train/a.png"), 7, 5);
+    vt_test_write_png(vt_test_path("s/images/train/a.png"), 7, 5, 0);
     /* a JPEG header: SOI, an APP0 segment to skip, SOF0 with height 300 and width 513 */
     const uint8_t jpg[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x06, 'J', 'F', 'I', 'F',
                            0xFF, 0xC0, 0x00, 0x0B, 0x08, 0x01, 0x2C, 0x02, 0x01, 0x01,
                            0x01, 0x11, 0x00, 0xFF, 0xD9};
-    parent_dirs(vt_test_path("s/images/train/b.jpg"));
+    vt_test_parent_dirs(vt_test_path("s/images/train/b.jpg"));
     ck_assert_int_eq(vt_test_write_file(vt_test_path("s/images/train/b.jpg"), jpg, sizeof jpg), 0);
-    write_text(vt_test_path("s/images/train/c.png"), "not an image");
-    write_text(vt_test_path("s/data.yaml"), "train: images/train\nnames: [x]\n");
+    vt_test_write_text(vt_test_path("s/images/train/c.png"), "not an image");
+    vt_test_write_text(vt_test_path("s/data.yaml"), "train: images/train\nnames: [x]\n");
     vt_dataset *ds = open_seg(vt_test_path("s"));
     int w = 0, h = 0;
     ck_assert_int_eq(vt_dataset_image_size(ds, VT_SPLIT_TRAIN, 0, &w, &h), VT_OK);
@@ -554,9 +523,9 @@ END_TEST
 
 START_TEST(test_coco_polygons)
 {
-    write_png(vt_test_path("c/images/p.png"), 10, 10);
-    write_png(vt_test_path("c/images/q.png"), 10, 10);
-    write_text(vt_test_path("c/instances_train.json"),
+    vt_test_write_png(vt_test_path("c/images/p.png"), 10, 10, 0);
+    vt_test_write_png(vt_test_path("c/images/q.png"), 10, 10, 0);
+    vt_test_write_text(vt_test_path("c/instances_train.json"),
                "{\"images\": [{\"id\": 1, \"file_name\": \"p.png\", \"width\": 10, \"height\": 10},"
                "              {\"id\": 2, \"file_name\": \"q.png\", \"width\": 10, \"height\": 10}],"
                " \"categories\": [{\"id\": 9, \"name\": \"dog\"}, {\"id\": 5, \"name\": \"cat\"}],"
@@ -649,7 +618,7 @@ START_TEST(test_synth_segment)
     ck_assert_int_eq(vt_dataset_num_images(poly, VT_SPLIT_TRAIN), 24);
     ck_assert_int_eq(vt_dataset_num_images(poly, VT_SPLIT_VAL), 6);
     /* the same folder through its mask PNGs */
-    write_text(vt_test_path("g/masks.yaml"), "train: images/train\nval: images/val\n"
+    vt_test_write_text(vt_test_path("g/masks.yaml"), "train: images/train\nval: images/val\n"
                                              "masks: masks\nnames: [background, circle, square, "
                                              "triangle, cross]\n");
     vt_dataset *msk = open_seg(vt_test_path("g/masks.yaml"));

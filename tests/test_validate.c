@@ -18,41 +18,9 @@
 
 /* ---- fixtures --------------------------------------------------------------------------------- */
 
-static void mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *q = buf + 1; *q; q++)
-        if (*q == '/') {
-            *q = 0;
-            mkdir(buf, 0755);
-            *q = '/';
-        }
-    mkdir(buf, 0755);
-}
 
-static void parent_dirs(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    *strrchr(dir, '/') = 0;
-    mkdirs(dir);
-}
 
-static void write_png(const char *path, int w, int h)
-{
-    parent_dirs(path);
-    uint8_t *px = malloc((size_t)w * h * 3);
-    for (int i = 0; i < w * h * 3; i++) px[i] = (uint8_t)(i * 7 + (i / 3 % w) * 5);
-    ck_assert_int_eq(vt_image_save_png(path, px, w, h, 3, (size_t)w * 3), VT_OK);
-    free(px);
-}
 
-static void write_text(const char *path, const char *text)
-{
-    parent_dirs(path);
-    ck_assert_msg(vt_test_write_file(path, text, strlen(text)) == 0, "fixture %s", path);
-}
 
 /* A w x w JPEG cut off after 40% of its bytes (libjpeg then reports a premature end). */
 static void write_truncated_jpeg(const char *path, int w)
@@ -80,7 +48,7 @@ static void write_truncated_jpeg(const char *path, int w)
     jpeg_destroy_compress(&c);
     free(row);
     ck_assert_msg(size > 200, "fixture JPEG of %lu bytes", size);
-    parent_dirs(path);
+    vt_test_parent_dirs(path);
     ck_assert_int_eq(vt_test_write_file(path, out, size * 2 / 5), 0);
     free(out);
 }
@@ -88,7 +56,7 @@ static void write_truncated_jpeg(const char *path, int w)
 /* A PNG cut in half: the header is right, the data ends early. */
 static void write_corrupt_png(const char *path)
 {
-    write_png(path, 32, 32);
+    vt_test_write_png(path, 32, 32, 1);
     size_t n;
     unsigned char *b = vt_test_read_file(path, &n);
     ck_assert_ptr_nonnull(b);
@@ -137,23 +105,23 @@ static uint64_t hash_tree(const char *dir)
 /* The bad detection dataset "bad/": every kind of label and image problem, in known lines. */
 static void bad_detect_fixture(const char *yaml)
 {
-    write_png(vt_test_path("bad/images/train/bg.png"), 16, 16);
+    vt_test_write_png(vt_test_path("bad/images/train/bg.png"), 16, 16, 1);
     write_corrupt_png(vt_test_path("bad/images/train/corrupt.png"));
-    write_png(vt_test_path("bad/images/train/labels.png"), 16, 16);
-    write_png(vt_test_path("bad/images/train/ok1.png"), 16, 12);
-    write_png(vt_test_path("bad/images/train/small.png"), 4, 16);
-    write_text(vt_test_path("bad/images/train/text.jpg"), "this is not an image\n");
+    vt_test_write_png(vt_test_path("bad/images/train/labels.png"), 16, 16, 1);
+    vt_test_write_png(vt_test_path("bad/images/train/ok1.png"), 16, 12, 1);
+    vt_test_write_png(vt_test_path("bad/images/train/small.png"), 4, 16, 1);
+    vt_test_write_text(vt_test_path("bad/images/train/text.jpg"), "this is not an image\n");
     write_truncated_jpeg(vt_test_path("bad/images/train/trunc.jpg"), 48);
-    mkdirs(vt_test_path("bad/images/val"));
-    write_text(vt_test_path("bad/labels/train/labels.txt"),
+    vt_test_mkdirs(vt_test_path("bad/images/val"));
+    vt_test_write_text(vt_test_path("bad/labels/train/labels.txt"),
                "0 0.5 0.5 0.2 0.2\n"   /* 1: fine */
                "0 0.5 0.5\n"           /* 2: bad line */
                "7 0.5 0.5 0.1 0.1\n"   /* 3: class out of range */
                "1 1.5 0.5 0.1 0.1\n"   /* 4: coordinate out of range */
                "1 0.5 0.5 0 0.1\n"     /* 5: zero size */
                "0 0.5 0.5 0.2 0.2\n"); /* 6: duplicate of 1 */
-    write_text(vt_test_path("bad/labels/train/ok1.txt"), "1 0.25 0.5 0.5 0.5\n");
-    write_text(vt_test_path("bad/data.yaml"), yaml);
+    vt_test_write_text(vt_test_path("bad/labels/train/ok1.txt"), "1 0.25 0.5 0.5 0.5\n");
+    vt_test_write_text(vt_test_path("bad/data.yaml"), yaml);
 }
 
 /* line 4: nc disagrees with names; val is an empty folder */
@@ -400,7 +368,7 @@ START_TEST(test_open_ex_policies)
                      VT_ERR_OPTION_VALUE);
     ck_assert_uint_eq(hash_tree(root), h0);
     /* the strict open still refuses names vs nc, which validation reports */
-    write_text(vt_test_path("bad/nc.yaml"), "train: images/train\nnc: 3\nnames: [a, b]\n");
+    vt_test_write_text(vt_test_path("bad/nc.yaml"), "train: images/train\nnc: 3\nnames: [a, b]\n");
     ck_assert_int_eq(vt_dataset_open_ex(&ds, VT_TASK_DETECT, vt_test_path("bad/nc.yaml"), NULL),
                      VT_ERR_DATASET);
 }
@@ -408,14 +376,14 @@ END_TEST
 
 START_TEST(test_validate_segment_polygons)
 {
-    write_png(vt_test_path("seg/images/train/p.png"), 16, 16);
-    write_text(vt_test_path("seg/labels/train/p.txt"),
+    vt_test_write_png(vt_test_path("seg/images/train/p.png"), 16, 16, 1);
+    vt_test_write_text(vt_test_path("seg/labels/train/p.txt"),
                "0 0.1 0.1 0.5 0.1 0.5 0.5\n" /* 1: triangle */
                "1 0.1 0.1 0.2 0.2\n"         /* 2: two points */
                "0 0.1 0.2 0.3\n"             /* 3: odd coordinates */
                "1 0.1 0.1 0.9 0.1 0.5 0.1\n" /* 4: flat */
                "5 0.1 0.1 0.9 0.1 0.5 0.5\n"); /* 5: class out of range */
-    write_text(vt_test_path("seg/data.yaml"), "train: images/train\nval: images/train\n"
+    vt_test_write_text(vt_test_path("seg/data.yaml"), "train: images/train\nval: images/train\n"
                                               "names: [a, b]\n");
     char root[4096];
     snprintf(root, sizeof root, "%s", vt_test_path("seg"));
@@ -473,8 +441,8 @@ START_TEST(test_validate_classification)
     snprintf(cls0, sizeof cls0, "%s", c0);
     vt_report_destroy(r);
 
-    write_png(vt_test_path("cls/val/zebra/z.png"), 16, 16);
-    write_text(vt_test_path("cls/train/%s/zz.png", cls0), "text, not a PNG");
+    vt_test_write_png(vt_test_path("cls/val/zebra/z.png"), 16, 16, 1);
+    vt_test_write_text(vt_test_path("cls/train/%s/zz.png", cls0), "text, not a PNG");
     uint64_t h0 = hash_tree(root);
     r = validate_ok(VT_TASK_CLASSIFY, root, NULL);
     const want w[] = {
@@ -499,7 +467,7 @@ START_TEST(test_validate_classification)
     expect_problems(r, w2, 2);
     vt_report_destroy(r);
     /* an empty val/ and an empty class folder */
-    mkdirs(vt_test_path("cls/val/%s", cls0));
+    vt_test_mkdirs(vt_test_path("cls/val/%s", cls0));
     r = validate_ok(VT_TASK_CLASSIFY, root, "policy=drop");
     const want w3[] = {
         {"", 0, VT_PROBLEM_EMPTY_SPLIT}, /* the class folder */
@@ -687,7 +655,7 @@ START_TEST(test_clone)
     ck_assert_int_eq(vt_dataset_num_images(ds, VT_SPLIT_TRAIN), 12);
     vt_dataset_destroy(ds);
     /* an empty destination is fine, a non-empty one is refused */
-    mkdirs(vt_test_path("empty"));
+    vt_test_mkdirs(vt_test_path("empty"));
     ck_assert_int_eq(vt_dataset_clone(root, vt_test_path("empty")), VT_OK);
     ck_assert_int_eq(vt_dataset_clone(root, vt_test_path("copy/of/d")), VT_ERR_INVALID_ARGUMENT);
     ck_assert_uint_eq(hash_tree(vt_test_path("copy/of/d")), h0);

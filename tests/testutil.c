@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image/image.h"
+
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb; (void)flag; (void)ftw;
@@ -92,4 +94,45 @@ const char *vt_test_path(const char *fmt, ...)
     vsnprintf(b + n, (size_t)(4096 - n), fmt, ap);
     va_end(ap);
     return b;
+}
+
+void vt_test_mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *q = buf + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            mkdir(buf, 0755);
+            *q = '/';
+        }
+    mkdir(buf, 0755);
+}
+
+void vt_test_parent_dirs(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = 0;
+    vt_test_mkdirs(dir);
+}
+
+void vt_test_write_text(const char *path, const char *text)
+{
+    vt_test_parent_dirs(path);
+    ck_assert_msg(vt_test_write_file(path, text, strlen(text)) == 0, "fixture %s", path);
+}
+
+void vt_test_write_png(const char *path, int w, int h, int pattern)
+{
+    vt_test_parent_dirs(path);
+    uint8_t *px = calloc((size_t)w * h * 3, 1);
+    ck_assert_ptr_nonnull(px);
+    for (int i = 0; pattern && i < w * h * 3; i++)
+        px[i] = (uint8_t)(i * 7 + pattern * 31 + (i / 3 % w) * 5);
+    vt_status st = vt_image_save_png(path, px, w, h, 3, (size_t)w * 3);
+    free(px);
+    ck_assert_msg(st == VT_OK, "fixture %s: %s", path, vt_last_error());
 }

@@ -20,6 +20,13 @@ extern char *vt_test_scratch;
 void vt_test_scratch_setup(void);
 void vt_test_scratch_teardown(void);
 const char *vt_test_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Fixture writers; each creates the missing parent folders and fails the test on error.
+ * vt_test_write_png: a w x h RGB PNG, black when pattern is 0, else a deterministic pattern
+ * depending on `pattern`. */
+void vt_test_mkdirs(const char *path);
+void vt_test_parent_dirs(const char *path); /* the folders above a file path */
+void vt_test_write_text(const char *path, const char *text);
+void vt_test_write_png(const char *path, int w, int h, int pattern);
 /* Run a suite with CK_NORMAL output; returns the process exit code (0 ok, 1 failures). */
 int vt_test_run(Suite *s);
 #endif
