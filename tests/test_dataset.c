@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jpeglib.h>
 
 #include "core/core.h"
 #include "image/image.h"
@@ -37,35 +36,6 @@ static void write_png(const char *path, int w, int seed)
 }
 
 
-/* A JPEG encoded in memory with libjpeg (w x w RGB). */
-static unsigned char *make_jpeg(int w, unsigned long *size)
-{
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr err;
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char *out = NULL;
-    *size = 0;
-    jpeg_mem_dest(&c, &out, size);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)w;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, 90, TRUE);
-    jpeg_start_compress(&c, TRUE);
-    unsigned char *row = malloc((size_t)w * 3);
-    while (c.next_scanline < c.image_height) {
-        for (int x = 0; x < w * 3; x++) row[x] = (unsigned char)(x * 5 + c.next_scanline * 9);
-        JSAMPROW r = row;
-        jpeg_write_scanlines(&c, &r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(row);
-    return out;
-}
-
 /* A PNG whose header is valid but whose image data is garbage. */
 static void write_corrupt_png(const char *path)
 {
@@ -84,11 +54,7 @@ static void write_corrupt_png(const char *path)
 /* A JPEG cut off after 40% of its bytes. */
 static void write_truncated_jpeg(const char *path)
 {
-    unsigned long n;
-    unsigned char *j = make_jpeg(24, &n);
-    ck_assert_msg(j && n > 200, "fixture JPEG of %lu bytes", n);
-    ck_assert_int_eq(vt_test_write_file(path, j, n * 2 / 5), 0);
-    free(j);
+    vt_test_write_jpeg(path, NULL, 24, 24, 90, 0.4);
 }
 
 static void expect_open_fail(const char *path, vt_task task, vt_status want, const char *needle,

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
 
 #include "core/core.h"
 #include "data/dataset.h"
@@ -16,31 +15,6 @@
 #include "visiontrain/visiontrain.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-static void write_jpeg(const char *path, const uint8_t *rgb, int w, int h, int quality)
-{
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr err;
-    ci.err = jpeg_std_error(&err);
-    jpeg_create_compress(&ci);
-    jpeg_stdio_dest(&ci, f);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 3;
-    ci.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, quality, TRUE);
-    jpeg_start_compress(&ci, TRUE);
-    while (ci.next_scanline < ci.image_height) {
-        JSAMPROW row = (JSAMPROW)(rgb + (size_t)ci.next_scanline * w * 3);
-        jpeg_write_scanlines(&ci, &row, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-    fclose(f);
-}
 
 /* Smooth colour gradients with a little noise and a disc: photo-like, so the JPEG is faithful. */
 static uint8_t *photo(int w, int h, unsigned seed)
@@ -87,7 +61,7 @@ START_TEST(test_jpeg_scaled)
     const int W = 250, H = 190;
     uint8_t *rgb = photo(W, H, 3);
     const char *jpg = vt_test_path("a.jpg"), *png = vt_test_path("a.png");
-    write_jpeg(jpg, rgb, W, H, 95);
+    vt_test_write_jpeg(jpg, rgb, W, H, 95, 1.0);
     ck_assert_int_eq(vt_image_save_png(png, rgb, W, H, 3, (size_t)W * 3), VT_OK);
     vt_image full, sc, rs, rs2;
     ck_assert_int_eq(vt_image_load(jpg, &full), VT_OK);

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jpeglib.h>
 
 #include "core/core.h"
 #include "image/image.h"
@@ -25,32 +24,7 @@
 /* A w x w JPEG cut off after 40% of its bytes (libjpeg then reports a premature end). */
 static void write_truncated_jpeg(const char *path, int w)
 {
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr err;
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char *out = NULL;
-    unsigned long size = 0;
-    jpeg_mem_dest(&c, &out, &size);
-    c.image_width = c.image_height = (JDIMENSION)w;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, 90, TRUE);
-    jpeg_start_compress(&c, TRUE);
-    unsigned char *row = malloc((size_t)w * 3);
-    while (c.next_scanline < c.image_height) {
-        for (int x = 0; x < w * 3; x++) row[x] = (unsigned char)(x * 5 + c.next_scanline * 9);
-        JSAMPROW r = row;
-        jpeg_write_scanlines(&c, &r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(row);
-    ck_assert_msg(size > 200, "fixture JPEG of %lu bytes", size);
-    vt_test_parent_dirs(path);
-    ck_assert_int_eq(vt_test_write_file(path, out, size * 2 / 5), 0);
-    free(out);
+    vt_test_write_jpeg(path, NULL, w, w, 90, 0.4);
 }
 
 /* A PNG cut in half: the header is right, the data ends early. */

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jpeglib.h>
+
 #include "image/image.h"
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -135,4 +137,39 @@ void vt_test_write_png(const char *path, int w, int h, int pattern)
     vt_status st = vt_image_save_png(path, px, w, h, 3, (size_t)w * 3);
     free(px);
     ck_assert_msg(st == VT_OK, "fixture %s: %s", path, vt_last_error());
+}
+
+void vt_test_write_jpeg(const char *path, const unsigned char *rgb, int w, int h, int quality,
+                        double keep)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL, *row = malloc((size_t)w * 3);
+    unsigned long size = 0;
+    ck_assert_ptr_nonnull(row);
+    jpeg_mem_dest(&c, &out, &size);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, quality, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        if (rgb) memcpy(row, rgb + (size_t)c.next_scanline * w * 3, (size_t)w * 3);
+        else
+            for (int x = 0; x < w * 3; x++) row[x] = (unsigned char)(x * 5 + c.next_scanline * 9);
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    ck_assert_msg(size > 200, "fixture JPEG %s of %lu bytes", path, size);
+    vt_test_parent_dirs(path);
+    size_t n = keep >= 1 ? size : (size_t)(size * keep);
+    ck_assert_msg(vt_test_write_file(path, out, n) == 0, "fixture %s", path);
+    free(out);
 }

@@ -27,6 +27,11 @@ void vt_test_mkdirs(const char *path);
 void vt_test_parent_dirs(const char *path); /* the folders above a file path */
 void vt_test_write_text(const char *path, const char *text);
 void vt_test_write_png(const char *path, int w, int h, int pattern);
+/* A w x h RGB JPEG (libjpeg) at `quality`: the pixels of rgb (w*h*3 bytes), or a fixed gradient
+ * when rgb is NULL; only the first keep (0..1] of its bytes are written (keep < 1: a truncated
+ * JPEG, which libjpeg reports as a premature end).  Creates the parent folders. */
+void vt_test_write_jpeg(const char *path, const unsigned char *rgb, int w, int h, int quality,
+                        double keep);
 /* Run a suite with CK_NORMAL output; returns the process exit code (0 ok, 1 failures). */
 int vt_test_run(Suite *s);
 #endif
