@@ -17,7 +17,21 @@ static void cpu_destroy(vt_backend *b)
 {
     if (!b) return;
     vt_pool_destroy(POOL(b));
+    free(((cpu_backend *)b)->scratch);
     free(b);
+}
+
+void *vt_cpu_scratch(vt_backend *b, size_t bytes)
+{
+    cpu_backend *cb = (cpu_backend *)b;
+    if (bytes > cb->scratch_bytes) {
+        void *p = vt_malloc(bytes);
+        if (!p) return NULL;
+        free(cb->scratch);
+        cb->scratch = p;
+        cb->scratch_bytes = bytes;
+    }
+    return cb->scratch;
 }
 
 static void *cpu_alloc(vt_backend *b, size_t bytes)

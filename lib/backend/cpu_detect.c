@@ -1,6 +1,5 @@
 /* The detection loss on the CPU backend: the per-cell mathematics of det_loss_math.h run over
  * the grid, split by image over the pool (each image's cells are independent). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_impl.h"
@@ -76,13 +75,10 @@ vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float 
                            (double)g[0], d->nc, (double)g[1], (double)g[2], (double)g[3],
                            (double)g[4]);
     }
-    double *part = vt_malloc((size_t)d->n * 2 * sizeof(double));
-    int *npos = vt_malloc((size_t)d->n * sizeof(int));
-    if (!part || !npos) {
-        free(part);
-        free(npos);
-        return VT_ERR_OUT_OF_MEMORY;
-    }
+    /* per image: box and class partial sums, then the positive count */
+    double *part = vt_cpu_scratch(b, (size_t)d->n * (2 * sizeof(double) + sizeof(int)));
+    if (!part) return VT_ERR_OUT_OF_MEMORY;
+    int *npos = (int *)(part + 2 * (size_t)d->n);
     det_job j = {d, pred, gt, assign, dpred, 0, part, part + d->n, npos};
     size_t grain = (size_t)d->h * d->w * (4 + d->nc);
     grain = grain >= GRAIN ? 1 : GRAIN / grain;
@@ -99,7 +95,5 @@ vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float 
     loss[0] = (float)box;
     loss[1] = (float)cls;
     loss[2] = (float)total;
-    free(part);
-    free(npos);
     return VT_OK;
 }

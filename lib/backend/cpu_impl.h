@@ -9,7 +9,14 @@ typedef struct cpu_backend {
     vt_backend base;
     vt_pool *pool;
     size_t conv_cap; /* floats of im2col scratch per conv call */
+    void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
+    size_t scratch_bytes;
 } cpu_backend;
+
+/* At least `bytes` of the backend's scratch (owned by the backend, valid until the next call);
+ * NULL with the error set when memory runs out.  One op at a time uses it (one thread drives a
+ * backend). */
+void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 
 #define POOL(b) (((cpu_backend *)(b))->pool)
 
