@@ -94,6 +94,106 @@ START_TEST(test_gemm_kind)
 }
 END_TEST
 
+/* The tiled convolution (lib/backend/cpu_conv.c) against a direct double-precision convolution,
+ * forward and backward, over thread counts, tile sizes (whole batch, several images per tile,
+ * one image, a few output rows, one row), strides, padding and groups; and bitwise the same
+ * result when run twice with the same thread count. */
+typedef struct { int n, cin, h, w, cout, k, s, p, groups; } cshape;
+
+static void ref_conv(const vt_conv_desc *d, const float *x, const float *w, const float *dy,
+                     double *y, double *dx, double *dw)
+{
+    int cig = d->cin / d->groups, cog = d->cout / d->groups;
+    size_t ny = (size_t)d->cout * d->n * d->ho * d->wo;
+    memset(y, 0, ny * sizeof *y);
+    memset(dx, 0, (size_t)d->cin * d->n * d->h * d->w * sizeof *dx);
+    memset(dw, 0, (size_t)d->cout * cig * d->kh * d->kw * sizeof *dw);
+    for (int co = 0; co < d->cout; co++)
+        for (int n = 0; n < d->n; n++)
+            for (int oy = 0; oy < d->ho; oy++)
+                for (int ox = 0; ox < d->wo; ox++) {
+                    size_t yi = (((size_t)co * d->n + n) * d->ho + oy) * d->wo + ox;
+                    int g = co / cog;
+                    for (int c = 0; c < cig; c++)
+                        for (int ky = 0; ky < d->kh; ky++)
+                            for (int kx = 0; kx < d->kw; kx++) {
+                                int iy = oy * d->sh - d->ph + ky, ix = ox * d->sw - d->pw + kx;
+                                if (iy < 0 || iy >= d->h || ix < 0 || ix >= d->w) continue;
+                                int ci = g * cig + c;
+                                size_t xi = (((size_t)ci * d->n + n) * d->h + iy) * d->w + ix;
+                                size_t wi = (((size_t)co * cig + c) * d->kh + ky) * d->kw + kx;
+                                y[yi] += (double)w[wi] * x[xi];
+                                dx[xi] += (double)w[wi] * dy[yi];
+                                dw[wi] += (double)x[xi] * dy[yi];
+                            }
+                }
+}
+
+static double rel_err(const float *a, const double *b, size_t n)
+{
+    double e = 0, r = 0;
+    for (size_t i = 0; i < n; i++) e += (a[i] - b[i]) * (a[i] - b[i]), r += b[i] * b[i];
+    return sqrt(e / (r + 1e-30));
+}
+
+START_TEST(test_conv_tiles)
+{
+    static const cshape shapes[] = {
+        {5, 3, 9, 7, 4, 3, 1, 1, 1}, {7, 4, 6, 6, 6, 3, 2, 1, 2}, {3, 2, 11, 5, 3, 5, 2, 2, 1},
+        {1, 3, 8, 8, 5, 3, 1, 1, 1}, {6, 4, 5, 5, 4, 3, 1, 1, 4}, {9, 2, 3, 3, 3, 3, 1, 0, 1},
+    };
+    static const size_t caps[] = {0, 1, 60, 400, 5000};
+    static const int threads[] = {1, 2, 4};
+    vt_rng r;
+    vt_rng_seed(&r, 5);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const cshape *c = &shapes[si];
+        vt_conv_desc d = {c->n, c->cin, c->h, c->w, c->cout, 0, 0, c->k, c->k,
+                          c->s, c->s, c->p, c->p, c->groups};
+        d.ho = (c->h + 2 * c->p - c->k) / c->s + 1;
+        d.wo = (c->w + 2 * c->p - c->k) / c->s + 1;
+        size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * d.ho * d.wo,
+               nw = (size_t)c->cout * (c->cin / c->groups) * c->k * c->k;
+        float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4),
+              *dx = malloc(nx * 4), *dw = malloc(nw * 4), *y1 = malloc(ny * 4),
+              *dx1 = malloc(nx * 4), *dw1 = malloc(nw * 4);
+        double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8);
+        for (size_t i = 0; i < nx; i++) x[i] = (float)vt_rng_normal(&r);
+        for (size_t i = 0; i < nw; i++) w[i] = (float)vt_rng_normal(&r);
+        for (size_t i = 0; i < ny; i++) dy[i] = (float)vt_rng_normal(&r);
+        ref_conv(&d, x, w, dy, ry, rdx, rdw);
+        for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++)
+            for (size_t ci = 0; ci < sizeof caps / sizeof caps[0]; ci++) {
+                vt_backend *be;
+                ck_assert_int_eq(vt_backend_cpu_create(&be, threads[ti]), VT_OK);
+                if (caps[ci]) vt_backend_cpu_set_conv_cap(be, caps[ci]);
+                size_t wsb = be->ops->conv_workspace(be, &d);
+                void *ws = malloc(wsb ? wsb : 1);
+                for (int rep = 0; rep < 2; rep++) {
+                    float *oy = rep ? y1 : y, *odx = rep ? dx1 : dx, *odw = rep ? dw1 : dw;
+                    memset(odx, 0, nx * 4);
+                    for (size_t i = 0; i < nw; i++) odw[i] = 123.0f; /* must be overwritten */
+                    ck_assert_int_eq(be->ops->conv_forward(be, &d, x, w, NULL, oy, ws), VT_OK);
+                    ck_assert_int_eq(be->ops->conv_backward(be, &d, x, w, dy, odx, odw, NULL, ws),
+                                     VT_OK);
+                }
+                double ey = rel_err(y, ry, ny), ex = rel_err(dx, rdx, nx), ew = rel_err(dw, rdw, nw);
+                ck_assert_msg(ey < 1e-5 && ex < 1e-5 && ew < 1e-5,
+                              "conv shape %zu threads %d cap %zu: relative errors y %.3g dx %.3g "
+                              "dw %.3g", si, threads[ti], caps[ci], ey, ex, ew);
+                ck_assert_msg(!memcmp(y, y1, ny * 4) && !memcmp(dx, dx1, nx * 4) &&
+                                  !memcmp(dw, dw1, nw * 4),
+                              "conv shape %zu threads %d cap %zu: two runs differ", si,
+                              threads[ti], caps[ci]);
+                free(ws);
+                vt_backend_destroy(be);
+            }
+        free(x), free(w), free(dy), free(y), free(dx), free(dw), free(y1), free(dx1), free(dw1);
+        free(ry), free(rdx), free(rdw);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("backend_cpu");
@@ -105,6 +205,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_portable_1);
     tcase_add_test(tc, test_gemm_portable_2);
     tcase_add_test(tc, test_gemm_kind);
+    tcase_add_test(tc, test_conv_tiles);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -44,10 +44,6 @@ typedef struct vt_conv_desc {
     int cout, ho, wo; /* output channels and size (ho = (h + 2*ph - kh)/sh + 1) */
     int kh, kw, sh, sw, ph, pw;
     int groups;       /* cin and cout divisible by groups; weights are [cout][cin/groups][kh][kw] */
-    /* Set by the executor on conv_backward when `ws` is this layer's own scratch and still holds
-     * what conv_forward left there; a backend may then skip recomputing it (the CPU backend
-     * reuses its im2col columns).  Backends that do not use it ignore it. */
-    int ws_from_forward;
 } vt_conv_desc;
 
 typedef struct vt_pool_desc {
@@ -218,8 +214,8 @@ struct vt_backend {
 
 /* The CPU reference backend.  threads: 0 = the number of online processors. */
 vt_status vt_backend_cpu_create(vt_backend **out, int threads);
-/* Scratch budget (floats) of one im2col chunk, default 16M; tests lower it to exercise the
- * batch-chunked path. */
+/* Floats of one im2col tile (default 128K, 512 KiB: about a core's L2); tests lower it to
+ * make tiles that split an image by output rows. */
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
 
 #if VT_HAVE_CUDA

@@ -835,7 +835,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
     cpu_backend *b = vt_calloc(1, sizeof *b);
     if (!b) return VT_ERR_OUT_OF_MEMORY;
     b->base.ops = &cpu_ops;
-    b->conv_cap = (size_t)16 << 20;
+    b->conv_cap = (size_t)128 << 10; /* im2col tile: 512 KiB, about a core's L2 */
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {
         free(b);

@@ -1,23 +1,22 @@
-/* CPU convolution over the CNHW layout: im2col + one GEMM per chunk of images (1x1 stride-1
- * convolutions use the input directly), col2im for the input gradient. */
+/* CPU convolution over the CNHW layout.  1x1 stride-1 convolutions are one GEMM on the input
+ * itself.  The others run in tiles: a tile is a run of columns of the im2col matrix (whole
+ * images when an image is small, else whole output rows of one image) sized so its columns
+ * (K x cols floats) stay in the core's cache; each pool thread takes a contiguous share of the
+ * tiles and, per tile, builds the columns into its own scratch and calls a single-threaded GEMM
+ * on them while they are hot:
+ *   forward   Y[:, tile] = W x col(tile)
+ *   backward  dW += dY[:, tile] x col(tile)^T   (into the share's own partial sum)
+ *             dcol = W^T x dY[:, tile], then scattered (col2im) into dX
+ * Backward shares are whole images, so no two threads scatter into the same dX rows, and the
+ * partial weight gradients are added in share order: results are bitwise reproducible for a
+ * given thread count.  Scratch (vt_cpu_conv_workspace): threads x tile floats, plus
+ * (threads - 1) partial weight gradients. */
 #include <string.h>
 
 #include "backend/cpu_impl.h"
 #include "backend/gemm.h"
 
-
-/* Images per im2col chunk: keep the column buffer near 8 MiB so it stays cache-friendly while
- * the GEMM still sees thousands of columns. */
-static int conv_chunk(const vt_backend *b, const vt_conv_desc *d)
-{
-    size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw;
-    size_t per_image = K * (size_t)d->ho * d->wo;
-    size_t cap = ((const cpu_backend *)b)->conv_cap;
-    size_t nb = per_image ? cap / per_image : (size_t)d->n;
-    if (nb < 1) nb = 1;
-    if (nb > (size_t)d->n) nb = (size_t)d->n;
-    return (int)nb;
-}
+enum { TILE_MAX_COLS = 1024 };
 
 static int conv_is_pointwise(const vt_conv_desc *d)
 {
@@ -25,49 +24,97 @@ static int conv_is_pointwise(const vt_conv_desc *d)
            d->groups == 1;
 }
 
-size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
+/* The tiling of one convolution. */
+typedef struct tiling {
+    int K;        /* rows of the column matrix per group: cin/groups * kh * kw */
+    int ipt;      /* images per tile (>= 1); when 1 and rows < ho, tiles split an image */
+    int rows;     /* output rows per tile (ho when ipt > 1) */
+    int per_img;  /* tiles per image (1 when ipt > 1) */
+    int ntiles;
+    size_t tile_floats; /* K x the largest tile's columns */
+} tiling;
+
+static tiling make_tiling(const vt_backend *b, const vt_conv_desc *d)
 {
-    (void)b;
-    if (conv_is_pointwise(d)) return 0;
-    size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw;
-    return K * (size_t)conv_chunk(b, d) * d->ho * d->wo * sizeof(float);
+    tiling t;
+    size_t cap = ((const cpu_backend *)b)->conv_cap;
+    size_t OHW = (size_t)d->ho * d->wo;
+    t.K = d->cin / d->groups * d->kh * d->kw;
+    size_t cols = cap / (size_t)t.K;
+    if (cols > TILE_MAX_COLS) cols = TILE_MAX_COLS;
+    if (cols >= OHW) {
+        /* at least one tile per thread, so every thread has work */
+        size_t th = (size_t)vt_pool_threads(POOL(b)), ipt = cols / OHW,
+               fair = ((size_t)d->n + th - 1) / th;
+        if (ipt > fair) ipt = fair;
+        t.ipt = ipt < (size_t)d->n ? (int)ipt : d->n;
+        t.rows = d->ho;
+        t.per_img = 1;
+        t.ntiles = (d->n + t.ipt - 1) / t.ipt;
+        t.tile_floats = (size_t)t.K * t.ipt * OHW;
+    } else {
+        size_t rows = cols / (size_t)d->wo;
+        t.ipt = 1;
+        t.rows = rows ? (int)rows : 1;
+        t.per_img = (d->ho + t.rows - 1) / t.rows;
+        t.ntiles = d->n * t.per_img;
+        t.tile_floats = (size_t)t.K * t.rows * d->wo;
+    }
+    return t;
 }
 
-typedef struct {
-    const vt_conv_desc *d;
-    const float *x;
-    float *x_out; /* col2im target */
-    float *col;
-    int n0, nb, c0; /* first image, images, first input channel (group offset) */
-} col_job;
-
-/* Rows of the column matrix are (ci, ky, kx); columns (image, oy, ox). */
-static void im2col_rows(void *ctx, size_t r0, size_t r1)
+/* Tile i: images [n0, n0 + nb), output rows [oy0, oy1); its columns are the contiguous range
+ * starting at *c0 of the N*Ho*Wo column space, *cols long. */
+static void tile_range(const tiling *t, const vt_conv_desc *d, int i, int *n0, int *nb, int *oy0,
+                       int *oy1, size_t *c0, int *cols)
 {
-    const col_job *J = ctx;
-    const vt_conv_desc *d = J->d;
-    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
-    size_t cols = (size_t)J->nb * OHW;
-    for (size_t r = r0; r < r1; r++) {
-        int kx = (int)(r % d->kw), ky = (int)((r / d->kw) % d->kh);
-        int ci = J->c0 + (int)(r / ((size_t)d->kw * d->kh));
-        float *dst = J->col + r * cols;
-        for (int nl = 0; nl < J->nb; nl++) {
-            const float *src = J->x + ((size_t)ci * d->n + J->n0 + nl) * HW;
-            for (int oy = 0; oy < d->ho; oy++) {
+    size_t OHW = (size_t)d->ho * d->wo;
+    if (t->per_img == 1) {
+        *n0 = i * t->ipt;
+        *nb = d->n - *n0 < t->ipt ? d->n - *n0 : t->ipt;
+        *oy0 = 0;
+        *oy1 = d->ho;
+    } else {
+        *n0 = i / t->per_img;
+        *nb = 1;
+        *oy0 = i % t->per_img * t->rows;
+        *oy1 = *oy0 + t->rows < d->ho ? *oy0 + t->rows : d->ho;
+    }
+    *c0 = (size_t)*n0 * OHW + (size_t)*oy0 * d->wo;
+    *cols = (int)((size_t)*nb * (*oy1 - *oy0) * d->wo);
+}
+
+/* Valid output columns [lo, hi) of kernel column kx: 0 <= ox*sw - pw + kx < w. */
+static void valid_cols(const vt_conv_desc *d, int kx, int *lo, int *hi)
+{
+    int l = d->pw - kx > 0 ? (d->pw - kx + d->sw - 1) / d->sw : 0;
+    int h = d->w - 1 + d->pw - kx < 0 ? 0 : (d->w - 1 + d->pw - kx) / d->sw + 1;
+    if (h > d->wo) h = d->wo;
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
+/* Columns of a tile for the K rows (ci, ky, kx) of input channels [c_first, c_first + K/kk). */
+static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int K, int n0, int nb,
+                        int oy0, int oy1, float *col, int cols)
+{
+    size_t HW = (size_t)d->h * d->w;
+    int kk = d->kh * d->kw, tr = oy1 - oy0;
+    for (int r = 0; r < K; r++) {
+        int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
+        valid_cols(d, kx, &lo, &hi);
+        float *dst = col + (size_t)r * cols;
+        for (int nl = 0; nl < nb; nl++) {
+            const float *src = x + ((size_t)ci * d->n + n0 + nl) * HW;
+            for (int oy = oy0; oy < oy1; oy++) {
                 int iy = oy * d->sh - d->ph + ky;
-                float *drow = dst + (size_t)nl * OHW + (size_t)oy * d->wo;
-                if (iy < 0 || iy >= d->h) {
+                float *drow = dst + ((size_t)nl * tr + (oy - oy0)) * d->wo;
+                if (iy < 0 || iy >= d->h || lo == hi) {
                     memset(drow, 0, (size_t)d->wo * sizeof(float));
                     continue;
                 }
                 const float *srow = src + (size_t)iy * d->w;
-                /* valid output columns: 0 <= ox*sw - pw + kx < w */
-                int lo = d->pw - kx > 0 ? (d->pw - kx + d->sw - 1) / d->sw : 0;
-                int hi = (d->w - 1 + d->pw - kx) / d->sw + 1;
-                if (d->w - 1 + d->pw - kx < 0) hi = 0;
-                if (hi > d->wo) hi = d->wo;
-                if (lo > hi) lo = hi;
                 if (lo) memset(drow, 0, (size_t)lo * sizeof(float));
                 if (d->sw == 1) {
                     memcpy(drow + lo, srow + lo - d->pw + kx, (size_t)(hi - lo) * sizeof(float));
@@ -81,71 +128,159 @@ static void im2col_rows(void *ctx, size_t r0, size_t r1)
     }
 }
 
-/* col2im accumulates into dx; split over input channels so no two threads write the same
- * value. */
-static void col2im_channels(void *ctx, size_t c0, size_t c1)
+/* The reverse: add a tile's column gradients into dx. */
+static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, int n0, int nb,
+                        int oy0, int oy1, const float *col, int cols)
 {
-    const col_job *J = ctx;
-    const vt_conv_desc *d = J->d;
-    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
-    size_t cols = (size_t)J->nb * OHW;
-    for (size_t cl = c0; cl < c1; cl++) {
-        int ci = J->c0 + (int)cl;
-        for (int ky = 0; ky < d->kh; ky++)
-            for (int kx = 0; kx < d->kw; kx++) {
-                size_t r = (cl * d->kh + ky) * d->kw + kx;
-                const float *src = J->col + r * cols;
-                for (int nl = 0; nl < J->nb; nl++) {
-                    float *dst = J->x_out + ((size_t)ci * d->n + J->n0 + nl) * HW;
-                    for (int oy = 0; oy < d->ho; oy++) {
-                        int iy = oy * d->sh - d->ph + ky;
-                        if (iy < 0 || iy >= d->h) continue;
-                        const float *restrict srow = src + (size_t)nl * OHW + (size_t)oy * d->wo;
-                        float *restrict drow = dst + (size_t)iy * d->w;
-                        int lo = d->pw - kx > 0 ? (d->pw - kx + d->sw - 1) / d->sw : 0;
-                        int hi = d->w - 1 + d->pw - kx < 0 ? 0 : (d->w - 1 + d->pw - kx) / d->sw + 1;
-                        if (hi > d->wo) hi = d->wo;
-                        if (d->sw == 1) {
-                            float *restrict dp = drow - d->pw + kx;
-                            for (int ox = lo; ox < hi; ox++) dp[ox] += srow[ox];
-                        } else {
-                            for (int ox = lo; ox < hi; ox++) drow[ox * d->sw - d->pw + kx] += srow[ox];
-                        }
-                    }
+    size_t HW = (size_t)d->h * d->w;
+    int kk = d->kh * d->kw, tr = oy1 - oy0;
+    for (int r = 0; r < K; r++) {
+        int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
+        valid_cols(d, kx, &lo, &hi);
+        const float *src = col + (size_t)r * cols;
+        for (int nl = 0; nl < nb; nl++) {
+            float *dst = dx + ((size_t)ci * d->n + n0 + nl) * HW;
+            for (int oy = oy0; oy < oy1; oy++) {
+                int iy = oy * d->sh - d->ph + ky;
+                if (iy < 0 || iy >= d->h) continue;
+                const float *restrict srow = src + ((size_t)nl * tr + (oy - oy0)) * d->wo;
+                float *restrict drow = dst + (size_t)iy * d->w;
+                if (d->sw == 1) {
+                    float *restrict dp = drow - d->pw + kx;
+                    for (int ox = lo; ox < hi; ox++) dp[ox] += srow[ox];
+                } else {
+                    for (int ox = lo; ox < hi; ox++) drow[ox * d->sw - d->pw + kx] += srow[ox];
                 }
             }
+        }
+    }
+}
+
+/* Shares of the tiles: forward splits tiles evenly; backward splits whole images (so a share's
+ * col2im never touches another share's dX).  Never more shares than the pool has threads. */
+static int shares(const vt_backend *b, const tiling *t, const vt_conv_desc *d, int backward)
+{
+    int th = vt_pool_threads(POOL(b));
+    int units = backward ? d->n : t->ntiles;
+    return units < th ? (units > 0 ? units : 1) : th;
+}
+
+static void share_tiles(const tiling *t, const vt_conv_desc *d, int backward, int parts, int p,
+                        int *t0, int *t1)
+{
+    if (!backward) {
+        *t0 = (int)((long long)t->ntiles * p / parts);
+        *t1 = (int)((long long)t->ntiles * (p + 1) / parts);
+        return;
+    }
+    /* images [i0, i1) -> the tiles holding them (a multi-image tile goes to the share of its
+     * first image) */
+    int i0 = (int)((long long)d->n * p / parts), i1 = (int)((long long)d->n * (p + 1) / parts);
+    if (t->per_img > 1) {
+        *t0 = i0 * t->per_img;
+        *t1 = i1 * t->per_img;
+    } else {
+        *t0 = (i0 + t->ipt - 1) / t->ipt;
+        *t1 = (i1 + t->ipt - 1) / t->ipt;
+    }
+}
+
+size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
+{
+    if (conv_is_pointwise(d)) return 0;
+    tiling t = make_tiling(b, d);
+    size_t th = (size_t)vt_pool_threads(POOL(b));
+    size_t dw = (size_t)d->cout * t.K;
+    return (th * t.tile_floats + (th - 1) * dw) * sizeof(float);
+}
+
+typedef struct conv_job {
+    const vt_conv_desc *d;
+    tiling t;
+    int parts, backward;
+    const float *x, *w, *dy;
+    float *y, *dx, *dw;
+    float *ws;      /* parts x tile_floats columns, then parts - 1 partial dW */
+} conv_job;
+
+static void conv_share(void *ctx, size_t p0, size_t p1)
+{
+    const conv_job *J = ctx;
+    const vt_conv_desc *d = J->d;
+    const tiling *t = &J->t;
+    size_t NOHW = (size_t)d->n * d->ho * d->wo;
+    int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups, K = t->K;
+    for (size_t p = p0; p < p1; p++) {
+        float *col = J->ws + p * t->tile_floats;
+        float *dw = p == 0 ? J->dw
+                           : J->ws + (size_t)J->parts * t->tile_floats +
+                                 (p - 1) * (size_t)d->cout * K;
+        int t0, t1;
+        share_tiles(t, d, J->backward, J->parts, (int)p, &t0, &t1);
+        for (int i = t0; i < t1; i++) {
+            int n0, nb, oy0, oy1, cols;
+            size_t c0;
+            tile_range(t, d, i, &n0, &nb, &oy0, &oy1, &c0, &cols);
+            for (int g = 0; g < d->groups; g++) {
+                const float *wg = J->w + (size_t)g * cout_g * K;
+                im2col_tile(d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                if (!J->backward) {
+                    vt_sgemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
+                             J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
+                    continue;
+                }
+                const float *dyg = J->dy + (size_t)g * cout_g * NOHW + c0;
+                vt_sgemm(NULL, 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, col, cols,
+                         i == t0 ? 0.0f : 1.0f, dw + (size_t)g * cout_g * K, K);
+                if (J->dx) {
+                    vt_sgemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
+                             cols);
+                    col2im_tile(d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                }
+            }
+        }
+        if (J->backward && t0 == t1) memset(dw, 0, (size_t)d->cout * K * sizeof(float));
+    }
+}
+
+/* dw += the partial sums of shares 1.. (in order), split over rows of dw. */
+typedef struct reduce_job {
+    float *dw;
+    const float *partials;
+    size_t len;
+    int parts;
+} reduce_job;
+
+static void reduce_rows(void *ctx, size_t b, size_t e)
+{
+    const reduce_job *R = ctx;
+    for (int p = 1; p < R->parts; p++) {
+        const float *src = R->partials + (size_t)(p - 1) * R->len;
+        for (size_t i = b; i < e; i++) R->dw[i] += src[i];
     }
 }
 
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
-                                  const float *w, const float *bias, float *y, void *ws)
+                              const float *w, const float *bias, float *y, void *ws)
 {
-    size_t NOHW = (size_t)d->n * d->ho * d->wo, OHW = (size_t)d->ho * d->wo;
+    size_t NOHW = (size_t)d->n * d->ho * d->wo;
     if (conv_is_pointwise(d)) {
         vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
                  y, (int)NOHW);
     } else {
-        int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups;
-        int K = cin_g * d->kh * d->kw, nbmax = conv_chunk(b, d);
-        for (int g = 0; g < d->groups; g++)
-            for (int n0 = 0; n0 < d->n; n0 += nbmax) {
-                int nb = d->n - n0 < nbmax ? d->n - n0 : nbmax;
-                col_job J = {d, x, NULL, ws, n0, nb, g * cin_g};
-                vt_pool_run(POOL(b), (size_t)K, 1, im2col_rows, &J);
-                vt_sgemm(POOL(b), 0, 0, cout_g, (int)(nb * OHW), K, 1.0f,
-                         w + (size_t)g * cout_g * K, K, ws, (int)(nb * OHW), 0.0f,
-                         y + (size_t)g * cout_g * NOHW + (size_t)n0 * OHW, (int)NOHW);
-            }
+        conv_job J = {d, make_tiling(b, d), 0, 0, x, w, NULL, y, NULL, NULL, ws};
+        J.parts = shares(b, &J.t, d, 0);
+        vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     }
     if (bias) vt_cpu_bias_add(b, d->cout, NOHW, bias, y);
     return VT_OK;
 }
 
 vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,
-                                   const float *w, const float *dy, float *dx, float *dw,
-                                   float *db, void *ws)
+                               const float *w, const float *dy, float *dx, float *dw, float *db,
+                               void *ws)
 {
-    size_t NOHW = (size_t)d->n * d->ho * d->wo, OHW = (size_t)d->ho * d->wo;
+    size_t NOHW = (size_t)d->n * d->ho * d->wo;
     if (db) vt_cpu_channel_sum(b, d->cout, NOHW, dy, db);
     if (conv_is_pointwise(d)) {
         /* dW[cout][cin] = dY[cout][NHW] x X[cin][NHW]^T;  dX[cin][NHW] += W^T dY */
@@ -156,30 +291,13 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
                      1.0f, dx, (int)NOHW);
         return VT_OK;
     }
-    int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups;
-    int K = cin_g * d->kh * d->kw, nbmax = conv_chunk(b, d);
-    for (int g = 0; g < d->groups; g++) {
-        const float *wg = w + (size_t)g * cout_g * K;
-        float *dwg = dw + (size_t)g * cout_g * K;
-        for (int n0 = 0; n0 < d->n; n0 += nbmax) {
-            int nb = d->n - n0 < nbmax ? d->n - n0 : nbmax;
-            int cols = (int)(nb * OHW);
-            const float *dyg = dy + (size_t)g * cout_g * NOHW + (size_t)n0 * OHW;
-            col_job J = {d, x, dx, ws, n0, nb, g * cin_g};
-            /* The forward's columns are still there when the whole batch was one chunk of a
-             * single group and the executor gave this layer its own scratch. */
-            if (!(d->ws_from_forward && d->groups == 1 && nb == d->n))
-                vt_pool_run(POOL(b), (size_t)K, 1, im2col_rows, &J);
-            vt_sgemm(POOL(b), 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, ws, cols,
-                     n0 == 0 ? 0.0f : 1.0f, dwg, K);
-            if (dx) {
-                /* dcol = Wg^T dY, reusing the column buffer, then scatter-add into dx. */
-                vt_sgemm(POOL(b), 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, ws,
-                         cols);
-                vt_pool_run(POOL(b), (size_t)cin_g, 1, col2im_channels, &J);
-            }
-        }
+    conv_job J = {d, make_tiling(b, d), 0, 1, x, w, dy, NULL, dx, dw, ws};
+    J.parts = shares(b, &J.t, d, 1);
+    vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
+    if (J.parts > 1) {
+        size_t len = (size_t)d->cout * J.t.K;
+        reduce_job R = {dw, J.ws + (size_t)J.parts * J.t.tile_floats, len, J.parts};
+        vt_pool_run(POOL(b), len, GRAIN, reduce_rows, &R);
     }
     return VT_OK;
 }
-

@@ -8,7 +8,7 @@
 typedef struct cpu_backend {
     vt_backend base;
     vt_pool *pool;
-    size_t conv_cap; /* floats of im2col scratch per conv call */
+    size_t conv_cap; /* floats of one im2col tile (cpu_conv.c) */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
 } cpu_backend;

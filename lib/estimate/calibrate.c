@@ -94,7 +94,7 @@ static vt_status probe_time(probe *q, double min_s, double *best)
 
 static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 {
-    vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1, 0};
+    vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1};
     *d = x;
 }
 

@@ -55,7 +55,6 @@ typedef struct vt_node {
     int32_t *idx;      /* max-pool argmax                                               */
     int y_shared;      /* y aliases the input's y (in-place activation) */
     int fused;         /* BN: index of the ReLU fused into it; ReLU: index of its BN; else 0 */
-    void *ws;          /* conv: its own scratch (kept from forward to backward), or NULL */
 } vt_node;
 
 typedef struct vt_graph {
