@@ -121,7 +121,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -131,6 +131,31 @@ START_TEST(cost_formula_by_hand)
     double act = 192 + 256 + 2 * 192 + 2 * 256;
     want = fmax(2 * 6912.0 * 6 / 1e9, 2 * act * 4 / 1e9) + 108 * 12 / 1e9 + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
+    vt_graph_free(&g);
+}
+END_TEST
+
+/* A ReLU that is its BN's only consumer is free where the backend fuses the two (the CPU), a
+ * layer of its own where it does not; a ReLU after a BN that also feeds something else is never
+ * fused. */
+START_TEST(cost_fused_relu)
+{
+    vt_graph g;
+    vt_graph_init(&g);
+    int x = vt_g_input(&g, 3, 8, 8);
+    int bn = vt_g_bn(&g, vt_g_conv(&g, x, 4, 3, 1, 1, 1, 0));
+    int r1 = vt_g_act(&g, bn, VT_ACT_RELU, 0);
+    int bn2 = vt_g_bn(&g, vt_g_conv(&g, r1, 4, 3, 1, 1, 1, 0));
+    int r2 = vt_g_act(&g, bn2, VT_ACT_RELU, 0);
+    ck_assert_int_gt(vt_g_add(&g, r2, bn2), 0); /* bn2 has two consumers */
+    vt_graph_finalize(&g);
+    vt_layer_cost lc[16];
+    ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1};
+    ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
+    ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
+    d.fuse_bn_relu = 0;
+    ck_assert_double_gt(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 1e-3);
     vt_graph_free(&g);
 }
 END_TEST
@@ -626,6 +651,7 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_conv);
     tcase_add_test(tc, flops_other_layers);
     tcase_add_test(tc, cost_formula_by_hand);
+    tcase_add_test(tc, cost_fused_relu);
     tcase_add_test(tc, settings_errors);
     tcase_add_test(tc, flops_from_layer_list);
     tcase_add_test(tc, properties);

@@ -21,7 +21,8 @@
  * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
 typedef struct probe {
     vt_backend *b;
-    int bn;          /* 0: conv forward + backward; 1: BN + ReLU forward + backward */
+    int bn;          /* 0: conv forward + backward; 1: BN + ReLU forward + backward;
+                      * 2: the same through the backend's fused BN + ReLU op */
     vt_conv_desc d;  /* conv */
     int c;           /* BN channels */
     size_t m;        /* BN values per channel */
@@ -39,6 +40,12 @@ static vt_status probe_call(probe *q)
         return st ? st : o->conv_backward(q->b, &q->d, p[0], p[1], p[3], p[4], p[5], NULL, q->ws);
     }
     size_t n = (size_t)q->c * q->m;
+    if (q->bn == 2) { /* the backend's fused BN + ReLU, as the executor runs them */
+        st = o->bn_relu_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8],
+                                      p[9], p[10], p[11], p[1]);
+        return st ? st : o->bn_relu_backward(q->b, q->c, q->m, p[0], p[1], p[6], p[10], p[11],
+                                             p[3], p[5], p[7], p[8]);
+    }
     st = o->bn_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8], p[9], p[10],
                              p[11], p[1]);
     if (!st) st = o->act_forward(q->b, VT_ACT_RELU, 0, n, p[1], p[2]);
@@ -114,7 +121,9 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     }
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;
-    probe bn = {b, 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
+    const vt_backend_ops *o = b->ops;
+    int fused = o->bn_relu_forward_train && o->bn_relu_backward;
+    probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
     probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
     conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
@@ -124,8 +133,9 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     if (st == VT_OK) st = probe_time(&c2, 2 * probe_s, &t2);
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
-    /* BN (10 passes of n values in the formula) + ReLU (7) */
-    dm->bw = 17.0 * 4 * (double)bn.c * bn.m / tb;
+    /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
+    dm->bw = (fused ? 10.0 : 17.0) * 4 * (double)bn.c * bn.m / tb;
+    dm->fuse_bn_relu = fused;
     /* conv: t = F/(R*phi) + X*4/BW; solve the two probes for R and s0 */
     double r1 = 6.0 * 32 * 32 * 9 * 32 * 32 * c1.d.n / t1,
            r2 = 6.0 * 256 * 256 * 9 * 8 * 8 * c2.d.n / t2;
@@ -460,6 +470,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
     if (st == VT_OK && ferror(f)) st = vt_fail(VT_ERR_IO, "%s: read error", path);
     fclose(f);
     if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
+    c->dm.fuse_bn_relu = !c->on_gpu; /* the CPU backend fuses BN + ReLU, the CUDA one not */
     if (st == VT_OK && !ended)
         st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);
     for (int i = 0; i < 7 && st == VT_OK; i++)

@@ -14,6 +14,8 @@
  *                  (im2col / col2im are inside R*phi: the probes time whole convolutions, and
  *                  their share of a convolution shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
+ *                  (a ReLU that is its batch norm's only consumer costs nothing on the CPU,
+ *                  whose backend runs the two as one op)
  *   A (activation traffic, elements) = forward I + O + S (+2I for BN's statistics passes)
  *                  + backward 2I + 2O + S (dx read-modify-write, dy read and zeroing)
  *                  (+I + O for BN, +I for activations);  a = 4 bytes (2 with bf16)
@@ -42,7 +44,8 @@
  * Uncalibrated CPU: R = 30 GFLOP/s per core, BW = 4 GB/s per core (max 20), s0 = 24, L = 15 us,
  *   C = 50 us.  These are guesses; calibrate.
  * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
- *   BN + ReLU forward and backward on 2M values (17 passes in the formula above: gives BW);
+ *   BN + ReLU forward and backward on 2M values (17 passes in the formula above, 10 when the
+ *   backend fuses them: gives BW);
  *   two 3x3 convolutions forward and backward, 32->32 channels at 32x32 (d = 32) and 256->256
  *   at 8x8 (d = 256), batch 16 (x16 on a GPU), timed for 8 % of the calibration budget (the
  *   large one twice that): their two rates R*phi(32) and R*phi(256) give s0 and R.  Then the real model's step time t_i (lower
@@ -145,10 +148,25 @@ static void gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
     }
 }
 
+/* Node i is a ReLU that the executor runs inside the batch norm before it (lib/nn/exec.c:
+ * in place, the BN's only consumer). */
+static int relu_fused_into_bn(const vt_graph *g, int i)
+{
+    const vt_node *nd = &g->nodes[i];
+    if (nd->op != VT_OP_ACT || nd->act != VT_ACT_RELU || nd->in[0] <= 0 ||
+        g->nodes[nd->in[0]].op != VT_OP_BN)
+        return 0;
+    int uses = 0;
+    for (int j = 1; j < g->n_nodes; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++) uses += g->nodes[j].in[k] == nd->in[0];
+    return uses == 1;
+}
+
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                             const vt_devmodel *d, int train)
 {
     if (lc->op == VT_OP_INPUT) return 0;
+    if (d->fuse_bn_relu && relu_fused_into_bn(g, i)) return 0;
     double b = batch, F = lc->flops_fwd + (train ? lc->flops_bwd : 0);
     double tmem = b * act_elems(lc, train) * d->act_bytes / d->bw;
     double overhead = train ? d->layer_s : FWD_LAYER_SHARE * d->layer_s;
@@ -242,14 +260,14 @@ static vt_devmodel cpu_prior(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4};
+    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1};
     return d;
 }
 
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4};
+                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {

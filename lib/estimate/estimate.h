@@ -56,6 +56,8 @@ typedef struct vt_devmodel {
     double step_s;    /* fixed seconds per step (loss, optimiser dispatch, synchronisation)  */
     double h2d_bw;    /* host-to-device bytes/s for the input batch; 0 on the CPU            */
     int act_bytes;    /* bytes per activation element (4, or 2 with bf16)                    */
+    int fuse_bn_relu; /* 1: a ReLU that is its batch norm's only consumer runs inside it, free
+                       * (the CPU backend's fused op); 0: it is a layer of its own (CUDA)      */
 } vt_devmodel;
 
 /* Bytes one layer moves per image, forward + backward (activations, gradients, im2col). */
