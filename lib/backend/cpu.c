@@ -836,6 +836,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
     if (!b) return VT_ERR_OUT_OF_MEMORY;
     b->base.ops = &cpu_ops;
     b->conv_cap = (size_t)128 << 10; /* im2col tile: 512 KiB, about a core's L2 */
+    b->conv_min_cols = 256;
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {
         free(b);
@@ -848,4 +849,5 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats)
 {
     ((cpu_backend *)b)->conv_cap = floats ? floats : 1;
+    ((cpu_backend *)b)->conv_min_cols = 1;
 }

@@ -1,9 +1,9 @@
 /* CPU convolution over the CNHW layout.  1x1 stride-1 convolutions are one GEMM on the input
  * itself.  The others run in tiles: a tile is a run of columns of the im2col matrix (whole
  * images when an image is small, else whole output rows of one image) sized so its columns
- * (K x cols floats) stay in the core's cache; each pool thread takes a contiguous share of the
- * tiles and, per tile, builds the columns into its own scratch and calls a single-threaded GEMM
- * on them while they are hot:
+ * (K x cols floats) stay in the core's cache, but at least 256 columns wide; each pool thread
+ * takes a contiguous share of the tiles and, per tile, builds the columns into its own scratch
+ * and calls a single-threaded GEMM on them while they are hot:
  *   forward   Y[:, tile] = W x col(tile)
  *   backward  dW += dY[:, tile] x col(tile)^T   (into the share's own partial sum)
  *             dcol = W^T x dY[:, tile], then scattered (col2im) into dX
@@ -37,10 +37,13 @@ typedef struct tiling {
 static tiling make_tiling(const vt_backend *b, const vt_conv_desc *d)
 {
     tiling t;
-    size_t cap = ((const cpu_backend *)b)->conv_cap;
+    const cpu_backend *cb = (const cpu_backend *)b;
     size_t OHW = (size_t)d->ho * d->wo;
     t.K = d->cin / d->groups * d->kh * d->kw;
-    size_t cols = cap / (size_t)t.K;
+    /* about conv_cap floats of columns, but at least conv_min_cols columns: a GEMM packs all
+     * of W for every tile, which narrow tiles of a layer with a long K would not repay */
+    size_t cols = cb->conv_cap / (size_t)t.K;
+    if (cols < cb->conv_min_cols) cols = cb->conv_min_cols;
     if (cols > TILE_MAX_COLS) cols = TILE_MAX_COLS;
     if (cols >= OHW) {
         /* at least one tile per thread, so every thread has work */
@@ -53,9 +56,9 @@ static tiling make_tiling(const vt_backend *b, const vt_conv_desc *d)
         t.ntiles = (d->n + t.ipt - 1) / t.ipt;
         t.tile_floats = (size_t)t.K * t.ipt * OHW;
     } else {
-        size_t rows = cols / (size_t)d->wo;
+        size_t rows = (cols + d->wo - 1) / (size_t)d->wo;
         t.ipt = 1;
-        t.rows = rows ? (int)rows : 1;
+        t.rows = (int)rows;
         t.per_img = (d->ho + t.rows - 1) / t.rows;
         t.ntiles = d->n * t.per_img;
         t.tile_floats = (size_t)t.K * t.rows * d->wo;

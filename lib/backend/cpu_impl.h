@@ -8,7 +8,8 @@
 typedef struct cpu_backend {
     vt_backend base;
     vt_pool *pool;
-    size_t conv_cap; /* floats of one im2col tile (cpu_conv.c) */
+    size_t conv_cap;      /* floats of one im2col tile (cpu_conv.c) */
+    size_t conv_min_cols; /* ... but at least this many columns */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
 } cpu_backend;
