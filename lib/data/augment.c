@@ -387,36 +387,29 @@ vt_status vt_aug_letterbox_affine(const vt_image *src, const vt_aug_labels *labe
 
 /* ---- mosaic ------------------------------------------------------------------------------ */
 
-vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
-                               int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out)
+/* Where each image goes (Ultralytics load_mosaic): draws the centre, resizes what needs it
+ * (rs[i], freed by the caller), fills tiles and maps the labels to canvas pixels into *all. */
+static vt_status mosaic_layout(const vt_image *const imgs[4],
+                               const vt_aug_labels *const labels[4], int s, vt_rng *r,
+                               vt_aug_tile tiles[4], vt_image rs[4], int *xc_out, int *yc_out,
+                               vt_aug_labels *all)
 {
-    if (!imgs || !r || !canvas || s < 2 || s > 16384)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments (s = %d)", s);
-    for (int i = 0; i < 4; i++)
-        if (!valid_image(imgs[i]) || imgs[i]->c != imgs[0]->c)
-            return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                           "vt_aug_mosaic: image %d is missing or has a different channel "
-                           "count",
-                           i);
-    const int c = imgs[0]->c, S2 = 2 * s;
-    uint8_t *data = vt_malloc((size_t)S2 * S2 * c);
-    if (!data) return VT_ERR_OUT_OF_MEMORY;
-    memset(data, 114, (size_t)S2 * S2 * c);
+    const int S2 = 2 * s;
     int yc = (int)(s / 2.0 + s * vt_rng_uniform(r)); /* uniform(s/2, 3s/2), y first */
     int xc = (int)(s / 2.0 + s * vt_rng_uniform(r));
-    vt_aug_labels all, one;
-    vt_aug_labels_init(&all);
+    *xc_out = xc;
+    *yc_out = yc;
+    vt_aug_labels one;
     vt_aug_labels_init(&one);
     vt_status st = VT_OK;
     for (int i = 0; i < 4 && !st; i++) {
         const vt_image *im = imgs[i];
         vt_letterbox lb; /* only its size: long side = s, aspect kept */
         st = vt_letterbox_geometry(im->w, im->h, s, s, 1, &lb);
-        vt_image rs = {0, 0, 0, NULL};
         const vt_image *src = im;
         if (!st && (lb.new_w != im->w || lb.new_h != im->h)) {
-            st = vt_image_resize(im, lb.new_w, lb.new_h, &rs);
-            src = &rs;
+            st = vt_image_resize(im, lb.new_w, lb.new_h, &rs[i]);
+            src = &rs[i];
         }
         if (st) break;
         const int w = src->w, h = src->h;
@@ -434,10 +427,7 @@ vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_label
             x1a = xc, y1a = yc, x2a = xc + w < S2 ? xc + w : S2, y2a = yc + h < S2 ? yc + h : S2;
             x1b = 0, y1b = 0;
         }
-        for (int y = y1a; y < y2a; y++)
-            memcpy(data + ((size_t)y * S2 + x1a) * c,
-                   src->data + ((size_t)(y - y1a + y1b) * w + x1b) * c, (size_t)(x2a - x1a) * c);
-        vt_image_free(&rs);
+        tiles[i] = (vt_aug_tile){src, x1a, y1a, x2a, y2a, x1b, y1b};
         if (!labels || !labels[i] || !labels[i]->n) continue;
         /* image pixels -> resized -> canvas, clipped to what was placed */
         vt_aug_transform t = {{lb.sx, 0, x1a - x1b, 0, lb.sy, y1a - y1b, 0, 0, 1}, 1.0};
@@ -445,36 +435,102 @@ vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_label
         vt_aug_labels_clear(&one);
         st = vt_aug_labels_append(&one, labels[i]);
         if (!st) st = vt_aug_map_labels(&one, &t, clip, 0);
-        if (!st) st = vt_aug_labels_append(&all, &one);
+        if (!st) st = vt_aug_labels_append(all, &one);
     }
     vt_aug_labels_free(&one);
-    if (st) {
-        free(data);
-        vt_aug_labels_free(&all);
-        return st;
+    return st;
+}
+
+/* The 2s x 2s canvas of 114 with the tiles copied in. */
+static vt_status mosaic_paint(const vt_aug_tile tiles[4], int s, vt_image *canvas)
+{
+    const int c = tiles[0].img->c, S2 = 2 * s;
+    uint8_t *data = vt_malloc((size_t)S2 * S2 * c);
+    if (!data) return VT_ERR_OUT_OF_MEMORY;
+    memset(data, 114, (size_t)S2 * S2 * c);
+    for (int i = 0; i < 4; i++) {
+        const vt_aug_tile *t = &tiles[i];
+        for (int y = t->y0; y < t->y1; y++)
+            memcpy(data + ((size_t)y * S2 + t->x0) * c,
+                   t->img->data + ((size_t)(y - t->y0 + t->oy) * t->img->w + t->ox) * c,
+                   (size_t)(t->x1 - t->x0) * c);
     }
     canvas->w = canvas->h = S2;
     canvas->c = c;
     canvas->data = data;
-    if (out) labels_move(out, &all);
-    vt_aug_labels_free(&all);
     return VT_OK;
+}
+
+static vt_status mosaic_check(const vt_image *const imgs[4], int s, vt_rng *r)
+{
+    if (!imgs || !r || s < 2 || s > 16384)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments (s = %d)", s);
+    for (int i = 0; i < 4; i++)
+        if (!valid_image(imgs[i]) || imgs[i]->c != imgs[0]->c)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                           "vt_aug_mosaic: image %d is missing or has a different channel "
+                           "count",
+                           i);
+    return VT_OK;
+}
+
+vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
+                               int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out)
+{
+    vt_status st = canvas ? mosaic_check(imgs, s, r)
+                          : vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
+    if (st) return st;
+    vt_aug_tile tiles[4];
+    vt_image rs[4] = {{0, 0, 0, NULL}, {0, 0, 0, NULL}, {0, 0, 0, NULL}, {0, 0, 0, NULL}};
+    vt_aug_labels all;
+    vt_aug_labels_init(&all);
+    int xc, yc;
+    st = mosaic_layout(imgs, labels, s, r, tiles, rs, &xc, &yc, &all);
+    if (!st) st = mosaic_paint(tiles, s, canvas);
+    for (int i = 0; i < 4; i++) vt_image_free(&rs[i]);
+    if (!st && out) labels_move(out, &all);
+    vt_aug_labels_free(&all);
+    return st;
 }
 
 vt_status vt_aug_mosaic(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
                         int s, const vt_aug_params *p, vt_rng *r, vt_image *dst,
                         vt_aug_labels *out)
 {
-    if (!p || !dst) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
-    vt_image canvas = {0, 0, 0, NULL};
-    vt_aug_labels tmp;
-    vt_aug_labels_init(&tmp);
-    vt_status st = vt_aug_mosaic_canvas(imgs, labels, s, r, &canvas, &tmp);
-    if (!st) st = vt_aug_affine(&canvas, &tmp, s, s, p, r, dst);
-    vt_image_free(&canvas);
-    if (!st && out) labels_move(out, &tmp);
-    vt_aug_labels_free(&tmp);
-    return st;
+    vt_status st = p && dst ? mosaic_check(imgs, s, r)
+                            : vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
+    if (st) return st;
+    vt_aug_tile tiles[4];
+    vt_image rs[4] = {{0, 0, 0, NULL}, {0, 0, 0, NULL}, {0, 0, 0, NULL}, {0, 0, 0, NULL}};
+    vt_aug_labels all;
+    vt_aug_labels_init(&all);
+    int xc, yc, done = 0;
+    st = mosaic_layout(imgs, labels, s, r, tiles, rs, &xc, &yc, &all);
+    /* vt_aug_affine of the canvas: the transform, the pixels, the labels */
+    vt_aug_transform t;
+    vt_image img = {0, 0, 0, NULL};
+    if (!st) {
+        vt_aug_transform_draw(p, r, 2 * s, 2 * s, s, s, &t);
+        if (imgs[0]->c == 3)
+            st = vt_aug_warp_tiles(tiles, 2 * s, 2 * s, xc, yc, &t, s, s, 114, &img, &done);
+    }
+    if (!st && !done) { /* rotation, shear or perspective (or not RGB): paint, then warp */
+        vt_image canvas = {0, 0, 0, NULL};
+        st = mosaic_paint(tiles, s, &canvas);
+        if (!st) st = vt_aug_warp_image(&canvas, &t, s, s, 114, &img);
+        vt_image_free(&canvas);
+    }
+    for (int i = 0; i < 4; i++) vt_image_free(&rs[i]);
+    if (!st) st = vt_aug_warp_labels(&all, &t, s, s);
+    if (st) {
+        vt_image_free(&img);
+        vt_aug_labels_free(&all);
+        return st;
+    }
+    *dst = img;
+    if (out) labels_move(out, &all);
+    vt_aug_labels_free(&all);
+    return VT_OK;
 }
 
 /* ---- mixup ------------------------------------------------------------------------------- */

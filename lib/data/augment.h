@@ -164,10 +164,30 @@ void vt_aug_flipud(vt_image *img, vt_aug_labels *labels);
  * All images must have the same channel count; labels[i] may be NULL.  2 <= s <= 16384. */
 vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
                                int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out);
-/* The canvas, then vt_aug_affine from 2s x 2s to s x s (the "border of -s/2"). */
+/* The canvas, then vt_aug_affine from 2s x 2s to s x s (the "border of -s/2"): the same draws,
+ * bytes and labels.  When the drawn transform is scale and shift only (degrees = shear =
+ * perspective = 0, the default) and the images have 3 channels, the canvas is not painted: the
+ * warp samples the placed images directly (vt_aug_warp_tiles). */
 vt_status vt_aug_mosaic(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
                         int s, const vt_aug_params *p, vt_rng *r, vt_image *dst,
                         vt_aug_labels *out);
+
+/* A canvas that is the fill but for four tiles: tile i (0 top left, 1 top right, 2 bottom
+ * left, 3 bottom right) covers the rectangle [x0, x1) x [y0, y1) of the canvas, inside its
+ * quadrant of the split at (xc, yc) (x1 <= xc for the left tiles, x0 >= xc for the right ones;
+ * y likewise), and canvas pixel (x, y) there is pixel (x - x0 + ox, y - y0 + oy) of img. */
+typedef struct vt_aug_tile {
+    const vt_image *img;
+    int x0, y0, x1, y1, ox, oy;
+} vt_aug_tile;
+
+/* vt_aug_warp_image of such a canvas (canvas_w x canvas_h, 3 channels) without painting it, when
+ * the transform takes the warp's separable path (scale and shift only): each of a pixel's four
+ * bilinear taps takes the tile pixel that covers it or the fill, so dst gets the same bytes;
+ * *done = 1.  Any other transform: *done = 0 and dst is untouched (warp a painted canvas). */
+vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas_h, int xc,
+                            int yc, const vt_aug_transform *t, int out_w, int out_h,
+                            uint8_t fill, vt_image *dst, int *done);
 
 /* MixUp: a = a * ratio + b * (1 - ratio), rounded, with ratio ~ Beta(32, 32) (drawn as
  * X / (X + Y), X and Y Gamma(32) sums of 32 exponentials: 64 draws); the labels of b are

@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define VT_AUG_PI 3.14159265358979323846
 
 static double unif(vt_rng *r, double a, double b) { return a + (b - a) * vt_rng_uniform(r); }
@@ -85,17 +89,19 @@ static int valid_image(const vt_image *im)
 
 /* One axis of the separable warp: for output index i, whether its centre falls inside the
  * source, its two taps (clamped) and the weight of the second, as the general loop computes
- * them from q = Q + m * (i + 0.5) (Q the row's or column's constant term). */
+ * them from q = (Q + m * (i + 0.5)) / hw (Q the row's or column's constant term, hw the
+ * homogeneous coordinate, the same for every pixel of a separable transform: inv[8]; the
+ * general loop does not divide when it is 1, which dividing by it does not change). */
 typedef struct warp_tap {
     int in, t0, t1;
     float f, f1; /* f and 1 - f */
 } warp_tap;
 
-static void warp_axis(double Q, double m, int n, int src_n, warp_tap *tap)
+static void warp_axis(double Q, double m, double hw, int n, int src_n, warp_tap *tap)
 {
     for (int i = 0; i < n; i++) {
         const double pi = i + 0.5;
-        const double q = Q + m * pi;
+        const double q = (Q + m * pi) / hw;
         warp_tap *t = &tap[i];
         t->in = q >= 0.0 && q < src_n;
         if (!t->in) continue;
@@ -112,25 +118,110 @@ static void warp_axis(double Q, double m, int n, int src_n, warp_tap *tap)
     }
 }
 
+/* The taps of every column (tx) and row (ty) of a separable warp, as the general loop computes
+ * them; 0 when the homogeneous coordinate is not positive (every centre takes the fill). */
+static int warp_taps(const double *inv, int out_w, int out_h, int sw, int sh, warp_tap *tx,
+                     warp_tap *ty)
+{
+    /* W = inv[7] * py + inv[8] and hw = W + inv[6] * px are inv[8] at every pixel (inv[6] and
+     * inv[7] are zeros) */
+    const double hw = inv[8];
+    if (!(hw > 1e-12)) return 0;
+    /* X = inv[1] * py + inv[2] is the same for every row (inv[1] is a zero), and the general
+     * loop's qy = Y + inv[3] * px the same for every column; computed as it does. */
+    const double X = inv[1] * 0.5 + inv[2];
+    warp_axis(X, inv[0], hw, out_w, sw, tx);
+    for (int y = 0; y < out_h; y++) {
+        const double py = y + 0.5, Y = inv[4] * py + inv[5];
+        /* qy = Y + inv[3] * px, px > 0: the same zero is added at every column */
+        warp_axis(Y + inv[3] * 0.5, 0.0, hw, 1, sh, &ty[y]);
+    }
+    return 1;
+}
+
+/* One RGB pixel of the separable warp from its four taps: the general loop's
+ * (int)(w00 * p00 + w01 * p01 + w10 * p10 + w11 * p11 + 0.5f) per channel, w00 = fx1 * fy1,
+ * w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy.  With SSE2 the three channels go in three lanes
+ * of one vector, each lane doing the same float operations in the same order (IEEE, no
+ * contraction), so the bytes are the same.  It stores 4 bytes at o (the caller's buffer has a
+ * byte of room after its last pixel, and the next pixel is written after); `wide`: the taps may
+ * be read 4 bytes wide too (p11, the highest, is not its image's last pixel). */
+#if defined(__SSE2__)
+static inline __m128 tap_wide(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    const __m128i z = _mm_setzero_si128();
+    return _mm_cvtepi32_ps(_mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(v), z), z));
+}
+
+static inline __m128 tap_narrow(const uint8_t *p)
+{
+    return _mm_cvtepi32_ps(_mm_setr_epi32(p[0], p[1], p[2], 0));
+}
+
+static inline void bilerp_rgb(uint8_t *o, const uint8_t *p00, const uint8_t *p01,
+                              const uint8_t *p10, const uint8_t *p11, __m128 wx, __m128 wy,
+                              int wide)
+{
+    const __m128 w = _mm_mul_ps(wx, wy); /* (w00, w01, w10, w11) */
+    __m128 a00, a01, a10, a11;
+    if (wide) {
+        a00 = tap_wide(p00), a01 = tap_wide(p01), a10 = tap_wide(p10), a11 = tap_wide(p11);
+    } else {
+        a00 = tap_narrow(p00), a01 = tap_narrow(p01), a10 = tap_narrow(p10),
+        a11 = tap_narrow(p11);
+    }
+    __m128 acc = _mm_mul_ps(_mm_shuffle_ps(w, w, 0x00), a00);
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_shuffle_ps(w, w, 0x55), a01));
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_shuffle_ps(w, w, 0xAA), a10));
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_shuffle_ps(w, w, 0xFF), a11));
+    acc = _mm_add_ps(acc, _mm_set1_ps(0.5f));
+    /* the weights sum to 1: 0..255.5, so the packs do not saturate */
+    const __m128i i = _mm_cvttps_epi32(acc);
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(i, i), _mm_setzero_si128());
+    const int32_t v = _mm_cvtsi128_si32(b);
+    memcpy(o, &v, 4);
+}
+/* (fx1, fx, fx1, fx) and (fy1, fy1, fy, fy): their product is the four weights */
+#define VT_WX(fx, fx1) _mm_setr_ps((fx1), (fx), (fx1), (fx))
+#define VT_WY(fy, fy1) _mm_setr_ps((fy1), (fy1), (fy), (fy))
+typedef __m128 wvec;
+#else
+typedef struct wvec {
+    float a, b;
+} wvec;
+#define VT_WX(fx, fx1) ((wvec){(fx), (fx1)})
+#define VT_WY(fy, fy1) ((wvec){(fy), (fy1)})
+static inline void bilerp_rgb(uint8_t *o, const uint8_t *p00, const uint8_t *p01,
+                              const uint8_t *p10, const uint8_t *p11, wvec wx, wvec wy, int wide)
+{
+    (void)wide;
+    const float fx = wx.a, fx1 = wx.b, fy = wy.a, fy1 = wy.b;
+    const float w00 = fx1 * fy1, w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy;
+    o[0] = (uint8_t)(int)(w00 * p00[0] + w01 * p01[0] + w10 * p10[0] + w11 * p11[0] + 0.5f);
+    o[1] = (uint8_t)(int)(w00 * p00[1] + w01 * p01[1] + w10 * p10[1] + w11 * p11[1] + 0.5f);
+    o[2] = (uint8_t)(int)(w00 * p00[2] + w01 * p01[2] + w10 * p10[2] + w11 * p11[2] + 0.5f);
+}
+#endif
+
 static vt_status warp_separable(const vt_image *src, const double *inv, int out_w, int out_h,
                                 uint8_t fill, uint8_t *out)
 {
     const int sw = src->w, sh = src->h;
     const size_t stride = (size_t)sw * 3;
+    const uint8_t *end = src->data + stride * sh;
     warp_tap *tx = vt_malloc(sizeof *tx * (size_t)out_w), *ty = vt_malloc(sizeof *ty * (size_t)out_h);
     if (!tx || !ty) {
         free(tx);
         free(ty);
         return VT_ERR_OUT_OF_MEMORY;
     }
-    /* X = inv[1] * py + inv[2] is the same for every row (inv[1] is a zero), and the general
-     * loop's qy = Y + inv[3] * px the same for every column; computed as it does. */
-    const double X = inv[1] * 0.5 + inv[2];
-    warp_axis(X, inv[0], out_w, sw, tx);
-    for (int y = 0; y < out_h; y++) {
-        const double py = y + 0.5, Y = inv[4] * py + inv[5];
-        /* qy = Y + inv[3] * px, px > 0: the same zero is added at every column */
-        warp_axis(Y + inv[3] * 0.5, 0.0, 1, sh, &ty[y]);
+    if (!warp_taps(inv, out_w, out_h, sw, sh, tx, ty)) {
+        memset(out, fill, (size_t)out_w * out_h * 3);
+        free(tx);
+        free(ty);
+        return VT_OK;
     }
     for (int y = 0; y < out_h; y++) {
         uint8_t *o = out + (size_t)y * out_w * 3;
@@ -141,24 +232,163 @@ static vt_status warp_separable(const vt_image *src, const double *inv, int out_
         }
         const uint8_t *r0 = src->data + (size_t)wy->t0 * stride,
                       *r1 = src->data + (size_t)wy->t1 * stride;
-        const float fy = wy->f, fy1 = wy->f1;
+        const wvec wyv = VT_WY(wy->f, wy->f1);
         for (int x = 0; x < out_w; x++, o += 3) {
             const warp_tap *wx = &tx[x];
             if (!wx->in) {
                 o[0] = o[1] = o[2] = fill;
                 continue;
             }
-            const float fx = wx->f, fx1 = wx->f1;
-            const float w00 = fx1 * fy1, w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy;
             const uint8_t *p00 = r0 + wx->t0 * 3, *p01 = r0 + wx->t1 * 3, *p10 = r1 + wx->t0 * 3,
                           *p11 = r1 + wx->t1 * 3;
-            o[0] = (uint8_t)(int)(w00 * p00[0] + w01 * p01[0] + w10 * p10[0] + w11 * p11[0] + 0.5f);
-            o[1] = (uint8_t)(int)(w00 * p00[1] + w01 * p01[1] + w10 * p10[1] + w11 * p11[1] + 0.5f);
-            o[2] = (uint8_t)(int)(w00 * p00[2] + w01 * p01[2] + w10 * p10[2] + w11 * p11[2] + 0.5f);
+            bilerp_rgb(o, p00, p01, p10, p11, VT_WX(wx->f, wx->f1), wyv, p11 + 3 < end);
         }
     }
     free(tx);
     free(ty);
+    return VT_OK;
+}
+
+/* vt_aug_warp_image takes warp_separable for these: 3 channels, no rotation, shear or
+ * perspective (inv is the inverse of the transform; its inv[8] need not be exactly 1: the
+ * inverse of a scale s is not always exactly 1/s times s). */
+static int is_separable(const double *inv, int c)
+{
+    return inv[6] == 0.0 && inv[7] == 0.0 && inv[1] == 0.0 && inv[3] == 0.0 && c == 3;
+}
+
+/* ---- the mosaic's warp without its canvas ------------------------------------------------
+ * warp_separable over a canvas that is the fill but for four tiles, one per quadrant of the
+ * split at (xc, yc).  A tap at canvas column x lies in the left tiles' half when x < xc, and
+ * at canvas row y in the top tiles' half when y < yc, so the tile that could cover a tap is
+ * known from its column (which half) and its row (which half); it is a tile pixel when both
+ * its column and its row fall inside that tile's rectangle, else the fill.  Per column and
+ * tap the byte offset of the column in the top and in the bottom tile of its half (-1:
+ * outside), per row and tap the row's pointer in the left and in the right tile of its half
+ * (NULL: outside).  The taps, weights and the sum are warp_separable's, so each byte is what
+ * sampling the painted canvas gives. */
+typedef struct tile_col {
+    int side[2];   /* tap 0 / 1: 0 left half, 1 right half */
+    int off[2][2]; /* [tap][0 top, 1 bottom tile of that half]: byte offset in its row, or -1 */
+    int fast[2];   /* [top / bottom]: both taps in the same half and inside that tile */
+} tile_col;
+
+vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas_h, int xc,
+                            int yc, const vt_aug_transform *t, int out_w, int out_h,
+                            uint8_t fill, vt_image *dst, int *done)
+{
+    *done = 0;
+    if (!tiles || !t || !dst || canvas_w < 1 || canvas_h < 1 || out_w < 1 || out_h < 1 ||
+        out_w > 32768 || out_h > 32768)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
+    for (int i = 0; i < 4; i++) {
+        const vt_aug_tile *tl = &tiles[i];
+        if (!valid_image(tl->img) || tl->img->c != 3 || tl->x0 > tl->x1 || tl->y0 > tl->y1 ||
+            tl->ox < 0 || tl->oy < 0 || tl->ox + (tl->x1 - tl->x0) > tl->img->w ||
+            tl->oy + (tl->y1 - tl->y0) > tl->img->h ||
+            (tl->x1 > tl->x0 && ((i & 1) ? tl->x0 < xc : tl->x1 > xc)) ||
+            (tl->y1 > tl->y0 && ((i & 2) ? tl->y0 < yc : tl->y1 > yc)))
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: tile %d is not in its quadrant",
+                           i);
+    }
+    double inv[9];
+    if (!mat_inv(t->m, inv))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: the transform is singular");
+    if (!is_separable(inv, 3)) return VT_OK;
+    uint8_t *out = vt_malloc((size_t)out_w * out_h * 3 + 1); /* + 1: bilerp_rgb's 4-byte store */
+    warp_tap *tx = vt_malloc(sizeof *tx * (size_t)out_w), *ty = vt_malloc(sizeof *ty * (size_t)out_h);
+    tile_col *col = vt_malloc(sizeof *col * (size_t)out_w);
+    if (!out || !tx || !ty || !col) {
+        free(out);
+        free(tx);
+        free(ty);
+        free(col);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    /* the taps exactly as warp_separable computes them */
+    if (!warp_taps(inv, out_w, out_h, canvas_w, canvas_h, tx, ty)) { /* all fill */
+        for (int x = 0; x < out_w; x++) tx[x].in = 0;
+        for (int y = 0; y < out_h; y++) ty[y].in = 0;
+    }
+    for (int x = 0; x < out_w; x++) {
+        tile_col *cl = &col[x];
+        if (!tx[x].in) continue;
+        const int tap[2] = {tx[x].t0, tx[x].t1};
+        for (int a = 0; a < 2; a++) {
+            const int side = tap[a] >= xc;
+            cl->side[a] = side;
+            for (int q = 0; q < 2; q++) {
+                const vt_aug_tile *tl = &tiles[2 * q + side];
+                cl->off[a][q] = tap[a] >= tl->x0 && tap[a] < tl->x1
+                                    ? (tap[a] - tl->x0 + tl->ox) * 3
+                                    : -1;
+            }
+        }
+        for (int q = 0; q < 2; q++)
+            cl->fast[q] = cl->side[0] == cl->side[1] && cl->off[0][q] >= 0 && cl->off[1][q] >= 0;
+    }
+    const uint8_t fillpx[4] = {fill, fill, fill, fill};
+    const uint8_t *ends[4];
+    for (int i = 0; i < 4; i++)
+        ends[i] = tiles[i].img->data + (size_t)tiles[i].img->w * tiles[i].img->h * 3;
+    for (int y = 0; y < out_h; y++) {
+        uint8_t *o = out + (size_t)y * out_w * 3;
+        const warp_tap *wy = &ty[y];
+        if (!wy->in) {
+            memset(o, fill, (size_t)out_w * 3);
+            continue;
+        }
+        const int rtap[2] = {wy->t0, wy->t1};
+        int q[2];
+        const uint8_t *rowp[2][2]; /* [tap][left / right tile of its half] */
+        for (int b = 0; b < 2; b++) {
+            q[b] = rtap[b] >= yc;
+            for (int side = 0; side < 2; side++) {
+                const vt_aug_tile *tl = &tiles[2 * q[b] + side];
+                rowp[b][side] = rtap[b] >= tl->y0 && rtap[b] < tl->y1
+                                    ? tl->img->data +
+                                          (size_t)(rtap[b] - tl->y0 + tl->oy) * tl->img->w * 3
+                                    : NULL;
+            }
+        }
+        /* both row taps in one tile of a half: that half's columns that are fast too need no
+         * per-tap checks */
+        const int qq = q[0], row_fast[2] = {q[0] == q[1] && rowp[0][0] && rowp[1][0],
+                                            q[0] == q[1] && rowp[0][1] && rowp[1][1]};
+        const wvec wyv = VT_WY(wy->f, wy->f1);
+        for (int x = 0; x < out_w; x++, o += 3) {
+            const warp_tap *wx = &tx[x];
+            if (!wx->in) {
+                o[0] = o[1] = o[2] = fill;
+                continue;
+            }
+            const tile_col *cl = &col[x];
+            const int sd = cl->side[0];
+            if (cl->fast[qq] && sd == cl->side[1] && row_fast[sd]) {
+                const uint8_t *p11 = rowp[1][sd] + cl->off[1][qq];
+                bilerp_rgb(o, rowp[0][sd] + cl->off[0][qq], rowp[0][sd] + cl->off[1][qq],
+                           rowp[1][sd] + cl->off[0][qq], p11, VT_WX(wx->f, wx->f1), wyv,
+                           p11 + 3 < ends[2 * qq + sd]);
+            } else {
+                const uint8_t *r00 = rowp[0][cl->side[0]], *r01 = rowp[0][cl->side[1]],
+                              *r10 = rowp[1][cl->side[0]], *r11 = rowp[1][cl->side[1]];
+                const int o00 = cl->off[0][q[0]], o01 = cl->off[1][q[0]], o10 = cl->off[0][q[1]],
+                          o11 = cl->off[1][q[1]];
+                bilerp_rgb(o, r00 && o00 >= 0 ? r00 + o00 : fillpx,
+                           r01 && o01 >= 0 ? r01 + o01 : fillpx,
+                           r10 && o10 >= 0 ? r10 + o10 : fillpx,
+                           r11 && o11 >= 0 ? r11 + o11 : fillpx, VT_WX(wx->f, wx->f1), wyv, 0);
+            }
+        }
+    }
+    free(tx);
+    free(ty);
+    free(col);
+    dst->w = out_w;
+    dst->h = out_h;
+    dst->c = 3;
+    dst->data = out;
+    *done = 1;
     return VT_OK;
 }
 
@@ -173,11 +403,11 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
     if (!mat_inv(t->m, inv))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: the transform is singular");
     const int sw = src->w, sh = src->h, c = src->c;
-    uint8_t *out = vt_malloc((size_t)out_w * out_h * c);
+    uint8_t *out = vt_malloc((size_t)out_w * out_h * c + 1); /* + 1: bilerp_rgb's 4-byte store */
     if (!out) return VT_ERR_OUT_OF_MEMORY;
     const size_t stride = (size_t)sw * c;
     const int affine = inv[6] == 0.0 && inv[7] == 0.0 && inv[8] == 1.0;
-    if (affine && inv[1] == 0.0 && inv[3] == 0.0 && c == 3) {
+    if (is_separable(inv, c)) {
         /* Scale and shift only (no rotation or shear: the default detection augmentation):
          * the source x depends on the output column alone and y on the row alone, so the
          * taps and weights are computed once per column and per row.  The arithmetic is the
