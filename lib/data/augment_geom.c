@@ -6,9 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "data/augment_px.h"
 
 #define VT_AUG_PI 3.14159265358979323846
 
@@ -273,47 +271,83 @@ typedef struct tile_col {
     int fast[2];   /* [top / bottom]: both taps in the same half and inside that tile */
 } tile_col;
 
-vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas_h, int xc,
-                            int yc, const vt_aug_transform *t, int out_w, int out_h,
-                            uint8_t fill, vt_image *dst, int *done)
+typedef struct tile_warp {
+    const vt_aug_tile *tiles;
+    int out_w, out_h, xc, yc;
+    warp_tap *tx, *ty;
+    tile_col *col;
+    const uint8_t *ends[4]; /* one past each tile image's pixels */
+    uint8_t fillpx[4];
+} tile_warp;
+
+/* One output row's taps: per tap row its half (q) and its pointer in the half's left and right
+ * tile; fast[side]: both tap rows in that tile; wide: no tap row is the last row of its image
+ * (so every tap of the row may be read 4 bytes wide). */
+typedef struct tile_row {
+    int q[2], fast[2], wide;
+    const uint8_t *rowp[2][2];
+} tile_row;
+
+static void tile_warp_free(tile_warp *tw)
 {
+    free(tw->tx);
+    free(tw->ty);
+    free(tw->col);
+    tw->tx = tw->ty = NULL;
+    tw->col = NULL;
+}
+
+/* Checks, the inverse and the taps; *done = 0 (and nothing allocated) when the transform is not
+ * scale and shift. */
+static vt_status tile_warp_init(tile_warp *tw, const vt_aug_tile tiles[4], int canvas_w,
+                                int canvas_h, int xc, int yc, const vt_aug_transform *t,
+                                int out_w, int out_h, uint8_t fill, int *done)
+{
+    memset(tw, 0, sizeof *tw);
     *done = 0;
-    if (!tiles || !t || !dst || canvas_w < 1 || canvas_h < 1 || out_w < 1 || out_h < 1 ||
+    if (!tiles || !t || canvas_w < 1 || canvas_h < 1 || out_w < 1 || out_h < 1 ||
         out_w > 32768 || out_h > 32768)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
     for (int i = 0; i < 4; i++) {
         const vt_aug_tile *tl = &tiles[i];
-        if (!valid_image(tl->img) || tl->img->c != 3 || tl->x0 > tl->x1 || tl->y0 > tl->y1 ||
-            tl->ox < 0 || tl->oy < 0 || tl->ox + (tl->x1 - tl->x0) > tl->img->w ||
-            tl->oy + (tl->y1 - tl->y0) > tl->img->h ||
-            (tl->x1 > tl->x0 && ((i & 1) ? tl->x0 < xc : tl->x1 > xc)) ||
-            (tl->y1 > tl->y0 && ((i & 2) ? tl->y0 < yc : tl->y1 > yc)))
-            return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: tile %d is not in its quadrant",
-                           i);
+        const int empty = tl->x0 >= tl->x1 || tl->y0 >= tl->y1;
+        if (tl->x0 > tl->x1 || tl->y0 > tl->y1 ||
+            (!empty && (!valid_image(tl->img) || tl->img->c != 3 || tl->ox < 0 || tl->oy < 0 ||
+                        tl->ox + (tl->x1 - tl->x0) > tl->img->w ||
+                        tl->oy + (tl->y1 - tl->y0) > tl->img->h ||
+                        ((i & 1) ? tl->x0 < xc : tl->x1 > xc) ||
+                        ((i & 2) ? tl->y0 < yc : tl->y1 > yc))))
+            return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                           "augment: tile %d is not an RGB image in its quadrant", i);
+        tw->ends[i] = empty ? NULL
+                            : tl->img->data + (size_t)tl->img->w * tl->img->h * 3;
     }
     double inv[9];
     if (!mat_inv(t->m, inv))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: the transform is singular");
     if (!is_separable(inv, 3)) return VT_OK;
-    uint8_t *out = vt_malloc((size_t)out_w * out_h * 3 + 1); /* + 1: bilerp_rgb's 4-byte store */
-    warp_tap *tx = vt_malloc(sizeof *tx * (size_t)out_w), *ty = vt_malloc(sizeof *ty * (size_t)out_h);
-    tile_col *col = vt_malloc(sizeof *col * (size_t)out_w);
-    if (!out || !tx || !ty || !col) {
-        free(out);
-        free(tx);
-        free(ty);
-        free(col);
+    tw->tiles = tiles;
+    tw->out_w = out_w;
+    tw->out_h = out_h;
+    tw->xc = xc;
+    tw->yc = yc;
+    memset(tw->fillpx, fill, sizeof tw->fillpx);
+    tw->tx = vt_malloc(sizeof *tw->tx * (size_t)out_w);
+    tw->ty = vt_malloc(sizeof *tw->ty * (size_t)out_h);
+    tw->col = vt_malloc(sizeof *tw->col * (size_t)out_w);
+    if (!tw->tx || !tw->ty || !tw->col) {
+        tile_warp_free(tw);
         return VT_ERR_OUT_OF_MEMORY;
     }
     /* the taps exactly as warp_separable computes them */
-    if (!warp_taps(inv, out_w, out_h, canvas_w, canvas_h, tx, ty)) { /* all fill */
-        for (int x = 0; x < out_w; x++) tx[x].in = 0;
-        for (int y = 0; y < out_h; y++) ty[y].in = 0;
+    if (!warp_taps(inv, out_w, out_h, canvas_w, canvas_h, tw->tx, tw->ty)) { /* all fill */
+        for (int x = 0; x < out_w; x++) tw->tx[x].in = 0;
+        for (int y = 0; y < out_h; y++) tw->ty[y].in = 0;
     }
     for (int x = 0; x < out_w; x++) {
-        tile_col *cl = &col[x];
-        if (!tx[x].in) continue;
-        const int tap[2] = {tx[x].t0, tx[x].t1};
+        tile_col *cl = &tw->col[x];
+        if (!tw->tx[x].in) continue;
+        const int tap[2] = {tw->tx[x].t0, tw->tx[x].t1};
         for (int a = 0; a < 2; a++) {
             const int side = tap[a] >= xc;
             cl->side[a] = side;
@@ -327,69 +361,249 @@ vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas
         for (int q = 0; q < 2; q++)
             cl->fast[q] = cl->side[0] == cl->side[1] && cl->off[0][q] >= 0 && cl->off[1][q] >= 0;
     }
-    const uint8_t fillpx[4] = {fill, fill, fill, fill};
-    const uint8_t *ends[4];
-    for (int i = 0; i < 4; i++)
-        ends[i] = tiles[i].img->data + (size_t)tiles[i].img->w * tiles[i].img->h * 3;
+    *done = 1;
+    return VT_OK;
+}
+
+/* Row y's taps (its warp_tap is `in`). */
+static void tile_warp_row(const tile_warp *tw, int y, tile_row *row)
+{
+    const warp_tap *wy = &tw->ty[y];
+    const int rtap[2] = {wy->t0, wy->t1};
+    row->wide = 1;
+    for (int b = 0; b < 2; b++) {
+        row->q[b] = rtap[b] >= tw->yc;
+        for (int side = 0; side < 2; side++) {
+            const vt_aug_tile *tl = &tw->tiles[2 * row->q[b] + side];
+            const int in = rtap[b] >= tl->y0 && rtap[b] < tl->y1;
+            const int r = rtap[b] - tl->y0 + tl->oy;
+            row->rowp[b][side] = in ? tl->img->data + (size_t)r * tl->img->w * 3 : NULL;
+            if (in && r == tl->img->h - 1) row->wide = 0;
+        }
+    }
+    for (int side = 0; side < 2; side++)
+        row->fast[side] = row->q[0] == row->q[1] && row->rowp[0][side] && row->rowp[1][side];
+}
+
+/* The four taps of column x (its warp_tap is `in`) on a row; 1 when they all come from one
+ * tile (p11, the highest, then bounds them all). */
+static inline int tile_taps(const tile_warp *tw, const tile_row *row, int x,
+                            const uint8_t *p[4])
+{
+    const tile_col *cl = &tw->col[x];
+    const int sd = cl->side[0], qq = row->q[0];
+    if (cl->fast[qq] && sd == cl->side[1] && row->fast[sd]) {
+        p[0] = row->rowp[0][sd] + cl->off[0][qq];
+        p[1] = row->rowp[0][sd] + cl->off[1][qq];
+        p[2] = row->rowp[1][sd] + cl->off[0][qq];
+        p[3] = row->rowp[1][sd] + cl->off[1][qq];
+        return 1;
+    }
+    for (int k = 0; k < 4; k++) { /* k = 2 * (row tap) + (column tap) */
+        const int a = k & 1, b = k >> 1;
+        const uint8_t *r = row->rowp[b][cl->side[a]];
+        const int o = cl->off[a][row->q[b]];
+        p[k] = r && o >= 0 ? r + o : tw->fillpx;
+    }
+    return 0;
+}
+
+vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas_h, int xc,
+                            int yc, const vt_aug_transform *t, int out_w, int out_h,
+                            uint8_t fill, vt_image *dst, int *done)
+{
+    tile_warp tw;
+    if (!dst) return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
+    vt_status st = tile_warp_init(&tw, tiles, canvas_w, canvas_h, xc, yc, t, out_w, out_h, fill,
+                                  done);
+    if (st || !*done) return st;
+    uint8_t *out = vt_malloc((size_t)out_w * out_h * 3 + 1); /* + 1: bilerp_rgb's 4-byte store */
+    if (!out) {
+        tile_warp_free(&tw);
+        *done = 0;
+        return VT_ERR_OUT_OF_MEMORY;
+    }
     for (int y = 0; y < out_h; y++) {
         uint8_t *o = out + (size_t)y * out_w * 3;
-        const warp_tap *wy = &ty[y];
+        const warp_tap *wy = &tw.ty[y];
         if (!wy->in) {
             memset(o, fill, (size_t)out_w * 3);
             continue;
         }
-        const int rtap[2] = {wy->t0, wy->t1};
-        int q[2];
-        const uint8_t *rowp[2][2]; /* [tap][left / right tile of its half] */
-        for (int b = 0; b < 2; b++) {
-            q[b] = rtap[b] >= yc;
-            for (int side = 0; side < 2; side++) {
-                const vt_aug_tile *tl = &tiles[2 * q[b] + side];
-                rowp[b][side] = rtap[b] >= tl->y0 && rtap[b] < tl->y1
-                                    ? tl->img->data +
-                                          (size_t)(rtap[b] - tl->y0 + tl->oy) * tl->img->w * 3
-                                    : NULL;
-            }
-        }
-        /* both row taps in one tile of a half: that half's columns that are fast too need no
-         * per-tap checks */
-        const int qq = q[0], row_fast[2] = {q[0] == q[1] && rowp[0][0] && rowp[1][0],
-                                            q[0] == q[1] && rowp[0][1] && rowp[1][1]};
+        tile_row row;
+        tile_warp_row(&tw, y, &row);
         const wvec wyv = VT_WY(wy->f, wy->f1);
         for (int x = 0; x < out_w; x++, o += 3) {
-            const warp_tap *wx = &tx[x];
+            const warp_tap *wx = &tw.tx[x];
             if (!wx->in) {
                 o[0] = o[1] = o[2] = fill;
                 continue;
             }
-            const tile_col *cl = &col[x];
-            const int sd = cl->side[0];
-            if (cl->fast[qq] && sd == cl->side[1] && row_fast[sd]) {
-                const uint8_t *p11 = rowp[1][sd] + cl->off[1][qq];
-                bilerp_rgb(o, rowp[0][sd] + cl->off[0][qq], rowp[0][sd] + cl->off[1][qq],
-                           rowp[1][sd] + cl->off[0][qq], p11, VT_WX(wx->f, wx->f1), wyv,
-                           p11 + 3 < ends[2 * qq + sd]);
-            } else {
-                const uint8_t *r00 = rowp[0][cl->side[0]], *r01 = rowp[0][cl->side[1]],
-                              *r10 = rowp[1][cl->side[0]], *r11 = rowp[1][cl->side[1]];
-                const int o00 = cl->off[0][q[0]], o01 = cl->off[1][q[0]], o10 = cl->off[0][q[1]],
-                          o11 = cl->off[1][q[1]];
-                bilerp_rgb(o, r00 && o00 >= 0 ? r00 + o00 : fillpx,
-                           r01 && o01 >= 0 ? r01 + o01 : fillpx,
-                           r10 && o10 >= 0 ? r10 + o10 : fillpx,
-                           r11 && o11 >= 0 ? r11 + o11 : fillpx, VT_WX(wx->f, wx->f1), wyv, 0);
-            }
+            const uint8_t *p[4];
+            const int one = tile_taps(&tw, &row, x, p);
+            bilerp_rgb(o, p[0], p[1], p[2], p[3], VT_WX(wx->f, wx->f1), wyv,
+                       one && p[3] + 3 < tw.ends[2 * row.q[0] + tw.col[x].side[0]]);
         }
     }
-    free(tx);
-    free(ty);
-    free(col);
+    tile_warp_free(&tw);
     dst->w = out_w;
     dst->h = out_h;
     dst->c = 3;
     dst->data = out;
-    *done = 1;
     return VT_OK;
+}
+
+vt_status vt_aug_warp_tiles_float(const vt_aug_tile tiles[4], int canvas_w, int canvas_h,
+                                  int xc, int yc, const vt_aug_transform *t, int out_w,
+                                  int out_h, uint8_t fill, const vt_aug_colour *colour,
+                                  float *dst, size_t chan_stride, int *done)
+{
+    if (!colour || !dst)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
+#if defined(__SSE2__)
+    tile_warp tw;
+    vt_status st = tile_warp_init(&tw, tiles, canvas_w, canvas_h, xc, yc, t, out_w, out_h, fill,
+                                  done);
+    if (st || !*done) return st;
+    /* Per column, in groups of 4 (the last padded): the weights, whether it is in, its taps'
+     * byte offsets in the top and bottom tiles of its half; per group and tile row half q, the
+     * half (0 / 1) when its 4 columns are in and all their taps in the same half's tile of that
+     * row half, else -1: on a row whose two taps are in that tile too, the group's 16 taps are
+     * the two row pointers plus these offsets. */
+    const int nx = (out_w + 3) & ~3, ng = nx / 4;
+    float *fxa = vt_malloc(sizeof(float) * 3 * (size_t)nx);
+    int32_t *offs = vt_malloc(sizeof(int32_t) * 4 * (size_t)nx);
+    int *gside = vt_malloc(sizeof(int) * 3 * (size_t)ng);
+    if (!fxa || !offs || !gside) {
+        free(fxa);
+        free(offs);
+        free(gside);
+        tile_warp_free(&tw);
+        *done = 0;
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    float *fx1a = fxa + nx, *ina = fxa + 2 * nx;
+    int32_t *off0[2] = {offs, offs + nx}, *off1[2] = {offs + 2 * nx, offs + 3 * nx};
+    int *gs[2] = {gside, gside + ng}, *gin = gside + 2 * ng;
+    for (int x = 0; x < nx; x++) {
+        const int in = x < out_w && tw.tx[x].in;
+        fxa[x] = in ? tw.tx[x].f : 0.0f;
+        fx1a[x] = in ? tw.tx[x].f1 : 1.0f;
+        const uint32_t mask = in ? 0xFFFFFFFFu : 0u;
+        memcpy(&ina[x], &mask, sizeof mask);
+        for (int q = 0; q < 2; q++) {
+            off0[q][x] = in ? tw.col[x].off[0][q] : -1;
+            off1[q][x] = in ? tw.col[x].off[1][q] : -1;
+        }
+    }
+    for (int g = 0; g < ng; g++) {
+        int all_in = 1;
+        for (int j = 0; j < 4; j++) all_in &= 4 * g + j < out_w && tw.tx[4 * g + j].in;
+        gin[g] = all_in;
+        for (int q = 0; q < 2; q++) {
+            int side = all_in ? tw.col[4 * g].side[0] : -1;
+            for (int j = 0; j < 4 && side >= 0; j++) {
+                const tile_col *cl = &tw.col[4 * g + j];
+                if (!cl->fast[q] || cl->side[0] != side || cl->side[1] != side) side = -1;
+            }
+            gs[q][g] = side;
+        }
+    }
+    vt_px_hsv k;
+    vt_px_hsv_init(&k, colour->dh, colour->gs, colour->gv);
+    const __m128 scale = _mm_set1_ps(1.0f / 255.0f), fillv = _mm_set1_ps((float)fill),
+                 half = _mm_set1_ps(0.5f);
+    __m128 fo[3]; /* the fill after HSV, as floats */
+    vt_px_hsv4(&k, fillv, fillv, fillv, &fo[0], &fo[1], &fo[2]);
+    for (int j = 0; j < 3; j++) fo[j] = _mm_mul_ps(fo[j], scale);
+    for (int y = 0; y < out_h; y++) {
+        const int oy = colour->flipud ? out_h - 1 - y : y;
+        float *plane[3];
+        for (int j = 0; j < 3; j++) plane[j] = dst + j * chan_stride + (size_t)oy * out_w;
+        const warp_tap *wy = &tw.ty[y];
+        if (!wy->in) {
+            for (int x = 0; x < out_w; x += 4)
+                for (int j = 0; j < 3; j++)
+                    vt_px_store(plane[j], out_w, x, out_w - x < 4 ? out_w - x : 4,
+                                colour->fliplr, fo[j]);
+            continue;
+        }
+        tile_row row;
+        tile_warp_row(&tw, y, &row);
+        const int qq = row.q[0];
+        const __m128 fy = _mm_set1_ps(wy->f), fy1 = _mm_set1_ps(wy->f1);
+        for (int g = 0, x = 0; g < ng; g++, x += 4) {
+            const int n = out_w - x < 4 ? out_w - x : 4;
+            __m128i v[4]; /* per tap: the 4 pixels' bytes */
+            const int sd = gs[qq][g];
+            if (sd >= 0 && row.fast[sd] && row.wide) {
+                const uint8_t *r0 = row.rowp[0][sd], *r1 = row.rowp[1][sd];
+                const int32_t *a = off0[qq] + x, *b = off1[qq] + x;
+                v[0] = _mm_setr_epi32(vt_px_ld4(r0 + a[0]), vt_px_ld4(r0 + a[1]),
+                                      vt_px_ld4(r0 + a[2]), vt_px_ld4(r0 + a[3]));
+                v[1] = _mm_setr_epi32(vt_px_ld4(r0 + b[0]), vt_px_ld4(r0 + b[1]),
+                                      vt_px_ld4(r0 + b[2]), vt_px_ld4(r0 + b[3]));
+                v[2] = _mm_setr_epi32(vt_px_ld4(r1 + a[0]), vt_px_ld4(r1 + a[1]),
+                                      vt_px_ld4(r1 + a[2]), vt_px_ld4(r1 + a[3]));
+                v[3] = _mm_setr_epi32(vt_px_ld4(r1 + b[0]), vt_px_ld4(r1 + b[1]),
+                                      vt_px_ld4(r1 + b[2]), vt_px_ld4(r1 + b[3]));
+            } else {
+                const uint8_t *p[4][4]; /* [pixel][tap] */
+                int any = 0;
+                for (int j = 0; j < 4; j++) {
+                    if (j < n && tw.tx[x + j].in) {
+                        tile_taps(&tw, &row, x + j, p[j]);
+                        for (int tp = 0; tp < 4; tp++) any |= p[j][tp] != tw.fillpx;
+                    } else {
+                        for (int tp = 0; tp < 4; tp++) p[j][tp] = tw.fillpx;
+                    }
+                }
+                if (!any) { /* the fill all over: its colour is known */
+                    for (int j = 0; j < 3; j++)
+                        vt_px_store(plane[j], out_w, x, n, colour->fliplr, fo[j]);
+                    continue;
+                }
+                for (int tp = 0; tp < 4; tp++)
+                    v[tp] = row.wide ? _mm_setr_epi32(vt_px_ld4(p[0][tp]), vt_px_ld4(p[1][tp]),
+                                                      vt_px_ld4(p[2][tp]), vt_px_ld4(p[3][tp]))
+                                     : _mm_setr_epi32(vt_px_ld3(p[0][tp]), vt_px_ld3(p[1][tp]),
+                                                      vt_px_ld3(p[2][tp]), vt_px_ld3(p[3][tp]));
+            }
+            const __m128 fx = _mm_loadu_ps(fxa + x), fx1 = _mm_loadu_ps(fx1a + x);
+            const __m128 w[4] = {_mm_mul_ps(fx1, fy1), _mm_mul_ps(fx, fy1), _mm_mul_ps(fx1, fy),
+                                 _mm_mul_ps(fx, fy)};
+            __m128 acc[3];
+            for (int tp = 0; tp < 4; tp++) {
+                __m128 c[3];
+                vt_px_split(v[tp], &c[0], &c[1], &c[2]);
+                for (int j = 0; j < 3; j++) /* w00 * p00 + w01 * p01 + w10 * p10 + w11 * p11 */
+                    acc[j] = tp ? _mm_add_ps(acc[j], _mm_mul_ps(w[tp], c[j]))
+                                : _mm_mul_ps(w[0], c[j]);
+            }
+            __m128 px[3];
+            for (int j = 0; j < 3; j++) /* (int)(sum + 0.5f): 0..255, as a float */
+                px[j] = _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_add_ps(acc[j], half)));
+            if (!gin[g]) {
+                const __m128 in = _mm_loadu_ps(ina + x);
+                for (int j = 0; j < 3; j++) px[j] = vt_px_sel(in, px[j], fillv);
+            }
+            __m128 o[3];
+            vt_px_hsv4(&k, px[0], px[1], px[2], &o[0], &o[1], &o[2]);
+            for (int j = 0; j < 3; j++)
+                vt_px_store(plane[j], out_w, x, n, colour->fliplr, _mm_mul_ps(o[j], scale));
+        }
+    }
+    free(fxa);
+    free(offs);
+    free(gside);
+    tile_warp_free(&tw);
+    return VT_OK;
+#else
+    (void)tiles, (void)canvas_w, (void)canvas_h, (void)xc, (void)yc, (void)t, (void)out_w,
+        (void)out_h, (void)fill, (void)chan_stride;
+    *done = 0; /* the caller warps to bytes and converts those */
+    return VT_OK;
+#endif
 }
 
 vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int out_w,

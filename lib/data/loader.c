@@ -433,15 +433,14 @@ static int pick_partner(const lbuf *B, vt_rng *r)
 }
 
 /* One augmented detection sample at s x s from the base image of `slot`: a mosaic of it and
- * three partners of the batch, or it letterboxed; then the random affine (both paths) and, for
- * the mosaic, HSV and flips (vt_aug_letterbox_affine does them itself). */
-static vt_status det_sample(const lbuf *B, int slot, vt_rng *r, vt_image *dst,
+ * three partners of the batch, or it letterboxed; then the random affine, HSV and flips.  Its
+ * draws and labels are made now, its pixels by vt_aug_sample_float / _image. */
+static vt_status det_sample(const lbuf *B, int slot, vt_rng *r, vt_aug_sample *smp,
                             vt_aug_labels *out)
 {
     const vt_loader *L = B->L;
     const vt_aug_params *p = &L->aug;
     int s = L->cfg.imgsz;
-    vt_status st;
     if (vt_aug_chance(r, p->mosaic) && B->mosaic) {
         int pick[4] = {slot, pick_partner(B, r), pick_partner(B, r), pick_partner(B, r)};
         const vt_image *ip[4];
@@ -450,37 +449,45 @@ static vt_status det_sample(const lbuf *B, int slot, vt_rng *r, vt_image *dst,
             ip[i] = &B->base[pick[i]];
             lp[i] = &B->base_lab[pick[i]];
         }
-        st = vt_aug_mosaic(ip, lp, s, p, r, dst, out);
-        if (!st) vt_aug_hsv_flips(dst, out, p, r);
-    } else {
-        st = vt_aug_letterbox_affine(&B->base[slot], &B->base_lab[slot], s, p, r, dst, out);
+        return vt_aug_mosaic_sample(ip, lp, s, p, r, smp, out);
     }
-    return st;
+    return vt_aug_letterbox_sample(&B->base[slot], &B->base_lab[slot], s, p, r, smp, out);
 }
 
 /* Detection (and polygon segmentation) with augmentation: det_sample, and with probability
- * `mixup` a second sample of a partner of the batch blended in.  Detection keeps the boxes;
- * segmentation rasterises the transformed outlines into the slot's mask (background 0, so the
- * grey border a mosaic or a shift leaves counts as background, as in Ultralytics). */
-static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, vt_image *dst)
+ * `mixup` a second sample of a partner of the batch blended in; the floats go to dst (channel
+ * k at dst + k * chan_stride), straight from the warp when there is no mixup.  Detection keeps
+ * the boxes; segmentation rasterises the transformed outlines into the slot's mask (background
+ * 0, so the grey border a mosaic or a shift leaves counts as background, as in Ultralytics). */
+static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, float *dst, size_t chan_stride)
 {
     const vt_loader *L = B->L;
     vt_aug_labels out, out2;
     vt_aug_labels_init(&out);
     vt_aug_labels_init(&out2);
-    vt_image second = {0};
-    vt_status st = det_sample(B, slot, r, dst, &out);
+    vt_aug_sample first, second;
+    memset(&second, 0, sizeof second);
+    vt_status st = det_sample(B, slot, r, &first, &out);
     if (!st && vt_aug_chance(r, L->aug.mixup)) {
         int other = pick_partner(B, r);
+        vt_image a = {0}, b = {0};
         st = det_sample(B, other, r, &second, &out2);
-        if (!st) st = vt_aug_mixup(dst, &out, &second, &out2, r, NULL);
+        if (!st) st = vt_aug_sample_image(&first, &a);
+        if (!st) st = vt_aug_sample_image(&second, &b);
+        if (!st) st = vt_aug_mixup(&a, &out, &b, &out2, r, NULL);
+        if (!st) vt_image_to_float(&a, L->cfg.channels, 0, dst, chan_stride);
+        vt_image_free(&a);
+        vt_image_free(&b);
+    } else if (!st) {
+        st = vt_aug_sample_float(&first, L->cfg.channels, dst, chan_stride);
     }
+    vt_aug_sample_free(&first);
+    vt_aug_sample_free(&second);
     if (L->ds->task == VT_TASK_SEGMENT) {
         int sz = L->cfg.imgsz;
         uint8_t *m = B->masks + (size_t)slot * sz * sz;
         memset(m, 0, (size_t)sz * sz);
         if (!st) st = vt_seg_draw_aug_labels(&out, sz, sz, m);
-        vt_image_free(&second);
         vt_aug_labels_free(&out);
         vt_aug_labels_free(&out2);
         return st;
@@ -495,7 +502,6 @@ static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, vt_image *dst)
     }
     if (!st) st = vt_letterbox_geometry(L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, 1,
                                         &B->lb[slot]);
-    vt_image_free(&second);
     vt_aug_labels_free(&out);
     vt_aug_labels_free(&out2);
     return st;
@@ -627,8 +633,13 @@ static vt_status load_one(lbuf *B, int slot)
     vt_status st;
     const vt_split_list *sl = &L->ds->split[L->split];
     int poly_seg = L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths;
+    size_t plane = (size_t)sz * sz;
     if (L->ds->task == VT_TASK_DETECT || (poly_seg && augment)) {
-        st = augment ? load_det_aug(B, slot, &rng, &out) : load_det_plain(B, slot, &out);
+        /* straight to the slot's place in the CNHW batch of n images */
+        if (augment)
+            return load_det_aug(B, slot, &rng, B->dst + (size_t)slot * plane,
+                                (size_t)B->n * plane);
+        st = load_det_plain(B, slot, &out);
     } else if (L->ds->task == VT_TASK_SEGMENT) {
         vt_image img = {0};
         if ((st = vt_image_load(sl->paths[idx], &img))) return st;
@@ -639,7 +650,6 @@ static vt_status load_one(lbuf *B, int slot)
     }
     if (!st) {
         /* straight to the slot's place in the CNHW batch of n images */
-        size_t plane = (size_t)sz * sz;
         vt_image_to_float(&out, c, 0, B->dst + (size_t)slot * plane, (size_t)B->n * plane);
     }
     vt_image_free(&out);
