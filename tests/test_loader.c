@@ -109,6 +109,53 @@ START_TEST(test_jpeg_scaled)
 }
 END_TEST
 
+/* vt_image_load_scaled_into: the pixels of vt_image_load_scaled, in the caller's buffer when it
+ * is large enough (the same pointer), a larger one when not, a PNG's allocation adopted; a
+ * failure keeps the buffer. */
+START_TEST(test_load_into)
+{
+    const int W = 120, H = 90;
+    uint8_t *rgb = photo(W, H, 4);
+    const char *jpg = vt_test_path("b.jpg"), *png = vt_test_path("b.png");
+    vt_test_write_jpeg(jpg, rgb, W, H, 90, 1.0);
+    ck_assert_int_eq(vt_image_save_png(png, rgb, W, H, 3, (size_t)W * 3), VT_OK);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    vt_image a, ref;
+    /* half size first: a buffer of 60 x 45 pixels */
+    ck_assert_int_eq(vt_image_load_scaled_into(jpg, 60, 45, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(cap, (size_t)60 * 45 * 3);
+    ck_assert_int_eq(vt_image_load_scaled(jpg, 60, 45, 0, &ref), VT_OK);
+    compare_images(&a, &ref, 0, 0);
+    vt_image_free(&ref);
+    /* full size: a larger buffer */
+    ck_assert_int_eq(vt_image_load_scaled_into(jpg, 0, 0, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(cap, (size_t)W * H * 3);
+    ck_assert_int_eq(vt_image_load(jpg, &ref), VT_OK);
+    compare_images(&a, &ref, 0, 0);
+    vt_image_free(&ref);
+    /* half size again: decoded into the same buffer */
+    uint8_t *kept = buf;
+    ck_assert_int_eq(vt_image_load_scaled_into(jpg, 60, 45, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(buf, kept);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(a.w, 60);
+    /* a failure keeps it */
+    ck_assert_int_eq(vt_image_load_scaled_into(vt_test_path("none.jpg"), 60, 45, 0, &buf, &cap,
+                                               &a),
+                     VT_ERR_NOT_FOUND);
+    ck_assert_ptr_eq(buf, kept);
+    /* a PNG's pixels become the buffer */
+    ck_assert_int_eq(vt_image_load_scaled_into(png, 60, 45, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(memcmp(a.data, rgb, (size_t)W * H * 3), 0);
+    free(buf);
+    free(rgb);
+}
+END_TEST
+
 /* The separable warp (3 channels, scale and shift only) gives the bytes of the general loop,
  * which 4-channel images still take: compare the RGB of both. */
 START_TEST(test_separable_warp_exact)
@@ -675,6 +722,7 @@ int main(void)
     tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_jpeg_scaled);
+    tcase_add_test(tc, test_load_into);
     tcase_add_test(tc, test_separable_warp_exact);
     tcase_add_test(tc, test_hsv_vector_exact);
     tcase_add_test(tc, test_loader_detect);

@@ -453,6 +453,172 @@ vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas
     return VT_OK;
 }
 
+#if defined(__SSE2__)
+/* The fused warp's tables (see vt_aug_warp_tiles_float).  Per column, padded to nx (a multiple
+ * of 8): the weights, whether it is in (a float mask), its taps' byte offsets in the top and
+ * bottom tiles of its half; per group of 4 columns and tile row half q, the half (0 / 1) when
+ * its 4 columns are in and all their taps in the same half's tile of that row half, else -1:
+ * on a row whose two taps are in that tile too, the group's 16 taps are the two row pointers
+ * plus these offsets. */
+typedef struct fused_warp {
+    tile_warp tw;
+    int nx, ng;
+    float *fxa, *fx1a, *ina;
+    int32_t *off0[2], *off1[2];
+    int *gs[2], *gin;
+    int *gfill[2]; /* per group and q: every column out, or both its taps outside their tiles */
+    float *rowc; /* one row of warped pixels, as floats per channel, nx apart (aligned) */
+    void *mem[4];
+} fused_warp;
+
+/* Group g (columns 4g..4g+3) of a row, warped into rowc. */
+static void fused_group4(const fused_warp *fw, const tile_row *row, const warp_tap *wy, int g)
+{
+    const tile_warp *tw = &fw->tw;
+    const int x = 4 * g, n = tw->out_w - x < 4 ? tw->out_w - x : 4, qq = row->q[0], nx = fw->nx;
+    const __m128 fillv = _mm_set1_ps((float)tw->fillpx[0]), half = _mm_set1_ps(0.5f);
+    float *rowc = fw->rowc;
+    __m128i v[4]; /* per tap: the 4 pixels' bytes */
+    const int sd = fw->gs[qq][g];
+    if (row->q[1] == qq && fw->gfill[qq][g]) { /* the fill all over */
+        for (int j = 0; j < 3; j++) _mm_store_ps(rowc + j * nx + x, fillv);
+        return;
+    }
+    if (sd >= 0 && row->fast[sd] && row->wide) {
+        const uint8_t *r0 = row->rowp[0][sd], *r1 = row->rowp[1][sd];
+        const int32_t *a = fw->off0[qq] + x, *b = fw->off1[qq] + x;
+        v[0] = _mm_setr_epi32(vt_px_ld4(r0 + a[0]), vt_px_ld4(r0 + a[1]), vt_px_ld4(r0 + a[2]),
+                              vt_px_ld4(r0 + a[3]));
+        v[1] = _mm_setr_epi32(vt_px_ld4(r0 + b[0]), vt_px_ld4(r0 + b[1]), vt_px_ld4(r0 + b[2]),
+                              vt_px_ld4(r0 + b[3]));
+        v[2] = _mm_setr_epi32(vt_px_ld4(r1 + a[0]), vt_px_ld4(r1 + a[1]), vt_px_ld4(r1 + a[2]),
+                              vt_px_ld4(r1 + a[3]));
+        v[3] = _mm_setr_epi32(vt_px_ld4(r1 + b[0]), vt_px_ld4(r1 + b[1]), vt_px_ld4(r1 + b[2]),
+                              vt_px_ld4(r1 + b[3]));
+    } else {
+        const uint8_t *p[4][4]; /* [pixel][tap] */
+        int any = 0;
+        for (int j = 0; j < 4; j++) {
+            if (j < n && tw->tx[x + j].in) {
+                tile_taps(tw, row, x + j, p[j]);
+                for (int tp = 0; tp < 4; tp++) any |= p[j][tp] != tw->fillpx;
+            } else {
+                for (int tp = 0; tp < 4; tp++) p[j][tp] = tw->fillpx;
+            }
+        }
+        if (!any) { /* the fill all over */
+            for (int j = 0; j < 3; j++) _mm_store_ps(rowc + j * nx + x, fillv);
+            return;
+        }
+        for (int tp = 0; tp < 4; tp++)
+            v[tp] = row->wide ? _mm_setr_epi32(vt_px_ld4(p[0][tp]), vt_px_ld4(p[1][tp]),
+                                               vt_px_ld4(p[2][tp]), vt_px_ld4(p[3][tp]))
+                              : _mm_setr_epi32(vt_px_ld3(p[0][tp]), vt_px_ld3(p[1][tp]),
+                                               vt_px_ld3(p[2][tp]), vt_px_ld3(p[3][tp]));
+    }
+    const __m128 fy = _mm_set1_ps(wy->f), fy1 = _mm_set1_ps(wy->f1);
+    const __m128 fx = _mm_loadu_ps(fw->fxa + x), fx1 = _mm_loadu_ps(fw->fx1a + x);
+    const __m128 w[4] = {_mm_mul_ps(fx1, fy1), _mm_mul_ps(fx, fy1), _mm_mul_ps(fx1, fy),
+                         _mm_mul_ps(fx, fy)};
+    __m128 acc[3];
+    for (int tp = 0; tp < 4; tp++) {
+        __m128 c[3];
+        vt_px_split(v[tp], &c[0], &c[1], &c[2]);
+        for (int j = 0; j < 3; j++) /* w00 * p00 + w01 * p01 + w10 * p10 + w11 * p11 */
+            acc[j] = tp ? _mm_add_ps(acc[j], _mm_mul_ps(w[tp], c[j])) : _mm_mul_ps(w[0], c[j]);
+    }
+    __m128 px[3];
+    for (int j = 0; j < 3; j++) /* (int)(sum + 0.5f): 0..255, as a float */
+        px[j] = _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_add_ps(acc[j], half)));
+    if (!fw->gin[g]) {
+        const __m128 in = _mm_loadu_ps(fw->ina + x);
+        for (int j = 0; j < 3; j++) px[j] = vt_px_sel(in, px[j], fillv);
+    }
+    for (int j = 0; j < 3; j++) _mm_store_ps(rowc + j * nx + x, px[j]);
+}
+
+/* The colour of rowc's columns [x0, out_w) into the planes (four at a time). */
+static void fused_colour4(const fused_warp *fw, const vt_px_hsv *k, int x0, float *plane[3],
+                          int flip)
+{
+    const int out_w = fw->tw.out_w, nx = fw->nx;
+    const float *rowc = fw->rowc;
+    const __m128 scale = _mm_set1_ps(1.0f / 255.0f);
+    for (int x = x0; x < out_w; x += 4) {
+        const int n = out_w - x < 4 ? out_w - x : 4;
+        __m128 o[3];
+        vt_px_hsv4(k, _mm_load_ps(rowc + x), _mm_load_ps(rowc + nx + x),
+                   _mm_load_ps(rowc + 2 * nx + x), &o[0], &o[1], &o[2]);
+        for (int j = 0; j < 3; j++) vt_px_store(plane[j], out_w, x, n, flip, _mm_mul_ps(o[j], scale));
+    }
+}
+
+#if defined(VT_PX_AVX2)
+#pragma GCC push_options
+#pragma GCC target("avx2")
+/* fused_group4 for pairs of groups, eight columns at a time, where both are fast on the row
+ * (the others go through fused_group4); the same operations per lane. */
+static void fused_row_avx2(const fused_warp *fw, const tile_row *row, const warp_tap *wy)
+{
+    const int qq = row->q[0], nx = fw->nx;
+    const __m256 half = _mm256_set1_ps(0.5f), fy = _mm256_set1_ps(wy->f),
+                 fy1 = _mm256_set1_ps(wy->f1);
+    const __m256i ff = _mm256_set1_epi32(0xFF);
+    float *rowc = fw->rowc;
+    for (int g = 0; g < fw->ng; g += 2) {
+        const int sd = fw->gs[qq][g], x = 4 * g;
+        if (g + 1 >= fw->ng || sd < 0 || fw->gs[qq][g + 1] != sd || !row->fast[sd] ||
+            !row->wide) {
+            fused_group4(fw, row, wy, g);
+            if (g + 1 < fw->ng) fused_group4(fw, row, wy, g + 1);
+            continue;
+        }
+        const uint8_t *r0 = row->rowp[0][sd], *r1 = row->rowp[1][sd];
+        const int32_t *a = fw->off0[qq] + x, *b = fw->off1[qq] + x;
+#define VT_G8(r, o)                                                                            \
+    _mm256_setr_epi32(vt_px_ld4(r + o[0]), vt_px_ld4(r + o[1]), vt_px_ld4(r + o[2]),            \
+                      vt_px_ld4(r + o[3]), vt_px_ld4(r + o[4]), vt_px_ld4(r + o[5]),            \
+                      vt_px_ld4(r + o[6]), vt_px_ld4(r + o[7]))
+        const __m256i v[4] = {VT_G8(r0, a), VT_G8(r0, b), VT_G8(r1, a), VT_G8(r1, b)};
+#undef VT_G8
+        const __m256 fx = _mm256_loadu_ps(fw->fxa + x), fx1 = _mm256_loadu_ps(fw->fx1a + x);
+        const __m256 w[4] = {_mm256_mul_ps(fx1, fy1), _mm256_mul_ps(fx, fy1),
+                             _mm256_mul_ps(fx1, fy), _mm256_mul_ps(fx, fy)};
+        __m256 acc[3];
+        for (int tp = 0; tp < 4; tp++)
+            for (int j = 0; j < 3; j++) {
+                const __m256 c = _mm256_cvtepi32_ps(
+                    _mm256_and_si256(j ? _mm256_srli_epi32(v[tp], 8 * j) : v[tp], ff));
+                acc[j] = tp ? _mm256_add_ps(acc[j], _mm256_mul_ps(w[tp], c))
+                            : _mm256_mul_ps(w[0], c);
+            }
+        for (int j = 0; j < 3; j++)
+            _mm256_store_ps(rowc + j * nx + x, _mm256_cvtepi32_ps(_mm256_cvttps_epi32(
+                                                   _mm256_add_ps(acc[j], half))));
+    }
+}
+
+/* fused_colour4, eight at a time; returns where it stopped (the rest: fused_colour4). */
+static int fused_colour_avx2(const fused_warp *fw, const vt_px_hsv *k, float *plane[3],
+                             int flip)
+{
+    const int out_w = fw->tw.out_w, nx = fw->nx;
+    const float *rowc = fw->rowc;
+    const __m256 scale = _mm256_set1_ps(1.0f / 255.0f);
+    int x = 0;
+    for (; x + 8 <= out_w; x += 8) {
+        __m256 o[3];
+        vt_px_hsv8(k, _mm256_load_ps(rowc + x), _mm256_load_ps(rowc + nx + x),
+                   _mm256_load_ps(rowc + 2 * nx + x), &o[0], &o[1], &o[2]);
+        for (int j = 0; j < 3; j++)
+            vt_px_store8(plane[j], out_w, x, flip, _mm256_mul_ps(o[j], scale));
+    }
+    return x;
+}
+#pragma GCC pop_options
+#endif
+#endif
+
 vt_status vt_aug_warp_tiles_float(const vt_aug_tile tiles[4], int canvas_w, int canvas_h,
                                   int xc, int yc, const vt_aug_transform *t, int out_w,
                                   int out_h, uint8_t fill, const vt_aug_colour *colour,
@@ -461,66 +627,74 @@ vt_status vt_aug_warp_tiles_float(const vt_aug_tile tiles[4], int canvas_w, int 
     if (!colour || !dst)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
 #if defined(__SSE2__)
-    tile_warp tw;
-    vt_status st = tile_warp_init(&tw, tiles, canvas_w, canvas_h, xc, yc, t, out_w, out_h, fill,
-                                  done);
+    fused_warp fw;
+    memset(&fw, 0, sizeof fw);
+    vt_status st = tile_warp_init(&fw.tw, tiles, canvas_w, canvas_h, xc, yc, t, out_w, out_h,
+                                  fill, done);
     if (st || !*done) return st;
-    /* Per column, in groups of 4 (the last padded): the weights, whether it is in, its taps'
-     * byte offsets in the top and bottom tiles of its half; per group and tile row half q, the
-     * half (0 / 1) when its 4 columns are in and all their taps in the same half's tile of that
-     * row half, else -1: on a row whose two taps are in that tile too, the group's 16 taps are
-     * the two row pointers plus these offsets. */
-    const int nx = (out_w + 3) & ~3, ng = nx / 4;
-    float *fxa = vt_malloc(sizeof(float) * 3 * (size_t)nx);
-    int32_t *offs = vt_malloc(sizeof(int32_t) * 4 * (size_t)nx);
-    int *gside = vt_malloc(sizeof(int) * 3 * (size_t)ng);
-    if (!fxa || !offs || !gside) {
-        free(fxa);
-        free(offs);
-        free(gside);
-        tile_warp_free(&tw);
+    const tile_warp *tw = &fw.tw;
+    const int nx = (out_w + 7) & ~7, ng = nx / 4;
+    fw.nx = nx;
+    fw.ng = (out_w + 3) / 4; /* groups with columns in the image */
+    fw.mem[0] = fw.fxa = vt_malloc(sizeof(float) * 3 * (size_t)nx);
+    int32_t *offs = fw.mem[1] = vt_malloc(sizeof(int32_t) * 4 * (size_t)nx);
+    int *gside = fw.mem[2] = vt_malloc(sizeof(int) * 5 * (size_t)ng);
+    float *rowbuf = fw.mem[3] = vt_malloc(sizeof(float) * (3 * (size_t)nx + 8));
+    if (!fw.fxa || !offs || !gside || !rowbuf) {
+        for (int i = 0; i < 4; i++) free(fw.mem[i]);
+        tile_warp_free(&fw.tw);
         *done = 0;
         return VT_ERR_OUT_OF_MEMORY;
     }
-    float *fx1a = fxa + nx, *ina = fxa + 2 * nx;
-    int32_t *off0[2] = {offs, offs + nx}, *off1[2] = {offs + 2 * nx, offs + 3 * nx};
-    int *gs[2] = {gside, gside + ng}, *gin = gside + 2 * ng;
+    fw.rowc = (float *)(((uintptr_t)rowbuf + 31) & ~(uintptr_t)31);
+    fw.fx1a = fw.fxa + nx;
+    fw.ina = fw.fxa + 2 * nx;
+    fw.off0[0] = offs, fw.off0[1] = offs + nx, fw.off1[0] = offs + 2 * nx,
+    fw.off1[1] = offs + 3 * nx;
+    fw.gs[0] = gside, fw.gs[1] = gside + ng, fw.gin = gside + 2 * ng;
+    fw.gfill[0] = gside + 3 * ng, fw.gfill[1] = gside + 4 * ng;
     for (int x = 0; x < nx; x++) {
-        const int in = x < out_w && tw.tx[x].in;
-        fxa[x] = in ? tw.tx[x].f : 0.0f;
-        fx1a[x] = in ? tw.tx[x].f1 : 1.0f;
+        const int in = x < out_w && tw->tx[x].in;
+        fw.fxa[x] = in ? tw->tx[x].f : 0.0f;
+        fw.fx1a[x] = in ? tw->tx[x].f1 : 1.0f;
         const uint32_t mask = in ? 0xFFFFFFFFu : 0u;
-        memcpy(&ina[x], &mask, sizeof mask);
+        memcpy(&fw.ina[x], &mask, sizeof mask);
         for (int q = 0; q < 2; q++) {
-            off0[q][x] = in ? tw.col[x].off[0][q] : -1;
-            off1[q][x] = in ? tw.col[x].off[1][q] : -1;
+            fw.off0[q][x] = in ? tw->col[x].off[0][q] : -1;
+            fw.off1[q][x] = in ? tw->col[x].off[1][q] : -1;
         }
     }
     for (int g = 0; g < ng; g++) {
         int all_in = 1;
-        for (int j = 0; j < 4; j++) all_in &= 4 * g + j < out_w && tw.tx[4 * g + j].in;
-        gin[g] = all_in;
+        for (int j = 0; j < 4; j++) all_in &= 4 * g + j < out_w && tw->tx[4 * g + j].in;
+        fw.gin[g] = all_in;
         for (int q = 0; q < 2; q++) {
-            int side = all_in ? tw.col[4 * g].side[0] : -1;
+            int none = 1;
+            for (int j = 0; j < 4; j++)
+                none &= fw.off0[q][4 * g + j] < 0 && fw.off1[q][4 * g + j] < 0;
+            fw.gfill[q][g] = none;
+            int side = all_in ? tw->col[4 * g].side[0] : -1;
             for (int j = 0; j < 4 && side >= 0; j++) {
-                const tile_col *cl = &tw.col[4 * g + j];
+                const tile_col *cl = &tw->col[4 * g + j];
                 if (!cl->fast[q] || cl->side[0] != side || cl->side[1] != side) side = -1;
             }
-            gs[q][g] = side;
+            fw.gs[q][g] = side;
         }
     }
     vt_px_hsv k;
     vt_px_hsv_init(&k, colour->dh, colour->gs, colour->gv);
-    const __m128 scale = _mm_set1_ps(1.0f / 255.0f), fillv = _mm_set1_ps((float)fill),
-                 half = _mm_set1_ps(0.5f);
+    const __m128 scale = _mm_set1_ps(1.0f / 255.0f), fillv = _mm_set1_ps((float)fill);
     __m128 fo[3]; /* the fill after HSV, as floats */
     vt_px_hsv4(&k, fillv, fillv, fillv, &fo[0], &fo[1], &fo[2]);
     for (int j = 0; j < 3; j++) fo[j] = _mm_mul_ps(fo[j], scale);
+#if defined(VT_PX_AVX2)
+    const int avx2 = vt_px_avx2();
+#endif
     for (int y = 0; y < out_h; y++) {
         const int oy = colour->flipud ? out_h - 1 - y : y;
         float *plane[3];
         for (int j = 0; j < 3; j++) plane[j] = dst + j * chan_stride + (size_t)oy * out_w;
-        const warp_tap *wy = &tw.ty[y];
+        const warp_tap *wy = &tw->ty[y];
         if (!wy->in) {
             for (int x = 0; x < out_w; x += 4)
                 for (int j = 0; j < 3; j++)
@@ -529,74 +703,30 @@ vt_status vt_aug_warp_tiles_float(const vt_aug_tile tiles[4], int canvas_w, int 
             continue;
         }
         tile_row row;
-        tile_warp_row(&tw, y, &row);
-        const int qq = row.q[0];
-        const __m128 fy = _mm_set1_ps(wy->f), fy1 = _mm_set1_ps(wy->f1);
-        for (int g = 0, x = 0; g < ng; g++, x += 4) {
-            const int n = out_w - x < 4 ? out_w - x : 4;
-            __m128i v[4]; /* per tap: the 4 pixels' bytes */
-            const int sd = gs[qq][g];
-            if (sd >= 0 && row.fast[sd] && row.wide) {
-                const uint8_t *r0 = row.rowp[0][sd], *r1 = row.rowp[1][sd];
-                const int32_t *a = off0[qq] + x, *b = off1[qq] + x;
-                v[0] = _mm_setr_epi32(vt_px_ld4(r0 + a[0]), vt_px_ld4(r0 + a[1]),
-                                      vt_px_ld4(r0 + a[2]), vt_px_ld4(r0 + a[3]));
-                v[1] = _mm_setr_epi32(vt_px_ld4(r0 + b[0]), vt_px_ld4(r0 + b[1]),
-                                      vt_px_ld4(r0 + b[2]), vt_px_ld4(r0 + b[3]));
-                v[2] = _mm_setr_epi32(vt_px_ld4(r1 + a[0]), vt_px_ld4(r1 + a[1]),
-                                      vt_px_ld4(r1 + a[2]), vt_px_ld4(r1 + a[3]));
-                v[3] = _mm_setr_epi32(vt_px_ld4(r1 + b[0]), vt_px_ld4(r1 + b[1]),
-                                      vt_px_ld4(r1 + b[2]), vt_px_ld4(r1 + b[3]));
-            } else {
-                const uint8_t *p[4][4]; /* [pixel][tap] */
-                int any = 0;
-                for (int j = 0; j < 4; j++) {
-                    if (j < n && tw.tx[x + j].in) {
-                        tile_taps(&tw, &row, x + j, p[j]);
-                        for (int tp = 0; tp < 4; tp++) any |= p[j][tp] != tw.fillpx;
-                    } else {
-                        for (int tp = 0; tp < 4; tp++) p[j][tp] = tw.fillpx;
-                    }
-                }
-                if (!any) { /* the fill all over: its colour is known */
-                    for (int j = 0; j < 3; j++)
-                        vt_px_store(plane[j], out_w, x, n, colour->fliplr, fo[j]);
-                    continue;
-                }
-                for (int tp = 0; tp < 4; tp++)
-                    v[tp] = row.wide ? _mm_setr_epi32(vt_px_ld4(p[0][tp]), vt_px_ld4(p[1][tp]),
-                                                      vt_px_ld4(p[2][tp]), vt_px_ld4(p[3][tp]))
-                                     : _mm_setr_epi32(vt_px_ld3(p[0][tp]), vt_px_ld3(p[1][tp]),
-                                                      vt_px_ld3(p[2][tp]), vt_px_ld3(p[3][tp]));
-            }
-            const __m128 fx = _mm_loadu_ps(fxa + x), fx1 = _mm_loadu_ps(fx1a + x);
-            const __m128 w[4] = {_mm_mul_ps(fx1, fy1), _mm_mul_ps(fx, fy1), _mm_mul_ps(fx1, fy),
-                                 _mm_mul_ps(fx, fy)};
-            __m128 acc[3];
-            for (int tp = 0; tp < 4; tp++) {
-                __m128 c[3];
-                vt_px_split(v[tp], &c[0], &c[1], &c[2]);
-                for (int j = 0; j < 3; j++) /* w00 * p00 + w01 * p01 + w10 * p10 + w11 * p11 */
-                    acc[j] = tp ? _mm_add_ps(acc[j], _mm_mul_ps(w[tp], c[j]))
-                                : _mm_mul_ps(w[0], c[j]);
-            }
-            __m128 px[3];
-            for (int j = 0; j < 3; j++) /* (int)(sum + 0.5f): 0..255, as a float */
-                px[j] = _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_add_ps(acc[j], half)));
-            if (!gin[g]) {
-                const __m128 in = _mm_loadu_ps(ina + x);
-                for (int j = 0; j < 3; j++) px[j] = vt_px_sel(in, px[j], fillv);
-            }
-            __m128 o[3];
-            vt_px_hsv4(&k, px[0], px[1], px[2], &o[0], &o[1], &o[2]);
-            for (int j = 0; j < 3; j++)
-                vt_px_store(plane[j], out_w, x, n, colour->fliplr, _mm_mul_ps(o[j], scale));
+        tile_warp_row(tw, y, &row);
+        if (!row.rowp[0][0] && !row.rowp[0][1] && !row.rowp[1][0] && !row.rowp[1][1]) {
+            for (int x = 0; x < out_w; x += 4) /* both tap rows outside the tiles: the fill */
+                for (int j = 0; j < 3; j++)
+                    vt_px_store(plane[j], out_w, x, out_w - x < 4 ? out_w - x : 4,
+                                colour->fliplr, fo[j]);
+            continue;
         }
+        /* the row's warped pixels, then their colour from the row in L1 (two lighter loops
+         * than one) */
+        int x0 = 0;
+#if defined(VT_PX_AVX2)
+        if (avx2) {
+            fused_row_avx2(&fw, &row, wy);
+            x0 = fused_colour_avx2(&fw, &k, plane, colour->fliplr);
+        } else
+#endif
+        {
+            for (int g = 0; g < fw.ng; g++) fused_group4(&fw, &row, wy, g);
+        }
+        fused_colour4(&fw, &k, x0, plane, colour->fliplr);
     }
-    free(fxa);
-    free(offs);
-    free(gside);
-    tile_warp_free(&tw);
+    for (int i = 0; i < 4; i++) free(fw.mem[i]);
+    tile_warp_free(&fw.tw);
     return VT_OK;
 #else
     (void)tiles, (void)canvas_w, (void)canvas_h, (void)xc, (void)yc, (void)t, (void)out_w,

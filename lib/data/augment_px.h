@@ -6,6 +6,7 @@
 #define VT_AUGMENT_PX_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__SSE2__)
@@ -59,80 +60,36 @@ static inline void vt_px_hsv_init(vt_px_hsv *k, float dh, float gs, float gv)
     k->one_turn = dh >= -1.0f && dh <= 1.0f;
 }
 
-/* hsv_pixel on four pixels: r, g, b are their channels (integers 0..255 as floats); *o0, *o1,
- * *o2 get the new bytes, as floats (clamp_round: (int)(v + 0.5f) clipped to 0..255). */
-static inline void vt_px_hsv4(const vt_px_hsv *k, __m128 r, __m128 g, __m128 b, __m128 *o0,
-                              __m128 *o1, __m128 *o2)
-{
-    const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f), c255 = _mm_set1_ps(255.0f),
-                 half = _mm_set1_ps(0.5f);
-    const __m128 V = _mm_max_ps(_mm_max_ps(r, g), b), m = _mm_min_ps(_mm_min_ps(r, g), b);
-    const __m128 C = _mm_sub_ps(V, m);
-    const __m128 gray = _mm_cmpeq_ps(C, zero);
-    __m128 c0 = r, c1 = g, c2 = b, rc = one;
-    if (k->hue || k->sat_clip) rc = _mm_div_ps(one, vt_px_sel(gray, one, C)); /* 1 / C */
-    if (k->hue) {
-        const __m128 isr = _mm_cmpeq_ps(V, r), isg = _mm_andnot_ps(isr, _mm_cmpeq_ps(V, g));
-        const __m128 hr = _mm_mul_ps(_mm_sub_ps(g, b), rc);
-        const __m128 hg = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(b, r), rc), _mm_set1_ps(2.0f));
-        const __m128 hb = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(r, g), rc), _mm_set1_ps(4.0f));
-        __m128 h = vt_px_sel(isr, hr, vt_px_sel(isg, hg, hb));
-        const __m128 six = _mm_set1_ps(6.0f);
-        h = _mm_add_ps(h, _mm_set1_ps(k->dh));
-        /* adding 0 where the scalar code adds nothing: at most a -0 becomes +0, which rounds
-         * to the same byte */
-        h = _mm_add_ps(h, _mm_and_ps(_mm_cmplt_ps(h, zero), six));
-        if (!k->one_turn) h = _mm_add_ps(h, _mm_and_ps(_mm_cmplt_ps(h, zero), six));
-        h = _mm_sub_ps(h, _mm_and_ps(_mm_cmpge_ps(h, six), six));
-        if (!k->one_turn) h = _mm_sub_ps(h, _mm_and_ps(_mm_cmpge_ps(h, six), six));
-        __m128i sector = _mm_cvttps_epi32(h);
-        const __m128i five = _mm_set1_epi32(5);
-        const __m128i over = _mm_cmpgt_epi32(sector, five);
-        sector = _mm_or_si128(_mm_and_si128(over, five), _mm_andnot_si128(over, sector));
-        const __m128 f = _mm_sub_ps(h, _mm_cvtepi32_ps(sector));
-        const __m128 odd = _mm_castsi128_ps(
-            _mm_cmpeq_epi32(_mm_and_si128(sector, _mm_set1_epi32(1)), _mm_set1_epi32(1)));
-        const __m128 x = vt_px_sel(odd, _mm_mul_ps(C, _mm_sub_ps(one, f)), _mm_mul_ps(C, f));
-        __m128 s[6];
-        for (int j = 0; j < 6; j++)
-            s[j] = _mm_castsi128_ps(_mm_cmpeq_epi32(sector, _mm_set1_epi32(j)));
-        /* sector: (c0, c1, c2) = 0 (V, xm, m) 1 (xm, V, m) 2 (m, V, xm) 3 (m, xm, V)
-         * 4 (xm, m, V) 5 (V, m, xm), with xm = x + m.  Each channel is m + (C where it is V)
-         * + (x where it is the middle one): m + C + 0 = V and m + 0 + x = x + m exactly (C = V - m
-         * and the channels are integers). */
-#define VT_PX_CH(v0, v1, x0, x1)                                                               \
-    _mm_add_ps(_mm_add_ps(m, _mm_and_ps(_mm_or_ps(s[v0], s[v1]), C)),                           \
-               _mm_and_ps(_mm_or_ps(s[x0], s[x1]), x))
-        c0 = VT_PX_CH(0, 5, 1, 4);
-        c1 = VT_PX_CH(1, 2, 0, 3);
-        c2 = VT_PX_CH(3, 4, 2, 5);
-#undef VT_PX_CH
-    }
-    const __m128 gsv = _mm_set1_ps(k->gs), gvv = _mm_set1_ps(k->gv);
-    /* S' = min(S * gs, 1): sg = V / C where V < gs * C */
-    const __m128 sg =
-        k->sat_clip ? vt_px_sel(_mm_cmplt_ps(V, _mm_mul_ps(gsv, C)), _mm_mul_ps(V, rc), gsv) : gsv;
-    /* V' = min(V * gv, 255): vg = 255 / V where V * gv > 255 (V = 0 is gray: not used) */
-    const __m128 vg =
-        k->val_clip
-            ? vt_px_sel(_mm_cmpgt_ps(_mm_mul_ps(V, gvv), c255),
-                        _mm_div_ps(c255, vt_px_sel(gray, one, V)), gvv)
-            : gvv;
-    const __m128 kk = _mm_mul_ps(sg, vg);
-    const __m128 a0 = _mm_mul_ps(_mm_mul_ps(V, _mm_sub_ps(one, sg)), vg);
-    const __m128 gval = _mm_min_ps(_mm_mul_ps(V, gvv), c255);
-    const __m128 v0 = vt_px_sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(kk, c0)));
-    const __m128 v1 = vt_px_sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(kk, c1)));
-    const __m128 v2 = vt_px_sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(kk, c2)));
-    /* clamp_round: (int)(v + 0.5f) then 0..255, as the truncation of v + 0.5 clipped to
-     * [0, 255] (the same integer for every v) */
-#define VT_PX_ROUND(v)                                                                         \
-    _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(_mm_add_ps((v), half), zero), c255)))
-    *o0 = VT_PX_ROUND(v0);
-    *o1 = VT_PX_ROUND(v1);
-    *o2 = VT_PX_ROUND(v2);
-#undef VT_PX_ROUND
-}
+/* vt_px_hsv4: hsv_pixel on four pixels (augment_px_hsv.inc with SSE2). */
+#define VT_V_FN vt_px_hsv4
+#define VT_V_F __m128
+#define VT_V_I __m128i
+#define VT_V_SET1 _mm_set1_ps
+#define VT_V_ISET1 _mm_set1_epi32
+#define VT_V_ADD _mm_add_ps
+#define VT_V_SUB _mm_sub_ps
+#define VT_V_MUL _mm_mul_ps
+#define VT_V_DIV _mm_div_ps
+#define VT_V_MIN _mm_min_ps
+#define VT_V_MAX _mm_max_ps
+#define VT_V_AND _mm_and_ps
+#define VT_V_OR _mm_or_ps
+#define VT_V_ANDNOT _mm_andnot_ps
+#define VT_V_SEL vt_px_sel
+#define VT_V_CMPEQ _mm_cmpeq_ps
+#define VT_V_CMPLT _mm_cmplt_ps
+#define VT_V_CMPGE _mm_cmpge_ps
+#define VT_V_CMPGT _mm_cmpgt_ps
+#define VT_V_CVTT _mm_cvttps_epi32
+#define VT_V_CVT _mm_cvtepi32_ps
+#define VT_V_CASTF _mm_castsi128_ps
+#define VT_V_IAND _mm_and_si128
+#define VT_V_IOR _mm_or_si128
+#define VT_V_IANDNOT _mm_andnot_si128
+#define VT_V_ICMPEQ _mm_cmpeq_epi32
+#define VT_V_ICMPGT _mm_cmpgt_epi32
+#include "data/augment_px_hsv.inc"
+#include "data/augment_px_undef.inc"
 
 /* Four bytes-as-floats to 4 bytes R, G, B and the 4th byte of `keep`, per lane. */
 static inline __m128i vt_px_join(__m128 r, __m128 g, __m128 b, __m128i keep)
@@ -158,6 +115,78 @@ static inline void vt_px_store(float *row, int w, int x, int n, int flip, __m128
     _mm_storeu_ps(t, v);
     for (int j = 0; j < n; j++) row[flip ? w - 1 - x - j : x + j] = t[j];
 }
+#endif
+
+/* AVX2, eight pixels at a time, for x86-64 GCC (chosen at run time: vt_px_avx2): the same
+ * operations per lane, so the same bytes.  The functions below the pragma are compiled for
+ * AVX2 and must only run where vt_px_avx2() says so. */
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define VT_PX_AVX2 1
+#include <immintrin.h>
+
+/* The CPU has AVX2 (and the OS saves its registers), and the environment does not ask for
+ * SSE2 only (VT_SIMD=sse2: to measure or test that path on an AVX2 machine). */
+static inline int vt_px_avx2(void)
+{
+    const char *e = getenv("VT_SIMD");
+    return __builtin_cpu_supports("avx2") && !(e && !strcmp(e, "sse2"));
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+static inline __m256 vt_px_sel8(__m256 mask, __m256 a, __m256 b)
+{
+    return _mm256_blendv_ps(b, a, mask);
+}
+#define VT_PX_CMP8(name, pred)                                                                 \
+    static inline __m256 name(__m256 a, __m256 b) { return _mm256_cmp_ps(a, b, pred); }
+VT_PX_CMP8(vt_px_cmpeq8, _CMP_EQ_OQ)
+VT_PX_CMP8(vt_px_cmplt8, _CMP_LT_OS)
+VT_PX_CMP8(vt_px_cmpge8, _CMP_GE_OS)
+VT_PX_CMP8(vt_px_cmpgt8, _CMP_GT_OS)
+#undef VT_PX_CMP8
+/* vt_px_hsv8: hsv_pixel on eight pixels */
+#define VT_V_FN vt_px_hsv8
+#define VT_V_F __m256
+#define VT_V_I __m256i
+#define VT_V_SET1 _mm256_set1_ps
+#define VT_V_ISET1 _mm256_set1_epi32
+#define VT_V_ADD _mm256_add_ps
+#define VT_V_SUB _mm256_sub_ps
+#define VT_V_MUL _mm256_mul_ps
+#define VT_V_DIV _mm256_div_ps
+#define VT_V_MIN _mm256_min_ps
+#define VT_V_MAX _mm256_max_ps
+#define VT_V_AND _mm256_and_ps
+#define VT_V_OR _mm256_or_ps
+#define VT_V_ANDNOT _mm256_andnot_ps
+#define VT_V_SEL vt_px_sel8
+#define VT_V_CMPEQ vt_px_cmpeq8
+#define VT_V_CMPLT vt_px_cmplt8
+#define VT_V_CMPGE vt_px_cmpge8
+#define VT_V_CMPGT vt_px_cmpgt8
+#define VT_V_CVTT _mm256_cvttps_epi32
+#define VT_V_CVT _mm256_cvtepi32_ps
+#define VT_V_CASTF _mm256_castsi256_ps
+#define VT_V_IAND _mm256_and_si256
+#define VT_V_IOR _mm256_or_si256
+#define VT_V_IANDNOT _mm256_andnot_si256
+#define VT_V_ICMPEQ _mm256_cmpeq_epi32
+#define VT_V_ICMPGT _mm256_cmpgt_epi32
+#include "data/augment_px_hsv.inc"
+#include "data/augment_px_undef.inc"
+
+/* Store 8 floats of a plane row at columns x..x+7, or mirrored (at w-1-x..w-8-x). */
+static inline void vt_px_store8(float *row, int w, int x, int flip, __m256 v)
+{
+    if (flip) {
+        v = _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+        _mm256_storeu_ps(row + w - 8 - x, v);
+    } else {
+        _mm256_storeu_ps(row + x, v);
+    }
+}
+#pragma GCC pop_options
 #endif
 
 #endif

@@ -53,6 +53,8 @@ typedef struct lbuf {
     vt_image *base;
     unsigned char *base_owned;
     vt_aug_labels *base_lab;
+    uint8_t **dbuf;         /* per slot, the buffer its JPEGs are decoded into (kept) */
+    size_t *dcap;
     int *ok_slots;
     int n_ok_slots, two_phase;
     int n, n_ok, mosaic;
@@ -111,6 +113,9 @@ static void lbuf_free(lbuf *B)
     free(B->base);
     free(B->base_owned);
     free(B->base_lab);
+    for (int i = 0; B->dbuf && i < B->cap; i++) free(B->dbuf[i]);
+    free(B->dbuf);
+    free(B->dcap);
     free(B->ok_slots);
     memset(B, 0, sizeof *B);
 }
@@ -160,6 +165,14 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
         if (!bl) return VT_ERR_OUT_OF_MEMORY;
         for (int i = B->cap; i < n; i++) vt_aug_labels_init(&bl[i]);
         B->base_lab = bl;
+        uint8_t **db = vt_realloc(B->dbuf, (size_t)n * sizeof *db);
+        if (!db) return VT_ERR_OUT_OF_MEMORY;
+        memset(db + B->cap, 0, (size_t)(n - B->cap) * sizeof *db);
+        B->dbuf = db;
+        size_t *dc = vt_realloc(B->dcap, (size_t)n * sizeof *dc);
+        if (!dc) return VT_ERR_OUT_OF_MEMORY;
+        memset(dc + B->cap, 0, (size_t)(n - B->cap) * sizeof *dc);
+        B->dcap = dc;
         GROW(B->ok_slots, n);
     }
     if (L->ds->task == VT_TASK_SEGMENT) {
@@ -347,8 +360,10 @@ void vt_loader_cache_stats(const vt_loader *L, int *images, int64_t *bytes)
 
 /* Image idx at its base size (see loader.h): from the cache, or decoded (at a reduced JPEG
  * scale when that loses nothing) and resized.  *owned: 1 when the caller must free *img, 0 when
- * it is the cache's (read only). */
-static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *owned)
+ * it is the cache's (read only) or lies in *buf.  buf / cap (may be NULL): a buffer kept by the
+ * caller to decode into (vt_image_load_scaled_into); given to the cache with the image. */
+static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *owned,
+                            uint8_t **buf, size_t *cap)
 {
     cache *c = L->cache;
     if (c && atomic_load_explicit(&c->ready[idx], memory_order_acquire)) {
@@ -361,8 +376,10 @@ static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *own
     int s = L->cfg.imgsz, det = L->ds->task != VT_TASK_CLASSIFY;
     const char *path = L->ds->split[L->split].paths[idx];
     vt_image raw = {0};
-    vt_status st = L->full_decode ? vt_image_load(path, &raw)
-                                      : vt_image_load_scaled(path, s, s, det, &raw);
+    /* full decode: no target size */
+    const int tw = L->full_decode ? 0 : s, th = L->full_decode ? 0 : s;
+    vt_status st = buf ? vt_image_load_scaled_into(path, tw, th, det, buf, cap, &raw)
+                       : vt_image_load_scaled(path, tw, th, det, &raw);
     if (st) return st;
     int w = s, h = s;
     if (det) { /* long side s, as mosaic and letterbox resize */
@@ -376,21 +393,28 @@ static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *own
     }
     if (raw.w == w && raw.h == h) {
         *img = raw;
+        if (buf) *owned = 0; /* in *buf */
     } else {
         st = vt_image_resize(&raw, w, h, img);
-        vt_image_free(&raw);
+        if (!buf) vt_image_free(&raw);
         if (st) return st;
     }
-    if (c && cache_put(c, idx, img)) *owned = 0;
+    if (c && cache_put(c, idx, img)) {
+        *owned = 0;
+        if (buf && img->data == *buf) { /* the cache's now */
+            *buf = NULL;
+            *cap = 0;
+        }
+    }
     return VT_OK;
 }
 
 /* Image idx at its base size and its boxes as augmentation labels in its pixels. */
 static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *owned,
-                               vt_aug_labels *lab)
+                               uint8_t **buf, size_t *cap, vt_aug_labels *lab)
 {
     const vt_split_list *sl = &L->ds->split[L->split];
-    vt_status st = base_image(L, idx, img, owned);
+    vt_status st = base_image(L, idx, img, owned, buf, cap);
     if (st) return st;
     vt_aug_labels_clear(lab);
     float *xy = NULL;
@@ -549,7 +573,7 @@ static vt_status load_cls(const vt_loader *L, int idx, vt_rng *r, vt_image *dst)
     }
     vt_image img = {0};
     int owned;
-    if ((st = base_image(L, idx, &img, &owned))) return st;
+    if ((st = base_image(L, idx, &img, &owned, NULL, NULL))) return st;
     if (owned) {
         *dst = img;
     } else { /* the cache's: augment a copy */
@@ -684,7 +708,8 @@ static void load_base_range(void *ctx, size_t b, size_t e)
             continue;
         }
         int owned = 0;
-        B->status[s] = load_labelled(B->L, B->indices[s], &B->base[s], &owned, &B->base_lab[s]);
+        B->status[s] = load_labelled(B->L, B->indices[s], &B->base[s], &owned, &B->dbuf[s],
+                                     &B->dcap[s], &B->base_lab[s]);
         if (B->status[s]) {
             snprintf(B->msg[s], MSG, "%s", vt_last_error());
             memset(&B->base[s], 0, sizeof B->base[s]);
