@@ -1,7 +1,9 @@
-/* Private to lib/data/augment*.c: SSE2 pieces shared by the colour and the geometry code, four
- * RGB pixels at a time, one pixel per lane.  Every float operation is the scalar reference's
- * (hsv_pixel in augment_color.c) in the same order, IEEE single precision without contraction,
- * so the results are the same bytes; the callers' tests compare them with the scalar code. */
+/* Private to lib/data/augment*.c: SIMD pieces shared by the colour and the geometry code, one
+ * RGB pixel per lane: four per SSE2 vector, and eight per AVX2 vector where x86-64 GCC can
+ * compile it and the CPU has it (vt_px_avx2, at run time).  Every float operation is the
+ * scalar reference's (hsv_pixel in augment_color.c) in the same order, IEEE single precision
+ * without contraction, so the results are the same bytes; the callers' tests compare them with
+ * the scalar code. */
 #ifndef VT_AUGMENT_PX_H
 #define VT_AUGMENT_PX_H
 
@@ -46,7 +48,7 @@ static inline void vt_px_split(__m128i v, __m128 *r, __m128 *g, __m128 *b)
 typedef struct vt_px_hsv {
     float dh, gs, gv;
     int hue, sat_clip, val_clip;
-    int one_turn; /* |dh| <= 1: h + dh is in [-2, 6 + 1), one correction each way is enough */
+    int one_turn; /* |dh| <= 1: h + dh is in [-2, 6], one correction each way is enough */
 } vt_px_hsv;
 
 static inline void vt_px_hsv_init(vt_px_hsv *k, float dh, float gs, float gv)
