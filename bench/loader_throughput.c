@@ -8,10 +8,12 @@
  * when given), then measures, side by side in one run, best of `reps`:
  *   (a) libjpeg-turbo decoding the same files at full size from memory, one thread (img/s);
  *   (b) the loader (vt_loader_fill, the default detection augmentation: mosaic, affine, HSV,
- *       fliplr) at imgsz for workers = 1 and 2, reading files, and with cache=ram warm; at
+ *       fliplr; mosaic partners come from the batch, so one decode per sample) at imgsz for
+ *       workers = 1 and 2, reading files, and with cache=ram warm; at
  *       `small` (where the reduced-scale JPEG decode applies) with and without it; and with
  *       mosaic=0 (one decode per sample) and without augmentation (the validation path);
- *   (c) a stage breakdown of one sample (decode, mosaic + affine warp, HSV + flips, to float);
+ *   (c) a stage breakdown of one mosaic sample as the loader makes it (decode of its own image,
+ *       the draws, then warp + HSV + flips + float conversion in one pass; and those apart);
  *   (d) (run first) cache=ram under a cap of a third of the dataset's base images: bytes cached vs the
  *       cap, and the process's peak RSS;
  *   (e) with train=1: one epoch of det-n at `small` on 40% of the images, workers=2, prefetch 0
@@ -31,6 +33,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "image/image.h"
+#include "train/detect_eval.h"
 #include "visiontrain/visiontrain.h"
 
 static double now(void)
@@ -244,41 +247,78 @@ static double loader_rate(const vt_dataset *ds, const run_cfg *rc, int batch, in
     return best;
 }
 
-/* (c) where one mosaic sample's time goes (one thread, no cache). */
+/* (c) where one mosaic sample's time goes (one thread, no cache), as the loader makes it: its
+ * own image decoded at its base size (long side s, into a kept buffer), the 3 partners are
+ * images of the batch decoded already (here: the previous samples' images), the draws and
+ * labels (vt_aug_mosaic_sample), then the warp of the placed images, HSV, flips and the float
+ * conversion in one pass (vt_aug_sample_float).  Then, for reference, the same stages apart:
+ * the warp to bytes, HSV + flips on the bytes, the float conversion. */
 static void breakdown(const vt_dataset *ds, int s, int samples)
 {
     vt_aug_params p;
     vt_aug_params_default(&p);
-    double t_dec = 0, t_mos = 0, t_hsv = 0, t_flt = 0;
+    double t_dec = 0, t_draw = 0, t_fused = 0, t_warp = 0, t_hsv = 0, t_flt = 0;
     float *f = malloc(sizeof(float) * 3 * (size_t)s * s);
     vt_rng r;
     vt_rng_seed(&r, 5);
     int n = ds->split[VT_SPLIT_TRAIN].n;
-    for (int k = 0; k < samples; k++) {
-        vt_image im[4];
+    enum { RING = 4 };
+    vt_image im[RING];
+    uint8_t *buf[RING] = {NULL};
+    size_t cap[RING] = {0};
+    for (int k = -(RING - 1); k < samples; k++) {
+        const int slot = (k + RING) % RING;
         double t0 = now();
-        for (int i = 0; i < 4; i++) vt_image_load(ds->split[VT_SPLIT_TRAIN].paths[(k * 4 + i) % n], &im[i]);
+        vt_image raw;
+        vt_image_load_scaled_into(ds->split[VT_SPLIT_TRAIN].paths[(k + RING) % n], s, s, 1,
+                                  &buf[slot], &cap[slot], &raw);
+        vt_letterbox lb;
+        vt_letterbox_geometry(raw.w, raw.h, s, s, 1, &lb);
+        im[slot] = raw;
+        if (raw.w != lb.new_w || raw.h != lb.new_h) { /* not for 640x480 at 640 or 320 */
+            vt_image rs;
+            vt_image_resize(&raw, lb.new_w, lb.new_h, &rs);
+            free(buf[slot]);
+            buf[slot] = rs.data;
+            cap[slot] = (size_t)rs.w * rs.h * 3;
+            im[slot] = rs;
+        }
         double t1 = now();
-        const vt_image *ip[4] = {&im[0], &im[1], &im[2], &im[3]};
-        vt_image out;
-        vt_aug_mosaic(ip, NULL, s, &p, &r, &out, NULL);
+        if (k < 0) continue; /* filling the ring */
+        const vt_image *ip[4] = {&im[slot], &im[(slot + 1) % RING], &im[(slot + 2) % RING],
+                                 &im[(slot + 3) % RING]};
+        vt_aug_sample smp;
+        vt_aug_mosaic_sample(ip, NULL, s, &p, &r, &smp, NULL);
         double t2 = now();
-        vt_aug_hsv_flips(&out, NULL, &p, &r);
+        vt_aug_sample_float(&smp, 3, f, (size_t)s * s);
         double t3 = now();
-        vt_image_to_float(&out, 3, 0, f, (size_t)s * s);
+        vt_image w;
+        int done = 0;
+        vt_aug_warp_tiles(smp.tiles, smp.canvas_w, smp.canvas_h, smp.xc, smp.yc, &smp.t, s, s,
+                          114, &w, &done);
         double t4 = now();
+        vt_aug_colour_apply(&w, &smp.colour);
+        double t5 = now();
+        vt_image_to_float(&w, 3, 0, f, (size_t)s * s);
+        double t6 = now();
         t_dec += t1 - t0;
-        t_mos += t2 - t1;
-        t_hsv += t3 - t2;
-        t_flt += t4 - t3;
-        vt_image_free(&out);
-        for (int i = 0; i < 4; i++) vt_image_free(&im[i]);
+        t_draw += t2 - t1;
+        t_fused += t3 - t2;
+        t_warp += t4 - t3;
+        t_hsv += t5 - t4;
+        t_flt += t6 - t5;
+        vt_image_free(&w);
+        vt_aug_sample_free(&smp);
     }
-    double tot = t_dec + t_mos + t_hsv + t_flt;
-    printf("breakdown of one mosaic sample at %d (ms, 1 thread, no cache): decode 4 images %.2f, "
-           "mosaic canvas + affine warp %.2f, hsv + flips %.2f, to_float %.2f; total %.2f\n", s,
-           1e3 * t_dec / samples, 1e3 * t_mos / samples, 1e3 * t_hsv / samples,
-           1e3 * t_flt / samples, 1e3 * tot / samples);
+    for (int i = 0; i < RING; i++) free(buf[i]);
+    const char *simd = getenv("VT_SIMD");
+    int avx2 = __builtin_cpu_supports("avx2") && !(simd && !strcmp(simd, "sse2"));
+    printf("breakdown of one mosaic sample at %d (ms, 1 thread, no cache, %s): decode its image "
+           "%.2f, draws + labels %.2f, warp + hsv + flips + float in one pass %.2f; total %.2f "
+           "(apart: warp to bytes %.2f, hsv + flips %.2f, to_float %.2f)\n",
+           s, avx2 ? "AVX2" : "SSE2", 1e3 * t_dec / samples, 1e3 * t_draw / samples,
+           1e3 * t_fused / samples, 1e3 * (t_dec + t_draw + t_fused) / samples,
+           1e3 * t_warp / samples, 1e3 * t_hsv / samples, 1e3 * t_flt / samples);
     free(f);
 }
 

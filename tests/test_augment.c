@@ -957,6 +957,343 @@ START_TEST(test_random_resized_crop)
 }
 END_TEST
 
+/* ---- the mosaic without its canvas ------------------------------------------------------- */
+
+static int same_labels(const vt_aug_labels *a, const vt_aug_labels *b)
+{
+    return a->n == b->n && a->nxy == b->nxy &&
+           (!a->n || !memcmp(a->box, b->box, sizeof *a->box * a->n)) &&
+           (!a->nxy || !memcmp(a->xy, b->xy, sizeof(float) * 2 * a->nxy));
+}
+
+/* vt_aug_warp_tiles against vt_aug_warp_image of the painted canvas: random canvases (odd sizes
+ * too), splits, tiles anywhere in their quadrants (empty ones, ones at the canvas edge) and
+ * scale-and-shift transforms that also reach the fill; a rotation is declined (done = 0). */
+START_TEST(test_warp_tiles_exact)
+{
+    vt_rng g;
+    vt_rng_seed(&g, 31);
+    for (int it = 0; it < 60; it++) {
+        int cw = 2 + (int)vt_rng_below(&g, 90), ch = 2 + (int)vt_rng_below(&g, 90);
+        int xc = 1 + (int)vt_rng_below(&g, (uint32_t)(cw - 1)),
+            yc = 1 + (int)vt_rng_below(&g, (uint32_t)(ch - 1));
+        vt_image im[4];
+        vt_aug_tile tiles[4];
+        vt_image canvas = new_image(cw, ch, 3);
+        memset(canvas.data, 114, (size_t)cw * ch * 3);
+        for (int i = 0; i < 4; i++) {
+            /* the quadrant's range, then a sub-rectangle of it (sometimes the whole, sometimes
+             * empty) */
+            int qx0 = i & 1 ? xc : 0, qx1 = i & 1 ? cw : xc, qy0 = i & 2 ? yc : 0,
+                qy1 = i & 2 ? ch : yc;
+            int x0 = qx0 + (int)vt_rng_below(&g, (uint32_t)(qx1 - qx0 + 1));
+            int x1 = x0 + (int)vt_rng_below(&g, (uint32_t)(qx1 - x0 + 1));
+            int y0 = qy0 + (int)vt_rng_below(&g, (uint32_t)(qy1 - qy0 + 1));
+            int y1 = y0 + (int)vt_rng_below(&g, (uint32_t)(qy1 - y0 + 1));
+            if (it % 3 == 0) x0 = qx0, x1 = qx1, y0 = qy0, y1 = qy1;
+            int w = (x1 - x0) + 1 + (int)vt_rng_below(&g, 5), h = (y1 - y0) + 1 + (int)vt_rng_below(&g, 5);
+            im[i] = noise_image(w, h, 3, 500 + (uint64_t)it * 4 + i);
+            int ox = (int)vt_rng_below(&g, (uint32_t)(w - (x1 - x0) + 1));
+            int oy = (int)vt_rng_below(&g, (uint32_t)(h - (y1 - y0) + 1));
+            tiles[i] = (vt_aug_tile){&im[i], x0, y0, x1, y1, ox, oy};
+            for (int y = y0; y < y1; y++)
+                memcpy(canvas.data + ((size_t)y * cw + x0) * 3,
+                       im[i].data + ((size_t)(y - y0 + oy) * w + ox) * 3, (size_t)(x1 - x0) * 3);
+        }
+        vt_aug_params p;
+        vt_aug_params_default(&p);
+        p.translate = it % 2 ? 0.1f : 0.8f;
+        p.scale = it % 4 ? 0.5f : 0.9f;
+        int ow = 1 + (int)vt_rng_below(&g, 70), oh = 1 + (int)vt_rng_below(&g, 70);
+        vt_aug_transform t;
+        vt_aug_transform_draw(&p, &g, cw, ch, ow, oh, &t);
+        vt_image a = {0, 0, 0, NULL}, b;
+        int done = 0;
+        ck_assert_int_eq(vt_aug_warp_tiles(tiles, cw, ch, xc, yc, &t, ow, oh, 114, &a, &done),
+                         VT_OK);
+        ck_assert_int_eq(done, 1);
+        ck_assert_int_eq(vt_aug_warp_image(&canvas, &t, ow, oh, 114, &b), VT_OK);
+        ck_assert_int_eq(a.w, ow);
+        ck_assert_int_eq(a.h, oh);
+        for (int i = 0; i < ow * oh * 3; i++)
+            ck_assert_msg(a.data[i] == b.data[i], "case %d (%dx%d split %d,%d -> %dx%d): byte %d: %d vs %d",
+                          it, cw, ch, xc, yc, ow, oh, i, a.data[i], b.data[i]);
+        vt_image_free(&a);
+        vt_image_free(&b);
+        /* a rotation is not separable: declined, nothing written */
+        p.degrees = 30;
+        vt_aug_transform_draw(&p, &g, cw, ch, ow, oh, &t);
+        ck_assert_int_eq(vt_aug_warp_tiles(tiles, cw, ch, xc, yc, &t, ow, oh, 114, &a, &done),
+                         VT_OK);
+        ck_assert_int_eq(done, 0);
+        ck_assert_ptr_null(a.data);
+        for (int i = 0; i < 4; i++) vt_image_free(&im[i]);
+        vt_image_free(&canvas);
+    }
+    /* a tile outside its quadrant is refused */
+    vt_image one = noise_image(4, 4, 3, 1);
+    vt_aug_tile bad[4] = {{&one, 0, 0, 4, 4, 0, 0}, {&one, 2, 0, 6, 4, 0, 0},
+                          {&one, 0, 4, 4, 8, 0, 0}, {&one, 4, 4, 8, 8, 0, 0}};
+    vt_aug_transform id = {{1, 0, 0, 0, 1, 0, 0, 0, 1}, 1.0};
+    vt_image a = {0, 0, 0, NULL};
+    int done = 1;
+    ck_assert_int_eq(vt_aug_warp_tiles(bad, 8, 8, 4, 4, &id, 8, 8, 114, &a, &done),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(done, 0);
+    bad[1].x0 = 4;
+    bad[1].x1 = 8;
+    ck_assert_int_eq(vt_aug_warp_tiles(bad, 8, 8, 4, 4, &id, 8, 8, 114, &a, &done), VT_OK);
+    ck_assert_int_eq(done, 1);
+    vt_image_free(&a);
+    vt_image_free(&one);
+}
+END_TEST
+
+/* vt_aug_mosaic (no canvas for scale and shift) gives the bytes, labels and draws of the canvas
+ * then vt_aug_affine (whose warp takes the separable path): odd and even s, images already at
+ * the mosaic size or resized to it, tiles cut by the canvas edge, shifts that show the fill; and
+ * with a rotation (the painted canvas). */
+START_TEST(test_mosaic_fused_exact)
+{
+    vt_rng g;
+    vt_rng_seed(&g, 8);
+    const int sizes[] = {2, 3, 17, 32, 45, 64, 101};
+    for (int it = 0; it < 42; it++) {
+        const int s = sizes[it % 7];
+        vt_image im[4];
+        vt_aug_labels l[4];
+        for (int i = 0; i < 4; i++) {
+            int w = 1 + (int)vt_rng_below(&g, (uint32_t)(2 * s + 3)),
+                h = 1 + (int)vt_rng_below(&g, (uint32_t)(2 * s + 3));
+            if ((it + i) % 3 == 0) { /* long side s already: placed as it is */
+                w = s;
+                h = 1 + (int)vt_rng_below(&g, (uint32_t)s);
+                if (i % 2) {
+                    h = s;
+                    w = 1 + (int)vt_rng_below(&g, (uint32_t)s);
+                }
+            }
+            im[i] = noise_image(w, h, 3, 900 + (uint64_t)it * 4 + i);
+            vt_aug_labels_init(&l[i]);
+            float bx0 = w * 0.1f, by0 = h * 0.2f, bx1 = w * 0.9f, by1 = h * 0.7f;
+            ck_assert_int_eq(vt_aug_labels_add_box(&l[i], i, bx0, by0, bx1, by1), VT_OK);
+            float tri[6] = {w * 0.2f, h * 0.1f, w * 0.95f, h * 0.5f, w * 0.3f, h * 0.99f};
+            ck_assert_int_eq(vt_aug_labels_add_poly(&l[i], 4 + i, tri, 3), VT_OK);
+        }
+        const vt_image *ims[4] = {&im[0], &im[1], &im[2], &im[3]};
+        const vt_aug_labels *ls[4] = {&l[0], &l[1], &l[2], &l[3]};
+        vt_aug_params p;
+        vt_aug_params_default(&p);
+        p.translate = it % 4 == 1 ? 0.9f : 0.1f;
+        p.scale = it % 5 == 2 ? 0.95f : 0.5f;
+        if (it % 6 == 5) p.degrees = 15; /* the general path */
+        vt_rng a, b;
+        vt_rng_seed(&a, 4000 + (uint64_t)it);
+        b = a;
+        vt_image out, canvas, ref;
+        vt_aug_labels ol, cl;
+        vt_aug_labels_init(&ol);
+        vt_aug_labels_init(&cl);
+        ck_assert_int_eq(vt_aug_mosaic(ims, ls, s, &p, &a, &out, &ol), VT_OK);
+        ck_assert_int_eq(vt_aug_mosaic_canvas(ims, ls, s, &b, &canvas, &cl), VT_OK);
+        ck_assert_int_eq(vt_aug_affine(&canvas, &cl, s, s, &p, &b, &ref), VT_OK);
+        ck_assert_int_eq(out.w, s);
+        ck_assert_int_eq(out.h, s);
+        for (int i = 0; i < s * s * 3; i++)
+            ck_assert_msg(out.data[i] == ref.data[i], "case %d (s %d): byte %d: %d vs %d", it, s,
+                          i, out.data[i], ref.data[i]);
+        ck_assert_msg(same_labels(&ol, &cl), "case %d: labels differ", it);
+        ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0); /* the same draws */
+        vt_image_free(&out);
+        vt_image_free(&canvas);
+        vt_image_free(&ref);
+        vt_aug_labels_free(&ol);
+        vt_aug_labels_free(&cl);
+        for (int i = 0; i < 4; i++) {
+            vt_image_free(&im[i]);
+            vt_aug_labels_free(&l[i]);
+        }
+    }
+}
+END_TEST
+
+/* ---- samples drawn first, pixels after ---------------------------------------------------- */
+
+/* Noise with gray, saturated and two-equal-channel pixels (the HSV's edge cases). */
+static vt_image colour_image(int w, int h, uint64_t seed)
+{
+    vt_image im = noise_image(w, h, 3, seed);
+    for (int i = 0; i < w * h; i++) {
+        uint8_t *q = im.data + 3 * i;
+        switch (i % 7) {
+        case 1: q[1] = q[2] = q[0]; break;               /* gray */
+        case 2: q[i % 3] = 255, q[(i + 1) % 3] = 0; break; /* saturated */
+        case 3: q[1] = q[0]; break;                      /* a hue edge */
+        default: break;
+        }
+    }
+    return im;
+}
+
+static int same_floats(const float *a, const float *b, size_t n, size_t *where)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float))) {
+            *where = i;
+            return 0;
+        }
+    return 1;
+}
+
+/* vt_aug_mosaic_sample / vt_aug_letterbox_sample then vt_aug_sample_float or _image give the
+ * floats, bytes, labels and draws of vt_aug_mosaic + vt_aug_hsv_flips (or
+ * vt_aug_letterbox_affine) then vt_image_to_float: odd and even s, hue shifts of up to a full
+ * turn, gains that clip and that do not, flips, rotations (the painted canvas) and gray
+ * output. */
+START_TEST(test_sample_float_exact)
+{
+    /* _i = 1: the SSE2 path where the CPU would take AVX2 (augment_px.h) */
+    if (_i) setenv("VT_SIMD", "sse2", 1);
+    else unsetenv("VT_SIMD");
+    vt_rng g;
+    vt_rng_seed(&g, 12);
+    const int sizes[] = {2, 5, 16, 33, 47, 64};
+    const float hues[] = {0.0f, 0.015f, 0.3f, 1.0f};
+    for (int it = 0; it < 48; it++) {
+        const int s = sizes[it % 6];
+        vt_image im[4];
+        vt_aug_labels l[4];
+        for (int i = 0; i < 4; i++) {
+            int w = 1 + (int)vt_rng_below(&g, (uint32_t)(2 * s + 2)),
+                h = 1 + (int)vt_rng_below(&g, (uint32_t)(2 * s + 2));
+            if ((it + i) % 2) { /* long side s: placed as it is */
+                w = s;
+                h = 1 + (int)vt_rng_below(&g, (uint32_t)s);
+            }
+            im[i] = colour_image(w, h, 70 + (uint64_t)it * 4 + i);
+            vt_aug_labels_init(&l[i]);
+            ck_assert_int_eq(vt_aug_labels_add_box(&l[i], i, w * 0.2f, h * 0.1f, w * 0.8f,
+                                                   h * 0.9f),
+                             VT_OK);
+        }
+        const vt_image *ims[4] = {&im[0], &im[1], &im[2], &im[3]};
+        const vt_aug_labels *ls[4] = {&l[0], &l[1], &l[2], &l[3]};
+        vt_aug_params p;
+        vt_aug_params_default(&p);
+        p.hsv_h = hues[it % 4];
+        p.hsv_s = it % 3 ? 0.7f : 1.0f;
+        p.hsv_v = it % 5 ? 0.4f : 1.0f;
+        p.flipud = 0.5f;
+        p.translate = it % 4 == 3 ? 0.9f : 0.1f;
+        if (it % 7 == 6) p.degrees = 20; /* not separable */
+        const size_t plane = (size_t)s * s;
+        float *a = malloc(sizeof(float) * 3 * plane), *b = malloc(sizeof(float) * 3 * plane);
+        for (int kind = 0; kind < 2; kind++) { /* mosaic, letterbox */
+            vt_rng r1, r2;
+            vt_rng_seed(&r1, 300 + (uint64_t)it);
+            r2 = r1;
+            vt_aug_sample smp;
+            vt_aug_labels sl, rl;
+            vt_aug_labels_init(&sl);
+            vt_aug_labels_init(&rl);
+            vt_image ref, img;
+            if (kind == 0) {
+                ck_assert_int_eq(vt_aug_mosaic_sample(ims, ls, s, &p, &r1, &smp, &sl), VT_OK);
+                ck_assert_int_eq(vt_aug_mosaic(ims, ls, s, &p, &r2, &ref, &rl), VT_OK);
+                vt_aug_hsv_flips(&ref, &rl, &p, &r2);
+            } else {
+                ck_assert_int_eq(vt_aug_letterbox_sample(&im[it % 4], &l[it % 4], s, &p, &r1,
+                                                         &smp, &sl),
+                                 VT_OK);
+                ck_assert_int_eq(
+                    vt_aug_letterbox_affine(&im[it % 4], &l[it % 4], s, &p, &r2, &ref, &rl),
+                    VT_OK);
+            }
+            ck_assert_int_eq(memcmp(&r1, &r2, sizeof r1), 0); /* the same draws */
+            ck_assert_msg(same_labels(&sl, &rl), "case %d/%d: labels differ", it, kind);
+            ck_assert_int_eq(vt_aug_sample_image(&smp, &img), VT_OK);
+            ck_assert_int_eq(memcmp(img.data, ref.data, plane * 3), 0);
+            for (int want = 1; want <= 3; want += 2) {
+                memset(a, 0xAB, sizeof(float) * 3 * plane);
+                ck_assert_int_eq(vt_aug_sample_float(&smp, want, a, plane), VT_OK);
+                vt_image_to_float(&ref, want, 0, b, plane);
+                size_t at = 0;
+                ck_assert_msg(same_floats(a, b, plane * want, &at),
+                              "case %d/%d (s %d, want %d, hue %g, flips %d %d): float %zu: %g "
+                              "vs %g",
+                              it, kind, s, want, p.hsv_h, smp.colour.flipud, smp.colour.fliplr,
+                              at, a[at], b[at]);
+            }
+            vt_image_free(&img);
+            vt_image_free(&ref);
+            vt_aug_sample_free(&smp);
+            vt_aug_labels_free(&sl);
+            vt_aug_labels_free(&rl);
+        }
+        free(a);
+        free(b);
+        for (int i = 0; i < 4; i++) {
+            vt_image_free(&im[i]);
+            vt_aug_labels_free(&l[i]);
+        }
+    }
+}
+END_TEST
+
+/* vt_aug_colour_to_float against a copy through vt_aug_colour_apply and vt_image_to_float
+ * (widths that are and are not multiples of 4, one pixel, flips, hue turns up to a full one);
+ * and the in-place HSV of 4-channel pixels keeps alpha and gives the 3-channel bytes. */
+START_TEST(test_colour_to_float_exact)
+{
+    vt_rng g;
+    vt_rng_seed(&g, 5);
+    vt_aug_params p;
+    vt_aug_params_default(&p);
+    p.flipud = 0.5f;
+    for (int it = 0; it < 40; it++) {
+        const int w = 1 + (int)vt_rng_below(&g, 13), h = 1 + (int)vt_rng_below(&g, 9);
+        p.hsv_h = it % 3 ? 0.015f : 1.0f;
+        p.hsv_v = it % 2 ? 0.4f : 0.9f;
+        vt_image im = colour_image(w, h, 900 + (uint64_t)it), cp = colour_image(w, h, 900 + (uint64_t)it);
+        vt_aug_colour c;
+        vt_aug_colour_draw(&p, &g, &c);
+        const size_t plane = (size_t)w * h;
+        float *a = malloc(sizeof(float) * 3 * plane), *b = malloc(sizeof(float) * 3 * plane);
+        for (int want = 1; want <= 3; want += 2) {
+            ck_assert_int_eq(vt_aug_colour_to_float(&im, &c, want, a, plane), VT_OK);
+            vt_image_free(&cp);
+            cp = colour_image(w, h, 900 + (uint64_t)it);
+            vt_aug_colour_apply(&cp, &c);
+            vt_image_to_float(&cp, want, 0, b, plane);
+            size_t at = 0;
+            ck_assert_msg(same_floats(a, b, plane * want, &at), "case %d (%dx%d): float %zu", it,
+                          w, h, at);
+        }
+        /* the source is untouched */
+        vt_image orig = colour_image(w, h, 900 + (uint64_t)it);
+        ck_assert_int_eq(memcmp(orig.data, im.data, plane * 3), 0);
+        /* 4 channels: the same RGB, alpha kept */
+        vt_image a4 = {w, h, 4, malloc(plane * 4)};
+        for (size_t i = 0; i < plane; i++) {
+            memcpy(a4.data + 4 * i, orig.data + 3 * i, 3);
+            a4.data[4 * i + 3] = (uint8_t)(i * 37);
+        }
+        vt_aug_hsv_apply(&a4, c.dh, c.gs, c.gv);
+        vt_aug_hsv_apply(&orig, c.dh, c.gs, c.gv);
+        for (size_t i = 0; i < plane; i++) {
+            ck_assert_int_eq(memcmp(a4.data + 4 * i, orig.data + 3 * i, 3), 0);
+            ck_assert_int_eq(a4.data[4 * i + 3], (uint8_t)(i * 37));
+        }
+        vt_image_free(&a4);
+        vt_image_free(&orig);
+        vt_image_free(&im);
+        vt_image_free(&cp);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
 /* ---- determinism ------------------------------------------------------------------------- */
 
 typedef struct sample {
@@ -1040,11 +1377,15 @@ static Suite *suite(void)
     tcase_add_test(tg, test_drop_rule);
     tcase_add_test(tg, test_mosaic_geometry);
     tcase_add_test(tg, test_mosaic_errors);
+    tcase_add_test(tg, test_warp_tiles_exact);
+    tcase_add_test(tg, test_mosaic_fused_exact);
     tcase_add_test(tg, test_letterbox_affine);
     tcase_add_test(tg, test_mixup);
     suite_add_tcase(s, tg);
     TCase *tc = tcase_create("pixels");
     tcase_add_test(tc, test_hsv);
+    tcase_add_loop_test(tc, test_sample_float_exact, 0, 2);
+    tcase_add_test(tc, test_colour_to_float_exact);
     tcase_add_test(tc, test_erasing);
     tcase_add_test(tc, test_random_resized_crop);
     tcase_add_test(tc, test_determinism);

@@ -109,6 +109,53 @@ START_TEST(test_jpeg_scaled)
 }
 END_TEST
 
+/* vt_image_load_scaled_into: the pixels of vt_image_load_scaled, in the caller's buffer when it
+ * is large enough (the same pointer), a larger one when not, a PNG's allocation adopted; a
+ * failure keeps the buffer. */
+START_TEST(test_load_into)
+{
+    const int W = 120, H = 90;
+    uint8_t *rgb = photo(W, H, 4);
+    const char *jpg = vt_test_path("b.jpg"), *png = vt_test_path("b.png");
+    vt_test_write_jpeg(jpg, rgb, W, H, 90, 1.0);
+    ck_assert_int_eq(vt_image_save_png(png, rgb, W, H, 3, (size_t)W * 3), VT_OK);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    vt_image a, ref;
+    /* half size first: a buffer of 60 x 45 pixels */
+    ck_assert_int_eq(vt_image_load_scaled_into(jpg, 60, 45, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(cap, (size_t)60 * 45 * 3);
+    ck_assert_int_eq(vt_image_load_scaled(jpg, 60, 45, 0, &ref), VT_OK);
+    compare_images(&a, &ref, 0, 0);
+    vt_image_free(&ref);
+    /* full size: a larger buffer */
+    ck_assert_int_eq(vt_image_load_scaled_into(jpg, 0, 0, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(cap, (size_t)W * H * 3);
+    ck_assert_int_eq(vt_image_load(jpg, &ref), VT_OK);
+    compare_images(&a, &ref, 0, 0);
+    vt_image_free(&ref);
+    /* half size again: decoded into the same buffer */
+    uint8_t *kept = buf;
+    ck_assert_int_eq(vt_image_load_scaled_into(jpg, 60, 45, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(buf, kept);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(a.w, 60);
+    /* a failure keeps it */
+    ck_assert_int_eq(vt_image_load_scaled_into(vt_test_path("none.jpg"), 60, 45, 0, &buf, &cap,
+                                               &a),
+                     VT_ERR_NOT_FOUND);
+    ck_assert_ptr_eq(buf, kept);
+    /* a PNG's pixels become the buffer */
+    ck_assert_int_eq(vt_image_load_scaled_into(png, 60, 45, 0, &buf, &cap, &a), VT_OK);
+    ck_assert_ptr_eq(a.data, buf);
+    ck_assert_int_eq(memcmp(a.data, rgb, (size_t)W * H * 3), 0);
+    free(buf);
+    free(rgb);
+}
+END_TEST
+
 /* The separable warp (3 channels, scale and shift only) gives the bytes of the general loop,
  * which 4-channel images still take: compare the RGB of both. */
 START_TEST(test_separable_warp_exact)
@@ -600,33 +647,70 @@ START_TEST(test_pick_subset)
 }
 END_TEST
 
-/* With a subset set, mosaic and mixup partners come from it: loading only subset images with
- * mosaic on decodes (and so caches) no other image. */
-START_TEST(test_subset_partners)
+/* Mosaic and mixup partners come from the batch: loading only a few images with mosaic and
+ * mixup always on decodes (and so caches) no other image of the split; an image that fails to
+ * decode is nobody's partner, so a batch with failures packs the same bytes and boxes as the
+ * batch of its readable images alone; a batch of one image mosaics it with itself. */
+START_TEST(test_batch_partners)
 {
     vt_dataset *ds = open_synth(VT_TASK_DETECT, "sp",
                                 "classes=3 train=40 val=2 imgsz=32 seed=2 max_objects=2");
     vt_aug_params aug;
     vt_aug_params_default(&aug);
     aug.mixup = 1.0f;
-    for (int with = 0; with < 2; with++) {
-        vt_loader_config cfg = {32, 3, 2, &aug, NULL};
+    enum { SZ = 32, PER = 3 * SZ * SZ };
+    float *x = malloc(sizeof(float) * PER * 6), *y = malloc(sizeof(float) * PER * 6);
+    int32_t lab[6], lab2[6];
+    for (int workers = 1; workers <= 2; workers++) {
+        vt_loader_config cfg = {SZ, 3, workers, &aug, NULL};
         vt_loader *L;
         ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
         ck_assert_int_eq(vt_loader_enable_cache(L, (int64_t)1 << 30), VT_OK);
         int sub[6] = {3, 9, 14, 20, 27, 33}, ok, images;
         int64_t bytes;
-        if (with) ck_assert_int_eq(vt_loader_set_subset(L, sub, 6), VT_OK);
-        float *x = malloc(sizeof(float) * 3 * 32 * 32 * 6);
-        int32_t lab[6];
         for (int seed = 1; seed <= 4; seed++)
             ck_assert_int_eq(vt_loader_fill(L, sub, 6, (uint64_t)seed, x, lab, &ok), VT_OK);
         vt_loader_cache_stats(L, &images, &bytes);
-        if (with) ck_assert_int_eq(images, 6);
-        else ck_assert_int_gt(images, 6); /* the check can fail: partners from the whole split */
-        free(x);
+        ck_assert_int_eq(images, 6);
+        int one = 17;
+        ck_assert_int_eq(vt_loader_fill(L, &one, 1, 5, x, lab, &ok), VT_OK);
+        ck_assert_int_eq(ok, 1);
         vt_loader_destroy(L);
     }
+    /* images 0 and 1 become unreadable: left out, and nobody's partner */
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(vt_test_write_file(ds->split[VT_SPLIT_TRAIN].paths[i], "junk", 4), 0);
+    vt_loader_config cfg = {SZ, 3, 2, &aug, NULL};
+    vt_loader *L;
+    ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
+    int with_bad[6] = {0, 5, 6, 1, 7, 12}, good[4] = {5, 6, 7, 12}, ok, ok2;
+    for (int seed = 1; seed <= 3; seed++) {
+        ck_assert_int_eq(vt_loader_fill(L, with_bad, 6, (uint64_t)seed, x, lab, &ok), VT_OK);
+        ck_assert_int_eq(ok, 4);
+        vt_det *boxes[4];
+        int nbox[4];
+        for (int k = 0; k < 4; k++) {
+            const vt_det *b;
+            vt_loader_boxes(L, k, &b, &nbox[k], NULL);
+            boxes[k] = malloc(sizeof(vt_det) * (size_t)(nbox[k] + 1));
+            if (nbox[k]) memcpy(boxes[k], b, sizeof(vt_det) * (size_t)nbox[k]);
+        }
+        ck_assert_int_eq(vt_loader_fill(L, good, 4, (uint64_t)seed, y, lab2, &ok2), VT_OK);
+        ck_assert_int_eq(ok2, 4);
+        ck_assert_int_eq(memcmp(lab, lab2, sizeof(int32_t) * 4), 0);
+        ck_assert_msg(memcmp(x, y, sizeof(float) * PER * 4) == 0, "seed %d: pixels differ", seed);
+        for (int k = 0; k < 4; k++) {
+            const vt_det *b;
+            int nb;
+            vt_loader_boxes(L, k, &b, &nb, NULL);
+            ck_assert_int_eq(nb, nbox[k]);
+            if (nb) ck_assert_int_eq(memcmp(b, boxes[k], sizeof(vt_det) * (size_t)nb), 0);
+            free(boxes[k]);
+        }
+    }
+    vt_loader_destroy(L);
+    free(x);
+    free(y);
     vt_dataset_destroy(ds);
 }
 END_TEST
@@ -638,6 +722,7 @@ int main(void)
     tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_jpeg_scaled);
+    tcase_add_test(tc, test_load_into);
     tcase_add_test(tc, test_separable_warp_exact);
     tcase_add_test(tc, test_hsv_vector_exact);
     tcase_add_test(tc, test_loader_detect);
@@ -648,7 +733,7 @@ int main(void)
     tcase_add_test(tc, test_trainer_cancel_with_prefetch);
     tcase_add_test(tc, test_trainer_fraction);
     tcase_add_test(tc, test_pick_subset);
-    tcase_add_test(tc, test_subset_partners);
+    tcase_add_test(tc, test_batch_partners);
     suite_add_tcase(s, tc);
     return vt_test_run(s);
 }

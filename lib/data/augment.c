@@ -287,6 +287,15 @@ void vt_aug_fliplr(vt_image *img, vt_aug_labels *labels)
         const int w = img->w, c = img->c;
         for (int y = 0; y < img->h; y++) {
             uint8_t *row = img->data + (size_t)y * w * c;
+            if (c == 3) { /* whole pixels */
+                for (int a = 0, b = w - 1; a < b; a++, b--) {
+                    uint8_t t[3];
+                    memcpy(t, row + 3 * a, 3);
+                    memcpy(row + 3 * a, row + 3 * b, 3);
+                    memcpy(row + 3 * b, t, 3);
+                }
+                continue;
+            }
             for (int a = 0, b = w - 1; a < b; a++, b--)
                 for (int k = 0; k < c; k++) {
                     uint8_t t = row[a * c + k];
@@ -332,9 +341,42 @@ void vt_aug_flipud(vt_image *img, vt_aug_labels *labels)
 
 void vt_aug_hsv_flips(vt_image *img, vt_aug_labels *labels, const vt_aug_params *p, vt_rng *r)
 {
-    vt_aug_hsv(img, p->hsv_h, p->hsv_s, p->hsv_v, r);
-    if (vt_aug_chance(r, p->flipud)) vt_aug_flipud(img, labels);
-    if (vt_aug_chance(r, p->fliplr)) vt_aug_fliplr(img, labels);
+    vt_aug_colour c;
+    vt_aug_colour_draw(p, r, &c);
+    vt_aug_colour_apply(img, &c);
+    if (img) vt_aug_colour_labels(labels, img->w, img->h, &c);
+}
+
+void vt_aug_colour_apply(vt_image *img, const vt_aug_colour *c)
+{
+    vt_aug_hsv_apply(img, c->dh, c->gs, c->gv);
+    if (c->flipud) vt_aug_flipud(img, NULL);
+    if (c->fliplr) vt_aug_fliplr(img, NULL);
+}
+
+void vt_aug_colour_labels(vt_aug_labels *labels, int w, int h, const vt_aug_colour *c)
+{
+    if (!labels) return;
+    if (c->flipud) { /* y -> h - y */
+        const float H = (float)h;
+        for (int i = 0; i < labels->n; i++) {
+            vt_aug_box *b = &labels->box[i];
+            float y0 = H - b->y1, y1 = H - b->y0;
+            b->y0 = y0;
+            b->y1 = y1;
+        }
+        for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k + 1] = H - labels->xy[2 * k + 1];
+    }
+    if (c->fliplr) { /* x -> w - x */
+        const float W = (float)w;
+        for (int i = 0; i < labels->n; i++) {
+            vt_aug_box *b = &labels->box[i];
+            float x0 = W - b->x1, x1 = W - b->x0;
+            b->x0 = x0;
+            b->x1 = x1;
+        }
+        for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k] = W - labels->xy[2 * k];
+    }
 }
 
 /* ---- letterbox + affine ------------------------------------------------------------------ */
@@ -344,18 +386,127 @@ static int valid_image(const vt_image *im)
     return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
 }
 
-vt_status vt_aug_letterbox_affine(const vt_image *src, const vt_aug_labels *labels, int s,
-                                  const vt_aug_params *p, vt_rng *r, vt_image *dst,
+/* ---- samples: a warp of tiles, then colour -------------------------------------------------
+ * A sample's canvas is the fill 114 but for its tiles (see vt_aug_tile): a mosaic's four placed
+ * images on 2s x 2s, or a letterbox's one image on s x s.  Its pixels are that canvas warped by
+ * the sample's transform, then its colour: without painting the canvas where the warp is
+ * separable (vt_aug_warp_tiles), else painted and warped in general. */
+
+/* The canvas painted. */
+static vt_status paint_tiles(const vt_aug_sample *smp, vt_image *canvas)
+{
+    const int c = smp->c, cw = smp->canvas_w, ch = smp->canvas_h;
+    uint8_t *data = vt_malloc((size_t)cw * ch * c);
+    if (!data) return VT_ERR_OUT_OF_MEMORY;
+    memset(data, 114, (size_t)cw * ch * c);
+    for (int i = 0; i < 4; i++) {
+        const vt_aug_tile *t = &smp->tiles[i];
+        for (int y = t->y0; y < t->y1 && t->x1 > t->x0; y++)
+            memcpy(data + ((size_t)y * cw + t->x0) * c,
+                   t->img->data + ((size_t)(y - t->y0 + t->oy) * t->img->w + t->ox) * c,
+                   (size_t)(t->x1 - t->x0) * c);
+    }
+    canvas->w = cw;
+    canvas->h = ch;
+    canvas->c = c;
+    canvas->data = data;
+    return VT_OK;
+}
+
+/* The warped canvas as bytes, before the colour. */
+static vt_status sample_warp(const vt_aug_sample *smp, vt_image *dst)
+{
+    int done = 0;
+    vt_status st = VT_OK;
+    if (smp->c == 3)
+        st = vt_aug_warp_tiles(smp->tiles, smp->canvas_w, smp->canvas_h, smp->xc, smp->yc,
+                               &smp->t, smp->s, smp->s, 114, dst, &done);
+    if (st || done) return st;
+    vt_image canvas = {0, 0, 0, NULL};
+    st = paint_tiles(smp, &canvas);
+    if (!st) st = vt_aug_warp_image(&canvas, &smp->t, smp->s, smp->s, 114, dst);
+    vt_image_free(&canvas);
+    return st;
+}
+
+void vt_aug_sample_free(vt_aug_sample *smp)
+{
+    if (!smp) return;
+    for (int i = 0; i < 4; i++) vt_image_free(&smp->own[i]);
+    memset(smp, 0, sizeof *smp);
+}
+
+vt_status vt_aug_sample_image(const vt_aug_sample *smp, vt_image *dst)
+{
+    if (!smp || !dst || smp->s < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_sample_image: bad arguments");
+    vt_image img = {0, 0, 0, NULL};
+    vt_status st = sample_warp(smp, &img);
+    if (st) return st;
+    vt_aug_colour_apply(&img, &smp->colour);
+    *dst = img;
+    return VT_OK;
+}
+
+vt_status vt_aug_sample_float(const vt_aug_sample *smp, int want_c, float *dst,
+                              size_t chan_stride)
+{
+    if (!smp || !dst || smp->s < 1 || (want_c != 1 && want_c != 3))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_sample_float: bad arguments");
+    int done = 0;
+    vt_status st = VT_OK;
+    if (smp->c == 3 && want_c == 3)
+        st = vt_aug_warp_tiles_float(smp->tiles, smp->canvas_w, smp->canvas_h, smp->xc, smp->yc,
+                                     &smp->t, smp->s, smp->s, 114, &smp->colour, dst,
+                                     chan_stride, &done);
+    if (st || done) return st;
+    vt_image img = {0, 0, 0, NULL};
+    st = sample_warp(smp, &img);
+    if (!st) st = vt_aug_colour_to_float(&img, &smp->colour, want_c, dst, chan_stride);
+    vt_image_free(&img);
+    return st;
+}
+
+/* After the tiles and the labels on the canvas: the transform to s x s, the colour, and the
+ * labels through both. */
+static vt_status sample_finish(vt_aug_sample *smp, const vt_aug_params *p, vt_rng *r,
+                               vt_aug_labels *labels)
+{
+    const int s = smp->s;
+    vt_aug_transform_draw(p, r, smp->canvas_w, smp->canvas_h, s, s, &smp->t);
+    vt_status st = vt_aug_warp_labels(labels, &smp->t, s, s);
+    if (st) return st;
+    vt_aug_colour_draw(p, r, &smp->colour);
+    vt_aug_colour_labels(labels, s, s, &smp->colour);
+    return VT_OK;
+}
+
+vt_status vt_aug_letterbox_sample(const vt_image *src, const vt_aug_labels *labels, int s,
+                                  const vt_aug_params *p, vt_rng *r, vt_aug_sample *smp,
                                   vt_aug_labels *out)
 {
-    if (!valid_image(src) || !p || !r || !dst || s < 1 || s > 32768 || (labels && !out))
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_letterbox_affine: bad arguments");
-    vt_image lbi = {0, 0, 0, NULL}, warped = {0, 0, 0, NULL};
+    if (smp) memset(smp, 0, sizeof *smp);
+    if (!valid_image(src) || !p || !r || !smp || s < 1 || s > 32768 || (labels && !out))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_letterbox_sample: bad arguments");
     vt_letterbox lb;
     vt_aug_labels tmp;
-    vt_status st = labels_copy(&tmp, labels);
+    vt_status st = vt_letterbox_geometry(src->w, src->h, s, s, 1, &lb);
     if (st) return st;
-    st = vt_letterbox_image(src, s, s, 1, 114, &lbi, &lb);
+    if ((st = labels_copy(&tmp, labels))) return st;
+    /* vt_letterbox_image: the image resized (a plain copy when it has that size already) and
+     * placed at the padding, on s x s of 114 */
+    const vt_image *img = src;
+    if (lb.new_w != src->w || lb.new_h != src->h) {
+        st = vt_image_resize(src, lb.new_w, lb.new_h, &smp->own[0]);
+        img = &smp->own[0];
+    }
+    smp->s = s;
+    smp->c = src->c;
+    smp->canvas_w = smp->canvas_h = s;
+    smp->xc = smp->yc = s; /* everything is top left */
+    smp->tiles[0] = (vt_aug_tile){img, lb.pad_x, lb.pad_y, lb.pad_x + lb.new_w,
+                                  lb.pad_y + lb.new_h, 0, 0};
+    for (int i = 1; i < 4; i++) smp->tiles[i] = (vt_aug_tile){NULL, s, s, s, s, 0, 0};
     for (int i = 0; !st && i < tmp.n; i++) {
         vt_aug_box *b = &tmp.box[i];
         float c4[4] = {b->x0, b->y0, b->x1, b->y1};
@@ -372,51 +523,61 @@ vt_status vt_aug_letterbox_affine(const vt_image *src, const vt_aug_labels *labe
         tmp.xy[2 * k] = c4[0];
         tmp.xy[2 * k + 1] = c4[1];
     }
-    if (!st) st = vt_aug_affine(&lbi, &tmp, s, s, p, r, &warped);
-    vt_image_free(&lbi);
+    if (!st) st = sample_finish(smp, p, r, &tmp);
     if (st) {
         vt_aug_labels_free(&tmp);
+        vt_aug_sample_free(smp);
         return st;
     }
-    vt_aug_hsv_flips(&warped, &tmp, p, r);
-    *dst = warped;
     if (out) labels_move(out, &tmp);
     vt_aug_labels_free(&tmp);
     return VT_OK;
 }
 
+vt_status vt_aug_letterbox_affine(const vt_image *src, const vt_aug_labels *labels, int s,
+                                  const vt_aug_params *p, vt_rng *r, vt_image *dst,
+                                  vt_aug_labels *out)
+{
+    if (!dst || (labels && !out))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_letterbox_affine: bad arguments");
+    vt_aug_sample smp;
+    vt_aug_labels tmp;
+    vt_aug_labels_init(&tmp);
+    vt_status st = vt_aug_letterbox_sample(src, labels, s, p, r, &smp, &tmp);
+    if (!st) st = vt_aug_sample_image(&smp, dst);
+    vt_aug_sample_free(&smp);
+    if (!st && out) labels_move(out, &tmp);
+    vt_aug_labels_free(&tmp);
+    return st;
+}
+
 /* ---- mosaic ------------------------------------------------------------------------------ */
 
-vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
-                               int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out)
+/* Where each image goes (Ultralytics load_mosaic): draws the centre, resizes what needs it
+ * (into smp->own), fills smp's tiles and maps the labels to canvas pixels into *all. */
+static vt_status mosaic_layout(const vt_image *const imgs[4],
+                               const vt_aug_labels *const labels[4], int s, vt_rng *r,
+                               vt_aug_sample *smp, vt_aug_labels *all)
 {
-    if (!imgs || !r || !canvas || s < 2 || s > 16384)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments (s = %d)", s);
-    for (int i = 0; i < 4; i++)
-        if (!valid_image(imgs[i]) || imgs[i]->c != imgs[0]->c)
-            return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                           "vt_aug_mosaic: image %d is missing or has a different channel "
-                           "count",
-                           i);
-    const int c = imgs[0]->c, S2 = 2 * s;
-    uint8_t *data = vt_malloc((size_t)S2 * S2 * c);
-    if (!data) return VT_ERR_OUT_OF_MEMORY;
-    memset(data, 114, (size_t)S2 * S2 * c);
+    const int S2 = 2 * s;
     int yc = (int)(s / 2.0 + s * vt_rng_uniform(r)); /* uniform(s/2, 3s/2), y first */
     int xc = (int)(s / 2.0 + s * vt_rng_uniform(r));
-    vt_aug_labels all, one;
-    vt_aug_labels_init(&all);
+    smp->s = s;
+    smp->c = imgs[0]->c;
+    smp->canvas_w = smp->canvas_h = S2;
+    smp->xc = xc;
+    smp->yc = yc;
+    vt_aug_labels one;
     vt_aug_labels_init(&one);
     vt_status st = VT_OK;
     for (int i = 0; i < 4 && !st; i++) {
         const vt_image *im = imgs[i];
         vt_letterbox lb; /* only its size: long side = s, aspect kept */
         st = vt_letterbox_geometry(im->w, im->h, s, s, 1, &lb);
-        vt_image rs = {0, 0, 0, NULL};
         const vt_image *src = im;
         if (!st && (lb.new_w != im->w || lb.new_h != im->h)) {
-            st = vt_image_resize(im, lb.new_w, lb.new_h, &rs);
-            src = &rs;
+            st = vt_image_resize(im, lb.new_w, lb.new_h, &smp->own[i]);
+            src = &smp->own[i];
         }
         if (st) break;
         const int w = src->w, h = src->h;
@@ -434,10 +595,7 @@ vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_label
             x1a = xc, y1a = yc, x2a = xc + w < S2 ? xc + w : S2, y2a = yc + h < S2 ? yc + h : S2;
             x1b = 0, y1b = 0;
         }
-        for (int y = y1a; y < y2a; y++)
-            memcpy(data + ((size_t)y * S2 + x1a) * c,
-                   src->data + ((size_t)(y - y1a + y1b) * w + x1b) * c, (size_t)(x2a - x1a) * c);
-        vt_image_free(&rs);
+        smp->tiles[i] = (vt_aug_tile){src, x1a, y1a, x2a, y2a, x1b, y1b};
         if (!labels || !labels[i] || !labels[i]->n) continue;
         /* image pixels -> resized -> canvas, clipped to what was placed */
         vt_aug_transform t = {{lb.sx, 0, x1a - x1b, 0, lb.sy, y1a - y1b, 0, 0, 1}, 1.0};
@@ -445,36 +603,95 @@ vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_label
         vt_aug_labels_clear(&one);
         st = vt_aug_labels_append(&one, labels[i]);
         if (!st) st = vt_aug_map_labels(&one, &t, clip, 0);
-        if (!st) st = vt_aug_labels_append(&all, &one);
+        if (!st) st = vt_aug_labels_append(all, &one);
     }
     vt_aug_labels_free(&one);
-    if (st) {
-        free(data);
-        vt_aug_labels_free(&all);
-        return st;
-    }
-    canvas->w = canvas->h = S2;
-    canvas->c = c;
-    canvas->data = data;
-    if (out) labels_move(out, &all);
-    vt_aug_labels_free(&all);
+    return st;
+}
+
+static vt_status mosaic_check(const vt_image *const imgs[4], int s, vt_rng *r)
+{
+    if (!imgs || !r || s < 2 || s > 16384)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments (s = %d)", s);
+    for (int i = 0; i < 4; i++)
+        if (!valid_image(imgs[i]) || imgs[i]->c != imgs[0]->c)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                           "vt_aug_mosaic: image %d is missing or has a different channel "
+                           "count",
+                           i);
     return VT_OK;
+}
+
+vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
+                               int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out)
+{
+    vt_status st = canvas ? mosaic_check(imgs, s, r)
+                          : vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
+    if (st) return st;
+    vt_aug_sample smp;
+    memset(&smp, 0, sizeof smp);
+    vt_aug_labels all;
+    vt_aug_labels_init(&all);
+    st = mosaic_layout(imgs, labels, s, r, &smp, &all);
+    if (!st) st = paint_tiles(&smp, canvas);
+    vt_aug_sample_free(&smp);
+    if (!st && out) labels_move(out, &all);
+    vt_aug_labels_free(&all);
+    return st;
 }
 
 vt_status vt_aug_mosaic(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
                         int s, const vt_aug_params *p, vt_rng *r, vt_image *dst,
                         vt_aug_labels *out)
 {
-    if (!p || !dst) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
-    vt_image canvas = {0, 0, 0, NULL};
-    vt_aug_labels tmp;
-    vt_aug_labels_init(&tmp);
-    vt_status st = vt_aug_mosaic_canvas(imgs, labels, s, r, &canvas, &tmp);
-    if (!st) st = vt_aug_affine(&canvas, &tmp, s, s, p, r, dst);
-    vt_image_free(&canvas);
-    if (!st && out) labels_move(out, &tmp);
-    vt_aug_labels_free(&tmp);
-    return st;
+    vt_status st = p && dst ? mosaic_check(imgs, s, r)
+                            : vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
+    if (st) return st;
+    vt_aug_sample smp;
+    memset(&smp, 0, sizeof smp);
+    vt_aug_labels all;
+    vt_aug_labels_init(&all);
+    st = mosaic_layout(imgs, labels, s, r, &smp, &all);
+    /* vt_aug_affine of the canvas: the transform, the pixels, the labels */
+    vt_image img = {0, 0, 0, NULL};
+    if (!st) {
+        vt_aug_transform_draw(p, r, 2 * s, 2 * s, s, s, &smp.t);
+        st = sample_warp(&smp, &img);
+    }
+    if (!st) st = vt_aug_warp_labels(&all, &smp.t, s, s);
+    vt_aug_sample_free(&smp);
+    if (st) {
+        vt_image_free(&img);
+        vt_aug_labels_free(&all);
+        return st;
+    }
+    *dst = img;
+    if (out) labels_move(out, &all);
+    vt_aug_labels_free(&all);
+    return VT_OK;
+}
+
+vt_status vt_aug_mosaic_sample(const vt_image *const imgs[4],
+                               const vt_aug_labels *const labels[4], int s,
+                               const vt_aug_params *p, vt_rng *r, vt_aug_sample *smp,
+                               vt_aug_labels *out)
+{
+    if (smp) memset(smp, 0, sizeof *smp);
+    vt_status st = p && smp ? mosaic_check(imgs, s, r)
+                            : vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_mosaic: bad arguments");
+    if (st) return st;
+    vt_aug_labels all;
+    vt_aug_labels_init(&all);
+    st = mosaic_layout(imgs, labels, s, r, smp, &all);
+    if (!st) st = sample_finish(smp, p, r, &all);
+    if (st) {
+        vt_aug_sample_free(smp);
+        vt_aug_labels_free(&all);
+        return st;
+    }
+    if (out) labels_move(out, &all);
+    vt_aug_labels_free(&all);
+    return VT_OK;
 }
 
 /* ---- mixup ------------------------------------------------------------------------------- */

@@ -164,10 +164,62 @@ void vt_aug_flipud(vt_image *img, vt_aug_labels *labels);
  * All images must have the same channel count; labels[i] may be NULL.  2 <= s <= 16384. */
 vt_status vt_aug_mosaic_canvas(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
                                int s, vt_rng *r, vt_image *canvas, vt_aug_labels *out);
-/* The canvas, then vt_aug_affine from 2s x 2s to s x s (the "border of -s/2"). */
+/* The canvas, then vt_aug_affine from 2s x 2s to s x s (the "border of -s/2"): the same draws,
+ * bytes and labels.  When the drawn transform is scale and shift only (degrees = shear =
+ * perspective = 0, the default) and the images have 3 channels, the canvas is not painted: the
+ * warp samples the placed images directly (vt_aug_warp_tiles). */
 vt_status vt_aug_mosaic(const vt_image *const imgs[4], const vt_aug_labels *const labels[4],
                         int s, const vt_aug_params *p, vt_rng *r, vt_image *dst,
                         vt_aug_labels *out);
+
+/* A canvas that is the fill but for four tiles: tile i (0 top left, 1 top right, 2 bottom
+ * left, 3 bottom right) covers the rectangle [x0, x1) x [y0, y1) of the canvas, inside its
+ * quadrant of the split at (xc, yc) (x1 <= xc for the left tiles, x0 >= xc for the right ones;
+ * y likewise), and canvas pixel (x, y) there is pixel (x - x0 + ox, y - y0 + oy) of img (which
+ * may be NULL for an empty rectangle). */
+typedef struct vt_aug_tile {
+    const vt_image *img;
+    int x0, y0, x1, y1, ox, oy;
+} vt_aug_tile;
+
+/* The colour part of a sample (vt_aug_hsv_flips) with its draws made up front: the HSV gains
+ * as vt_aug_hsv computes them and the two flips. */
+typedef struct vt_aug_colour {
+    float dh;     /* hue shift in sextants (a full turn is 6): u_h * hsv_h * 6 */
+    float gs, gv; /* saturation and value gains */
+    int flipud, fliplr;
+} vt_aug_colour;
+
+/* vt_aug_hsv_flips's 5 draws, in its order (u_h, u_s, u_v, flipud, fliplr). */
+void vt_aug_colour_draw(const vt_aug_params *p, vt_rng *r, vt_aug_colour *c);
+/* Its pixels, in place (img may be NULL), and its labels (those of an image w x h; may be
+ * NULL): together vt_aug_hsv_flips with these draws. */
+void vt_aug_colour_apply(vt_image *img, const vt_aug_colour *c);
+void vt_aug_colour_labels(vt_aug_labels *labels, int w, int h, const vt_aug_colour *c);
+/* vt_aug_hsv with its 3 draws made (dh, gs, gv as in vt_aug_colour). */
+void vt_aug_hsv_apply(vt_image *img, float dh, float gs, float gv);
+/* The floats vt_image_to_float(want_c, no flip) gives for img after vt_aug_colour_apply, without
+ * changing img: with SSE2 and RGB to RGB in one pass (HSV four pixels at a time, the flips as
+ * the floats are written), else through a copy. */
+vt_status vt_aug_colour_to_float(const vt_image *img, const vt_aug_colour *c, int want_c,
+                                 float *dst, size_t chan_stride);
+
+/* vt_aug_warp_image of such a canvas (canvas_w x canvas_h, 3 channels) without painting it, when
+ * the transform takes the warp's separable path (scale and shift only): each of a pixel's four
+ * bilinear taps takes the tile pixel that covers it or the fill, so dst gets the same bytes;
+ * *done = 1.  Any other transform: *done = 0 and dst is untouched (warp a painted canvas). */
+vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas_h, int xc,
+                            int yc, const vt_aug_transform *t, int out_w, int out_h,
+                            uint8_t fill, vt_image *dst, int *done);
+/* The same warp, then vt_aug_colour_apply, then vt_image_to_float (3 channels, no flip) in one
+ * pass: each row of taps is warped, turned by the HSV gains and written as floats to its
+ * (flipped) place in the planes, four pixels at a time, without any intermediate image.  The
+ * same floats.  *done = 0 (nothing written) for a transform that is not scale and shift, and
+ * always without SSE2. */
+vt_status vt_aug_warp_tiles_float(const vt_aug_tile tiles[4], int canvas_w, int canvas_h,
+                                  int xc, int yc, const vt_aug_transform *t, int out_w,
+                                  int out_h, uint8_t fill, const vt_aug_colour *colour,
+                                  float *dst, size_t chan_stride, int *done);
 
 /* MixUp: a = a * ratio + b * (1 - ratio), rounded, with ratio ~ Beta(32, 32) (drawn as
  * X / (X + Y), X and Y Gamma(32) sums of 32 exponentials: 64 draws); the labels of b are
@@ -186,6 +238,43 @@ void vt_aug_hsv_flips(vt_image *img, vt_aug_labels *labels, const vt_aug_params 
 vt_status vt_aug_letterbox_affine(const vt_image *src, const vt_aug_labels *labels, int s,
                                   const vt_aug_params *p, vt_rng *r, vt_image *dst,
                                   vt_aug_labels *out);
+
+/* ---- samples made in two steps -------------------------------------------------------------
+ * The loader's detection samples with every draw and the labels first, the pixels after: as
+ * bytes, or straight into float planes (HSV and the flips done while the warp writes them, no
+ * intermediate image), so a caller that learns only after the draws whether it needs the bytes
+ * (mixup) gets the same stream of draws either way.  A sample's canvas is the fill 114 but for
+ * its tiles (the placed images); its pixels are that canvas warped by t, then its colour.  The
+ * tiles point at the caller's images (which must outlive the sample) or at own[]: do not copy
+ * a vt_aug_sample, free it with vt_aug_sample_free. */
+typedef struct vt_aug_sample {
+    vt_aug_tile tiles[4];
+    vt_image own[4]; /* resized copies the tiles use */
+    int s, c, canvas_w, canvas_h, xc, yc;
+    vt_aug_transform t;
+    vt_aug_colour colour;
+} vt_aug_sample;
+
+/* vt_aug_mosaic then vt_aug_hsv_flips: the same draws and labels (out may be NULL); the pixels
+ * come from vt_aug_sample_image or vt_aug_sample_float. */
+vt_status vt_aug_mosaic_sample(const vt_image *const imgs[4],
+                               const vt_aug_labels *const labels[4], int s,
+                               const vt_aug_params *p, vt_rng *r, vt_aug_sample *smp,
+                               vt_aug_labels *out);
+/* vt_aug_letterbox_affine's draws and labels (out may be NULL only when labels is); the image
+ * is placed as it is when it already has the letterbox's size, else resized into own[0]. */
+vt_status vt_aug_letterbox_sample(const vt_image *src, const vt_aug_labels *labels, int s,
+                                  const vt_aug_params *p, vt_rng *r, vt_aug_sample *smp,
+                                  vt_aug_labels *out);
+/* The sample's s x s pixels (what vt_aug_mosaic + vt_aug_hsv_flips or vt_aug_letterbox_affine
+ * give). */
+vt_status vt_aug_sample_image(const vt_aug_sample *smp, vt_image *dst);
+/* vt_image_to_float(want_c, no flip) of those pixels, written to dst + k * chan_stride: in one
+ * pass for RGB with SSE2 and a scale-and-shift transform (vt_aug_warp_tiles_float), else
+ * through the bytes (vt_aug_colour_to_float).  The same floats either way. */
+vt_status vt_aug_sample_float(const vt_aug_sample *smp, int want_c, float *dst,
+                              size_t chan_stride);
+void vt_aug_sample_free(vt_aug_sample *smp);
 
 /* ---- colour --------------------------------------------------------------------------------
  * Ultralytics augment_hsv, in place: draws u_h, u_s, u_v uniform in [-1, 1) (3 draws, always);

@@ -6,7 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/augment_px.h"
+
 static double unif(vt_rng *r, double a, double b) { return a + (b - a) * vt_rng_uniform(r); }
+
+static int valid_image(const vt_image *im)
+{
+    return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
+}
 
 static uint8_t clamp_round(float v)
 {
@@ -79,97 +86,29 @@ static inline void hsv_pixel(uint8_t *px, float dh, float gs, const hsv_tabs *t)
 }
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
-
-/* a where mask, else b (SSE2 has no blendv) */
-static inline __m128 sel(__m128 mask, __m128 a, __m128 b)
+/* hsv_pixel for 4 pixels at once (augment_px.h: the same float operations in each lane), in
+ * place: the pixels are c (3 or 4) bytes apart; each is read 4 bytes wide (`wide`: the 4th
+ * pixel's 4th byte exists) and the first three written 4 bytes wide, their 4th byte (alpha, or
+ * the next pixel's first, which is written after) kept. */
+static inline void hsv_4(uint8_t *px, int c, const vt_px_hsv *k, int wide)
 {
-    return _mm_or_ps(_mm_and_ps(mask, a), _mm_andnot_ps(mask, b));
-}
-
-/* hsv_pixel for 4 pixels at once: the same float operations in the same order in each lane
- * (IEEE, no contraction), with the branches turned into selects, so the bytes are the same;
- * the tables are recomputed in the lanes as they were built (1 / C, the value gain of V). */
-static inline void hsv_4(uint8_t *px, int c, float dh, float gs, float gv)
-{
-    float R[4], G[4], B[4];
-    for (int j = 0; j < 4; j++) {
-        R[j] = px[j * c];
-        G[j] = px[j * c + 1];
-        B[j] = px[j * c + 2];
-    }
-    const __m128 r = _mm_loadu_ps(R), g = _mm_loadu_ps(G), b = _mm_loadu_ps(B);
-    const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f), c255 = _mm_set1_ps(255.0f),
-                 half = _mm_set1_ps(0.5f);
-    const __m128 V = _mm_max_ps(_mm_max_ps(r, g), b), m = _mm_min_ps(_mm_min_ps(r, g), b);
-    const __m128 C = _mm_sub_ps(V, m);
-    const __m128 gray = _mm_cmpeq_ps(C, zero);
-    const __m128 Cs = sel(gray, one, C); /* gray lanes are replaced at the end */
-    const __m128 rc = _mm_div_ps(one, Cs);
-    __m128 c0 = r, c1 = g, c2 = b;
-    if (dh != 0.0f) {
-        const __m128 isr = _mm_cmpeq_ps(V, r), isg = _mm_andnot_ps(isr, _mm_cmpeq_ps(V, g));
-        const __m128 hr = _mm_mul_ps(_mm_sub_ps(g, b), rc);
-        const __m128 hg = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(b, r), rc), _mm_set1_ps(2.0f));
-        const __m128 hb = _mm_add_ps(_mm_mul_ps(_mm_sub_ps(r, g), rc), _mm_set1_ps(4.0f));
-        __m128 h = sel(isr, hr, sel(isg, hg, hb));
-        const __m128 six = _mm_set1_ps(6.0f);
-        h = _mm_add_ps(h, _mm_set1_ps(dh));
-        /* adding 0 where the scalar code adds nothing: at most a -0 becomes +0, which rounds
-         * to the same byte */
-        h = _mm_add_ps(h, _mm_and_ps(_mm_cmplt_ps(h, zero), six));
-        h = _mm_add_ps(h, _mm_and_ps(_mm_cmplt_ps(h, zero), six));
-        h = _mm_sub_ps(h, _mm_and_ps(_mm_cmpge_ps(h, six), six));
-        h = _mm_sub_ps(h, _mm_and_ps(_mm_cmpge_ps(h, six), six));
-        __m128i sector = _mm_cvttps_epi32(h);
-        const __m128i five = _mm_set1_epi32(5);
-        const __m128i over = _mm_cmpgt_epi32(sector, five);
-        sector = _mm_or_si128(_mm_and_si128(over, five), _mm_andnot_si128(over, sector));
-        const __m128 f = _mm_sub_ps(h, _mm_cvtepi32_ps(sector));
-        const __m128 odd = _mm_castsi128_ps(
-            _mm_cmpeq_epi32(_mm_and_si128(sector, _mm_set1_epi32(1)), _mm_set1_epi32(1)));
-        const __m128 x = sel(odd, _mm_mul_ps(C, _mm_sub_ps(one, f)), _mm_mul_ps(C, f));
-        const __m128 xm = _mm_add_ps(x, m);
-        __m128 s[6];
-        for (int k = 0; k < 6; k++)
-            s[k] = _mm_castsi128_ps(_mm_cmpeq_epi32(sector, _mm_set1_epi32(k)));
-        /* sector: (c0, c1, c2) = 0 (V, xm, m) 1 (xm, V, m) 2 (m, V, xm) 3 (m, xm, V)
-         * 4 (xm, m, V) 5 (V, m, xm) */
-        c0 = sel(_mm_or_ps(s[0], s[5]), V, sel(_mm_or_ps(s[1], s[4]), xm, m));
-        c1 = sel(_mm_or_ps(s[1], s[2]), V, sel(_mm_or_ps(s[0], s[3]), xm, m));
-        c2 = sel(_mm_or_ps(s[3], s[4]), V, sel(_mm_or_ps(s[2], s[5]), xm, m));
-    }
-    const __m128 gsv = _mm_set1_ps(gs), gvv = _mm_set1_ps(gv);
-    const __m128 sg = sel(_mm_cmplt_ps(V, _mm_mul_ps(gsv, C)), _mm_mul_ps(V, rc), gsv);
-    const __m128 Vs = sel(gray, one, V); /* V = 0 is gray */
-    const __m128 vg = sel(_mm_cmpgt_ps(_mm_mul_ps(Vs, gvv), c255), _mm_div_ps(c255, Vs), gvv);
-    const __m128 k = _mm_mul_ps(sg, vg);
-    const __m128 a0 = _mm_mul_ps(_mm_mul_ps(V, _mm_sub_ps(one, sg)), vg);
-    const __m128 gval = _mm_min_ps(_mm_mul_ps(V, gvv), c255);
-    __m128 o0 = sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(k, c0)));
-    __m128 o1 = sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(k, c1)));
-    __m128 o2 = sel(gray, gval, _mm_add_ps(a0, _mm_mul_ps(k, c2)));
-    /* clamp_round: (int)(v + 0.5f), then 0..255 (the saturating packs) */
-    __m128i i0 = _mm_cvttps_epi32(_mm_add_ps(o0, half));
-    __m128i i1 = _mm_cvttps_epi32(_mm_add_ps(o1, half));
-    __m128i i2 = _mm_cvttps_epi32(_mm_add_ps(o2, half));
-    __m128i p01 = _mm_packus_epi16(_mm_packs_epi32(i0, i1), _mm_packs_epi32(i2, i2));
-    uint8_t out[16];
-    _mm_storeu_si128((__m128i *)out, p01);
-    for (int j = 0; j < 4; j++) {
-        px[j * c] = out[j];
-        px[j * c + 1] = out[4 + j];
-        px[j * c + 2] = out[8 + j];
-    }
+    int32_t d[4];
+    for (int j = 0; j < 4; j++)
+        d[j] = j < 3 || wide ? vt_px_ld4(px + j * c) : vt_px_ld3(px + j * c);
+    const __m128i v = _mm_setr_epi32(d[0], d[1], d[2], d[3]);
+    __m128 r, g, b, o0, o1, o2;
+    vt_px_split(v, &r, &g, &b);
+    vt_px_hsv4(k, r, g, b, &o0, &o1, &o2);
+    _mm_storeu_si128((__m128i *)d, vt_px_join(o0, o1, o2, v));
+    /* the last pixel's 4th byte is not written back: the next group's first load would then
+     * overlap a store it cannot be forwarded from (for c = 4 it is alpha, unchanged) */
+    for (int j = 0; j < 4; j++) memcpy(px + j * c, &d[j], j < 3 ? 4 : 3);
 }
 #endif
 
-void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
+void vt_aug_hsv_apply(vt_image *img, float dh, float gs, float gv)
 {
-    float uh = (float)unif(r, -1.0, 1.0), us = (float)unif(r, -1.0, 1.0),
-          uv = (float)unif(r, -1.0, 1.0);
     if (!img || !img->data) return;
-    float dh = uh * hgain * 6.0f, gs = 1.0f + us * sgain, gv = 1.0f + uv * vgain;
     const size_t n = (size_t)img->w * img->h;
     if (img->c < 3) {
         if (gv == 1.0f) return;
@@ -190,17 +129,79 @@ void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
     const int c = img->c;
     size_t i = 0;
 #if defined(__SSE2__)
-    for (; i + 4 <= n; i += 4) hsv_4(img->data + i * c, c, dh, gs, gv);
+    vt_px_hsv k;
+    vt_px_hsv_init(&k, dh, gs, gv);
+    for (; i + 4 <= n; i += 4) hsv_4(img->data + i * c, c, &k, c == 4 || i + 4 < n);
 #endif
     for (; i < n; i++) hsv_pixel(img->data + i * c, dh, gs, &t);
 }
 
-/* ---- classification ---------------------------------------------------------------------- */
-
-static int valid_image(const vt_image *im)
+void vt_aug_hsv(vt_image *img, float hgain, float sgain, float vgain, vt_rng *r)
 {
-    return im && im->data && im->w > 0 && im->h > 0 && im->c >= 1 && im->c <= 4;
+    float uh = (float)unif(r, -1.0, 1.0), us = (float)unif(r, -1.0, 1.0),
+          uv = (float)unif(r, -1.0, 1.0);
+    if (!img || !img->data) return;
+    vt_aug_hsv_apply(img, uh * hgain * 6.0f, 1.0f + us * sgain, 1.0f + uv * vgain);
 }
+
+void vt_aug_colour_draw(const vt_aug_params *p, vt_rng *r, vt_aug_colour *c)
+{
+    /* vt_aug_hsv's draws and gains, then the two flips' */
+    float uh = (float)unif(r, -1.0, 1.0), us = (float)unif(r, -1.0, 1.0),
+          uv = (float)unif(r, -1.0, 1.0);
+    c->dh = uh * p->hsv_h * 6.0f;
+    c->gs = 1.0f + us * p->hsv_s;
+    c->gv = 1.0f + uv * p->hsv_v;
+    c->flipud = vt_aug_chance(r, p->flipud);
+    c->fliplr = vt_aug_chance(r, p->fliplr);
+}
+
+vt_status vt_aug_colour_to_float(const vt_image *img, const vt_aug_colour *c, int want_c,
+                                 float *dst, size_t chan_stride)
+{
+    if (!valid_image(img) || !c || !dst || (want_c != 1 && want_c != 3))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_colour_to_float: bad arguments");
+    const int w = img->w, h = img->h;
+#if defined(__SSE2__)
+    if (img->c == 3 && want_c == 3) {
+        vt_px_hsv k;
+        vt_px_hsv_init(&k, c->dh, c->gs, c->gv);
+        const __m128 scale = _mm_set1_ps(1.0f / 255.0f);
+        for (int y = 0; y < h; y++) {
+            const uint8_t *row = img->data + (size_t)y * w * 3;
+            const int oy = c->flipud ? h - 1 - y : y;
+            float *plane[3];
+            for (int j = 0; j < 3; j++) plane[j] = dst + j * chan_stride + (size_t)oy * w;
+            for (int x = 0; x < w; x += 4) {
+                const int n = w - x < 4 ? w - x : 4;
+                int32_t d[4];
+                for (int j = 0; j < 4; j++) {
+                    const int xx = x + (j < n ? j : n - 1); /* the tail repeats its last */
+                    /* 4 bytes wide unless it is the image's last pixel */
+                    d[j] = y < h - 1 || xx < w - 1 ? vt_px_ld4(row + xx * 3)
+                                                   : vt_px_ld3(row + xx * 3);
+                }
+                __m128 r, g, b, o[3];
+                vt_px_split(_mm_setr_epi32(d[0], d[1], d[2], d[3]), &r, &g, &b);
+                vt_px_hsv4(&k, r, g, b, &o[0], &o[1], &o[2]);
+                for (int j = 0; j < 3; j++)
+                    vt_px_store(plane[j], w, x, n, c->fliplr, _mm_mul_ps(o[j], scale));
+            }
+        }
+        return VT_OK;
+    }
+#endif
+    /* through a copy */
+    vt_image tmp = {w, h, img->c, vt_malloc((size_t)w * h * img->c)};
+    if (!tmp.data) return VT_ERR_OUT_OF_MEMORY;
+    memcpy(tmp.data, img->data, (size_t)w * h * img->c);
+    vt_aug_colour_apply(&tmp, c);
+    vt_image_to_float(&tmp, want_c, 0, dst, chan_stride);
+    vt_image_free(&tmp);
+    return VT_OK;
+}
+
+/* ---- classification ---------------------------------------------------------------------- */
 
 /* Copy the rectangle (x, y, w, h) out of src. */
 static vt_status crop(const vt_image *src, int x, int y, int w, int h, vt_image *dst)

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/augment_px.h"
+
 #define VT_AUG_PI 3.14159265358979323846
 
 static double unif(vt_rng *r, double a, double b) { return a + (b - a) * vt_rng_uniform(r); }
@@ -85,17 +87,19 @@ static int valid_image(const vt_image *im)
 
 /* One axis of the separable warp: for output index i, whether its centre falls inside the
  * source, its two taps (clamped) and the weight of the second, as the general loop computes
- * them from q = Q + m * (i + 0.5) (Q the row's or column's constant term). */
+ * them from q = (Q + m * (i + 0.5)) / hw (Q the row's or column's constant term, hw the
+ * homogeneous coordinate, the same for every pixel of a separable transform: inv[8]; the
+ * general loop does not divide when it is 1, which dividing by it does not change). */
 typedef struct warp_tap {
     int in, t0, t1;
     float f, f1; /* f and 1 - f */
 } warp_tap;
 
-static void warp_axis(double Q, double m, int n, int src_n, warp_tap *tap)
+static void warp_axis(double Q, double m, double hw, int n, int src_n, warp_tap *tap)
 {
     for (int i = 0; i < n; i++) {
         const double pi = i + 0.5;
-        const double q = Q + m * pi;
+        const double q = (Q + m * pi) / hw;
         warp_tap *t = &tap[i];
         t->in = q >= 0.0 && q < src_n;
         if (!t->in) continue;
@@ -112,25 +116,110 @@ static void warp_axis(double Q, double m, int n, int src_n, warp_tap *tap)
     }
 }
 
+/* The taps of every column (tx) and row (ty) of a separable warp, as the general loop computes
+ * them; 0 when the homogeneous coordinate is not positive (every centre takes the fill). */
+static int warp_taps(const double *inv, int out_w, int out_h, int sw, int sh, warp_tap *tx,
+                     warp_tap *ty)
+{
+    /* W = inv[7] * py + inv[8] and hw = W + inv[6] * px are inv[8] at every pixel (inv[6] and
+     * inv[7] are zeros) */
+    const double hw = inv[8];
+    if (!(hw > 1e-12)) return 0;
+    /* X = inv[1] * py + inv[2] is the same for every row (inv[1] is a zero), and the general
+     * loop's qy = Y + inv[3] * px the same for every column; computed as it does. */
+    const double X = inv[1] * 0.5 + inv[2];
+    warp_axis(X, inv[0], hw, out_w, sw, tx);
+    for (int y = 0; y < out_h; y++) {
+        const double py = y + 0.5, Y = inv[4] * py + inv[5];
+        /* qy = Y + inv[3] * px, px > 0: the same zero is added at every column */
+        warp_axis(Y + inv[3] * 0.5, 0.0, hw, 1, sh, &ty[y]);
+    }
+    return 1;
+}
+
+/* One RGB pixel of the separable warp from its four taps: the general loop's
+ * (int)(w00 * p00 + w01 * p01 + w10 * p10 + w11 * p11 + 0.5f) per channel, w00 = fx1 * fy1,
+ * w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy.  With SSE2 the three channels go in three lanes
+ * of one vector, each lane doing the same float operations in the same order (IEEE, no
+ * contraction), so the bytes are the same.  It stores 4 bytes at o (the caller's buffer has a
+ * byte of room after its last pixel, and the next pixel is written after); `wide`: the taps may
+ * be read 4 bytes wide too (p11, the highest, is not its image's last pixel). */
+#if defined(__SSE2__)
+static inline __m128 tap_wide(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    const __m128i z = _mm_setzero_si128();
+    return _mm_cvtepi32_ps(_mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(v), z), z));
+}
+
+static inline __m128 tap_narrow(const uint8_t *p)
+{
+    return _mm_cvtepi32_ps(_mm_setr_epi32(p[0], p[1], p[2], 0));
+}
+
+static inline void bilerp_rgb(uint8_t *o, const uint8_t *p00, const uint8_t *p01,
+                              const uint8_t *p10, const uint8_t *p11, __m128 wx, __m128 wy,
+                              int wide)
+{
+    const __m128 w = _mm_mul_ps(wx, wy); /* (w00, w01, w10, w11) */
+    __m128 a00, a01, a10, a11;
+    if (wide) {
+        a00 = tap_wide(p00), a01 = tap_wide(p01), a10 = tap_wide(p10), a11 = tap_wide(p11);
+    } else {
+        a00 = tap_narrow(p00), a01 = tap_narrow(p01), a10 = tap_narrow(p10),
+        a11 = tap_narrow(p11);
+    }
+    __m128 acc = _mm_mul_ps(_mm_shuffle_ps(w, w, 0x00), a00);
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_shuffle_ps(w, w, 0x55), a01));
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_shuffle_ps(w, w, 0xAA), a10));
+    acc = _mm_add_ps(acc, _mm_mul_ps(_mm_shuffle_ps(w, w, 0xFF), a11));
+    acc = _mm_add_ps(acc, _mm_set1_ps(0.5f));
+    /* the weights sum to 1: 0..255.5, so the packs do not saturate */
+    const __m128i i = _mm_cvttps_epi32(acc);
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(i, i), _mm_setzero_si128());
+    const int32_t v = _mm_cvtsi128_si32(b);
+    memcpy(o, &v, 4);
+}
+/* (fx1, fx, fx1, fx) and (fy1, fy1, fy, fy): their product is the four weights */
+#define VT_WX(fx, fx1) _mm_setr_ps((fx1), (fx), (fx1), (fx))
+#define VT_WY(fy, fy1) _mm_setr_ps((fy1), (fy1), (fy), (fy))
+typedef __m128 wvec;
+#else
+typedef struct wvec {
+    float a, b;
+} wvec;
+#define VT_WX(fx, fx1) ((wvec){(fx), (fx1)})
+#define VT_WY(fy, fy1) ((wvec){(fy), (fy1)})
+static inline void bilerp_rgb(uint8_t *o, const uint8_t *p00, const uint8_t *p01,
+                              const uint8_t *p10, const uint8_t *p11, wvec wx, wvec wy, int wide)
+{
+    (void)wide;
+    const float fx = wx.a, fx1 = wx.b, fy = wy.a, fy1 = wy.b;
+    const float w00 = fx1 * fy1, w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy;
+    o[0] = (uint8_t)(int)(w00 * p00[0] + w01 * p01[0] + w10 * p10[0] + w11 * p11[0] + 0.5f);
+    o[1] = (uint8_t)(int)(w00 * p00[1] + w01 * p01[1] + w10 * p10[1] + w11 * p11[1] + 0.5f);
+    o[2] = (uint8_t)(int)(w00 * p00[2] + w01 * p01[2] + w10 * p10[2] + w11 * p11[2] + 0.5f);
+}
+#endif
+
 static vt_status warp_separable(const vt_image *src, const double *inv, int out_w, int out_h,
                                 uint8_t fill, uint8_t *out)
 {
     const int sw = src->w, sh = src->h;
     const size_t stride = (size_t)sw * 3;
+    const uint8_t *end = src->data + stride * sh;
     warp_tap *tx = vt_malloc(sizeof *tx * (size_t)out_w), *ty = vt_malloc(sizeof *ty * (size_t)out_h);
     if (!tx || !ty) {
         free(tx);
         free(ty);
         return VT_ERR_OUT_OF_MEMORY;
     }
-    /* X = inv[1] * py + inv[2] is the same for every row (inv[1] is a zero), and the general
-     * loop's qy = Y + inv[3] * px the same for every column; computed as it does. */
-    const double X = inv[1] * 0.5 + inv[2];
-    warp_axis(X, inv[0], out_w, sw, tx);
-    for (int y = 0; y < out_h; y++) {
-        const double py = y + 0.5, Y = inv[4] * py + inv[5];
-        /* qy = Y + inv[3] * px, px > 0: the same zero is added at every column */
-        warp_axis(Y + inv[3] * 0.5, 0.0, 1, sh, &ty[y]);
+    if (!warp_taps(inv, out_w, out_h, sw, sh, tx, ty)) {
+        memset(out, fill, (size_t)out_w * out_h * 3);
+        free(tx);
+        free(ty);
+        return VT_OK;
     }
     for (int y = 0; y < out_h; y++) {
         uint8_t *o = out + (size_t)y * out_w * 3;
@@ -141,25 +230,510 @@ static vt_status warp_separable(const vt_image *src, const double *inv, int out_
         }
         const uint8_t *r0 = src->data + (size_t)wy->t0 * stride,
                       *r1 = src->data + (size_t)wy->t1 * stride;
-        const float fy = wy->f, fy1 = wy->f1;
+        const wvec wyv = VT_WY(wy->f, wy->f1);
         for (int x = 0; x < out_w; x++, o += 3) {
             const warp_tap *wx = &tx[x];
             if (!wx->in) {
                 o[0] = o[1] = o[2] = fill;
                 continue;
             }
-            const float fx = wx->f, fx1 = wx->f1;
-            const float w00 = fx1 * fy1, w01 = fx * fy1, w10 = fx1 * fy, w11 = fx * fy;
             const uint8_t *p00 = r0 + wx->t0 * 3, *p01 = r0 + wx->t1 * 3, *p10 = r1 + wx->t0 * 3,
                           *p11 = r1 + wx->t1 * 3;
-            o[0] = (uint8_t)(int)(w00 * p00[0] + w01 * p01[0] + w10 * p10[0] + w11 * p11[0] + 0.5f);
-            o[1] = (uint8_t)(int)(w00 * p00[1] + w01 * p01[1] + w10 * p10[1] + w11 * p11[1] + 0.5f);
-            o[2] = (uint8_t)(int)(w00 * p00[2] + w01 * p01[2] + w10 * p10[2] + w11 * p11[2] + 0.5f);
+            bilerp_rgb(o, p00, p01, p10, p11, VT_WX(wx->f, wx->f1), wyv, p11 + 3 < end);
         }
     }
     free(tx);
     free(ty);
     return VT_OK;
+}
+
+/* vt_aug_warp_image takes warp_separable for these: 3 channels, no rotation, shear or
+ * perspective (inv is the inverse of the transform; its inv[8] need not be exactly 1: the
+ * inverse of a scale s is not always exactly 1/s times s). */
+static int is_separable(const double *inv, int c)
+{
+    return inv[6] == 0.0 && inv[7] == 0.0 && inv[1] == 0.0 && inv[3] == 0.0 && c == 3;
+}
+
+/* ---- the mosaic's warp without its canvas ------------------------------------------------
+ * warp_separable over a canvas that is the fill but for four tiles, one per quadrant of the
+ * split at (xc, yc).  A tap at canvas column x lies in the left tiles' half when x < xc, and
+ * at canvas row y in the top tiles' half when y < yc, so the tile that could cover a tap is
+ * known from its column (which half) and its row (which half); it is a tile pixel when both
+ * its column and its row fall inside that tile's rectangle, else the fill.  Per column and
+ * tap the byte offset of the column in the top and in the bottom tile of its half (-1:
+ * outside), per row and tap the row's pointer in the left and in the right tile of its half
+ * (NULL: outside).  The taps, weights and the sum are warp_separable's, so each byte is what
+ * sampling the painted canvas gives. */
+typedef struct tile_col {
+    int side[2];   /* tap 0 / 1: 0 left half, 1 right half */
+    int off[2][2]; /* [tap][0 top, 1 bottom tile of that half]: byte offset in its row, or -1 */
+    int fast[2];   /* [top / bottom]: both taps in the same half and inside that tile */
+} tile_col;
+
+typedef struct tile_warp {
+    const vt_aug_tile *tiles;
+    int out_w, out_h, xc, yc;
+    warp_tap *tx, *ty;
+    tile_col *col;
+    const uint8_t *ends[4]; /* one past each tile image's pixels */
+    uint8_t fillpx[4];
+} tile_warp;
+
+/* One output row's taps: per tap row its half (q) and its pointer in the half's left and right
+ * tile; fast[side]: both tap rows in that tile; wide: no tap row is the last row of its image
+ * (so every tap of the row may be read 4 bytes wide). */
+typedef struct tile_row {
+    int q[2], fast[2], wide;
+    const uint8_t *rowp[2][2];
+} tile_row;
+
+static void tile_warp_free(tile_warp *tw)
+{
+    free(tw->tx);
+    free(tw->ty);
+    free(tw->col);
+    tw->tx = tw->ty = NULL;
+    tw->col = NULL;
+}
+
+/* Checks, the inverse and the taps; *done = 0 (and nothing allocated) when the transform is not
+ * scale and shift. */
+static vt_status tile_warp_init(tile_warp *tw, const vt_aug_tile tiles[4], int canvas_w,
+                                int canvas_h, int xc, int yc, const vt_aug_transform *t,
+                                int out_w, int out_h, uint8_t fill, int *done)
+{
+    memset(tw, 0, sizeof *tw);
+    *done = 0;
+    if (!tiles || !t || canvas_w < 1 || canvas_h < 1 || out_w < 1 || out_h < 1 ||
+        out_w > 32768 || out_h > 32768)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
+    for (int i = 0; i < 4; i++) {
+        const vt_aug_tile *tl = &tiles[i];
+        const int empty = tl->x0 >= tl->x1 || tl->y0 >= tl->y1;
+        if (tl->x0 > tl->x1 || tl->y0 > tl->y1 ||
+            (!empty && (!valid_image(tl->img) || tl->img->c != 3 || tl->ox < 0 || tl->oy < 0 ||
+                        tl->ox + (tl->x1 - tl->x0) > tl->img->w ||
+                        tl->oy + (tl->y1 - tl->y0) > tl->img->h ||
+                        ((i & 1) ? tl->x0 < xc : tl->x1 > xc) ||
+                        ((i & 2) ? tl->y0 < yc : tl->y1 > yc))))
+            return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                           "augment: tile %d is not an RGB image in its quadrant", i);
+        tw->ends[i] = empty ? NULL
+                            : tl->img->data + (size_t)tl->img->w * tl->img->h * 3;
+    }
+    double inv[9];
+    if (!mat_inv(t->m, inv))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: the transform is singular");
+    if (!is_separable(inv, 3)) return VT_OK;
+    tw->tiles = tiles;
+    tw->out_w = out_w;
+    tw->out_h = out_h;
+    tw->xc = xc;
+    tw->yc = yc;
+    memset(tw->fillpx, fill, sizeof tw->fillpx);
+    tw->tx = vt_malloc(sizeof *tw->tx * (size_t)out_w);
+    tw->ty = vt_malloc(sizeof *tw->ty * (size_t)out_h);
+    tw->col = vt_malloc(sizeof *tw->col * (size_t)out_w);
+    if (!tw->tx || !tw->ty || !tw->col) {
+        tile_warp_free(tw);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    /* the taps exactly as warp_separable computes them */
+    if (!warp_taps(inv, out_w, out_h, canvas_w, canvas_h, tw->tx, tw->ty)) { /* all fill */
+        for (int x = 0; x < out_w; x++) tw->tx[x].in = 0;
+        for (int y = 0; y < out_h; y++) tw->ty[y].in = 0;
+    }
+    for (int x = 0; x < out_w; x++) {
+        tile_col *cl = &tw->col[x];
+        if (!tw->tx[x].in) continue;
+        const int tap[2] = {tw->tx[x].t0, tw->tx[x].t1};
+        for (int a = 0; a < 2; a++) {
+            const int side = tap[a] >= xc;
+            cl->side[a] = side;
+            for (int q = 0; q < 2; q++) {
+                const vt_aug_tile *tl = &tiles[2 * q + side];
+                cl->off[a][q] = tap[a] >= tl->x0 && tap[a] < tl->x1
+                                    ? (tap[a] - tl->x0 + tl->ox) * 3
+                                    : -1;
+            }
+        }
+        for (int q = 0; q < 2; q++)
+            cl->fast[q] = cl->side[0] == cl->side[1] && cl->off[0][q] >= 0 && cl->off[1][q] >= 0;
+    }
+    *done = 1;
+    return VT_OK;
+}
+
+/* Row y's taps (its warp_tap is `in`). */
+static void tile_warp_row(const tile_warp *tw, int y, tile_row *row)
+{
+    const warp_tap *wy = &tw->ty[y];
+    const int rtap[2] = {wy->t0, wy->t1};
+    row->wide = 1;
+    for (int b = 0; b < 2; b++) {
+        row->q[b] = rtap[b] >= tw->yc;
+        for (int side = 0; side < 2; side++) {
+            const vt_aug_tile *tl = &tw->tiles[2 * row->q[b] + side];
+            const int in = rtap[b] >= tl->y0 && rtap[b] < tl->y1;
+            const int r = rtap[b] - tl->y0 + tl->oy;
+            row->rowp[b][side] = in ? tl->img->data + (size_t)r * tl->img->w * 3 : NULL;
+            if (in && r == tl->img->h - 1) row->wide = 0;
+        }
+    }
+    for (int side = 0; side < 2; side++)
+        row->fast[side] = row->q[0] == row->q[1] && row->rowp[0][side] && row->rowp[1][side];
+}
+
+/* The four taps of column x (its warp_tap is `in`) on a row; 1 when they all come from one
+ * tile (p11, the highest, then bounds them all). */
+static inline int tile_taps(const tile_warp *tw, const tile_row *row, int x,
+                            const uint8_t *p[4])
+{
+    const tile_col *cl = &tw->col[x];
+    const int sd = cl->side[0], qq = row->q[0];
+    if (cl->fast[qq] && sd == cl->side[1] && row->fast[sd]) {
+        p[0] = row->rowp[0][sd] + cl->off[0][qq];
+        p[1] = row->rowp[0][sd] + cl->off[1][qq];
+        p[2] = row->rowp[1][sd] + cl->off[0][qq];
+        p[3] = row->rowp[1][sd] + cl->off[1][qq];
+        return 1;
+    }
+    for (int k = 0; k < 4; k++) { /* k = 2 * (row tap) + (column tap) */
+        const int a = k & 1, b = k >> 1;
+        const uint8_t *r = row->rowp[b][cl->side[a]];
+        const int o = cl->off[a][row->q[b]];
+        p[k] = r && o >= 0 ? r + o : tw->fillpx;
+    }
+    return 0;
+}
+
+vt_status vt_aug_warp_tiles(const vt_aug_tile tiles[4], int canvas_w, int canvas_h, int xc,
+                            int yc, const vt_aug_transform *t, int out_w, int out_h,
+                            uint8_t fill, vt_image *dst, int *done)
+{
+    tile_warp tw;
+    if (!dst) return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
+    vt_status st = tile_warp_init(&tw, tiles, canvas_w, canvas_h, xc, yc, t, out_w, out_h, fill,
+                                  done);
+    if (st || !*done) return st;
+    uint8_t *out = vt_malloc((size_t)out_w * out_h * 3 + 1); /* + 1: bilerp_rgb's 4-byte store */
+    if (!out) {
+        tile_warp_free(&tw);
+        *done = 0;
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    for (int y = 0; y < out_h; y++) {
+        uint8_t *o = out + (size_t)y * out_w * 3;
+        const warp_tap *wy = &tw.ty[y];
+        if (!wy->in) {
+            memset(o, fill, (size_t)out_w * 3);
+            continue;
+        }
+        tile_row row;
+        tile_warp_row(&tw, y, &row);
+        const wvec wyv = VT_WY(wy->f, wy->f1);
+        for (int x = 0; x < out_w; x++, o += 3) {
+            const warp_tap *wx = &tw.tx[x];
+            if (!wx->in) {
+                o[0] = o[1] = o[2] = fill;
+                continue;
+            }
+            const uint8_t *p[4];
+            const int one = tile_taps(&tw, &row, x, p);
+            bilerp_rgb(o, p[0], p[1], p[2], p[3], VT_WX(wx->f, wx->f1), wyv,
+                       one && p[3] + 3 < tw.ends[2 * row.q[0] + tw.col[x].side[0]]);
+        }
+    }
+    tile_warp_free(&tw);
+    dst->w = out_w;
+    dst->h = out_h;
+    dst->c = 3;
+    dst->data = out;
+    return VT_OK;
+}
+
+#if defined(__SSE2__)
+/* The fused warp's tables (see vt_aug_warp_tiles_float).  Per column, padded to nx (a multiple
+ * of 8): the weights, whether it is in (a float mask), its taps' byte offsets in the top and
+ * bottom tiles of its half; per group of 4 columns and tile row half q, the half (0 / 1) when
+ * its 4 columns are in and all their taps in the same half's tile of that row half, else -1:
+ * on a row whose two taps are in that tile too, the group's 16 taps are the two row pointers
+ * plus these offsets. */
+typedef struct fused_warp {
+    tile_warp tw;
+    int nx, ng;
+    float *fxa, *fx1a, *ina;
+    int32_t *off0[2], *off1[2];
+    int *gs[2], *gin;
+    int *gfill[2]; /* per group and q: every column out, or both its taps outside their tiles */
+    float *rowc; /* one row of warped pixels, as floats per channel, nx apart (aligned) */
+    void *mem[4];
+} fused_warp;
+
+/* Group g (columns 4g..4g+3) of a row, warped into rowc. */
+static void fused_group4(const fused_warp *fw, const tile_row *row, const warp_tap *wy, int g)
+{
+    const tile_warp *tw = &fw->tw;
+    const int x = 4 * g, n = tw->out_w - x < 4 ? tw->out_w - x : 4, qq = row->q[0], nx = fw->nx;
+    const __m128 fillv = _mm_set1_ps((float)tw->fillpx[0]), half = _mm_set1_ps(0.5f);
+    float *rowc = fw->rowc;
+    __m128i v[4]; /* per tap: the 4 pixels' bytes */
+    const int sd = fw->gs[qq][g];
+    if (row->q[1] == qq && fw->gfill[qq][g]) { /* the fill all over */
+        for (int j = 0; j < 3; j++) _mm_store_ps(rowc + j * nx + x, fillv);
+        return;
+    }
+    if (sd >= 0 && row->fast[sd] && row->wide) {
+        const uint8_t *r0 = row->rowp[0][sd], *r1 = row->rowp[1][sd];
+        const int32_t *a = fw->off0[qq] + x, *b = fw->off1[qq] + x;
+        v[0] = _mm_setr_epi32(vt_px_ld4(r0 + a[0]), vt_px_ld4(r0 + a[1]), vt_px_ld4(r0 + a[2]),
+                              vt_px_ld4(r0 + a[3]));
+        v[1] = _mm_setr_epi32(vt_px_ld4(r0 + b[0]), vt_px_ld4(r0 + b[1]), vt_px_ld4(r0 + b[2]),
+                              vt_px_ld4(r0 + b[3]));
+        v[2] = _mm_setr_epi32(vt_px_ld4(r1 + a[0]), vt_px_ld4(r1 + a[1]), vt_px_ld4(r1 + a[2]),
+                              vt_px_ld4(r1 + a[3]));
+        v[3] = _mm_setr_epi32(vt_px_ld4(r1 + b[0]), vt_px_ld4(r1 + b[1]), vt_px_ld4(r1 + b[2]),
+                              vt_px_ld4(r1 + b[3]));
+    } else {
+        const uint8_t *p[4][4]; /* [pixel][tap] */
+        int any = 0;
+        for (int j = 0; j < 4; j++) {
+            if (j < n && tw->tx[x + j].in) {
+                tile_taps(tw, row, x + j, p[j]);
+                for (int tp = 0; tp < 4; tp++) any |= p[j][tp] != tw->fillpx;
+            } else {
+                for (int tp = 0; tp < 4; tp++) p[j][tp] = tw->fillpx;
+            }
+        }
+        if (!any) { /* the fill all over */
+            for (int j = 0; j < 3; j++) _mm_store_ps(rowc + j * nx + x, fillv);
+            return;
+        }
+        for (int tp = 0; tp < 4; tp++)
+            v[tp] = row->wide ? _mm_setr_epi32(vt_px_ld4(p[0][tp]), vt_px_ld4(p[1][tp]),
+                                               vt_px_ld4(p[2][tp]), vt_px_ld4(p[3][tp]))
+                              : _mm_setr_epi32(vt_px_ld3(p[0][tp]), vt_px_ld3(p[1][tp]),
+                                               vt_px_ld3(p[2][tp]), vt_px_ld3(p[3][tp]));
+    }
+    const __m128 fy = _mm_set1_ps(wy->f), fy1 = _mm_set1_ps(wy->f1);
+    const __m128 fx = _mm_loadu_ps(fw->fxa + x), fx1 = _mm_loadu_ps(fw->fx1a + x);
+    const __m128 w[4] = {_mm_mul_ps(fx1, fy1), _mm_mul_ps(fx, fy1), _mm_mul_ps(fx1, fy),
+                         _mm_mul_ps(fx, fy)};
+    __m128 acc[3];
+    for (int tp = 0; tp < 4; tp++) {
+        __m128 c[3];
+        vt_px_split(v[tp], &c[0], &c[1], &c[2]);
+        for (int j = 0; j < 3; j++) /* w00 * p00 + w01 * p01 + w10 * p10 + w11 * p11 */
+            acc[j] = tp ? _mm_add_ps(acc[j], _mm_mul_ps(w[tp], c[j])) : _mm_mul_ps(w[0], c[j]);
+    }
+    __m128 px[3];
+    for (int j = 0; j < 3; j++) /* (int)(sum + 0.5f): 0..255, as a float */
+        px[j] = _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_add_ps(acc[j], half)));
+    if (!fw->gin[g]) {
+        const __m128 in = _mm_loadu_ps(fw->ina + x);
+        for (int j = 0; j < 3; j++) px[j] = vt_px_sel(in, px[j], fillv);
+    }
+    for (int j = 0; j < 3; j++) _mm_store_ps(rowc + j * nx + x, px[j]);
+}
+
+/* The colour of rowc's columns [x0, out_w) into the planes (four at a time). */
+static void fused_colour4(const fused_warp *fw, const vt_px_hsv *k, int x0, float *plane[3],
+                          int flip)
+{
+    const int out_w = fw->tw.out_w, nx = fw->nx;
+    const float *rowc = fw->rowc;
+    const __m128 scale = _mm_set1_ps(1.0f / 255.0f);
+    for (int x = x0; x < out_w; x += 4) {
+        const int n = out_w - x < 4 ? out_w - x : 4;
+        __m128 o[3];
+        vt_px_hsv4(k, _mm_load_ps(rowc + x), _mm_load_ps(rowc + nx + x),
+                   _mm_load_ps(rowc + 2 * nx + x), &o[0], &o[1], &o[2]);
+        for (int j = 0; j < 3; j++) vt_px_store(plane[j], out_w, x, n, flip, _mm_mul_ps(o[j], scale));
+    }
+}
+
+#if defined(VT_PX_AVX2)
+#pragma GCC push_options
+#pragma GCC target("avx2")
+/* fused_group4 for pairs of groups, eight columns at a time, where both are fast on the row
+ * (the others go through fused_group4); the same operations per lane. */
+static void fused_row_avx2(const fused_warp *fw, const tile_row *row, const warp_tap *wy)
+{
+    const int qq = row->q[0], nx = fw->nx;
+    const __m256 half = _mm256_set1_ps(0.5f), fy = _mm256_set1_ps(wy->f),
+                 fy1 = _mm256_set1_ps(wy->f1);
+    const __m256i ff = _mm256_set1_epi32(0xFF);
+    float *rowc = fw->rowc;
+    for (int g = 0; g < fw->ng; g += 2) {
+        const int sd = fw->gs[qq][g], x = 4 * g;
+        if (g + 1 >= fw->ng || sd < 0 || fw->gs[qq][g + 1] != sd || !row->fast[sd] ||
+            !row->wide) {
+            fused_group4(fw, row, wy, g);
+            if (g + 1 < fw->ng) fused_group4(fw, row, wy, g + 1);
+            continue;
+        }
+        const uint8_t *r0 = row->rowp[0][sd], *r1 = row->rowp[1][sd];
+        const int32_t *a = fw->off0[qq] + x, *b = fw->off1[qq] + x;
+#define VT_G8(r, o)                                                                            \
+    _mm256_setr_epi32(vt_px_ld4(r + o[0]), vt_px_ld4(r + o[1]), vt_px_ld4(r + o[2]),            \
+                      vt_px_ld4(r + o[3]), vt_px_ld4(r + o[4]), vt_px_ld4(r + o[5]),            \
+                      vt_px_ld4(r + o[6]), vt_px_ld4(r + o[7]))
+        const __m256i v[4] = {VT_G8(r0, a), VT_G8(r0, b), VT_G8(r1, a), VT_G8(r1, b)};
+#undef VT_G8
+        const __m256 fx = _mm256_loadu_ps(fw->fxa + x), fx1 = _mm256_loadu_ps(fw->fx1a + x);
+        const __m256 w[4] = {_mm256_mul_ps(fx1, fy1), _mm256_mul_ps(fx, fy1),
+                             _mm256_mul_ps(fx1, fy), _mm256_mul_ps(fx, fy)};
+        __m256 acc[3];
+        for (int tp = 0; tp < 4; tp++)
+            for (int j = 0; j < 3; j++) {
+                const __m256 c = _mm256_cvtepi32_ps(
+                    _mm256_and_si256(j ? _mm256_srli_epi32(v[tp], 8 * j) : v[tp], ff));
+                acc[j] = tp ? _mm256_add_ps(acc[j], _mm256_mul_ps(w[tp], c))
+                            : _mm256_mul_ps(w[0], c);
+            }
+        for (int j = 0; j < 3; j++)
+            _mm256_store_ps(rowc + j * nx + x, _mm256_cvtepi32_ps(_mm256_cvttps_epi32(
+                                                   _mm256_add_ps(acc[j], half))));
+    }
+}
+
+/* fused_colour4, eight at a time; returns where it stopped (the rest: fused_colour4). */
+static int fused_colour_avx2(const fused_warp *fw, const vt_px_hsv *k, float *plane[3],
+                             int flip)
+{
+    const int out_w = fw->tw.out_w, nx = fw->nx;
+    const float *rowc = fw->rowc;
+    const __m256 scale = _mm256_set1_ps(1.0f / 255.0f);
+    int x = 0;
+    for (; x + 8 <= out_w; x += 8) {
+        __m256 o[3];
+        vt_px_hsv8(k, _mm256_load_ps(rowc + x), _mm256_load_ps(rowc + nx + x),
+                   _mm256_load_ps(rowc + 2 * nx + x), &o[0], &o[1], &o[2]);
+        for (int j = 0; j < 3; j++)
+            vt_px_store8(plane[j], out_w, x, flip, _mm256_mul_ps(o[j], scale));
+    }
+    return x;
+}
+#pragma GCC pop_options
+#endif
+#endif
+
+vt_status vt_aug_warp_tiles_float(const vt_aug_tile tiles[4], int canvas_w, int canvas_h,
+                                  int xc, int yc, const vt_aug_transform *t, int out_w,
+                                  int out_h, uint8_t fill, const vt_aug_colour *colour,
+                                  float *dst, size_t chan_stride, int *done)
+{
+    if (!colour || !dst)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad tile warp arguments");
+#if defined(__SSE2__)
+    fused_warp fw;
+    memset(&fw, 0, sizeof fw);
+    vt_status st = tile_warp_init(&fw.tw, tiles, canvas_w, canvas_h, xc, yc, t, out_w, out_h,
+                                  fill, done);
+    if (st || !*done) return st;
+    const tile_warp *tw = &fw.tw;
+    const int nx = (out_w + 7) & ~7, ng = nx / 4;
+    fw.nx = nx;
+    fw.ng = (out_w + 3) / 4; /* groups with columns in the image */
+    fw.mem[0] = fw.fxa = vt_malloc(sizeof(float) * 3 * (size_t)nx);
+    int32_t *offs = fw.mem[1] = vt_malloc(sizeof(int32_t) * 4 * (size_t)nx);
+    int *gside = fw.mem[2] = vt_malloc(sizeof(int) * 5 * (size_t)ng);
+    float *rowbuf = fw.mem[3] = vt_malloc(sizeof(float) * (3 * (size_t)nx + 8));
+    if (!fw.fxa || !offs || !gside || !rowbuf) {
+        for (int i = 0; i < 4; i++) free(fw.mem[i]);
+        tile_warp_free(&fw.tw);
+        *done = 0;
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    fw.rowc = (float *)(((uintptr_t)rowbuf + 31) & ~(uintptr_t)31);
+    fw.fx1a = fw.fxa + nx;
+    fw.ina = fw.fxa + 2 * nx;
+    fw.off0[0] = offs, fw.off0[1] = offs + nx, fw.off1[0] = offs + 2 * nx,
+    fw.off1[1] = offs + 3 * nx;
+    fw.gs[0] = gside, fw.gs[1] = gside + ng, fw.gin = gside + 2 * ng;
+    fw.gfill[0] = gside + 3 * ng, fw.gfill[1] = gside + 4 * ng;
+    for (int x = 0; x < nx; x++) {
+        const int in = x < out_w && tw->tx[x].in;
+        fw.fxa[x] = in ? tw->tx[x].f : 0.0f;
+        fw.fx1a[x] = in ? tw->tx[x].f1 : 1.0f;
+        const uint32_t mask = in ? 0xFFFFFFFFu : 0u;
+        memcpy(&fw.ina[x], &mask, sizeof mask);
+        for (int q = 0; q < 2; q++) {
+            fw.off0[q][x] = in ? tw->col[x].off[0][q] : -1;
+            fw.off1[q][x] = in ? tw->col[x].off[1][q] : -1;
+        }
+    }
+    for (int g = 0; g < ng; g++) {
+        int all_in = 1;
+        for (int j = 0; j < 4; j++) all_in &= 4 * g + j < out_w && tw->tx[4 * g + j].in;
+        fw.gin[g] = all_in;
+        for (int q = 0; q < 2; q++) {
+            int none = 1;
+            for (int j = 0; j < 4; j++)
+                none &= fw.off0[q][4 * g + j] < 0 && fw.off1[q][4 * g + j] < 0;
+            fw.gfill[q][g] = none;
+            int side = all_in ? tw->col[4 * g].side[0] : -1;
+            for (int j = 0; j < 4 && side >= 0; j++) {
+                const tile_col *cl = &tw->col[4 * g + j];
+                if (!cl->fast[q] || cl->side[0] != side || cl->side[1] != side) side = -1;
+            }
+            fw.gs[q][g] = side;
+        }
+    }
+    vt_px_hsv k;
+    vt_px_hsv_init(&k, colour->dh, colour->gs, colour->gv);
+    const __m128 scale = _mm_set1_ps(1.0f / 255.0f), fillv = _mm_set1_ps((float)fill);
+    __m128 fo[3]; /* the fill after HSV, as floats */
+    vt_px_hsv4(&k, fillv, fillv, fillv, &fo[0], &fo[1], &fo[2]);
+    for (int j = 0; j < 3; j++) fo[j] = _mm_mul_ps(fo[j], scale);
+#if defined(VT_PX_AVX2)
+    const int avx2 = vt_px_avx2();
+#endif
+    for (int y = 0; y < out_h; y++) {
+        const int oy = colour->flipud ? out_h - 1 - y : y;
+        float *plane[3];
+        for (int j = 0; j < 3; j++) plane[j] = dst + j * chan_stride + (size_t)oy * out_w;
+        const warp_tap *wy = &tw->ty[y];
+        if (!wy->in) {
+            for (int x = 0; x < out_w; x += 4)
+                for (int j = 0; j < 3; j++)
+                    vt_px_store(plane[j], out_w, x, out_w - x < 4 ? out_w - x : 4,
+                                colour->fliplr, fo[j]);
+            continue;
+        }
+        tile_row row;
+        tile_warp_row(tw, y, &row);
+        if (!row.rowp[0][0] && !row.rowp[0][1] && !row.rowp[1][0] && !row.rowp[1][1]) {
+            for (int x = 0; x < out_w; x += 4) /* both tap rows outside the tiles: the fill */
+                for (int j = 0; j < 3; j++)
+                    vt_px_store(plane[j], out_w, x, out_w - x < 4 ? out_w - x : 4,
+                                colour->fliplr, fo[j]);
+            continue;
+        }
+        /* the row's warped pixels, then their colour from the row in L1 (two lighter loops
+         * than one) */
+        int x0 = 0;
+#if defined(VT_PX_AVX2)
+        if (avx2) {
+            fused_row_avx2(&fw, &row, wy);
+            x0 = fused_colour_avx2(&fw, &k, plane, colour->fliplr);
+        } else
+#endif
+        {
+            for (int g = 0; g < fw.ng; g++) fused_group4(&fw, &row, wy, g);
+        }
+        fused_colour4(&fw, &k, x0, plane, colour->fliplr);
+    }
+    for (int i = 0; i < 4; i++) free(fw.mem[i]);
+    tile_warp_free(&fw.tw);
+    return VT_OK;
+#else
+    (void)tiles, (void)canvas_w, (void)canvas_h, (void)xc, (void)yc, (void)t, (void)out_w,
+        (void)out_h, (void)fill, (void)chan_stride;
+    *done = 0; /* the caller warps to bytes and converts those */
+    return VT_OK;
+#endif
 }
 
 vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int out_w,
@@ -173,11 +747,11 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
     if (!mat_inv(t->m, inv))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: the transform is singular");
     const int sw = src->w, sh = src->h, c = src->c;
-    uint8_t *out = vt_malloc((size_t)out_w * out_h * c);
+    uint8_t *out = vt_malloc((size_t)out_w * out_h * c + 1); /* + 1: bilerp_rgb's 4-byte store */
     if (!out) return VT_ERR_OUT_OF_MEMORY;
     const size_t stride = (size_t)sw * c;
     const int affine = inv[6] == 0.0 && inv[7] == 0.0 && inv[8] == 1.0;
-    if (affine && inv[1] == 0.0 && inv[3] == 0.0 && c == 3) {
+    if (is_separable(inv, c)) {
         /* Scale and shift only (no rotation or shear: the default detection augmentation):
          * the source x depends on the output column alone and y on the row alone, so the
          * taps and weights are computed once per column and per row.  The arithmetic is the

@@ -1,6 +1,11 @@
 /* The loader: one job per batch, split over the pool; each slot decodes and augments one image
- * (and, for a mosaic or mixup, the extra images it draws) and writes its floats straight to its
- * place in the CNHW batch; images that failed are squeezed out afterwards.
+ * and writes its floats straight to its place in the CNHW batch; images that failed are
+ * squeezed out afterwards.  Detection (and polygon segmentation) with augmentation runs a job
+ * in two phases, each split over the pool: A, every slot loads its own base image and labels
+ * into the lbuf; B, every slot whose image loaded builds its sample, taking its mosaic and
+ * mixup partners among the batch's loaded images (read only, shared by the slots: the pool's
+ * join between the phases orders A's writes before B's reads).  So a mosaic costs one decode,
+ * not four, and the partners depend on the seed and the batch's indices only.
  *
  * Prefetch: a producer thread runs submitted jobs in order (it is then the pool's first thread),
  * each into its own buffer of a ring of prefetch + 1: the batches in flight and the one the
@@ -42,6 +47,16 @@ typedef struct lbuf {
     vt_letterbox *lb;
     int *packed;            /* packed image k -> slot */
     uint8_t *masks;         /* segmentation: per slot an imgsz x imgsz class mask */
+    /* Two-phase jobs (see the top): per slot its base image (owned ones freed at the end of
+     * the job, cached ones borrowed) and labels (lists keep their memory from job to job), and
+     * the slots whose base image loaded, in slot order: the mosaic and mixup partners. */
+    vt_image *base;
+    unsigned char *base_owned;
+    vt_aug_labels *base_lab;
+    uint8_t **dbuf;         /* per slot, the buffer its JPEGs are decoded into (kept) */
+    size_t *dcap;
+    int *ok_slots;
+    int n_ok_slots, two_phase;
     int n, n_ok, mosaic;
     uint64_t aug_seed;
 } lbuf;
@@ -62,8 +77,6 @@ struct vt_loader {
     int mosaic_on;
     vt_pool *pool;
     unsigned char *bad;     /* per image: 1 once it failed to decode (warned once) */
-    int *subset;            /* augmentation picks (mosaic / mixup partners); NULL: all */
-    int nsubset;
     cache *cache;           /* NULL: none */
     int prefetch, full_decode;
     lbuf sync;              /* vt_loader_fill's */
@@ -94,6 +107,16 @@ static void lbuf_free(lbuf *B)
     free(B->lb);
     free(B->packed);
     free(B->masks);
+    for (int i = 0; B->base && i < B->cap; i++)
+        if (B->base_owned[i]) vt_image_free(&B->base[i]);
+    for (int i = 0; B->base_lab && i < B->cap; i++) vt_aug_labels_free(&B->base_lab[i]);
+    free(B->base);
+    free(B->base_owned);
+    free(B->base_lab);
+    for (int i = 0; B->dbuf && i < B->cap; i++) free(B->dbuf[i]);
+    free(B->dbuf);
+    free(B->dcap);
+    free(B->ok_slots);
     memset(B, 0, sizeof *B);
 }
 
@@ -128,6 +151,29 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
         if (!bl) return VT_ERR_OUT_OF_MEMORY;
         memset(bl + B->cap, 0, (size_t)(n - B->cap) * sizeof *bl);
         B->boxes = bl;
+    }
+    if (L->ds->task != VT_TASK_CLASSIFY) { /* two-phase jobs: zeroed (no image, empty lists) */
+        vt_image *bi = vt_realloc(B->base, (size_t)n * sizeof *bi);
+        if (!bi) return VT_ERR_OUT_OF_MEMORY;
+        memset(bi + B->cap, 0, (size_t)(n - B->cap) * sizeof *bi);
+        B->base = bi;
+        unsigned char *bo = vt_realloc(B->base_owned, (size_t)n);
+        if (!bo) return VT_ERR_OUT_OF_MEMORY;
+        memset(bo + B->cap, 0, (size_t)(n - B->cap));
+        B->base_owned = bo;
+        vt_aug_labels *bl = vt_realloc(B->base_lab, (size_t)n * sizeof *bl);
+        if (!bl) return VT_ERR_OUT_OF_MEMORY;
+        for (int i = B->cap; i < n; i++) vt_aug_labels_init(&bl[i]);
+        B->base_lab = bl;
+        uint8_t **db = vt_realloc(B->dbuf, (size_t)n * sizeof *db);
+        if (!db) return VT_ERR_OUT_OF_MEMORY;
+        memset(db + B->cap, 0, (size_t)(n - B->cap) * sizeof *db);
+        B->dbuf = db;
+        size_t *dc = vt_realloc(B->dcap, (size_t)n * sizeof *dc);
+        if (!dc) return VT_ERR_OUT_OF_MEMORY;
+        memset(dc + B->cap, 0, (size_t)(n - B->cap) * sizeof *dc);
+        B->dcap = dc;
+        GROW(B->ok_slots, n);
     }
     if (L->ds->task == VT_TASK_SEGMENT) {
         /* not realloc: the old masks are of no use */
@@ -244,7 +290,6 @@ void vt_loader_destroy(vt_loader *L)
     pthread_cond_destroy(&L->work);
     pthread_cond_destroy(&L->done);
     free(L->bad);
-    free(L->subset);
     free(L);
 }
 
@@ -276,25 +321,6 @@ vt_status vt_loader_enable_cache(vt_loader *L, int64_t bytes)
 void vt_loader_set_full_decode(vt_loader *L, int on) { L->full_decode = on != 0; }
 
 void vt_loader_set_mosaic(vt_loader *L, int on) { L->mosaic_on = on != 0; }
-
-vt_status vt_loader_set_subset(vt_loader *L, const int *indices, int n)
-{
-    free(L->subset);
-    L->subset = NULL;
-    L->nsubset = 0;
-    if (!indices) return VT_OK;
-    int total = L->ds->split[L->split].n;
-    if (n < 1) return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader subset of %d images", n);
-    for (int i = 0; i < n; i++)
-        if (indices[i] < 0 || indices[i] >= total)
-            return vt_fail(VT_ERR_INVALID_ARGUMENT, "loader subset: image %d of %d", indices[i],
-                           total);
-    L->subset = vt_malloc((size_t)n * sizeof(int));
-    if (!L->subset) return VT_ERR_OUT_OF_MEMORY;
-    memcpy(L->subset, indices, (size_t)n * sizeof(int));
-    L->nsubset = n;
-    return VT_OK;
-}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -332,17 +358,12 @@ void vt_loader_cache_stats(const vt_loader *L, int *images, int64_t *bytes)
 
 /* ---- one image --------------------------------------------------------------------------- */
 
-/* A random image of the split (or of the subset) for mosaic and mixup. */
-static int random_pick(const vt_loader *L, vt_rng *r)
-{
-    if (L->subset) return L->subset[vt_rng_below(r, (uint32_t)L->nsubset)];
-    return (int)vt_rng_below(r, (uint32_t)L->ds->split[L->split].n);
-}
-
 /* Image idx at its base size (see loader.h): from the cache, or decoded (at a reduced JPEG
  * scale when that loses nothing) and resized.  *owned: 1 when the caller must free *img, 0 when
- * it is the cache's (read only). */
-static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *owned)
+ * it is the cache's (read only) or lies in *buf.  buf / cap (may be NULL): a buffer kept by the
+ * caller to decode into (vt_image_load_scaled_into); given to the cache with the image. */
+static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *owned,
+                            uint8_t **buf, size_t *cap)
 {
     cache *c = L->cache;
     if (c && atomic_load_explicit(&c->ready[idx], memory_order_acquire)) {
@@ -355,8 +376,10 @@ static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *own
     int s = L->cfg.imgsz, det = L->ds->task != VT_TASK_CLASSIFY;
     const char *path = L->ds->split[L->split].paths[idx];
     vt_image raw = {0};
-    vt_status st = L->full_decode ? vt_image_load(path, &raw)
-                                      : vt_image_load_scaled(path, s, s, det, &raw);
+    /* full decode: no target size */
+    const int tw = L->full_decode ? 0 : s, th = L->full_decode ? 0 : s;
+    vt_status st = buf ? vt_image_load_scaled_into(path, tw, th, det, buf, cap, &raw)
+                       : vt_image_load_scaled(path, tw, th, det, &raw);
     if (st) return st;
     int w = s, h = s;
     if (det) { /* long side s, as mosaic and letterbox resize */
@@ -370,21 +393,28 @@ static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *own
     }
     if (raw.w == w && raw.h == h) {
         *img = raw;
+        if (buf) *owned = 0; /* in *buf */
     } else {
         st = vt_image_resize(&raw, w, h, img);
-        vt_image_free(&raw);
+        if (!buf) vt_image_free(&raw);
         if (st) return st;
     }
-    if (c && cache_put(c, idx, img)) *owned = 0;
+    if (c && cache_put(c, idx, img)) {
+        *owned = 0;
+        if (buf && img->data == *buf) { /* the cache's now */
+            *buf = NULL;
+            *cap = 0;
+        }
+    }
     return VT_OK;
 }
 
 /* Image idx at its base size and its boxes as augmentation labels in its pixels. */
 static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *owned,
-                               vt_aug_labels *lab)
+                               uint8_t **buf, size_t *cap, vt_aug_labels *lab)
 {
     const vt_split_list *sl = &L->ds->split[L->split];
-    vt_status st = base_image(L, idx, img, owned);
+    vt_status st = base_image(L, idx, img, owned, buf, cap);
     if (st) return st;
     vt_aug_labels_clear(lab);
     float *xy = NULL;
@@ -419,65 +449,69 @@ static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *
     return st;
 }
 
-/* One augmented detection sample at s x s: a mosaic of idx and three random images of the
- * split, or idx letterboxed; then the random affine (both paths) and, for the mosaic, HSV and
- * flips (vt_aug_letterbox_affine does them itself). */
-static vt_status det_sample(const vt_loader *L, int idx, int mosaic_on, vt_rng *r,
-                            vt_image *dst, vt_aug_labels *out)
+/* A random partner for a mosaic or mixup: one of the batch's slots whose base image loaded
+ * (the slot itself included), like Ultralytics' buffer of recently loaded images. */
+static int pick_partner(const lbuf *B, vt_rng *r)
 {
+    return B->ok_slots[vt_rng_below(r, (uint32_t)B->n_ok_slots)];
+}
+
+/* One augmented detection sample at s x s from the base image of `slot`: a mosaic of it and
+ * three partners of the batch, or it letterboxed; then the random affine, HSV and flips.  Its
+ * draws and labels are made now, its pixels by vt_aug_sample_float / _image. */
+static vt_status det_sample(const lbuf *B, int slot, vt_rng *r, vt_aug_sample *smp,
+                            vt_aug_labels *out)
+{
+    const vt_loader *L = B->L;
     const vt_aug_params *p = &L->aug;
     int s = L->cfg.imgsz;
-    vt_image img[4] = {{0}};
-    int owned[4] = {0};
-    vt_aug_labels lab[4];
-    for (int i = 0; i < 4; i++) vt_aug_labels_init(&lab[i]);
-    vt_status st;
-    if (vt_aug_chance(r, p->mosaic) && mosaic_on) {
-        int pick[4] = {idx, random_pick(L, r), random_pick(L, r), random_pick(L, r)};
-        st = VT_OK;
-        for (int i = 0; i < 4 && !st; i++)
-            st = load_labelled(L, pick[i], &img[i], &owned[i], &lab[i]);
-        if (!st) {
-            const vt_image *ip[4] = {&img[0], &img[1], &img[2], &img[3]};
-            const vt_aug_labels *lp[4] = {&lab[0], &lab[1], &lab[2], &lab[3]};
-            st = vt_aug_mosaic(ip, lp, s, p, r, dst, out);
-            if (!st) vt_aug_hsv_flips(dst, out, p, r);
+    if (vt_aug_chance(r, p->mosaic) && B->mosaic) {
+        int pick[4] = {slot, pick_partner(B, r), pick_partner(B, r), pick_partner(B, r)};
+        const vt_image *ip[4];
+        const vt_aug_labels *lp[4];
+        for (int i = 0; i < 4; i++) {
+            ip[i] = &B->base[pick[i]];
+            lp[i] = &B->base_lab[pick[i]];
         }
-    } else {
-        st = load_labelled(L, idx, &img[0], &owned[0], &lab[0]);
-        if (!st) st = vt_aug_letterbox_affine(&img[0], &lab[0], s, p, r, dst, out);
+        return vt_aug_mosaic_sample(ip, lp, s, p, r, smp, out);
     }
-    for (int i = 0; i < 4; i++) {
-        if (owned[i]) vt_image_free(&img[i]);
-        vt_aug_labels_free(&lab[i]);
-    }
-    return st;
+    return vt_aug_letterbox_sample(&B->base[slot], &B->base_lab[slot], s, p, r, smp, out);
 }
 
 /* Detection (and polygon segmentation) with augmentation: det_sample, and with probability
- * `mixup` a second sample of a random image blended in.  Detection keeps the boxes;
- * segmentation rasterises the transformed outlines into the slot's mask (background 0, so the
- * grey border a mosaic or a shift leaves counts as background, as in Ultralytics). */
-static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, vt_image *dst)
+ * `mixup` a second sample of a partner of the batch blended in; the floats go to dst (channel
+ * k at dst + k * chan_stride), straight from the warp when there is no mixup.  Detection keeps
+ * the boxes; segmentation rasterises the transformed outlines into the slot's mask (background
+ * 0, so the grey border a mosaic or a shift leaves counts as background, as in Ultralytics). */
+static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, float *dst, size_t chan_stride)
 {
     const vt_loader *L = B->L;
-    int idx = B->indices[slot];
     vt_aug_labels out, out2;
     vt_aug_labels_init(&out);
     vt_aug_labels_init(&out2);
-    vt_image second = {0};
-    vt_status st = det_sample(L, idx, B->mosaic, r, dst, &out);
+    vt_aug_sample first, second;
+    memset(&second, 0, sizeof second);
+    vt_status st = det_sample(B, slot, r, &first, &out);
     if (!st && vt_aug_chance(r, L->aug.mixup)) {
-        int other = random_pick(L, r);
-        st = det_sample(L, other, B->mosaic, r, &second, &out2);
-        if (!st) st = vt_aug_mixup(dst, &out, &second, &out2, r, NULL);
+        int other = pick_partner(B, r);
+        vt_image a = {0}, b = {0};
+        st = det_sample(B, other, r, &second, &out2);
+        if (!st) st = vt_aug_sample_image(&first, &a);
+        if (!st) st = vt_aug_sample_image(&second, &b);
+        if (!st) st = vt_aug_mixup(&a, &out, &b, &out2, r, NULL);
+        if (!st) vt_image_to_float(&a, L->cfg.channels, 0, dst, chan_stride);
+        vt_image_free(&a);
+        vt_image_free(&b);
+    } else if (!st) {
+        st = vt_aug_sample_float(&first, L->cfg.channels, dst, chan_stride);
     }
+    vt_aug_sample_free(&first);
+    vt_aug_sample_free(&second);
     if (L->ds->task == VT_TASK_SEGMENT) {
         int sz = L->cfg.imgsz;
         uint8_t *m = B->masks + (size_t)slot * sz * sz;
         memset(m, 0, (size_t)sz * sz);
         if (!st) st = vt_seg_draw_aug_labels(&out, sz, sz, m);
-        vt_image_free(&second);
         vt_aug_labels_free(&out);
         vt_aug_labels_free(&out2);
         return st;
@@ -492,7 +526,6 @@ static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, vt_image *dst)
     }
     if (!st) st = vt_letterbox_geometry(L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, 1,
                                         &B->lb[slot]);
-    vt_image_free(&second);
     vt_aug_labels_free(&out);
     vt_aug_labels_free(&out2);
     return st;
@@ -540,7 +573,7 @@ static vt_status load_cls(const vt_loader *L, int idx, vt_rng *r, vt_image *dst)
     }
     vt_image img = {0};
     int owned;
-    if ((st = base_image(L, idx, &img, &owned))) return st;
+    if ((st = base_image(L, idx, &img, &owned, NULL, NULL))) return st;
     if (owned) {
         *dst = img;
     } else { /* the cache's: augment a copy */
@@ -624,8 +657,13 @@ static vt_status load_one(lbuf *B, int slot)
     vt_status st;
     const vt_split_list *sl = &L->ds->split[L->split];
     int poly_seg = L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths;
+    size_t plane = (size_t)sz * sz;
     if (L->ds->task == VT_TASK_DETECT || (poly_seg && augment)) {
-        st = augment ? load_det_aug(B, slot, &rng, &out) : load_det_plain(B, slot, &out);
+        /* straight to the slot's place in the CNHW batch of n images */
+        if (augment)
+            return load_det_aug(B, slot, &rng, B->dst + (size_t)slot * plane,
+                                (size_t)B->n * plane);
+        st = load_det_plain(B, slot, &out);
     } else if (L->ds->task == VT_TASK_SEGMENT) {
         vt_image img = {0};
         if ((st = vt_image_load(sl->paths[idx], &img))) return st;
@@ -636,7 +674,6 @@ static vt_status load_one(lbuf *B, int slot)
     }
     if (!st) {
         /* straight to the slot's place in the CNHW batch of n images */
-        size_t plane = (size_t)sz * sz;
         vt_image_to_float(&out, c, 0, B->dst + (size_t)slot * plane, (size_t)B->n * plane);
     }
     vt_image_free(&out);
@@ -647,6 +684,7 @@ static void load_range(void *ctx, size_t b, size_t e)
 {
     lbuf *B = ctx;
     for (size_t s = b; s < e; s++) {
+        if (B->two_phase && B->status[s]) continue; /* its base image failed in phase A */
         if (atomic_load_explicit(&B->L->abort, memory_order_relaxed)) {
             B->status[s] = VT_ERR_CANCELLED;
             snprintf(B->msg[s], MSG, "abandoned");
@@ -657,14 +695,62 @@ static void load_range(void *ctx, size_t b, size_t e)
     }
 }
 
-/* Run a job: every slot, then squeeze the failed ones out (labels, packed, n_ok).  The batch is
- * channels x n x plane while slots write; packed, it is channels x n_ok x plane: moving planes
- * in increasing order is safe in place, as a destination never lies after its source. */
+/* Phase A of a two-phase job: each slot's own base image and labels. */
+static void load_base_range(void *ctx, size_t b, size_t e)
+{
+    lbuf *B = ctx;
+    for (size_t s = b; s < e; s++) {
+        B->base_owned[s] = 0;
+        memset(&B->base[s], 0, sizeof B->base[s]);
+        if (atomic_load_explicit(&B->L->abort, memory_order_relaxed)) {
+            B->status[s] = VT_ERR_CANCELLED;
+            snprintf(B->msg[s], MSG, "abandoned");
+            continue;
+        }
+        int owned = 0;
+        B->status[s] = load_labelled(B->L, B->indices[s], &B->base[s], &owned, &B->dbuf[s],
+                                     &B->dcap[s], &B->base_lab[s]);
+        if (B->status[s]) {
+            snprintf(B->msg[s], MSG, "%s", vt_last_error());
+            memset(&B->base[s], 0, sizeof B->base[s]);
+            continue;
+        }
+        B->base_owned[s] = (unsigned char)owned;
+    }
+}
+
+/* Detection, or polygon segmentation, with augmentation: mosaic and mixup partners come from
+ * the batch, so the job runs in two phases (see the top). */
+static int job_two_phase(const vt_loader *L, const lbuf *B)
+{
+    if (!B->aug_seed || !L->cfg.aug) return 0;
+    const vt_split_list *sl = &L->ds->split[L->split];
+    return L->ds->task == VT_TASK_DETECT ||
+           (L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths);
+}
+
+/* Run a job: every slot (after phase A for a two-phase job), then squeeze the failed ones out
+ * (labels, packed, n_ok).  The batch is channels x n x plane while slots write; packed, it is
+ * channels x n_ok x plane: moving planes in increasing order is safe in place, as a destination
+ * never lies after its source. */
 static void run_job(vt_loader *L, lbuf *B, int32_t *labels)
 {
-    vt_pool_run(L->pool, (size_t)B->n, 1, load_range, B);
-    const vt_split_list *sl = &L->ds->split[L->split];
     int n = B->n, c = L->cfg.channels, ok = 0;
+    B->two_phase = job_two_phase(L, B);
+    if (B->two_phase) {
+        vt_pool_run(L->pool, (size_t)n, 1, load_base_range, B);
+        B->n_ok_slots = 0;
+        for (int s = 0; s < n; s++)
+            if (!B->status[s]) B->ok_slots[B->n_ok_slots++] = s;
+    }
+    vt_pool_run(L->pool, (size_t)n, 1, load_range, B);
+    if (B->two_phase) /* decoded images are freed, cached ones stay the cache's */
+        for (int s = 0; s < n; s++) {
+            if (B->base_owned[s]) vt_image_free(&B->base[s]);
+            B->base_owned[s] = 0;
+            memset(&B->base[s], 0, sizeof B->base[s]);
+        }
+    const vt_split_list *sl = &L->ds->split[L->split];
     size_t plane = (size_t)L->cfg.imgsz * L->cfg.imgsz;
     for (int s = 0; s < n; s++)
         if (!B->status[s]) B->packed[ok++] = s;

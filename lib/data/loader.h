@@ -1,7 +1,8 @@
 /* Batch loading: decode, resize, augment and pack images of a dataset split into a CNHW float
  * batch, with worker threads.  Every random choice of image i comes from an RNG seeded with
- * (aug_seed, i), so a batch is identical whatever the number of workers, the prefetch depth
- * and whether the RAM cache holds its images.
+ * (aug_seed, i), and mosaic / mixup partners are drawn among the batch's own images, so a
+ * batch is identical whatever the number of workers, the prefetch depth and whether the RAM
+ * cache holds its images.
  *
  * Two ways to load, not mixed while batches are in flight:
  *   - vt_loader_fill: synchronous; the calling thread decodes too (it is the pool's first
@@ -58,10 +59,6 @@ void vt_loader_destroy(vt_loader *L);
  * batches filled or submitted afterwards. */
 void vt_loader_set_mosaic(vt_loader *L, int on);
 
-/* Restrict the random picks of augmentation (mosaic and mixup partners) to these n >= 1 images
- * of the split (copied), as when training on a subset; NULL: the whole split. */
-vt_status vt_loader_set_subset(vt_loader *L, const int *indices, int n);
-
 /* Fill `batch` (channels x n_ok x imgsz x imgsz, CNHW) and `labels` with the images at
  * `indices` of the split.  Images that fail to decode are left out (a warning is logged once
  * per file) and *n_ok counts those packed.  Fails with VT_ERR_DATASET when none decodes.
@@ -71,9 +68,16 @@ vt_status vt_loader_set_subset(vt_loader *L, const int *indices, int n);
  *
  * Classification: resize to imgsz (or a random resized crop when crop_scale_min < 1), HSV,
  * flips, random erasing; labels[k] = the class.
- * Detection: mosaic (probability `mosaic`, with 3 more images of the split drawn at random) or
- * letterbox, random affine, mixup, HSV, flips (lib/data/augment.h); labels[k] = the dataset
- * index of packed image k. */
+ * Detection: mosaic (probability `mosaic`) or letterbox, random affine, mixup, HSV, flips
+ * (lib/data/augment.h); labels[k] = the dataset index of packed image k.  Mosaic and mixup
+ * partners come from the same batch, like Ultralytics' buffer of recently loaded images: each
+ * image of the batch is decoded once, then each sample draws its mosaic's 3 partners and its
+ * mixup partner (with its own RNG) among the batch's images that decoded, itself included.  A
+ * mosaic so costs one decode, not four, and the partners depend only on aug_seed and `indices`
+ * (not on the workers, the prefetch or the cache); a training subset gets partners from the
+ * subset without further ado.  An image that fails to decode is left out as above and is
+ * nobody's partner.  Polygon segmentation trains through the same path; classification and
+ * mask-PNG segmentation use only their own image. */
 vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_seed,
                          float *batch, int32_t *labels, int *n_ok);
 

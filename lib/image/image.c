@@ -189,6 +189,8 @@ typedef struct jpg_rd {
     uint8_t *data;
     int w, h, c;
     int want_w, want_h, keep_aspect; /* the caller's resize target (0: decode at full size) */
+    uint8_t *reuse;                  /* decode into this (reuse_cap bytes) when large enough */
+    size_t reuse_cap;
 } jpg_rd;
 
 static void jpg_on_error(j_common_ptr cinfo)
@@ -275,7 +277,9 @@ static vt_status jpg_decode_run(jpg_rd *rd, const uint8_t *buf, size_t size, con
         return vt_fail(VT_ERR_FORMAT, "%s: unsupported JPEG layout (%d components)", name,
                        ci->output_components);
     size_t rowbytes = (size_t)ci->output_width * c;
-    rd->data = malloc(rowbytes * ci->output_height);
+    rd->data = rd->reuse && rd->reuse_cap >= rowbytes * ci->output_height
+                   ? rd->reuse
+                   : malloc(rowbytes * ci->output_height);
     if (!rd->data)
         return vt_fail(VT_ERR_OUT_OF_MEMORY, "%s: out of memory for a %ux%u JPEG", name,
                        (unsigned)ci->output_width, (unsigned)ci->output_height);
@@ -292,14 +296,19 @@ static vt_status jpg_decode_run(jpg_rd *rd, const uint8_t *buf, size_t size, con
     return VT_OK;
 }
 
+/* reuse (reuse_cap bytes, may be NULL): decode into it when large enough (out->data is then
+ * reuse), else into a new allocation. */
 static vt_status decode_jpeg(const uint8_t *buf, size_t size, const char *name, int want_w,
-                             int want_h, int keep_aspect, vt_image *out)
+                             int want_h, int keep_aspect, uint8_t *reuse, size_t reuse_cap,
+                             vt_image *out)
 {
     jpg_rd *rd = calloc(1, sizeof *rd); /* jmp_buf + cinfo: keep big state off small stacks */
     if (!rd) return vt_fail(VT_ERR_OUT_OF_MEMORY, "%s: out of memory decoding JPEG", name);
     rd->want_w = want_w;
     rd->want_h = want_h;
     rd->keep_aspect = keep_aspect;
+    rd->reuse = reuse;
+    rd->reuse_cap = reuse_cap;
     vt_status st = jpg_decode_run(rd, buf, size, name);
     if (rd->created) jpeg_destroy_decompress(&rd->cinfo);
     if (st == VT_OK) {
@@ -307,7 +316,7 @@ static vt_status decode_jpeg(const uint8_t *buf, size_t size, const char *name, 
         out->h = rd->h;
         out->c = rd->c;
         out->data = rd->data;
-    } else {
+    } else if (rd->data != reuse) {
         free(rd->data);
     }
     free(rd);
@@ -321,8 +330,17 @@ vt_status vt_image_decode(const void *buf, size_t size, const char *name, vt_ima
     return vt_image_decode_scaled(buf, size, name, 0, 0, 0, out);
 }
 
+static vt_status decode_any(const void *buf, size_t size, const char *name, int w, int h,
+                            int keep_aspect, uint8_t *reuse, size_t reuse_cap, vt_image *out);
+
 vt_status vt_image_decode_scaled(const void *buf, size_t size, const char *name, int w, int h,
                                  int keep_aspect, vt_image *out)
+{
+    return decode_any(buf, size, name, w, h, keep_aspect, NULL, 0, out);
+}
+
+static vt_status decode_any(const void *buf, size_t size, const char *name, int w, int h,
+                            int keep_aspect, uint8_t *reuse, size_t reuse_cap, vt_image *out)
 {
     if (!out) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_image_decode: out is NULL");
     memset(out, 0, sizeof *out);
@@ -332,7 +350,7 @@ vt_status vt_image_decode_scaled(const void *buf, size_t size, const char *name,
     if (size == 0) return vt_fail(VT_ERR_FORMAT, "%s: empty file", name);
     if (size >= 8 && memcmp(b, vtpng_magic, 8) == 0) return decode_png(b, size, name, out);
     if (size >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF)
-        return decode_jpeg(b, size, name, w, h, keep_aspect, out);
+        return decode_jpeg(b, size, name, w, h, keep_aspect, reuse, reuse_cap, out);
     if (size < 8 && memcmp(b, vtpng_magic, size) == 0)
         return vt_fail(VT_ERR_FORMAT, "%s: corrupt PNG: truncated file", name);
     if (size < 3 && b[0] == 0xFF && (size < 2 || b[1] == 0xD8))
@@ -345,7 +363,32 @@ vt_status vt_image_load(const char *path, vt_image *out)
     return vt_image_load_scaled(path, 0, 0, 0, out);
 }
 
+static vt_status load_any(const char *path, int w, int h, int keep_aspect, uint8_t *reuse,
+                          size_t reuse_cap, vt_image *out);
+
 vt_status vt_image_load_scaled(const char *path, int w, int h, int keep_aspect, vt_image *out)
+{
+    return load_any(path, w, h, keep_aspect, NULL, 0, out);
+}
+
+vt_status vt_image_load_scaled_into(const char *path, int w, int h, int keep_aspect,
+                                    uint8_t **buf, size_t *cap, vt_image *out)
+{
+    if (!buf || !cap) {
+        if (out) memset(out, 0, sizeof *out);
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_image_load_scaled_into: NULL argument");
+    }
+    vt_status st = load_any(path, w, h, keep_aspect, *buf, *cap, out);
+    if (st || out->data == *buf) return st;
+    /* a new allocation (a PNG, or more pixels than *buf holds): it becomes the buffer */
+    free(*buf);
+    *buf = out->data;
+    *cap = (size_t)out->w * out->h * out->c;
+    return VT_OK;
+}
+
+static vt_status load_any(const char *path, int w, int h, int keep_aspect, uint8_t *reuse,
+                          size_t reuse_cap, vt_image *out)
 {
     if (out) memset(out, 0, sizeof *out);
     if (!path || !out) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_image_load: NULL argument");
@@ -390,7 +433,7 @@ vt_status vt_image_load_scaled(const char *path, int w, int h, int keep_aspect, 
         got += (size_t)r;
     }
     close(fd);
-    vt_status st = vt_image_decode_scaled(buf, got, path, w, h, keep_aspect, out);
+    vt_status st = decode_any(buf, got, path, w, h, keep_aspect, reuse, reuse_cap, out);
     free(buf);
     return st;
 }

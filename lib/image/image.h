@@ -32,6 +32,12 @@ void vt_image_free(vt_image *img); /* frees data, zeroes the struct; NULL ok */
 vt_status vt_image_load_scaled(const char *path, int w, int h, int keep_aspect, vt_image *out);
 vt_status vt_image_decode_scaled(const void *buf, size_t size, const char *name, int w, int h,
                                  int keep_aspect, vt_image *out);
+/* vt_image_load_scaled into a buffer kept from call to call (no fresh pages for every image):
+ * *buf (of *cap bytes; NULL and 0 at first) takes the pixels when it is large enough, else it
+ * is replaced by a larger allocation (*buf, *cap updated).  On success out->data == *buf: the
+ * caller frees *buf (once) when done with it, not out.  On failure *buf is kept. */
+vt_status vt_image_load_scaled_into(const char *path, int w, int h, int keep_aspect,
+                                    uint8_t **buf, size_t *cap, vt_image *out);
 
 /* Resize to w x h with the same channel count: bilinear when enlarging, area-averaging
  * (box filter) when shrinking, so small outputs are not aliased. */

@@ -523,8 +523,8 @@ static vt_status run(vt_trainer *t)
     int nsplit = ds->split[VT_SPLIT_TRAIN].n;
     double fraction = vt_opt_num(&t->opts, VT_OPT_FRACTION);
     uint64_t seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED);
-    /* fraction < 1: a seeded subset (in split order); the epochs shuffle it, and augmentation
-     * draws its partners from it */
+    /* fraction < 1: a seeded subset (in split order); the epochs shuffle it (augmentation draws
+     * mosaic / mixup partners from each batch, so from the subset) */
     subset = vt_malloc((size_t)(nsplit ? nsplit : 1) * sizeof(int));
     if (!subset) {
         st = VT_ERR_OUT_OF_MEMORY;
@@ -579,11 +579,9 @@ static vt_status run(vt_trainer *t)
         st = VT_ERR_OUT_OF_MEMORY;
         goto done;
     }
-    if (ntrain < nsplit) {
-        if ((st = vt_loader_set_subset(L, subset, ntrain))) goto done;
+    if (ntrain < nsplit)
         vt_log(&t->log, VT_LOG_INFO, "fraction=%g: training on %d of %d images", fraction, ntrain,
                nsplit);
-    }
     int cached_logged = 0;
     int validate = (int)vt_opt_num(&t->opts, VT_OPT_VAL) && ds->split[VT_SPLIT_VAL].n > 0;
     int patience = (int)vt_opt_num(&t->opts, VT_OPT_PATIENCE);
