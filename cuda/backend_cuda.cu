@@ -224,6 +224,7 @@ static const vt_backend_ops cuda_ops = {
     nullptr, /* bn_relu_forward_eval */
     nullptr, /* bn_relu_backward */
     0,       /* host_memory: device memory, written through upload */
+    nullptr, /* conv_columns: each pass builds its own */
 };
 
 static void cuda_destroy(vt_backend *b)

@@ -2,6 +2,7 @@
  * plain double-precision triple loop, for every transpose combination and awkward shapes; and
  * the thread pool split of GEMM against the single-threaded result. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,14 +143,15 @@ START_TEST(test_conv_tiles)
         {5, 3, 9, 7, 4, 3, 1, 1, 1}, {7, 4, 6, 6, 6, 3, 2, 1, 2}, {3, 2, 11, 5, 3, 5, 2, 2, 1},
         {1, 3, 8, 8, 5, 3, 1, 1, 1}, {6, 4, 5, 5, 4, 3, 1, 1, 4}, {9, 2, 3, 3, 3, 3, 1, 0, 1},
     };
-    static const size_t caps[] = {0, 1, 60, 400, 5000};
+    /* cap 0: the default tiles; SIZE_MAX: the kept whole-batch columns (conv_columns) */
+    static const size_t caps[] = {0, 1, 60, 400, 5000, SIZE_MAX};
     static const int threads[] = {1, 2, 4};
     vt_rng r;
     vt_rng_seed(&r, 5);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const cshape *c = &shapes[si];
         vt_conv_desc d = {c->n, c->cin, c->h, c->w, c->cout, 0, 0, c->k, c->k,
-                          c->s, c->s, c->p, c->p, c->groups};
+                          c->s, c->s, c->p, c->p, c->groups, 0};
         d.ho = (c->h + 2 * c->p - c->k) / c->s + 1;
         d.wo = (c->w + 2 * c->p - c->k) / c->s + 1;
         size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * d.ho * d.wo,
@@ -166,8 +168,14 @@ START_TEST(test_conv_tiles)
             for (size_t ci = 0; ci < sizeof caps / sizeof caps[0]; ci++) {
                 vt_backend *be;
                 ck_assert_int_eq(vt_backend_cpu_create(&be, threads[ti]), VT_OK);
-                if (caps[ci]) vt_backend_cpu_set_conv_cap(be, caps[ci]);
-                size_t wsb = be->ops->conv_workspace(be, &d);
+                int keep = caps[ci] == SIZE_MAX;
+                if (keep && !be->ops->conv_columns(be, &d)) {
+                    vt_backend_destroy(be);
+                    continue; /* grouped: no kept columns */
+                }
+                if (caps[ci] && !keep) vt_backend_cpu_set_conv_cap(be, caps[ci]);
+                d.keep_columns = keep;
+                size_t wsb = keep ? be->ops->conv_columns(be, &d) : be->ops->conv_workspace(be, &d);
                 void *ws = malloc(wsb ? wsb : 1);
                 for (int rep = 0; rep < 2; rep++) {
                     float *oy = rep ? y1 : y, *odx = rep ? dx1 : dx, *odw = rep ? dw1 : dw;

@@ -308,7 +308,7 @@ static const conv_shape conv_cases[] = {
 static vt_conv_desc make_desc(const conv_shape *s)
 {
     vt_conv_desc d = {s->n, s->cin, s->h, s->w, s->cout, 0, 0, s->kh, s->kw,
-                      s->sh, s->sw, s->ph, s->pw, s->groups};
+                      s->sh, s->sw, s->ph, s->pw, s->groups, 0};
     d.ho = (s->h + 2 * s->ph - s->kh) / s->sh + 1;
     d.wo = (s->w + 2 * s->pw - s->kw) / s->sw + 1;
     return d;

@@ -44,6 +44,9 @@ typedef struct vt_conv_desc {
     int cout, ho, wo; /* output channels and size (ho = (h + 2*ph - kh)/sh + 1) */
     int kh, kw, sh, sw, ph, pw;
     int groups;       /* cin and cout divisible by groups; weights are [cout][cin/groups][kh][kw] */
+    /* Set by the executor on both conv calls of a layer when `ws` is that layer's own buffer of
+     * conv_columns() bytes, kept from forward to backward (see conv_columns). */
+    int keep_columns;
 } vt_conv_desc;
 
 typedef struct vt_pool_desc {
@@ -206,6 +209,12 @@ typedef struct vt_backend_ops {
     /* 1 when backend memory is ordinary host memory (the CPU backend): callers may then write
      * into it directly instead of staging on the host and uploading. */
     int host_memory;
+
+    /* Optional (NULL: not offered).  Bytes of a buffer that, passed as the `ws` of both
+     * conv_forward and conv_backward of one layer with d->keep_columns = 1 and left untouched
+     * in between, lets backward reuse what forward computed there (the CPU backend's im2col
+     * columns of the whole batch); 0 when the backend would not use one for this shape. */
+    size_t (*conv_columns)(vt_backend *b, const vt_conv_desc *d);
 } vt_backend_ops;
 
 struct vt_backend {

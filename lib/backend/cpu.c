@@ -827,6 +827,7 @@ static const vt_backend_ops cpu_ops = {
     .bn_relu_forward_eval = cpu_bn_relu_forward_eval,
     .bn_relu_backward = cpu_bn_relu_backward,
     .host_memory = 1,
+    .conv_columns = vt_cpu_conv_columns,
 };
 
 vt_status vt_backend_cpu_create(vt_backend **out, int threads)

@@ -7,6 +7,10 @@
  *   forward   Y[:, tile] = W x col(tile)
  *   backward  dW += dY[:, tile] x col(tile)^T   (into the share's own partial sum)
  *             dcol = W^T x dY[:, tile], then scattered (col2im) into dX
+ * When the executor keeps a layer's buffer from forward to backward (conv_columns: the whole
+ * batch's columns, up to 64 MiB), forward builds all columns once and backward reuses them,
+ * each step one GEMM split over the pool: cheaper where the columns are small enough to keep
+ * (no second im2col, long GEMMs); the tiles serve every other layer.
  * Backward shares are whole images, so no two threads scatter into the same dX rows, and the
  * partial weight gradients are added in share order: results are bitwise reproducible for a
  * given thread count.  Scratch (vt_cpu_conv_workspace): threads x tile floats, plus
@@ -98,13 +102,13 @@ static void valid_cols(const vt_conv_desc *d, int kx, int *lo, int *hi)
     *hi = h;
 }
 
-/* Columns of a tile for the K rows (ci, ky, kx) of input channels [c_first, c_first + K/kk). */
-static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int K, int n0, int nb,
-                        int oy0, int oy1, float *col, int cols)
+/* Rows [r0, r1) of a tile's columns; row r is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
+static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int r0, int r1,
+                        int n0, int nb, int oy0, int oy1, float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
-    for (int r = 0; r < K; r++) {
+    for (int r = r0; r < r1; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
@@ -131,13 +135,13 @@ static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int 
     }
 }
 
-/* The reverse: add a tile's column gradients into dx. */
-static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, int n0, int nb,
-                        int oy0, int oy1, const float *col, int cols)
+/* The reverse: add rows [r0, r1) of a tile's column gradients into dx. */
+static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int r0, int r1, int n0,
+                        int nb, int oy0, int oy1, const float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
-    for (int r = 0; r < K; r++) {
+    for (int r = r0; r < r1; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         const float *src = col + (size_t)r * cols;
@@ -226,7 +230,7 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
             tile_range(t, d, i, &n0, &nb, &oy0, &oy1, &c0, &cols);
             for (int g = 0; g < d->groups; g++) {
                 const float *wg = J->w + (size_t)g * cout_g * K;
-                im2col_tile(d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                im2col_tile(d, J->x, g * cin_g, 0, K, n0, nb, oy0, oy1, col, cols);
                 if (!J->backward) {
                     vt_sgemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
                              J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
@@ -238,7 +242,7 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
                 if (J->dx) {
                     vt_sgemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
                              cols);
-                    col2im_tile(d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                    col2im_tile(d, J->dx, g * cin_g, 0, K, n0, nb, oy0, oy1, col, cols);
                 }
             }
         }
@@ -263,6 +267,40 @@ static void reduce_rows(void *ctx, size_t b, size_t e)
     }
 }
 
+/* ---- kept columns: the whole batch's columns, built once by forward, reused by backward ---- */
+
+enum { KEEP_MAX_FLOATS = 16 << 20 }; /* 64 MiB of columns per layer at most */
+
+size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d)
+{
+    (void)b;
+    if (conv_is_pointwise(d) || d->groups != 1) return 0;
+    size_t f = (size_t)d->cin * d->kh * d->kw * d->n * d->ho * d->wo;
+    return f <= KEEP_MAX_FLOATS ? f * sizeof(float) : 0;
+}
+
+typedef struct whole_job {
+    const vt_conv_desc *d;
+    const float *x;
+    float *dx, *col;
+    int cols;
+} whole_job;
+
+static void im2col_whole(void *ctx, size_t r0, size_t r1)
+{
+    const whole_job *J = ctx;
+    im2col_tile(J->d, J->x, 0, (int)r0, (int)r1, 0, J->d->n, 0, J->d->ho, J->col, J->cols);
+}
+
+/* split by input channels: the rows of one channel scatter into the same dx plane */
+static void col2im_whole(void *ctx, size_t c0, size_t c1)
+{
+    const whole_job *J = ctx;
+    int kk = J->d->kh * J->d->kw;
+    col2im_tile(J->d, J->dx, 0, (int)c0 * kk, (int)c1 * kk, 0, J->d->n, 0, J->d->ho, J->col,
+                J->cols);
+}
+
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
                               const float *w, const float *bias, float *y, void *ws)
 {
@@ -270,6 +308,12 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
     if (conv_is_pointwise(d)) {
         vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
                  y, (int)NOHW);
+    } else if (d->keep_columns) {
+        int K = d->cin * d->kh * d->kw;
+        whole_job J = {d, x, NULL, ws, (int)NOHW};
+        vt_pool_run(POOL(b), (size_t)K, 1, im2col_whole, &J);
+        vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, K, 1.0f, w, K, ws, (int)NOHW, 0.0f, y,
+                 (int)NOHW);
     } else {
         conv_job J = {d, make_tiling(b, d), 0, 0, x, w, NULL, y, NULL, NULL, ws};
         J.parts = shares(b, &J.t, d, 0);
@@ -292,6 +336,18 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
         if (dx)
             vt_sgemm(POOL(b), 1, 0, d->cin, (int)NOHW, d->cout, 1.0f, w, d->cin, dy, (int)NOHW,
                      1.0f, dx, (int)NOHW);
+        return VT_OK;
+    }
+    if (d->keep_columns) { /* ws still holds forward's columns */
+        int K = d->cin * d->kh * d->kw;
+        vt_sgemm(POOL(b), 0, 1, d->cout, K, (int)NOHW, 1.0f, dy, (int)NOHW, ws, (int)NOHW, 0.0f,
+                 dw, K);
+        if (dx) { /* dcol = W^T dY over the columns, then scattered into dx */
+            vt_sgemm(POOL(b), 1, 0, K, (int)NOHW, d->cout, 1.0f, w, K, dy, (int)NOHW, 0.0f, ws,
+                     (int)NOHW);
+            whole_job W = {d, NULL, dx, ws, (int)NOHW};
+            vt_pool_run(POOL(b), (size_t)d->cin, 1, col2im_whole, &W);
+        }
         return VT_OK;
     }
     conv_job J = {d, make_tiling(b, d), 0, 1, x, w, dy, NULL, dx, dw, ws};

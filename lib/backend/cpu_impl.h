@@ -27,6 +27,7 @@ enum { GRAIN = 16384 };
 vt_status vt_cpu_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y);
 vt_status vt_cpu_channel_sum(vt_backend *b, int channels, size_t m, const float *x, float *out);
 size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d);
+size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d);
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
                               const float *w, const float *bias, float *y, void *ws);
 vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,

@@ -77,7 +77,10 @@ static vt_status probe_time(probe *q, double min_s, double *best)
         q->p[i] = o->alloc(q->b, sz[i] * 4);
         st = q->p[i] ? o->fill(q->b, q->p[i], sz[i], 0.01f * (float)(i + 1)) : VT_ERR_DEVICE_OOM;
     }
-    size_t wsb = q->bn ? 0 : o->conv_workspace(q->b, &q->d);
+    /* as the executor runs the layer: its own kept buffer when the backend offers one */
+    size_t keep = !q->bn && o->conv_columns ? o->conv_columns(q->b, &q->d) : 0;
+    q->d.keep_columns = keep > 0;
+    size_t wsb = q->bn ? 0 : keep ? keep : o->conv_workspace(q->b, &q->d);
     if (st == VT_OK && wsb && !(q->ws = o->alloc(q->b, wsb))) st = VT_ERR_DEVICE_OOM;
     if (st == VT_OK) st = probe_call(q);
     if (st == VT_OK) st = o->synchronize(q->b);
@@ -101,7 +104,7 @@ static vt_status probe_time(probe *q, double min_s, double *best)
 
 static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 {
-    vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1};
+    vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1, 0};
     *d = x;
 }
 

@@ -11,6 +11,9 @@
         if (st_) return st_;                                                                       \
     } while (0)
 
+/* Memory the executor may spend on per-layer conv buffers kept from forward to backward. */
+#define OWN_WS_BUDGET ((size_t)256 << 20)
+
 static size_t numel(const vt_shape *s, int n) { return (size_t)s->c * s->h * s->w * (size_t)n; }
 
 static void free_activations(vt_exec *e)
@@ -23,8 +26,10 @@ static void free_activations(vt_exec *e)
         OPS(e)->free(e->be, nd->save0);
         OPS(e)->free(e->be, nd->save1);
         OPS(e)->free(e->be, nd->idx);
+        OPS(e)->free(e->be, nd->ws);
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
+        nd->ws = NULL;
         nd->y_shared = 0;
         nd->fused = 0;
     }
@@ -56,6 +61,7 @@ vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be)
         vt_node *nd = &e->graph.nodes[i];
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
+        nd->ws = NULL;
         nd->y_shared = 0;
         nd->fused = 0;
     }
@@ -110,7 +116,7 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
     TRY(vt_graph_reshape(e->g, h, w));
     vt_graph *g = e->g;
     vt_backend *be = e->be;
-    size_t ws = 0;
+    size_t ws = 0, own_ws = 0;
     /* BN -> in-place ReLU runs as one fused op when the backend has it: one pass over the
      * activation instead of two each way, and no gradient tensor between them. */
     if (be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
@@ -145,6 +151,14 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
         case VT_OP_CONV: {
             vt_conv_desc d;
             vt_node_conv_desc(g, nd, n, &d);
+            /* A layer whose backward can reuse its forward's work (the CPU backend's columns)
+             * gets its own buffer for it, within a budget; the others share one scratch. */
+            size_t keep = be->ops->conv_columns ? be->ops->conv_columns(be, &d) : 0;
+            if (keep && own_ws + keep <= OWN_WS_BUDGET) {
+                if (!(nd->ws = be->ops->alloc(be, keep))) goto oom;
+                own_ws += keep;
+                break;
+            }
             size_t b = be->ops->conv_workspace(be, &d);
             if (b > ws) ws = b;
             break;
@@ -195,8 +209,9 @@ vt_status vt_exec_forward(vt_exec *e, int training)
         case VT_OP_CONV: {
             vt_conv_desc d;
             vt_node_conv_desc(g, nd, n, &d);
+            d.keep_columns = nd->ws != NULL;
             TRY(o->conv_forward(be, &d, in->y, P + nd->w_off, nd->has_bias ? P + nd->b_off : NULL,
-                                nd->y, e->ws));
+                                nd->y, nd->ws ? nd->ws : e->ws));
             break;
         }
         case VT_OP_BN: {
@@ -297,8 +312,9 @@ vt_status vt_exec_backward(vt_exec *e, int out)
         case VT_OP_CONV: {
             vt_conv_desc d;
             vt_node_conv_desc(g, nd, n, &d);
+            d.keep_columns = nd->ws != NULL;
             TRY(o->conv_backward(be, &d, in->y, P + nd->w_off, nd->dy, dx, G + nd->w_off,
-                                 nd->has_bias ? G + nd->b_off : NULL, e->ws));
+                                 nd->has_bias ? G + nd->b_off : NULL, nd->ws ? nd->ws : e->ws));
             break;
         }
         case VT_OP_BN: {

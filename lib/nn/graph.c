@@ -364,4 +364,5 @@ void vt_node_conv_desc(const vt_graph *g, const vt_node *nd, int n, vt_conv_desc
     d->sh = d->sw = nd->s;
     d->ph = d->pw = nd->p;
     d->groups = nd->groups;
+    d->keep_columns = 0;
 }

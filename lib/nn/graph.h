@@ -53,6 +53,7 @@ typedef struct vt_node {
     float *y, *dy;     /* output and its gradient, out.c * N * out.h * out.w values     */
     float *save0, *save1; /* BN mean / invstd; dropout mask (save0)                     */
     int32_t *idx;      /* max-pool argmax                                               */
+    void *ws;          /* conv: its own buffer kept from forward to backward, or NULL    */
     int y_shared;      /* y aliases the input's y (in-place activation) */
     int fused;         /* BN: index of the ReLU fused into it; ReLU: index of its BN; else 0 */
 } vt_node;
