@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "estimate/estimate.h"
+#include "estimate/estimator_impl.h"
+#include "nn/model.h"
 #include "testutil.h"
 
 /* ---- FLOPs per layer type ---------------------------------------------------------------- */
@@ -121,15 +123,16 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
     /* conv with s0 = 0 (phi = 1): compute vs activations, + weights 3*4*params (im2col is
-     * inside the calibrated rate) */
+     * inside the calibrated rate).  It reads the image batch, so its backward has no input
+     * gradient: 2 + 2 (not 2 + 4) FLOPs per multiply-add. */
     t = vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1);
     double act = 192 + 256 + 2 * 192 + 2 * 256;
-    want = fmax(2 * 6912.0 * 6 / 1e9, 2 * act * 4 / 1e9) + 108 * 12 / 1e9 + 1e-3;
+    want = fmax(2 * 6912.0 * 4 / 1e9, 2 * act * 4 / 1e9) + 108 * 12 / 1e9 + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
     vt_graph_free(&g);
 }
@@ -151,11 +154,48 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_relu = 0;
     ck_assert_double_gt(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 1e-3);
+    vt_graph_free(&g);
+}
+END_TEST
+
+/* The CPU calibration's layer fit recovers R, s0 and BW from per-layer times made by the
+ * formula itself (cls-n has convolutions of several GEMM sizes), whatever it starts from. */
+START_TEST(calibration_layer_fit)
+{
+    vt_graph g;
+    vt_task task;
+    int out;
+    ck_assert_int_eq(vt_arch_build(&g, "cls-n", 10, 3, 32, 0.0f, &task, &out), VT_OK);
+    vt_layer_cost *lc = calloc((size_t)g.n_nodes, sizeof *lc);
+    double *t = calloc((size_t)g.n_nodes, sizeof *t);
+    ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lc, g.n_nodes), g.n_nodes);
+    vt_devmodel truth = {50e9, 10e9, 20, 0, 0, 0, 4, 1, 0};
+    for (int i = 1; i < g.n_nodes; i++) {
+        if (vt_est_relu_fused(&g, i)) continue;
+        if (vt_est_is_gemm_op(lc[i].op)) { /* compute-bound part only, as the fit models it */
+            double d = vt_est_gemm_size(&g, i, &lc[i], 16, &truth);
+            t[i] = 16 * vt_est_layer_flops(&g, i, &lc[i], 1) * (d + truth.s0) / (d * truth.rate);
+        } else {
+            t[i] = 16 * vt_est_layer_act_elems(&lc[i]) * 4 / truth.bw;
+        }
+    }
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0};
+    ck_assert_int_eq(vt_est_fit_layers(&g, 32, 32, 16, t, &dm), 1);
+    ck_assert_msg(fabs(dm.rate / truth.rate - 1) < 1e-6 && fabs(dm.s0 - truth.s0) < 1e-4 &&
+                      fabs(dm.bw / truth.bw - 1) < 1e-6,
+                  "fit gave R %g s0 %g BW %g", dm.rate, dm.s0, dm.bw);
+    /* no timings: nothing to fit, dm unchanged */
+    memset(t, 0, (size_t)g.n_nodes * sizeof *t);
+    vt_devmodel same = dm;
+    ck_assert_int_eq(vt_est_fit_layers(&g, 32, 32, 16, t, &dm), 0);
+    ck_assert_double_eq(dm.rate, same.rate);
+    free(lc);
+    free(t);
     vt_graph_free(&g);
 }
 END_TEST
@@ -652,6 +692,7 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_other_layers);
     tcase_add_test(tc, cost_formula_by_hand);
     tcase_add_test(tc, cost_fused_relu);
+    tcase_add_test(tc, calibration_layer_fit);
     tcase_add_test(tc, settings_errors);
     tcase_add_test(tc, flops_from_layer_list);
     tcase_add_test(tc, properties);

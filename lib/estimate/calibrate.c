@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "estimate/estimator_impl.h"
 #include "nn/model.h"
+#include "train/trainer_impl.h"
 
 /* ---- calibration ---------------------------------------------------------------------------- */
 
@@ -139,6 +140,7 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
     dm->bw = (fused ? 10.0 : 17.0) * 4 * (double)bn.c * bn.m / tb;
     dm->fuse_bn_relu = fused;
+    dm->gemm_size_n = on_gpu;
     /* conv: t = F/(R*phi) + X*4/BW; solve the two probes for R and s0 */
     double r1 = 6.0 * 32 * 32 * 9 * 32 * 32 * c1.d.n / t1,
            r2 = 6.0 * 256 * 256 * 9 * 8 * 8 * c2.d.n / t2;
@@ -151,6 +153,57 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     return VT_OK;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The CPU's R, s0 and BW from the calibration model's own layers, timed at `batch` (node_s):
+ * GEMM layers give 1/rate_i = t_i / (b F_i) = 1/R + (s0/R) / d_i, fitted by least squares
+ * weighted by each layer's time (the layers that matter most fit best); streaming layers give
+ * BW = their bytes / their time.  0 when the layers do not determine them (then the probes'
+ * values stay): no GEMM layer, or every GEMM of one size d (s0 then from the probes). */
+int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *node_s,
+                      vt_devmodel *dm)
+{
+    vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
+    if (!lc) return 0;
+    int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, bytes = 0, tstream = 0, dmin = 1e30,
+           dmax = 0;
+    for (int i = 1; i < n; i++) {
+        double t = node_s[i];
+        if (!(t > 0)) continue;
+        if (vt_est_is_gemm_op(lc[i].op)) {
+            double F = (double)batch * vt_est_layer_flops(g, i, &lc[i], 1);
+            double d = vt_est_gemm_size(g, i, &lc[i], batch, dm);
+            if (!(F > 0) || !(d > 0)) continue;
+            double x = 1 / d, y = t / F;
+            sw += t, sx += t * x, sy += t * y, sxx += t * x * x, sxy += t * x * y;
+            dmin = fmin(dmin, d), dmax = fmax(dmax, d);
+        } else if (!(dm->fuse_bn_relu && vt_est_relu_fused(g, i))) {
+            bytes += (double)batch * vt_est_layer_act_elems(&lc[i]) * dm->act_bytes;
+            tstream += t;
+        }
+    }
+    free(lc);
+    if (!(sw > 0)) return 0;
+    double mx = sx / sw, my = sy / sw, vxx = sxx / sw - mx * mx, a, c = 0;
+    if (dmax > 1.5 * dmin && vxx > 0) {
+        c = (sxy / sw - mx * my) / vxx;
+        if (c < 0) c = 0;
+    } else {
+        c = dm->s0 * (my / (1 + dm->s0 * mx)); /* keep the probes' s0: slope = s0 / R */
+    }
+    a = my - c * mx;
+    if (!(a > 0)) return 0;
+    dm->rate = 1 / a;
+    dm->s0 = fmin(c / a, 4096);
+    if (tstream > 0 && bytes > 0) dm->bw = bytes / tstream;
+    return 1;
+}
+
 typedef struct calib_ctx {
     vt_model *model;
     const char *device;
@@ -158,8 +211,11 @@ typedef struct calib_ctx {
 } calib_ctx;
 
 /* Lower-quartile seconds of a training step at `batch` (after a warm-up step, which allocates):
- * on a shared machine the slow steps are the neighbours' doing, not the model's. */
-static vt_status time_steps(const calib_ctx *cx, int batch, double budget, double *seconds)
+ * on a shared machine the slow steps are the neighbours' doing, not the model's.  node_s (may be
+ * NULL; CPU only, where host timers see the work): per node of the model's graph, the median
+ * seconds per step of its forward + backward (the executor's profile). */
+static vt_status time_steps(const calib_ctx *cx, int batch, double budget, double *seconds,
+                            double *node_s)
 {
     size_t n = (size_t)batch * cx->channels * cx->imgsz * cx->imgsz;
     float *img = vt_malloc(n * sizeof *img);
@@ -179,13 +235,36 @@ static vt_status time_steps(const calib_ctx *cx, int batch, double budget, doubl
     double t0 = vt_now();
     if (st == VT_OK) st = vt_trainer_step(t, img, lab, batch, NULL);
     double first = vt_now() - t0, spent = 0;
+    int nn = cx->model->graph.n_nodes;
+    double *prof = NULL, *samples = NULL;
+    if (st == VT_OK && node_s) {
+        prof = vt_calloc((size_t)nn, sizeof *prof);
+        samples = vt_malloc((size_t)nn * 64 * sizeof *samples);
+        if (!prof || !samples) st = VT_ERR_OUT_OF_MEMORY;
+    }
     while (st == VT_OK && k < 64 && (k < 3 || spent + first < budget) && !(k >= 1 && spent > 4 * budget)) {
+        if (prof) {
+            memset(prof, 0, (size_t)nn * sizeof *prof);
+            t->exec->prof = prof;
+        }
         double s = vt_now();
         st = vt_trainer_step(t, img, lab, batch, NULL);
-        ts[k++] = vt_now() - s;
-        spent += ts[k - 1];
+        ts[k] = vt_now() - s;
+        if (prof) {
+            t->exec->prof = NULL;
+            for (int i = 0; i < nn; i++) samples[(size_t)i * 64 + k] = prof[i];
+        }
+        spent += ts[k++];
         if (k >= 2 && spent >= budget) break;
     }
+    if (st == VT_OK && node_s)
+        for (int i = 0; i < nn; i++) {
+            double *v = samples + (size_t)i * 64;
+            qsort(v, (size_t)k, sizeof *v, cmp_double);
+            node_s[i] = v[k / 2];
+        }
+    free(prof);
+    free(samples);
     if (st != VT_OK && t) vt_fail_context("calibration step at batch %d", batch);
     vt_trainer_destroy(t);
     free(img);
@@ -279,10 +358,21 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     st = vt_model_create(&cx.model, arch, cx.classes, mopt);
     double V[3], T[3];
     int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
+    /* on the CPU the layers' own times refine the probes (vt_est_fit_layers) */
+    double *node_s = NULL;
+    if (st == VT_OK && !on_gpu && !(node_s = vt_calloc((size_t)g.n_nodes, sizeof *node_s)))
+        st = VT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < co.nb && st == VT_OK; i++)
+        st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i],
+                        i == co.nb - 1 ? node_s : NULL);
+    if (st == VT_OK && node_s &&
+        vt_est_fit_layers(&g, cx.imgsz, cx.imgsz, co.batches[co.nb - 1], node_s, &c.dm))
+        vt_log(&e->log, VT_LOG_INFO, "calibration: the model's layers give %.1f GFLOP/s (s0 %.0f), "
+               "%.1f GB/s", c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);
+    free(node_s);
     vt_devmodel d0 = c.dm;
     d0.h2d_bw = 0;
     for (int i = 0; i < co.nb && st == VT_OK; i++) {
-        st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i]);
         V[i] = vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &d0, 1, states);
         if (st == VT_OK && V[i] < 0) st = VT_ERR_INVALID_ARGUMENT;
         if (st == VT_OK && on_gpu) T[i] -= (double)co.batches[i] * cx.channels * cx.imgsz * cx.imgsz * 4 / H2D_BW;
@@ -340,7 +430,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
             for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {
                 double ts;
                 if ((double)tryb * cx.channels * cx.imgsz * cx.imgsz * 4 > 2e9) break;
-                vt_status ps = time_steps(&cx, tryb, 0.0, &ts);
+                vt_status ps = time_steps(&cx, tryb, 0.0, &ts, NULL);
                 if (ps == VT_OK) { c.verified_max_batch = tryb; break; }
                 if (ps != VT_ERR_DEVICE_OOM) break;
                 tryb = (int)(tryb * 0.8);
@@ -474,6 +564,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
     fclose(f);
     if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
     c->dm.fuse_bn_relu = !c->on_gpu; /* the CPU backend fuses BN + ReLU, the CUDA one not */
+    c->dm.gemm_size_n = c->on_gpu;
     if (st == VT_OK && !ended)
         st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);
     for (int i = 0; i < 7 && st == VT_OK; i++)

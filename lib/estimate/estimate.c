@@ -9,7 +9,9 @@
  *   BW  bytes/s of streaming work,   L  seconds per layer per step,  C  seconds per step.
  * For a step of b images per device:
  *   conv, linear:  t = max(b*F / (R*phi), b*A*a/BW) + 3*4*params/BW + L
- *                  phi = d/(d + s0),  d = min(M, K, N) of the layer's GEMM
+ *                  phi = d/(d + s0),  d = min(M, K, N) of the layer's GEMM on a GPU (the
+ *                  output size is its parallelism), min(M, K) on the CPU (BLIS: N only
+ *                  repeats the micro-kernel; measured rates follow cout and K)
  *                  (M = cout/groups, K = cin/groups*k*k, N = b*ho*wo)
  *                  (im2col / col2im are inside R*phi: the probes time whole convolutions, and
  *                  their share of a convolution shrinks as the GEMM grows, as phi does)
@@ -48,7 +50,11 @@
  *   backend fuses them: gives BW);
  *   two 3x3 convolutions forward and backward, 32->32 channels at 32x32 (d = 32) and 256->256
  *   at 8x8 (d = 256), batch 16 (x16 on a GPU), timed for 8 % of the calibration budget (the
- *   large one twice that): their two rates R*phi(32) and R*phi(256) give s0 and R.  Then the real model's step time t_i (lower
+ *   large one twice that): their two rates R*phi(32) and R*phi(256) give s0 and R.  On the
+ *   CPU the model's own layers then refine them: each layer's time in the executor's
+ *   profile at the largest calibration batch; GEMM layers fit 1/rate = 1/R + (s0/R)/d by
+ *   least squares weighted by their time, streaming layers give BW = bytes / time.  Then
+ *   the real model's step time t_i (lower
  *   quartile of a few steps, robust to a busy machine) at 2-3 batch sizes b_i: with V_i the
  *   formula's time at b_i without L and C, it fits t_i = k*V_i + c by least squares, and sets
  *   R /= k, BW /= k, L = c / layers, C = 0.  (A negative c is noise: refit through zero.)
@@ -105,7 +111,7 @@ static const struct optdef {
 
 /* ---- the cost model ------------------------------------------------------------------------ */
 
-static int is_gemm_op(vt_op op)
+int vt_est_is_gemm_op(vt_op op)
 {
     return op == VT_OP_CONV || op == VT_OP_LINEAR;
 }
@@ -122,6 +128,11 @@ static double act_elems(const vt_layer_cost *lc, int train)
         if (lc->op == VT_OP_ACT) a += I;
     }
     return a;
+}
+
+double vt_est_layer_act_elems(const vt_layer_cost *lc)
+{
+    return act_elems(lc, 1);
 }
 
 double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes)
@@ -150,7 +161,7 @@ static void gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
 
 /* Node i is a ReLU that the executor runs inside the batch norm before it (lib/nn/exec.c:
  * in place, the BN's only consumer). */
-static int relu_fused_into_bn(const vt_graph *g, int i)
+int vt_est_relu_fused(const vt_graph *g, int i)
 {
     const vt_node *nd = &g->nodes[i];
     if (nd->op != VT_OP_ACT || nd->act != VT_ACT_RELU || nd->in[0] <= 0 ||
@@ -162,20 +173,36 @@ static int relu_fused_into_bn(const vt_graph *g, int i)
     return uses == 1;
 }
 
+double vt_est_layer_flops(const vt_graph *g, int i, const vt_layer_cost *lc, int train)
+{
+    double F = lc->flops_fwd;
+    if (!train) return F;
+    /* a conv or linear reading the image batch computes no input gradient (a third of its
+     * training FLOPs: forward, dW, dX) */
+    if (vt_est_is_gemm_op(lc->op) && g->nodes[i].in[0] == 0) return F + 0.5 * lc->flops_bwd;
+    return F + lc->flops_bwd;
+}
+
+double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
+                        const vt_devmodel *d)
+{
+    double m, k, n1;
+    int groups;
+    gemm_dims(g, i, lc, &m, &k, &n1, &groups);
+    return d->gemm_size_n ? fmin(m, fmin(k, batch * n1)) : fmin(m, k);
+}
+
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                             const vt_devmodel *d, int train)
 {
     if (lc->op == VT_OP_INPUT) return 0;
-    if (d->fuse_bn_relu && relu_fused_into_bn(g, i)) return 0;
-    double b = batch, F = lc->flops_fwd + (train ? lc->flops_bwd : 0);
+    if (d->fuse_bn_relu && vt_est_relu_fused(g, i)) return 0;
+    double b = batch, F = vt_est_layer_flops(g, i, lc, train);
     double tmem = b * act_elems(lc, train) * d->act_bytes / d->bw;
     double overhead = train ? d->layer_s : FWD_LAYER_SHARE * d->layer_s;
-    if (!is_gemm_op(lc->op)) return fmax(b * F / d->rate, tmem) + overhead;
+    if (!vt_est_is_gemm_op(lc->op)) return fmax(b * F / d->rate, tmem) + overhead;
 
-    double m, k, n1;
-    int groups;
-    gemm_dims(g, i, lc, &m, &k, &n1, &groups);
-    double dmin = fmin(m, fmin(k, b * n1));
+    double dmin = vt_est_gemm_size(g, i, lc, batch, d);
     double phi = dmin / (dmin + d->s0);
     if (!(phi > 0)) phi = 1e-3;
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
@@ -260,14 +287,14 @@ static vt_devmodel cpu_prior(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1};
+    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1, 0};
     return d;
 }
 
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 0};
+                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 0, 1};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {

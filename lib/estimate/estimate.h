@@ -58,8 +58,21 @@ typedef struct vt_devmodel {
     int act_bytes;    /* bytes per activation element (4, or 2 with bf16)                    */
     int fuse_bn_relu; /* 1: a ReLU that is its batch norm's only consumer runs inside it, free
                        * (the CPU backend's fused op); 0: it is a layer of its own (CUDA)      */
+    int gemm_size_n;  /* 1: the GEMM size d is min(M, K, N) (GPU); 0: min(M, K) (CPU)         */
 } vt_devmodel;
 
+/* 1 for the GEMM-shaped layers (conv, linear). */
+int vt_est_is_gemm_op(vt_op op);
+/* FLOPs of node i per image: forward, plus backward when train (without the input gradient of
+ * a layer reading the image batch, which the executor skips). */
+double vt_est_layer_flops(const vt_graph *g, int i, const vt_layer_cost *lc, int train);
+/* GEMM size d of a conv or linear node at `batch` on device d (see the cost model). */
+double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
+                        const vt_devmodel *d);
+/* Activation elements node i moves per image, forward + backward (see "A" in the cost model). */
+double vt_est_layer_act_elems(const vt_layer_cost *lc);
+/* Node i is a ReLU that the executor runs inside the batch norm before it. */
+int vt_est_relu_fused(const vt_graph *g, int i);
 /* Bytes one layer moves per image, forward + backward (activations, gradients, im2col). */
 double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes);
 /* Seconds of node `i` of g (whose costs are lc) for `batch` images: a roofline max of compute

@@ -65,4 +65,9 @@ double vt_est_scratch_bytes(double wmax, double batch);
 int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
                               int on_gpu, double *fixed, double *per_image, double *wmax);
 
+/* Calibration on the CPU: R, s0 and BW of dm refitted from the per-node seconds of one
+ * training step of g at `batch` (calibrate.c); 0 when the layers do not determine them. */
+int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *node_s,
+                      vt_devmodel *dm);
+
 #endif
