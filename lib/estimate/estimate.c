@@ -26,7 +26,9 @@
  *                 + for n > 1 GPUs: a ring all-reduce of the gradients,
  *                   2*(n-1)/n * 4*params / 25 GB/s
  * Forward only (validation, batch 2b): forward F and traffic only, 0.4*L per layer, no optimiser.
- * Loading: one worker needs l = (0.2 ms + 10 ns * imgsz^2) * (1 + 3*mosaic) per image (or the
+ * Loading: one worker needs l = (0.2 ms + 4 ns * imgsz^2) * (1 + mosaic) per image (the
+ *   loader decodes each image once and renders mosaic + affine + HSV in one pass, about as
+ *   long again: measured 3.4 ms at 640 on this project's CPU, bench/loader_throughput) (or the
  *   user's load_ms), so a step of B images needs B*l/workers.  On a GPU loading overlaps the
  *   device: step = max(step_device, loader); on the CPU both share the cores: step = sum.
  * Epoch = ceil(train/B) steps + ceil(val/2B) validation steps + 12*params/200 MB/s (checkpoint).
