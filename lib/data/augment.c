@@ -281,6 +281,19 @@ static void labels_move(vt_aug_labels *out, vt_aug_labels *tmp)
 
 /* ---- flips ------------------------------------------------------------------------------- */
 
+/* Mirror labels along x (axis 0: x -> size - x) or y (axis 1). */
+static void mirror_labels(vt_aug_labels *l, int axis, float size)
+{
+    for (int i = 0; i < l->n; i++) {
+        vt_aug_box *b = &l->box[i];
+        float *lo = axis ? &b->y0 : &b->x0, *hi = axis ? &b->y1 : &b->x1;
+        float nlo = size - *hi, nhi = size - *lo;
+        *lo = nlo;
+        *hi = nhi;
+    }
+    for (int k = 0; k < l->nxy; k++) l->xy[2 * k + axis] = size - l->xy[2 * k + axis];
+}
+
 void vt_aug_fliplr(vt_image *img, vt_aug_labels *labels)
 {
     if (img && img->data) {
@@ -304,15 +317,7 @@ void vt_aug_fliplr(vt_image *img, vt_aug_labels *labels)
                 }
         }
     }
-    if (!labels || !img) return;
-    const float W = (float)img->w;
-    for (int i = 0; i < labels->n; i++) {
-        vt_aug_box *b = &labels->box[i];
-        float x0 = W - b->x1, x1 = W - b->x0;
-        b->x0 = x0;
-        b->x1 = x1;
-    }
-    for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k] = W - labels->xy[2 * k];
+    if (labels && img) mirror_labels(labels, 0, (float)img->w);
 }
 
 void vt_aug_flipud(vt_image *img, vt_aug_labels *labels)
@@ -328,15 +333,7 @@ void vt_aug_flipud(vt_image *img, vt_aug_labels *labels)
             }
         }
     }
-    if (!labels || !img) return;
-    const float H = (float)img->h;
-    for (int i = 0; i < labels->n; i++) {
-        vt_aug_box *b = &labels->box[i];
-        float y0 = H - b->y1, y1 = H - b->y0;
-        b->y0 = y0;
-        b->y1 = y1;
-    }
-    for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k + 1] = H - labels->xy[2 * k + 1];
+    if (labels && img) mirror_labels(labels, 1, (float)img->h);
 }
 
 void vt_aug_hsv_flips(vt_image *img, vt_aug_labels *labels, const vt_aug_params *p, vt_rng *r)
@@ -357,26 +354,8 @@ void vt_aug_colour_apply(vt_image *img, const vt_aug_colour *c)
 void vt_aug_colour_labels(vt_aug_labels *labels, int w, int h, const vt_aug_colour *c)
 {
     if (!labels) return;
-    if (c->flipud) { /* y -> h - y */
-        const float H = (float)h;
-        for (int i = 0; i < labels->n; i++) {
-            vt_aug_box *b = &labels->box[i];
-            float y0 = H - b->y1, y1 = H - b->y0;
-            b->y0 = y0;
-            b->y1 = y1;
-        }
-        for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k + 1] = H - labels->xy[2 * k + 1];
-    }
-    if (c->fliplr) { /* x -> w - x */
-        const float W = (float)w;
-        for (int i = 0; i < labels->n; i++) {
-            vt_aug_box *b = &labels->box[i];
-            float x0 = W - b->x1, x1 = W - b->x0;
-            b->x0 = x0;
-            b->x1 = x1;
-        }
-        for (int k = 0; k < labels->nxy; k++) labels->xy[2 * k] = W - labels->xy[2 * k];
-    }
+    if (c->flipud) mirror_labels(labels, 1, (float)h);
+    if (c->fliplr) mirror_labels(labels, 0, (float)w);
 }
 
 /* ---- letterbox + affine ------------------------------------------------------------------ */
