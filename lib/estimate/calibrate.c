@@ -360,7 +360,8 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
     /* on the CPU the layers' own times refine the probes (vt_est_fit_layers) */
     double *node_s = NULL;
-    if (st == VT_OK && !on_gpu && !(node_s = vt_calloc((size_t)g.n_nodes, sizeof *node_s)))
+    int same_graph = st == VT_OK && cx.model->graph.n_nodes == g.n_nodes;
+    if (same_graph && !on_gpu && !(node_s = vt_calloc((size_t)g.n_nodes, sizeof *node_s)))
         st = VT_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < co.nb && st == VT_OK; i++)
         st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i],
