@@ -8,9 +8,8 @@
  *   backward  dW += dY[:, tile] x col(tile)^T   (into the share's own partial sum)
  *             dcol = W^T x dY[:, tile], then scattered (col2im) into dX
  * When the executor keeps a layer's buffer from forward to backward (conv_columns: the whole
- * batch's columns, up to 64 MiB), forward builds all columns once and backward reuses them,
- * each step one GEMM split over the pool: cheaper where the columns are small enough to keep
- * (no second im2col, long GEMMs); the tiles serve every other layer.
+ * batch's columns, up to 64 MiB), the tiles' columns live there instead, each tile's block at
+ * K x its first column: forward builds them, backward reuses them (no second im2col).
  * Backward shares are whole images, so no two threads scatter into the same dX rows, and the
  * partial weight gradients are added in share order: results are bitwise reproducible for a
  * given thread count.  Scratch (vt_cpu_conv_workspace): threads x tile floats, plus
@@ -102,13 +101,13 @@ static void valid_cols(const vt_conv_desc *d, int kx, int *lo, int *hi)
     *hi = h;
 }
 
-/* Rows [r0, r1) of a tile's columns; row r is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
-static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int r0, int r1,
-                        int n0, int nb, int oy0, int oy1, float *col, int cols)
+/* A tile's columns: row r of K is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
+static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int K, int n0, int nb,
+                        int oy0, int oy1, float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
-    for (int r = r0; r < r1; r++) {
+    for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
@@ -135,13 +134,13 @@ static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int 
     }
 }
 
-/* The reverse: add rows [r0, r1) of a tile's column gradients into dx. */
-static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int r0, int r1, int n0,
-                        int nb, int oy0, int oy1, const float *col, int cols)
+/* The reverse: add a tile's column gradients into dx. */
+static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, int n0, int nb,
+                        int oy0, int oy1, const float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
-    for (int r = r0; r < r1; r++) {
+    for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         const float *src = col + (size_t)r * cols;
@@ -207,8 +206,17 @@ typedef struct conv_job {
     int parts, backward;
     const float *x, *w, *dy;
     float *y, *dx, *dw;
-    float *ws;      /* parts x tile_floats columns, then parts - 1 partial dW */
+    float *ws;      /* parts x tile_floats columns (keep: the whole batch's columns, tile i's
+                     * at K x its first column), then parts - 1 partial dW */
+    int keep;
 } conv_job;
+
+/* Floats before the partial dW sums in ws. */
+static size_t cols_floats(const conv_job *J)
+{
+    return J->keep ? (size_t)J->t.K * J->d->n * J->d->ho * J->d->wo
+                   : (size_t)J->parts * J->t.tile_floats;
+}
 
 static void conv_share(void *ctx, size_t p0, size_t p1)
 {
@@ -219,18 +227,18 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
     int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups, K = t->K;
     for (size_t p = p0; p < p1; p++) {
         float *col = J->ws + p * t->tile_floats;
-        float *dw = p == 0 ? J->dw
-                           : J->ws + (size_t)J->parts * t->tile_floats +
-                                 (p - 1) * (size_t)d->cout * K;
+        float *dw = p == 0 ? J->dw : J->ws + cols_floats(J) + (p - 1) * (size_t)d->cout * K;
         int t0, t1;
         share_tiles(t, d, J->backward, J->parts, (int)p, &t0, &t1);
         for (int i = t0; i < t1; i++) {
             int n0, nb, oy0, oy1, cols;
             size_t c0;
             tile_range(t, d, i, &n0, &nb, &oy0, &oy1, &c0, &cols);
+            if (J->keep) col = J->ws + (size_t)K * c0; /* one group */
             for (int g = 0; g < d->groups; g++) {
                 const float *wg = J->w + (size_t)g * cout_g * K;
-                im2col_tile(d, J->x, g * cin_g, 0, K, n0, nb, oy0, oy1, col, cols);
+                if (!(J->keep && J->backward)) /* kept columns: forward built them */
+                    im2col_tile(d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 if (!J->backward) {
                     vt_sgemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
                              J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
@@ -242,7 +250,7 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
                 if (J->dx) {
                     vt_sgemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
                              cols);
-                    col2im_tile(d, J->dx, g * cin_g, 0, K, n0, nb, oy0, oy1, col, cols);
+                    col2im_tile(d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 }
             }
         }
@@ -267,38 +275,18 @@ static void reduce_rows(void *ctx, size_t b, size_t e)
     }
 }
 
-/* ---- kept columns: the whole batch's columns, built once by forward, reused by backward ---- */
+/* ---- kept columns: the tiles' columns of the whole batch, built by forward, reused by
+ * backward ---- */
 
 enum { KEEP_MAX_FLOATS = 16 << 20 }; /* 64 MiB of columns per layer at most */
 
 size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d)
 {
-    (void)b;
     if (conv_is_pointwise(d) || d->groups != 1) return 0;
     size_t f = (size_t)d->cin * d->kh * d->kw * d->n * d->ho * d->wo;
-    return f <= KEEP_MAX_FLOATS ? f * sizeof(float) : 0;
-}
-
-typedef struct whole_job {
-    const vt_conv_desc *d;
-    const float *x;
-    float *dx, *col;
-    int cols;
-} whole_job;
-
-static void im2col_whole(void *ctx, size_t r0, size_t r1)
-{
-    const whole_job *J = ctx;
-    im2col_tile(J->d, J->x, 0, (int)r0, (int)r1, 0, J->d->n, 0, J->d->ho, J->col, J->cols);
-}
-
-/* split by input channels: the rows of one channel scatter into the same dx plane */
-static void col2im_whole(void *ctx, size_t c0, size_t c1)
-{
-    const whole_job *J = ctx;
-    int kk = J->d->kh * J->d->kw;
-    col2im_tile(J->d, J->dx, 0, (int)c0 * kk, (int)c1 * kk, 0, J->d->n, 0, J->d->ho, J->col,
-                J->cols);
+    if (f > KEEP_MAX_FLOATS) return 0;
+    size_t th = (size_t)vt_pool_threads(POOL(b));
+    return (f + (th - 1) * (size_t)d->cout * d->cin * d->kh * d->kw) * sizeof(float);
 }
 
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
@@ -308,14 +296,8 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
     if (conv_is_pointwise(d)) {
         vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
                  y, (int)NOHW);
-    } else if (d->keep_columns) {
-        int K = d->cin * d->kh * d->kw;
-        whole_job J = {d, x, NULL, ws, (int)NOHW};
-        vt_pool_run(POOL(b), (size_t)K, 1, im2col_whole, &J);
-        vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, K, 1.0f, w, K, ws, (int)NOHW, 0.0f, y,
-                 (int)NOHW);
     } else {
-        conv_job J = {d, make_tiling(b, d), 0, 0, x, w, NULL, y, NULL, NULL, ws};
+        conv_job J = {d, make_tiling(b, d), 0, 0, x, w, NULL, y, NULL, NULL, ws, d->keep_columns};
         J.parts = shares(b, &J.t, d, 0);
         vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     }
@@ -338,24 +320,12 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
                      1.0f, dx, (int)NOHW);
         return VT_OK;
     }
-    if (d->keep_columns) { /* ws still holds forward's columns */
-        int K = d->cin * d->kh * d->kw;
-        vt_sgemm(POOL(b), 0, 1, d->cout, K, (int)NOHW, 1.0f, dy, (int)NOHW, ws, (int)NOHW, 0.0f,
-                 dw, K);
-        if (dx) { /* dcol = W^T dY over the columns, then scattered into dx */
-            vt_sgemm(POOL(b), 1, 0, K, (int)NOHW, d->cout, 1.0f, w, K, dy, (int)NOHW, 0.0f, ws,
-                     (int)NOHW);
-            whole_job W = {d, NULL, dx, ws, (int)NOHW};
-            vt_pool_run(POOL(b), (size_t)d->cin, 1, col2im_whole, &W);
-        }
-        return VT_OK;
-    }
-    conv_job J = {d, make_tiling(b, d), 0, 1, x, w, dy, NULL, dx, dw, ws};
+    conv_job J = {d, make_tiling(b, d), 0, 1, x, w, dy, NULL, dx, dw, ws, d->keep_columns};
     J.parts = shares(b, &J.t, d, 1);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     if (J.parts > 1) {
         size_t len = (size_t)d->cout * J.t.K;
-        reduce_job R = {dw, J.ws + (size_t)J.parts * J.t.tile_floats, len, J.parts};
+        reduce_job R = {dw, J.ws + cols_floats(&J), len, J.parts};
         vt_pool_run(POOL(b), len, GRAIN, reduce_rows, &R);
     }
     return VT_OK;
