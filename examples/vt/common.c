@@ -71,6 +71,22 @@ int fail(const char *cmd, vt_status st, const char *msg)
     return exit_code(st);
 }
 
+int make_trainer(const char *cmd, vt_model *m, vt_dataset *ds, const args *a, const char *also,
+                 vt_trainer **out)
+{
+    vt_status st = vt_trainer_create(out, m, ds);
+    if (st) return fail(cmd, st, NULL);
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        if ((st = vt_trainer_set(*out, a->kv[i].arg))) {
+            int rc = fail(cmd, st, vt_trainer_last_error(*out));
+            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt %s also takes: %s\n", cmd, also);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 double now_s(void)
 {
     struct timespec ts;

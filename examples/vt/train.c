@@ -94,19 +94,7 @@ static int train(args *a, double *top1_out)
             goto out;
         }
     }
-    if ((st = vt_trainer_create(&t, m, ds))) {
-        rc = fail(cmd, st, NULL);
-        goto out;
-    }
-    for (int i = 0; i < a->n; i++) {
-        if (a->kv[i].tool) continue;
-        if ((st = vt_trainer_set(t, a->kv[i].arg))) {
-            rc = fail(cmd, st, vt_trainer_last_error(t));
-            if (st == VT_ERR_UNKNOWN_OPTION)
-                fprintf(stderr, "vt %s also takes: %s\n", cmd, TRAIN_TOOL_KEYS);
-            goto out;
-        }
-    }
+    if ((rc = make_trainer(cmd, m, ds, a, TRAIN_TOOL_KEYS, &t))) goto out;
     progress_state ps;
     memset(&ps, 0, sizeof ps);
     ps.mode = mode;

@@ -44,18 +44,7 @@ int cmd_val(args *a)
         rc = EXIT_DATA;
         goto out;
     }
-    if ((st = vt_trainer_create(&t, m, ds))) {
-        rc = fail(cmd, st, NULL);
-        goto out;
-    }
-    for (int i = 0; i < a->n; i++) {
-        if (a->kv[i].tool) continue;
-        if ((st = vt_trainer_set(t, a->kv[i].arg))) {
-            rc = fail(cmd, st, vt_trainer_last_error(t));
-            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt val also takes: model, data, split\n");
-            goto out;
-        }
-    }
+    if ((rc = make_trainer(cmd, m, ds, a, "model, data, split", &t))) goto out;
     vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
     double t0 = now_s();
     if ((st = vt_trainer_validate(t, sp))) {

@@ -50,6 +50,11 @@ int task_value(const char *cmd, const char *v, const char *data, vt_task *task);
 /* Print "vt CMD: message (status)" and return the exit code of the status.  msg NULL or "":
  * the thread's last error. */
 int fail(const char *cmd, vt_status st, const char *msg);
+/* *out: a trainer for m and ds (the caller destroys it, also on failure) with every argument not
+ * marked as the tool's applied; 0, or the exit code after a message (an unknown key also lists
+ * `also`, the tool's own keys). */
+int make_trainer(const char *cmd, vt_model *m, vt_dataset *ds, const args *a, const char *also,
+                 vt_trainer **out);
 double now_s(void);
 /* "h:mm:ss" below a day, else "Nd hh:mm". */
 const char *fmt_duration(double s, char *buf, size_t cap);
