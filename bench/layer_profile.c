@@ -3,10 +3,13 @@
  * calibrate=1` does).  For tuning the cost model (lib/estimate/estimate.c).
  *
  *   layer_profile [arch=cls-s] [imgsz=48] [batch=8] [steps=10] [calib=cls-n,32,16] [detail=0]
+ *                 [device=cpu|0|1...] [precision=tf32|fp32] [channels=3] [classes=10]
  *
  * Prints, per layer kind (conv by GEMM size, BN, activation, ...): measured milliseconds per
  * step (median over steps of forward + backward), predicted milliseconds, and the ratio; with
- * detail=1 every layer.  Uses the library's internals (built against its objects). */
+ * detail=1 every layer.  On a GPU (device=N) the backend is synchronised around every layer,
+ * so each is charged its own kernels (plus one synchronisation).  Uses the library's internals
+ * (built against its objects). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,10 @@
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"
 #include "nn/model.h"
+#include "vt_config.h"
+#if VT_HAVE_CUDA
+#include "cuda/cuda_device.h"
+#endif
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -38,8 +45,8 @@ static const char *kind(const vt_graph *g, int i, char *buf, size_t cap)
 
 int main(int argc, char **argv)
 {
-    const char *arch = "cls-s", *calib = "cls-n,32,16";
-    int imgsz = 48, batch = 8, steps = 10, detail = 0;
+    const char *arch = "cls-s", *calib = "cls-n,32,16", *device = "cpu", *precision = "tf32";
+    int imgsz = 48, batch = 8, steps = 10, detail = 0, channels = 3, classes = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "arch=", 5)) arch = a + 5;
@@ -48,6 +55,10 @@ int main(int argc, char **argv)
         else if (!strncmp(a, "steps=", 6)) steps = atoi(a + 6);
         else if (!strncmp(a, "calib=", 6)) calib = a + 6;
         else if (!strncmp(a, "detail=", 7)) detail = atoi(a + 7);
+        else if (!strncmp(a, "device=", 7)) device = a + 7;
+        else if (!strncmp(a, "precision=", 10)) precision = a + 10;
+        else if (!strncmp(a, "channels=", 9)) channels = atoi(a + 9);
+        else if (!strncmp(a, "classes=", 8)) classes = atoi(a + 8);
         else {
             fprintf(stderr, "unknown argument %s\n", a);
             return 2;
@@ -66,7 +77,8 @@ int main(int argc, char **argv)
     vt_estimator_set(est, kv);
     snprintf(kv, sizeof kv, "batch=%d", cbatch);
     vt_estimator_set(est, kv);
-    if (vt_estimator_calibrate(est, "cpu", "seconds=5")) {
+    int gpu = strcmp(device, "cpu") != 0;
+    if (vt_estimator_calibrate(est, device, gpu ? "seconds=3 gpu=H200-SXM" : "seconds=5")) {
         fprintf(stderr, "calibrate: %s\n", vt_last_error());
         return 1;
     }
@@ -76,28 +88,46 @@ int main(int argc, char **argv)
 
     vt_model *m;
     char mopt[64];
-    snprintf(mopt, sizeof mopt, "imgsz=%d", imgsz);
-    if (vt_model_create(&m, arch, 10, mopt)) {
+    snprintf(mopt, sizeof mopt, "imgsz=%d channels=%d", imgsz, channels);
+    if (vt_model_create(&m, arch, classes, mopt)) {
         fprintf(stderr, "%s\n", vt_last_error());
         return 1;
     }
     vt_backend *be;
     vt_exec *e;
-    if (vt_backend_cpu_create(&be, 0) || vt_exec_create(&e, &m->graph, be) ||
-        vt_exec_prepare(e, batch, imgsz, imgsz) || vt_exec_set_params(e, m->params, m->buffers))
+    vt_status st;
+    if (gpu) {
+#if VT_HAVE_CUDA
+        st = vt_backend_cuda_create(&be, atoi(device));
+        if (st == VT_OK) vt_backend_cuda_set_fp32(be, strcmp(precision, "fp32") == 0);
+#else
+        st = VT_ERR_DEVICE;
+#endif
+    } else {
+        st = vt_backend_cpu_create(&be, 0);
+    }
+    if (st || vt_exec_create(&e, &m->graph, be) || vt_exec_prepare(e, batch, imgsz, imgsz) ||
+        vt_exec_set_params(e, m->params, m->buffers)) {
+        fprintf(stderr, "%s\n", vt_last_error());
         return 1;
+    }
     const vt_graph *g = e->g;
     int n = g->n_nodes;
     double *prof = calloc((size_t)n, sizeof *prof), *samples = calloc((size_t)n * steps, sizeof *samples);
-    for (size_t i = 0; i < (size_t)batch * m->channels * imgsz * imgsz; i++)
-        vt_exec_input(e)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-    for (int i = 0; i < batch; i++) e->labels[i] = i % 10;
+    size_t nin = (size_t)batch * m->channels * imgsz * imgsz;
+    float *img = malloc(nin * sizeof *img);
+    int32_t *lab = malloc((size_t)batch * sizeof *lab);
+    for (size_t i = 0; i < nin; i++) img[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    for (int i = 0; i < batch; i++) lab[i] = i % classes;
+    if (be->ops->upload(be, vt_exec_input(e), img, nin * sizeof *img) ||
+        be->ops->upload(be, e->labels, lab, (size_t)batch * sizeof *lab))
+        return 1;
     for (int s = -2; s < steps; s++) {
         memset(prof, 0, (size_t)n * sizeof *prof);
         e->prof = s >= 0 ? prof : NULL;
         vt_node *out = &e->g->nodes[m->output_node];
         if (vt_exec_forward(e, 1) ||
-            be->ops->softmax_xent(be, 10, batch, out->y, e->labels, 0, 1.0f / batch, e->loss,
+            be->ops->softmax_xent(be, classes, batch, out->y, e->labels, 0, 1.0f / batch, e->loss,
                                   out->dy, NULL) ||
             vt_exec_backward(e, m->output_node))
             return 1;

@@ -41,6 +41,7 @@ def main():
         if s == a.warmup:
             if dev.type == "cuda":
                 torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
             t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = lossf(net(x), y)
@@ -49,10 +50,11 @@ def main():
     if dev.type == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    peak = f"  peak {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB" if dev.type == "cuda" else ""
     ips = a.steps * a.batch / dt
     print(f"pytorch {torch.__version__:<10} cnn-small  batch {a.batch:4d}  {ips:9.1f} img/s  "
           f"{1e3 * dt / a.steps:8.2f} ms/step  threads {torch.get_num_threads()}  "
-          f"loss {loss.item():.3f}", flush=True)
+          f"loss {loss.item():.3f}{peak}", flush=True)
 
 
 if __name__ == "__main__":

@@ -72,8 +72,13 @@ int main(int argc, char **argv)
             double dt = now() - t0;
             double ips = (double)steps * batch / dt;
             double gflops = ips * 3 * vt_model_flops(m, imgsz) / 1e9;
+            double mem = 0;
+            char peak[48] = "";
+            if (strcmp(device, "cpu") != 0 &&
+                vt_trainer_metric(t, VT_METRIC_DEVICE_MEMORY_BYTES, &mem) == VT_OK)
+                snprintf(peak, sizeof peak, "  device memory %.0f MiB", mem / (1 << 20));
             printf("libvisiontrain %-10s batch %4d  %9.1f img/s  %8.2f ms/step  %6.1f GFLOP/s  "
-                   "loss %.3f\n", arch, batch, ips, 1e3 * dt / steps, gflops, loss);
+                   "loss %.3f%s\n", arch, batch, ips, 1e3 * dt / steps, gflops, loss, peak);
         }
     }
     vt_trainer_destroy(t);

@@ -88,6 +88,23 @@ static vt_status cuda_upload(vt_backend *b, void *dst, const void *src_host, siz
     return VT_OK;
 }
 
+static vt_status cuda_upload_rows(vt_backend *b, void *dst, size_t dpitch, const void *src_host,
+                                  size_t spitch, size_t row_bytes, size_t rows)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (row_bytes == 0 || rows == 0) return VT_OK;
+    if (!dst || !src_host) return vt_fail(VT_ERR_INVALID_ARGUMENT, "upload_rows: NULL pointer");
+    if (dpitch < row_bytes || spitch < row_bytes)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "upload_rows: a pitch is less than a row");
+    VT_CUDA_GUARD(cb);
+    /* One 2-D copy: the copy engine does the strided gather (from pageable memory the driver
+     * stages it, as for upload). */
+    VT_CUDA_TRY(cudaMemcpy2DAsync(dst, dpitch, src_host, spitch, row_bytes, rows,
+                                  cudaMemcpyHostToDevice, cb->stream),
+                "upload_rows (cudaMemcpy2DAsync host to device)");
+    return VT_OK;
+}
+
 static vt_status cuda_download(vt_backend *b, void *dst_host, const void *src, size_t bytes)
 {
     vt_cuda_backend *cb = vt_cuda(b);
@@ -188,6 +205,7 @@ static const vt_backend_ops cuda_ops = {
     vt_cuda_alloc,
     vt_cuda_free,
     cuda_upload,
+    cuda_upload_rows,
     cuda_download,
     cuda_copy,
     vt_cuda_fill,
@@ -219,10 +237,10 @@ static const vt_backend_ops cuda_ops = {
     vt_cuda_det_loss,
     vt_cuda_sgd_step,
     vt_cuda_adamw_step,
-    /* optional fused ops: not implemented here, the executor runs the unfused sequence */
-    nullptr, /* bn_relu_forward_train */
-    nullptr, /* bn_relu_forward_eval */
-    nullptr, /* bn_relu_backward */
+    /* optional fused ops: batch norm + ReLU */
+    vt_cuda_bn_relu_forward_train,
+    vt_cuda_bn_relu_forward_eval,
+    vt_cuda_bn_relu_backward,
     0,       /* host_memory: device memory, written through upload */
     nullptr, /* conv_columns: each pass builds its own */
 };

@@ -1,60 +1,195 @@
-/* Batch normalisation over CNHW: a channel is one contiguous run of m = N*H*W values, so each
- * channel is reduced by one block with coalesced reads.  Statistics are computed in float with a
- * corrected two-pass scheme (mean first, then the sum of squared deviations minus the square of
- * their sum), which stays accurate where E[x^2]-E[x]^2 would cancel, without using doubles (slow
- * on sm_86/sm_89).
- * TODO(perf): with few channels and large m, one block per channel leaves SMs idle; split each
- * channel over several blocks (two-stage reduction) when channels < 2 * SM count. */
+/* Batch normalisation over CNHW (a channel is one contiguous run of m = N*H*W values), alone or
+ * fused with the ReLU that follows it.
+ *
+ * Every pass is split over the whole GPU: a channel's run is cut into S slices (S chosen so that
+ * about 8 blocks per SM are busy even with few channels), each block reduces one slice, a small
+ * kernel combines a channel's S partial results in a fixed order, and the element-wise pass runs
+ * on a 2-D grid (slices x channels).  Results are deterministic for a device (S depends on its SM
+ * count only, never on timing; no atomics).
+ *
+ * Statistics: each thread sums its values shifted by the first value it reads (the "shifted
+ * data" algorithm: no cancellation as long as that value is typical of the channel), turns them
+ * into (count, mean, M2), and threads, blocks and slices are merged with Chan's pairwise formula,
+ * which is exact in exact arithmetic and stable in float.  No doubles (slow on sm_86/sm_89).
+ *
+ * Scratch: the partial results and per-channel coefficients live in the backend's scratch
+ * buffer (stream order makes its reuse by the next op safe). */
 #include "block_reduce.cuh"
 #include "cuda_internal.cuh"
 
-#define BN_THREADS 512
+#define BN_THREADS 256
+#define BN_FIN_THREADS 32     /* one warp combines a channel's slices */
+#define BN_MIN_SLICE 4096     /* values per slice at least (fewer: the launch dominates) */
+#define BN_MAX_SLICES 1024
+#define BN_APPLY_PER_THREAD 4 /* values per thread of the element-wise passes */
 
-/* Kahan summation; relies on nvcc not reassociating float adds (no --use_fast_math). */
-__device__ __forceinline__ void kahan_add(float *sum, float *comp, float v)
+/* Slices per channel. */
+static int bn_slices(const vt_cuda_backend *cb, int channels, size_t m)
 {
-    float y = v - *comp, t = *sum + y;
-    *comp = (t - *sum) - y;
-    *sum = t;
+    size_t target = (size_t)(cb->sm_count > 0 ? cb->sm_count : 80) * 8;
+    size_t s = (target + (size_t)channels - 1) / (size_t)channels;
+    size_t most = (m + BN_MIN_SLICE - 1) / BN_MIN_SLICE;
+    if (s > most) s = most;
+    if (s > BN_MAX_SLICES) s = BN_MAX_SLICES;
+    return s < 1 ? 1 : (int)s;
 }
 
-__global__ void k_bn_train(size_t m, const float *x, const float *gamma, const float *beta,
-                           float eps, float momentum, float *running_mean, float *running_var,
-                           float *save_mean, float *save_invstd, float *y)
+/* Grid of the element-wise passes: blocks along each channel's run x channels (y, capped; the
+ * kernels loop over channels beyond the cap). */
+static dim3 bn_apply_grid(int channels, size_t m)
 {
-    __shared__ float sh[64];
-    int c = blockIdx.x;
-    const float *xc = x + (size_t)c * m;
-    /* Compensated per-thread sums: a channel can hold millions of values, and the errors of
-     * the mean and variance feed every normalised output.  Free: the kernel is memory-bound. */
-    float s = 0.0f, cs = 0.0f;
-    for (size_t i = threadIdx.x; i < m; i += blockDim.x) kahan_add(&s, &cs, xc[i]);
-    float mean = block_sum(s, sh) / (float)m;
+    size_t per_block = (size_t)BN_THREADS * BN_APPLY_PER_THREAD;
+    size_t bx = (m + per_block - 1) / per_block;
+    if (bx > 65535) bx = 65535;
+    return dim3((unsigned)(bx < 1 ? 1 : bx), (unsigned)(channels < 65535 ? channels : 65535));
+}
 
-    float d1 = 0.0f, d2 = 0.0f, c2 = 0.0f;
-    for (size_t i = threadIdx.x; i < m; i += blockDim.x) {
-        float d = xc[i] - mean;
-        d1 += d;
-        kahan_add(&d2, &c2, d * d);
+/* (count, mean, M2) of a set of values, merged pairwise (Chan et al.). */
+struct bn_moments {
+    float n, mean, m2;
+};
+
+__device__ __forceinline__ bn_moments bn_merge(bn_moments a, bn_moments b)
+{
+    float n = a.n + b.n;
+    if (b.n == 0.0f) return a;
+    if (a.n == 0.0f) return b;
+    float delta = b.mean - a.mean, fb = b.n / n;
+    bn_moments r;
+    r.n = n;
+    r.mean = a.mean + delta * fb;
+    r.m2 = a.m2 + b.m2 + delta * delta * a.n * fb;
+    return r;
+}
+
+__device__ __forceinline__ bn_moments bn_warp_merge(bn_moments v)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        bn_moments w;
+        w.n = __shfl_xor_sync(0xffffffffu, v.n, o);
+        w.mean = __shfl_xor_sync(0xffffffffu, v.mean, o);
+        w.m2 = __shfl_xor_sync(0xffffffffu, v.m2, o);
+        /* Both partners compute the same merge in the same order (lower lane first). */
+        v = (threadIdx.x & o) ? bn_merge(w, v) : bn_merge(v, w);
     }
-    block_sum2(&d1, &d2, sh);
-    float var = (d2 - d1 * d1 / (float)m) / (float)m; /* biased */
-    if (var < 0.0f) var = 0.0f;
-    float invstd = 1.0f / sqrtf(var + eps);
+    return v;
+}
 
-    if (threadIdx.x == 0) {
-        if (save_mean) save_mean[c] = mean;
-        if (save_invstd) save_invstd[c] = invstd;
-        if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * mean;
-        if (running_var) {
-            float unbiased = m > 1 ? var * ((float)m / (float)(m - 1)) : var;
-            running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
+/* Slice range of block `s` of S over a run of m values. */
+__device__ __forceinline__ void bn_slice(size_t m, int S, int s, size_t *lo, size_t *hi)
+{
+    size_t len = (m + (size_t)S - 1) / (size_t)S;
+    *lo = (size_t)s * len;
+    *hi = *lo + len < m ? *lo + len : m;
+}
+
+/* Pass 1 of training: moments of each slice -> part[(c*S + s)]. */
+__global__ void k_bn_moments(size_t m, int S, const float *x, bn_moments *part)
+{
+    __shared__ bn_moments sh[BN_THREADS / 32];
+    int c = blockIdx.y, s = blockIdx.x;
+    size_t lo, hi;
+    bn_slice(m, S, s, &lo, &hi);
+    const float *xc = x + (size_t)c * m;
+    float k = 0.0f, s1 = 0.0f, s2 = 0.0f, n = 0.0f;
+    size_t i = lo + threadIdx.x;
+    if (i < hi) k = xc[i];
+    for (; i < hi; i += BN_THREADS) {
+        float d = xc[i] - k;
+        s1 += d;
+        s2 += d * d;
+        n += 1.0f;
+    }
+    bn_moments v = {n, 0.0f, 0.0f};
+    if (n > 0.0f) {
+        v.mean = k + s1 / n;
+        v.m2 = fmaxf(s2 - s1 * (s1 / n), 0.0f);
+    }
+    v = bn_warp_merge(v);
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    if (wid == 0) {
+        bn_moments t = lane < BN_THREADS / 32 ? sh[lane] : bn_moments{0.0f, 0.0f, 0.0f};
+        t = bn_warp_merge(t);
+        if (lane == 0) part[(size_t)c * S + s] = t;
+    }
+}
+
+/* Pass 2 of training: one warp per channel merges its slices, saves the statistics, updates
+ * the running ones and leaves mean and scale = gamma*invstd in coef[2c], coef[2c+1]. */
+__global__ void k_bn_stats(size_t m, int S, const bn_moments *part, const float *gamma,
+                           float eps, float momentum, float *running_mean, float *running_var,
+                           float *save_mean, float *save_invstd, float *coef)
+{
+    int c = blockIdx.x, lane = threadIdx.x;
+    bn_moments v = {0.0f, 0.0f, 0.0f};
+    for (int s = lane; s < S; s += 32) v = bn_merge(v, part[(size_t)c * S + s]);
+    v = bn_warp_merge(v);
+    if (lane != 0) return;
+    float var = v.m2 / (float)m; /* biased */
+    float invstd = 1.0f / sqrtf(var + eps); /* not rsqrtf: stays close to the CPU reference */
+    if (save_mean) save_mean[c] = v.mean;
+    if (save_invstd) save_invstd[c] = invstd;
+    if (running_mean) running_mean[c] = (1.0f - momentum) * running_mean[c] + momentum * v.mean;
+    if (running_var) {
+        float unbiased = m > 1 ? var * ((float)m / (float)(m - 1)) : var;
+        running_var[c] = (1.0f - momentum) * running_var[c] + momentum * unbiased;
+    }
+    coef[2 * c] = v.mean;
+    coef[2 * c + 1] = invstd * (gamma ? gamma[c] : 1.0f);
+}
+
+/* y = (x - mean) * scale + beta, then max(0, .) when RELU.  y may alias x. */
+template <bool RELU>
+__global__ void k_bn_apply(int channels, size_t m, const float *x, const float *coef,
+                           const float *beta, float *y)
+{
+    for (int c = blockIdx.y; c < channels; c += gridDim.y) {
+        float mean = coef[2 * c], scale = coef[2 * c + 1], bt = beta ? beta[c] : 0.0f;
+        const float *xc = x + (size_t)c * m;
+        float *yc = y + (size_t)c * m;
+        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
+             i += (size_t)gridDim.x * BN_THREADS) {
+            float v = (xc[i] - mean) * scale + bt;
+            yc[i] = RELU ? fmaxf(v, 0.0f) : v;
         }
     }
-    float g = gamma ? gamma[c] : 1.0f, bt = beta ? beta[c] : 0.0f;
-    float scale = invstd * g;
-    float *yc = y + (size_t)c * m; /* y may alias x: every read of xc above is complete */
-    for (size_t i = threadIdx.x; i < m; i += blockDim.x) yc[i] = (xc[i] - mean) * scale + bt;
+}
+
+static vt_status bn_train(vt_backend *b, int channels, size_t m, const float *x,
+                          const float *gamma, const float *beta, float eps, float momentum,
+                          float *running_mean, float *running_var, float *save_mean,
+                          float *save_invstd, float *y, bool relu, const char *op)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (channels < 0 || m == 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: channels=%d m=%zu", op, channels, m);
+    if (channels == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    int S = bn_slices(cb, channels, m);
+    size_t part_bytes = (size_t)channels * S * sizeof(bn_moments);
+    vt_status st = vt_cuda_scratch(cb, part_bytes + (size_t)channels * 2 * sizeof(float));
+    if (st != VT_OK) return st;
+    bn_moments *part = (bn_moments *)cb->scratch;
+    float *coef = (float *)((char *)cb->scratch + part_bytes);
+    /* gridDim.y is at most 65535: channels beyond it go in further launches. */
+    for (int c0 = 0; c0 < channels; c0 += 65535) {
+        int nc = channels - c0 < 65535 ? channels - c0 : 65535;
+        k_bn_moments<<<dim3((unsigned)S, (unsigned)nc), BN_THREADS, 0, cb->stream>>>(
+            m, S, x + (size_t)c0 * m, part + (size_t)c0 * S);
+        if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
+    }
+    k_bn_stats<<<channels, BN_FIN_THREADS, 0, cb->stream>>>(
+        m, S, part, gamma, eps, momentum, running_mean, running_var, save_mean, save_invstd,
+        coef);
+    if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
+    dim3 grid = bn_apply_grid(channels, m);
+    if (relu)
+        k_bn_apply<true><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
+    else
+        k_bn_apply<false><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
+    return vt_cuda_check_launch(op);
 }
 
 vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
@@ -62,74 +197,185 @@ vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const 
                                    float momentum, float *running_mean, float *running_var,
                                    float *save_mean, float *save_invstd, float *y)
 {
-    vt_cuda_backend *cb = vt_cuda(b);
-    if (channels < 0 || m == 0)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "bn_forward_train: channels=%d m=%zu", channels,
-                       m);
-    if (channels == 0) return VT_OK;
-    VT_CUDA_GUARD(cb);
-    k_bn_train<<<channels, BN_THREADS, 0, cb->stream>>>(m, x, gamma, beta, eps, momentum,
-                                                        running_mean, running_var, save_mean,
-                                                        save_invstd, y);
-    return vt_cuda_check_launch("bn_forward_train");
+    return bn_train(b, channels, m, x, gamma, beta, eps, momentum, running_mean, running_var,
+                    save_mean, save_invstd, y, false, "bn_forward_train");
 }
 
-__global__ void k_bn_eval(size_t total, size_t m, const float *x, const float *gamma,
+vt_status vt_cuda_bn_relu_forward_train(vt_backend *b, int channels, size_t m, const float *x,
+                                        const float *gamma, const float *beta, float eps,
+                                        float momentum, float *running_mean, float *running_var,
+                                        float *save_mean, float *save_invstd, float *y)
+{
+    return bn_train(b, channels, m, x, gamma, beta, eps, momentum, running_mean, running_var,
+                    save_mean, save_invstd, y, true, "bn_relu_forward_train");
+}
+
+/* Evaluation: y = (x - running_mean) * gamma / sqrt(running_var + eps) + beta (then ReLU). */
+template <bool RELU>
+__global__ void k_bn_eval(int channels, size_t m, const float *x, const float *gamma,
                           const float *beta, float eps, const float *rmean, const float *rvar,
                           float *y)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
-        size_t c = i / m;
-        float invstd = 1.0f / sqrtf(rvar[c] + eps);
-        float g = gamma ? gamma[c] : 1.0f, bt = beta ? beta[c] : 0.0f;
-        y[i] = (x[i] - rmean[c]) * (invstd * g) + bt;
+    for (int c = blockIdx.y; c < channels; c += gridDim.y) {
+        float mean = rmean[c], scale = (gamma ? gamma[c] : 1.0f) / sqrtf(rvar[c] + eps);
+        float bt = beta ? beta[c] : 0.0f;
+        const float *xc = x + (size_t)c * m;
+        float *yc = y + (size_t)c * m;
+        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
+             i += (size_t)gridDim.x * BN_THREADS) {
+            float v = (xc[i] - mean) * scale + bt;
+            yc[i] = RELU ? fmaxf(v, 0.0f) : v;
+        }
     }
+}
+
+static vt_status bn_eval(vt_backend *b, int channels, size_t m, const float *x,
+                         const float *gamma, const float *beta, float eps,
+                         const float *running_mean, const float *running_var, float *y, bool relu,
+                         const char *op)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (channels < 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: channels < 0", op);
+    if (channels == 0 || m == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    dim3 grid = bn_apply_grid(channels, m);
+    if (relu)
+        k_bn_eval<true><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, gamma, beta, eps,
+                                                             running_mean, running_var, y);
+    else
+        k_bn_eval<false><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, gamma, beta, eps,
+                                                              running_mean, running_var, y);
+    return vt_cuda_check_launch(op);
 }
 
 vt_status vt_cuda_bn_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
                                   const float *gamma, const float *beta, float eps,
                                   const float *running_mean, const float *running_var, float *y)
 {
-    vt_cuda_backend *cb = vt_cuda(b);
-    if (channels < 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "bn_forward_eval: channels < 0");
-    size_t total = (size_t)channels * m;
-    if (total == 0) return VT_OK;
-    VT_CUDA_GUARD(cb);
-    k_bn_eval<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        total, m, x, gamma, beta, eps, running_mean, running_var, y);
-    return vt_cuda_check_launch("bn_forward_eval");
+    return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y, false,
+                   "bn_forward_eval");
 }
 
-/* dbeta = sum dy, dgamma = sum dy*xhat, dx += gamma*invstd/m * (m*dy - dbeta - xhat*dgamma). */
-__global__ void k_bn_backward(size_t m, const float *x, const float *gamma, const float *mean,
-                              const float *invstd, const float *dy, float *dx, float *dgamma,
-                              float *dbeta)
+vt_status vt_cuda_bn_relu_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
+                                       const float *gamma, const float *beta, float eps,
+                                       const float *running_mean, const float *running_var,
+                                       float *y)
+{
+    return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y, true,
+                   "bn_relu_forward_eval");
+}
+
+/* Backward.  With g = dy (masked by y > 0 when fused with the ReLU):
+ *   dbeta = sum g,  dgamma = invstd * sum g*(x - mean),
+ *   dx += gamma*invstd/m * (m*g - dbeta - xhat*dgamma).
+ * Pass 1: per slice, the two sums -> part[2*(c*S + s)]. */
+template <bool RELU>
+__global__ void k_bn_grad_sums(size_t m, int S, const float *x, const float *y,
+                               const float *mean, const float *dy, float *part)
 {
     __shared__ float sh[64];
-    int c = blockIdx.x;
-    const float *xc = x + (size_t)c * m, *dyc = dy + (size_t)c * m;
-    float mu = mean[c], is = invstd[c];
-    float sdy = 0.0f, sdyx = 0.0f;
-    for (size_t i = threadIdx.x; i < m; i += blockDim.x) {
-        float g = dyc[i];
-        sdy += g;
-        sdyx += g * (xc[i] - mu);
+    int c = blockIdx.y, s = blockIdx.x;
+    size_t lo, hi;
+    bn_slice(m, S, s, &lo, &hi);
+    size_t off = (size_t)c * m;
+    float mu = mean[c], sg = 0.0f, sgx = 0.0f;
+    for (size_t i = lo + threadIdx.x; i < hi; i += BN_THREADS) {
+        float g = dy[off + i];
+        if (RELU && !(y[off + i] > 0.0f)) g = 0.0f;
+        sg += g;
+        sgx += g * (x[off + i] - mu);
     }
-    block_sum2(&sdy, &sdyx, sh);
-    float dg = sdyx * is;
+    block_sum2(&sg, &sgx, sh);
     if (threadIdx.x == 0) {
-        if (dgamma) dgamma[c] = dg;
-        if (dbeta) dbeta[c] = sdy;
+        part[2 * ((size_t)c * S + s)] = sg;
+        part[2 * ((size_t)c * S + s) + 1] = sgx;
     }
-    if (!dx) return;
-    float k = (gamma ? gamma[c] : 1.0f) * is / (float)m;
+}
+
+/* Pass 2: one warp per channel adds its slices in a fixed order; writes dgamma, dbeta and the
+ * coefficients of pass 3: coef[3c] = gamma*invstd/m, coef[3c+1] = dbeta, coef[3c+2] = dgamma. */
+__global__ void k_bn_grad_stats(int S, const float *part, const float *gamma,
+                                const float *invstd, float inv_m, float *dgamma, float *dbeta,
+                                float *coef)
+{
+    int c = blockIdx.x, lane = threadIdx.x;
+    float sg = 0.0f, sgx = 0.0f;
+    for (int s = lane; s < S; s += 32) {
+        sg += part[2 * ((size_t)c * S + s)];
+        sgx += part[2 * ((size_t)c * S + s) + 1];
+    }
+    sg = warp_sum(sg);
+    sgx = warp_sum(sgx);
+    if (lane != 0) return;
+    float is = invstd[c], dg = sgx * is;
+    if (dgamma) dgamma[c] = dg;
+    if (dbeta) dbeta[c] = sg;
+    coef[3 * c] = (gamma ? gamma[c] : 1.0f) * is * inv_m;
+    coef[3 * c + 1] = sg;
+    coef[3 * c + 2] = dg;
+}
+
+/* Pass 3: dx += k * (m*g - dbeta - xhat*dgamma). */
+template <bool RELU>
+__global__ void k_bn_grad_apply(int channels, size_t m, const float *x, const float *y,
+                                const float *mean, const float *invstd, const float *dy,
+                                const float *coef, float *dx)
+{
     float fm = (float)m;
-    float *dxc = dx + (size_t)c * m;
-    for (size_t i = threadIdx.x; i < m; i += blockDim.x) {
-        float xhat = (xc[i] - mu) * is;
-        dxc[i] += k * (fm * dyc[i] - sdy - xhat * dg);
+    for (int c = blockIdx.y; c < channels; c += gridDim.y) {
+        float k = coef[3 * c], sg = coef[3 * c + 1], dg = coef[3 * c + 2];
+        float mu = mean[c], is = invstd[c];
+        size_t off = (size_t)c * m;
+        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
+             i += (size_t)gridDim.x * BN_THREADS) {
+            float g = dy[off + i];
+            if (RELU && !(y[off + i] > 0.0f)) g = 0.0f;
+            float xhat = (x[off + i] - mu) * is;
+            dx[off + i] += k * (fm * g - sg - xhat * dg);
+        }
     }
+}
+
+static vt_status bn_back(vt_backend *b, int channels, size_t m, const float *x, const float *y,
+                         const float *gamma, const float *save_mean, const float *save_invstd,
+                         const float *dy, float *dx, float *dgamma, float *dbeta, bool relu,
+                         const char *op)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (channels < 0 || m == 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: channels=%d m=%zu", op, channels, m);
+    if (channels == 0) return VT_OK;
+    VT_CUDA_GUARD(cb);
+    int S = bn_slices(cb, channels, m);
+    size_t part_bytes = (size_t)channels * S * 2 * sizeof(float);
+    vt_status st = vt_cuda_scratch(cb, part_bytes + (size_t)channels * 3 * sizeof(float));
+    if (st != VT_OK) return st;
+    float *part = (float *)cb->scratch;
+    float *coef = (float *)((char *)cb->scratch + part_bytes);
+    for (int c0 = 0; c0 < channels; c0 += 65535) {
+        int nc = channels - c0 < 65535 ? channels - c0 : 65535;
+        size_t off = (size_t)c0 * m;
+        dim3 grid((unsigned)S, (unsigned)nc);
+        if (relu)
+            k_bn_grad_sums<true><<<grid, BN_THREADS, 0, cb->stream>>>(
+                m, S, x + off, y + off, save_mean + c0, dy + off, part + 2 * (size_t)c0 * S);
+        else
+            k_bn_grad_sums<false><<<grid, BN_THREADS, 0, cb->stream>>>(
+                m, S, x + off, NULL, save_mean + c0, dy + off, part + 2 * (size_t)c0 * S);
+        if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
+    }
+    k_bn_grad_stats<<<channels, BN_FIN_THREADS, 0, cb->stream>>>(
+        S, part, gamma, save_invstd, 1.0f / (float)m, dgamma, dbeta, coef);
+    if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
+    if (!dx) return VT_OK;
+    dim3 grid = bn_apply_grid(channels, m);
+    if (relu)
+        k_bn_grad_apply<true><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, y, save_mean, save_invstd, dy, coef, dx);
+    else
+        k_bn_grad_apply<false><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, NULL, save_mean, save_invstd, dy, coef, dx);
+    return vt_cuda_check_launch(op);
 }
 
 vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
@@ -137,12 +383,15 @@ vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float
                               const float *save_invstd, const float *dy, float *dx, float *dgamma,
                               float *dbeta)
 {
-    vt_cuda_backend *cb = vt_cuda(b);
-    if (channels < 0 || m == 0)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "bn_backward: channels=%d m=%zu", channels, m);
-    if (channels == 0) return VT_OK;
-    VT_CUDA_GUARD(cb);
-    k_bn_backward<<<channels, BN_THREADS, 0, cb->stream>>>(m, x, gamma, save_mean, save_invstd, dy,
-                                                           dx, dgamma, dbeta);
-    return vt_cuda_check_launch("bn_backward");
+    return bn_back(b, channels, m, x, NULL, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta,
+                   false, "bn_backward");
+}
+
+vt_status vt_cuda_bn_relu_backward(vt_backend *b, int channels, size_t m, const float *x,
+                                   const float *y, const float *gamma, const float *save_mean,
+                                   const float *save_invstd, const float *dy, float *dx,
+                                   float *dgamma, float *dbeta)
+{
+    return bn_back(b, channels, m, x, y, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta,
+                   true, "bn_relu_backward");
 }

@@ -13,10 +13,6 @@
  * much faster. */
 #include "cuda_internal.cuh"
 
-#define GRID_STRIDE(i, n)                                                                        \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (size_t)gridDim.x * blockDim.x)
-
 static int conv_valid(const vt_conv_desc *d)
 {
     if (!d || d->n < 1 || d->cin < 1 || d->cout < 1 || d->h < 1 || d->w < 1 || d->kh < 1 ||
@@ -61,43 +57,54 @@ size_t vt_cuda_conv_workspace(vt_backend *b, const vt_conv_desc *d)
            sizeof(float);
 }
 
+/* The index arithmetic of the column kernels runs in I: unsigned 32-bit when every index of the
+ * launch fits (64-bit division and modulo cost tens of instructions each on a GPU). */
+static bool fits_u32(const vt_conv_desc *d, int nb)
+{
+    size_t col = (size_t)d->cin * d->kh * d->kw * nb * d->ho * d->wo;
+    size_t img = (size_t)d->cin * d->n * d->h * d->w;
+    return col < UINT32_MAX && img < UINT32_MAX;
+}
+
 /* col[(ci*kh + ky)*kw + kx][(n*ho + oy)*wo + ox] for images n0..n0+nb-1; one thread per
  * (ci, n, oy, ox) so that neighbouring threads write neighbouring columns. */
+template <typename I>
 __global__ void k_im2col(vt_conv_desc d, int n0, int nb, const float *x, float *col)
 {
-    size_t howo = (size_t)d.ho * d.wo, P = (size_t)nb * howo;
-    size_t total = (size_t)d.cin * P;
-    GRID_STRIDE(t, total)
-    {
-        size_t p = t % P;
-        int ci = (int)(t / P);
-        int n = (int)(p / howo), ox = (int)(p % d.wo), oy = (int)((p / d.wo) % d.ho);
-        const float *xp = x + ((size_t)ci * d.n + n0 + n) * d.h * d.w;
-        float *cp = col + (size_t)ci * d.kh * d.kw * P + p;
+    I howo = (I)d.ho * d.wo, P = (I)nb * howo;
+    I total = (I)d.cin * P;
+    for (I t = blockIdx.x * (I)blockDim.x + threadIdx.x; t < total;
+         t += (I)gridDim.x * blockDim.x) {
+        I ci = t / P, p = t - ci * P;
+        I n = p / howo, r = p - n * howo;
+        int oy = (int)(r / (I)d.wo), ox = (int)(r - (I)oy * d.wo);
+        const float *xp = x + ((I)ci * d.n + n0 + n) * (I)d.h * d.w;
+        float *cp = col + ci * (I)(d.kh * d.kw) * P + p;
         int y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
         for (int ky = 0; ky < d.kh; ky++) {
             int iy = y0 + ky;
             bool rowok = iy >= 0 && iy < d.h;
             for (int kx = 0; kx < d.kw; kx++) {
                 int ix = x0 + kx;
-                float v = rowok && ix >= 0 && ix < d.w ? xp[(size_t)iy * d.w + ix] : 0.0f;
-                cp[(size_t)(ky * d.kw + kx) * P] = v;
+                float v = rowok && ix >= 0 && ix < d.w ? xp[iy * d.w + ix] : 0.0f;
+                cp[(I)(ky * d.kw + kx) * P] = v;
             }
         }
     }
 }
 
 /* dx[ci][n0+n][iy][ix] += sum of the col entries that im2col read from that cell. */
+template <typename I>
 __global__ void k_col2im_add(vt_conv_desc d, int n0, int nb, const float *col, float *dx)
 {
-    size_t hw = (size_t)d.h * d.w, P = (size_t)nb * d.ho * d.wo;
-    size_t total = (size_t)d.cin * nb * hw;
-    GRID_STRIDE(t, total)
-    {
-        int ix = (int)(t % d.w), iy = (int)((t / d.w) % d.h);
-        size_t cn = t / hw; /* ci*nb + n */
-        int n = (int)(cn % nb), ci = (int)(cn / nb);
-        const float *cp = col + (size_t)ci * d.kh * d.kw * P + (size_t)n * d.ho * d.wo;
+    I hw = (I)d.h * d.w, P = (I)nb * d.ho * d.wo;
+    I total = (I)d.cin * nb * hw;
+    for (I t = blockIdx.x * (I)blockDim.x + threadIdx.x; t < total;
+         t += (I)gridDim.x * blockDim.x) {
+        I cn = t / hw, r = t - cn * hw; /* cn = ci*nb + n */
+        int iy = (int)(r / (I)d.w), ix = (int)(r - (I)iy * d.w);
+        I ci = cn / (I)nb, n = cn - ci * nb;
+        const float *cp = col + ci * (I)(d.kh * d.kw) * P + n * (I)(d.ho * d.wo);
         float acc = 0.0f;
         for (int ky = 0; ky < d.kh; ky++) {
             int ty = iy + d.ph - ky;
@@ -109,10 +116,10 @@ __global__ void k_col2im_add(vt_conv_desc d, int n0, int nb, const float *col, f
                 if (tx < 0 || tx % d.sw) continue;
                 int ox = tx / d.sw;
                 if (ox >= d.wo) continue;
-                acc += cp[(size_t)(ky * d.kw + kx) * P + (size_t)oy * d.wo + ox];
+                acc += cp[(I)(ky * d.kw + kx) * P + (I)(oy * d.wo + ox)];
             }
         }
-        dx[((size_t)ci * d.n + n0 + n) * hw + (size_t)iy * d.w + ix] += acc;
+        dx[(ci * d.n + n0 + n) * hw + r] += acc;
     }
 }
 
@@ -120,8 +127,11 @@ static vt_status launch_im2col(vt_cuda_backend *cb, const vt_conv_desc *d, int n
                                const float *x, float *col)
 {
     size_t total = (size_t)d->cin * nb * d->ho * d->wo;
-    k_im2col<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        *d, n0, nb, x, col);
+    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
+    if (fits_u32(d, nb))
+        k_im2col<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, x, col);
+    else
+        k_im2col<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, x, col);
     return vt_cuda_check_launch("conv im2col");
 }
 
@@ -129,8 +139,11 @@ static vt_status launch_col2im(vt_cuda_backend *cb, const vt_conv_desc *d, int n
                                const float *col, float *dx)
 {
     size_t total = (size_t)d->cin * nb * d->h * d->w;
-    k_col2im_add<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        *d, n0, nb, col, dx);
+    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
+    if (fits_u32(d, nb))
+        k_col2im_add<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
+    else
+        k_col2im_add<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
     return vt_cuda_check_launch("conv col2im");
 }
 

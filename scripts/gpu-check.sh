@@ -60,7 +60,7 @@ gpu-check: $build is ready ($((kib / 1024)) MiB to carry).  Check the device fir
 then make ONE call (the script keeps itself under ~8 minutes and prints a table last):
     run(command="bash scripts/gpu-run.sh", carry=["$build"], timeout_s=540)
 and give_back right after unless you rerun at once.  Options (environment, in the command):
-    VT_GPU_SANITIZE=1 bash scripts/gpu-run.sh   also runs test_cuda_ops under compute-sanitizer
+    VT_GPU_SANITIZE=1 bash scripts/gpu-run.sh   always runs test_cuda_ops under compute-sanitizer (default: when it fails)
     VT_GPU_NO_BENCH=1 bash scripts/gpu-run.sh   tests only
 Logs come back under the run's files_at (one file per step).
 MSG

@@ -5,7 +5,8 @@
 # a summary table last.  Every step has its own timeout so one hang cannot eat the session's
 # device time; logs go to $OUT (they come back with the run) or build-gpu/gpu-logs.
 #
-# Environment: VT_GPU_SANITIZE=1  also run test_cuda_ops under compute-sanitizer (memcheck)
+# Environment: VT_GPU_SANITIZE=1  also run test_cuda_ops under compute-sanitizer (memcheck);
+#                                 default "auto": only when test_cuda_ops failed; 0: never
 #              VT_GPU_NO_BENCH=1  skip benchmarks
 #              VT_GPU_BUDGET=480  seconds for the whole script (keep under the run's timeout_s)
 set -uo pipefail
@@ -22,18 +23,22 @@ start=$(date +%s)
 # GPU test programs, in order of importance.  A missing one is reported, not fatal.
 #   name|per-step timeout seconds|command (relative to the repo root)
 tests=(
-    "test_cuda_ops|240|$build/tests/test_cuda_ops"
+    "test_cuda_ops|150|$build/tests/test_cuda_ops"
+    "test_cuda_train|150|$build/tests/test_cuda_train"
 )
 # Benchmarks (bench/ may not exist yet).  Add entries as they appear; the last output line of
 # each is shown in the table, so make a benchmark print its headline figure last.
 benches=(
-    "cnn_small_b256_fp32|60|$build/bench/train_throughput device=0 batch=256 steps=50 warmup=10 precision=fp32"
-    "cnn_small_b64_fp32|60|$build/bench/train_throughput device=0 batch=64 steps=50 warmup=10 precision=fp32"
-    "resnet18_224_b128_tf32|120|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=20 warmup=5"
-    "resnet18_224_b128_fp32|120|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=10 warmup=3 precision=fp32"
-    "torch_resnet18_tf32_cl|120|python3 bench/torch_resnet18.py --channels-last"
-    "torch_cnn_small_b256|60|python3 bench/torch_small_cnn.py --device cuda --batch 256 --steps 50"
-    "estimate_accuracy_gpu|180|$build/bench/estimate_accuracy 0"
+    "estimate_accuracy_gpu|100|$build/bench/estimate_accuracy 0 1.5"
+    "cnn_small_b256_fp32|40|$build/bench/train_throughput device=0 batch=256 steps=50 warmup=10 precision=fp32"
+    "torch_cnn_small_b256|60|python3 bench/torch_small_cnn.py --device cuda --batch 256 --steps 50 --warmup 10"
+    "resnet18_224_b128_tf32|60|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=20 warmup=5"
+    "torch_resnet18_tf32_cl|60|python3 bench/torch_resnet18.py --channels-last --steps 20 --warmup 5"
+    "torch_resnet18_tf32|60|python3 bench/torch_resnet18.py --steps 20 --warmup 5"
+    "resnet18_224_b128_fp32|60|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=10 warmup=3 precision=fp32"
+    "torch_resnet18_fp32|60|python3 bench/torch_resnet18.py --precision fp32 --steps 10 --warmup 3"
+    "cnn_small_b64_fp32|40|$build/bench/train_throughput device=0 batch=64 steps=50 warmup=10 precision=fp32"
+    "torch_cnn_small_b64|60|python3 bench/torch_small_cnn.py --device cuda --batch 64 --steps 50 --warmup 10"
 )
 
 rows=()
@@ -82,10 +87,16 @@ for t in "${tests[@]}"; do
     run_step "$name" "$limit" $cmd
 done
 
-if [ "${VT_GPU_SANITIZE:-0}" = 1 ]; then
+# memcheck when asked, or by default when test_cuda_ops failed (its report says where).
+sanitize=${VT_GPU_SANITIZE:-auto}
+if [ "$sanitize" = auto ]; then
+    sanitize=0
+    for r in "${rows[@]}"; do case $r in test_cuda_ops"|FAIL"*) sanitize=1 ;; esac; done
+fi
+if [ "$sanitize" = 1 ]; then
     san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
     if [ -n "$san" ]; then
-        run_step "memcheck_cuda_ops" 300 "$san" --tool memcheck --leak-check no \
+        run_step "memcheck_cuda_ops" 120 "$san" --tool memcheck --leak-check no \
             --error-exitcode 3 "$build/tests/test_cuda_ops"
     else
         rows+=("memcheck_cuda_ops|missing|-|compute-sanitizer not found")

@@ -221,6 +221,20 @@ START_TEST(test_fill_copy_transfer)
     expect_close(&z, 0.0, "fill");
     BOTH(b->ops->fill(b, z.d[be], n, 0.0f));
     expect_close(&z, 0.0, "fill 0");
+    /* upload_rows: channel 1 of a 3 x 7 x 11 "NCHW" host array into rows 13 floats apart of a
+     * buffer filled with -99 (the gaps must keep it on both). */
+    float host[3 * 7 * 11];
+    for (int i = 0; i < 3 * 7 * 11; i++) host[i] = (float)i * 0.25f - 7.0f;
+    tbuf r = tb_alloc(7 * 13, sizeof(float));
+    BOTH(b->ops->fill(b, r.d[be], 7 * 13, -99.0f));
+    BOTH(b->ops->upload_rows(b, r.d[be], 13 * sizeof(float), host + 11, 3 * 11 * sizeof(float),
+                             11 * sizeof(float), 7));
+    expect_equal_bytes(&r, "upload_rows");
+    float *got = tb_get(&r, 1);
+    ck_assert_float_eq(got[13 * 6 + 10], host[6 * 33 + 11 + 10]);
+    ck_assert_float_eq(got[13 * 6 + 11], -99.0f);
+    free(got);
+    tb_free(&r);
     tb_free(&x);
     tb_free(&y);
     tb_free(&z);
@@ -491,17 +505,20 @@ END_TEST
 
 /* ---- batch norm ------------------------------------------------------------------------------ */
 
-static void bn_case(int ch, size_t m, float shift)
+/* Batch norm alone, or fused with the ReLU after it (fused = 1). */
+static void bn_case(int ch, size_t m, float shift, int fused)
 {
     size_t n = (size_t)ch * m;
     char what[96];
     tbuf x = tb_rand(n, shift - 2, shift + 2), gamma = tb_rand(ch, 0.5f, 1.5f),
          beta = tb_rand(ch, -1, 1), rm = tb_rand(ch, -1, 1), rv = tb_rand(ch, 0.5f, 2),
          sm = tb_out(ch), si = tb_out(ch), y = tb_out(n);
-    BOTH(b->ops->bn_forward_train(b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, 0.1f,
-                                  rm.d[be], rv.d[be], sm.d[be], si.d[be], y.d[be]));
+    BOTH((fused ? b->ops->bn_relu_forward_train : b->ops->bn_forward_train)(
+        b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, 0.1f, rm.d[be], rv.d[be], sm.d[be],
+        si.d[be], y.d[be]));
 #define BNCHK(buf, name)                                                                         \
-    snprintf(what, sizeof what, "bn C=%d m=%zu shift=%g: %s", ch, m, (double)shift, name);        \
+    snprintf(what, sizeof what, "bn%s C=%d m=%zu shift=%g: %s", fused ? "+relu" : "", ch, m,    \
+             (double)shift, name);                                                              \
     expect_close(&buf, TOL_FP32, what)
     BNCHK(y, "train y");
     BNCHK(sm, "save_mean");
@@ -510,19 +527,27 @@ static void bn_case(int ch, size_t m, float shift)
     BNCHK(rv, "running_var");
 
     tbuf ye = tb_out(n);
-    BOTH(b->ops->bn_forward_eval(b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, rm.d[be],
-                                 rv.d[be], ye.d[be]));
+    BOTH((fused ? b->ops->bn_relu_forward_eval : b->ops->bn_forward_eval)(
+        b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, rm.d[be], rv.d[be], ye.d[be]));
     BNCHK(ye, "eval y");
 
-    /* Backward from the CPU's saved statistics on both sides, to test backward alone. */
-    float *hm = tb_get(&sm, 0), *hi = tb_get(&si, 0);
+    /* Backward from the CPU's saved statistics (and, fused, the CPU's output, whose signs pick
+     * the ReLU's mask) on both sides, to test backward alone. */
+    float *hm = tb_get(&sm, 0), *hi = tb_get(&si, 0), *hy = tb_get(&y, 0);
     tb_upload(&sm, hm);
     tb_upload(&si, hi);
+    tb_upload(&y, hy);
     free(hm);
     free(hi);
+    free(hy);
     tbuf dy = tb_rand(n, -1, 1), dx = tb_rand(n, -1, 1), dg = tb_out(ch), dbt = tb_out(ch);
-    BOTH(b->ops->bn_backward(b, ch, m, x.d[be], gamma.d[be], sm.d[be], si.d[be], dy.d[be],
-                             dx.d[be], dg.d[be], dbt.d[be]));
+    if (fused) {
+        BOTH(b->ops->bn_relu_backward(b, ch, m, x.d[be], y.d[be], gamma.d[be], sm.d[be],
+                                      si.d[be], dy.d[be], dx.d[be], dg.d[be], dbt.d[be]));
+    } else {
+        BOTH(b->ops->bn_backward(b, ch, m, x.d[be], gamma.d[be], sm.d[be], si.d[be], dy.d[be],
+                                 dx.d[be], dg.d[be], dbt.d[be]));
+    }
     BNCHK(dx, "dx");
     BNCHK(dg, "dgamma");
     BNCHK(dbt, "dbeta");
@@ -534,10 +559,15 @@ static void bn_case(int ch, size_t m, float shift)
 
 START_TEST(test_batchnorm)
 {
-    bn_case(5, 2 * 7 * 9, 0.0f);
-    bn_case(33, 3 * 13 * 13, 0.5f);
-    bn_case(3, 2, 0.0f);
-    bn_case(4, 200003, 3.0f); /* large m with a non-zero mean: tests the two-pass variance */
+    for (int fused = 0; fused < 2; fused++) {
+        bn_case(5, 2 * 7 * 9, 0.0f, fused);
+        bn_case(33, 3 * 13 * 13, 0.5f, fused);
+        bn_case(3, 2, 0.0f, fused);
+        /* large m with a non-zero mean: the variance must not cancel; many slices per channel */
+        bn_case(4, 200003, 3.0f, fused);
+        bn_case(64, 2 * 56 * 56 + 5, -1.0f, fused); /* slices of unequal length */
+        bn_case(1, 5000000, 10.0f, fused);          /* the most slices per channel */
+    }
 }
 END_TEST
 

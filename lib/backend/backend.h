@@ -76,6 +76,11 @@ typedef struct vt_backend_ops {
     void *(*alloc)(vt_backend *b, size_t bytes); /* NULL + error set on failure; 64B aligned */
     void (*free)(vt_backend *b, void *p);        /* NULL ok */
     vt_status (*upload)(vt_backend *b, void *dst, const void *src_host, size_t bytes);
+    /* `rows` rows of row_bytes each, from host memory (starting spitch bytes apart) to backend
+     * memory (dpitch apart): a strided upload, e.g. one channel of an NCHW batch into CNHW.
+     * The caller may reuse src_host when it returns, as with upload. */
+    vt_status (*upload_rows)(vt_backend *b, void *dst, size_t dpitch, const void *src_host,
+                             size_t spitch, size_t row_bytes, size_t rows);
     vt_status (*download)(vt_backend *b, void *dst_host, const void *src, size_t bytes);
     vt_status (*copy)(vt_backend *b, void *dst, const void *src, size_t bytes);
     vt_status (*fill)(vt_backend *b, float *x, size_t n, float value);

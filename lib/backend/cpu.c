@@ -53,6 +53,15 @@ static vt_status cpu_copy(vt_backend *b, void *dst, const void *src, size_t byte
     return VT_OK;
 }
 
+static vt_status cpu_upload_rows(vt_backend *b, void *dst, size_t dpitch, const void *src,
+                                 size_t spitch, size_t row_bytes, size_t rows)
+{
+    (void)b;
+    for (size_t r = 0; r < rows; r++)
+        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, row_bytes);
+    return VT_OK;
+}
+
 static vt_status cpu_fill(vt_backend *b, float *x, size_t n, float v)
 {
     (void)b;
@@ -792,6 +801,7 @@ static const vt_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_copy,
+    .upload_rows = cpu_upload_rows,
     .download = cpu_copy,
     .copy = cpu_copy,
     .fill = cpu_fill,

@@ -103,6 +103,37 @@ static vt_status probe_time(probe *q, double min_s, double *best)
     return st;
 }
 
+/* Host-to-device bytes per second of a batch upload as vt_trainer_step does it (one strided
+ * upload per channel from ordinary, pageable memory: 3 channels of 64 images of 256x256): the
+ * best of a few after a warm-up.  0 when it cannot be measured (the caller keeps a default). */
+static double probe_upload(vt_backend *b)
+{
+    const vt_backend_ops *o = b->ops;
+    const size_t C = 3, N = 64, plane = (size_t)256 * 256 * sizeof(float);
+    size_t bytes = C * N * plane;
+    char *host = vt_malloc(bytes);
+    void *dev = o->alloc(b, bytes);
+    double best = 0;
+    if (host && dev) {
+        memset(host, 1, bytes); /* touch every page: first-touch faults are not the upload */
+        double t_best = 1e30;
+        vt_status st = VT_OK;
+        for (int r = 0; r < 4 && st == VT_OK; r++) {
+            double t0 = vt_now();
+            for (size_t c = 0; c < C && st == VT_OK; c++)
+                st = o->upload_rows(b, (char *)dev + c * N * plane, plane, host + c * plane,
+                                    C * plane, plane, N);
+            if (st == VT_OK) st = o->synchronize(b);
+            if (r > 0) t_best = fmin(t_best, vt_now() - t0);
+        }
+        if (st == VT_OK && t_best > 0 && t_best < 1e30) best = (double)bytes / t_best;
+    }
+    o->free(b, dev);
+    free(host);
+    vt_err_clear();
+    return best;
+}
+
 static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 {
     vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1, 0};
@@ -127,6 +158,7 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
     int fused = o->bn_relu_forward_train && o->bn_relu_backward;
+    double h2d = on_gpu ? probe_upload(b) : 0;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
     probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
@@ -147,7 +179,7 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     double den = r1 / 32 - r2 / 256;
     dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
     dm->rate = r2 * (256 + dm->s0) / 256;
-    dm->h2d_bw = on_gpu ? H2D_BW : 0;
+    dm->h2d_bw = on_gpu ? (h2d > 0 ? h2d : H2D_BW) : 0;
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
     return VT_OK;
@@ -377,7 +409,8 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     for (int i = 0; i < co.nb && st == VT_OK; i++) {
         V[i] = vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &d0, 1, states);
         if (st == VT_OK && V[i] < 0) st = VT_ERR_INVALID_ARGUMENT;
-        if (st == VT_OK && on_gpu) T[i] -= (double)co.batches[i] * cx.channels * cx.imgsz * cx.imgsz * 4 / H2D_BW;
+        if (st == VT_OK && on_gpu)
+            T[i] -= (double)co.batches[i] * cx.channels * cx.imgsz * cx.imgsz * 4 / c.dm.h2d_bw;
         if (st == VT_OK)
             vt_log(&e->log, VT_LOG_INFO, "calibration: batch %d: %.4f s/step measured, %.4f s "
                    "roofline", co.batches[i], T[i], V[i]);
@@ -565,7 +598,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
     if (st == VT_OK && ferror(f)) st = vt_fail(VT_ERR_IO, "%s: read error", path);
     fclose(f);
     if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
-    c->dm.fuse_bn_relu = !c->on_gpu; /* the CPU backend fuses BN + ReLU, the CUDA one not */
+    c->dm.fuse_bn_relu = 1; /* both backends fuse BN + ReLU */
     c->dm.gemm_size_n = c->on_gpu;
     if (st == VT_OK && !ended)
         st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);

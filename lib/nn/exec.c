@@ -187,6 +187,14 @@ static vt_pool_desc pool_desc(const vt_node *nd, const vt_shape *in, int n)
     return d;
 }
 
+/* A timestamp for the per-node profile: the backend first finishes what was queued (GPU ops
+ * are asynchronous), so each node is charged its own work. */
+static double prof_now(vt_exec *e)
+{
+    e->be->ops->synchronize(e->be);
+    return vt_now();
+}
+
 vt_status vt_exec_forward(vt_exec *e, int training)
 {
     vt_graph *g = e->g;
@@ -194,14 +202,14 @@ vt_status vt_exec_forward(vt_exec *e, int training)
     const vt_backend_ops *o = be->ops;
     int n = e->n;
     e->training = training;
-    double t0 = e->prof ? vt_now() : 0;
+    double t0 = e->prof ? prof_now(e) : 0;
     for (int i = 1; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
         vt_node *in = &g->nodes[nd->in[0]];
         size_t ne = numel(&nd->out, n);
         float *P = e->params;
         if (e->prof) {
-            double t1 = vt_now();
+            double t1 = prof_now(e);
             e->prof[i - 1] += t1 - t0;
             t0 = t1;
         }
@@ -277,7 +285,7 @@ vt_status vt_exec_forward(vt_exec *e, int training)
         case VT_OP_INPUT: break;
         }
     }
-    if (e->prof) e->prof[g->n_nodes - 1] += vt_now() - t0;
+    if (e->prof) e->prof[g->n_nodes - 1] += prof_now(e) - t0;
     return VT_OK;
 }
 
@@ -288,18 +296,18 @@ vt_status vt_exec_backward(vt_exec *e, int out)
     const vt_backend_ops *o = be->ops;
     int n = e->n;
     /* Input gradients accumulate, so every one except the seed starts at zero. */
-    double t0 = e->prof ? vt_now() : 0;
+    double t0 = e->prof ? prof_now(e) : 0;
     for (int i = e->input_grad ? 0 : 1; i < out; i++)
         if (g->nodes[i].dy) TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
     int skip0 = !e->input_grad; /* node 0 (the image batch) needs no gradient */
     if (e->prof) { /* the zero-fill is charged to node 0 */
-        double t1 = vt_now();
+        double t1 = prof_now(e);
         e->prof[0] += t1 - t0;
         t0 = t1;
     }
     for (int i = out; i >= 1; i--) {
         if (e->prof && i < out) {
-            double t1 = vt_now();
+            double t1 = prof_now(e);
             e->prof[i + 1] += t1 - t0;
             t0 = t1;
         }
@@ -389,7 +397,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
         case VT_OP_INPUT: break;
         }
     }
-    if (e->prof) e->prof[1] += vt_now() - t0;
+    if (e->prof) e->prof[1] += prof_now(e) - t0;
     return VT_OK;
 }
 

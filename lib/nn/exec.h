@@ -22,7 +22,8 @@ typedef struct vt_exec {
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
     unsigned char *consumers; /* per node: how many nodes read its output */
     double *prof;      /* NULL, or per node: seconds of forward + backward are added here
-                          (profiling for benchmarks and the estimator; set by the caller) */
+                          (profiling for benchmarks and the estimator; set by the caller;
+                          the backend is synchronised around every node while it is set) */
 } vt_exec;
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */

@@ -432,6 +432,20 @@ static double val_estimate(const vt_trainer *t, const run_clock *c, int batch)
     return step * ((nval + batch - 1) / batch) / 3.0; /* forward only: about a third of a step */
 }
 
+/* VT_METRIC_DEVICE_MEMORY_BYTES: what the trainer's GPU backend holds (nothing on the CPU). */
+static void note_device_memory(vt_trainer *t)
+{
+#if VT_HAVE_CUDA
+    if (t->be && strcmp(t->device, "cpu") != 0) {
+        size_t held = 0, peak = 0;
+        vt_backend_cuda_memory(t->be, &held, &peak);
+        set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
+    }
+#else
+    (void)t;
+#endif
+}
+
 static void update_eta(vt_trainer *t, const run_clock *c, int epochs, int nb, int validate,
                        int batch)
 {
@@ -446,13 +460,7 @@ static void update_eta(vt_trainer *t, const run_clock *c, int epochs, int nb, in
                step * (double)steps_left + val_estimate(t, c, batch) * vals_left);
     set_metric(&t->prog, VT_METRIC_COST_USD,
                p->elapsed / 3600.0 * vt_opt_num(&t->opts, VT_OPT_PRICE));
-#if VT_HAVE_CUDA
-    if (strcmp(t->device, "cpu") != 0) {
-        size_t held = 0, peak = 0;
-        vt_backend_cuda_memory(t->be, &held, &peak);
-        set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
-    }
-#endif
+    note_device_memory(t);
 }
 
 /* A callback; a non-zero return asks to cancel.  Once a cancel is asked for, the callback is
@@ -862,22 +870,23 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     vt_status st = prepare(t, batch);
     if (!st && !t->opt_m) st = reset_optimizer(t);
     if (st) return vt_err_capture(t->err, st);
-    /* NCHW from the caller -> CNHW staging buffer. */
+    /* NCHW from the caller -> the CNHW input, one strided upload per channel (no staging
+     * copy: on a GPU the copy engine gathers the rows). */
     int C = m->channels, sz = imgsz_of(t);
     size_t plane = (size_t)sz * sz;
-    for (int n = 0; n < batch; n++)
-        for (int c = 0; c < C; c++)
-            memcpy(t->host_batch + ((size_t)c * batch + n) * plane,
-                   images + ((size_t)n * C + c) * plane, plane * sizeof(float));
     memcpy(t->host_labels, labels, (size_t)batch * sizeof(int32_t));
     vt_exec *e = t->exec;
-    st = t->be->ops->upload(t->be, vt_exec_input(e), t->host_batch,
-                            (size_t)C * batch * plane * sizeof(float));
+    for (int c = 0; c < C && !st; c++)
+        st = t->be->ops->upload_rows(t->be, vt_exec_input(e) + (size_t)c * batch * plane,
+                                     plane * sizeof(float), images + (size_t)c * plane,
+                                     (size_t)C * plane * sizeof(float), plane * sizeof(float),
+                                     (size_t)batch);
     float l = 0;
     if (!st) st = train_batch(t, batch, base_lr(t), &l, NULL);
     if (!st) {
         set_metric(&t->prog, VT_METRIC_LOSS, l);
         set_metric(&t->prog, VT_METRIC_LR, base_lr(t));
+        note_device_memory(t);
         if (loss) *loss = l;
     }
     return vt_err_capture(t->err, st);

@@ -1,0 +1,191 @@
+/* Whole-run parity of the CUDA backend against the CPU one, through the public API only: the same
+ * model (same initialisation seed), the same data and the same options on device=cpu and on
+ * device=N must give the same losses, step after step (classification through vt_trainer_step)
+ * and epoch after epoch (detection and segmentation through vt_trainer_run, whose loader is
+ * deterministic for a seed).  fp32 must agree closely; TF32 within its rounding.
+ *
+ * Exits 77 (meson's "skipped") when the machine has no GPU or the build has no CUDA.
+ * VT_TEST_CUDA_DEVICE picks the device (default 0; "cpu" runs the test against the CPU itself). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "visiontrain/visiontrain.h"
+
+static char gpu[32] = "0";
+
+enum { STEPS = 20, BATCH = 16 };
+
+/* Losses of STEPS vt_trainer_step calls on fixed random data. */
+static void step_losses(const char *arch, const char *model_opts, int channels, int imgsz,
+                        const char *device, const char *precision, const char *optimizer,
+                        float *losses)
+{
+    vt_model *m;
+    ck_assert_msg(vt_model_create(&m, arch, 10, model_opts) == VT_OK, "%s", vt_last_error());
+    vt_trainer *t;
+    ck_assert_msg(vt_trainer_create(&t, m, NULL) == VT_OK, "%s", vt_last_error());
+    char kv[64];
+    snprintf(kv, sizeof kv, "device=%s", device);
+    ck_assert_msg(vt_trainer_set(t, kv) == VT_OK, "%s: %s", kv, vt_trainer_last_error(t));
+    snprintf(kv, sizeof kv, "precision=%s", precision);
+    ck_assert_int_eq(vt_trainer_set(t, kv), VT_OK);
+    snprintf(kv, sizeof kv, "optimizer=%s", optimizer);
+    ck_assert_int_eq(vt_trainer_set(t, kv), VT_OK);
+    size_t n = (size_t)BATCH * channels * imgsz * imgsz;
+    float *x = malloc(n * sizeof *x);
+    int32_t y[BATCH];
+    ck_assert_ptr_nonnull(x);
+    uint64_t r = 0x243F6A8885A308D3ull;
+    for (size_t i = 0; i < n; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((r >> 40) * (1.0 / 16777216.0));
+    }
+    for (int i = 0; i < BATCH; i++) y[i] = (i * 7) % 10;
+    for (int s = 0; s < STEPS; s++) {
+        losses[s] = NAN;
+        ck_assert_msg(vt_trainer_step(t, x, y, BATCH, &losses[s]) == VT_OK, "%s on %s step %d: %s",
+                      arch, device, s, vt_trainer_last_error(t));
+    }
+    if (strcmp(device, "cpu") != 0) {
+        double mem = 0;
+        ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_DEVICE_MEMORY_BYTES, &mem), VT_OK);
+        ck_assert_msg(mem > 0, "%s: no device memory reported on %s", arch, device);
+    }
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    free(x);
+}
+
+static void check_steps(const char *arch, const char *model_opts, int channels, int imgsz,
+                        const char *precision, const char *optimizer, double tol)
+{
+    float c[STEPS], g[STEPS];
+    step_losses(arch, model_opts, channels, imgsz, "cpu", precision, optimizer, c);
+    step_losses(arch, model_opts, channels, imgsz, gpu, precision, optimizer, g);
+    double worst = 0;
+    for (int s = 0; s < STEPS; s++) {
+        double e = fabs((double)g[s] - c[s]) / fmax(1.0, fabs((double)c[s]));
+        fprintf(stderr, "%-9s %-5s %-5s step %2d  cpu %.6f  gpu %.6f  rel %.2e\n", arch,
+                precision, optimizer, s, c[s], g[s], e);
+        ck_assert_msg(isfinite(g[s]), "%s step %d: GPU loss %f", arch, s, g[s]);
+        if (e > worst) worst = e;
+    }
+    ck_assert_msg(worst <= tol, "%s %s %s: losses differ by %.3g (relative) > %.3g", arch,
+                  precision, optimizer, worst, tol);
+    /* It must also have learnt something: the last loss below the first. */
+    ck_assert_msg(g[STEPS - 1] < g[0], "%s on the GPU: loss %f -> %f", arch, g[0], g[STEPS - 1]);
+}
+
+START_TEST(test_cnn_small_fp32)
+{
+    check_steps("cnn-small", "channels=1 imgsz=28", 1, 28, "fp32", "sgd", 1e-3);
+}
+END_TEST
+
+START_TEST(test_cls_n_fp32)
+{
+    check_steps("cls-n", "channels=3 imgsz=32", 3, 32, "fp32", "sgd", 1e-3);
+}
+END_TEST
+
+START_TEST(test_cls_n_adamw_fp32)
+{
+    check_steps("cls-n", "channels=3 imgsz=32", 3, 32, "fp32", "adamw", 1e-3);
+}
+END_TEST
+
+START_TEST(test_resnet18_tf32)
+{
+    check_steps("resnet18", "channels=3 imgsz=32", 3, 32, "tf32", "sgd", 3e-2);
+}
+END_TEST
+
+/* Two epochs of vt_trainer_run on a generated dataset: training and validation losses and the
+ * task's fitness on the CPU and the GPU. */
+static void run_epochs(vt_task task, const char *arch, const char *dir, const char *device,
+                       double out[3])
+{
+    vt_dataset *ds;
+    ck_assert_msg(vt_dataset_open(&ds, task, dir) == VT_OK, "%s", vt_last_error());
+    vt_model *m;
+    ck_assert_msg(vt_model_create(&m, arch, vt_dataset_num_classes(ds), "imgsz=64") == VT_OK,
+                  "%s", vt_last_error());
+    vt_trainer *t;
+    ck_assert_msg(vt_trainer_create(&t, m, ds) == VT_OK, "%s", vt_last_error());
+    char dev[64];
+    snprintf(dev, sizeof dev, "device=%s", device);
+    const char *opts[] = {"epochs=2", "batch=8", "save=0", "workers=2", "seed=0",
+                          "precision=fp32", "optimizer=adamw", "lr0=0.002", dev};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        ck_assert_msg(vt_trainer_set(t, opts[i]) == VT_OK, "%s: %s", opts[i],
+                      vt_trainer_last_error(t));
+    ck_assert_msg(vt_trainer_run(t) == VT_OK, "%s on %s: %s", arch, device,
+                  vt_trainer_last_error(t));
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_LOSS, &out[0]), VT_OK);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &out[1]), VT_OK);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_FITNESS, &out[2]), VT_OK);
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+}
+
+static void check_run(vt_task task, const char *arch, const char *name)
+{
+    const char *dir = vt_test_path("%s", name);
+    ck_assert_int_eq(vt_synth_generate(dir, task, "classes=3 train=32 val=8 imgsz=64 seed=5"),
+                     VT_OK);
+    double c[3], g[3];
+    run_epochs(task, arch, dir, "cpu", c);
+    run_epochs(task, arch, dir, gpu, g);
+    static const char *const what[] = {"train loss", "val loss", "fitness"};
+    for (int i = 0; i < 3; i++) {
+        double e = fabs(g[i] - c[i]) / fmax(1.0, fabs(c[i]));
+        fprintf(stderr, "%-6s %-10s cpu %.6f  gpu %.6f  rel %.2e\n", arch, what[i], c[i], g[i], e);
+        ck_assert_msg(isfinite(g[i]) && e <= 2e-2, "%s %s: cpu %f gpu %f", arch, what[i], c[i],
+                      g[i]);
+    }
+}
+
+START_TEST(test_det_run)
+{
+    check_run(VT_TASK_DETECT, "det-n", "det");
+}
+END_TEST
+
+START_TEST(test_seg_run)
+{
+    check_run(VT_TASK_SEGMENT, "seg-n", "seg");
+}
+END_TEST
+
+int main(void)
+{
+    const char *env = getenv("VT_TEST_CUDA_DEVICE");
+    if (env) snprintf(gpu, sizeof gpu, "%s", env);
+    /* VT_TEST_CUDA_DEVICE=cpu compares the CPU with itself: a check of this test, anywhere. */
+    if (strcmp(gpu, "cpu") != 0 && vt_device_count() <= 0) {
+        fprintf(stderr, "test_cuda_train: no GPU (or a build without CUDA), skipped\n");
+        return 77;
+    }
+    Suite *s = suite_create("cuda_train");
+    TCase *tc = tcase_create("parity");
+    tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_cnn_small_fp32);
+    tcase_add_test(tc, test_cls_n_fp32);
+    tcase_add_test(tc, test_cls_n_adamw_fp32);
+    tcase_add_test(tc, test_resnet18_tf32);
+    tcase_add_test(tc, test_det_run);
+    tcase_add_test(tc, test_seg_run);
+    suite_add_tcase(s, tc);
+    /* No fork: the CUDA driver, initialised by vt_device_count above, does not survive one. */
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
