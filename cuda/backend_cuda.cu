@@ -345,3 +345,21 @@ extern "C" void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes)
     if (!b || b->ops != &cuda_ops) return;
     vt_cuda(b)->conv_col_cap = bytes ? bytes : VT_CONV_COL_CAP;
 }
+
+extern "C" void *vt_cuda_host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        vt_fail(VT_ERR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes: %s", bytes,
+                cudaGetErrorString(e));
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void vt_cuda_host_free(void *p)
+{
+    if (p && cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+}

@@ -93,10 +93,14 @@ __global__ void k_im2col(vt_conv_desc d, int n0, int nb, const float *x, float *
     }
 }
 
-/* dx[ci][n0+n][iy][ix] += sum of the col entries that im2col read from that cell. */
-template <typename I>
+/* dx[ci][n0+n][iy][ix] += sum of the col entries that im2col read from that cell.  S is the
+ * stride when it is 1 or 2 on both axes (a compile-time constant: no integer division in the tap
+ * loop), 0 for any other (read from d).  Only the taps whose offset the stride divides are
+ * visited. */
+template <typename I, int S>
 __global__ void k_col2im_add(vt_conv_desc d, int n0, int nb, const float *col, float *dx)
 {
+    const int sh = S ? S : d.sh, sw = S ? S : d.sw;
     I hw = (I)d.h * d.w, P = (I)nb * d.ho * d.wo;
     I total = (I)d.cin * nb * hw;
     for (I t = blockIdx.x * (I)blockDim.x + threadIdx.x; t < total;
@@ -106,16 +110,16 @@ __global__ void k_col2im_add(vt_conv_desc d, int n0, int nb, const float *col, f
         I ci = cn / (I)nb, n = cn - ci * nb;
         const float *cp = col + ci * (I)(d.kh * d.kw) * P + n * (I)(d.ho * d.wo);
         float acc = 0.0f;
-        for (int ky = 0; ky < d.kh; ky++) {
-            int ty = iy + d.ph - ky;
-            if (ty < 0 || ty % d.sh) continue;
-            int oy = ty / d.sh;
-            if (oy >= d.ho) continue;
-            for (int kx = 0; kx < d.kw; kx++) {
-                int tx = ix + d.pw - kx;
-                if (tx < 0 || tx % d.sw) continue;
-                int ox = tx / d.sw;
-                if (ox >= d.wo) continue;
+        int py = iy + d.ph, px = ix + d.pw; /* ty = py - ky, tx = px - kx */
+        /* ky = py - oy*sh for oy from the largest valid down: ky ascending */
+        int oy_hi = py / sh < d.ho - 1 ? py / sh : d.ho - 1;
+        int ox_hi = px / sw < d.wo - 1 ? px / sw : d.wo - 1;
+        for (int oy = oy_hi; oy >= 0; oy--) {
+            int ky = py - oy * sh;
+            if (ky >= d.kh) break;
+            for (int ox = ox_hi; ox >= 0; ox--) {
+                int kx = px - ox * sw;
+                if (kx >= d.kw) break;
                 acc += cp[(I)(ky * d.kw + kx) * P + (I)(oy * d.wo + ox)];
             }
         }
@@ -140,10 +144,17 @@ static vt_status launch_col2im(vt_cuda_backend *cb, const vt_conv_desc *d, int n
 {
     size_t total = (size_t)d->cin * nb * d->h * d->w;
     unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
-    if (fits_u32(d, nb))
-        k_col2im_add<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
-    else
-        k_col2im_add<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
+    int s = d->sh == d->sw && d->sh <= 2 ? d->sh : 0;
+    if (fits_u32(d, nb)) {
+        if (s == 1)
+            k_col2im_add<uint32_t, 1><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
+        else if (s == 2)
+            k_col2im_add<uint32_t, 2><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
+        else
+            k_col2im_add<uint32_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
+    } else {
+        k_col2im_add<size_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
+    }
     return vt_cuda_check_launch("conv col2im");
 }
 

@@ -32,6 +32,13 @@ void vt_backend_cuda_set_fp32(vt_backend *b, int plain_fp32);
  * for logs and benchmarks.  Zeros when b is not a CUDA backend. */
 void vt_backend_cuda_memory(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
 
+/* Page-locked ("pinned") host memory, usable by every device: uploads from it are DMA at full
+ * speed and truly asynchronous (so the caller must not rewrite it before the stream has passed
+ * the copy).  NULL with an error set when the driver refuses (no GPU, too much pinned memory);
+ * callers then fall back to ordinary memory.  vt_cuda_host_free(NULL) does nothing. */
+void *vt_cuda_host_alloc(size_t bytes);
+void vt_cuda_host_free(void *p);
+
 /* Cap the im2col buffer of a convolution at `bytes` (0: the default, 256 MiB) so that tests can
  * exercise the batch-chunked path on small shapes.  Query conv_workspace after setting it. */
 void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes);

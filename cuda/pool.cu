@@ -25,14 +25,16 @@ __device__ __forceinline__ void covering(int i, int k, int s, int p, int no, int
     *hi = last < no - 1 ? last : no - 1;
 }
 
+/* Index arithmetic in I: unsigned 32-bit when the launch fits (64-bit division is slow). */
+template <typename I>
 __global__ void k_maxpool_fwd(vt_pool_desc d, const float *x, float *y, int32_t *idx)
 {
-    size_t total = (size_t)d.planes * d.ho * d.wo;
-    GRID_STRIDE(o, total)
-    {
-        int ox = (int)(o % d.wo), oy = (int)((o / d.wo) % d.ho);
-        size_t plane = o / ((size_t)d.wo * d.ho);
-        const float *xp = x + plane * d.h * d.w;
+    I howo = (I)d.ho * d.wo, total = (I)d.planes * howo;
+    for (I o = blockIdx.x * (I)blockDim.x + threadIdx.x; o < total;
+         o += (I)gridDim.x * blockDim.x) {
+        I plane = o / howo, r = o - plane * howo;
+        int oy = (int)(r / (I)d.wo), ox = (int)(r - (I)oy * d.wo);
+        const float *xp = x + plane * (I)d.h * d.w;
         int y0 = oy * d.s - d.p, x0 = ox * d.s - d.p;
         float best = -INFINITY;
         int bi = -1;
@@ -55,6 +57,12 @@ __global__ void k_maxpool_fwd(vt_pool_desc d, const float *x, float *y, int32_t 
     }
 }
 
+static bool pool_fits_u32(const vt_pool_desc *d)
+{
+    return (size_t)d->planes * d->h * d->w < UINT32_MAX &&
+           (size_t)d->planes * d->ho * d->wo < UINT32_MAX;
+}
+
 vt_status vt_cuda_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,
                                   int32_t *idx)
 {
@@ -64,28 +72,32 @@ vt_status vt_cuda_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const fl
     size_t total = (size_t)d->planes * d->ho * d->wo;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_maxpool_fwd<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        *d, x, y, idx);
+    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
+    if (pool_fits_u32(d))
+        k_maxpool_fwd<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, x, y, idx);
+    else
+        k_maxpool_fwd<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, x, y, idx);
     return vt_cuda_check_launch("maxpool_forward");
 }
 
+template <typename I>
 __global__ void k_maxpool_bwd(vt_pool_desc d, const int32_t *idx, const float *dy, float *dx)
 {
-    size_t total = (size_t)d.planes * d.h * d.w;
-    GRID_STRIDE(i, total)
-    {
-        int ix = (int)(i % d.w), iy = (int)((i / d.w) % d.h);
-        size_t plane = i / ((size_t)d.w * d.h);
+    I hw = (I)d.h * d.w, total = (I)d.planes * hw;
+    for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
+         i += (I)gridDim.x * blockDim.x) {
+        I plane = i / hw, r = i - plane * hw;
+        int iy = (int)(r / (I)d.w), ix = (int)(r - (I)iy * d.w);
         int oy0, oy1, ox0, ox1;
         covering(iy, d.k, d.s, d.p, d.ho, &oy0, &oy1);
         covering(ix, d.k, d.s, d.p, d.wo, &ox0, &ox1);
         if (oy0 > oy1 || ox0 > ox1) continue;
-        int self = iy * d.w + ix;
-        size_t base = plane * d.ho * d.wo;
+        int self = (int)r;
+        I base = plane * (I)d.ho * d.wo;
         float acc = dx[i];
         for (int oy = oy0; oy <= oy1; oy++)
             for (int ox = ox0; ox <= ox1; ox++) {
-                size_t o = base + (size_t)oy * d.wo + ox;
+                I o = base + (I)(oy * d.wo + ox);
                 if (idx[o] == self) acc += dy[o];
             }
         dx[i] = acc;
@@ -101,8 +113,11 @@ vt_status vt_cuda_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const i
     size_t total = (size_t)d->planes * d->h * d->w;
     if (total == 0 || !dx || d->ho == 0 || d->wo == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_maxpool_bwd<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        *d, idx, dy, dx);
+    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
+    if (pool_fits_u32(d))
+        k_maxpool_bwd<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
+    else
+        k_maxpool_bwd<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
     return vt_cuda_check_launch("maxpool_backward");
 }
 

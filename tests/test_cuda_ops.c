@@ -317,6 +317,8 @@ static const conv_shape conv_cases[] = {
     {4, 32, 19, 19, 48, 3, 3, 1, 1, 1, 1, 1},  /* K = 288 */
     {3, 6, 12, 12, 9, 3, 3, 2, 2, 0, 0, 3},    /* no padding, groups 3 */
     {5, 4, 6, 7, 4, 7, 7, 1, 1, 3, 3, 4},      /* kernel bigger than the map, depthwise */
+    {2, 5, 14, 13, 7, 3, 3, 3, 3, 1, 1, 1},    /* stride 3 (col2im's generic stride) */
+    {2, 3, 30, 29, 8, 7, 7, 2, 2, 3, 3, 1},    /* a ResNet stem: 7x7, stride 2, pad 3 */
 };
 
 static vt_conv_desc make_desc(const conv_shape *s)

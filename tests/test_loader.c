@@ -278,6 +278,20 @@ static void keep_batch(batches *o, int i, const vt_loader *L, const float *x, si
     }
 }
 
+/* A counting allocator for the loader's batch buffers (vt_loader_config.host_alloc). */
+static int use_hooks, hook_fail, hook_allocs, hook_frees;
+static void *hook_alloc(size_t n)
+{
+    if (hook_fail) return NULL;
+    hook_allocs++;
+    return malloc(n);
+}
+static void hook_free(void *p)
+{
+    hook_frees++;
+    free(p);
+}
+
 /* NB batches of BS images of a fixed shuffled order, epoch-like; mosaic off from batch 3 on.
  * depth 0: vt_loader_fill; else submit/wait with depth batches in flight. */
 static void load_batches(const vt_dataset *ds, int sz, int workers, int depth, int64_t cache,
@@ -286,7 +300,11 @@ static void load_batches(const vt_dataset *ds, int sz, int workers, int depth, i
 {
     int det = ds->task == VT_TASK_DETECT, n = ds->split[VT_SPLIT_TRAIN].n;
     ck_assert_int_ge(n, NB * BS);
-    vt_loader_config cfg = {sz, 3, workers, aug, NULL};
+    vt_loader_config cfg = {sz, 3, workers, aug, NULL, NULL, NULL};
+    if (use_hooks) {
+        cfg.host_alloc = hook_alloc;
+        cfg.host_free = hook_free;
+    }
     vt_loader *L;
     ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
     ck_assert_int_eq(vt_loader_start_prefetch(L, depth), VT_OK);
@@ -372,6 +390,19 @@ static void check_prefetch_and_cache(vt_dataset *ds, int sz)
     assert_same(&ref, &x, sz, "prefetch 1, 2 workers");
     load_batches(ds, sz, 3, 3, 0, &aug, 11, 1, &x, NULL);
     assert_same(&ref, &x, sz, "prefetch 3, 3 workers");
+    /* The batches' own allocator (pinned memory for a GPU): used for every async buffer, all
+     * freed, the same batches; and when it fails, malloc instead. */
+    use_hooks = 1;
+    hook_allocs = hook_frees = 0;
+    load_batches(ds, sz, 2, 2, 0, &aug, 11, 1, &x, NULL);
+    assert_same(&ref, &x, sz, "prefetch 2 from host_alloc");
+    ck_assert_int_ge(hook_allocs, 3); /* depth + 1 buffers */
+    ck_assert_int_eq(hook_frees, hook_allocs);
+    hook_fail = 1;
+    load_batches(ds, sz, 2, 2, 0, &aug, 11, 1, &x, NULL);
+    assert_same(&ref, &x, sz, "prefetch 2, host_alloc failing");
+    ck_assert_int_eq(hook_frees, hook_allocs);
+    use_hooks = hook_fail = 0;
     /* a different seed changes the batches (so the comparisons above can fail) */
     load_batches(ds, sz, 1, 0, 0, &aug, 12, 1, &y, NULL);
     ck_assert(memcmp(ref.x[0], y.x[0], sizeof(float) * 3 * sz * sz) != 0);
@@ -428,7 +459,7 @@ START_TEST(test_loader_errors_and_drain)
     vt_aug_params_default(&aug);
     aug.mosaic = 0; /* so only the batch's own images matter */
     vt_logger log = {count_warnings, NULL, VT_LOG_DEBUG};
-    vt_loader_config cfg = {32, 3, 2, &aug, &log};
+    vt_loader_config cfg = {32, 3, 2, &aug, &log, NULL, NULL};
     vt_loader *L;
     ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
     ck_assert_int_eq(vt_loader_start_prefetch(L, 2), VT_OK);
@@ -662,7 +693,7 @@ START_TEST(test_batch_partners)
     float *x = malloc(sizeof(float) * PER * 6), *y = malloc(sizeof(float) * PER * 6);
     int32_t lab[6], lab2[6];
     for (int workers = 1; workers <= 2; workers++) {
-        vt_loader_config cfg = {SZ, 3, workers, &aug, NULL};
+        vt_loader_config cfg = {SZ, 3, workers, &aug, NULL, NULL, NULL};
         vt_loader *L;
         ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
         ck_assert_int_eq(vt_loader_enable_cache(L, (int64_t)1 << 30), VT_OK);
@@ -680,7 +711,7 @@ START_TEST(test_batch_partners)
     /* images 0 and 1 become unreadable: left out, and nobody's partner */
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(vt_test_write_file(ds->split[VT_SPLIT_TRAIN].paths[i], "junk", 4), 0);
-    vt_loader_config cfg = {SZ, 3, 2, &aug, NULL};
+    vt_loader_config cfg = {SZ, 3, 2, &aug, NULL, NULL, NULL};
     vt_loader *L;
     ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
     int with_bad[6] = {0, 5, 6, 1, 7, 12}, good[4] = {5, 6, 7, 12}, ok, ok2;

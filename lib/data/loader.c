@@ -38,6 +38,7 @@ typedef struct lbuf {
     vt_loader *L;
     int cap;                /* images the arrays below hold */
     float *own;             /* async: channels x cap x plane floats; NULL for the sync buffer */
+    int own_hosted;         /* own came from cfg.host_alloc */
     float *dst;             /* where this job writes: own, or the caller's batch */
     int32_t *labels;        /* async: packed labels (the sync fill writes the caller's) */
     int *indices;           /* the job's images (a copy) */
@@ -95,9 +96,33 @@ struct vt_loader {
 
 /* ---- buffers ----------------------------------------------------------------------------- */
 
+/* The float batch of an async buffer, from the configured allocator when there is one.  The
+ * buffer remembers which allocator made it (own_hosted). */
+static float *batch_alloc(lbuf *B, size_t bytes)
+{
+    const vt_loader_config *c = &B->L->cfg;
+    if (c->host_alloc && c->host_free) {
+        float *f = c->host_alloc(bytes);
+        if (f) {
+            B->own_hosted = 1;
+            return f;
+        }
+        vt_err_clear(); /* fall back to ordinary memory */
+    }
+    B->own_hosted = 0;
+    return vt_malloc(bytes);
+}
+
+static void batch_free(lbuf *B, float *f)
+{
+    if (f && B->own_hosted) B->L->cfg.host_free(f);
+    else free(f);
+}
+
 static void lbuf_free(lbuf *B)
 {
-    free(B->own);
+    if (B->L) batch_free(B, B->own);
+    else free(B->own);
     free(B->labels);
     free(B->indices);
     free(B->status);
@@ -135,10 +160,18 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
     if (with_batch) {
         size_t plane = (size_t)L->cfg.imgsz * L->cfg.imgsz;
         /* not realloc: the old floats are of no use */
-        float *f = vt_malloc((size_t)n * L->cfg.channels * plane * sizeof(float));
-        if (!f) return VT_ERR_OUT_OF_MEMORY;
-        free(B->own);
+        float *old = B->own;
+        int old_hosted = B->own_hosted;
+        float *f = batch_alloc(B, (size_t)n * L->cfg.channels * plane * sizeof(float));
+        if (!f) {
+            B->own_hosted = old_hosted;
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+        int new_hosted = B->own_hosted;
+        B->own_hosted = old_hosted;
+        batch_free(B, old);
         B->own = f;
+        B->own_hosted = new_hosted;
         GROW(B->labels, n);
     }
     GROW(B->indices, n);

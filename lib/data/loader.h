@@ -38,6 +38,11 @@ typedef struct vt_loader_config {
     int workers;               /* decoding threads, 0 = the calling thread only */
     const vt_aug_params *aug;  /* training augmentation (copied); NULL: none */
     const vt_logger *log;
+    /* Optional allocator of the batches the producer fills (vt_loader_wait's *batch), e.g.
+     * pinned memory a GPU uploads from by DMA; NULL: malloc/free.  host_alloc returns NULL on
+     * failure (the loader then falls back to malloc). */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *p);
 } vt_loader_config;
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,

@@ -103,37 +103,6 @@ static vt_status probe_time(probe *q, double min_s, double *best)
     return st;
 }
 
-/* Host-to-device bytes per second of a batch upload as vt_trainer_step does it (one strided
- * upload per channel from ordinary, pageable memory: 3 channels of 64 images of 256x256): the
- * best of a few after a warm-up.  0 when it cannot be measured (the caller keeps a default). */
-static double probe_upload(vt_backend *b)
-{
-    const vt_backend_ops *o = b->ops;
-    const size_t C = 3, N = 64, plane = (size_t)256 * 256 * sizeof(float);
-    size_t bytes = C * N * plane;
-    char *host = vt_malloc(bytes);
-    void *dev = o->alloc(b, bytes);
-    double best = 0;
-    if (host && dev) {
-        memset(host, 1, bytes); /* touch every page: first-touch faults are not the upload */
-        double t_best = 1e30;
-        vt_status st = VT_OK;
-        for (int r = 0; r < 4 && st == VT_OK; r++) {
-            double t0 = vt_now();
-            for (size_t c = 0; c < C && st == VT_OK; c++)
-                st = o->upload_rows(b, (char *)dev + c * N * plane, plane, host + c * plane,
-                                    C * plane, plane, N);
-            if (st == VT_OK) st = o->synchronize(b);
-            if (r > 0) t_best = fmin(t_best, vt_now() - t0);
-        }
-        if (st == VT_OK && t_best > 0 && t_best < 1e30) best = (double)bytes / t_best;
-    }
-    o->free(b, dev);
-    free(host);
-    vt_err_clear();
-    return best;
-}
-
 static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 {
     vt_conv_desc x = {n, c, hw, hw, c, hw, hw, 3, 3, 1, 1, 1, 1, 1, 0};
@@ -158,7 +127,6 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
     int fused = o->bn_relu_forward_train && o->bn_relu_backward;
-    double h2d = on_gpu ? probe_upload(b) : 0;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
     probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
@@ -179,7 +147,7 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     double den = r1 / 32 - r2 / 256;
     dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
     dm->rate = r2 * (256 + dm->s0) / 256;
-    dm->h2d_bw = on_gpu ? (h2d > 0 ? h2d : H2D_BW) : 0;
+    dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
     return VT_OK;
@@ -248,7 +216,7 @@ typedef struct calib_ctx {
  * NULL; CPU only, where host timers see the work): per node of the model's graph, the median
  * seconds per step of its forward + backward (the executor's profile). */
 static vt_status time_steps(const calib_ctx *cx, int batch, double budget, double *seconds,
-                            double *node_s)
+                            double *node_s, double *h2d_bw)
 {
     size_t n = (size_t)batch * cx->channels * cx->imgsz * cx->imgsz;
     float *img = vt_malloc(n * sizeof *img);
@@ -289,6 +257,17 @@ static vt_status time_steps(const calib_ctx *cx, int batch, double budget, doubl
         }
         spent += ts[k++];
         if (k >= 2 && spent >= budget) break;
+    }
+    /* the input upload as the steps do it (on a GPU: staging and DMA), best of a few */
+    if (st == VT_OK && h2d_bw) {
+        double best = 1e30;
+        for (int r = 0; r < 4 && st == VT_OK; r++) {
+            double u0 = vt_now();
+            st = vt_trainer_upload_images(t, img, batch);
+            if (st == VT_OK) st = t->be->ops->synchronize(t->be);
+            best = fmin(best, vt_now() - u0);
+        }
+        if (st == VT_OK && best > 0 && best < 1e30) *h2d_bw = (double)n * sizeof(float) / best;
     }
     if (st == VT_OK && node_s)
         for (int i = 0; i < nn; i++) {
@@ -398,7 +377,8 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
         st = VT_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < co.nb && st == VT_OK; i++)
         st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i],
-                        i == co.nb - 1 ? node_s : NULL);
+                        i == co.nb - 1 ? node_s : NULL,
+                        on_gpu && i == co.nb - 1 ? &c.dm.h2d_bw : NULL);
     if (st == VT_OK && node_s &&
         vt_est_fit_layers(&g, cx.imgsz, cx.imgsz, co.batches[co.nb - 1], node_s, &c.dm))
         vt_log(&e->log, VT_LOG_INFO, "calibration: the model's layers give %.1f GFLOP/s (s0 %.0f), "
@@ -406,6 +386,8 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     free(node_s);
     vt_devmodel d0 = c.dm;
     d0.h2d_bw = 0;
+    if (st == VT_OK && on_gpu)
+        vt_log(&e->log, VT_LOG_INFO, "calibration: input upload %.1f GB/s", c.dm.h2d_bw * 1e-9);
     for (int i = 0; i < co.nb && st == VT_OK; i++) {
         V[i] = vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &d0, 1, states);
         if (st == VT_OK && V[i] < 0) st = VT_ERR_INVALID_ARGUMENT;
@@ -465,7 +447,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
             for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {
                 double ts;
                 if ((double)tryb * cx.channels * cx.imgsz * cx.imgsz * 4 > 2e9) break;
-                vt_status ps = time_steps(&cx, tryb, 0.0, &ts, NULL);
+                vt_status ps = time_steps(&cx, tryb, 0.0, &ts, NULL, NULL);
                 if (ps == VT_OK) { c.verified_max_batch = tryb; break; }
                 if (ps != VT_ERR_DEVICE_OOM) break;
                 tryb = (int)(tryb * 0.8);

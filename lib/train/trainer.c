@@ -94,6 +94,36 @@ static void release_device(vt_trainer *t)
 static vt_status pull_weights(void *ctx);
 static void mark_dirty(vt_trainer *t);
 
+static void free_host_batch(vt_trainer *t)
+{
+#if VT_HAVE_CUDA
+    if (t->host_pinned) vt_cuda_host_free(t->host_batch);
+    else
+#endif
+        free(t->host_batch);
+    t->host_batch = NULL;
+    t->host_pinned = 0;
+}
+
+/* The staging batch: pinned for a GPU backend (uploads from it are asynchronous DMA; every
+ * step and evaluation ends with a download that waits for the stream, so it is never rewritten
+ * while a copy from it is in flight), ordinary memory otherwise or when pinning fails. */
+static float *alloc_host_batch(vt_trainer *t, size_t floats)
+{
+    free_host_batch(t);
+#if VT_HAVE_CUDA
+    if (t->be && !t->be->ops->host_memory) {
+        t->host_batch = vt_cuda_host_alloc(floats * sizeof(float));
+        if (t->host_batch) {
+            t->host_pinned = 1;
+            return t->host_batch;
+        }
+        vt_err_clear(); /* fall back to pageable memory */
+    }
+#endif
+    return t->host_batch = vt_malloc(floats * sizeof(float));
+}
+
 VT_API void vt_trainer_destroy(vt_trainer *t)
 {
     if (!t) return;
@@ -105,7 +135,8 @@ VT_API void vt_trainer_destroy(vt_trainer *t)
         t->model->pull_ctx = NULL;
     }
     release_device(t);
-    free(t->host_batch);
+    free_host_batch(t);
+    vt_pool_destroy(t->stage_pool);
     free(t->host_labels);
     free(t->host_probs);
     free(t->confusion);
@@ -251,12 +282,14 @@ static vt_status prepare(vt_trainer *t, int batch)
     int sz = imgsz_of(t);
     TRY(vt_exec_prepare(t->exec, batch, sz, sz));
     size_t need = (size_t)batch * t->model->channels * sz * sz;
-    if (need > t->host_cap) {
-        free(t->host_batch);
+    /* a new backend kind may want the other kind of staging memory */
+    int for_gpu = !t->be->ops->host_memory;
+    if (need > t->host_cap || (t->host_batch && t->host_for_gpu != for_gpu)) {
         free(t->host_labels);
-        t->host_batch = vt_malloc(need * sizeof(float));
+        alloc_host_batch(t, need);
         t->host_labels = vt_malloc((size_t)batch * sizeof(int32_t));
         t->host_cap = t->host_batch && t->host_labels ? need : 0;
+        t->host_for_gpu = for_gpu;
         if (!t->host_cap) return VT_ERR_OUT_OF_MEMORY;
     }
     int np = t->model->num_classes * batch;
@@ -574,7 +607,15 @@ static vt_status run(vt_trainer *t)
     vt_trainer_aug_params(t, &aug);
     int cache_ram = strcmp(vt_opt_str(&t->opts, VT_OPT_CACHE), "ram") == 0;
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
-                            &t->log};
+                            &t->log, NULL, NULL};
+#if VT_HAVE_CUDA
+    /* batches the GPU uploads by DMA straight from the loader's buffers; each step waits for
+     * its stream before the loader can reuse the buffer (vt_loader_wait's contract) */
+    if (!t->be->ops->host_memory) {
+        cfg.host_alloc = vt_cuda_host_alloc;
+        cfg.host_free = vt_cuda_host_free;
+    }
+#endif
     /* workers=0: everything in this thread, no prefetch */
     int depth = cfg.workers > 0 ? (int)vt_opt_num(&t->opts, VT_OPT_PREFETCH) : 0;
     int64_t cache_cap = (int64_t)vt_opt_num(&t->opts, VT_OPT_CACHE_BYTES);
@@ -847,6 +888,65 @@ VT_API vt_status vt_trainer_run(vt_trainer *t)
     return vt_err_capture(t->err, run(t));
 }
 
+/* GPU staging of vt_trainer_step: NCHW rows copied into the pinned CNHW batch by a few threads,
+ * channel by channel, each channel's DMA starting while the next one is copied. */
+typedef struct stage_job {
+    float *dst;
+    const float *src;
+    int C;
+    size_t plane;
+} stage_job;
+
+static void stage_rows(void *ctx, size_t begin, size_t end)
+{
+    const stage_job *j = ctx;
+    for (size_t n = begin; n < end; n++)
+        memcpy(j->dst + n * j->plane, j->src + n * j->C * j->plane, j->plane * sizeof(float));
+}
+
+static vt_pool *stage_pool(vt_trainer *t)
+{
+    if (!t->stage_pool) {
+        int n = vt_cpu_count();
+        if (vt_pool_create(&t->stage_pool, n < 4 ? n : 4) != VT_OK) {
+            t->stage_pool = NULL;
+            vt_err_clear(); /* the caller falls back to a strided upload */
+        }
+    }
+    return t->stage_pool;
+}
+
+static vt_status stage_upload(vt_trainer *t, const float *images, int C, int batch, size_t plane)
+{
+    vt_status st = VT_OK;
+    for (int c = 0; c < C && st == VT_OK; c++) {
+        size_t off = (size_t)c * batch * plane;
+        stage_job j = {t->host_batch + off, images + (size_t)c * plane, C, plane};
+        /* about 1 MiB per task: small images go several to a thread */
+        size_t grain = (size_t)1 + ((size_t)1 << 18) / plane;
+        vt_pool_run(t->stage_pool, (size_t)batch, grain, stage_rows, &j);
+        st = t->be->ops->upload(t->be, vt_exec_input(t->exec) + off, t->host_batch + off,
+                                (size_t)batch * plane * sizeof(float));
+    }
+    return st;
+}
+
+vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch)
+{
+    int C = t->model->channels, sz = imgsz_of(t);
+    size_t plane = (size_t)sz * sz;
+    if (t->host_pinned && stage_pool(t)) return stage_upload(t, images, C, batch, plane);
+    /* CPU: rows straight into the input; GPU without pinned memory: one strided copy per
+     * channel, the copy engine gathering the rows */
+    vt_status st = VT_OK;
+    for (int c = 0; c < C && !st; c++)
+        st = t->be->ops->upload_rows(t->be, vt_exec_input(t->exec) + (size_t)c * batch * plane,
+                                     plane * sizeof(float), images + (size_t)c * plane,
+                                     (size_t)C * plane * sizeof(float), plane * sizeof(float),
+                                     (size_t)batch);
+    return st;
+}
+
 VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32_t *labels,
                                  int batch, float *loss)
 {
@@ -870,17 +970,8 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     vt_status st = prepare(t, batch);
     if (!st && !t->opt_m) st = reset_optimizer(t);
     if (st) return vt_err_capture(t->err, st);
-    /* NCHW from the caller -> the CNHW input, one strided upload per channel (no staging
-     * copy: on a GPU the copy engine gathers the rows). */
-    int C = m->channels, sz = imgsz_of(t);
-    size_t plane = (size_t)sz * sz;
     memcpy(t->host_labels, labels, (size_t)batch * sizeof(int32_t));
-    vt_exec *e = t->exec;
-    for (int c = 0; c < C && !st; c++)
-        st = t->be->ops->upload_rows(t->be, vt_exec_input(e) + (size_t)c * batch * plane,
-                                     plane * sizeof(float), images + (size_t)c * plane,
-                                     (size_t)C * plane * sizeof(float), plane * sizeof(float),
-                                     (size_t)batch);
+    st = vt_trainer_upload_images(t, images, batch);
     float l = 0;
     if (!st) st = train_batch(t, batch, base_lr(t), &l, NULL);
     if (!st) {

@@ -56,7 +56,11 @@ struct vt_trainer {
     int64_t opt_t;               /* AdamW step count */
     float *ema_p, *ema_b;        /* EMA of params / buffers, backend memory (ema=1) */
     float *tmp_p, *tmp_b;        /* scratch of the same sizes (EMA update, swapping for val) */
-    float *host_batch;
+    float *host_batch;           /* CNHW staging of one batch; pinned when host_pinned */
+    int host_pinned;             /* host_batch came from vt_cuda_host_alloc (GPU trainers) */
+    int host_for_gpu;            /* host_batch was allocated for a device backend (pinned if
+                                    the driver allowed it) */
+    struct vt_pool *stage_pool;  /* threads of vt_trainer_step's NCHW -> CNHW staging (GPU) */
     int32_t *host_labels;
     size_t host_cap;             /* floats in host_batch */
     float *host_probs;
@@ -169,6 +173,10 @@ int vt_trainer_imgsz(const vt_trainer *t);
 /* Decode images `indices` of L's split into the executor's input (and their labels into
  * t->host_labels), staging through t->host_batch when the backend is a device. */
 struct vt_loader;
+/* vt_trainer_step's input upload: `batch` NCHW images from the caller into the executor's CNHW
+ * input (staged through the pinned batch by a few threads on a GPU; asynchronous there: the
+ * next download or synchronize waits for it).  The trainer must be prepared for `batch`. */
+vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch);
 vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *indices, int n,
                                 uint64_t aug_seed, int *ok);
 /* Validation driver shared by the tasks: every image of a split, batch by batch, decoded into
