@@ -80,17 +80,19 @@ vt_status vt_cuda_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const fl
     return vt_cuda_check_launch("maxpool_forward");
 }
 
-template <typename I>
+/* S: the stride when it is 2 (a compile-time constant: no division in covering()), else 0. */
+template <typename I, int S>
 __global__ void k_maxpool_bwd(vt_pool_desc d, const int32_t *idx, const float *dy, float *dx)
 {
+    const int s = S ? S : d.s;
     I hw = (I)d.h * d.w, total = (I)d.planes * hw;
     for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < total;
          i += (I)gridDim.x * blockDim.x) {
         I plane = i / hw, r = i - plane * hw;
         int iy = (int)(r / (I)d.w), ix = (int)(r - (I)iy * d.w);
         int oy0, oy1, ox0, ox1;
-        covering(iy, d.k, d.s, d.p, d.ho, &oy0, &oy1);
-        covering(ix, d.k, d.s, d.p, d.wo, &ox0, &ox1);
+        covering(iy, d.k, s, d.p, d.ho, &oy0, &oy1);
+        covering(ix, d.k, s, d.p, d.wo, &ox0, &ox1);
         if (oy0 > oy1 || ox0 > ox1) continue;
         int self = (int)r;
         I base = plane * (I)d.ho * d.wo;
@@ -114,10 +116,12 @@ vt_status vt_cuda_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const i
     if (total == 0 || !dx || d->ho == 0 || d->wo == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
     unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
-    if (pool_fits_u32(d))
-        k_maxpool_bwd<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
+    if (pool_fits_u32(d) && d->s == 2)
+        k_maxpool_bwd<uint32_t, 2><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
+    else if (pool_fits_u32(d))
+        k_maxpool_bwd<uint32_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
     else
-        k_maxpool_bwd<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
+        k_maxpool_bwd<size_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
     return vt_cuda_check_launch("maxpool_backward");
 }
 

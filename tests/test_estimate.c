@@ -123,7 +123,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -154,7 +154,7 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_relu = 0;
@@ -174,7 +174,7 @@ START_TEST(calibration_layer_fit)
     vt_layer_cost *lc = calloc((size_t)g.n_nodes, sizeof *lc);
     double *t = calloc((size_t)g.n_nodes, sizeof *t);
     ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lc, g.n_nodes), g.n_nodes);
-    vt_devmodel truth = {50e9, 10e9, 20, 0, 0, 0, 4, 1, 0};
+    vt_devmodel truth = {50e9, 10e9, 20, 0, 0, 0, 4, 1, 0, 0};
     for (int i = 1; i < g.n_nodes; i++) {
         if (vt_est_relu_fused(&g, i)) continue;
         if (vt_est_is_gemm_op(lc[i].op)) { /* compute-bound part only, as the fit models it */
@@ -184,7 +184,7 @@ START_TEST(calibration_layer_fit)
             t[i] = 16 * vt_est_layer_act_elems(&lc[i]) * 4 / truth.bw;
         }
     }
-    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0};
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0};
     ck_assert_int_eq(vt_est_fit_layers(&g, 32, 32, 16, t, &dm), 1);
     ck_assert_msg(fabs(dm.rate / truth.rate - 1) < 1e-6 && fabs(dm.s0 - truth.s0) < 1e-4 &&
                       fabs(dm.bw / truth.bw - 1) < 1e-6,

@@ -17,6 +17,9 @@
 /* ---- calibration ---------------------------------------------------------------------------- */
 
 #include "backend/backend.h"
+#if VT_HAVE_CUDA
+#include "cuda/cuda_device.h"
+#endif
 
 /* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
  * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
@@ -111,7 +114,8 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 
 /* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
  * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
-static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *dm)
+static vt_status probe_device(int on_gpu, int dev, int plain_fp32, double probe_s,
+                              vt_devmodel *dm)
 {
     vt_backend *b = NULL;
     vt_status st;
@@ -119,6 +123,7 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     else {
 #if VT_HAVE_CUDA
         st = vt_backend_cuda_create(&b, dev);
+        if (st == VT_OK) vt_backend_cuda_set_fp32(b, plain_fp32);
 #else
         st = vt_fail(VT_ERR_DEVICE, "GPU %d: this build of libvisiontrain has no CUDA backend", dev);
 #endif
@@ -141,7 +146,14 @@ static vt_status probe_device(int on_gpu, int dev, double probe_s, vt_devmodel *
     dm->bw = (fused ? 10.0 : 17.0) * 4 * (double)bn.c * bn.m / tb;
     dm->fuse_bn_relu = fused;
     dm->gemm_size_n = on_gpu;
-    /* conv: t = F/(R*phi) + X*4/BW; solve the two probes for R and s0 */
+    /* conv: t = F/(R*phi) + X*4/BW (+ the column passes, GPU); solve the two probes for R
+     * and s0 */
+    dm->col_passes = on_gpu ? VT_GPU_COL_PASSES : 0;
+    t1 -= dm->col_passes * 4.0 * 32 * 9 * 32 * 32 * c1.d.n / dm->bw;
+    t2 -= dm->col_passes * 4.0 * 256 * 9 * 8 * 8 * c2.d.n / dm->bw;
+    if (!(t1 > 0) || !(t2 > 0))
+        return vt_fail(VT_ERR_NUMERIC, "calibration probes: the convolutions took less than "
+                       "their column traffic (machine overloaded?)");
     double r1 = 6.0 * 32 * 32 * 9 * 32 * 32 * c1.d.n / t1,
            r2 = 6.0 * 256 * 256 * 9 * 8 * 8 * c2.d.n / t2;
     double den = r1 / 32 - r2 / 256;
@@ -159,12 +171,13 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The CPU's R, s0 and BW from the calibration model's own layers, timed at `batch` (node_s):
- * GEMM layers give 1/rate_i = t_i / (b F_i) = 1/R + (s0/R) / d_i, fitted by least squares,
- * each layer once (weighting by time let the slow narrow layers set s0, and models with wider
- * layers were then over-predicted by 10-35 %); streaming layers give
- * BW = their bytes / their time.  0 when the layers do not determine them (then the probes'
- * values stay): no GEMM layer, or every GEMM of one size d (s0 then from the probes). */
+/* R, s0 and BW from the calibration model's own layers, timed at `batch` (node_s): streaming
+ * layers give BW = their bytes / their time; GEMM layers, less their im2col column traffic at
+ * that BW (GPU; none on the CPU), give 1/rate_i = t_i / (b F_i) = 1/R + (s0/R) / d_i, fitted
+ * by least squares, each layer once (weighting by time let the slow narrow layers set s0, and
+ * models with wider layers were then over-predicted by 10-35 %).  0 when the layers do not
+ * determine them (then the probes' values stay): no GEMM layer, or every GEMM of one size d
+ * (s0 then from the probes). */
 int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *node_s,
                       vt_devmodel *dm)
 {
@@ -173,20 +186,24 @@ int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *
     int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, bytes = 0, tstream = 0, dmin = 1e30,
            dmax = 0;
+    for (int i = 1; i < n; i++)
+        if (node_s[i] > 0 && !vt_est_is_gemm_op(lc[i].op) &&
+            !(dm->fuse_bn_relu && vt_est_relu_fused(g, i))) {
+            bytes += (double)batch * vt_est_layer_act_elems(&lc[i]) * dm->act_bytes;
+            tstream += node_s[i];
+        }
+    if (tstream > 0 && bytes > 0) dm->bw = bytes / tstream;
     for (int i = 1; i < n; i++) {
         double t = node_s[i];
-        if (!(t > 0)) continue;
-        if (vt_est_is_gemm_op(lc[i].op)) {
-            double F = (double)batch * vt_est_layer_flops(g, i, &lc[i], 1);
-            double d = vt_est_gemm_size(g, i, &lc[i], batch, dm);
-            if (!(F > 0) || !(d > 0)) continue;
-            double x = 1 / d, y = t / F;
-            sw += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
-            dmin = fmin(dmin, d), dmax = fmax(dmax, d);
-        } else if (!(dm->fuse_bn_relu && vt_est_relu_fused(g, i))) {
-            bytes += (double)batch * vt_est_layer_act_elems(&lc[i]) * dm->act_bytes;
-            tstream += t;
-        }
+        if (!(t > 0) || !vt_est_is_gemm_op(lc[i].op)) continue;
+        double F = (double)batch * vt_est_layer_flops(g, i, &lc[i], 1);
+        double d = vt_est_gemm_size(g, i, &lc[i], batch, dm);
+        if (!(F > 0) || !(d > 0)) continue;
+        double cols = (double)batch * lc[i].ws_elems * dm->act_bytes * dm->col_passes / dm->bw;
+        t = fmax(t - cols, 0.25 * t); /* the column passes cannot be all of it */
+        double x = 1 / d, y = t / F;
+        sw += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+        dmin = fmin(dmin, d), dmax = fmax(dmax, d);
     }
     free(lc);
     if (!(sw > 0)) return 0;
@@ -201,7 +218,6 @@ int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *
     if (!(a > 0)) return 0;
     dm->rate = 1 / a;
     dm->s0 = fmin(c / a, 4096);
-    if (tstream > 0 && bytes > 0) dm->bw = bytes / tstream;
     return 1;
 }
 
@@ -209,6 +225,7 @@ typedef struct calib_ctx {
     vt_model *model;
     const char *device;
     int imgsz, channels, classes;
+    int plain_fp32; /* GPU: the steps run precision=fp32 (else the trainer's TF32) */
 } calib_ctx;
 
 /* Lower-quartile seconds of a training step at `batch` (after a warm-up step, which allocates):
@@ -227,6 +244,8 @@ static vt_status time_steps(const calib_ctx *cx, int batch, double budget, doubl
     if (st == VT_OK) snprintf(kv, sizeof kv, "batch=%d", batch), st = vt_trainer_set(t, kv);
     if (st == VT_OK) snprintf(kv, sizeof kv, "imgsz=%d", cx->imgsz), st = vt_trainer_set(t, kv);
     if (st == VT_OK) snprintf(kv, sizeof kv, "device=%s", cx->device), st = vt_trainer_set(t, kv);
+    if (st == VT_OK)
+        st = vt_trainer_set(t, cx->plain_fp32 ? "precision=fp32" : "precision=tf32");
     if (st == VT_OK) {
         for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
         for (int i = 0; i < batch; i++) lab[i] = i % cx->classes;
@@ -258,6 +277,7 @@ static vt_status time_steps(const calib_ctx *cx, int batch, double budget, doubl
         spent += ts[k++];
         if (k >= 2 && spent >= budget) break;
     }
+
     /* the input upload as the steps do it (on a GPU: staging and DMA), best of a few */
     if (st == VT_OK && h2d_bw) {
         double best = 1e30;
@@ -354,7 +374,9 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
 
     vt_calib c;
     memset(&c, 0, sizeof c);
-    st = probe_device(on_gpu, dev, fmax(0.1, 0.08 * co.seconds), &c.dm);
+    /* GPU steps at the estimate's precision where the trainer has it (fp32, else TF32) */
+    int plain_fp32 = !on_gpu || strcmp(OSTR(e, VT_OPT_EST_PRECISION), "fp32") == 0;
+    st = probe_device(on_gpu, dev, plain_fp32, fmax(0.1, 0.08 * co.seconds), &c.dm);
     if (st != VT_OK) return st;
     vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f), BN/ReLU %.1f GB/s",
            c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);
@@ -363,14 +385,16 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     st = vt_est_build_graph(e, &g);
     if (st != VT_OK) return st;
     calib_ctx cx = {NULL, device, (int)OPT(e, VT_OPT_EST_IMGSZ), g.input.c,
-                    e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES)};
+                    e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES), plain_fp32};
     char mopt[64];
     snprintf(mopt, sizeof mopt, "channels=%d imgsz=%d", cx.channels, cx.imgsz);
     const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
     st = vt_model_create(&cx.model, arch, cx.classes, mopt);
     double V[3], T[3];
     int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
-    /* on the CPU the layers' own times refine the probes (vt_est_fit_layers) */
+    /* On the CPU the layers' own times refine the probes (vt_est_fit_layers).  Not on a GPU:
+     * fitted from cls-n's narrow layers there, R and s0 over-predicted wider models by 17-41 %
+     * (the probes alone: 5-17 % under), and profiling a GPU synchronises around every node. */
     double *node_s = NULL;
     int same_graph = st == VT_OK && cx.model->graph.n_nodes == g.n_nodes;
     if (same_graph && !on_gpu && !(node_s = vt_calloc((size_t)g.n_nodes, sizeof *node_s)))
@@ -427,7 +451,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     c.dm.layer_s = icpt / g.n_nodes;
     c.on_gpu = on_gpu;
     c.device = dev;
-    c.prec = VT_PREC_FP32;
+    c.prec = plain_fp32 ? VT_PREC_FP32 : VT_PREC_TF32;
     snprintf(c.gpu, sizeof c.gpu, "%s", on_gpu ? co.gpu : "");
     snprintf(c.model, sizeof c.model, "%s", arch);
     c.imgsz = cx.imgsz;
@@ -581,6 +605,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
     fclose(f);
     if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
     c->dm.fuse_bn_relu = 1; /* both backends fuse BN + ReLU */
+    c->dm.col_passes = c->on_gpu ? VT_GPU_COL_PASSES : 0;
     c->dm.gemm_size_n = c->on_gpu;
     if (st == VT_OK && !ended)
         st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);

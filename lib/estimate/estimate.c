@@ -208,7 +208,8 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double phi = dmin / (dmin + d->s0);
     if (!(phi > 0)) phi = 1e-3;
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
-    return fmax(b * F / (d->rate * phi), tmem) + weights / d->bw + overhead;
+    double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
+    return fmax(b * F / (d->rate * phi), tmem) + (weights + cols) / d->bw + overhead;
 }
 
 static int optimizer_states(const vt_estimator *e)
@@ -223,8 +224,13 @@ double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt
     if (!lc) return -1;
     int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
     if (n < 0) { free(lc); return -1; }
-    double t = d->step_s;
-    for (int i = 0; i < n; i++) t += vt_est_layer_seconds(g, i, &lc[i], batch, d, train);
+    double t = d->step_s, grads = 0;
+    for (int i = 0; i < n; i++) {
+        t += vt_est_layer_seconds(g, i, &lc[i], batch, d, train);
+        if (i > 0) grads += (double)lc[i].out_elems;
+    }
+    /* the executor zeroes every activation gradient before backward: one write pass */
+    if (train) t += (double)batch * grads * d->act_bytes / d->bw;
     if (train) t += (double)g->n_params * 4 * (3 + 2 * optimizer_states) / d->bw + d->layer_s;
     if (d->h2d_bw > 0) t += (double)batch * g->input.c * h * w * 4 / d->h2d_bw;
     free(lc);
@@ -289,14 +295,14 @@ static vt_devmodel cpu_prior(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1, 0};
+    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1, 0, 0};
     return d;
 }
 
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 0, 1};
+                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {

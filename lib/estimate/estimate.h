@@ -57,9 +57,16 @@ typedef struct vt_devmodel {
     double h2d_bw;    /* host-to-device bytes/s for the input batch; 0 on the CPU            */
     int act_bytes;    /* bytes per activation element (4, or 2 with bf16)                    */
     int fuse_bn_relu; /* 1: a ReLU that is its batch norm's only consumer runs inside it, free
-                       * (the CPU backend's fused op); 0: it is a layer of its own (CUDA)      */
+                       * (both backends' fused op); 0: it is a layer of its own               */
     int gemm_size_n;  /* 1: the GEMM size d is min(M, K, N) (GPU); 0: min(M, K) (CPU)         */
+    double col_passes; /* passes over a convolution's im2col columns in a training step, each
+                       * at `bw` (the CUDA backend writes and reads them three times each:
+                       * VT_GPU_COL_PASSES); 0 where they stay in cache (the CPU's tiles) */
 } vt_devmodel;
+
+/* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);
+ * im2col, GEMM read for dW, GEMM write of dcol, col2im read (backward).  Forward only: 2. */
+#define VT_GPU_COL_PASSES 6.0
 
 /* 1 for the GEMM-shaped layers (conv, linear). */
 int vt_est_is_gemm_op(vt_op op);
