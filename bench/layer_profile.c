@@ -78,6 +78,8 @@ int main(int argc, char **argv)
     snprintf(kv, sizeof kv, "batch=%d", cbatch);
     vt_estimator_set(est, kv);
     int gpu = strcmp(device, "cpu") != 0;
+    snprintf(kv, sizeof kv, "precision=%s", gpu ? precision : "fp32");
+    if (vt_estimator_set(est, kv)) return 2;
     if (vt_estimator_calibrate(est, device, gpu ? "seconds=3 gpu=H200-SXM" : "seconds=5")) {
         fprintf(stderr, "calibrate: %s\n", vt_last_error());
         return 1;

@@ -23,6 +23,10 @@ vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value)
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
+    if (value == 0.0f && !signbit(value)) { /* +0.0f is all zero bits: the driver's memset */
+        VT_CUDA_TRY(cudaMemsetAsync(x, 0, n * sizeof(float), cb->stream), "fill (cudaMemsetAsync)");
+        return VT_OK;
+    }
     LAUNCH(cb, n, k_fill, x, n, value);
     return vt_cuda_check_launch("fill");
 }

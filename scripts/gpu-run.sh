@@ -96,7 +96,7 @@ fi
 if [ "$sanitize" = 1 ]; then
     san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
     if [ -n "$san" ]; then
-        run_step "memcheck_cuda_ops" 120 "$san" --tool memcheck --leak-check no \
+        run_step "memcheck_cuda_ops" 120 "$san" --tool memcheck --leak-check no --report-api-errors no \
             --error-exitcode 3 "$build/tests/test_cuda_ops"
     else
         rows+=("memcheck_cuda_ops|missing|-|compute-sanitizer not found")
