@@ -5,6 +5,7 @@
  * are compared with central differences (x +- h) of L.  The comparison is on the whole vector:
  * ||analytic - numeric|| / max(||numeric||, tiny) must be below the tolerance. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,8 @@
 #include "core/core.h"
 #include "nn/exec.h"
 #include "nn/graph.h"
+#include "nn/model.h"
+#include "visiontrain/visiontrain.h"
 #include "testutil.h"
 
 typedef int (*build_fn)(vt_graph *g, int in);
@@ -234,6 +237,87 @@ START_TEST(test_optimizers)
 }
 END_TEST
 
+/* Activation gradients share buffers by liveness: a forward + backward from the same seed
+ * gradient gives bitwise the same parameter gradients (and input gradient) as with a buffer
+ * per node, with less gradient memory; and a second backward gives them again (every shared
+ * buffer is zeroed before its first writer). */
+static double run_dy(const vt_model *m, int private_dy, int imgsz, float *grads, float *dx)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    vt_exec *e;
+    ck_assert_int_eq(vt_exec_create(&e, &m->graph, be), VT_OK);
+    e->dy_private = private_dy;
+    e->input_grad = 1;
+    const int n = 2;
+    ck_assert_int_eq(vt_exec_prepare(e, n, imgsz, imgsz), VT_OK);
+    ck_assert_int_eq(vt_exec_set_params(e, m->params, m->buffers), VT_OK);
+    size_t nin = (size_t)n * m->channels * imgsz * imgsz;
+    for (size_t i = 0; i < nin; i++) vt_exec_input(e)[i] = (float)((i * 2654435761u) % 997) / 997.0f;
+    vt_node *out = &e->g->nodes[m->output_node];
+    size_t nout = (size_t)out->out.c * out->out.h * out->out.w * n;
+    for (int rep = 0; rep < 2; rep++) {
+        ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
+        for (size_t i = 0; i < nout; i++) out->dy[i] = (float)((i * 40503u) % 101) / 101.0f - 0.5f;
+        ck_assert_int_eq(vt_exec_backward(e, m->output_node), VT_OK);
+        if (rep == 0) {
+            memcpy(grads, e->grads, (size_t)m->graph.n_params * sizeof(float));
+            memcpy(dx, e->g->nodes[0].dy, nin * sizeof(float));
+        } else {
+            ck_assert_msg(memcmp(grads, e->grads, (size_t)m->graph.n_params * sizeof(float)) == 0,
+                          "%s: a second backward differs", m->arch);
+        }
+    }
+    /* the gradient memory of this plan, in elements per image */
+    int N = e->g->n_nodes;
+    double *el = malloc((size_t)N * sizeof *el), *bel = malloc((size_t)N * sizeof *bel), sum = 0;
+    int *bof = malloc((size_t)N * sizeof *bof), *fw = malloc((size_t)N * sizeof *fw);
+    for (int i = 0; i < N; i++)
+        el[i] = (double)e->g->nodes[i].out.c * e->g->nodes[i].out.h * e->g->nodes[i].out.w;
+    int nb = vt_exec_dy_plan(e->g, el, 1, 1, !private_dy, bof, bel, fw);
+    ck_assert_int_eq(nb, e->n_dybuf);
+    for (int b = 0; b < nb; b++) sum += bel[b];
+    free(el);
+    free(bel);
+    free(bof);
+    free(fw);
+    vt_exec_destroy(e);
+    vt_backend_destroy(be);
+    return sum;
+}
+
+START_TEST(test_dy_sharing)
+{
+    static const char *const archs[] = {"cls-n", "resnet18", "det-n", "seg-n"};
+    for (int a = 0; a < 4; a++) {
+        int imgsz = 64;
+        char opt[32];
+        snprintf(opt, sizeof opt, "imgsz=%d", imgsz);
+        vt_model *m;
+        ck_assert_int_eq(vt_model_create(&m, archs[a], 3, opt), VT_OK);
+        size_t np = (size_t)m->graph.n_params, nin = (size_t)2 * m->channels * imgsz * imgsz;
+        float *g1 = malloc(np * sizeof(float)), *g2 = malloc(np * sizeof(float));
+        float *d1 = malloc(nin * sizeof(float)), *d2 = malloc(nin * sizeof(float));
+        double mem_private = run_dy(m, 1, imgsz, g1, d1);
+        double mem_shared = run_dy(m, 0, imgsz, g2, d2);
+        ck_assert_msg(memcmp(g1, g2, np * sizeof(float)) == 0, "%s: parameter gradients differ",
+                      archs[a]);
+        ck_assert_msg(memcmp(d1, d2, nin * sizeof(float)) == 0, "%s: input gradients differ",
+                      archs[a]);
+        if (getenv("VT_TEST_VERBOSE"))
+            fprintf(stderr, "%s: gradient memory %g -> %g elements per image\n", archs[a],
+                    mem_private, mem_shared);
+        ck_assert_msg(mem_shared < 0.5 * mem_private, "%s: gradient memory %g vs %g elements",
+                      archs[a], mem_shared, mem_private);
+        free(g1);
+        free(g2);
+        free(d1);
+        free(d2);
+        vt_model_destroy(m);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("layers");
@@ -243,6 +327,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_gradcheck_chunked, 0, 6); /* the conv cases */
     tcase_add_test(tc, test_xent_grad);
     tcase_add_test(tc, test_optimizers);
+    tcase_add_test(tc, test_dy_sharing);
     suite_add_tcase(s, tc);
     return s;
 }

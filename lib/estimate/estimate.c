@@ -74,6 +74,7 @@
 #include "vt_config.h" /* before backend.h, which tests VT_HAVE_CUDA */
 
 #include "estimate/estimator_impl.h"
+#include "nn/exec.h"
 #include "nn/model.h"
 
 static const double gpu_eff[3] = {0.45, 0.22, 0.18};
@@ -247,8 +248,25 @@ int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, in
     if (n < 0) { free(lc); return -1; }
     double per = 0, wm = 0;
     for (int i = 0; i < n; i++) {
-        per += (double)lc[i].out_elems * (i > 0 ? 2 : 1) + (double)lc[i].saved_elems;
+        per += (double)lc[i].out_elems + (double)lc[i].saved_elems;
         wm = fmax(wm, lc[i].ws_elems);
+    }
+    /* activation gradients: the executor's buffers, shared by liveness (vt_exec_dy_plan) */
+    double *el = vt_malloc((size_t)n * sizeof *el), *bel = vt_malloc((size_t)n * sizeof *bel);
+    int *bof = vt_malloc((size_t)n * sizeof *bof), *fw = vt_malloc((size_t)n * sizeof *fw);
+    int nb = -1;
+    if (el && bel && bof && fw) {
+        for (int i = 0; i < n; i++) el[i] = (double)lc[i].out_elems;
+        nb = vt_exec_dy_plan(g, el, 1, 0, 1, bof, bel, fw);
+    }
+    for (int b = 0; b < nb; b++) per += bel[b];
+    free(el);
+    free(bel);
+    free(bof);
+    free(fw);
+    if (nb < 0) {
+        free(lc);
+        return -1;
     }
     per = per * act_bytes + (double)g->input.c * h * w * 4 + 4; /* + the batch and its label */
     *fixed = 4.0 * (double)g->n_params * (2 + states) + 4.0 * (double)g->n_buffers +

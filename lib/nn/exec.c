@@ -22,7 +22,6 @@ static void free_activations(vt_exec *e)
     for (int i = 0; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
         if (!nd->y_shared) OPS(e)->free(e->be, nd->y);
-        OPS(e)->free(e->be, nd->dy);
         OPS(e)->free(e->be, nd->save0);
         OPS(e)->free(e->be, nd->save1);
         OPS(e)->free(e->be, nd->idx);
@@ -33,6 +32,12 @@ static void free_activations(vt_exec *e)
         nd->y_shared = 0;
         nd->fused = 0;
     }
+    for (int b = 0; b < e->n_dybuf; b++) OPS(e)->free(e->be, e->dybuf[b]);
+    free(e->dybuf);
+    free(e->first_writer);
+    e->dybuf = NULL;
+    e->first_writer = NULL;
+    e->n_dybuf = 0;
     OPS(e)->free(e->be, e->ws);
     OPS(e)->free(e->be, e->labels);
     e->ws = NULL;
@@ -105,6 +110,82 @@ static int relu_in_place(const vt_exec *e, int i)
            e->consumers[nd->in[0]] == 1;
 }
 
+/* ReLU on node r's input in place and fused into the BN before it (see vt_exec_prepare). */
+static int relu_fusable(const vt_graph *g, const unsigned char *consumers, int r)
+{
+    const vt_node *nd = &g->nodes[r];
+    return nd->op == VT_OP_ACT && nd->act == VT_ACT_RELU && nd->in[0] != 0 &&
+           consumers[nd->in[0]] == 1 && g->nodes[nd->in[0]].op == VT_OP_BN;
+}
+
+int vt_exec_dy_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
+                    int *buf, double *buf_elems, int *first)
+{
+    int N = g->n_nodes, nb = 0;
+    unsigned char *cons = vt_calloc((size_t)(N ? N : 1), 1);
+    int *last = vt_malloc((size_t)(N ? N : 1) * sizeof *last);
+    char *freeb = vt_calloc((size_t)(N ? N : 1), 1); /* per buffer: free now */
+    if (!cons || !last || !freeb) {
+        free(cons);
+        free(last);
+        free(freeb);
+        return -1;
+    }
+    for (int i = 0; i < N; i++) {
+        first[i] = -1;
+        last[i] = i;
+        buf[i] = -1;
+    }
+    for (int j = 0; j < N; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++) {
+            int i = g->nodes[j].in[k];
+            if (cons[i] < 255) cons[i]++;
+            if (j > first[i]) first[i] = j;
+        }
+    /* needs a dy: every node but the input (unless input_grad) and a BN whose ReLU is fused
+     * (the fused op reads the ReLU's dy, which then lives until the BN's backward) */
+    char *needs = freeb; /* reuse: filled below, freeb cleared after */
+    for (int i = 0; i < N; i++) needs[i] = (char)(i > 0 || input_grad);
+    for (int r = 1; fuse && r < N; r++)
+        if (relu_fusable(g, cons, r)) {
+            needs[g->nodes[r].in[0]] = 0;
+            last[r] = g->nodes[r].in[0];
+        }
+    /* own buffers: nodes nobody reads (a loss writes their seed) and node 0 */
+    for (int i = 0; i < N; i++)
+        if (needs[i] && (first[i] < 0 || i == 0 || !share)) {
+            buf[i] = nb;
+            buf_elems[nb++] = elems[i];
+        } else if (needs[i]) {
+            buf[i] = -2; /* shared, assigned by the sweep */
+        }
+    memset(freeb, 0, (size_t)(N ? N : 1));
+    /* sweep in backward order: a writer's inputs get buffers before its own is released */
+    for (int t = N - 1; t >= 0; t--) {
+        for (int k = 0; k < g->nodes[t].n_in; k++) {
+            int i = g->nodes[t].in[k];
+            if (buf[i] != -2 || first[i] != t) continue;
+            int best = -1;
+            for (int b = 0; b < nb; b++)
+                if (freeb[b] && buf_elems[b] >= elems[i] &&
+                    (best < 0 || buf_elems[b] < buf_elems[best]))
+                    best = b;
+            if (best < 0) {
+                best = nb;
+                buf_elems[nb++] = elems[i];
+            }
+            freeb[best] = 0;
+            buf[i] = best;
+        }
+        for (int i = t; i < N; i++) /* dy's whose last reader is t */
+            if (last[i] == t && buf[i] >= 0 && first[i] >= 0 && i != 0) freeb[buf[i]] = 1;
+    }
+    free(cons);
+    free(last);
+    free(freeb);
+    return nb;
+}
+
 vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
 {
     if (n < 1) return vt_fail(VT_ERR_INVALID_ARGUMENT, "batch size %d < 1", n);
@@ -134,8 +215,6 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
             nd->y_shared = 1;
         } else if (!(nd->y = be->ops->alloc(be, ne * sizeof(float))))
             goto oom;
-        int needs_dy = (i > 0 || e->input_grad) && !(nd->op == VT_OP_BN && nd->fused);
-        if (needs_dy && !(nd->dy = be->ops->alloc(be, ne * sizeof(float)))) goto oom;
         switch (nd->op) {
         case VT_OP_BN:
             if (!(nd->save0 = be->ops->alloc(be, (size_t)nd->out.c * sizeof(float))) ||
@@ -168,6 +247,36 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
     }
     if (ws && !(e->ws = be->ops->alloc(be, ws))) goto oom;
     e->ws_bytes = ws;
+    {
+        /* activation gradients: buffers shared by liveness */
+        int N = g->n_nodes, fuse = be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
+                                   be->ops->bn_relu_backward;
+        double *elems = vt_malloc((size_t)N * sizeof *elems),
+               *bel = vt_malloc((size_t)N * sizeof *bel);
+        int *bof = vt_malloc((size_t)N * sizeof *bof);
+        e->first_writer = vt_malloc((size_t)N * sizeof *e->first_writer);
+        int nbuf = -1;
+        if (elems && bel && bof && e->first_writer) {
+            for (int i = 0; i < N; i++) elems[i] = (double)numel(&g->nodes[i].out, 1);
+            nbuf = vt_exec_dy_plan(g, elems, fuse, e->input_grad, !e->dy_private, bof, bel,
+                                   e->first_writer);
+        }
+        if (nbuf >= 0 && !(e->dybuf = vt_calloc((size_t)(nbuf ? nbuf : 1), sizeof *e->dybuf)))
+            nbuf = -1;
+        for (int b = 0; b < nbuf; b++) {
+            if (!(e->dybuf[b] = be->ops->alloc(be, (size_t)bel[b] * n * sizeof(float)))) {
+                nbuf = -1;
+                break;
+            }
+            e->n_dybuf = b + 1;
+        }
+        for (int i = 0; nbuf >= 0 && i < N; i++)
+            g->nodes[i].dy = bof[i] >= 0 ? e->dybuf[bof[i]] : NULL;
+        free(elems);
+        free(bel);
+        free(bof);
+        if (nbuf < 0) goto oom;
+    }
     if (!(e->labels = be->ops->alloc(be, (size_t)n * sizeof(int32_t)))) goto oom;
     e->n = e->cap_n = n;
     e->h = h;
@@ -295,10 +404,13 @@ vt_status vt_exec_backward(vt_exec *e, int out)
     vt_backend *be = e->be;
     const vt_backend_ops *o = be->ops;
     int n = e->n;
-    /* Input gradients accumulate, so every one except the seed starts at zero. */
+    /* Input gradients accumulate, so every one except the seed starts at zero: a shared buffer
+     * just before its first writer's backward, the others (nobody below `out` writes them) now. */
+    const int *fw = e->first_writer;
     double t0 = e->prof ? prof_now(e) : 0;
     for (int i = e->input_grad ? 0 : 1; i < out; i++)
-        if (g->nodes[i].dy) TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
+        if (g->nodes[i].dy && (fw[i] < 0 || fw[i] > out))
+            TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
     int skip0 = !e->input_grad; /* node 0 (the image batch) needs no gradient */
     if (e->prof) { /* the zero-fill is charged to node 0 */
         double t1 = prof_now(e);
@@ -312,6 +424,18 @@ vt_status vt_exec_backward(vt_exec *e, int out)
             t0 = t1;
         }
         vt_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_in; k++) { /* inputs whose gradient this node starts */
+            int s = nd->in[k];
+            int dup = 0;
+            for (int j = 0; j < k; j++) dup |= nd->in[j] == s;
+            if (dup || fw[s] != i || !g->nodes[s].dy) continue;
+            TRY(o->fill(be, g->nodes[s].dy, numel(&g->nodes[s].out, n), 0.0f));
+        }
+        if (e->prof) { /* also charged to node 0 */
+            double t1 = prof_now(e);
+            e->prof[0] += t1 - t0;
+            t0 = t1;
+        }
         vt_node *in = &g->nodes[nd->in[0]];
         float *dx = nd->in[0] == 0 && skip0 ? NULL : in->dy;
         size_t ne = numel(&nd->out, n);

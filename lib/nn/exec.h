@@ -20,11 +20,31 @@ typedef struct vt_exec {
     uint64_t dropout_seed;
     int training;
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
+    int dy_private;    /* tests: no gradient buffer sharing; set before prepare */
     unsigned char *consumers; /* per node: how many nodes read its output */
+    /* Activation gradients share buffers by liveness (vt_exec_dy_plan): dybuf[0..n_dybuf) are
+     * the buffers, first_writer[i] the node whose backward first adds into node i's dy (it is
+     * zeroed just before), -1 for a node nobody reads. */
+    float **dybuf;
+    int n_dybuf;
+    int *first_writer;
     double *prof;      /* NULL, or per node: seconds of forward + backward are added here
                           (profiling for benchmarks and the estimator; set by the caller;
                           the backend is synchronised around every node while it is set) */
 } vt_exec;
+
+/* The plan of the activation gradients' buffers for graph g (shapes set by vt_graph_reshape or
+ * given per node in elems: elements per image of each node's output).  Node i's dy is live from
+ * the backward of its first writer (its highest-numbered consumer) to its last reader (itself;
+ * the batch norm that a fused ReLU's gradient feeds), and nodes whose intervals do not overlap
+ * share a buffer (best fit by size).  Nodes nobody reads (the outputs, where a loss writes the
+ * seed) and node 0 when input_grad keep buffers of their own.  fuse: the backend runs BN +
+ * in-place ReLU as one op (the BN then has no dy).  Fills buf[i] (buffer of node i, -1: no dy),
+ * buf_elems[b] (capacity in elements per image; n_nodes entries suffice) and first[i] (first
+ * writer, -1 for none); returns the number of buffers, or -1 with the error set.  share = 0:
+ * every dy its own buffer (the executor's dy_private, for tests). */
+int vt_exec_dy_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
+                    int *buf, double *buf_elems, int *first);
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */
 vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be);
