@@ -346,8 +346,9 @@ extern "C" void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes)
     vt_cuda(b)->conv_col_cap = bytes ? bytes : VT_CONV_COL_CAP;
 }
 
-extern "C" void *vt_cuda_host_alloc(size_t bytes)
+extern "C" void *vt_cuda_host_alloc(int device, size_t bytes)
 {
+    vt_cuda_device_guard guard(device);
     void *p = NULL;
     cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable);
     if (e != cudaSuccess) {

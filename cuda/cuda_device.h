@@ -34,9 +34,11 @@ void vt_backend_cuda_memory(vt_backend *b, size_t *held_bytes, size_t *peak_byte
 
 /* Page-locked ("pinned") host memory, usable by every device: uploads from it are DMA at full
  * speed and truly asynchronous (so the caller must not rewrite it before the stream has passed
- * the copy).  NULL with an error set when the driver refuses (no GPU, too much pinned memory);
- * callers then fall back to ordinary memory.  vt_cuda_host_free(NULL) does nothing. */
-void *vt_cuda_host_alloc(size_t bytes);
+ * the copy).  Allocated with `device` current (the caller's current device is restored), so
+ * no other device's context is created.  NULL with an error set when the driver refuses (no
+ * GPU, too much pinned memory); callers then fall back to ordinary memory.
+ * vt_cuda_host_free(NULL) does nothing.  Any thread. */
+void *vt_cuda_host_alloc(int device, size_t bytes);
 void vt_cuda_host_free(void *p);
 
 /* Cap the im2col buffer of a convolution at `bytes` (0: the default, 256 MiB) so that tests can

@@ -102,7 +102,7 @@ static float *batch_alloc(lbuf *B, size_t bytes)
 {
     const vt_loader_config *c = &B->L->cfg;
     if (c->host_alloc && c->host_free) {
-        float *f = c->host_alloc(bytes);
+        float *f = c->host_alloc(c->host_ctx, bytes);
         if (f) {
             B->own_hosted = 1;
             return f;
@@ -115,7 +115,7 @@ static float *batch_alloc(lbuf *B, size_t bytes)
 
 static void batch_free(lbuf *B, float *f)
 {
-    if (f && B->own_hosted) B->L->cfg.host_free(f);
+    if (f && B->own_hosted) B->L->cfg.host_free(B->L->cfg.host_ctx, f);
     else free(f);
 }
 

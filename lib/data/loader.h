@@ -40,9 +40,11 @@ typedef struct vt_loader_config {
     const vt_logger *log;
     /* Optional allocator of the batches the producer fills (vt_loader_wait's *batch), e.g.
      * pinned memory a GPU uploads from by DMA; NULL: malloc/free.  host_alloc returns NULL on
-     * failure (the loader then falls back to malloc). */
-    void *(*host_alloc)(size_t bytes);
-    void (*host_free)(void *p);
+     * failure (the loader then falls back to malloc).  Called with host_ctx, from the loader's
+     * threads as well as the caller's. */
+    void *(*host_alloc)(void *ctx, size_t bytes);
+    void (*host_free)(void *ctx, void *p);
+    void *host_ctx;
 } vt_loader_config;
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,

@@ -35,7 +35,7 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
                        split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
     vt_model *m = t->model;
     vt_loader_config cfg = {vt_trainer_imgsz(t), m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS),
-                            NULL, &t->log, NULL, NULL};
+                            NULL, &t->log, NULL, NULL, NULL};
     vt_loader *L = keep ? *keep : NULL;
     if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
     if (keep) *keep = L;

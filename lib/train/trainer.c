@@ -94,6 +94,20 @@ static void release_device(vt_trainer *t)
 static vt_status pull_weights(void *ctx);
 static void mark_dirty(vt_trainer *t);
 
+#if VT_HAVE_CUDA
+/* The loader's allocator for a GPU trainer's batches: pinned, with the trainer's device. */
+static void *pinned_alloc(void *ctx, size_t bytes)
+{
+    return vt_cuda_host_alloc(atoi(((const vt_trainer *)ctx)->device), bytes);
+}
+
+static void pinned_free(void *ctx, void *p)
+{
+    (void)ctx;
+    vt_cuda_host_free(p);
+}
+#endif
+
 static void free_host_batch(vt_trainer *t)
 {
 #if VT_HAVE_CUDA
@@ -113,7 +127,7 @@ static float *alloc_host_batch(vt_trainer *t, size_t floats)
     free_host_batch(t);
 #if VT_HAVE_CUDA
     if (t->be && !t->be->ops->host_memory) {
-        t->host_batch = vt_cuda_host_alloc(floats * sizeof(float));
+        t->host_batch = vt_cuda_host_alloc(atoi(t->device), floats * sizeof(float));
         if (t->host_batch) {
             t->host_pinned = 1;
             return t->host_batch;
@@ -607,13 +621,14 @@ static vt_status run(vt_trainer *t)
     vt_trainer_aug_params(t, &aug);
     int cache_ram = strcmp(vt_opt_str(&t->opts, VT_OPT_CACHE), "ram") == 0;
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
-                            &t->log, NULL, NULL};
+                            &t->log, NULL, NULL, NULL};
 #if VT_HAVE_CUDA
     /* batches the GPU uploads by DMA straight from the loader's buffers; each step waits for
      * its stream before the loader can reuse the buffer (vt_loader_wait's contract) */
     if (!t->be->ops->host_memory) {
-        cfg.host_alloc = vt_cuda_host_alloc;
-        cfg.host_free = vt_cuda_host_free;
+        cfg.host_alloc = pinned_alloc;
+        cfg.host_free = pinned_free;
+        cfg.host_ctx = t;
     }
 #endif
     /* workers=0: everything in this thread, no prefetch */
