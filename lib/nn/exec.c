@@ -203,7 +203,7 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
     if (be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
         be->ops->bn_relu_backward)
         for (int i = 1; i < g->n_nodes; i++)
-            if (relu_in_place(e, i) && g->nodes[g->nodes[i].in[0]].op == VT_OP_BN) {
+            if (relu_fusable(g, e->consumers, i)) {
                 g->nodes[i].fused = g->nodes[i].in[0];
                 g->nodes[g->nodes[i].in[0]].fused = i;
             }
