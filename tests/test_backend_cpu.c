@@ -142,6 +142,7 @@ START_TEST(test_conv_tiles)
     static const cshape shapes[] = {
         {5, 3, 9, 7, 4, 3, 1, 1, 1}, {7, 4, 6, 6, 6, 3, 2, 1, 2}, {3, 2, 11, 5, 3, 5, 2, 2, 1},
         {1, 3, 8, 8, 5, 3, 1, 1, 1}, {6, 4, 5, 5, 4, 3, 1, 1, 4}, {9, 2, 3, 3, 3, 3, 1, 0, 1},
+        {2, 3, 6, 5, 4, 5, 1, 2, 1}, {2, 2, 2, 6, 3, 5, 1, 2, 1},
     };
     /* cap 0: the default tiles; SIZE_MAX: the kept whole-batch columns (conv_columns) */
     static const size_t caps[] = {0, 1, 60, 400, 5000, SIZE_MAX};

@@ -14,6 +14,7 @@
  * partial weight gradients are added in share order: results are bitwise reproducible for a
  * given thread count.  Scratch (vt_cpu_conv_workspace): threads x tile floats, plus
  * (threads - 1) partial weight gradients. */
+#include <stddef.h>
 #include <string.h>
 
 #include "backend/cpu_impl.h"
@@ -101,18 +102,53 @@ static void valid_cols(const vt_conv_desc *d, int kx, int *lo, int *hi)
     *hi = h;
 }
 
+/* Rows [oy0, oy1) of one kernel tap (ky, kx) of image plane src, for a stride-1 convolution
+ * whose output rows are as wide as its input rows (wo == w: "same" padding): the valid rows
+ * form one contiguous run of the plane shifted by (ky - ph) rows and (kx - pw) columns, copied
+ * in one go; the columns that run wraps into (padding, lo and hi) are then zeroed.  Rows
+ * outside the image are zero. */
+static void im2col_same(const vt_conv_desc *d, const float *src, int ky, int kx, int lo, int hi,
+                        int oy0, int oy1, float *dst)
+{
+    int w = d->w, a = d->ph - ky, b = d->h + d->ph - ky; /* valid rows: a <= oy < b */
+    int r0 = a > oy0 ? a : oy0, r1 = b < oy1 ? b : oy1;
+    if (r1 <= r0) {
+        memset(dst, 0, (size_t)(oy1 - oy0) * w * sizeof(float));
+        return;
+    }
+    if (r0 > oy0) memset(dst, 0, (size_t)(r0 - oy0) * w * sizeof(float));
+    if (r1 < oy1) memset(dst + (size_t)(r1 - oy0) * w, 0, (size_t)(oy1 - r1) * w * sizeof(float));
+    /* dst[(oy - oy0) * w + ox] = src[(oy - ph + ky) * w + ox - pw + kx], clipped to the plane */
+    ptrdiff_t s0 = (ptrdiff_t)(r0 - d->ph + ky) * w + kx - d->pw, n = (ptrdiff_t)(r1 - r0) * w;
+    float *out = dst + (size_t)(r0 - oy0) * w;
+    ptrdiff_t skip = s0 < 0 ? -s0 : 0, end = (ptrdiff_t)d->h * w - s0;
+    if (n > end) n = end; /* the tail past the plane is a right-padding column, zeroed below */
+    memcpy(out + skip, src + s0 + skip, (size_t)(n - skip) * sizeof(float));
+    if (lo == 0 && hi == w) return;
+    for (int oy = r0; oy < r1; oy++) {
+        float *row = out + (size_t)(oy - r0) * w;
+        for (int ox = 0; ox < lo; ox++) row[ox] = 0.0f;
+        for (int ox = hi; ox < w; ox++) row[ox] = 0.0f;
+    }
+}
+
 /* A tile's columns: row r of K is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
 static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int K, int n0, int nb,
                         int oy0, int oy1, float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
+    int same = d->sh == 1 && d->sw == 1 && d->wo == d->w;
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
         for (int nl = 0; nl < nb; nl++) {
             const float *src = x + ((size_t)ci * d->n + n0 + nl) * HW;
+            if (same) {
+                im2col_same(d, src, ky, kx, lo, hi, oy0, oy1, dst + (size_t)nl * tr * d->wo);
+                continue;
+            }
             for (int oy = oy0; oy < oy1; oy++) {
                 int iy = oy * d->sh - d->ph + ky;
                 float *drow = dst + ((size_t)nl * tr + (oy - oy0)) * d->wo;
