@@ -277,7 +277,8 @@ END_TEST
 START_TEST(properties)
 {
     static const char *const kv[] = {"model=cls-s", "imgsz=224", "batch=64", "train=20000",
-                                     "val=2000", "epochs=10", "gpu=A100 SXM 80GB", NULL};
+                                     "val=2000", "epochs=10", "gpu=A100 SXM 80GB", "precision=fp32",
+                                     NULL};
     vt_estimator *e = mk(kv);
     /* more epochs cost more and take longer */
     double c10 = run_get(e, "epochs=10", VT_EST_COST_USD);
@@ -324,10 +325,28 @@ START_TEST(properties)
     /* mosaic slows a loader-bound run */
     ck_assert_int_eq(vt_estimator_set(e, "gpus=1"), VT_OK);
     ck_assert_int_eq(vt_estimator_set(e, "workers=1"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "precision=bf16"), VT_OK);
     double l0 = run_get(e, "mosaic=0", VT_EST_STEP_SECONDS);
     double l1 = run_get(e, "mosaic=1", VT_EST_STEP_SECONDS);
     ck_assert(l1 > l0);
     ck_assert_double_eq(res(e, VT_EST_LOADER_BOUND), 1);
+    /* the loader term is the documented one: B * (0.2 ms + 4 ns * imgsz^2) * (1 + mosaic) /
+     * workers (one decode per image, mosaic rendered in the same pass) */
+    ck_assert_int_eq(vt_estimator_set(e, "workers=2"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "batch=16"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "imgsz=640"), VT_OK);
+    double lm = run_get(e, "mosaic=0.5", VT_EST_LOADER_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(lm, 16 * (0.2e-3 + 4e-9 * 640 * 640) * 1.5 / 2, 1e-12);
+    ck_assert_int_eq(vt_estimator_set(e, "batch=64"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "imgsz=224"), VT_OK);
+    /* the default precision is the trainer's (TF32): faster than fp32 on a GPU that has it */
+    vt_estimator *dflt = mk(NULL);
+    ck_assert_int_eq(vt_estimator_set(dflt, "gpu=H100 SXM"), VT_OK);
+    ck_assert_int_eq(vt_estimator_run(dflt), VT_OK);
+    double tdef = res(dflt, VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq(run_get(dflt, "precision=tf32", VT_EST_COMPUTE_SECONDS_PER_STEP), tdef);
+    ck_assert(run_get(dflt, "precision=fp32", VT_EST_COMPUTE_SECONDS_PER_STEP) > tdef);
+    vt_estimator_destroy(dflt);
     /* bf16 is faster than fp32 on a tensor-core GPU and needs less activation memory */
     ck_assert_int_eq(vt_estimator_set(e, "workers=32"), VT_OK);
     double f32 = run_get(e, "precision=fp32", VT_EST_COMPUTE_SECONDS_PER_STEP);

@@ -4,7 +4,7 @@
  *   vt val      model=FILE data=DIR [split=val batch=.. imgsz=.. device=..]
  *   vt predict  model=FILE source=IMAGE|DIR [IMAGE ...] [top=1]
  *   vt estimate [model=cls-n|FILE data=DIR | train=N val=N] [epochs=100 imgsz=640 batch=16
- *               gpu=all|NAME|local|cpu gpus=1 precision=fp32 calibrate=1 budget=USD deadline=H
+ *               gpu=all|NAME|local|cpu gpus=1 precision=tf32 calibrate=1 budget=USD deadline=H
  *               catalog=CSV ...]
  *   vt check    data=PATH [task=classify|detect|segment policy=drop|skip|fail min_size=10]
  *   vt dataset  split|subset|clone|stats data=PATH out=DIR ...

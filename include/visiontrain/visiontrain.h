@@ -897,7 +897,9 @@ typedef enum vt_est_option {
     VT_OPT_EST_BATCH = 505,       /* int >= 1, total over all GPUs, default 16 ("batch")         */
     VT_OPT_EST_IMGSZ = 506,       /* int 8..4096, default 640 ("imgsz")                          */
     VT_OPT_EST_PRECISION = 507,   /* string "fp32" | "tf32" | "bf16" | "fp16" | "amp" (= bf16
-                                   * rates), default "fp32" ("precision")                       */
+                                   * rates), default "tf32" like the trainer's VT_OPT_PRECISION
+                                   * (GPUs without TF32: their fp32 rate; the CPU: fp32)
+                                   * ("precision")                                              */
     VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
     VT_OPT_EST_VAL_EACH = 509,        /* int 0|1 validate after each epoch, default 1 ("val_each")  */
     VT_OPT_EST_WORKERS = 510,     /* int 0..256 loader threads, default 8 ("workers")            */

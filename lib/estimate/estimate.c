@@ -96,7 +96,7 @@ static const struct optdef {
     {"epochs", T_INT, 1, 1e6, 100, NULL, NULL},
     {"batch", T_INT, 1, 1e6, 16, NULL, NULL},
     {"imgsz", T_INT, 8, 4096, 640, NULL, NULL},
-    {"precision", T_STR, 0, 0, 0, "fp32", vt_est_prec_names},
+    {"precision", T_STR, 0, 0, 0, "tf32", vt_est_prec_names},
     {"mosaic", T_FLOAT, 0, 1, 0, NULL, NULL},
     {"val_each", T_INT, 0, 1, 1, NULL, NULL},
     {"workers", T_INT, 0, 256, 8, NULL, NULL},
@@ -410,7 +410,7 @@ static double load_seconds(const vt_estimator *e)
 {
     double ms = OPT(e, VT_OPT_EST_LOAD_MS), s = OPT(e, VT_OPT_EST_IMGSZ);
     if (ms > 0) return ms * 1e-3;
-    return (0.2e-3 + 10e-9 * s * s) * (1 + 3 * OPT(e, VT_OPT_EST_MOSAIC));
+    return (0.2e-3 + 4e-9 * s * s) * (1 + OPT(e, VT_OPT_EST_MOSAIC));
 }
 
 static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t, vt_est_out *o)
