@@ -340,7 +340,7 @@ int cmd_estimate(args *a)
     /* what is estimated (the estimator has no getters: the arguments, else the defaults) */
     {
         const char *keys[] = {"epochs", "imgsz", "batch", "gpus", "precision", "optimizer"};
-        const char *dflt[] = {"100", "640", "16", "1", "fp32", "sgd"};
+        const char *dflt[] = {"100", "640", "16", "1", "tf32", "sgd"};
         printf("run: %s", m ? vt_model_arch(m) : model ? model : "cls-n");
         if (ds)
             printf(", %d classes, %d train / %d val images", vt_dataset_num_classes(ds),
