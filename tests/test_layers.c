@@ -237,17 +237,27 @@ START_TEST(test_optimizers)
 }
 END_TEST
 
-/* Activation gradients share buffers by liveness: a forward + backward from the same seed
- * gradient gives bitwise the same parameter gradients (and input gradient) as with a buffer
- * per node, with less gradient memory; and a second backward gives them again (every shared
- * buffer is zeroed before its first writer). */
-static double run_dy(const vt_model *m, int private_dy, int imgsz, float *grads, float *dx)
+/* Activations and their gradients share buffers by liveness: a forward + backward from the
+ * same seed gradient gives bitwise the same output, parameter gradients and input gradient as
+ * with a buffer per node, with less memory; and a second pass gives them again (every shared
+ * gradient buffer is zeroed before its first writer, every shared activation is rewritten).
+ * Returns the activation and gradient memory of the plans, in elements per image. */
+static void run_shared(const vt_model *m, int private_bufs, int keep_columns, int imgsz,
+                       float *grads, float *dx, float *yout, double *mem_y, double *mem_dy)
 {
     vt_backend *be;
     ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    /* keep_columns = 0: a backend like the CUDA one, whose conv backward reads its input (the
+     * CPU one's kept columns would hide a conv input overwritten too early) */
+    const vt_backend_ops *ops_saved = be->ops;
+    vt_backend_ops ops = *be->ops;
+    if (!keep_columns) {
+        ops.conv_columns = NULL;
+        be->ops = &ops;
+    }
     vt_exec *e;
     ck_assert_int_eq(vt_exec_create(&e, &m->graph, be), VT_OK);
-    e->dy_private = private_dy;
+    e->dy_private = e->y_private = private_bufs;
     e->input_grad = 1;
     const int n = 2;
     ck_assert_int_eq(vt_exec_prepare(e, n, imgsz, imgsz), VT_OK);
@@ -258,6 +268,9 @@ static double run_dy(const vt_model *m, int private_dy, int imgsz, float *grads,
     size_t nout = (size_t)out->out.c * out->out.h * out->out.w * n;
     for (int rep = 0; rep < 2; rep++) {
         ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
+        if (rep == 0) memcpy(yout, out->y, nout * sizeof(float));
+        else ck_assert_msg(memcmp(yout, out->y, nout * sizeof(float)) == 0,
+                           "%s: a second forward differs", m->arch);
         for (size_t i = 0; i < nout; i++) out->dy[i] = (float)((i * 40503u) % 101) / 101.0f - 0.5f;
         ck_assert_int_eq(vt_exec_backward(e, m->output_node), VT_OK);
         if (rep == 0) {
@@ -268,25 +281,40 @@ static double run_dy(const vt_model *m, int private_dy, int imgsz, float *grads,
                           "%s: a second backward differs", m->arch);
         }
     }
-    /* the gradient memory of this plan, in elements per image */
+    /* the memory of the plans, in elements per image */
     int N = e->g->n_nodes;
-    double *el = malloc((size_t)N * sizeof *el), *bel = malloc((size_t)N * sizeof *bel), sum = 0;
+    double *el = malloc((size_t)N * sizeof *el), *bel = malloc((size_t)N * sizeof *bel);
     int *bof = malloc((size_t)N * sizeof *bof), *fw = malloc((size_t)N * sizeof *fw);
     for (int i = 0; i < N; i++)
         el[i] = (double)e->g->nodes[i].out.c * e->g->nodes[i].out.h * e->g->nodes[i].out.w;
-    int nb = vt_exec_dy_plan(e->g, el, 1, 1, !private_dy, bof, bel, fw);
+    int nb = vt_exec_dy_plan(e->g, el, 1, 1, !private_bufs, bof, bel, fw);
     ck_assert_int_eq(nb, e->n_dybuf);
-    for (int b = 0; b < nb; b++) sum += bel[b];
+    *mem_dy = 0;
+    for (int b = 0; b < nb; b++) *mem_dy += bel[b];
+    nb = vt_exec_y_plan(e->g, el, !private_bufs, bof, bel);
+    ck_assert_int_eq(nb, e->n_ybuf);
+    *mem_y = 0;
+    for (int b = 0; b < nb; b++) *mem_y += bel[b];
+    /* every buffer holds its nodes, and a node reading a shared buffer never has it
+     * overwritten before: no two nodes of one buffer are live at once (checked through the
+     * pointers: a node's inputs never share its own output buffer unless it is in place) */
+    for (int i = 1; i < N; i++) {
+        const vt_node *nd = &e->g->nodes[i];
+        ck_assert(bel[bof[i]] >= el[i]);
+        for (int k = 0; k < nd->n_in; k++)
+            if (e->g->nodes[nd->in[k]].y == nd->y)
+                ck_assert_msg(nd->op == VT_OP_ACT, "%s: node %d writes over its input", m->arch, i);
+    }
     free(el);
     free(bel);
     free(bof);
     free(fw);
     vt_exec_destroy(e);
+    be->ops = be->ops == &ops ? ops_saved : be->ops;
     vt_backend_destroy(be);
-    return sum;
 }
 
-START_TEST(test_dy_sharing)
+START_TEST(test_buffer_sharing)
 {
     static const char *const archs[] = {"cls-n", "resnet18", "det-n", "seg-n"};
     for (int a = 0; a < 4; a++) {
@@ -295,24 +323,36 @@ START_TEST(test_dy_sharing)
         snprintf(opt, sizeof opt, "imgsz=%d", imgsz);
         vt_model *m;
         ck_assert_int_eq(vt_model_create(&m, archs[a], 3, opt), VT_OK);
+        const vt_node *o = &m->graph.nodes[m->output_node];
         size_t np = (size_t)m->graph.n_params, nin = (size_t)2 * m->channels * imgsz * imgsz;
+        size_t nout = (size_t)2 * o->out.c * o->out.h * o->out.w;
         float *g1 = malloc(np * sizeof(float)), *g2 = malloc(np * sizeof(float));
         float *d1 = malloc(nin * sizeof(float)), *d2 = malloc(nin * sizeof(float));
-        double mem_private = run_dy(m, 1, imgsz, g1, d1);
-        double mem_shared = run_dy(m, 0, imgsz, g2, d2);
-        ck_assert_msg(memcmp(g1, g2, np * sizeof(float)) == 0, "%s: parameter gradients differ",
-                      archs[a]);
-        ck_assert_msg(memcmp(d1, d2, nin * sizeof(float)) == 0, "%s: input gradients differ",
-                      archs[a]);
+        float *y1 = calloc(nout, sizeof(float)), *y2 = calloc(nout, sizeof(float));
+        double y_private, dy_private, y_shared, dy_shared;
+        for (int keep = 0; keep < 2; keep++) {
+            run_shared(m, 1, keep, imgsz, g1, d1, y1, &y_private, &dy_private);
+            run_shared(m, 0, keep, imgsz, g2, d2, y2, &y_shared, &dy_shared);
+            ck_assert_msg(memcmp(y1, y2, nout * sizeof(float)) == 0, "%s: outputs differ",
+                          archs[a]);
+            ck_assert_msg(memcmp(g1, g2, np * sizeof(float)) == 0,
+                          "%s (kept columns %d): parameter gradients differ", archs[a], keep);
+            ck_assert_msg(memcmp(d1, d2, nin * sizeof(float)) == 0,
+                          "%s (kept columns %d): input gradients differ", archs[a], keep);
+        }
         if (getenv("VT_TEST_VERBOSE"))
-            fprintf(stderr, "%s: gradient memory %g -> %g elements per image\n", archs[a],
-                    mem_private, mem_shared);
-        ck_assert_msg(mem_shared < 0.5 * mem_private, "%s: gradient memory %g vs %g elements",
-                      archs[a], mem_shared, mem_private);
+            fprintf(stderr, "%s: per image, activations %g -> %g, gradients %g -> %g elements\n",
+                    archs[a], y_private, y_shared, dy_private, dy_shared);
+        ck_assert_msg(dy_shared < 0.5 * dy_private, "%s: gradient memory %g vs %g elements",
+                      archs[a], dy_shared, dy_private);
+        ck_assert_msg(y_shared < y_private, "%s: activation memory %g vs %g elements", archs[a],
+                      y_shared, y_private);
         free(g1);
         free(g2);
         free(d1);
         free(d2);
+        free(y1);
+        free(y2);
         vt_model_destroy(m);
     }
 }
@@ -327,7 +367,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_gradcheck_chunked, 0, 6); /* the conv cases */
     tcase_add_test(tc, test_xent_grad);
     tcase_add_test(tc, test_optimizers);
-    tcase_add_test(tc, test_dy_sharing);
+    tcase_add_test(tc, test_buffer_sharing);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -21,7 +21,6 @@ static void free_activations(vt_exec *e)
     vt_graph *g = e->g;
     for (int i = 0; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
-        if (!nd->y_shared) OPS(e)->free(e->be, nd->y);
         OPS(e)->free(e->be, nd->save0);
         OPS(e)->free(e->be, nd->save1);
         OPS(e)->free(e->be, nd->idx);
@@ -29,9 +28,12 @@ static void free_activations(vt_exec *e)
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
         nd->ws = NULL;
-        nd->y_shared = 0;
         nd->fused = 0;
     }
+    for (int b = 0; b < e->n_ybuf; b++) OPS(e)->free(e->be, e->ybuf[b]);
+    free(e->ybuf);
+    e->ybuf = NULL;
+    e->n_ybuf = 0;
     for (int b = 0; b < e->n_dybuf; b++) OPS(e)->free(e->be, e->dybuf[b]);
     free(e->dybuf);
     free(e->first_writer);
@@ -67,7 +69,6 @@ vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be)
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
         nd->ws = NULL;
-        nd->y_shared = 0;
         nd->fused = 0;
     }
     e->be = be;
@@ -103,19 +104,86 @@ void vt_exec_destroy(vt_exec *e)
 
 /* ReLU can overwrite its input in place when nobody else reads that input: its backward needs
  * only its output.  Saves one activation per conv-BN-ReLU block. */
-static int relu_in_place(const vt_exec *e, int i)
+static int relu_in_place(const vt_graph *g, const unsigned char *consumers, int i)
 {
-    const vt_node *nd = &e->g->nodes[i];
+    const vt_node *nd = &g->nodes[i];
     return nd->op == VT_OP_ACT && nd->act == VT_ACT_RELU && nd->in[0] != 0 &&
-           e->consumers[nd->in[0]] == 1;
+           consumers[nd->in[0]] == 1;
 }
 
 /* ReLU on node r's input in place and fused into the BN before it (see vt_exec_prepare). */
 static int relu_fusable(const vt_graph *g, const unsigned char *consumers, int r)
 {
-    const vt_node *nd = &g->nodes[r];
-    return nd->op == VT_OP_ACT && nd->act == VT_ACT_RELU && nd->in[0] != 0 &&
-           consumers[nd->in[0]] == 1 && g->nodes[nd->in[0]].op == VT_OP_BN;
+    return relu_in_place(g, consumers, r) && g->nodes[g->nodes[r].in[0]].op == VT_OP_BN;
+}
+
+int vt_exec_y_plan(const vt_graph *g, const double *elems, int share, int *buf,
+                   double *buf_elems)
+{
+    int N = g->n_nodes, nb = 0;
+    size_t n1 = (size_t)(N ? N : 1);
+    unsigned char *cons = vt_calloc(n1, 1);
+    int *root = vt_malloc(n1 * sizeof *root), *last = vt_malloc(n1 * sizeof *last);
+    char *own = vt_calloc(n1, 1), *freeb = vt_calloc(n1, 1); /* per buffer: free now */
+    if (!cons || !root || !last || !own || !freeb) {
+        nb = -1;
+        goto done;
+    }
+    for (int j = 0; j < N; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++)
+            if (cons[g->nodes[j].in[k]] < 255) cons[g->nodes[j].in[k]]++;
+    /* groups: an in-place ReLU writes its input's buffer (see relu_in_place) */
+    for (int i = 0; i < N; i++) {
+        root[i] = relu_in_place(g, cons, i) ? root[g->nodes[i].in[0]] : i;
+        last[i] = -1;
+    }
+    /* a group keeps its own buffer when a backward reads it (a conv, linear or BN its input,
+     * an activation its input and output: a ReLU fused into its BN is the BN's output), when
+     * nobody reads it (the outputs, which the caller reads), for the input, or without sharing */
+    for (int t = 0; t < N; t++) {
+        const vt_node *nd = &g->nodes[t];
+        if (!share || t == 0 || cons[t] == 0) own[root[t]] = 1;
+        if (nd->op == VT_OP_CONV || nd->op == VT_OP_LINEAR || nd->op == VT_OP_BN ||
+            nd->op == VT_OP_ACT)
+            own[root[nd->in[0]]] = 1;
+        if (nd->op == VT_OP_ACT) own[root[t]] = 1;
+        for (int k = 0; k < nd->n_in; k++) /* forward readers: the group is live until t */
+            if (t > last[root[nd->in[k]]]) last[root[nd->in[k]]] = t;
+    }
+    /* the others share buffers in forward order: a buffer is free again after the forward of
+     * its group's last reader (best fit by size; else the largest free one grows) */
+    for (int t = 0; t < N; t++) {
+        if (root[t] != t) {
+            buf[t] = buf[root[t]];
+        } else {
+            int best = -1;
+            if (!own[t])
+                for (int b = 0; b < nb; b++) {
+                    if (!freeb[b]) continue;
+                    int fits = buf_elems[b] >= elems[t];
+                    if (best < 0 || (fits && (buf_elems[best] < elems[t] ||
+                                              buf_elems[b] < buf_elems[best])) ||
+                        (!fits && buf_elems[best] < elems[t] && buf_elems[b] > buf_elems[best]))
+                        best = b;
+                }
+            if (best < 0) {
+                best = nb++;
+                buf_elems[best] = 0;
+            }
+            if (buf_elems[best] < elems[t]) buf_elems[best] = elems[t];
+            freeb[best] = 0;
+            buf[t] = best;
+        }
+        for (int r = 0; r <= t; r++) /* groups whose last reader was t */
+            if (root[r] == r && !own[r] && last[r] == t) freeb[buf[r]] = 1;
+    }
+done:
+    free(cons);
+    free(root);
+    free(last);
+    free(own);
+    free(freeb);
+    return nb;
 }
 
 int vt_exec_dy_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
@@ -207,14 +275,34 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
                 g->nodes[i].fused = g->nodes[i].in[0];
                 g->nodes[g->nodes[i].in[0]].fused = i;
             }
+    {
+        /* activations: buffers shared by liveness where no backward reads them */
+        int N = g->n_nodes;
+        double *elems = vt_malloc((size_t)N * sizeof *elems),
+               *bel = vt_malloc((size_t)N * sizeof *bel);
+        int *bof = vt_malloc((size_t)N * sizeof *bof), nbuf = -1;
+        if (elems && bel && bof) {
+            for (int i = 0; i < N; i++) elems[i] = (double)numel(&g->nodes[i].out, 1);
+            nbuf = vt_exec_y_plan(g, elems, !e->y_private, bof, bel);
+        }
+        if (nbuf >= 0 && !(e->ybuf = vt_calloc((size_t)(nbuf ? nbuf : 1), sizeof *e->ybuf)))
+            nbuf = -1;
+        for (int b = 0; b < nbuf; b++) {
+            if (!(e->ybuf[b] = be->ops->alloc(be, (size_t)bel[b] * n * sizeof(float)))) {
+                nbuf = -1;
+                break;
+            }
+            e->n_ybuf = b + 1;
+        }
+        for (int i = 0; nbuf >= 0 && i < N; i++) g->nodes[i].y = e->ybuf[bof[i]];
+        free(elems);
+        free(bel);
+        free(bof);
+        if (nbuf < 0) goto oom;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
         size_t ne = numel(&nd->out, n);
-        if (relu_in_place(e, i)) {
-            nd->y = g->nodes[nd->in[0]].y;
-            nd->y_shared = 1;
-        } else if (!(nd->y = be->ops->alloc(be, ne * sizeof(float))))
-            goto oom;
         switch (nd->op) {
         case VT_OP_BN:
             if (!(nd->save0 = be->ops->alloc(be, (size_t)nd->out.c * sizeof(float))) ||

@@ -21,12 +21,16 @@ typedef struct vt_exec {
     int training;
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
     int dy_private;    /* tests: no gradient buffer sharing; set before prepare */
+    int y_private;     /* tests: no activation buffer sharing; set before prepare */
     unsigned char *consumers; /* per node: how many nodes read its output */
     /* Activation gradients share buffers by liveness (vt_exec_dy_plan): dybuf[0..n_dybuf) are
      * the buffers, first_writer[i] the node whose backward first adds into node i's dy (it is
      * zeroed just before), -1 for a node nobody reads. */
     float **dybuf;
     int n_dybuf;
+    /* Activations share buffers by liveness (vt_exec_y_plan): ybuf[0..n_ybuf) */
+    float **ybuf;
+    int n_ybuf;
     int *first_writer;
     double *prof;      /* NULL, or per node: seconds of forward + backward are added here
                           (profiling for benchmarks and the estimator; set by the caller;
@@ -45,6 +49,19 @@ typedef struct vt_exec {
  * every dy its own buffer (the executor's dy_private, for tests). */
 int vt_exec_dy_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
                     int *buf, double *buf_elems, int *first);
+
+/* The plan of the activations' (node outputs') buffers for graph g, elems as above.  An
+ * in-place ReLU (one whose input nobody else reads) writes its input's buffer.  A buffer that a
+ * backward reads (the input of a conv, linear, BN or activation, and an activation's output: a
+ * ReLU fused into its BN is that BN's output), that nobody reads (the outputs: callers read
+ * them after forward), and node 0's keep buffers of their own; the others (e.g. a batch norm
+ * feeding a residual add, an upsample feeding a concat) are live from their node's forward
+ * to the forward of their last reader, and share buffers with the ones whose intervals do not
+ * overlap.  Fills buf[i] (node i's buffer) and buf_elems[b] (capacity in elements per image;
+ * n_nodes entries suffice); returns the number of buffers, or -1 with the error set.  share =
+ * 0: only the in-place ReLUs share (the executor's y_private, for tests). */
+int vt_exec_y_plan(const vt_graph *g, const double *elems, int share, int *buf,
+                   double *buf_elems);
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */
 vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be);

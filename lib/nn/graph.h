@@ -50,11 +50,11 @@ typedef struct vt_node {
     int64_t buf_off;   /* BN running mean (c) then running var (c) in the buffer array */
 
     /* runtime state, owned by the executor (lib/nn/layers.c) */
-    float *y, *dy;     /* output and its gradient, out.c * N * out.h * out.w values     */
+    float *y, *dy;     /* output and its gradient, out.c * N * out.h * out.w values (in
+                        * buffers the executor shares between nodes, see vt_exec_y_plan) */
     float *save0, *save1; /* BN mean / invstd; dropout mask (save0)                     */
     int32_t *idx;      /* max-pool argmax                                               */
     void *ws;          /* conv: its own buffer kept from forward to backward, or NULL    */
-    int y_shared;      /* y aliases the input's y (in-place activation) */
     int fused;         /* BN: index of the ReLU fused into it; ReLU: index of its BN; else 0 */
 } vt_node;
 
