@@ -266,6 +266,8 @@ static void run_shared(const vt_model *m, int private_bufs, int keep_columns, in
     for (size_t i = 0; i < nin; i++) vt_exec_input(e)[i] = (float)((i * 2654435761u) % 997) / 997.0f;
     vt_node *out = &e->g->nodes[m->output_node];
     size_t nout = (size_t)out->out.c * out->out.h * out->out.w * n;
+    /* callers read the output after forward: nobody may read it (so it keeps its buffer) */
+    ck_assert_int_eq(e->consumers[m->output_node], 0);
     for (int rep = 0; rep < 2; rep++) {
         ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
         if (rep == 0) memcpy(yout, out->y, nout * sizeof(float));
