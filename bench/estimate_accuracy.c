@@ -37,7 +37,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* Lower-quartile seconds per training step after one warm-up step (as calibration measures);
  * -1 on failure (message printed). */
-static double measure(const cfg *c, const char *device, double budget)
+/* Seconds per step (lower quartile); *mem: the device memory the trainer holds (GPU; else 0). */
+static double measure(const cfg *c, const char *device, double budget, double *mem)
 {
     char opt[64], kv[64];
     snprintf(opt, sizeof opt, "channels=%d imgsz=%d", c->channels, c->imgsz);
@@ -70,6 +71,7 @@ static double measure(const cfg *c, const char *device, double budget)
     }
     qsort(ts, (size_t)k, sizeof ts[0], cmp_double);
     result = ts[k / 4];
+    if (vt_trainer_metric(t, VT_METRIC_DEVICE_MEMORY_BYTES, mem)) *mem = 0;
     goto out;
 fail:
     fprintf(stderr, "%s imgsz %d batch %d: %s\n", c->arch, c->imgsz, c->batch, vt_last_error());
@@ -107,10 +109,11 @@ int main(int argc, char **argv)
     };
     const cfg gpu_cases[] = {
         {"cls-s", 224, 32, 3}, {"cls-m", 128, 64, 3}, {"cnn-small", 28, 256, 1},
-        {"cls-n", 224, 128, 3}, {"cls-m", 224, 32, 3},
+        {"cls-n", 224, 128, 3}, {"cls-m", 224, 32, 3}, {"resnet18", 224, 128, 3},
     };
     const cfg *cases = gpu ? gpu_cases : cpu_cases;
-    int ncases = gpu ? 5 : 6;
+    int ncases = gpu ? (int)(sizeof gpu_cases / sizeof gpu_cases[0])
+                     : (int)(sizeof cpu_cases / sizeof cpu_cases[0]);
 
     vt_estimator *e = NULL;
     if (vt_estimator_create(&e) || configure(e, &calib) || vt_estimator_set(e, "train=1000") ||
@@ -131,26 +134,32 @@ int main(int argc, char **argv)
     }
     printf("calibrated on %s with %s imgsz %d batches up to %d in %.1f s\n", device, calib.arch,
            calib.imgsz, calib.batch, now() - t0);
-    printf("%-10s %5s %5s | %11s %11s %7s | %12s %12s\n", "model", "imgsz", "batch",
-           "measured s", "predicted s", "error", "epoch meas.", "epoch pred.");
+    printf("%-10s %5s %5s | %11s %11s %7s | %12s %12s%s\n", "model", "imgsz", "batch",
+           "measured s", "predicted s", "error", "epoch meas.", "epoch pred.",
+           gpu ? " | memory GB held / predicted peak" : "");
     int bad = 0;
     double worst = 0;
     for (int i = 0; i < ncases; i++) {
         const cfg *c = &cases[i];
-        double pred, steps;
+        double pred, steps, pmem, mem = 0;
         if (configure(e, c) || vt_estimator_run(e) ||
             vt_estimator_result(e, VT_EST_STEP_SECONDS, &pred) ||
-            vt_estimator_result(e, VT_EST_STEPS_PER_EPOCH, &steps)) {
+            vt_estimator_result(e, VT_EST_STEPS_PER_EPOCH, &steps) ||
+            vt_estimator_result(e, VT_EST_PEAK_MEMORY_BYTES, &pmem)) {
             fprintf(stderr, "estimate: %s\n", vt_last_error());
             bad = 1;
             continue;
         }
-        double meas = measure(c, device, budget);
+        double meas = measure(c, device, budget, &mem);
         if (meas <= 0) { bad = 1; continue; }
         double err = pred / meas - 1;
         worst = fmax(worst, fabs(err));
-        printf("%-10s %5d %5d | %11.5f %11.5f %+6.1f%% | %12.2f %12.2f%s\n", c->arch, c->imgsz,
-               c->batch, meas, pred, 100 * err, meas * steps, pred * steps,
+        char mcol[64] = "";
+        /* the held memory includes the allocator's cache; the prediction adds 0.5 GiB of
+         * CUDA context, which the allocator does not see */
+        if (gpu) snprintf(mcol, sizeof mcol, " | %6.2f / %6.2f", mem / 1e9, pmem / 1e9);
+        printf("%-10s %5d %5d | %11.5f %11.5f %+6.1f%% | %12.2f %12.2f%s%s\n", c->arch, c->imgsz,
+               c->batch, meas, pred, 100 * err, meas * steps, pred * steps, mcol,
                fabs(err) > target ? "  <-- over target" : "");
     }
     printf("worst error %.1f%% (target %.0f%%)\n", 100 * worst, 100 * target);
