@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # CPU training throughput of the GUIDE's small CNN (1x28x28, 10 classes, SGD momentum 0.9):
-# libvisiontrain vs Debian's PyTorch (python3-torch), side by side, interleaved, best of REPS.
+# libvisiontrain vs Debian's PyTorch (python3-torch), side by side, interleaved, best of 2*REPS
+# runs each.
 #
 #   bench/cpu_vs_torch.sh [BUILD_DIR=build] [REPS=3]
 #
-# PyTorch runs twice per batch size: with its default thread count and with 2 threads; the
-# better of the two is the baseline.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the machine
+# PyTorch runs once per rep with its default thread count and once with 2 threads; its best
+# run is the baseline.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the machine
 # sets them (for both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +21,12 @@ printf '%-6s %14s %14s %8s\n' batch "vt img/s" "torch img/s" ratio
 for b in 64 256; do
   steps=$(( b == 64 ? 40 : 12 ))
   vt=(); th=()
+  # as many runs of each side (2 per rep), alternating, so that neither gets more draws of a
+  # noisy machine's best moment
   for r in $(seq "$reps"); do
     vt+=("$("$tp" batch=$b steps=$steps | awk '{print $5}')")
     th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps | awk '{print $6}')")
+    vt+=("$("$tp" batch=$b steps=$steps | awk '{print $5}')")
     th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps --threads 2 | awk '{print $6}')")
   done
   v=$(printf '%s\n' "${vt[@]}" | best); t=$(printf '%s\n' "${th[@]}" | best)
