@@ -34,9 +34,9 @@
  * Epoch = ceil(train/B) steps + ceil(val/2B) validation steps + 12*params/200 MB/s (checkpoint).
  * Total = epochs * epoch + start-up (30 s on a GPU, 1 s on the CPU, or the user's).
  * Cost  = total hours * price * GPUs.
- * Memory per device = 4*params*(2 + states) + 4*buffers + b*(Y + sum(S) + D)*a, Y and D the
- *   activations' and their gradients' buffers, which the executor shares by liveness
- *   (vt_exec_y_plan, vt_exec_dy_plan)
+ * Memory per device = 4*params*(2 + states) + 4*buffers + b*(A + sum(S))*a, A the arena of
+ *   the activations and their gradients, which the executor places by liveness over the step
+ *   (vt_exec_plan)
  *   + 4*min(b*Wmax, max(Wmax, 2M floats)) (chunked im2col) + the input batch + 0.5 GiB context
  *   on a GPU, times 1.05 for fragmentation.  It fits below memory_fraction (0.9) of the device;
  *   the largest batch solves the same linear equation (capped by a batch verified on the device
@@ -254,22 +254,20 @@ int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, in
         wm = fmax(wm, lc[i].ws_elems);
     }
     /* activations and their gradients: the executor's buffers, shared by liveness
-     * (vt_exec_y_plan, vt_exec_dy_plan) */
-    double *el = vt_malloc((size_t)n * sizeof *el), *bel = vt_malloc((size_t)n * sizeof *bel);
-    int *bof = vt_malloc((size_t)n * sizeof *bof), *fw = vt_malloc((size_t)n * sizeof *fw);
-    int nb = -1, ny = -1;
-    if (el && bel && bof && fw) {
+     * (vt_exec_plan) */
+    double *el = vt_malloc((size_t)n * sizeof *el), *yo = vt_malloc((size_t)n * sizeof *yo),
+           *dyo = vt_malloc((size_t)n * sizeof *dyo), arena = 0;
+    int *fw = vt_malloc((size_t)n * sizeof *fw), ok = -1;
+    if (el && yo && dyo && fw) {
         for (int i = 0; i < n; i++) el[i] = (double)lc[i].out_elems;
-        ny = vt_exec_y_plan(g, el, 1, bof, bel);
-        for (int b = 0; b < ny; b++) per += bel[b];
-        if (ny >= 0) nb = vt_exec_dy_plan(g, el, 1, 0, 1, bof, bel, fw);
+        ok = vt_exec_plan(g, el, 1, 0, 1, yo, dyo, fw, &arena);
     }
-    for (int b = 0; b < nb; b++) per += bel[b];
+    per += arena;
     free(el);
-    free(bel);
-    free(bof);
+    free(yo);
+    free(dyo);
     free(fw);
-    if (nb < 0) {
+    if (ok < 0) {
         free(lc);
         return -1;
     }

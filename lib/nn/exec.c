@@ -1,6 +1,7 @@
 /* Forward and backward over the graph, one backend call (or a few) per layer. */
 #include "nn/exec.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,16 +31,11 @@ static void free_activations(vt_exec *e)
         nd->ws = NULL;
         nd->fused = 0;
     }
-    for (int b = 0; b < e->n_ybuf; b++) OPS(e)->free(e->be, e->ybuf[b]);
-    free(e->ybuf);
-    e->ybuf = NULL;
-    e->n_ybuf = 0;
-    for (int b = 0; b < e->n_dybuf; b++) OPS(e)->free(e->be, e->dybuf[b]);
-    free(e->dybuf);
+    OPS(e)->free(e->be, e->arena);
     free(e->first_writer);
-    e->dybuf = NULL;
+    e->arena = NULL;
     e->first_writer = NULL;
-    e->n_dybuf = 0;
+    e->arena_bytes = 0;
     OPS(e)->free(e->be, e->ws);
     OPS(e)->free(e->be, e->labels);
     e->ws = NULL;
@@ -117,140 +113,130 @@ static int relu_fusable(const vt_graph *g, const unsigned char *consumers, int r
     return relu_in_place(g, consumers, r) && g->nodes[g->nodes[r].in[0]].op == VT_OP_BN;
 }
 
-int vt_exec_y_plan(const vt_graph *g, const double *elems, int share, int *buf,
-                   double *buf_elems)
+/* Times of the step: forward of node t at t, backward of node t at 2N-1-t; END: after it all. */
+#define T_FWD(t) (t)
+#define T_BWD(t) (2 * N - 1 - (t))
+#define T_END (2 * N)
+
+enum { PLAN_ALIGN = 16 }; /* elements per image: 64-byte aligned offsets at any batch */
+
+static double plan_size(double elems) { return ceil(elems / PLAN_ALIGN) * PLAN_ALIGN; }
+
+/* The placing order of vt_exec_plan: larger first, then earlier start, then lower index. */
+static int place_before(int a, int b, const double *elems, const int *t0, int N)
 {
-    int N = g->n_nodes, nb = 0;
-    size_t n1 = (size_t)(N ? N : 1);
+    double sa = plan_size(elems[a % N]), sb = plan_size(elems[b % N]);
+    if (sa != sb) return sa > sb;
+    if (t0[a] != t0[b]) return t0[a] < t0[b];
+    return a < b;
+}
+
+int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
+                 double *yoff, double *dyoff, int *first, double *arena_elems)
+{
+    int N = g->n_nodes, nb = 0, M = 2 * N; /* tensors: y of node i = i, dy of node i = N + i */
+    size_t n1 = (size_t)(N ? N : 1), m1 = 2 * n1;
     unsigned char *cons = vt_calloc(n1, 1);
-    int *root = vt_malloc(n1 * sizeof *root), *last = vt_malloc(n1 * sizeof *last);
-    char *own = vt_calloc(n1, 1), *freeb = vt_calloc(n1, 1); /* per buffer: free now */
-    if (!cons || !root || !last || !own || !freeb) {
+    int *root = vt_malloc(n1 * sizeof *root), *t0 = vt_malloc(m1 * sizeof *t0),
+        *t1 = vt_malloc(m1 * sizeof *t1), *order = vt_malloc(m1 * sizeof *order),
+        *bend = vt_malloc(m1 * sizeof *bend); /* placed neighbours of one tensor, by offset */
+    double *offs = vt_malloc(m1 * sizeof *offs);
+    if (!cons || !root || !t0 || !t1 || !order || !bend || !offs) {
         nb = -1;
         goto done;
     }
-    for (int j = 0; j < N; j++)
-        for (int k = 0; k < g->nodes[j].n_in; k++)
-            if (cons[g->nodes[j].in[k]] < 255) cons[g->nodes[j].in[k]]++;
-    /* groups: an in-place ReLU writes its input's buffer (see relu_in_place) */
-    for (int i = 0; i < N; i++) {
-        root[i] = relu_in_place(g, cons, i) ? root[g->nodes[i].in[0]] : i;
-        last[i] = -1;
-    }
-    /* a group keeps its own buffer when a backward reads it (a conv, linear or BN its input,
-     * an activation its input and output: a ReLU fused into its BN is the BN's output), when
-     * nobody reads it (the outputs, which the caller reads), for the input, or without sharing */
-    for (int t = 0; t < N; t++) {
-        const vt_node *nd = &g->nodes[t];
-        if (!share || t == 0 || cons[t] == 0) own[root[t]] = 1;
-        if (nd->op == VT_OP_CONV || nd->op == VT_OP_LINEAR || nd->op == VT_OP_BN ||
-            nd->op == VT_OP_ACT)
-            own[root[nd->in[0]]] = 1;
-        if (nd->op == VT_OP_ACT) own[root[t]] = 1;
-        for (int k = 0; k < nd->n_in; k++) /* forward readers: the group is live until t */
-            if (t > last[root[nd->in[k]]]) last[root[nd->in[k]]] = t;
-    }
-    /* the others share buffers in forward order: a buffer is free again after the forward of
-     * its group's last reader (best fit by size; else the largest free one grows) */
-    for (int t = 0; t < N; t++) {
-        if (root[t] != t) {
-            buf[t] = buf[root[t]];
-        } else {
-            int best = -1;
-            if (!own[t])
-                for (int b = 0; b < nb; b++) {
-                    if (!freeb[b]) continue;
-                    int fits = buf_elems[b] >= elems[t];
-                    if (best < 0 || (fits && (buf_elems[best] < elems[t] ||
-                                              buf_elems[b] < buf_elems[best])) ||
-                        (!fits && buf_elems[best] < elems[t] && buf_elems[b] > buf_elems[best]))
-                        best = b;
-                }
-            if (best < 0) {
-                best = nb++;
-                buf_elems[best] = 0;
-            }
-            if (buf_elems[best] < elems[t]) buf_elems[best] = elems[t];
-            freeb[best] = 0;
-            buf[t] = best;
-        }
-        for (int r = 0; r <= t; r++) /* groups whose last reader was t */
-            if (root[r] == r && !own[r] && last[r] == t) freeb[buf[r]] = 1;
-    }
-done:
-    free(cons);
-    free(root);
-    free(last);
-    free(own);
-    free(freeb);
-    return nb;
-}
-
-int vt_exec_dy_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
-                    int *buf, double *buf_elems, int *first)
-{
-    int N = g->n_nodes, nb = 0;
-    unsigned char *cons = vt_calloc((size_t)(N ? N : 1), 1);
-    int *last = vt_malloc((size_t)(N ? N : 1) * sizeof *last);
-    char *freeb = vt_calloc((size_t)(N ? N : 1), 1); /* per buffer: free now */
-    if (!cons || !last || !freeb) {
-        free(cons);
-        free(last);
-        free(freeb);
-        return -1;
-    }
-    for (int i = 0; i < N; i++) {
-        first[i] = -1;
-        last[i] = i;
-        buf[i] = -1;
-    }
+    for (int j = 0; j < N; j++) first[j] = -1;
     for (int j = 0; j < N; j++)
         for (int k = 0; k < g->nodes[j].n_in; k++) {
             int i = g->nodes[j].in[k];
             if (cons[i] < 255) cons[i]++;
             if (j > first[i]) first[i] = j;
         }
-    /* needs a dy: every node but the input (unless input_grad) and a BN whose ReLU is fused
-     * (the fused op reads the ReLU's dy, which then lives until the BN's backward) */
-    char *needs = freeb; /* reuse: filled below, freeb cleared after */
-    for (int i = 0; i < N; i++) needs[i] = (char)(i > 0 || input_grad);
-    for (int r = 1; fuse && r < N; r++)
-        if (relu_fusable(g, cons, r)) {
-            needs[g->nodes[r].in[0]] = 0;
-            last[r] = g->nodes[r].in[0];
-        }
-    /* own buffers: nodes nobody reads (a loss writes their seed) and node 0 */
+    for (int i = 0; i < N; i++) root[i] = relu_in_place(g, cons, i) ? root[g->nodes[i].in[0]] : i;
+    for (int k = 0; k < M; k++) t0[k] = t1[k] = -1; /* t0 < 0: no interval */
+    /* activations: a group (a node and the in-place ReLUs on it) from its node's forward to its
+     * last reader: forward readers, and the backwards that read it (a conv, linear, BN or
+     * activation reads its input; an activation its output; a BN its output when its ReLU is
+     * fused, the fused op reading the ReLU's output as the mask).  The outputs (nobody reads
+     * them: callers do, after the step) and the input live to the end. */
     for (int i = 0; i < N; i++)
-        if (needs[i] && (first[i] < 0 || i == 0 || !share)) {
-            buf[i] = nb;
-            buf_elems[nb++] = elems[i];
-        } else if (needs[i]) {
-            buf[i] = -2; /* shared, assigned by the sweep */
-        }
-    memset(freeb, 0, (size_t)(N ? N : 1));
-    /* sweep in backward order: a writer's inputs get buffers before its own is released */
-    for (int t = N - 1; t >= 0; t--) {
-        for (int k = 0; k < g->nodes[t].n_in; k++) {
-            int i = g->nodes[t].in[k];
-            if (buf[i] != -2 || first[i] != t) continue;
-            int best = -1;
-            for (int b = 0; b < nb; b++)
-                if (freeb[b] && buf_elems[b] >= elems[i] &&
-                    (best < 0 || buf_elems[b] < buf_elems[best]))
-                    best = b;
-            if (best < 0) {
-                best = nb;
-                buf_elems[nb++] = elems[i];
-            }
-            freeb[best] = 0;
-            buf[i] = best;
-        }
-        for (int i = t; i < N; i++) /* dy's whose last reader is t */
-            if (last[i] == t && buf[i] >= 0 && first[i] >= 0 && i != 0) freeb[buf[i]] = 1;
+        if (root[i] == i) t0[i] = t1[i] = T_FWD(i);
+    for (int t = 0; t < N; t++) {
+        const vt_node *nd = &g->nodes[t];
+        int r = root[t];
+        if (t == 0 || cons[t] == 0) t1[r] = T_END;
+        for (int k = 0; k < nd->n_in; k++)
+            if (t1[root[nd->in[k]]] < T_FWD(t)) t1[root[nd->in[k]]] = T_FWD(t);
+        int rin = root[nd->in[0]];
+        if (t > 0 && (nd->op == VT_OP_CONV || nd->op == VT_OP_LINEAR || nd->op == VT_OP_BN ||
+                      nd->op == VT_OP_ACT) && t1[rin] < T_BWD(t))
+            t1[rin] = T_BWD(t);
+        if (nd->op == VT_OP_ACT && t1[r] < T_BWD(t)) t1[r] = T_BWD(t);
+        if (nd->op == VT_OP_BN && fuse && first[t] >= 0 && relu_fusable(g, cons, first[t]) &&
+            t1[r] < T_BWD(t))
+            t1[r] = T_BWD(t);
     }
+    /* gradients: node i's from the backward of its first writer (its highest-numbered
+     * consumer; zeroed just before) to its last reader: itself, or the BN a fused ReLU's
+     * gradient feeds (that BN then has none).  The input's (input_grad: callers read it) and
+     * the outputs' (the loss writes the seed before backward) live throughout. */
+    for (int i = 0; i < N; i++) {
+        if (i == 0 && !input_grad) continue;
+        if (fuse && g->nodes[i].op == VT_OP_BN && first[i] >= 0 &&
+            relu_fusable(g, cons, first[i]))
+            continue;
+        int fused_bn = fuse && relu_fusable(g, cons, i) ? g->nodes[i].in[0] : -1;
+        t0[N + i] = first[i] >= 0 && i > 0 ? T_BWD(first[i]) : 0;
+        t1[N + i] = i == 0 || first[i] < 0 ? T_END : T_BWD(fused_bn >= 0 ? fused_bn : i);
+    }
+    if (!share) /* everything live throughout: no sharing (in-place ReLUs still share) */
+        for (int k = 0; k < M; k++)
+            if (t0[k] >= 0) t0[k] = 0, t1[k] = T_END;
+    /* offsets in one arena, greedy by size (largest first, ties by start then index): each
+     * tensor takes the lowest offset where it overlaps no tensor placed before whose interval
+     * overlaps its own.  Sizes are rounded up to PLAN_ALIGN elements per image. */
+    int no = 0;
+    for (int k = 0; k < M; k++)
+        if (t0[k] >= 0) order[no++] = k;
+    for (int a = 1; a < no; a++) { /* insertion sort: the graphs are small */
+        int k = order[a], j = a - 1;
+        while (j >= 0 && !place_before(order[j], k, elems, t0, N)) order[j + 1] = order[j], j--;
+        order[j + 1] = k;
+    }
+    double top = 0;
+    for (int a = 0; a < no; a++) {
+        int k = order[a], nl = 0;
+        double sz = plan_size(elems[k % N]), off = 0;
+        for (int b = 0; b < a; b++) { /* placed and overlapping in time, by offset */
+            int q = order[b];
+            if (t0[q] > t1[k] || t0[k] > t1[q]) continue;
+            int j = nl++;
+            while (j > 0 && offs[bend[j - 1]] > offs[q]) bend[j] = bend[j - 1], j--;
+            bend[j] = q;
+        }
+        for (int j = 0; j < nl; j++) {
+            int q = bend[j];
+            if (offs[q] >= off + sz) break; /* the gap before q holds it */
+            double e = offs[q] + plan_size(elems[q % N]);
+            if (e > off) off = e;
+        }
+        offs[k] = off;
+        if (off + sz > top) top = off + sz;
+    }
+    for (int i = 0; i < N; i++) {
+        yoff[i] = offs[root[i]];
+        dyoff[i] = t0[N + i] >= 0 ? offs[N + i] : -1;
+    }
+    *arena_elems = top;
+    nb = 0;
+done:
     free(cons);
-    free(last);
-    free(freeb);
+    free(root);
+    free(t0);
+    free(t1);
+    free(order);
+    free(bend);
+    free(offs);
     return nb;
 }
 
@@ -276,29 +262,30 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
                 g->nodes[g->nodes[i].in[0]].fused = i;
             }
     {
-        /* activations: buffers shared by liveness where no backward reads them */
-        int N = g->n_nodes;
-        double *elems = vt_malloc((size_t)N * sizeof *elems),
-               *bel = vt_malloc((size_t)N * sizeof *bel);
-        int *bof = vt_malloc((size_t)N * sizeof *bof), nbuf = -1;
-        if (elems && bel && bof) {
+        /* activations and their gradients: buffers shared by liveness (vt_exec_plan) */
+        int N = g->n_nodes, fuse = be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
+                                   be->ops->bn_relu_backward;
+        size_t n1 = (size_t)(N ? N : 1);
+        double *elems = vt_malloc(n1 * sizeof *elems), *yo = vt_malloc(n1 * sizeof *yo),
+               *dyo = vt_malloc(n1 * sizeof *dyo), arena = 0;
+        int ok = -1;
+        e->first_writer = vt_malloc(n1 * sizeof *e->first_writer);
+        if (elems && yo && dyo && e->first_writer) {
             for (int i = 0; i < N; i++) elems[i] = (double)numel(&g->nodes[i].out, 1);
-            nbuf = vt_exec_y_plan(g, elems, !e->y_private, bof, bel);
+            ok = vt_exec_plan(g, elems, fuse, e->input_grad, !e->private_bufs, yo, dyo,
+                              e->first_writer, &arena);
         }
-        if (nbuf >= 0 && !(e->ybuf = vt_calloc((size_t)(nbuf ? nbuf : 1), sizeof *e->ybuf)))
-            nbuf = -1;
-        for (int b = 0; b < nbuf; b++) {
-            if (!(e->ybuf[b] = be->ops->alloc(be, (size_t)bel[b] * n * sizeof(float)))) {
-                nbuf = -1;
-                break;
-            }
-            e->n_ybuf = b + 1;
+        if (ok == 0 && !(e->arena = be->ops->alloc(be, (size_t)arena * n * sizeof(float))))
+            ok = -1;
+        for (int i = 0; ok == 0 && i < N; i++) {
+            g->nodes[i].y = e->arena + (size_t)yo[i] * n;
+            g->nodes[i].dy = dyo[i] >= 0 ? e->arena + (size_t)dyo[i] * n : NULL;
         }
-        for (int i = 0; nbuf >= 0 && i < N; i++) g->nodes[i].y = e->ybuf[bof[i]];
+        e->arena_bytes = ok == 0 ? (size_t)arena * n * sizeof(float) : 0;
         free(elems);
-        free(bel);
-        free(bof);
-        if (nbuf < 0) goto oom;
+        free(yo);
+        free(dyo);
+        if (ok < 0) goto oom;
     }
     for (int i = 0; i < g->n_nodes; i++) {
         vt_node *nd = &g->nodes[i];
@@ -335,36 +322,6 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
     }
     if (ws && !(e->ws = be->ops->alloc(be, ws))) goto oom;
     e->ws_bytes = ws;
-    {
-        /* activation gradients: buffers shared by liveness */
-        int N = g->n_nodes, fuse = be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
-                                   be->ops->bn_relu_backward;
-        double *elems = vt_malloc((size_t)N * sizeof *elems),
-               *bel = vt_malloc((size_t)N * sizeof *bel);
-        int *bof = vt_malloc((size_t)N * sizeof *bof);
-        e->first_writer = vt_malloc((size_t)N * sizeof *e->first_writer);
-        int nbuf = -1;
-        if (elems && bel && bof && e->first_writer) {
-            for (int i = 0; i < N; i++) elems[i] = (double)numel(&g->nodes[i].out, 1);
-            nbuf = vt_exec_dy_plan(g, elems, fuse, e->input_grad, !e->dy_private, bof, bel,
-                                   e->first_writer);
-        }
-        if (nbuf >= 0 && !(e->dybuf = vt_calloc((size_t)(nbuf ? nbuf : 1), sizeof *e->dybuf)))
-            nbuf = -1;
-        for (int b = 0; b < nbuf; b++) {
-            if (!(e->dybuf[b] = be->ops->alloc(be, (size_t)bel[b] * n * sizeof(float)))) {
-                nbuf = -1;
-                break;
-            }
-            e->n_dybuf = b + 1;
-        }
-        for (int i = 0; nbuf >= 0 && i < N; i++)
-            g->nodes[i].dy = bof[i] >= 0 ? e->dybuf[bof[i]] : NULL;
-        free(elems);
-        free(bel);
-        free(bof);
-        if (nbuf < 0) goto oom;
-    }
     if (!(e->labels = be->ops->alloc(be, (size_t)n * sizeof(int32_t)))) goto oom;
     e->n = e->cap_n = n;
     e->h = h;

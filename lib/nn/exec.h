@@ -20,48 +20,41 @@ typedef struct vt_exec {
     uint64_t dropout_seed;
     int training;
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
-    int dy_private;    /* tests: no gradient buffer sharing; set before prepare */
-    int y_private;     /* tests: no activation buffer sharing; set before prepare */
+    int private_bufs;  /* tests: no buffer sharing (but in-place ReLUs); set before prepare */
     unsigned char *consumers; /* per node: how many nodes read its output */
-    /* Activation gradients share buffers by liveness (vt_exec_dy_plan): dybuf[0..n_dybuf) are
-     * the buffers, first_writer[i] the node whose backward first adds into node i's dy (it is
-     * zeroed just before), -1 for a node nobody reads. */
-    float **dybuf;
-    int n_dybuf;
-    /* Activations share buffers by liveness (vt_exec_y_plan): ybuf[0..n_ybuf) */
-    float **ybuf;
-    int n_ybuf;
+    /* Activations and their gradients live in one arena at offsets planned by liveness
+     * (vt_exec_plan); first_writer[i] is the node whose backward first adds into node i's dy
+     * (it is zeroed just before), -1 for a node nobody reads. */
+    float *arena;
+    size_t arena_bytes;
     int *first_writer;
     double *prof;      /* NULL, or per node: seconds of forward + backward are added here
                           (profiling for benchmarks and the estimator; set by the caller;
                           the backend is synchronised around every node while it is set) */
 } vt_exec;
 
-/* The plan of the activation gradients' buffers for graph g (shapes set by vt_graph_reshape or
- * given per node in elems: elements per image of each node's output).  Node i's dy is live from
- * the backward of its first writer (its highest-numbered consumer) to its last reader (itself;
- * the batch norm that a fused ReLU's gradient feeds), and nodes whose intervals do not overlap
- * share a buffer (best fit by size).  Nodes nobody reads (the outputs, where a loss writes the
- * seed) and node 0 when input_grad keep buffers of their own.  fuse: the backend runs BN +
- * in-place ReLU as one op (the BN then has no dy).  Fills buf[i] (buffer of node i, -1: no dy),
- * buf_elems[b] (capacity in elements per image; n_nodes entries suffice) and first[i] (first
- * writer, -1 for none); returns the number of buffers, or -1 with the error set.  share = 0:
- * every dy its own buffer (the executor's dy_private, for tests). */
-int vt_exec_dy_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
-                    int *buf, double *buf_elems, int *first);
-
-/* The plan of the activations' (node outputs') buffers for graph g, elems as above.  An
- * in-place ReLU (one whose input nobody else reads) writes its input's buffer.  A buffer that a
- * backward reads (the input of a conv, linear, BN or activation, and an activation's output: a
- * ReLU fused into its BN is that BN's output), that nobody reads (the outputs: callers read
- * them after forward), and node 0's keep buffers of their own; the others (e.g. a batch norm
- * feeding a residual add, an upsample feeding a concat) are live from their node's forward
- * to the forward of their last reader, and share buffers with the ones whose intervals do not
- * overlap.  Fills buf[i] (node i's buffer) and buf_elems[b] (capacity in elements per image;
- * n_nodes entries suffice); returns the number of buffers, or -1 with the error set.  share =
- * 0: only the in-place ReLUs share (the executor's y_private, for tests). */
-int vt_exec_y_plan(const vt_graph *g, const double *elems, int share, int *buf,
-                   double *buf_elems);
+/* The plan of the buffers of the activations (node outputs) and their gradients for graph g,
+ * for one training step: forward of node t at time t, then backward of node t at 2N-1-t.
+ * elems[i]: elements per image of node i's output (shapes as vt_graph_reshape sets them).
+ *   - An activation lives from its node's forward to its last reader: forward readers, and the
+ *     backwards that read it (a conv, linear, BN or activation reads its input; an activation
+ *     its output; a BN with a fused ReLU its output, the ReLU's mask).  An in-place ReLU (one
+ *     whose input nobody else reads) writes its input's buffer.  Node 0 (the input) and the
+ *     outputs (nodes nobody reads; callers read them after the step) live throughout.
+ *   - A gradient lives from the backward of its first writer (its highest-numbered consumer,
+ *     which zeroes it just before) to its last reader (its node; the BN that a fused ReLU's
+ *     gradient feeds, that BN then having none).  fuse: the backend runs BN + in-place ReLU as
+ *     one op.  Node 0 has one only with input_grad; it and the outputs' (where a loss writes
+ *     the seed) live throughout.
+ * The tensors go into one arena: greedily, largest first, each at the lowest offset where it
+ * overlaps no tensor already placed whose interval overlaps its own; so a gradient of the early
+ * layers reuses the memory of activations whose backward is done.  Offsets and sizes are in
+ * elements per image, multiples of 16 (a batch of n has them times n: 64-byte aligned).  The
+ * plan holds for one backward per forward.  Fills yoff[i] and dyoff[i] (node i's output and
+ * gradient, -1: none), first[i] (first writer, -1: none) and *arena_elems; returns 0, or -1
+ * with the error set.  share = 0: every tensor its own place (the executor's private_bufs). */
+int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
+                 double *yoff, double *dyoff, int *first, double *arena_elems);
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */
 vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be);
@@ -73,7 +66,8 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w);
 static inline float *vt_exec_input(vt_exec *e) { return e->g->nodes[0].y; }
 vt_status vt_exec_forward(vt_exec *e, int training);
 /* Backward from the gradient already stored in the dy of node `out` (e.g. by softmax_xent);
- * fills e->grads. */
+ * fills e->grads.  Once per vt_exec_forward (gradients reuse the memory of activations whose
+ * backward is done). */
 vt_status vt_exec_backward(vt_exec *e, int out);
 vt_status vt_exec_set_params(vt_exec *e, const float *params_host, const float *buffers_host);
 vt_status vt_exec_get_params(vt_exec *e, float *params_host, float *buffers_host);

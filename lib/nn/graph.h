@@ -51,7 +51,7 @@ typedef struct vt_node {
 
     /* runtime state, owned by the executor (lib/nn/layers.c) */
     float *y, *dy;     /* output and its gradient, out.c * N * out.h * out.w values (in
-                        * buffers the executor shares between nodes, see vt_exec_y_plan) */
+                        * buffers the executor shares between nodes, see vt_exec_plan) */
     float *save0, *save1; /* BN mean / invstd; dropout mask (save0)                     */
     int32_t *idx;      /* max-pool argmax                                               */
     void *ws;          /* conv: its own buffer kept from forward to backward, or NULL    */
