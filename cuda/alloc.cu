@@ -4,16 +4,18 @@
  * training step are kept in per-size-class free lists and handed out again by the next step.
  * Reuse needs no event tracking because every op of a backend runs on its single stream: a block
  * freed on the host and re-allocated is only touched by work queued after the earlier users.
- * Sizes round up to 4 classes per power of two (at most 25% waste); a cudaMalloc that fails first
- * releases the free blocks and retries, so the cache never causes an out-of-memory by itself. */
+ * Sizes round up to 4 classes per power of two (at most 25% waste); above 64 MiB (the
+ * executor's activation arena, gigabytes) to a multiple of 2 MiB, reused only at that size.  A
+ * cudaMalloc that fails first releases the free blocks and retries, so the cache never causes
+ * an out-of-memory by itself. */
 #include <cstdlib>
 
 #include "cuda_internal.cuh"
 
 #define VT_CUDA_MIN_BLOCK 512u
 
-/* Rounded size and class of a request.  Requests too large to round without overflow get their
- * exact size and class -1 (matched only by exact size). */
+/* Rounded size and class of a request.  Large requests get class -1 (matched only by exact
+ * size): a multiple of 2 MiB, or their exact size when too large to round without overflow. */
 static size_t size_class(size_t bytes, int *cls)
 {
     if (bytes <= VT_CUDA_MIN_BLOCK) {
@@ -23,6 +25,11 @@ static size_t size_class(size_t bytes, int *cls)
     if (bytes > ((size_t)1 << 60)) {
         *cls = -1;
         return bytes;
+    }
+    if (bytes > ((size_t)64 << 20)) {
+        size_t g = (size_t)2 << 20;
+        *cls = -1;
+        return (bytes + g - 1) / g * g;
     }
     int e = 63 - __builtin_clzll((unsigned long long)(bytes - 1)); /* 2^e < bytes <= 2^(e+1) */
     size_t step = (size_t)1 << (e - 2);
