@@ -3,7 +3,9 @@
  *
  *   estimate_accuracy [cpu|0] [seconds-per-measurement]
  *
- * Prints measured vs predicted seconds per step and per epoch (1,000 images) and the error;
+ * Prints measured vs predicted seconds per step and per epoch (1,000 images) and the error, and
+ * the machine's drift: the calibration model's step measured again just before each case vs its
+ * prediction (how much the machine itself changed since the calibration);
  * exits 1 when an error exceeds the issue's target (15% on the CPU, 10% on a GPU), 0 otherwise,
  * 77 when the device is missing (so a GPU run on a machine without one counts as skipped).
  * A GPU is measured and estimated at TF32 (the trainer's default precision), the CPU at fp32.
@@ -134,8 +136,18 @@ int main(int argc, char **argv)
     }
     printf("calibrated on %s with %s imgsz %d batches up to %d in %.1f s\n", device, calib.arch,
            calib.imgsz, calib.batch, now() - t0);
-    printf("%-10s %5s %5s | %11s %11s %7s | %12s %12s%s\n", "model", "imgsz", "batch",
-           "measured s", "predicted s", "error", "epoch meas.", "epoch pred.",
+    /* the machine's drift: the calibration model's step, predicted vs measured again, right
+     * before each case (a shared machine's speed moves by tens of percent within a minute;
+     * "error" is what the estimator gets wrong plus what the machine changed) */
+    double calib_pred;
+    if (configure(e, &calib) || vt_estimator_run(e) ||
+        vt_estimator_result(e, VT_EST_STEP_SECONDS, &calib_pred)) {
+        fprintf(stderr, "estimate: %s\n", vt_last_error());
+        vt_estimator_destroy(e);
+        return 1;
+    }
+    printf("%-10s %5s %5s | %11s %11s %7s | %12s %12s | %7s%s\n", "model", "imgsz", "batch",
+           "measured s", "predicted s", "error", "epoch meas.", "epoch pred.", "drift",
            gpu ? " | memory GB held / predicted peak" : "");
     int bad = 0;
     double worst = 0;
@@ -150,17 +162,18 @@ int main(int argc, char **argv)
             bad = 1;
             continue;
         }
+        double cmem, cmeas = measure(&calib, device, budget / 4, &cmem);
         double meas = measure(c, device, budget, &mem);
-        if (meas <= 0) { bad = 1; continue; }
+        if (meas <= 0 || cmeas <= 0) { bad = 1; continue; }
         double err = pred / meas - 1;
         worst = fmax(worst, fabs(err));
         char mcol[64] = "";
         /* the held memory includes the allocator's cache; the prediction adds 0.5 GiB of
          * CUDA context, which the allocator does not see */
         if (gpu) snprintf(mcol, sizeof mcol, " | %6.2f / %6.2f", mem / 1e9, pmem / 1e9);
-        printf("%-10s %5d %5d | %11.5f %11.5f %+6.1f%% | %12.2f %12.2f%s%s\n", c->arch, c->imgsz,
-               c->batch, meas, pred, 100 * err, meas * steps, pred * steps, mcol,
-               fabs(err) > target ? "  <-- over target" : "");
+        printf("%-10s %5d %5d | %11.5f %11.5f %+6.1f%% | %12.2f %12.2f | %+6.1f%%%s%s\n",
+               c->arch, c->imgsz, c->batch, meas, pred, 100 * err, meas * steps, pred * steps,
+               100 * (cmeas / calib_pred - 1), mcol, fabs(err) > target ? "  <-- over target" : "");
     }
     printf("worst error %.1f%% (target %.0f%%)\n", 100 * worst, 100 * target);
     vt_estimator_destroy(e);
