@@ -2,7 +2,7 @@
  * itself.  The others run in tiles: a tile is a run of columns of the im2col matrix (whole
  * images when an image is small, else whole output rows of one image) sized so its columns
  * (K x cols floats) stay in the core's cache, but at least 256 columns wide; each pool thread
- * takes a contiguous share of the tiles and, per tile, builds the columns into its own scratch
+ * takes shares of the tiles in turn and, per tile, builds the columns into its own scratch
  * and calls a single-threaded GEMM on them while they are hot:
  *   forward   Y[:, tile] = W x col(tile)
  *   backward  dW += dY[:, tile] x col(tile)^T   (into the share's own partial sum)
@@ -12,8 +12,9 @@
  * K x its first column: forward builds them, backward reuses them (no second im2col).
  * Backward shares are whole images, so no two threads scatter into the same dX rows, and the
  * partial weight gradients are added in share order: results are bitwise reproducible for a
- * given thread count.  Scratch (vt_cpu_conv_workspace): threads x tile floats, plus
- * (threads - 1) partial weight gradients. */
+ * given thread count (the shares depend on it, not on which thread runs which share).  Scratch
+ * (vt_cpu_conv_workspace): threads x tile floats, plus (backward shares - 1) partial weight
+ * gradients. */
 #include <stddef.h>
 #include <string.h>
 
@@ -198,13 +199,20 @@ static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, in
     }
 }
 
-/* Shares of the tiles: forward splits tiles evenly; backward splits whole images (so a share's
- * col2im never touches another share's dX).  Never more shares than the pool has threads. */
+/* Shares of the tiles, which the pool's threads take in turn (several per thread, so that a
+ * thread slowed down by the machine does not hold the other up): forward splits the tiles
+ * evenly; backward splits whole images (so a share's col2im never touches another share's
+ * dX), each share with its own partial weight gradient, so fewer shares where those would pass
+ * PARTIALS_MAX_FLOATS (but never fewer than the threads). */
+enum { SHARES_PER_THREAD = 4, PARTIALS_MAX_FLOATS = 4 << 20 };
+
 static int shares(const vt_backend *b, const tiling *t, const vt_conv_desc *d, int backward)
 {
-    int th = vt_pool_threads(POOL(b));
+    int th = vt_pool_threads(POOL(b)), s = th * SHARES_PER_THREAD;
+    size_t dw = (size_t)d->cout * (size_t)(d->cin / d->groups) * d->kh * d->kw;
+    while (backward && s > th && (size_t)(s - 1) * dw > PARTIALS_MAX_FLOATS) s -= th;
     int units = backward ? d->n : t->ntiles;
-    return units < th ? (units > 0 ? units : 1) : th;
+    return units < s ? (units > 0 ? units : 1) : s;
 }
 
 static void share_tiles(const tiling *t, const vt_conv_desc *d, int backward, int parts, int p,
@@ -231,19 +239,20 @@ size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
 {
     if (conv_is_pointwise(d)) return 0;
     tiling t = make_tiling(b, d);
-    size_t th = (size_t)vt_pool_threads(POOL(b));
+    size_t th = (size_t)vt_pool_threads(POOL(b)), sh = (size_t)shares(b, &t, d, 1);
     size_t dw = (size_t)d->cout * t.K;
-    return (th * t.tile_floats + (th - 1) * dw) * sizeof(float);
+    return (th * t.tile_floats + (sh - 1) * dw) * sizeof(float);
 }
 
 typedef struct conv_job {
     const vt_conv_desc *d;
     tiling t;
     int parts, backward;
+    int threads;    /* the pool's: column scratch slots when not kept */
     const float *x, *w, *dy;
     float *y, *dx, *dw;
-    float *ws;      /* parts x tile_floats columns (keep: the whole batch's columns, tile i's
-                     * at K x its first column), then parts - 1 partial dW */
+    float *ws;      /* threads x tile_floats columns (keep: the whole batch's columns, tile
+                     * i's at K x its first column), then parts - 1 partial dW */
     int keep;
 } conv_job;
 
@@ -251,7 +260,7 @@ typedef struct conv_job {
 static size_t cols_floats(const conv_job *J)
 {
     return J->keep ? (size_t)J->t.K * J->d->n * J->d->ho * J->d->wo
-                   : (size_t)J->parts * J->t.tile_floats;
+                   : (size_t)J->threads * J->t.tile_floats;
 }
 
 static void conv_share(void *ctx, size_t p0, size_t p1)
@@ -262,7 +271,7 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
     size_t NOHW = (size_t)d->n * d->ho * d->wo;
     int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups, K = t->K;
     for (size_t p = p0; p < p1; p++) {
-        float *col = J->ws + p * t->tile_floats;
+        float *col = J->ws + (size_t)vt_pool_thread() * t->tile_floats;
         float *dw = p == 0 ? J->dw : J->ws + cols_floats(J) + (p - 1) * (size_t)d->cout * K;
         int t0, t1;
         share_tiles(t, d, J->backward, J->parts, (int)p, &t0, &t1);
@@ -321,8 +330,9 @@ size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d)
     if (conv_is_pointwise(d) || d->groups != 1) return 0;
     size_t f = (size_t)d->cin * d->kh * d->kw * d->n * d->ho * d->wo;
     if (f > KEEP_MAX_FLOATS) return 0;
-    size_t th = (size_t)vt_pool_threads(POOL(b));
-    return (f + (th - 1) * (size_t)d->cout * d->cin * d->kh * d->kw) * sizeof(float);
+    tiling t = make_tiling(b, d);
+    size_t sh = (size_t)shares(b, &t, d, 1);
+    return (f + (sh - 1) * (size_t)d->cout * d->cin * d->kh * d->kw) * sizeof(float);
 }
 
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
@@ -333,7 +343,9 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
         vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
                  y, (int)NOHW);
     } else {
-        conv_job J = {d, make_tiling(b, d), 0, 0, x, w, NULL, y, NULL, NULL, ws, d->keep_columns};
+        conv_job J = {d,    make_tiling(b, d), 0,    0,    vt_pool_threads(POOL(b)), x,
+                      w,    NULL,              y,    NULL, NULL,                     ws,
+                      d->keep_columns};
         J.parts = shares(b, &J.t, d, 0);
         vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     }
@@ -356,7 +368,8 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
                      1.0f, dx, (int)NOHW);
         return VT_OK;
     }
-    conv_job J = {d, make_tiling(b, d), 0, 1, x, w, dy, NULL, dx, dw, ws, d->keep_columns};
+    conv_job J = {d,  make_tiling(b, d), 0,  1,  vt_pool_threads(POOL(b)), x, w, dy, NULL, dx,
+                  dw, ws,                d->keep_columns};
     J.parts = shares(b, &J.t, d, 1);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     if (J.parts > 1) {
