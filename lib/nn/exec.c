@@ -134,7 +134,7 @@ static int place_before(int a, int b, const double *elems, const int *t0, int N)
 int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
                  double *yoff, double *dyoff, int *first, double *arena_elems)
 {
-    int N = g->n_nodes, nb = 0, M = 2 * N; /* tensors: y of node i = i, dy of node i = N + i */
+    int N = g->n_nodes, rc = 0, M = 2 * N; /* tensors: y of node i = i, dy of node i = N + i */
     size_t n1 = (size_t)(N ? N : 1), m1 = 2 * n1;
     unsigned char *cons = vt_calloc(n1, 1);
     int *root = vt_malloc(n1 * sizeof *root), *t0 = vt_malloc(m1 * sizeof *t0),
@@ -142,7 +142,7 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
         *bend = vt_malloc(m1 * sizeof *bend); /* placed neighbours of one tensor, by offset */
     double *offs = vt_malloc(m1 * sizeof *offs);
     if (!cons || !root || !t0 || !t1 || !order || !bend || !offs) {
-        nb = -1;
+        rc = -1;
         goto done;
     }
     for (int j = 0; j < N; j++) first[j] = -1;
@@ -167,10 +167,9 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
         if (t == 0 || cons[t] == 0) t1[r] = T_END;
         for (int k = 0; k < nd->n_in; k++)
             if (t1[root[nd->in[k]]] < T_FWD(t)) t1[root[nd->in[k]]] = T_FWD(t);
-        int rin = root[nd->in[0]];
         if (t > 0 && (nd->op == VT_OP_CONV || nd->op == VT_OP_LINEAR || nd->op == VT_OP_BN ||
-                      nd->op == VT_OP_ACT) && t1[rin] < T_BWD(t))
-            t1[rin] = T_BWD(t);
+                      nd->op == VT_OP_ACT) && t1[root[nd->in[0]]] < T_BWD(t))
+            t1[root[nd->in[0]]] = T_BWD(t);
         if (nd->op == VT_OP_ACT && t1[r] < T_BWD(t)) t1[r] = T_BWD(t);
         if (nd->op == VT_OP_BN && fuse && first[t] >= 0 && relu_fusable(g, cons, first[t]) &&
             t1[r] < T_BWD(t))
@@ -228,7 +227,6 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
         dyoff[i] = t0[N + i] >= 0 ? offs[N + i] : -1;
     }
     *arena_elems = top;
-    nb = 0;
 done:
     free(cons);
     free(root);
@@ -237,7 +235,7 @@ done:
     free(order);
     free(bend);
     free(offs);
-    return nb;
+    return rc;
 }
 
 vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
