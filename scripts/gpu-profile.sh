@@ -5,10 +5,7 @@
 #   VT_GPU_PROFILE="resnet18 cnn-small ..."  picks the cases (default: all below)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=build-gpu
-logs=${OUT:-$build/gpu-logs}
-mkdir -p "$logs"
-export LD_LIBRARY_PATH="$PWD/$build/device-libs:$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. scripts/gpu-env.sh
 prof="$build/bench/layer_profile device=0 calib=cls-n,128,64 detail=1"
 declare -A cases=(
     [resnet18]="arch=resnet18 classes=1000 imgsz=224 batch=128 steps=5"

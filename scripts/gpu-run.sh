@@ -11,10 +11,7 @@
 #              VT_GPU_BUDGET=480  seconds for the whole script (keep under the run's timeout_s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=build-gpu
-logs=${OUT:-$build/gpu-logs}
-mkdir -p "$logs"
-export LD_LIBRARY_PATH="$PWD/$build/device-libs:$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. scripts/gpu-env.sh
 export CK_DEFAULT_TIMEOUT=300 VT_TEST_TMP="${TMPDIR:-/tmp}/vt-gpu-tests"
 mkdir -p "$VT_TEST_TMP"
 budget=${VT_GPU_BUDGET:-480}

@@ -1,0 +1,7 @@
+# Sourced by the scripts that run ON the GPU machine (gpu-run.sh, gpu-profile.sh), from the
+# repository root: the carried build folder, the log folder ($OUT comes back with the run) and
+# the bundled shared libraries the machine lacks (scripts/gpu-check.sh put them in device-libs).
+build=build-gpu
+logs=${OUT:-$build/gpu-logs}
+mkdir -p "$logs"
+export LD_LIBRARY_PATH="$PWD/$build/device-libs:$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
