@@ -5,7 +5,9 @@
 
 #include "vt_config.h"
 
-#if VT_HAVE_CBLAS
+#if VT_HAVE_BLIS
+#include <blis.h>
+#elif VT_HAVE_CBLAS
 #include <cblas.h>
 #endif
 
@@ -85,6 +87,35 @@ void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int 
 #if VT_HAVE_CBLAS
 int vt_sgemm_uses_blas(void) { return 1; }
 
+#if VT_HAVE_BLIS
+/* BLIS's "sup" path (small/unpacked kernels, which BLIS picks by itself for shapes with a
+ * dimension under a few hundred, i.e. every convolution tile here) is up to 1.8x slower than
+ * its packed path on our tiles with a transposed operand: 40-43 vs 70-73 GFLOP/s for the dcol
+ * GEMM of a 32->64 conv (m 288, n 392, k 64, A transposed), 51-63 vs 80-84 for a 64->128 dW
+ * (build/bench/gemm_shapes, one thread).  It wins where a dimension is tiny (k 9 of a first
+ * conv: 47-61 vs 12-24) and is about even on forward GEMMs.  So: packed unless a dimension is
+ * under 32 (A/B in the small CNN's training step: +13% at batch 256, +15% at 64; letting BLIS
+ * choose for untransposed products as well: no difference beyond the noise). */
+static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+    rntm_t rntm;
+    bli_rntm_init(&rntm);
+    if (m < 32 || n < 32 || k < 32) bli_rntm_enable_l3_sup(&rntm);
+    else bli_rntm_disable_l3_sup(&rntm);
+    bli_sgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
+                 m, n, k, &alpha, (float *)a, lda, 1, (float *)b, ldb, 1, &beta, c, ldc, 1, NULL,
+                 &rntm);
+}
+#else
+static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif
+
 typedef struct {
     int ta, tb, m, n, k;
     float alpha, beta;
@@ -107,14 +138,12 @@ static void blas_part(void *ctx, size_t p0, size_t p1)
         if (lo >= hi) continue;
         if (J->split_n) {
             const float *b = J->tb ? J->b + (size_t)lo * J->ldb : J->b + lo;
-            cblas_sgemm(CblasRowMajor, J->ta ? CblasTrans : CblasNoTrans,
-                        J->tb ? CblasTrans : CblasNoTrans, J->m, hi - lo, J->k, J->alpha, J->a,
-                        J->lda, b, J->ldb, J->beta, J->c + lo, J->ldc);
+            blas_call(J->ta, J->tb, J->m, hi - lo, J->k, J->alpha, J->a, J->lda, b, J->ldb,
+                      J->beta, J->c + lo, J->ldc);
         } else {
             const float *a = J->ta ? J->a + lo : J->a + (size_t)lo * J->lda;
-            cblas_sgemm(CblasRowMajor, J->ta ? CblasTrans : CblasNoTrans,
-                        J->tb ? CblasTrans : CblasNoTrans, hi - lo, J->n, J->k, J->alpha, a,
-                        J->lda, J->b, J->ldb, J->beta, J->c + (size_t)lo * J->ldc, J->ldc);
+            blas_call(J->ta, J->tb, hi - lo, J->n, J->k, J->alpha, a, J->lda, J->b, J->ldb,
+                      J->beta, J->c + (size_t)lo * J->ldc, J->ldc);
         }
     }
 }
@@ -129,9 +158,7 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
      * or rows, whichever is longer.  Small ones are not worth waking threads for. */
     /* Only a reentrant BLAS may be called from several pool threads at once (meson.build). */
     if (!VT_BLAS_SPLIT || threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
-        cblas_sgemm(CblasRowMajor, transa ? CblasTrans : CblasNoTrans,
-                    transb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                    ldc);
+        blas_call(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     blas_job J = {transa, transb, m, n, k, alpha, beta, a, b, lda, ldb, ldc, c, n >= m, threads};

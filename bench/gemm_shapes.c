@@ -1,0 +1,92 @@
+/* BLIS's two GEMM paths on the shapes the CPU convolutions call (one tile each, the library's
+ * leading dimensions), single-threaded: "sup" (BLIS's small/unpacked kernels, which BLIS picks
+ * by itself whenever a dimension is under a few hundred), "packed" (its classic packed path)
+ * and what vt_sgemm chooses (lib/backend/gemm.c).  Built only with BLIS.
+ *
+ *   gemm_shapes [seconds-per-measurement=0.06]
+ *
+ * Shapes: the small CNN of GUIDE.md section 4 at batch 256 (tiles of 392, 245 and 784 columns,
+ * as lib/backend/cpu_conv.c cuts them) and cls-n's widest layer. */
+#include <blis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend/gemm.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+typedef struct shape {
+    const char *name;
+    int ta, tb, m, n, k, lda, ldb, ldc;
+    float beta;
+} shape;
+
+/* mode 0: sup, 1: packed, 2: vt_sgemm.  Best of 5 windows, GFLOP/s. */
+static double gflops(const shape *s, int mode, double window)
+{
+    size_t na = (size_t)(s->ta ? s->k : s->m) * s->lda, nb = (size_t)(s->tb ? s->n : s->k) * s->ldb,
+           nc = (size_t)s->m * s->ldc;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4);
+    if (!a || !b || !c) return 0;
+    for (size_t i = 0; i < na; i++) a[i] = 1e-3f * (float)(i % 7);
+    for (size_t i = 0; i < nb; i++) b[i] = 1e-3f * (float)(i % 5);
+    for (size_t i = 0; i < nc; i++) c[i] = 0;
+    rntm_t r;
+    bli_rntm_init(&r);
+    if (mode == 0) bli_rntm_enable_l3_sup(&r);
+    else bli_rntm_disable_l3_sup(&r);
+    float alpha = 1, beta = s->beta;
+    double best = 1e30;
+    for (int w = 0; w < 5; w++) {
+        double t0 = now(), t;
+        int it = 0;
+        do {
+            if (mode == 2)
+                vt_sgemm(NULL, s->ta, s->tb, s->m, s->n, s->k, alpha, a, s->lda, b, s->ldb, beta, c,
+                         s->ldc);
+            else
+                bli_sgemm_ex(s->ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
+                             s->tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s->m, s->n, s->k, &alpha,
+                             a, s->lda, 1, b, s->ldb, 1, &beta, c, s->ldc, 1, NULL, &r);
+            it++;
+        } while ((t = now() - t0) < window);
+        if (t / it < best) best = t / it;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * s->m * s->n * s->k / best * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    double window = argc > 1 ? atof(argv[1]) : 0.06;
+    /* forward Y = W x col; dW += dY x col^T; dcol = W^T x dY (lib/backend/cpu_conv.c) */
+    static const shape shapes[] = {
+        {"cnn-small conv2 fwd", 0, 0, 64, 392, 288, 288, 392, 50176, 0},
+        {"cnn-small conv2 dW", 0, 1, 64, 288, 392, 50176, 392, 288, 1},
+        {"cnn-small conv2 dcol", 1, 0, 288, 392, 64, 288, 50176, 392, 0},
+        {"cnn-small conv3 fwd", 0, 0, 128, 245, 576, 576, 245, 12544, 0},
+        {"cnn-small conv3 dW", 0, 1, 128, 576, 245, 12544, 245, 576, 1},
+        {"cnn-small conv3 dcol", 1, 0, 576, 245, 128, 576, 12544, 245, 0},
+        {"cnn-small conv1 fwd", 0, 0, 32, 784, 9, 9, 784, 200704, 0},
+        {"cnn-small conv1 dW", 0, 1, 32, 9, 784, 200704, 784, 9, 1},
+        {"cls-n 128ch fwd", 0, 0, 128, 256, 1152, 1152, 256, 4096, 0},
+        {"cls-n 128ch dcol", 1, 0, 1152, 256, 128, 1152, 4096, 256, 0},
+    };
+    printf("%-22s %5s %5s %5s %3s %3s | %8s %8s %8s  GFLOP/s, 1 thread\n", "shape", "m", "n", "k",
+           "ta", "tb", "sup", "packed", "vt_sgemm");
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const shape *s = &shapes[i];
+        double g0 = gflops(s, 0, window), g1 = gflops(s, 1, window), g2 = gflops(s, 2, window);
+        printf("%-22s %5d %5d %5d %3d %3d | %8.1f %8.1f %8.1f\n", s->name, s->m, s->n, s->k, s->ta,
+               s->tb, g0, g1, g2);
+    }
+    return 0;
+}
