@@ -228,9 +228,9 @@ struct vt_backend {
 
 /* The CPU reference backend.  threads: 0 = the number of online processors. */
 vt_status vt_backend_cpu_create(vt_backend **out, int threads);
-/* Floats of one im2col tile (default 128K, 512 KiB: about a core's L2, and at least 256
- * columns).  Setting it also drops the 256-column minimum: tests use it to make tiles as small
- * as one output row of one image. */
+/* Floats of one im2col tile (default 256K, 1 MiB: stays in L3 while BLIS packs it; at least
+ * 256 columns).  Setting it also drops the 256-column minimum: tests use it to make tiles as
+ * small as one output row of one image. */
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
 
 #if VT_HAVE_CUDA

@@ -1,7 +1,7 @@
 /* CPU convolution over the CNHW layout.  1x1 stride-1 convolutions are one GEMM on the input
  * itself.  The others run in tiles: a tile is a run of columns of the im2col matrix (whole
  * images when an image is small, else whole output rows of one image) sized so its columns
- * (K x cols floats) stay in the core's cache, but at least 256 columns wide; each pool thread
+ * (K x cols floats) stay in cache (conv_cap), but at least 256 columns wide; each pool thread
  * takes shares of the tiles in turn and, per tile, builds the columns into its own scratch
  * and calls a single-threaded GEMM on them while they are hot:
  *   forward   Y[:, tile] = W x col(tile)
