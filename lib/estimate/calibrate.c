@@ -175,7 +175,8 @@ static int cmp_double(const void *a, const void *b)
  * layers give BW = their bytes / their time; GEMM layers, less their im2col column traffic at
  * that BW (GPU; none on the CPU), give 1/rate_i = t_i / (b F_i) = 1/R + (s0/R) / d_i, fitted
  * by least squares, each layer once (weighting by time let the slow narrow layers set s0, and
- * models with wider layers were then over-predicted by 10-35 %).  0 when the layers do not
+ * models with wider layers were then over-predicted by 10-35 %), layers with under 2% of the
+ * largest one's FLOPs left out.  0 when the layers do not
  * determine them (then the probes' values stay): no GEMM layer, or every GEMM of one size d
  * (s0 then from the probes). */
 int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *node_s,
@@ -193,12 +194,19 @@ int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *
             tstream += node_s[i];
         }
     if (tstream > 0 && bytes > 0) dm->bw = bytes / tstream;
+    double fmax_layer = 0;
+    for (int i = 1; i < n; i++)
+        if (node_s[i] > 0 && vt_est_is_gemm_op(lc[i].op))
+            fmax_layer = fmax(fmax_layer, vt_est_layer_flops(g, i, &lc[i], 1));
     for (int i = 1; i < n; i++) {
         double t = node_s[i];
         if (!(t > 0) || !vt_est_is_gemm_op(lc[i].op)) continue;
-        double F = (double)batch * vt_est_layer_flops(g, i, &lc[i], 1);
+        double F1 = vt_est_layer_flops(g, i, &lc[i], 1), F = (double)batch * F1;
         double d = vt_est_gemm_size(g, i, &lc[i], batch, dm);
-        if (!(F > 0) || !(d > 0)) continue;
+        /* a layer with a sliver of the work (a classifier head: 0.05% of a conv's FLOPs) is
+         * timed as its call overhead, not its GEMM rate: at 1/d = 0.1 its 9 GFLOP/s set the
+         * slope alone, the intercept 1/R went negative and the fit was never used */
+        if (!(F > 0) || !(d > 0) || F1 < 0.02 * fmax_layer) continue;
         double cols = (double)batch * lc[i].ws_elems * dm->act_bytes * dm->col_passes / dm->bw;
         t = fmax(t - cols, 0.25 * t); /* the column passes cannot be all of it */
         double x = 1 / d, y = t / F;
