@@ -5,8 +5,9 @@
  *
  *   gemm_shapes [seconds-per-measurement=0.06]
  *
- * Shapes: the small CNN of GUIDE.md section 4 at batch 256 (tiles of 392, 245 and 784 columns,
- * as lib/backend/cpu_conv.c cuts them) and cls-n's widest layer. */
+ * Shapes: the small CNN of GUIDE.md section 4 at batch 256 (tiles of 784, 441 and 784 columns,
+ * as lib/backend/cpu_conv.c cuts them with its 1 MiB tiles) and a 128->128 3x3 convolution of
+ * 16x16 px at batch 16 (a tile is one image). */
 #include <blis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,16 +70,16 @@ int main(int argc, char **argv)
     double window = argc > 1 ? atof(argv[1]) : 0.06;
     /* forward Y = W x col; dW += dY x col^T; dcol = W^T x dY (lib/backend/cpu_conv.c) */
     static const shape shapes[] = {
-        {"cnn-small conv2 fwd", 0, 0, 64, 392, 288, 288, 392, 50176, 0},
-        {"cnn-small conv2 dW", 0, 1, 64, 288, 392, 50176, 392, 288, 1},
-        {"cnn-small conv2 dcol", 1, 0, 288, 392, 64, 288, 50176, 392, 0},
-        {"cnn-small conv3 fwd", 0, 0, 128, 245, 576, 576, 245, 12544, 0},
-        {"cnn-small conv3 dW", 0, 1, 128, 576, 245, 12544, 245, 576, 1},
-        {"cnn-small conv3 dcol", 1, 0, 576, 245, 128, 576, 12544, 245, 0},
+        {"cnn-small conv2 fwd", 0, 0, 64, 784, 288, 288, 784, 50176, 0},
+        {"cnn-small conv2 dW", 0, 1, 64, 288, 784, 50176, 784, 288, 1},
+        {"cnn-small conv2 dcol", 1, 0, 288, 784, 64, 288, 50176, 784, 0},
+        {"cnn-small conv3 fwd", 0, 0, 128, 441, 576, 576, 441, 12544, 0},
+        {"cnn-small conv3 dW", 0, 1, 128, 576, 441, 12544, 441, 576, 1},
+        {"cnn-small conv3 dcol", 1, 0, 576, 441, 128, 576, 12544, 441, 0},
         {"cnn-small conv1 fwd", 0, 0, 32, 784, 9, 9, 784, 200704, 0},
         {"cnn-small conv1 dW", 0, 1, 32, 9, 784, 200704, 784, 9, 1},
-        {"cls-n 128ch fwd", 0, 0, 128, 256, 1152, 1152, 256, 4096, 0},
-        {"cls-n 128ch dcol", 1, 0, 1152, 256, 128, 1152, 4096, 256, 0},
+        {"128->128 16px fwd", 0, 0, 128, 256, 1152, 1152, 256, 4096, 0},
+        {"128->128 16px dcol", 1, 0, 1152, 256, 128, 1152, 4096, 256, 0},
     };
     printf("%-22s %5s %5s %5s %3s %3s | %8s %8s %8s  GFLOP/s, 1 thread\n", "shape", "m", "n", "k",
            "ta", "tb", "sup", "packed", "vt_sgemm");
