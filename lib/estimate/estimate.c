@@ -57,7 +57,8 @@
  *   large one twice that): their two rates R*phi(32) and R*phi(256) give s0 and R.  On the
  *   CPU the model's own layers then refine them: each layer's time in the executor's
  *   profile at the largest calibration batch; GEMM layers fit 1/rate = 1/R + (s0/R)/d by
- *   least squares (each layer once), streaming layers give BW = bytes / time.  Then
+ *   least squares (each layer once; not those with under 2% of the largest one's FLOPs, whose
+ *   time is call overhead), streaming layers give BW = bytes / time.  Then
  *   the real model's step time t_i (lower
  *   quartile of a few steps, robust to a busy machine) at 2-3 batch sizes b_i: with V_i the
  *   formula's time at b_i without L and C, it fits t_i = k*V_i + c by least squares, and sets
