@@ -89,13 +89,13 @@ int vt_sgemm_uses_blas(void) { return 1; }
 
 #if VT_HAVE_BLIS
 /* BLIS's "sup" path (small/unpacked kernels, which BLIS picks by itself for shapes with a
- * dimension under a few hundred, i.e. every convolution tile here) is up to 1.8x slower than
- * its packed path on our tiles with a transposed operand: 40-43 vs 70-73 GFLOP/s for the dcol
- * GEMM of a 32->64 conv (m 288, n 392, k 64, A transposed), 51-63 vs 80-84 for a 64->128 dW
+ * dimension under a few hundred, i.e. every convolution tile here) runs our tiles' products
+ * with a transposed operand at about half the speed of its packed path: 43 vs 81 GFLOP/s for
+ * the dcol GEMM of a 32->64 conv (m 288, n 784, k 64, A transposed), 64 vs 74 for its dW
  * (build/bench/gemm_shapes, one thread).  It wins where a dimension is tiny (k 9 of a first
- * conv: 47-61 vs 12-24) and is about even on forward GEMMs.  So: packed unless a dimension is
- * under 32 (A/B in the small CNN's training step: +13% at batch 256, +15% at 64; letting BLIS
- * choose for untransposed products as well: no difference beyond the noise). */
+ * conv: 60 vs 27) and is about even on forward GEMMs.  So: packed unless a dimension is under
+ * 32 (small CNN training step, interleaved A/B: +13% at batch 256, +4% to +15% at 64; letting
+ * BLIS choose for untransposed products too made no difference beyond the noise). */
 static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -157,7 +157,7 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
     /* With a single-threaded reentrant BLAS, large products are split over the pool by columns
      * or rows, whichever is longer.  Small ones are not worth waking threads for. */
     /* Only a reentrant BLAS may be called from several pool threads at once (meson.build). */
-    if (!VT_BLAS_SPLIT || threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
+    if (!VT_HAVE_BLIS || threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
         blas_call(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }

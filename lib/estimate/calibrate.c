@@ -125,6 +125,7 @@ static vt_status probe_device(int on_gpu, int dev, int plain_fp32, double probe_
         st = vt_backend_cuda_create(&b, dev);
         if (st == VT_OK) vt_backend_cuda_set_fp32(b, plain_fp32);
 #else
+        (void)plain_fp32;
         st = vt_fail(VT_ERR_DEVICE, "GPU %d: this build of libvisiontrain has no CUDA backend", dev);
 #endif
     }
