@@ -123,7 +123,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -134,6 +134,14 @@ START_TEST(cost_formula_by_hand)
     double act = 192 + 256 + 2 * 192 + 2 * 256;
     want = fmax(2 * 6912.0 * 4 / 1e9, 2 * act * 4 / 1e9) + 108 * 12 / 1e9 + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
+    /* the CPU's im2col rows: K = 3*3*3 taps of 8 output rows per image, half in forward only */
+    ck_assert_double_eq(vt_est_conv_rows(&g, 1, &lc[1]), 27 * 8);
+    d.row_s = 1e-6;
+    ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1), want + 2 * 216e-6, 1e-12);
+    ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 0) -
+                                vt_est_layer_seconds(&g, 1, &lc[1], 2, &(vt_devmodel){
+                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0}, 0),
+                            216e-6, 1e-12);
     vt_graph_free(&g);
 }
 END_TEST
@@ -154,7 +162,7 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_relu = 0;
@@ -163,44 +171,39 @@ START_TEST(cost_fused_relu)
 }
 END_TEST
 
-/* The CPU calibration's layer fit recovers R, s0 and BW from per-layer times made by the
- * formula itself (cls-n has convolutions of several GEMM sizes), whatever it starts from. */
-START_TEST(calibration_layer_fit)
+/* The calibration's probe solve recovers R, s0 and row_s from probe times made by the formula
+ * itself (the CPU's three probes), R and s0 from two (a GPU's), and falls back to two when the
+ * third gives an unphysical answer. */
+START_TEST(calibration_probe_solve)
 {
-    vt_graph g;
-    vt_task task;
-    int out;
-    ck_assert_int_eq(vt_arch_build(&g, "cls-n", 10, 3, 32, 0.0f, &task, &out), VT_OK);
-    vt_layer_cost *lc = calloc((size_t)g.n_nodes, sizeof *lc);
-    double *t = calloc((size_t)g.n_nodes, sizeof *t);
-    ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lc, g.n_nodes), g.n_nodes);
-    vt_devmodel truth = {50e9, 10e9, 20, 0, 0, 0, 4, 1, 0, 0};
-    for (int i = 1; i < g.n_nodes; i++) {
-        if (vt_est_relu_fused(&g, i)) continue;
-        if (vt_est_is_gemm_op(lc[i].op)) { /* compute-bound part only, as the fit models it */
-            double d = vt_est_gemm_size(&g, i, &lc[i], 16, &truth);
-            t[i] = 16 * vt_est_layer_flops(&g, i, &lc[i], 1) * (d + truth.s0) / (d * truth.rate);
-        } else {
-            t[i] = 16 * vt_est_layer_act_elems(&lc[i]) * 4 / truth.bw;
-        }
+    /* the probes of probe_device: 3x3 convolutions, batch 16, 32 ch at 32x32, 256 at 8x8, 64 at
+     * 4x4 */
+    const double ch[3] = {32, 256, 64}, hw[3] = {32, 8, 4};
+    double F[3], d[3], rows[3], t[3];
+    const double R = 50e9, s0 = 20, row_s = 20e-9;
+    for (int i = 0; i < 3; i++) {
+        F[i] = 6.0 * ch[i] * 9 * ch[i] * hw[i] * hw[i] * 16;
+        d[i] = ch[i];
+        rows[i] = 9 * ch[i] * hw[i] * 16;
+        t[i] = F[i] / R * (1 + s0 / d[i]) + rows[i] * row_s;
     }
-    /* the classifier head (a tiny GEMM) is timed as its call overhead, as on a real CPU: it
-     * must not set the fit (it did, and the fit failed every time) */
-    ck_assert_int_eq(g.nodes[g.n_nodes - 1].op, VT_OP_LINEAR);
-    t[g.n_nodes - 1] += 10e-6;
-    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0};
-    ck_assert_int_eq(vt_est_fit_layers(&g, 32, 32, 16, t, &dm), 1);
-    ck_assert_msg(fabs(dm.rate / truth.rate - 1) < 1e-6 && fabs(dm.s0 - truth.s0) < 1e-4 &&
-                      fabs(dm.bw / truth.bw - 1) < 1e-6,
-                  "fit gave R %g s0 %g BW %g", dm.rate, dm.s0, dm.bw);
-    /* no timings: nothing to fit, dm unchanged */
-    memset(t, 0, (size_t)g.n_nodes * sizeof *t);
-    vt_devmodel same = dm;
-    ck_assert_int_eq(vt_est_fit_layers(&g, 32, 32, 16, t, &dm), 0);
-    ck_assert_double_eq(dm.rate, same.rate);
-    free(lc);
-    free(t);
-    vt_graph_free(&g);
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0};
+    vt_est_solve_probes(3, t, F, d, rows, &dm);
+    ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 &&
+                      fabs(dm.row_s / row_s - 1) < 1e-9,
+                  "3 probes gave R %g s0 %g row_s %g", dm.rate, dm.s0, dm.row_s);
+    /* two probes (a GPU, no rows): R and s0 */
+    for (int i = 0; i < 2; i++) t[i] = F[i] / R * (1 + s0 / d[i]);
+    vt_est_solve_probes(2, t, F, d, rows, &dm);
+    ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 && dm.row_s == 0,
+                  "2 probes gave R %g s0 %g row_s %g", dm.rate, dm.s0, dm.row_s);
+    /* a third probe faster than no rows at all (a noisy measurement): row_s would be negative;
+     * the answer is the two probes' */
+    t[2] = 0.5 * F[2] / R * (1 + s0 / d[2]);
+    dm.row_s = 1;
+    vt_est_solve_probes(3, t, F, d, rows, &dm);
+    ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 && dm.row_s == 0,
+                  "fallback gave R %g s0 %g row_s %g", dm.rate, dm.s0, dm.row_s);
 }
 END_TEST
 
@@ -715,7 +718,7 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_other_layers);
     tcase_add_test(tc, cost_formula_by_hand);
     tcase_add_test(tc, cost_fused_relu);
-    tcase_add_test(tc, calibration_layer_fit);
+    tcase_add_test(tc, calibration_probe_solve);
     tcase_add_test(tc, settings_errors);
     tcase_add_test(tc, flops_from_layer_list);
     tcase_add_test(tc, properties);

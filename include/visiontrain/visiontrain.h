@@ -994,8 +994,10 @@ VT_API vt_status vt_estimator_rank_result(const vt_estimator *estimator, int gpu
                                           vt_est_result result, double *value);
 
 /* Measure a few real training steps (vt_trainer_step on random data) of the configured model
- * and image size at 2-3 batch sizes, plus a GEMM and a memory-bandwidth probe, on `device`
- * ("cpu" or a CUDA index "0", "1"...), and fit the efficiency terms of the cost model.
+ * and image size at 2-3 batch sizes, plus convolution and memory-bandwidth probes, on `device`
+ * ("cpu" or a CUDA index "0", "1"...), and fit the efficiency terms of the cost model (the
+ * formula is in the README).  On the CPU the batch sizes take turns, so their trainers are held
+ * at once; on a GPU one at a time.
  * options: NULL or space-separated key=value among
  *   batches=B1,B2[,B3]  (default: batch/4, batch/2, batch of VT_OPT_EST_BATCH, at least 1)
  *   seconds=S           (measurement budget, default 10)
@@ -1003,7 +1005,9 @@ VT_API vt_status vt_estimator_rank_result(const vt_estimator *estimator, int gpu
  *                        to know its memory; default: VT_OPT_EST_GPU if it names one)
  *   probe_max=0|1       (GPU only, default 1: verify the predicted largest batch with one step,
  *                        backing off on VT_ERR_DEVICE_OOM; estimates never exceed it)
- * Blocks for about `seconds`.  Errors: VT_ERR_DEVICE when the device is missing, errors of the
+ * Blocks for up to about 1.5 x `seconds` (the probes, a warm-up step per batch size, then
+ * `seconds` of steps, fewer for a model fast enough to take 128 steps per batch size sooner).
+ * Errors: VT_ERR_DEVICE when the device is missing, errors of the
  * trainer, VT_ERR_NUMERIC when the timings make no sense (e.g. a step taking no time). */
 VT_API vt_status vt_estimator_calibrate(vt_estimator *estimator, const char *device,
                                         const char *options);

@@ -134,32 +134,38 @@ static vt_status probe_device(int on_gpu, int dev, int plain_fp32, double probe_
     const vt_backend_ops *o = b->ops;
     int fused = o->bn_relu_forward_train && o->bn_relu_backward;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
-    probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1;
+    probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1, c3 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
     conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
-    double tb, t1, t2;
+    conv3x3(&c3.d, 16, 64, 4);          /* CPU: 4-pixel rows, for the row term */
+    double tb, t1, t2, t3 = 0;
     st = probe_time(&bn, 0.5 * probe_s, &tb);
     if (st == VT_OK) st = probe_time(&c1, probe_s, &t1);
     if (st == VT_OK) st = probe_time(&c2, 2 * probe_s, &t2);
+    if (st == VT_OK && !on_gpu) st = probe_time(&c3, probe_s, &t3);
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
     dm->bw = (fused ? 10.0 : 17.0) * 4 * (double)bn.c * bn.m / tb;
     dm->fuse_bn_relu = fused;
     dm->gemm_size_n = on_gpu;
-    /* conv: t = F/(R*phi) + X*4/BW (+ the column passes, GPU); solve the two probes for R
-     * and s0 */
+    /* conv: t = F/(R*phi) + X*4/BW (+ the column passes, GPU; + the rows, CPU): the CPU's
+     * three probes give R, s0 and row_s, a GPU's two R and s0 (its kernels have no rows) */
     dm->col_passes = on_gpu ? VT_GPU_COL_PASSES : 0;
-    t1 -= dm->col_passes * 4.0 * 32 * 9 * 32 * 32 * c1.d.n / dm->bw;
-    t2 -= dm->col_passes * 4.0 * 256 * 9 * 8 * 8 * c2.d.n / dm->bw;
-    if (!(t1 > 0) || !(t2 > 0))
+    const probe *pr[3] = {&c1, &c2, &c3};
+    double t[3] = {t1, t2, t3}, F[3], D[3], rows[3];
+    for (int i = 0; i < 3; i++) {
+        const vt_conv_desc *d = &pr[i]->d;
+        double K = 9.0 * d->cin, cols = K * d->ho * d->wo * d->n;
+        F[i] = 6.0 * d->cout * cols;
+        D[i] = d->cout;
+        rows[i] = K * d->ho * d->n;
+        t[i] -= dm->col_passes * 4.0 * cols / dm->bw;
+    }
+    if (!(t[0] > 0) || !(t[1] > 0))
         return vt_fail(VT_ERR_NUMERIC, "calibration probes: the convolutions took less than "
                        "their column traffic (machine overloaded?)");
-    double r1 = 6.0 * 32 * 32 * 9 * 32 * 32 * c1.d.n / t1,
-           r2 = 6.0 * 256 * 256 * 9 * 8 * 8 * c2.d.n / t2;
-    double den = r1 / 32 - r2 / 256;
-    dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
-    dm->rate = r2 * (256 + dm->s0) / 256;
+    vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
@@ -172,62 +178,36 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* R, s0 and BW from the calibration model's own layers, timed at `batch` (node_s): streaming
- * layers give BW = their bytes / their time; GEMM layers, less their im2col column traffic at
- * that BW (GPU; none on the CPU), give 1/rate_i = t_i / (b F_i) = 1/R + (s0/R) / d_i, fitted
- * by least squares, each layer once (weighting by time let the slow narrow layers set s0, and
- * models with wider layers were then over-predicted by 10-35 %), layers with under 2% of the
- * largest one's FLOPs left out.  0 when the layers do not
- * determine them (then the probes' values stay): no GEMM layer, or every GEMM of one size d
- * (s0 then from the probes). */
-int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *node_s,
-                      vt_devmodel *dm)
+void vt_est_solve_probes(int n, const double *t, const double *F, const double *d,
+                         const double *rows, vt_devmodel *dm)
 {
-    vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
-    if (!lc) return 0;
-    int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
-    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, bytes = 0, tstream = 0, dmin = 1e30,
-           dmax = 0;
-    for (int i = 1; i < n; i++)
-        if (node_s[i] > 0 && !vt_est_is_gemm_op(lc[i].op) &&
-            !(dm->fuse_bn_relu && vt_est_relu_fused(g, i))) {
-            bytes += (double)batch * vt_est_layer_act_elems(&lc[i]) * dm->act_bytes;
-            tstream += node_s[i];
+    /* t = F*x0 + (F/d)*x1 + rows*x2 with x0 = 1/R, x1 = s0/R, x2 = row_s: Cramer's rule */
+    double a[3][3], x[3] = {0, 0, 0}, det = 0;
+    if (n == 3) {
+        for (int i = 0; i < 3; i++) a[i][0] = F[i], a[i][1] = F[i] / d[i], a[i][2] = rows[i];
+#define DET3(m)                                                                                    \
+    ((m)[0][0] * ((m)[1][1] * (m)[2][2] - (m)[1][2] * (m)[2][1]) -                                 \
+     (m)[0][1] * ((m)[1][0] * (m)[2][2] - (m)[1][2] * (m)[2][0]) +                                 \
+     (m)[0][2] * ((m)[1][0] * (m)[2][1] - (m)[1][1] * (m)[2][0]))
+        det = DET3(a);
+        for (int c = 0; c < 3 && det != 0; c++) {
+            double m[3][3];
+            memcpy(m, a, sizeof m);
+            for (int i = 0; i < 3; i++) m[i][c] = t[i];
+            x[c] = DET3(m) / det;
         }
-    if (tstream > 0 && bytes > 0) dm->bw = bytes / tstream;
-    double fmax_layer = 0;
-    for (int i = 1; i < n; i++)
-        if (node_s[i] > 0 && vt_est_is_gemm_op(lc[i].op))
-            fmax_layer = fmax(fmax_layer, vt_est_layer_flops(g, i, &lc[i], 1));
-    for (int i = 1; i < n; i++) {
-        double t = node_s[i];
-        if (!(t > 0) || !vt_est_is_gemm_op(lc[i].op)) continue;
-        double F1 = vt_est_layer_flops(g, i, &lc[i], 1), F = (double)batch * F1;
-        double d = vt_est_gemm_size(g, i, &lc[i], batch, dm);
-        /* a layer with a sliver of the work (a classifier head: 0.05% of a conv's FLOPs) is
-         * timed as its call overhead, not its GEMM rate: at 1/d = 0.1 its 9 GFLOP/s set the
-         * slope alone, the intercept 1/R went negative and the fit was never used */
-        if (!(F > 0) || !(d > 0) || F1 < 0.02 * fmax_layer) continue;
-        double cols = (double)batch * lc[i].ws_elems * dm->act_bytes * dm->col_passes / dm->bw;
-        t = fmax(t - cols, 0.25 * t); /* the column passes cannot be all of it */
-        double x = 1 / d, y = t / F;
-        sw += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
-        dmin = fmin(dmin, d), dmax = fmax(dmax, d);
+#undef DET3
     }
-    free(lc);
-    if (!(sw > 0)) return 0;
-    double mx = sx / sw, my = sy / sw, vxx = sxx / sw - mx * mx, a, c = 0;
-    if (dmax > 1.5 * dmin && vxx > 0) {
-        c = (sxy / sw - mx * my) / vxx;
-        if (c < 0) c = 0;
-    } else {
-        c = dm->s0 * (my / (1 + dm->s0 * mx)); /* keep the probes' s0: slope = s0 / R */
+    if (det != 0 && x[0] > 0 && x[1] >= 0 && x[2] > 0) {
+        dm->rate = 1 / x[0];
+        dm->s0 = fmin(x[1] / x[0], 4096);
+        dm->row_s = x[2];
+        return;
     }
-    a = my - c * mx;
-    if (!(a > 0)) return 0;
-    dm->rate = 1 / a;
-    dm->s0 = fmin(c / a, 4096);
-    return 1;
+    double r1 = F[0] / t[0], r2 = F[1] / t[1], den = r1 / d[0] - r2 / d[1];
+    dm->s0 = r2 > r1 && den > 0 ? fmin((r2 - r1) / den, 4096) : 0;
+    dm->rate = r2 * (d[1] + dm->s0) / d[1];
+    dm->row_s = 0;
 }
 
 typedef struct calib_ctx {
@@ -237,86 +217,83 @@ typedef struct calib_ctx {
     int plain_fp32; /* GPU: the steps run precision=fp32 (else the trainer's TF32) */
 } calib_ctx;
 
-/* Lower-quartile seconds of a training step at `batch` (after a warm-up step, which allocates):
- * on a shared machine the slow steps are the neighbours' doing, not the model's.  node_s (may be
- * NULL; CPU only, where host timers see the work): per node of the model's graph, the median
- * seconds per step of its forward + backward (the executor's profile). */
-static vt_status time_steps(const calib_ctx *cx, int batch, double budget, double *seconds,
-                            double *node_s, double *h2d_bw)
+/* Lower-quartile seconds of a training step at each of nb batch sizes (after a warm-up step
+ * each, which allocates): on a shared machine the slow steps are the neighbours' doing, not the
+ * model's.  The batch sizes take turns (about 6 rounds of turns of budget / (6 nb) seconds), so
+ * a change of the machine's speed during the measurement falls on all of them alike and the
+ * fit of k and c below sees the model, not the change (measured one after the other, c moved
+ * 0-36 us per layer from run to run on the 2-core CI machine).  The first step of a turn finds
+ * the caches holding another batch's buffers and is not counted (counted, c came out 50 us per
+ * layer).  That holds all nb trainers at once: the GPU calibration, whose device does not
+ * change speed, passes one batch size at a time.  budget: seconds of steps in all (at least 3
+ * rounds, but none starts past 4x budget: budget 0 times one step after the warm-ups, to see
+ * that the batch fits).  h2d_bw (may be NULL): the input upload's rate at the last batch size. */
+#define STEP_SAMPLES 128
+static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, double budget,
+                            double *seconds, double *h2d_bw)
 {
-    size_t n = (size_t)batch * cx->channels * cx->imgsz * cx->imgsz;
+    int bmax = 0;
+    for (int j = 0; j < nb; j++) bmax = batches[j] > bmax ? batches[j] : bmax;
+    size_t n = (size_t)bmax * cx->channels * cx->imgsz * cx->imgsz;
     float *img = vt_malloc(n * sizeof *img);
-    int32_t *lab = vt_malloc((size_t)batch * sizeof *lab);
-    vt_trainer *t = NULL;
-    vt_status st = img && lab ? vt_trainer_create(&t, cx->model, NULL) : VT_ERR_OUT_OF_MEMORY;
-    char kv[96];
-    if (st == VT_OK) snprintf(kv, sizeof kv, "batch=%d", batch), st = vt_trainer_set(t, kv);
-    if (st == VT_OK) snprintf(kv, sizeof kv, "imgsz=%d", cx->imgsz), st = vt_trainer_set(t, kv);
-    if (st == VT_OK) snprintf(kv, sizeof kv, "device=%s", cx->device), st = vt_trainer_set(t, kv);
-    if (st == VT_OK)
-        st = vt_trainer_set(t, cx->plain_fp32 ? "precision=fp32" : "precision=tf32");
+    int32_t *lab = vt_malloc((size_t)bmax * sizeof *lab);
+    vt_trainer *t[3] = {NULL, NULL, NULL};
+    double ts[3][STEP_SAMPLES];
+    vt_status st = img && lab && nb >= 1 && nb <= 3 ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    int j = 0, cnt[3] = {0, 0, 0}, full = 0, failed = -1; /* failed: whose step failed */
     if (st == VT_OK) {
         for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
-        for (int i = 0; i < batch; i++) lab[i] = i % cx->classes;
+        for (int i = 0; i < bmax; i++) lab[i] = i % cx->classes;
     }
-    double ts[64];
-    int k = 0;
-    double t0 = vt_now();
-    if (st == VT_OK) st = vt_trainer_step(t, img, lab, batch, NULL);
-    double first = vt_now() - t0, spent = 0;
-    int nn = cx->model->graph.n_nodes;
-    double *prof = NULL, *samples = NULL;
-    if (st == VT_OK && node_s) {
-        prof = vt_calloc((size_t)nn, sizeof *prof);
-        samples = vt_malloc((size_t)nn * 64 * sizeof *samples);
-        if (!prof || !samples) st = VT_ERR_OUT_OF_MEMORY;
+    for (; j < nb && st == VT_OK; j++) {
+        char kv[96];
+        st = vt_trainer_create(&t[j], cx->model, NULL);
+        if (st == VT_OK) snprintf(kv, sizeof kv, "batch=%d", batches[j]), st = vt_trainer_set(t[j], kv);
+        if (st == VT_OK) snprintf(kv, sizeof kv, "imgsz=%d", cx->imgsz), st = vt_trainer_set(t[j], kv);
+        if (st == VT_OK) snprintf(kv, sizeof kv, "device=%s", cx->device), st = vt_trainer_set(t[j], kv);
+        if (st == VT_OK)
+            st = vt_trainer_set(t[j], cx->plain_fp32 ? "precision=fp32" : "precision=tf32");
+        if (st == VT_OK && (st = vt_trainer_step(t[j], img, lab, batches[j], NULL)) != VT_OK)
+            failed = j;
     }
-    while (st == VT_OK && k < 64 && (k < 3 || spent + first < budget) && !(k >= 1 && spent > 4 * budget)) {
-        if (prof) {
-            memset(prof, 0, (size_t)nn * sizeof *prof);
-            t->exec->prof = prof;
+    double spent = 0, turn_s = budget / (6 * nb);
+    for (int round = 0; st == VT_OK && !full && (round < 3 || spent < budget) && spent <= 4 * budget;
+         round++)
+        for (j = 0; j < nb && st == VT_OK; j++) {
+            double turn = 0;
+            for (int s = 0; st == VT_OK && (s < 2 || turn < turn_s) && cnt[j] < STEP_SAMPLES; s++) {
+                double t0 = vt_now();
+                if ((st = vt_trainer_step(t[j], img, lab, batches[j], NULL)) != VT_OK) failed = j;
+                double dt = vt_now() - t0;
+                turn += dt, spent += dt;
+                if (s > 0) ts[j][cnt[j]++] = dt;
+            }
+            full |= cnt[j] == STEP_SAMPLES;
         }
-        double s = vt_now();
-        st = vt_trainer_step(t, img, lab, batch, NULL);
-        ts[k] = vt_now() - s;
-        if (prof) {
-            t->exec->prof = NULL;
-            for (int i = 0; i < nn; i++) samples[(size_t)i * 64 + k] = prof[i];
-        }
-        spent += ts[k++];
-        if (k >= 2 && spent >= budget) break;
-    }
 
     /* the input upload as the steps do it (on a GPU: staging and DMA), best of a few */
     if (st == VT_OK && h2d_bw) {
         double best = 1e30;
+        j = nb - 1;
         for (int r = 0; r < 4 && st == VT_OK; r++) {
             double u0 = vt_now();
-            st = vt_trainer_upload_images(t, img, batch);
-            if (st == VT_OK) st = t->be->ops->synchronize(t->be);
+            st = vt_trainer_upload_images(t[j], img, batches[j]);
+            if (st == VT_OK) st = t[j]->be->ops->synchronize(t[j]->be);
+            if (st != VT_OK) failed = j;
             best = fmin(best, vt_now() - u0);
         }
-        if (st == VT_OK && best > 0 && best < 1e30) *h2d_bw = (double)n * sizeof(float) / best;
+        if (st == VT_OK && best > 0 && best < 1e30)
+            *h2d_bw = (double)batches[j] * cx->channels * cx->imgsz * cx->imgsz * 4 / best;
     }
-    if (st == VT_OK && node_s)
-        for (int i = 0; i < nn; i++) {
-            double *v = samples + (size_t)i * 64;
-            qsort(v, (size_t)k, sizeof *v, cmp_double);
-            node_s[i] = v[k / 2];
-        }
-    free(prof);
-    free(samples);
-    if (st != VT_OK && t) vt_fail_context("calibration step at batch %d", batch);
-    vt_trainer_destroy(t);
+    for (int i = 0; st == VT_OK && i < nb; i++) {
+        qsort(ts[i], (size_t)cnt[i], sizeof ts[i][0], cmp_double);
+        seconds[i] = ts[i][cnt[i] / 4];
+    }
+    if (failed >= 0) vt_fail_context("calibration step at batch %d", batches[failed]);
+    for (int i = 0; i < nb; i++) vt_trainer_destroy(t[i]);
     free(img);
     free(lab);
-    if (st != VT_OK) return st;
-    for (int i = 1; i < k; i++) /* insertion sort: k is small */
-        for (int j = i; j > 0 && ts[j] < ts[j - 1]; j--) {
-            double x = ts[j]; ts[j] = ts[j - 1]; ts[j - 1] = x;
-        }
-    *seconds = ts[k / 4];
-    return VT_OK;
+    return st;
 }
 
 typedef struct cal_opts {
@@ -387,8 +364,9 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     int plain_fp32 = !on_gpu || strcmp(OSTR(e, VT_OPT_EST_PRECISION), "fp32") == 0;
     st = probe_device(on_gpu, dev, plain_fp32, fmax(0.1, 0.08 * co.seconds), &c.dm);
     if (st != VT_OK) return st;
-    vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f), BN/ReLU %.1f GB/s",
-           c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);
+    vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f, %.1f ns per "
+           "im2col row), BN/ReLU %.1f GB/s", c.dm.rate * 1e-9, c.dm.s0, c.dm.row_s * 1e9,
+           c.dm.bw * 1e-9);
 
     vt_graph g;
     st = vt_est_build_graph(e, &g);
@@ -401,22 +379,11 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     st = vt_model_create(&cx.model, arch, cx.classes, mopt);
     double V[3], T[3];
     int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
-    /* On the CPU the layers' own times refine the probes (vt_est_fit_layers).  Not on a GPU:
-     * fitted from cls-n's narrow layers there, R and s0 over-predicted wider models by 17-41 %
-     * (the probes alone: 5-17 % under), and profiling a GPU synchronises around every node. */
-    double *node_s = NULL;
-    int same_graph = st == VT_OK && cx.model->graph.n_nodes == g.n_nodes;
-    if (same_graph && !on_gpu && !(node_s = vt_calloc((size_t)g.n_nodes, sizeof *node_s)))
-        st = VT_ERR_OUT_OF_MEMORY;
-    for (int i = 0; i < co.nb && st == VT_OK; i++)
-        st = time_steps(&cx, co.batches[i], co.seconds / co.nb, &T[i],
-                        i == co.nb - 1 ? node_s : NULL,
-                        on_gpu && i == co.nb - 1 ? &c.dm.h2d_bw : NULL);
-    if (st == VT_OK && node_s &&
-        vt_est_fit_layers(&g, cx.imgsz, cx.imgsz, co.batches[co.nb - 1], node_s, &c.dm))
-        vt_log(&e->log, VT_LOG_INFO, "calibration: the model's layers give %.1f GFLOP/s (s0 %.0f), "
-               "%.1f GB/s", c.dm.rate * 1e-9, c.dm.s0, c.dm.bw * 1e-9);
-    free(node_s);
+    if (st == VT_OK && !on_gpu)
+        st = time_steps(&cx, co.batches, co.nb, co.seconds, T, NULL);
+    for (int i = 0; i < co.nb && st == VT_OK && on_gpu; i++)
+        st = time_steps(&cx, &co.batches[i], 1, co.seconds / co.nb, &T[i],
+                        i == co.nb - 1 ? &c.dm.h2d_bw : NULL);
     vt_devmodel d0 = c.dm;
     d0.h2d_bw = 0;
     if (st == VT_OK && on_gpu)
@@ -457,6 +424,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     c.k = k;
     c.dm.rate /= k;
     c.dm.bw /= k;
+    c.dm.row_s *= k;
     c.dm.layer_s = icpt / g.n_nodes;
     c.on_gpu = on_gpu;
     c.device = dev;
@@ -480,7 +448,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
             for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {
                 double ts;
                 if ((double)tryb * cx.channels * cx.imgsz * cx.imgsz * 4 > 2e9) break;
-                vt_status ps = time_steps(&cx, tryb, 0.0, &ts, NULL, NULL);
+                vt_status ps = time_steps(&cx, &tryb, 1, 0.0, &ts, NULL);
                 if (ps == VT_OK) { c.verified_max_batch = tryb; break; }
                 if (ps != VT_ERR_DEVICE_OOM) break;
                 tryb = (int)(tryb * 0.8);
@@ -520,8 +488,9 @@ VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path
             vt_est_prec_names[c->prec]);
     fprintf(f, "rate_flops %.17g\nbandwidth_bytes %.17g\ngemm_s0 %.17g\nlayer_seconds %.17g\n"
             "step_seconds %.17g\nh2d_bytes %.17g\nscale %.17g\nverified_max_batch %lld\n"
-            "model %s\nimgsz %d\n", c->dm.rate, c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s,
-            c->dm.h2d_bw, c->k, (long long)c->verified_max_batch, c->model, c->imgsz);
+            "model %s\nimgsz %d\nrow_seconds %.17g\n", c->dm.rate, c->dm.bw, c->dm.s0,
+            c->dm.layer_s, c->dm.step_s, c->dm.h2d_bw, c->k, (long long)c->verified_max_batch,
+            c->model, c->imgsz, c->dm.row_s);
     for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
     fprintf(f, "end\n");
     return vt_err_capture(e->err, vt_afile_commit(&af));
@@ -594,6 +563,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
         else if (strcmp(buf, "layer_seconds") == 0) st = cal_num(path, line, buf, val, 0, 10, &c->dm.layer_s);
         else if (strcmp(buf, "step_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1000, &c->dm.step_s);
         else if (strcmp(buf, "h2d_bytes") == 0) st = cal_num(path, line, buf, val, 0, 1e15, &c->dm.h2d_bw);
+        else if (strcmp(buf, "row_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1e-3, &c->dm.row_s);
         else if (strcmp(buf, "scale") == 0) st = cal_num(path, line, buf, val, 1e-3, 1e3, &c->k);
         else if (strcmp(buf, "verified_max_batch") == 0) {
             if ((st = cal_num(path, line, buf, val, 0, 1e9, &x)) == VT_OK) c->verified_max_batch = (int64_t)x;

@@ -13,8 +13,13 @@
  *                  output size is its parallelism), min(M, K) on the CPU (BLIS: N only
  *                  repeats the micro-kernel; measured rates follow cout and K)
  *                  (M = cout/groups, K = cin/groups*k*k, N = b*ho*wo)
- *                  (im2col / col2im are inside R*phi: the probes time whole convolutions, and
- *                  their share of a convolution shrinks as the GEMM grows, as phi does)
+ *                  + b*K*ho*row_s (CPU): its im2col and col2im copy one row of one tap at a
+ *                  time, which costs per row as well as per element (half in forward only;
+ *                  none for a 1x1 stride-1 unpadded conv, which builds no columns).  Without
+ *                  it, a model calibrated on cls-n at 32 px (4-pixel rows in its last stage)
+ *                  over-predicted models with wider maps by 10-36 %.
+ *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
+ *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
  *                  (a ReLU that is its batch norm's only consumer costs nothing on the CPU,
  *                  whose backend runs the two as one op)
@@ -48,21 +53,23 @@
  *   smaller and training mixes in streaming layers: ResNet-50 reaches ~19% of the bf16 peak on
  *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  TF32 or bf16 missing: the fp32 rate.
  * Uncalibrated CPU: R = 30 GFLOP/s per core, BW = 4 GB/s per core (max 20), s0 = 24, L = 15 us,
- *   C = 50 us.  These are guesses; calibrate.
+ *   C = 50 us, row_s = 0.  These are guesses; calibrate.
  * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
  *   BN + ReLU forward and backward on 2M values (17 passes in the formula above, 10 when the
  *   backend fuses them: gives BW);
- *   two 3x3 convolutions forward and backward, 32->32 channels at 32x32 (d = 32) and 256->256
+ *   3x3 convolutions forward and backward, 32->32 channels at 32x32 (d = 32) and 256->256
  *   at 8x8 (d = 256), batch 16 (x16 on a GPU), timed for 8 % of the calibration budget (the
- *   large one twice that): their two rates R*phi(32) and R*phi(256) give s0 and R.  On the
- *   CPU the model's own layers then refine them: each layer's time in the executor's
- *   profile at the largest calibration batch; GEMM layers fit 1/rate = 1/R + (s0/R)/d by
- *   least squares (each layer once; not those with under 2% of the largest one's FLOPs, whose
- *   time is call overhead), streaming layers give BW = bytes / time.  Then
- *   the real model's step time t_i (lower
- *   quartile of a few steps, robust to a busy machine) at 2-3 batch sizes b_i: with V_i the
+ *   large one twice that), and on the CPU 64->64 at 4x4 (4-pixel rows): t = F/R + (F/d)*s0/R
+ *   + rows*row_s is linear in 1/R, s0/R and row_s, so the CPU's three probes give all three
+ *   (a GPU's two, after taking out their column passes, R and s0).  (Until session 7 the CPU
+ *   refitted R and s0 to the calibration model's own layers; a model's layers span too
+ *   narrow a range of sizes, and the fit over-predicted models with wider layers by up to
+ *   36 %, the probes alone within 10 %.)  Then
+ *   the real model's step time t_i (lower quartile of a few steps, robust to a busy machine;
+ *   on the CPU the batch sizes take turns, so a change of the machine's speed falls on all
+ *   of them) at 2-3 batch sizes b_i: with V_i the
  *   formula's time at b_i without L and C, it fits t_i = k*V_i + c by least squares, and sets
- *   R /= k, BW /= k, L = c / layers, C = 0.  (A negative c is noise: refit through zero.)
+ *   R /= k, BW /= k, row_s *= k, L = c / layers, C = 0.  (A negative c is noise: refit through zero.)
  * Extrapolation from a GPU calibrated as catalog entry G0 to G:  R_G = R_G0 * eff[p]/eff[p0]
  *   * peak_p(G)/peak_p0(G0), BW_G = BW_G0 * bandwidth(G)/bandwidth(G0); s0, L, C, H2D kept.
  *   A CPU calibration says nothing about GPUs, so they keep the uncalibrated model.
@@ -147,7 +154,7 @@ double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes)
 }
 
 /* GEMM shape of a conv or linear node: M, K and the N of one image. */
-static void gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double *m, double *k,
+void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double *m, double *k,
                       double *n1, int *groups)
 {
     const vt_node *nd = &g->nodes[i];
@@ -194,8 +201,16 @@ double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int b
 {
     double m, k, n1;
     int groups;
-    gemm_dims(g, i, lc, &m, &k, &n1, &groups);
+    vt_est_gemm_dims(g, i, lc, &m, &k, &n1, &groups);
     return d->gemm_size_n ? fmin(m, fmin(k, batch * n1)) : fmin(m, k);
+}
+
+double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc)
+{
+    const vt_node *nd = &g->nodes[i];
+    if (nd->op != VT_OP_CONV || (nd->k == 1 && nd->s == 1 && nd->p == 0) || nd->out.w < 1)
+        return 0;
+    return lc->ws_elems / nd->out.w;
 }
 
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
@@ -213,7 +228,8 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     if (!(phi > 0)) phi = 1e-3;
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
     double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
-    return fmax(b * F / (d->rate * phi), tmem) + (weights + cols) / d->bw + overhead;
+    double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
+    return fmax(b * F / (d->rate * phi), tmem) + (weights + cols) / d->bw + rows + overhead;
 }
 
 static int optimizer_states(const vt_estimator *e)
@@ -317,14 +333,14 @@ static vt_devmodel cpu_prior(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1, 0, 0};
+    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1, 0, 0, 0};
     return d;
 }
 
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES};
+                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {

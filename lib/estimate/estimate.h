@@ -62,6 +62,10 @@ typedef struct vt_devmodel {
     double col_passes; /* passes over a convolution's im2col columns in a training step, each
                        * at `bw` (the CUDA backend writes and reads them three times each:
                        * VT_GPU_COL_PASSES); 0 where they stay in cache (the CPU's tiles) */
+    double row_s;     /* seconds per im2col row of a training step (the CPU's im2col and col2im
+                       * copy a row of a tap's input at a time, and narrow feature maps pay it
+                       * per few elements: vt_est_conv_rows); 0 on a GPU, whose kernels go by
+                       * element */
 } vt_devmodel;
 
 /* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);
@@ -74,6 +78,12 @@ int vt_est_is_gemm_op(vt_op op);
  * a layer reading the image batch, which the executor skips). */
 double vt_est_layer_flops(const vt_graph *g, int i, const vt_layer_cost *lc, int train);
 /* GEMM size d of a conv or linear node at `batch` on device d (see the cost model). */
+/* GEMM shape of conv or linear node i: M, K (per group) and the N of one image. */
+void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double *m, double *k,
+                      double *n1, int *groups);
+/* im2col rows per image of node i (K x output height of a convolution that builds columns:
+ * not a 1x1, stride 1, unpadded one); 0 for other nodes. */
+double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
 double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                         const vt_devmodel *d);
 /* Activation elements node i moves per image, forward + backward (see "A" in the cost model). */

@@ -65,9 +65,12 @@ double vt_est_scratch_bytes(double wmax, double batch);
 int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
                               int on_gpu, double *fixed, double *per_image, double *wmax);
 
-/* Calibration on the CPU: R, s0 and BW of dm refitted from the per-node seconds of one
- * training step of g at `batch` (calibrate.c); 0 when the layers do not determine them. */
-int vt_est_fit_layers(const vt_graph *g, int h, int w, int batch, const double *node_s,
-                      vt_devmodel *dm);
+/* Calibration: R, s0 and row_s of dm from n (2 or 3) convolution probes, probe i taking t[i]
+ * seconds for F[i] FLOPs at GEMM size d[i] over rows[i] im2col rows, as the formula has it:
+ * t = F/R + (F/d)*(s0/R) + rows*row_s.  Three probes solve for all three; two (or three whose
+ * answer is unphysical: R or row_s not positive, s0 negative) give R and s0 from the first
+ * two, with row_s 0.  calibrate.c. */
+void vt_est_solve_probes(int n, const double *t, const double *F, const double *d,
+                         const double *rows, vt_devmodel *dm);
 
 #endif
