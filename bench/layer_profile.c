@@ -148,8 +148,18 @@ int main(int argc, char **argv)
         double pi = vt_est_layer_seconds(g, i, &lc[i], batch, dm, 1);
         char kb[40];
         kind(g, i, kb, sizeof kb);
-        if (detail) printf("%3d %-20s %9.3f ms  pred %9.3f ms  x%.2f\n", i, kb, mi * 1e3, pi * 1e3,
-                           mi > 0 ? pi / mi : 0);
+        if (detail) {
+            printf("%3d %-20s %9.3f ms  pred %9.3f ms  x%.2f", i, kb, mi * 1e3, pi * 1e3,
+                   mi > 0 ? pi / mi : 0);
+            if (vt_est_is_gemm_op(lc[i].op)) { /* GEMM shape at this batch, GFLOP/s */
+                double gm, gk, gn;
+                int groups;
+                vt_est_gemm_dims(g, i, &lc[i], &gm, &gk, &gn, &groups);
+                printf("  m %g k %g n %g  %.1f GFLOP/s", gm, gk, gn * batch,
+                       mi > 0 ? (lc[i].flops_fwd + lc[i].flops_bwd) * batch / mi * 1e-9 : 0);
+            }
+            printf("\n");
+        }
         int k = 0;
         while (k < nk && strcmp(names[k], kb)) k++;
         if (k == nk && nk < 256) snprintf(names[nk++], 40, "%s", kb);
