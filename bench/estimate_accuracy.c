@@ -3,11 +3,12 @@
  *
  *   estimate_accuracy [cpu|0] [seconds-per-measurement] [rounds]
  *
- * Prints measured vs predicted seconds per step and per epoch (1,000 images) and the error, and
- * the machine's drift: the calibration model's step measured again just after each case vs its
- * prediction (how much the machine itself changed since the calibration).  rounds (default 3 on
- * the CPU, 0 on a GPU): 0 calibrates once for all cases; N calibrates again right before each
- * case, N rounds of all cases, and prints each case's medians and its error in every round;
+ * Prints measured vs predicted seconds per step and per epoch (1,000 images) and the error.
+ * rounds (default 3 on the CPU, 0 on a GPU): 0 calibrates once, then measures each case alone
+ * and the calibration model right after it ("drift": how far the machine moved since the
+ * calibration); N repeats N times: calibrate, then measure all cases and the calibration model
+ * taking turns of 0.25 s ("drift": the calibration model's own error in that window), and
+ * prints each case's round with the median error and its error in every round;
  * exits 1 when an error exceeds the issue's target (15% on the CPU, 10% on a GPU), 0 otherwise,
  * 77 when the device is missing (so a GPU run on a machine without one counts as skipped).
  * A GPU is measured and estimated at TF32 (the trainer's default precision), the CPU at fp32.
@@ -39,51 +40,115 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Lower-quartile seconds per training step after one warm-up step (as calibration measures);
- * -1 on failure (message printed).  *mem: the device memory the trainer holds (GPU; else 0). */
-static double measure(const cfg *c, const char *device, double budget, double *mem)
+/* A trainer of one case, kept open so that several cases can take turns. */
+#define MAX_SAMPLES 400
+typedef struct runner {
+    const cfg *c;
+    vt_model *m;
+    vt_trainer *t;
+    float *img;
+    int32_t *lab;
+    double ts[MAX_SAMPLES], timed; /* timed steps' seconds, their sum */
+    int k;
+} runner;
+
+static void runner_close(runner *r)
+{
+    vt_trainer_destroy(r->t);
+    vt_model_destroy(r->m);
+    free(r->img);
+    free(r->lab);
+    memset(r, 0, sizeof *r);
+}
+
+/* The case's trainer at the estimate's precision (TF32 on a GPU), after one warm-up step (which
+ * allocates); 0, or -1 with the message printed and nothing held. */
+static int runner_open(runner *r, const cfg *c, const char *device)
 {
     char opt[64], kv[64];
+    memset(r, 0, sizeof *r);
+    r->c = c;
     snprintf(opt, sizeof opt, "channels=%d imgsz=%d", c->channels, c->imgsz);
-    vt_model *m = NULL;
-    vt_trainer *t = NULL;
     size_t n = (size_t)c->batch * c->channels * c->imgsz * c->imgsz;
-    float *img = malloc(n * sizeof *img);
-    int32_t *lab = malloc((size_t)c->batch * sizeof *lab);
-    double ts[200], result = -1;
-    int k = 0;
-    if (!img || !lab) goto out;
-    for (size_t i = 0; i < n; i++) img[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-    for (int i = 0; i < c->batch; i++) lab[i] = i % 10;
-    if (vt_model_create(&m, c->arch, 10, opt) || vt_trainer_create(&t, m, NULL)) goto fail;
-    snprintf(kv, sizeof kv, "batch=%d", c->batch);
-    if (vt_trainer_set(t, kv)) goto fail;
-    snprintf(kv, sizeof kv, "imgsz=%d", c->imgsz);
-    if (vt_trainer_set(t, kv)) goto fail;
-    snprintf(kv, sizeof kv, "device=%s", device);
-    if (vt_trainer_set(t, kv)) goto fail;
-    /* the precision the estimator is asked about (main sets it: TF32 on a GPU) */
-    snprintf(kv, sizeof kv, "precision=%s", strcmp(device, "cpu") ? "tf32" : "fp32");
-    if (vt_trainer_set(t, kv) || vt_trainer_step(t, img, lab, c->batch, NULL)) goto fail;
-    double spent = 0;
-    while (k < 200 && (k < 5 || spent < budget)) {
-        double t0 = now();
-        if (vt_trainer_step(t, img, lab, c->batch, NULL)) goto fail;
-        ts[k] = now() - t0;
-        spent += ts[k++];
+    r->img = malloc(n * sizeof *r->img);
+    r->lab = malloc((size_t)c->batch * sizeof *r->lab);
+    int bad = !r->img || !r->lab;
+    for (size_t i = 0; !bad && i < n; i++) r->img[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    for (int i = 0; !bad && i < c->batch; i++) r->lab[i] = i % 10;
+    bad = bad || vt_model_create(&r->m, c->arch, 10, opt) || vt_trainer_create(&r->t, r->m, NULL);
+    if (!bad) snprintf(kv, sizeof kv, "batch=%d", c->batch), bad = vt_trainer_set(r->t, kv) != VT_OK;
+    if (!bad) snprintf(kv, sizeof kv, "imgsz=%d", c->imgsz), bad = vt_trainer_set(r->t, kv) != VT_OK;
+    if (!bad) snprintf(kv, sizeof kv, "device=%s", device), bad = vt_trainer_set(r->t, kv) != VT_OK;
+    if (!bad) {
+        snprintf(kv, sizeof kv, "precision=%s", strcmp(device, "cpu") ? "tf32" : "fp32");
+        bad = vt_trainer_set(r->t, kv) || vt_trainer_step(r->t, r->img, r->lab, c->batch, NULL);
     }
-    qsort(ts, (size_t)k, sizeof ts[0], cmp_double);
-    result = ts[k / 4];
-    if (vt_trainer_metric(t, VT_METRIC_DEVICE_MEMORY_BYTES, mem)) *mem = 0;
-    goto out;
-fail:
+    if (!bad) return 0;
     fprintf(stderr, "%s imgsz %d batch %d: %s\n", c->arch, c->imgsz, c->batch, vt_last_error());
-out:
-    vt_trainer_destroy(t);
-    vt_model_destroy(m);
-    free(img);
-    free(lab);
-    return result;
+    runner_close(r);
+    return -1;
+}
+
+/* Steps for `seconds` and at least `min_steps`, each timed; the first not counted when
+ * drop_first (after another trainer's steps it finds the caches holding that one's buffers).
+ * 0 or -1 (message printed). */
+static int runner_steps(runner *r, double seconds, int min_steps, int drop_first)
+{
+    double spent = 0;
+    for (int s = 0; (s < min_steps || spent < seconds) && r->k < MAX_SAMPLES; s++) {
+        double t0 = now();
+        if (vt_trainer_step(r->t, r->img, r->lab, r->c->batch, NULL)) {
+            fprintf(stderr, "%s imgsz %d batch %d: %s\n", r->c->arch, r->c->imgsz, r->c->batch,
+                    vt_last_error());
+            return -1;
+        }
+        double dt = now() - t0;
+        spent += dt;
+        if (s > 0 || !drop_first) r->ts[r->k++] = dt, r->timed += dt;
+    }
+    return 0;
+}
+
+/* Lower-quartile seconds per step (as calibration measures); *mem: the device memory the
+ * trainer holds (GPU; else 0). */
+static double runner_result(runner *r, double *mem)
+{
+    qsort(r->ts, (size_t)r->k, sizeof r->ts[0], cmp_double);
+    if (vt_trainer_metric(r->t, VT_METRIC_DEVICE_MEMORY_BYTES, mem)) *mem = 0;
+    return r->ts[r->k / 4];
+}
+
+/* One case alone: `budget` seconds of steps (at least 5); -1 on failure. */
+static double measure(const cfg *c, const char *device, double budget, double *mem)
+{
+    runner r;
+    if (runner_open(&r, c, device)) return -1;
+    double s = runner_steps(&r, budget, 5, 0) ? -1 : runner_result(&r, mem);
+    runner_close(&r);
+    return s;
+}
+
+/* n cases taking turns of TURN_S (each turn at least 2 steps, its first not counted) until
+ * every case has `budget` seconds of counted steps and 5 of them: a shared machine's changes
+ * of speed fall on all of them alike.  sec[i], mem[i]; 0 or -1 (message printed). */
+#define TURN_S 0.25
+static int measure_turns(const cfg *const *c, int n, const char *device, double budget,
+                         double *sec, double *mem)
+{
+    runner *r = calloc((size_t)n, sizeof *r); /* zeroed runners close safely */
+    int bad = !r;
+    for (int i = 0; i < n && !bad; i++) bad = runner_open(&r[i], c[i], device);
+    while (!bad) {
+        int all = 1;
+        for (int i = 0; i < n && !bad; i++)
+            if (r[i].k < MAX_SAMPLES && (r[i].timed < budget || r[i].k < 5))
+                all = 0, bad = runner_steps(&r[i], TURN_S, 2, 1);
+        if (all) break;
+    }
+    for (int i = 0; i < n && !bad; i++) sec[i] = runner_result(&r[i], &mem[i]);
+    for (int i = 0; i < n && r; i++) runner_close(&r[i]);
+    free(r);
+    return bad ? -1 : 0;
 }
 
 static int configure(vt_estimator *e, const cfg *c)
@@ -159,40 +224,48 @@ int main(int argc, char **argv)
         fprintf(stderr, "estimator: %s\n", vt_last_error());
         return 1;
     }
-    /* rounds 0: one calibration, then every case (a GPU's speed holds still); else each case
-     * right after a calibration of its own, the cases taking turns for `rounds` rounds, and
-     * the median per case: on a shared machine whose speed moves by tens of percent within a
-     * minute, the error is then the estimator's, not what the machine changed in between */
+    /* rounds 0: one calibration, then each case alone, followed by the calibration model
+     * again ("drift": how far the machine moved from the calibration; a GPU's speed holds
+     * still).  rounds N: N times a calibration, then every case and the calibration model
+     * taking turns (measure_turns), so that the machine's changes of speed within the round
+     * fall on all of them alike ("drift" is then the calibration model's own error in that
+     * window); each case's median over the rounds.  On the 2-core CI machine, whose speed
+     * moves by tens of percent within a minute, a case measured alone a minute after the
+     * calibration was off by up to +-40% in single rounds for that reason alone. */
     int R = rounds ? rounds : 1, bad = 0;
     double meas[MAX_ROUNDS][NCASES], pred[MAX_ROUNDS][NCASES], err[MAX_ROUNDS][NCASES],
-        drift[MAX_ROUNDS][NCASES], steps[NCASES], mem[NCASES], pmem[NCASES], calib_pred = 0;
+        drift[MAX_ROUNDS][NCASES], steps[NCASES], mem[NCASES + 1], pmem[NCASES], calib_pred = 0;
+    const cfg *all[NCASES + 1];
+    double sec[NCASES + 1];
+    for (int i = 0; i < NCASES; i++) all[i] = &cases[i];
+    all[NCASES] = &calib;
     double t0 = now();
-    for (int r = 0; r < R && !bad; r++)
-        for (int i = 0; i < NCASES && !bad; i++) {
-            const cfg *c = &cases[i];
-            if ((rounds || i == 0) && (bad = calibrate(e, device, &calib, budget, gpu, &calib_pred)))
-                break;
-            if (r == 0 && i == 0)
-                printf("calibration on %s with %s imgsz %d batches up to %d: %.1f s%s\n", device,
-                       calib.arch, calib.imgsz, calib.batch, now() - t0,
-                       rounds ? ", repeated before each case" : "");
-            if (configure(e, c) || vt_estimator_run(e) ||
+    for (int r = 0; r < R && !bad; r++) {
+        if ((bad = calibrate(e, device, &calib, budget, gpu, &calib_pred))) break;
+        if (r == 0)
+            printf("calibration on %s with %s imgsz %d batches up to %d: %.1f s%s\n", device,
+                   calib.arch, calib.imgsz, calib.batch, now() - t0,
+                   rounds ? ", again in every round" : "");
+        for (int i = 0; i < NCASES && !bad; i++)
+            if (configure(e, &cases[i]) || vt_estimator_run(e) ||
                 vt_estimator_result(e, VT_EST_STEP_SECONDS, &pred[r][i]) ||
                 vt_estimator_result(e, VT_EST_STEPS_PER_EPOCH, &steps[i]) ||
                 vt_estimator_result(e, VT_EST_PEAK_MEMORY_BYTES, &pmem[i])) {
                 fprintf(stderr, "estimate: %s\n", vt_last_error());
                 bad = 1;
-                break;
             }
-            double cmem;
-            meas[r][i] = measure(c, device, budget, &mem[i]);
-            /* the machine's drift: the calibration model's step, measured again right after
-             * the case, vs its prediction */
-            double cmeas = measure(&calib, device, budget / 4, &cmem);
-            if (meas[r][i] <= 0 || cmeas <= 0) bad = 1;
-            err[r][i] = pred[r][i] / meas[r][i] - 1;
-            drift[r][i] = cmeas / calib_pred - 1;
+        if (!bad && rounds) bad = measure_turns(all, NCASES + 1, device, budget, sec, mem) ? 1 : 0;
+        for (int i = 0; i < NCASES && !bad; i++) {
+            if (!rounds) { /* alone, then the calibration model */
+                sec[i] = measure(&cases[i], device, budget, &mem[i]);
+                sec[NCASES] = measure(&calib, device, budget / 4, &mem[NCASES]);
+                if (sec[i] <= 0 || sec[NCASES] <= 0) bad = 1;
+            }
+            meas[r][i] = sec[i];
+            err[r][i] = pred[r][i] / sec[i] - 1;
+            drift[r][i] = sec[NCASES] / calib_pred - 1;
         }
+    }
     if (bad) {
         vt_estimator_destroy(e);
         return bad;
@@ -201,6 +274,7 @@ int main(int argc, char **argv)
            "measured s", "predicted s", "error", "epoch meas.", "epoch pred.", "drift",
            R > 1 ? " | error per round" : "", gpu ? " | memory GB held / predicted peak" : "");
     if (R > 1) printf("(each case's round with the median error of %d; drift: median)\n", R);
+    else if (rounds) printf("(drift: the calibration model's own error in the round)\n");
     double worst = 0;
     for (int i = 0; i < NCASES; i++) {
         const cfg *c = &cases[i];
