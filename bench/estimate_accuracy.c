@@ -234,7 +234,7 @@ int main(int argc, char **argv)
      * calibration was off by up to +-40% in single rounds for that reason alone. */
     int R = rounds ? rounds : 1, bad = 0;
     double meas[MAX_ROUNDS][NCASES], pred[MAX_ROUNDS][NCASES], err[MAX_ROUNDS][NCASES],
-        drift[MAX_ROUNDS][NCASES], steps[NCASES], mem[NCASES + 1], pmem[NCASES], calib_pred = 0;
+        drift[MAX_ROUNDS][NCASES], rel[MAX_ROUNDS][NCASES], steps[NCASES], mem[NCASES + 1], pmem[NCASES], calib_pred = 0;
     const cfg *all[NCASES + 1];
     double sec[NCASES + 1];
     for (int i = 0; i < NCASES; i++) all[i] = &cases[i];
@@ -264,31 +264,38 @@ int main(int argc, char **argv)
             meas[r][i] = sec[i];
             err[r][i] = pred[r][i] / sec[i] - 1;
             drift[r][i] = sec[NCASES] / calib_pred - 1;
+            rel[r][i] = (1 + err[r][i]) / (1 + drift[r][i]) - 1;
         }
     }
     if (bad) {
         vt_estimator_destroy(e);
         return bad;
     }
-    printf("%-10s %5s %5s | %11s %11s %7s | %12s %12s | %7s%s%s\n", "model", "imgsz", "batch",
+    printf("%-10s %5s %5s | %11s %11s %7s | %12s %12s | %7s%s%s%s\n", "model", "imgsz", "batch",
            "measured s", "predicted s", "error", "epoch meas.", "epoch pred.", "drift",
-           R > 1 ? " | error per round" : "", gpu ? " | memory GB held / predicted peak" : "");
-    if (R > 1) printf("(each case's round with the median error of %d; drift: median)\n", R);
-    else if (rounds) printf("(drift: the calibration model's own error in the round)\n");
+           rounds ? " | rel.err" : "", R > 1 ? " | error per round" : "",
+           gpu ? " | memory GB held / predicted peak" : "");
+    if (R > 1) printf("(each case's round with the median error of %d; drift, rel.err: medians)\n", R);
+    if (rounds)
+        printf("(drift: the calibration model's own error in the round's window; rel.err: the "
+               "case's prediction relative to the calibration model's, both measured in turns, "
+               "i.e. the error without the machine's level)\n");
     double worst = 0;
     for (int i = 0; i < NCASES; i++) {
         const cfg *c = &cases[i];
-        double ve[MAX_ROUNDS], vd[MAX_ROUNDS];
+        double ve[MAX_ROUNDS], vd[MAX_ROUNDS], vr[MAX_ROUNDS];
         char rcol[16 * MAX_ROUNDS] = "", mcol[64] = "";
         size_t len = 0;
         for (int r = 0; r < R; r++) {
-            ve[r] = err[r][i], vd[r] = drift[r][i];
+            ve[r] = err[r][i], vd[r] = drift[r][i], vr[r] = rel[r][i];
             if (R > 1)
                 len += (size_t)snprintf(rcol + len, sizeof rcol - len, "%s%+.1f%%",
                                         r ? " " : " | ", 100 * err[r][i]);
         }
         /* the round with the median error (the lower one of an even count), whole */
-        double emed = median(ve, R), d = median(vd, R);
+        double emed = median(ve, R), d = median(vd, R), re = median(vr, R);
+        char relcol[16] = "";
+        if (rounds) snprintf(relcol, sizeof relcol, " | %+6.1f%%", 100 * re);
         int mr = 0;
         while (mr < R - 1 && err[mr][i] != emed) mr++;
         double er = err[mr][i], m = meas[mr][i], p = pred[mr][i];
@@ -296,9 +303,9 @@ int main(int argc, char **argv)
         /* the held memory includes the allocator's cache; the prediction adds 0.5 GiB of
          * CUDA context, which the allocator does not see */
         if (gpu) snprintf(mcol, sizeof mcol, " | %6.2f / %6.2f", mem[i] / 1e9, pmem[i] / 1e9);
-        printf("%-10s %5d %5d | %11.5f %11.5f %+6.1f%% | %12.2f %12.2f | %+6.1f%%%s%s%s\n",
+        printf("%-10s %5d %5d | %11.5f %11.5f %+6.1f%% | %12.2f %12.2f | %+6.1f%%%s%s%s%s\n",
                c->arch, c->imgsz, c->batch, m, p, 100 * er, m * steps[i], p * steps[i], 100 * d,
-               rcol, mcol, fabs(er) > target ? "  <-- over target" : "");
+               relcol, rcol, mcol, fabs(er) > target ? "  <-- over target" : "");
     }
     printf("worst error %.1f%% (target %.0f%%), %.0f s in all\n", 100 * worst, 100 * target,
            now() - t0);

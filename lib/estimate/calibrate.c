@@ -58,9 +58,8 @@ static vt_status probe_call(probe *q)
     return st;
 }
 
-/* Best seconds per call over three windows of min_s/3: the device's capability, not the
- * neighbours' noise (the model steps absorb steady slowdowns through k). */
-static vt_status probe_time(probe *q, double min_s, double *best)
+/* The probe's buffers (and its conv workspace) on its backend, as the executor would run it. */
+static vt_status probe_setup(probe *q)
 {
     const vt_backend_ops *o = q->b->ops;
     size_t sz[12] = {0};
@@ -86,23 +85,43 @@ static vt_status probe_time(probe *q, double min_s, double *best)
     q->d.keep_columns = keep > 0;
     size_t wsb = q->bn ? 0 : keep ? keep : o->conv_workspace(q->b, &q->d);
     if (st == VT_OK && wsb && !(q->ws = o->alloc(q->b, wsb))) st = VT_ERR_DEVICE_OOM;
-    if (st == VT_OK) st = probe_call(q);
+    if (st == VT_OK) st = probe_call(q); /* warm-up */
     if (st == VT_OK) st = o->synchronize(q->b);
-    *best = 1e30;
-    for (int w = 0; w < 3 && st == VT_OK; w++) {
-        double t0 = vt_now(), t;
-        int reps = 0;
-        do {
-            st = probe_call(q);
-            if (st == VT_OK) st = o->synchronize(q->b);
-            reps++;
-            t = vt_now() - t0;
-        } while (st == VT_OK && t < min_s / 3 && reps < 100000);
-        *best = fmin(*best, t / reps);
-    }
-    for (int i = 0; i < 12; i++) o->free(q->b, q->p[i]);
-    o->free(q->b, q->ws);
-    if (st == VT_OK && !(*best > 0)) st = vt_fail(VT_ERR_NUMERIC, "a probe took no measurable time");
+    return st;
+}
+
+static void probe_release(probe *q)
+{
+    for (int i = 0; i < 12; i++) q->b->ops->free(q->b, q->p[i]);
+    q->b->ops->free(q->b, q->ws);
+}
+
+/* Best seconds per call of each of n probes over PROBE_WINDOWS windows of min_s[i] /
+ * PROBE_WINDOWS each, the probes taking turns window by window: the device's capability, not
+ * the neighbours' noise (the model steps absorb steady slowdowns through k), and a change of
+ * the machine's speed falls on all probes alike (timed one after the other, the three conv
+ * probes' R, s0 and row_s swung the CPU estimates of wide models against narrow ones by 20 %). */
+#define PROBE_WINDOWS 6
+static vt_status probe_time(probe *const *q, int n, const double *min_s, double *best)
+{
+    vt_status st = VT_OK;
+    for (int i = 0; i < n && st == VT_OK; i++) st = probe_setup(q[i]);
+    for (int i = 0; i < n; i++) best[i] = 1e30;
+    for (int w = 0; w < PROBE_WINDOWS && st == VT_OK; w++)
+        for (int i = 0; i < n && st == VT_OK; i++) {
+            double t0 = vt_now(), t;
+            int reps = 0;
+            do {
+                st = probe_call(q[i]);
+                if (st == VT_OK) st = q[i]->b->ops->synchronize(q[i]->b);
+                reps++;
+                t = vt_now() - t0;
+            } while (st == VT_OK && t < min_s[i] / PROBE_WINDOWS && reps < 100000);
+            best[i] = fmin(best[i], t / reps);
+        }
+    for (int i = 0; i < n; i++) probe_release(q[i]);
+    for (int i = 0; i < n && st == VT_OK; i++)
+        if (!(best[i] > 0)) st = vt_fail(VT_ERR_NUMERIC, "a probe took no measurable time");
     return st;
 }
 
@@ -138,11 +157,10 @@ static vt_status probe_device(int on_gpu, int dev, int plain_fp32, double probe_
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
     conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
     conv3x3(&c3.d, 16, 64, 4);          /* CPU: 4-pixel rows, for the row term */
-    double tb, t1, t2, t3 = 0;
-    st = probe_time(&bn, 0.5 * probe_s, &tb);
-    if (st == VT_OK) st = probe_time(&c1, probe_s, &t1);
-    if (st == VT_OK) st = probe_time(&c2, 2 * probe_s, &t2);
-    if (st == VT_OK && !on_gpu) st = probe_time(&c3, probe_s, &t3);
+    probe *all[4] = {&bn, &c1, &c2, &c3};
+    double budget[4] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s}, tm[4] = {0, 0, 0, 0};
+    st = probe_time(all, on_gpu ? 3 : 4, budget, tm);
+    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3];
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
