@@ -326,7 +326,9 @@ int cmd_estimate(args *a)
                 fprintf(stderr, "vt estimate: the local GPU is not in the catalog (local_gpu=NAME "
                                 "names it): its measurements are not extrapolated to other GPUs\n");
         }
-        printf("calibrating on device %s (about %s s) ...\n", dev, seconds ? seconds : "10");
+        /* vt_estimator_calibrate blocks for up to about 1.5 x seconds */
+        printf("calibrating on device %s (up to about %.0f s) ...\n", dev,
+               1.5 * (seconds ? atof(seconds) : 10.0));
         fflush(stdout);
         if ((st = vt_estimator_calibrate(e, dev, opts))) EST_FAIL(st);
         if (calib_file) {

@@ -407,7 +407,8 @@ class Estimator(_Closable):
         """Measure a few real training steps of the configured model and image size on
         ``device`` ("cpu" or a CUDA index "0", 0, ...) and fit the cost model to them.
         Options: batches=(B1, B2[, B3]), seconds=S (budget, default 10), gpu=NAME (the
-        catalog name of the local GPU), probe_max=0|1.  Blocks for about ``seconds``.
+        catalog name of the local GPU), probe_max=0|1.  Blocks for up to about 1.5 x
+        ``seconds`` (probes, a warm-up step per batch size, then ``seconds`` of steps).
         DeviceError when the device is missing."""
         if "gpu" in options and isinstance(options["gpu"], str):
             # names match ignoring spaces and '-': "H100 SXM" -> "H100-SXM" fits key=value
