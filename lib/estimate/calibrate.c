@@ -257,7 +257,8 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
     int32_t *lab = vt_malloc((size_t)bmax * sizeof *lab);
     vt_trainer *t[3] = {NULL, NULL, NULL};
     double ts[3][STEP_SAMPLES];
-    vt_status st = img && lab && nb >= 1 && nb <= 3 ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    vt_status st = nb < 1 || nb > 3 ? vt_fail(VT_ERR_INTERNAL, "time_steps: %d batch sizes", nb)
+                 : img && lab ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     int j = 0, cnt[3] = {0, 0, 0}, full = 0, failed = -1; /* failed: whose step failed */
     if (st == VT_OK) {
         for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
