@@ -36,6 +36,9 @@ benches=(
     "torch_resnet18_fp32|60|python3 bench/torch_resnet18.py --precision fp32 --steps 10 --warmup 3"
     "cnn_small_b64_fp32|40|$build/bench/train_throughput device=0 batch=64 steps=50 warmup=10 precision=fp32"
     "torch_cnn_small_b64|60|python3 bench/torch_small_cnn.py --device cuda --batch 64 --steps 50 --warmup 10"
+    # per-layer data for the GPU cost model (issue 7: wider models under-predicted by 11-16%):
+    # each GEMM layer's shape and GFLOP/s next to the calibrated estimator's prediction
+    "layer_profile_cls_m_224|60|$build/bench/layer_profile device=0 arch=cls-m imgsz=224 batch=32 steps=10 calib=cls-n,128,64 detail=1"
 )
 
 rows=()
