@@ -136,12 +136,23 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(t, want, 1e-12);
     /* the CPU's im2col rows: K = 3*3*3 taps of 8 output rows per image, half in forward only */
     ck_assert_double_eq(vt_est_conv_rows(&g, 1, &lc[1]), 27 * 8);
+    ck_assert_double_eq(vt_est_conv_rows(&g, 2, &lc[2]), 0); /* BN */
     d.row_s = 1e-6;
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1), want + 2 * 216e-6, 1e-12);
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 0) -
                                 vt_est_layer_seconds(&g, 1, &lc[1], 2, &(vt_devmodel){
                                     1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0}, 0),
                             216e-6, 1e-12);
+    vt_graph_free(&g);
+    /* grouped: every group builds its own K rows; a 1x1 stride-1 conv builds none */
+    vt_graph_init(&g);
+    x = vt_g_input(&g, 4, 8, 8);
+    int gc = vt_g_conv(&g, x, 4, 3, 2, 1, 2, 0), pw = vt_g_conv(&g, gc, 8, 1, 1, 0, 1, 0);
+    vt_graph_finalize(&g);
+    vt_layer_cost lg[3];
+    ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lg, 3), 3);
+    ck_assert_double_eq(vt_est_conv_rows(&g, gc, &lg[gc]), 2 * (2 * 9) * 4);
+    ck_assert_double_eq(vt_est_conv_rows(&g, pw, &lg[pw]), 0);
     vt_graph_free(&g);
 }
 END_TEST

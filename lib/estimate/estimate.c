@@ -210,7 +210,7 @@ double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc)
     const vt_node *nd = &g->nodes[i];
     if (nd->op != VT_OP_CONV || (nd->k == 1 && nd->s == 1 && nd->p == 0) || nd->out.w < 1)
         return 0;
-    return lc->ws_elems / nd->out.w;
+    return lc->ws_elems * (nd->groups > 0 ? nd->groups : 1) / nd->out.w; /* K rows per group */
 }
 
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,

@@ -81,8 +81,8 @@ double vt_est_layer_flops(const vt_graph *g, int i, const vt_layer_cost *lc, int
 /* GEMM shape of conv or linear node i: M, K (per group) and the N of one image. */
 void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double *m, double *k,
                       double *n1, int *groups);
-/* im2col rows per image of node i (K x output height of a convolution that builds columns:
- * not a 1x1, stride 1, unpadded one); 0 for other nodes. */
+/* im2col rows per image of node i (groups x K x output height of a convolution that builds
+ * columns: not a 1x1, stride 1, unpadded one); 0 for other nodes. */
 double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
 double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                         const vt_devmodel *d);
