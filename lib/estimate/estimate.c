@@ -143,11 +143,6 @@ static double act_elems(const vt_layer_cost *lc, int train)
     return a;
 }
 
-double vt_est_layer_act_elems(const vt_layer_cost *lc)
-{
-    return act_elems(lc, 1);
-}
-
 double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes)
 {
     return act_elems(lc, 1) * act_bytes;

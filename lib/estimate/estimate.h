@@ -77,17 +77,15 @@ int vt_est_is_gemm_op(vt_op op);
 /* FLOPs of node i per image: forward, plus backward when train (without the input gradient of
  * a layer reading the image batch, which the executor skips). */
 double vt_est_layer_flops(const vt_graph *g, int i, const vt_layer_cost *lc, int train);
-/* GEMM size d of a conv or linear node at `batch` on device d (see the cost model). */
 /* GEMM shape of conv or linear node i: M, K (per group) and the N of one image. */
 void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double *m, double *k,
                       double *n1, int *groups);
 /* im2col rows per image of node i (groups x K x output height of a convolution that builds
  * columns: not a 1x1, stride 1, unpadded one); 0 for other nodes. */
 double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
+/* GEMM size d of a conv or linear node at `batch` on device d (see the cost model). */
 double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                         const vt_devmodel *d);
-/* Activation elements node i moves per image, forward + backward (see "A" in the cost model). */
-double vt_est_layer_act_elems(const vt_layer_cost *lc);
 /* Node i is a ReLU that the executor runs inside the batch norm before it. */
 int vt_est_relu_fused(const vt_graph *g, int i);
 /* Bytes one layer moves per image, forward + backward (activations, gradients, im2col). */
