@@ -234,7 +234,8 @@ int main(int argc, char **argv)
      * calibration was off by up to +-40% in single rounds for that reason alone. */
     int R = rounds ? rounds : 1, bad = 0;
     double meas[MAX_ROUNDS][NCASES], pred[MAX_ROUNDS][NCASES], err[MAX_ROUNDS][NCASES],
-        drift[MAX_ROUNDS][NCASES], rel[MAX_ROUNDS][NCASES], steps[NCASES], mem[NCASES + 1], pmem[NCASES], calib_pred = 0;
+        drift[MAX_ROUNDS][NCASES], rel[MAX_ROUNDS][NCASES], steps[NCASES], mem[NCASES + 1],
+        pmem[NCASES], calib_pred = 0;
     const cfg *all[NCASES + 1];
     double sec[NCASES + 1];
     for (int i = 0; i < NCASES; i++) all[i] = &cases[i];
@@ -293,12 +294,12 @@ int main(int argc, char **argv)
                                         r ? " " : " | ", 100 * err[r][i]);
         }
         /* the round with the median error (the lower one of an even count), whole */
-        double emed = median(ve, R), d = median(vd, R), re = median(vr, R);
+        double er = median(ve, R), d = median(vd, R), re = median(vr, R);
         char relcol[16] = "";
         if (rounds) snprintf(relcol, sizeof relcol, " | %+6.1f%%", 100 * re);
         int mr = 0;
-        while (mr < R - 1 && err[mr][i] != emed) mr++;
-        double er = err[mr][i], m = meas[mr][i], p = pred[mr][i];
+        while (mr < R - 1 && err[mr][i] != er) mr++;
+        double m = meas[mr][i], p = pred[mr][i];
         worst = fmax(worst, fabs(er));
         /* the held memory includes the allocator's cache; the prediction adds 0.5 GiB of
          * CUDA context, which the allocator does not see */
