@@ -20,10 +20,7 @@
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-#include "vt_config.h"
-#if VT_HAVE_CUDA
 #include "cuda/cuda_device.h"
-#endif
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -99,12 +96,8 @@ int main(int argc, char **argv)
     vt_exec *e;
     vt_status st;
     if (gpu) {
-#if VT_HAVE_CUDA
         st = vt_backend_cuda_create(&be, atoi(device));
         if (st == VT_OK) vt_backend_cuda_set_fp32(be, strcmp(precision, "fp32") == 0);
-#else
-        st = VT_ERR_DEVICE;
-#endif
     } else {
         st = vt_backend_cpu_create(&be, 0);
     }

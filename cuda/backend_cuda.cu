@@ -51,13 +51,28 @@ extern "C" int vt_cuda_device_count(void)
     return n;
 }
 
-extern "C" vt_status vt_cuda_device_info(int device, char *name, size_t name_cap, int *cc_major,
-                                         int *cc_minor, size_t *total_mem, size_t *free_mem)
+/* VT_OK when `device` exists; else VT_ERR_DEVICE saying why (the runtime's reason when it finds
+ * no device at all: no driver, a driver too old, ...). */
+static vt_status check_device(int device)
 {
-    int n = vt_cuda_device_count();
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return vt_fail(VT_ERR_DEVICE, "CUDA device %d: no usable CUDA device: %s", device,
+                       cudaGetErrorString(e));
+    }
     if (device < 0 || device >= n)
         return vt_fail(VT_ERR_DEVICE, "CUDA device %d does not exist (%d device%s found)", device,
                        n, n == 1 ? "" : "s");
+    return VT_OK;
+}
+
+extern "C" vt_status vt_cuda_device_info(int device, char *name, size_t name_cap, int *cc_major,
+                                         int *cc_minor, size_t *total_mem, size_t *free_mem)
+{
+    vt_status st = check_device(device);
+    if (st) return st;
     cudaDeviceProp prop;
     VT_CUDA_TRY(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     if (name && name_cap > 0) snprintf(name, name_cap, "%s", prop.name);
@@ -264,15 +279,8 @@ extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
 {
     if (!out) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_backend_cuda_create: out is NULL");
     *out = NULL;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return vt_fail(VT_ERR_DEVICE, "no usable CUDA device: %s", cudaGetErrorString(e));
-    }
-    if (device < 0 || device >= n)
-        return vt_fail(VT_ERR_DEVICE, "CUDA device %d does not exist (%d device%s found)", device,
-                       n, n == 1 ? "" : "s");
+    vt_status st = check_device(device);
+    if (st) return st;
     cudaDeviceProp prop;
     VT_CUDA_TRY(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     if (prop.major < 8)
@@ -287,7 +295,6 @@ extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
     cb->sm_count = prop.multiProcessorCount;
     cb->conv_col_cap = VT_CONV_COL_CAP;
 
-    vt_status st = VT_OK;
     {
         VT_CUDA_GUARD(cb);
         cudaError_t ce = cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking);

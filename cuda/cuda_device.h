@@ -1,9 +1,27 @@
 /* Internal C-callable queries and settings of the CUDA backend (cuda/).  Plain C: callers
- * (trainer, tests, the CLI's device listing) include it without any CUDA header.  Nothing here is
- * exported from the shared library (hidden visibility; only the public API is). */
+ * (trainer, calibration, tests, benchmarks) include it without any CUDA header.  Nothing here is
+ * exported from the shared library (hidden visibility; only the public API is).
+ *
+ * THE PLUGIN.  The CUDA backend is built as a separate module, libvisiontrain-cuda.so (the .cu
+ * files and cuda/plugin.c, linked with the CUDA runtime and cuBLAS); the core library does not link
+ * the CUDA libraries at all.  Every function below exists in both: the real one in the module,
+ * and in the core (lib/backend/cuda_plugin.c) one that loads the module on the first call that
+ * needs a GPU and forwards to it.  So libvisiontrain loads and trains on the CPU on a machine
+ * without the CUDA libraries, and a process that never asks for a GPU never maps them (cuBLAS
+ * alone is ~0.7 GB of libraries).  Where the module is looked for, in order:
+ *   1. $VT_CUDA_PLUGIN, when set and not empty: that file and nothing else;
+ *   2. the folder of the binary holding the core (libvisiontrain.so's own folder; for a
+ *      program linked with the static library, the program's folder);
+ *   3. the dynamic linker's search path (LD_LIBRARY_PATH, ld.so.cache, ...);
+ *   4. the library folder it was installed to (VT_PLUGIN_DIR in vt_config.h).
+ * The first file found is used; if it cannot be loaded (a CUDA library missing, another build
+ * of libvisiontrain) no GPU is available, and every call that needs one says why.  The module
+ * is loaded at most once per process and never unloaded (backends point into it).  In a build
+ * without CUDA the core's functions answer "no GPU" the same way, without looking. */
 #ifndef VT_CUDA_DEVICE_H
 #define VT_CUDA_DEVICE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "backend/backend.h"
@@ -12,9 +30,13 @@
 extern "C" {
 #endif
 
-/* Number of CUDA devices; 0 when there is no driver or no GPU (never an error, never prints).
- * Calling it initialises the CUDA runtime in this process, so call it only when a device is
- * actually wanted. */
+/* The CUDA backend on device `device`: VT_ERR_DEVICE (with the reason) when there is no such
+ * device, no driver, or no loadable CUDA module. */
+vt_status vt_backend_cuda_create(vt_backend **out, int device);
+
+/* Number of CUDA devices; 0 when there is no driver, no GPU or no loadable CUDA module (never an
+ * error, never prints).  Calling it loads the module and initialises the CUDA runtime in this
+ * process, so call it only when a device is actually wanted. */
 int vt_cuda_device_count(void);
 
 /* Name (truncated to name_cap-1 bytes, NUL-terminated), compute capability and memory of a
@@ -44,6 +66,37 @@ void vt_cuda_host_free(void *p);
 /* Cap the im2col buffer of a convolution at `bytes` (0: the default, 256 MiB) so that tests can
  * exercise the batch-chunked path on small shapes.  Query conv_workspace after setting it. */
 void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes);
+
+/* ---- the boundary between the core and the module ------------------------------------------ */
+
+#define VT_CUDA_PLUGIN_FILE "libvisiontrain-cuda.so"
+#define VT_CUDA_PLUGIN_ENTRY "vt_cuda_plugin_entry"
+/* Bump when this table, vt_backend_ops or anything else both sides share changes meaning. */
+#define VT_CUDA_PLUGIN_VERSION 1u
+
+/* What the module hands the core: its identity (checked before anything is called) and the
+ * real functions declared above. */
+typedef struct vt_cuda_plugin {
+    unsigned version;    /* VT_CUDA_PLUGIN_VERSION of the module's build */
+    unsigned lib_version; /* VT_VERSION_NUMBER of the module's build */
+    unsigned table_size; /* sizeof(vt_cuda_plugin) */
+    unsigned ops_size;   /* sizeof(vt_backend_ops) */
+    int (*device_count)(void);
+    vt_status (*device_info)(int device, char *name, size_t name_cap, int *cc_major,
+                             int *cc_minor, size_t *total_mem, size_t *free_mem);
+    vt_status (*backend_create)(vt_backend **out, int device);
+    void (*set_fp32)(vt_backend *b, int plain_fp32);
+    void (*memory)(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
+    void (*set_conv_cap)(vt_backend *b, size_t bytes);
+    void *(*host_alloc)(int device, size_t bytes);
+    void (*host_free)(void *p);
+} vt_cuda_plugin;
+
+/* The module's one exported symbol (VT_CUDA_PLUGIN_ENTRY).  `failv` is the core's vt_failv: the
+ * module's vt_fail passes its arguments on, so errors raised inside the module reach the
+ * caller's vt_last_error().  Returns the module's table (static, never freed). */
+typedef vt_status (*vt_failv_fn)(vt_status status, const char *fmt, va_list ap);
+typedef const vt_cuda_plugin *(*vt_cuda_plugin_entry_fn)(vt_failv_fn failv);
 
 #ifdef __cplusplus
 }

@@ -30,10 +30,23 @@ grep -q '^#define VT_HAVE_CUDA 1' "$build/vt_config.h" ||
 [ -x "$build/tests/test_cuda_ops" ] ||
     { echo "gpu-check: $build/tests/test_cuda_ops was not built (Check missing?)" >&2; exit 1; }
 
-# Here there is no GPU, so the CUDA suite must skip (77), proving the binary loads and runs
-# without a driver; anything else means it will not run there either.
+# Here there is no GPU, so the CUDA suite must skip (77), proving the binary and the CUDA module
+# (loaded as gpu-run.sh will: gpu-env.sh's VT_CUDA_PLUGIN) load and run without a driver;
+# anything else means it will not run there either.
+[ -f "$build/libvisiontrain-cuda.so" ] ||
+    { echo "gpu-check: $build/libvisiontrain-cuda.so (the CUDA module) was not built" >&2; exit 1; }
 set +e
-"$build/tests/test_cuda_ops" >/dev/null 2>&1
+scratch=$(mktemp -d)
+(. scripts/gpu-env.sh && VT_TEST_TMP=$scratch "$build/tests/test_cuda_module" >"$scratch.log" 2>&1)
+rc=$?
+rm -rf "$scratch"
+if [ "$rc" -ne 0 ]; then
+    cat "$scratch.log" >&2
+    echo "gpu-check: $build/tests/test_cuda_module failed here (the CUDA module's loader)" >&2
+    exit 1
+fi
+rm -f "$scratch.log"
+(. scripts/gpu-env.sh && "$build/tests/test_cuda_ops" >/dev/null 2>&1)
 rc=$?
 set -e
 if [ "$rc" -ne 77 ] && [ "$rc" -ne 0 ]; then

@@ -5,3 +5,6 @@ build=build-gpu
 logs=${OUT:-$build/gpu-logs}
 mkdir -p "$logs"
 export LD_LIBRARY_PATH="$PWD/$build/device-libs:$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The test programs link the library statically: tell them where the CUDA module is (and
+# test_cuda_module where its broken ones are).
+export VT_CUDA_PLUGIN="$PWD/$build/libvisiontrain-cuda.so" VT_TEST_FAKE_MODULES="$PWD/$build/tests"

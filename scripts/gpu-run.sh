@@ -20,6 +20,7 @@ start=$(date +%s)
 # GPU test programs, in order of importance.  A missing one is reported, not fatal.
 #   name|per-step timeout seconds|command (relative to the repo root)
 tests=(
+    "test_cuda_module|30|$build/tests/test_cuda_module"
     "test_cuda_ops|150|$build/tests/test_cuda_ops"
     "test_cuda_train|150|$build/tests/test_cuda_train"
 )

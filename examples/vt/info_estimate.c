@@ -56,7 +56,11 @@ int cmd_info(args *a)
     }
     printf("libvisiontrain %s (ABI %u)\n", vt_version_string(), vt_abi_version());
     int ngpu = vt_device_count();
-    if (ngpu == 0) printf("devices: cpu (no GPU: this build has no CUDA, or no GPU/driver found)\n");
+    if (ngpu == 0) {
+        /* device 0's error says why: no CUDA in this build, no CUDA module, no driver, ... */
+        vt_device_info(0, NULL, 0, NULL, NULL, NULL, NULL);
+        printf("devices: cpu (no GPU: %s)\n", vt_last_error());
+    }
     else {
         printf("devices: cpu, %d GPU%s\n", ngpu, ngpu == 1 ? "" : "s");
         for (int i = 0; i < ngpu; i++) {

@@ -239,14 +239,18 @@ VT_API int vt_option_next(int previous);
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
-/* Number of CUDA GPUs usable by this build: 0 when the library was built without CUDA, or there
- * is no driver or no GPU (never an error).  The first call initialises the CUDA runtime.
- * Thread-safe. */
+/* Number of CUDA GPUs usable by this build: 0 when the library was built without CUDA, its
+ * CUDA module (libvisiontrain-cuda.so, looked for beside the library, or at $VT_CUDA_PLUGIN)
+ * cannot be loaded, or there is no driver or no GPU (never an error).  The first call (or the
+ * first use of a GPU) loads the module and initialises the CUDA runtime; a program that never
+ * asks for a GPU never loads either.  Thread-safe. */
 VT_API int vt_device_count(void);
 
 /* Describe GPU `device` (0-based): its name (truncated to name_cap-1 bytes, NUL-terminated),
  * compute capability and total/free memory in bytes.  Any out-pointer may be NULL.
- * VT_ERR_DEVICE when the device does not exist or the driver fails.  Thread-safe. */
+ * VT_ERR_DEVICE when the device does not exist or the driver fails; when there is no GPU at
+ * all, the message says why (no CUDA in this build, the module or a CUDA library missing, no
+ * driver).  Thread-safe. */
 VT_API vt_status vt_device_info(int device, char *name, size_t name_cap, int *cc_major,
                                 int *cc_minor, uint64_t *total_bytes, uint64_t *free_bytes);
 

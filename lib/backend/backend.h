@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "vt_config.h"
 
 #define VT_BACKEND_API_VERSION 1
 
@@ -233,10 +232,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads);
  * small as one output row of one image. */
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
 
-#if VT_HAVE_CUDA
-/* The CUDA backend on device `device` (cuda/backend_cuda.cu). */
-vt_status vt_backend_cuda_create(vt_backend **out, int device);
-#endif
+/* The CUDA backend: vt_backend_cuda_create in cuda/cuda_device.h. */
 
 static inline void vt_backend_destroy(vt_backend *b)
 {

@@ -49,17 +49,23 @@ VT_API const char *vt_status_string(vt_status s)
 
 VT_API const char *vt_last_error(void) { return tls_err; }
 
-vt_status vt_fail(vt_status status, const char *fmt, ...)
+vt_status vt_failv(vt_status status, const char *fmt, va_list ap)
 {
     /* Format into a local buffer first: callers may pass vt_last_error() itself as an argument
      * (to add context), and vsnprintf into its own source is undefined (glibc gives ""). */
     char buf[VT_ERRMSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     memcpy(tls_err, buf, sizeof tls_err);
     return status;
+}
+
+vt_status vt_fail(vt_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vt_status st = vt_failv(status, fmt, ap);
+    va_end(ap);
+    return st;
 }
 
 void vt_fail_context(const char *fmt, ...)

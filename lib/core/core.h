@@ -20,6 +20,7 @@
 /* Record a failure for the calling thread (see vt_last_error()) and return `status`.
  * Usage: return vt_fail(VT_ERR_IO, "%s: cannot open: %s", path, strerror(errno)); */
 vt_status vt_fail(vt_status status, const char *fmt, ...) VT_PRINTF(2, 3);
+vt_status vt_failv(vt_status status, const char *fmt, va_list ap) VT_PRINTF(2, 0);
 /* Prefix the thread's current message with "context: " (e.g. the file being read). */
 void vt_fail_context(const char *fmt, ...) VT_PRINTF(1, 2);
 /* Copy the thread's last message into a handle's buffer (at the API boundary). Returns status. */

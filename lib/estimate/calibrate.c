@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vt_config.h" /* before backend.h, which tests VT_HAVE_CUDA */
 
 #include "core/atomic_file.h"
 #include "estimate/estimator_impl.h"
@@ -17,9 +16,7 @@
 /* ---- calibration ---------------------------------------------------------------------------- */
 
 #include "backend/backend.h"
-#if VT_HAVE_CUDA
 #include "cuda/cuda_device.h"
-#endif
 
 /* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
  * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
@@ -140,13 +137,8 @@ static vt_status probe_device(int on_gpu, int dev, int plain_fp32, double probe_
     vt_status st;
     if (!on_gpu) st = vt_backend_cpu_create(&b, 0);
     else {
-#if VT_HAVE_CUDA
         st = vt_backend_cuda_create(&b, dev);
         if (st == VT_OK) vt_backend_cuda_set_fp32(b, plain_fp32);
-#else
-        (void)plain_fp32;
-        st = vt_fail(VT_ERR_DEVICE, "GPU %d: this build of libvisiontrain has no CUDA backend", dev);
-#endif
     }
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;

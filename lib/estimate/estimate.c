@@ -81,7 +81,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vt_config.h" /* before backend.h, which tests VT_HAVE_CUDA */
 
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"

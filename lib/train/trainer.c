@@ -14,10 +14,7 @@
 
 #include "data/loader.h"
 #include "train/trainer_impl.h"
-#include "vt_config.h"
-#if VT_HAVE_CUDA
 #include "cuda/cuda_device.h"
-#endif
 
 #define TRY VT_TRY
 #define NMETRIC VT_NMETRIC
@@ -94,7 +91,6 @@ static void release_device(vt_trainer *t)
 static vt_status pull_weights(void *ctx);
 static void mark_dirty(vt_trainer *t);
 
-#if VT_HAVE_CUDA
 /* The loader's allocator for a GPU trainer's batches: pinned, with the trainer's device. */
 static void *pinned_alloc(void *ctx, size_t bytes)
 {
@@ -106,15 +102,11 @@ static void pinned_free(void *ctx, void *p)
     (void)ctx;
     vt_cuda_host_free(p);
 }
-#endif
 
 static void free_host_batch(vt_trainer *t)
 {
-#if VT_HAVE_CUDA
     if (t->host_pinned) vt_cuda_host_free(t->host_batch);
-    else
-#endif
-        free(t->host_batch);
+    else free(t->host_batch);
     t->host_batch = NULL;
     t->host_pinned = 0;
 }
@@ -125,7 +117,6 @@ static void free_host_batch(vt_trainer *t)
 static float *alloc_host_batch(vt_trainer *t, size_t floats)
 {
     free_host_batch(t);
-#if VT_HAVE_CUDA
     if (t->be && !t->be->ops->host_memory) {
         t->host_batch = vt_cuda_host_alloc(atoi(t->device), floats * sizeof(float));
         if (t->host_batch) {
@@ -134,7 +125,6 @@ static float *alloc_host_batch(vt_trainer *t, size_t floats)
         }
         vt_err_clear(); /* fall back to pageable memory */
     }
-#endif
     return t->host_batch = vt_malloc(floats * sizeof(float));
 }
 
@@ -271,14 +261,8 @@ static vt_status open_backend(vt_trainer *t)
     if (strcmp(dev, "cpu") == 0) {
         TRY(vt_backend_cpu_create(&t->be, 0));
     } else {
-#if VT_HAVE_CUDA
         TRY(vt_backend_cuda_create(&t->be, atoi(dev)));
         vt_backend_cuda_set_fp32(t->be, strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0);
-#else
-        return vt_fail(VT_ERR_DEVICE,
-                       "device=%s: this build of libvisiontrain has no CUDA support; use "
-                       "device=cpu or rebuild with -Dcuda=enabled", dev);
-#endif
     }
     snprintf(t->device, sizeof t->device, "%s", dev);
     vt_status st = vt_exec_create(&t->exec, &t->model->graph, t->be);
@@ -482,15 +466,11 @@ static double val_estimate(const vt_trainer *t, const run_clock *c, int batch)
 /* VT_METRIC_DEVICE_MEMORY_BYTES: what the trainer's GPU backend holds (nothing on the CPU). */
 static void note_device_memory(vt_trainer *t)
 {
-#if VT_HAVE_CUDA
     if (t->be && strcmp(t->device, "cpu") != 0) {
         size_t held = 0, peak = 0;
         vt_backend_cuda_memory(t->be, &held, &peak);
         set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
     }
-#else
-    (void)t;
-#endif
 }
 
 static void update_eta(vt_trainer *t, const run_clock *c, int epochs, int nb, int validate,
@@ -622,7 +602,6 @@ static vt_status run(vt_trainer *t)
     int cache_ram = strcmp(vt_opt_str(&t->opts, VT_OPT_CACHE), "ram") == 0;
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
                             &t->log, NULL, NULL, NULL};
-#if VT_HAVE_CUDA
     /* batches the GPU uploads by DMA straight from the loader's buffers; each step waits for
      * its stream before the loader can reuse the buffer (vt_loader_wait's contract) */
     if (!t->be->ops->host_memory) {
@@ -630,7 +609,6 @@ static vt_status run(vt_trainer *t)
         cfg.host_free = pinned_free;
         cfg.host_ctx = t;
     }
-#endif
     /* workers=0: everything in this thread, no prefetch */
     int depth = cfg.workers > 0 ? (int)vt_opt_num(&t->opts, VT_OPT_PREFETCH) : 0;
     int64_t cache_cap = (int64_t)vt_opt_num(&t->opts, VT_OPT_CACHE_BYTES);

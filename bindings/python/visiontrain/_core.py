@@ -406,7 +406,8 @@ def device_count():
 
 def devices():
     """The usable CUDA GPUs: a list of dicts with index, name, compute_capability ((major,
-    minor)), total_bytes and free_bytes.  [] when the library has no CUDA or there is no GPU."""
+    minor)), total_bytes and free_bytes.  [] when the library has no CUDA, its CUDA module
+    (libvisiontrain-cuda.so) cannot be loaded, or there is no GPU (`vt info` says which)."""
     lib = _native.lib()
     out = []
     for i in range(lib.vt_device_count()):

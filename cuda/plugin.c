@@ -1,0 +1,42 @@
+/* The CUDA module's entry point and its side of the error channel (see cuda_device.h, "THE
+ * PLUGIN").  The module's code reports errors with vt_fail like the rest of the library; here
+ * vt_fail hands its arguments to the core's vt_failv, which sets the thread-local error the
+ * caller reads.  The module has no other link to the core. */
+#include <stdarg.h>
+
+#include "cuda/cuda_device.h"
+
+static vt_failv_fn core_failv;
+
+vt_status vt_fail(vt_status status, const char *fmt, ...)
+{
+    if (!core_failv) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vt_status st = core_failv(status, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static const vt_cuda_plugin table = {
+    VT_CUDA_PLUGIN_VERSION,
+    VT_VERSION_NUMBER,
+    sizeof(vt_cuda_plugin),
+    sizeof(vt_backend_ops),
+    vt_cuda_device_count,
+    vt_cuda_device_info,
+    vt_backend_cuda_create,
+    vt_backend_cuda_set_fp32,
+    vt_backend_cuda_memory,
+    vt_backend_cuda_set_conv_cap,
+    vt_cuda_host_alloc,
+    vt_cuda_host_free,
+};
+
+/* Called once per process by the core, before anything else of the module (under the core's
+ * pthread_once), so the plain store to core_failv is seen by every later call. */
+__attribute__((visibility("default"))) const vt_cuda_plugin *vt_cuda_plugin_entry(vt_failv_fn failv)
+{
+    core_failv = failv;
+    return &table;
+}
