@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +171,40 @@ START_TEST(test_module_no_cuda_build)
 END_TEST
 #endif
 
+/* The first use from many threads at once: one load, the same answer everywhere. */
+typedef struct racer {
+    int count;
+    vt_status st;
+    char msg[VT_ERRMSG_MAX];
+} racer;
+
+static void *race(void *arg)
+{
+    racer *r = arg;
+    r->count = vt_device_count();
+    r->st = vt_device_info(0, NULL, 0, NULL, NULL, NULL, NULL);
+    snprintf(r->msg, sizeof r->msg, "%s", vt_last_error());
+    return NULL;
+}
+
+START_TEST(test_module_first_use_from_threads)
+{
+    fresh_process();
+    if (VT_HAVE_CUDA) setenv("VT_CUDA_PLUGIN", vt_test_path("nowhere/libvisiontrain-cuda.so"), 1);
+    enum { N = 8 };
+    racer r[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, race, &r[i]), 0);
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(r[i].count == 0 && r[i].st == VT_ERR_DEVICE && r[i].msg[0],
+                      "thread %d: %d GPUs, status %d, '%s'", i, r[i].count, r[i].st, r[i].msg);
+        ck_assert_msg(strcmp(r[i].msg, r[0].msg) == 0, "thread %d said '%s', thread 0 '%s'", i,
+                      r[i].msg, r[0].msg);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     const char *p = getenv("VT_CUDA_PLUGIN");
@@ -178,6 +213,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("loader");
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
+    tcase_add_test(tc, test_module_first_use_from_threads);
 #if VT_HAVE_CUDA
     tcase_add_test(tc, test_module_missing);
     tcase_add_test(tc, test_module_cuda_library_missing);

@@ -280,6 +280,15 @@ class TestDevicesAndAdvice(unittest.TestCase):
             self.assertLessEqual(d["free_bytes"], d["total_bytes"])
             self.assertEqual(len(d["compute_capability"]), 2)
 
+    def test_no_gpu_reason(self):
+        reason = vt.no_gpu_reason()
+        if vt.device_count() > 0:
+            self.assertIsNone(reason)
+        else:
+            # the library's own wording of why (no CUDA build, no module, no driver, ...)
+            self.assertIsInstance(reason, str)
+            self.assertIn("CUDA", reason)
+
     def test_dataset_advice(self):
         texts = [vt.dataset_advice(n) for n in (500, 5000, 50000)]
         for t in texts:

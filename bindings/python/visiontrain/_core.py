@@ -422,6 +422,16 @@ def devices():
     return out
 
 
+def no_gpu_reason():
+    """None when a GPU is usable; else why not, as the library words it: no CUDA in this build,
+    the CUDA module (libvisiontrain-cuda.so) or a CUDA library it needs missing, no driver..."""
+    lib = _native.lib()
+    if lib.vt_device_count() > 0:
+        return None
+    lib.vt_device_info(0, None, 0, None, None, None, None)
+    return _text(lib.vt_last_error())
+
+
 # ---- datasets -----------------------------------------------------------------------------------
 
 Box = collections.namedtuple("Box", "cls cx cy w h")
