@@ -81,7 +81,7 @@ static void own_folder(char *dir, size_t cap)
 
 static void load(void)
 {
-    const char *env = getenv("VT_CUDA_PLUGIN");
+    const char *env = secure_getenv("VT_CUDA_PLUGIN"); /* ignored in set-user-ID programs */
     if (env && *env) {
         if (open_module(env) != 0) {
             char tmp[VT_ERRMSG_MAX];
