@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Fuzz the library's file readers with libFuzzer (tests/fuzz/fuzz.c): builds the library with
+# clang, AddressSanitizer + UndefinedBehaviorSanitizer and coverage into build-fuzz/, writes a
+# seed corpus per target, and runs each target for SECONDS (default 60).  Not part of the test
+# suite (it needs clang's libFuzzer); a crash stops with the input saved as
+# build-fuzz/crash-<target>-*, and the script exits 1.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (targets: see tests/fuzz/fuzz.c)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image yaml labels seglabels coco model)
+b=build-fuzz
+san=-fsanitize=address,undefined
+if [ ! -f $b/build.ninja ]; then
+    CC=clang meson setup $b -Dcuda=disabled -Dtests=false -Dbench=false -Dexamples=false \
+        -Dbuildtype=debugoptimized -Db_lundef=false \
+        -Dc_args="$san -fsanitize=fuzzer-no-link -fno-sanitize-recover=all" \
+        -Dc_link_args="$san" >/dev/null
+fi
+ninja -C $b libvisiontrain_objs.a >/dev/null
+clang -g -O1 $san -fsanitize=fuzzer -fno-sanitize-recover=all -DVT_STATIC_DEFINE \
+    -Iinclude -Ilib -I$b tests/fuzz/fuzz.c -o $b/fuzz \
+    -Wl,--start-group $b/libvisiontrain_objs.a -Wl,--end-group \
+    -lpng16 -ljpeg -lz -lyaml -ljson-c -lm -pthread \
+    -L/usr/lib/x86_64-linux-gnu/blis-serial -Wl,-rpath,/usr/lib/x86_64-linux-gnu/blis-serial -lblis
+
+# seeds: one or two valid inputs per target, from the library's own formats
+seeds=$b/seeds
+rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,yaml,labels,seglabels,coco,model}
+printf '# my prices\nname,price_usd_h\nH100 SXM,2.10\n"T4",0.35\r\n' >"$seeds/catalog/prices.csv"
+printf 'name,memory_gb,bandwidth_gbs,fp32_tflops,bf16_tflops,price_usd_h,tier\nMI300X,192,5300,163.4,1307,2.50,pro\n' >"$seeds/catalog/new.csv"
+[ -f ../shared/data/gpu-catalog.csv ] && cp ../shared/data/gpu-catalog.csv "$seeds/catalog/" || true
+cat >"$seeds/calib/cpu.txt" <<'CAL'
+visiontrain-calibration 1
+device cpu
+device_index 0
+gpu -
+precision fp32
+rate_flops 41000000000
+bandwidth_bytes 9000000000
+gemm_s0 24
+layer_seconds 1.5e-05
+step_seconds 5e-05
+h2d_bytes 12000000000
+scale 1.1
+verified_max_batch 0
+model cls-n
+imgsz 32
+row_seconds 8e-09
+measured 32 0.05
+measured 64 0.09
+end
+CAL
+python3 - "$seeds/image" <<'PY'
+import sys, zlib, struct
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+raw = b"".join(b"\0" + bytes((x * 9 + y * 3) & 255 for x in range(12)) for y in range(10))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 12, 10, 8, 0, 0, 0, 0)) + \
+      chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+open(sys.argv[1] + "/gray.png", "wb").write(png)
+PY
+cp demo-data/train/circle/00000.png "$seeds/image/" 2>/dev/null || true
+python3 -c "from PIL import Image; Image.linear_gradient('L').resize((24, 16)).convert('RGB').save('$seeds/image/rgb.jpg', quality=80); Image.linear_gradient('L').resize((16, 16)).save('$seeds/image/gray-progressive.jpg', progressive=True)" 2>/dev/null || true
+printf 'path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n' >"$seeds/yaml/list.yaml"
+printf 'train: images/train\nval: images/train\nnc: 2\nnames:\n  0: a\n  1: b\n' >"$seeds/yaml/map.yaml"
+printf '0 0.5 0.5 0.2 0.2\n1 0.25 0.25 0.1 0.3\n' >"$seeds/labels/a.txt"
+printf '0 0.1 0.1 0.9 0.1 0.5 0.9\n1 0.2 0.2 0.4 0.2 0.4 0.4 0.2 0.4\n' >"$seeds/seglabels/a.txt"
+cat >"$seeds/coco/a.json" <<'JSON'
+{"images": [{"id": 1, "file_name": "a.png", "width": 8, "height": 8},
+            {"id": 2, "file_name": "b.png", "width": 8, "height": 8}],
+ "annotations": [{"id": 1, "image_id": 1, "category_id": 3, "bbox": [1, 1, 4, 4], "iscrowd": 0,
+                  "segmentation": [[1, 1, 5, 1, 5, 5]]}],
+ "categories": [{"id": 3, "name": "dog"}, {"id": 7, "name": "cat"}]}
+JSON
+[ -f demo-model.vtm ] && cp demo-model.vtm "$seeds/model/" || true
+
+rc=0
+for t in "${targets[@]}"; do
+    mkdir -p $b/corpus/$t
+    echo "=== $t (${secs}s)"
+    if ! VT_FUZZ=$t $b/fuzz -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 \
+        -artifact_prefix=$b/crash-$t- -print_final_stats=1 $b/corpus/$t "$seeds/$t" \
+        2>$b/fuzz-$t.log; then
+        tail -40 $b/fuzz-$t.log
+        rc=1
+    else
+        grep -E 'stat::number_of_executed_units|cov:' $b/fuzz-$t.log | tail -2
+    fi
+    rm -rf /tmp/vt-fuzz-$t-*
+done
+exit $rc

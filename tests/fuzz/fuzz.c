@@ -1,0 +1,127 @@
+/* libFuzzer harness for the library's file readers: every input must give VT_OK or an error
+ * status, never a crash, a sanitizer report, a leak or a hang.  One program, the target chosen
+ * by $VT_FUZZ (see scripts/fuzz.sh, which builds it with clang and runs each target):
+ *   catalog    GPU catalog CSV             (vt_catalog_load_csv)
+ *   calib      estimator calibration file  (vt_estimator_load_calibration)
+ *   image      PNG / JPEG bytes            (vt_image_decode, vt_image_decode_scaled)
+ *   yaml       a detection data.yaml       (vt_dataset_open, VT_TASK_DETECT)
+ *   labels     a YOLO label file           (vt_dataset_open, VT_TASK_DETECT)
+ *   seglabels  a YOLO polygon label file   (vt_dataset_open, VT_TASK_SEGMENT)
+ *   coco       a COCO instances JSON       (vt_dataset_open, VT_TASK_DETECT)
+ *   model      a model / checkpoint file   (vt_model_load)
+ * Inputs go to files under a private scratch folder (the readers take paths). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "visiontrain/visiontrain.h"
+
+static char root[256];
+static const char *target;
+
+static void put(const char *rel, const void *data, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    FILE *f = fopen(path, "wb");
+    if (!f) abort(); /* the harness's own failure, not the library's */
+    if (n && fwrite(data, 1, n, f) != n) abort();
+    fclose(f);
+}
+
+static const char *at(const char *rel)
+{
+    static char path[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(path[k], sizeof path[k], "%s/%s", root, rel);
+    return path[k];
+}
+
+static void dir(const char *rel) { mkdir(at(rel), 0755); }
+
+/* An 8x8 gray PNG, written through the library. */
+static void png(const char *rel)
+{
+    uint8_t px[64];
+    for (int i = 0; i < 64; i++) px[i] = (uint8_t)(i * 4);
+    if (vt_image_save_png(at(rel), px, 8, 8, 1, 8)) abort();
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    target = getenv("VT_FUZZ");
+    if (!target) {
+        fprintf(stderr, "fuzz: set VT_FUZZ to catalog, calib, image, yaml, labels, seglabels, "
+                        "coco or model\n");
+        exit(2);
+    }
+    snprintf(root, sizeof root, "/tmp/vt-fuzz-%s-%d", target, (int)getpid());
+    mkdir(root, 0755);
+    /* a detection / segmentation dataset around the fuzzed file */
+    dir("images"), dir("images/train"), dir("labels"), dir("labels/train");
+    png("images/train/a.png");
+    png("images/train/b.png");
+    png("images/a.png"); /* the COCO file's images: images/ beside instances_train.json */
+    png("images/b.png");
+    static const char yaml[] = "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n";
+    static const char lab[] = "0 0.5 0.5 0.2 0.2\n";
+    if (strcmp(target, "yaml")) put("data.yaml", yaml, sizeof yaml - 1);
+    put("labels/train/b.txt", lab, sizeof lab - 1);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!strcmp(target, "catalog")) {
+        put("c.csv", data, size);
+        vt_catalog *c;
+        if (vt_catalog_create(&c) == VT_OK) {
+            vt_catalog_load_csv(c, at("c.csv"));
+            vt_catalog_destroy(c);
+        }
+    } else if (!strcmp(target, "calib")) {
+        put("cal.txt", data, size);
+        vt_estimator *e;
+        if (vt_estimator_create(&e) == VT_OK) {
+            vt_estimator_load_calibration(e, at("cal.txt"));
+            vt_estimator_destroy(e);
+        }
+    } else if (!strcmp(target, "image")) {
+        vt_image img;
+        memset(&img, 0, sizeof img);
+        if (vt_image_decode(data, size, "fuzz", &img) == VT_OK) vt_image_free(&img);
+        memset(&img, 0, sizeof img);
+        if (vt_image_decode_scaled(data, size, "fuzz", 16, 16, 1, &img) == VT_OK)
+            vt_image_free(&img);
+    } else if (!strcmp(target, "model")) {
+        put("m.vtm", data, size);
+        vt_model *m;
+        if (vt_model_load(&m, at("m.vtm")) == VT_OK) vt_model_destroy(m);
+    } else {
+        vt_task task = VT_TASK_DETECT;
+        const char *open = at("data.yaml");
+        if (!strcmp(target, "yaml")) put("data.yaml", data, size);
+        else if (!strcmp(target, "labels")) put("labels/train/a.txt", data, size);
+        else if (!strcmp(target, "seglabels")) {
+            put("labels/train/a.txt", data, size);
+            task = VT_TASK_SEGMENT;
+        } else if (!strcmp(target, "coco")) {
+            put("instances_train.json", data, size);
+            open = at("instances_train.json");
+        } else {
+            fprintf(stderr, "fuzz: unknown VT_FUZZ=%s\n", target);
+            exit(2);
+        }
+        vt_dataset *ds;
+        if (vt_dataset_open(&ds, task, open) == VT_OK) vt_dataset_destroy(ds);
+    }
+    return 0;
+}
