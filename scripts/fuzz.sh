@@ -62,7 +62,9 @@ png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 12, 10, 8, 0
 open(sys.argv[1] + "/gray.png", "wb").write(png)
 PY
 cp demo-data/train/circle/00000.png "$seeds/image/" 2>/dev/null || true
-python3 -c "from PIL import Image; Image.linear_gradient('L').resize((24, 16)).convert('RGB').save('$seeds/image/rgb.jpg', quality=80); Image.linear_gradient('L').resize((16, 16)).save('$seeds/image/gray-progressive.jpg', progressive=True)" 2>/dev/null || true
+for py in python3 /usr/bin/python3; do # JPEG seeds need Pillow
+    $py -c "from PIL import Image; Image.linear_gradient('L').resize((24, 16)).convert('RGB').save('$seeds/image/rgb.jpg', quality=80); Image.linear_gradient('L').resize((16, 16)).save('$seeds/image/gray-progressive.jpg', progressive=True)" 2>/dev/null && break
+done
 printf 'path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n' >"$seeds/yaml/list.yaml"
 printf 'train: images/train\nval: images/train\nnc: 2\nnames:\n  0: a\n  1: b\n' >"$seeds/yaml/map.yaml"
 printf '0 0.5 0.5 0.2 0.2\n1 0.25 0.25 0.1 0.3\n' >"$seeds/labels/a.txt"
