@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image yaml labels seglabels coco model)
+[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image yaml labels seglabels coco model modelsec)
 b=build-fuzz
 san=-fsanitize=address,undefined
 if [ ! -f $b/build.ninja ]; then
@@ -28,7 +28,7 @@ clang -g -O1 $san -fsanitize=fuzzer -fno-sanitize-recover=all -DVT_STATIC_DEFINE
 
 # seeds: one or two valid inputs per target, from the library's own formats
 seeds=$b/seeds
-rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,yaml,labels,seglabels,coco,model}
+rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,yaml,labels,seglabels,coco,model,modelsec}
 printf '# my prices\nname,price_usd_h\nH100 SXM,2.10\n"T4",0.35\r\n' >"$seeds/catalog/prices.csv"
 printf 'name,memory_gb,bandwidth_gbs,fp32_tflops,bf16_tflops,price_usd_h,tier\nMI300X,192,5300,163.4,1307,2.50,pro\n' >"$seeds/catalog/new.csv"
 [ -f ../shared/data/gpu-catalog.csv ] && cp ../shared/data/gpu-catalog.csv "$seeds/catalog/" || true
@@ -76,7 +76,30 @@ cat >"$seeds/coco/a.json" <<'JSON'
                   "segmentation": [[1, 1, 5, 1, 5, 5]]}],
  "categories": [{"id": 3, "name": "dog"}, {"id": 7, "name": "cat"}]}
 JSON
-[ -f demo-model.vtm ] && cp demo-model.vtm "$seeds/model/" || true
+# a small model file, from the regular build's library when there is one; modelsec gets its
+# sections as records (tag, u32 length, bytes), decompressed
+VT_LIBRARY=$PWD/build/libvisiontrain.so.0 PYTHONPATH=bindings/python python3 -c \
+    "import visiontrain as vt; vt.Model('cnn-small', 2, imgsz=16).save('$b/seed-model.vtm')" \
+    2>/dev/null && cp $b/seed-model.vtm "$seeds/model/" || rm -f $b/seed-model.vtm
+python3 - "$seeds/modelsec/cnn-small.rec" $b/seed-model.vtm <<'PY'
+import os, struct, sys, zlib
+src = sys.argv[2]
+if not os.path.exists(src):
+    open(sys.argv[1], "wb").write(b"META" + struct.pack("<I", 60) +
+        b"arch=cnn-small\ntask=1\nnum_classes=2\nchannels=3\nimgsz=16\n".ljust(60, b"\n"))
+    sys.exit(0)
+d = open(src, "rb").read()
+n, = struct.unpack_from("<I", d, 12)
+off, out = 16, b""
+for _ in range(n):
+    tag, flags, raw, stored, crc = struct.unpack_from("<4sIQQI", d, off)
+    body = d[off + 28: off + 28 + stored]
+    if flags & 1:
+        body = zlib.decompress(body)
+    out += tag + struct.pack("<I", len(body)) + body
+    off += 28 + stored
+open(sys.argv[1], "wb").write(out)
+PY
 
 rc=0
 for t in "${targets[@]}"; do

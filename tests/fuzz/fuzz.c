@@ -9,6 +9,9 @@
  *   seglabels  a YOLO polygon label file   (vt_dataset_open, VT_TASK_SEGMENT)
  *   coco       a COCO instances JSON       (vt_dataset_open, VT_TASK_DETECT)
  *   model      a model / checkpoint file   (vt_model_load)
+ *   modelsec   the sections of a model file, wrapped by the harness in a valid container (right
+ *              CRCs) so that the fuzzer reaches what the checks guard: the input is records
+ *              of a 4-byte tag, a u32 little-endian length and that many bytes
  * Inputs go to files under a private scratch folder (the readers take paths). */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "image/image.h"
 #include "visiontrain/visiontrain.h"
@@ -50,6 +54,48 @@ static void png(const char *rel)
     uint8_t px[64];
     for (int i = 0; i < 64; i++) px[i] = (uint8_t)(i * 4);
     if (vt_image_save_png(at(rel), px, 8, 8, 1, 8)) abort();
+}
+
+static void le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* "modelsec": the records of `data` as the sections of a checkpoint container (format 1,
+ * uncompressed), written to m.vtm. */
+static void put_container(const uint8_t *data, size_t size)
+{
+    size_t cap = 16 + 4 + size + 32 * (size / 8 + 1), n = 16;
+    uint8_t *out = malloc(cap);
+    if (!out) abort();
+    memcpy(out, "VTCKPT\r\n", 8);
+    le32(out + 8, 1);
+    uint32_t count = 0;
+    size_t i = 0;
+    while (i + 8 <= size) {
+        uint32_t len = (uint32_t)data[i + 4] | (uint32_t)data[i + 5] << 8 |
+                       (uint32_t)data[i + 6] << 16 | (uint32_t)data[i + 7] << 24;
+        if (len > size - i - 8) len = (uint32_t)(size - i - 8);
+        const uint8_t *d = data + i + 8;
+        memcpy(out + n, data + i, 4);
+        le32(out + n + 4, 0);
+        le64(out + n + 8, len);
+        le64(out + n + 16, len);
+        le32(out + n + 24, (uint32_t)crc32(crc32(0L, Z_NULL, 0), d, len));
+        memcpy(out + n + 28, d, len);
+        n += 28 + len;
+        i += 8 + len;
+        count++;
+    }
+    le32(out + 12, count);
+    le32(out + n, (uint32_t)crc32(crc32(0L, Z_NULL, 0), out, (uInt)n));
+    put("m.vtm", out, n + 4);
+    free(out);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -101,8 +147,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&img, 0, sizeof img);
         if (vt_image_decode_scaled(data, size, "fuzz", 16, 16, 1, &img) == VT_OK)
             vt_image_free(&img);
-    } else if (!strcmp(target, "model")) {
-        put("m.vtm", data, size);
+    } else if (!strcmp(target, "model") || !strcmp(target, "modelsec")) {
+        if (target[5]) put_container(data, size);
+        else put("m.vtm", data, size);
         vt_model *m;
         if (vt_model_load(&m, at("m.vtm")) == VT_OK) vt_model_destroy(m);
     } else {
