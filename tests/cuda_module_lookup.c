@@ -2,7 +2,9 @@
  * program linked with libvisiontrain.so (public API only, VT_CUDA_PLUGIN unset) trains on the
  * CPU with no CUDA library mapped; then vt_device_count() loads the module from the library's
  * own folder (a CUDA build) or answers "no CUDA support" (a build without).
- * Usage: cuda_module_lookup CUDA_BUILD(0|1).  Exit 0 on success, 1 with a message. */
+ * With CUDA_BUILD 2 the CUDA libraries are expected to be missing (tests/hide_cuda_libs.sh runs
+ * it so): CPU training works, and the module is found but cannot be loaded, which the message
+ * says.  Usage: cuda_module_lookup CUDA_BUILD(0|1|2).  Exit 0 on success, 1 with a message. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -62,7 +64,7 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: cuda_module_lookup CUDA_BUILD(0|1)\n");
+        fprintf(stderr, "usage: cuda_module_lookup CUDA_BUILD(0|1|2)\n");
         return 2;
     }
     int cuda_build = atoi(argv[1]);
@@ -113,7 +115,12 @@ int main(int argc, char **argv)
     vt_status info = vt_device_info(n, NULL, 0, NULL, NULL, NULL, NULL);
     const char *msg = vt_last_error();
     CHECK(info == VT_ERR_DEVICE, "vt_device_info(%d) with %d GPUs: status %d", n, n, info);
-    if (cuda_build) {
+    if (cuda_build == 2) {
+        CHECK(n == 0 && !mod_dir[0], "without the CUDA libraries: %d GPUs, module mapped from '%s'",
+              n, mod_dir);
+        CHECK(strstr(msg, "could not be loaded") && strstr(msg, "libcu"),
+              "the message should name the missing CUDA library: '%s'", msg);
+    } else if (cuda_build) {
         CHECK(lib_dir[0] && strcmp(lib_dir, mod_dir) == 0,
               "the module was not loaded from the library's folder '%s' (mapped from '%s'); "
               "vt_device_info: %s", lib_dir, mod_dir, msg);
