@@ -4,10 +4,10 @@
  *   catalog    GPU catalog CSV             (vt_catalog_load_csv)
  *   calib      estimator calibration file  (vt_estimator_load_calibration)
  *   image      PNG / JPEG bytes            (vt_image_decode, vt_image_decode_scaled)
- *   yaml       a detection data.yaml       (vt_dataset_open, VT_TASK_DETECT)
- *   labels     a YOLO label file           (vt_dataset_open, VT_TASK_DETECT)
- *   seglabels  a YOLO polygon label file   (vt_dataset_open, VT_TASK_SEGMENT)
- *   coco       a COCO instances JSON       (vt_dataset_open, VT_TASK_DETECT)
+ *   yaml       a detection data.yaml       (vt_dataset_open and vt_dataset_validate, detect)
+ *   labels     a YOLO label file           (the same)
+ *   seglabels  a YOLO polygon label file   (the same, VT_TASK_SEGMENT)
+ *   coco       a COCO instances JSON       (the same, detect)
  *   model      a model / checkpoint file   (vt_model_load)
  *   modelsec   the sections of a model file, wrapped by the harness in a valid container (right
  *              CRCs) so that the fuzzer reaches what the checks guard: the input is records
@@ -169,6 +169,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         vt_dataset *ds;
         if (vt_dataset_open(&ds, task, open) == VT_OK) vt_dataset_destroy(ds);
+        /* the validator goes on past problems that stop opening, and reports each */
+        vt_report *r;
+        if (vt_dataset_validate(&r, task, open, "workers=1") == VT_OK) {
+            for (int k = 0; k < vt_report_num_problems(r); k++) {
+                const char *file, *msg;
+                int line, code;
+                if (vt_report_problem(r, k, &file, &line, &code, &msg) == VT_OK &&
+                    strlen(file) + strlen(msg) == (size_t)-1)
+                    abort();
+            }
+            for (int i = 0; i < vt_report_num_classes(r); i++) (void)vt_report_class_name(r, i);
+            vt_report_destroy(r);
+        }
     }
     return 0;
 }
