@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image yaml labels seglabels coco model modelsec)
+[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image yaml labels seglabels coco model modelsec resume)
 b=build-fuzz
 san=-fsanitize=address,undefined
 if [ ! -f $b/build.ninja ]; then
@@ -28,7 +28,7 @@ clang -g -O1 $san -fsanitize=fuzzer -fno-sanitize-recover=all -DVT_STATIC_DEFINE
 
 # seeds: one or two valid inputs per target, from the library's own formats
 seeds=$b/seeds
-rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,yaml,labels,seglabels,coco,model,modelsec}
+rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,yaml,labels,seglabels,coco,model,modelsec,resume}
 printf '# my prices\nname,price_usd_h\nH100 SXM,2.10\n"T4",0.35\r\n' >"$seeds/catalog/prices.csv"
 printf 'name,memory_gb,bandwidth_gbs,fp32_tflops,bf16_tflops,price_usd_h,tier\nMI300X,192,5300,163.4,1307,2.50,pro\n' >"$seeds/catalog/new.csv"
 [ -f ../shared/data/gpu-catalog.csv ] && cp ../shared/data/gpu-catalog.csv "$seeds/catalog/" || true
@@ -76,12 +76,21 @@ cat >"$seeds/coco/a.json" <<'JSON'
                   "segmentation": [[1, 1, 5, 1, 5, 5]]}],
  "categories": [{"id": 3, "name": "dog"}, {"id": 7, "name": "cat"}]}
 JSON
-# a small model file, from the regular build's library when there is one; modelsec gets its
-# sections as records (tag, u32 length, bytes), decompressed
-VT_LIBRARY=$PWD/build/libvisiontrain.so.0 PYTHONPATH=bindings/python python3 -c \
-    "import visiontrain as vt; vt.Model('cnn-small', 2, imgsz=16).save('$b/seed-model.vtm')" \
-    2>/dev/null && cp $b/seed-model.vtm "$seeds/model/" || rm -f $b/seed-model.vtm
-python3 - "$seeds/modelsec/cnn-small.rec" $b/seed-model.vtm <<'PY'
+# a small model file and a training checkpoint (one epoch on the dataset fuzz.c's "resume"
+# target makes: RESUME_SYNTH), from the regular build's library when there is one; modelsec and
+# resume get their sections as records (tag, u32 length, bytes), decompressed
+rm -rf $b/seed-run && mkdir -p $b/seed-run
+(cd $b/seed-run && VT_LIBRARY=$OLDPWD/build/libvisiontrain.so.0 PYTHONPATH=$OLDPWD/bindings/python \
+    python3 -c "
+import visiontrain as vt
+vt.Model('cnn-small', 2, imgsz=16).save('../seed-model.vtm')
+vt.synth_generate('cls', classes=2, train=8, val=2, imgsz=16)
+with vt.Dataset('cls') as ds, vt.Model('cnn-small', 2, imgsz=16) as m:
+    with vt.Trainer(m, ds, epochs=1, batch=4, imgsz=16, workers=0) as t:
+        t.run()
+") >/dev/null 2>&1 && cp $b/seed-model.vtm "$seeds/model/" || rm -f $b/seed-model.vtm
+to_records() { # OUT.rec IN.vtm
+python3 - "$1" "$2" <<'PY'
 import os, struct, sys, zlib
 src = sys.argv[2]
 if not os.path.exists(src):
@@ -100,6 +109,9 @@ for _ in range(n):
     off += 28 + stored
 open(sys.argv[1], "wb").write(out)
 PY
+}
+to_records "$seeds/modelsec/cnn-small.rec" $b/seed-model.vtm
+to_records "$seeds/resume/last.rec" $b/seed-run/runs/classify/train/weights/last.vtm
 
 rc=0
 for t in "${targets[@]}"; do

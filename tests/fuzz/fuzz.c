@@ -12,6 +12,10 @@
  *   modelsec   the sections of a model file, wrapped by the harness in a valid container (right
  *              CRCs) so that the fuzzer reaches what the checks guard: the input is records
  *              of a 4-byte tag, a u32 little-endian length and that many bytes
+ *   resume     the same, read as a training checkpoint to resume (vt_train_load: the trainer
+ *              state, arguments, optimiser moments, EMA and results history), for a cnn-small
+ *              trainer on a synthetic dataset (scripts/fuzz.sh trains the seed checkpoint on the
+ *              same dataset)
  * Inputs go to files under a private scratch folder (the readers take paths). */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,10 +26,16 @@
 #include <zlib.h>
 
 #include "image/image.h"
+#include "train/trainer_impl.h"
 #include "visiontrain/visiontrain.h"
 
 static char root[256];
 static const char *target;
+static vt_dataset *resume_ds; /* "resume": the dataset and model every trainer is made of */
+static vt_model *resume_model;
+
+/* The synthetic dataset of the "resume" target; scripts/fuzz.sh makes its seed on the same. */
+#define RESUME_SYNTH "classes=2 train=8 val=2 imgsz=16"
 
 static void put(const char *rel, const void *data, size_t n)
 {
@@ -120,6 +130,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     static const char lab[] = "0 0.5 0.5 0.2 0.2\n";
     if (strcmp(target, "yaml")) put("data.yaml", yaml, sizeof yaml - 1);
     put("labels/train/b.txt", lab, sizeof lab - 1);
+    if (!strcmp(target, "resume")) {
+        const char *cls = at("cls");
+        if (vt_synth_generate(cls, VT_TASK_CLASSIFY, RESUME_SYNTH) ||
+            vt_dataset_open(&resume_ds, VT_TASK_CLASSIFY, cls) ||
+            vt_model_create(&resume_model, "cnn-small", 2, "imgsz=16")) {
+            fprintf(stderr, "fuzz: resume set-up: %s\n", vt_last_error());
+            exit(2);
+        }
+    }
     return 0;
 }
 
@@ -147,6 +166,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&img, 0, sizeof img);
         if (vt_image_decode_scaled(data, size, "fuzz", 16, 16, 1, &img) == VT_OK)
             vt_image_free(&img);
+    } else if (!strcmp(target, "resume")) {
+        put_container(data, size);
+        vt_trainer *t;
+        if (vt_trainer_create(&t, resume_model, resume_ds) == VT_OK) {
+            vt_trainer_set(t, "workers=0");
+            vt_results_free(&t->results); /* as vt_trainer_run does before loading */
+            vt_results_init(&t->results, VT_TASK_CLASSIFY);
+            vt_resume_state rs;
+            memset(&rs, 0, sizeof rs);
+            vt_status st = vt_train_load(t, at("m.vtm"), &rs);
+            if (getenv("VT_FUZZ_VERBOSE")) /* to check that a seed loads */
+                fprintf(stderr, "resume: %s\n", st ? vt_last_error() : "loaded");
+            vt_resume_state_free(&rs);
+            vt_trainer_destroy(t);
+        }
     } else if (!strcmp(target, "model") || !strcmp(target, "modelsec")) {
         if (target[5]) put_container(data, size);
         else put("m.vtm", data, size);
