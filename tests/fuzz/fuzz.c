@@ -66,14 +66,10 @@ static void png(const char *rel)
     if (vt_image_save_png(at(rel), px, 8, 8, 1, 8)) abort();
 }
 
-static void le32(uint8_t *p, uint32_t v)
+/* v as `bytes` little-endian bytes at p (the container's integers). */
+static void le(uint8_t *p, uint64_t v, int bytes)
 {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < bytes; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* "modelsec": the records of `data` as the sections of a checkpoint container (format 1,
@@ -84,7 +80,7 @@ static void put_container(const uint8_t *data, size_t size)
     uint8_t *out = malloc(cap);
     if (!out) abort();
     memcpy(out, "VTCKPT\r\n", 8);
-    le32(out + 8, 1);
+    le(out + 8, 1, 4);
     uint32_t count = 0;
     size_t i = 0;
     while (i + 8 <= size) {
@@ -93,17 +89,17 @@ static void put_container(const uint8_t *data, size_t size)
         if (len > size - i - 8) len = (uint32_t)(size - i - 8);
         const uint8_t *d = data + i + 8;
         memcpy(out + n, data + i, 4);
-        le32(out + n + 4, 0);
-        le64(out + n + 8, len);
-        le64(out + n + 16, len);
-        le32(out + n + 24, (uint32_t)crc32(crc32(0L, Z_NULL, 0), d, len));
+        le(out + n + 4, 0, 4);
+        le(out + n + 8, len, 8);
+        le(out + n + 16, len, 8);
+        le(out + n + 24, (uint32_t)crc32(crc32(0L, Z_NULL, 0), d, len), 4);
         memcpy(out + n + 28, d, len);
         n += 28 + len;
         i += 8 + len;
         count++;
     }
-    le32(out + 12, count);
-    le32(out + n, (uint32_t)crc32(crc32(0L, Z_NULL, 0), out, (uInt)n));
+    le(out + 12, count, 4);
+    le(out + n, (uint32_t)crc32(crc32(0L, Z_NULL, 0), out, (uInt)n), 4);
     put("m.vtm", out, n + 4);
     free(out);
 }
