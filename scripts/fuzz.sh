@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image yaml labels seglabels coco model modelsec resume)
+[ ${#targets[@]} -gt 0 ] || targets=(catalog calib image estimate yaml labels seglabels coco masks model modelsec resume)
 b=build-fuzz
 san=-fsanitize=address,undefined
 if [ ! -f $b/build.ninja ]; then
@@ -28,7 +28,7 @@ clang -g -O1 $san -fsanitize=fuzzer -fno-sanitize-recover=all -DVT_STATIC_DEFINE
 
 # seeds: one or two valid inputs per target, from the library's own formats
 seeds=$b/seeds
-rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,yaml,labels,seglabels,coco,model,modelsec,resume}
+rm -rf "$seeds" && mkdir -p "$seeds"/{catalog,calib,image,estimate,yaml,labels,seglabels,coco,masks,model,modelsec,resume}
 printf '# my prices\nname,price_usd_h\nH100 SXM,2.10\n"T4",0.35\r\n' >"$seeds/catalog/prices.csv"
 printf 'name,memory_gb,bandwidth_gbs,fp32_tflops,bf16_tflops,price_usd_h,tier\nMI300X,192,5300,163.4,1307,2.50,pro\n' >"$seeds/catalog/new.csv"
 [ -f ../shared/data/gpu-catalog.csv ] && cp ../shared/data/gpu-catalog.csv "$seeds/catalog/" || true
@@ -60,11 +60,18 @@ raw = b"".join(b"\0" + bytes((x * 9 + y * 3) & 255 for x in range(12)) for y in 
 png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 12, 10, 8, 0, 0, 0, 0)) + \
       chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
 open(sys.argv[1] + "/gray.png", "wb").write(png)
+# an 8x8 mask of classes 0/1 and the ignore value 255 (the "masks" target's image is 8x8)
+raw = b"".join(b"\0" + bytes(255 if y == 7 else (x + y) % 2 for x in range(8)) for y in range(8))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)) + \
+      chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+open(sys.argv[1] + "/../masks/mask.png", "wb").write(png)
 PY
 cp demo-data/train/circle/00000.png "$seeds/image/" 2>/dev/null || true
 for py in python3 /usr/bin/python3; do # JPEG seeds need Pillow
     $py -c "from PIL import Image; Image.linear_gradient('L').resize((24, 16)).convert('RGB').save('$seeds/image/rgb.jpg', quality=80); Image.linear_gradient('L').resize((16, 16)).save('$seeds/image/gray-progressive.jpg', progressive=True)" 2>/dev/null && break
 done
+printf 'model=det-s\nepochs=100\nimgsz=640\nbatch=16\ntrain=5000\nval=500\nmosaic=1\n' >"$seeds/estimate/det.txt"
+printf 'model=cls-n\nclasses=1000\nprecision=bf16\ngpu=H100 SXM\ngpus=8\nworkers=32\ndeadline_h=2\nbudget_usd=50\noptimizer=adamw\n' >"$seeds/estimate/cls.txt"
 printf 'path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n' >"$seeds/yaml/list.yaml"
 printf 'train: images/train\nval: images/train\nnc: 2\nnames:\n  0: a\n  1: b\n' >"$seeds/yaml/map.yaml"
 printf '0 0.5 0.5 0.2 0.2\n1 0.25 0.25 0.1 0.3\n' >"$seeds/labels/a.txt"

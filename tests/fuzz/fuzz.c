@@ -4,10 +4,14 @@
  *   catalog    GPU catalog CSV             (vt_catalog_load_csv)
  *   calib      estimator calibration file  (vt_estimator_load_calibration)
  *   image      PNG / JPEG bytes            (vt_image_decode, vt_image_decode_scaled)
+ *   estimate   estimator settings, one "key=value" a line (vt_estimator_set), then
+ *              vt_estimator_run, every result and every ranking
  *   yaml       a detection data.yaml       (vt_dataset_open and vt_dataset_validate, detect)
  *   labels     a YOLO label file           (the same)
  *   seglabels  a YOLO polygon label file   (the same, VT_TASK_SEGMENT)
  *   coco       a COCO instances JSON       (the same, detect)
+ *   masks      a segmentation mask PNG     (the same, VT_TASK_SEGMENT with `masks: masks`,
+ *              then vt_dataset_mask on each training image at the image's size)
  *   model      a model / checkpoint file   (vt_model_load)
  *   modelsec   the sections of a model file, wrapped by the harness in a valid container (right
  *              CRCs) so that the fuzzer reaches what the checks guard: the input is records
@@ -111,7 +115,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     target = getenv("VT_FUZZ");
     if (!target) {
         fprintf(stderr, "fuzz: set VT_FUZZ to catalog, calib, image, yaml, labels, seglabels, "
-                        "coco or model\n");
+                        "coco, masks, estimate, model, modelsec or resume\n");
         exit(2);
     }
     snprintf(root, sizeof root, "/tmp/vt-fuzz-%s-%d", target, (int)getpid());
@@ -124,7 +128,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     png("images/b.png");
     static const char yaml[] = "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n";
     static const char lab[] = "0 0.5 0.5 0.2 0.2\n";
-    if (strcmp(target, "yaml")) put("data.yaml", yaml, sizeof yaml - 1);
+    if (!strcmp(target, "masks")) { /* a mask-PNG segmentation dataset: b's mask is valid */
+        static const char seg[] = "path: .\ntrain: images/train\nval: images/train\n"
+                                  "masks: masks\nnames: [background, a]\n";
+        put("data.yaml", seg, sizeof seg - 1);
+        dir("masks"), dir("masks/train");
+        uint8_t m[64];
+        for (int i = 0; i < 64; i++) m[i] = (uint8_t)(i < 60 ? i % 2 : 255);
+        if (vt_image_save_png(at("masks/train/b.png"), m, 8, 8, 1, 8)) abort();
+    } else if (strcmp(target, "yaml")) {
+        put("data.yaml", yaml, sizeof yaml - 1);
+    }
     put("labels/train/b.txt", lab, sizeof lab - 1);
     if (!strcmp(target, "resume")) {
         const char *cls = at("cls");
@@ -155,6 +169,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             vt_estimator_load_calibration(e, at("cal.txt"));
             vt_estimator_destroy(e);
         }
+    } else if (!strcmp(target, "estimate")) {
+        char *text = malloc(size + 1);
+        vt_estimator *e;
+        if (!text) abort();
+        memcpy(text, data, size);
+        text[size] = 0;
+        if (vt_estimator_create(&e) == VT_OK) {
+            for (char *line = text, *next; line; line = next) {
+                next = strchr(line, '\n');
+                if (next) *next++ = 0;
+                vt_estimator_set(e, line);
+            }
+            double v;
+            if (vt_estimator_run(e) == VT_OK)
+                for (int r = VT_EST_STEP_SECONDS; r <= VT_EST_USD_PER_HOUR; r++)
+                    vt_estimator_result(e, (vt_est_result)r, &v);
+            int order[64], count;
+            for (int by = VT_RANK_COST; by <= VT_RANK_TIME_WITHIN_BUDGET; by++)
+                if (vt_estimator_rank(e, (vt_rank_by)by, order, 64, &count) == VT_OK)
+                    for (int k = 0; k < count && k < 64; k++)
+                        vt_estimator_rank_result(e, order[k], VT_EST_COST_USD, &v);
+            vt_estimator_destroy(e);
+        }
+        free(text);
     } else if (!strcmp(target, "image")) {
         vt_image img;
         memset(&img, 0, sizeof img);
@@ -193,12 +231,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (!strcmp(target, "coco")) {
             put("instances_train.json", data, size);
             open = at("instances_train.json");
+        } else if (!strcmp(target, "masks")) {
+            put("masks/train/a.png", data, size);
+            task = VT_TASK_SEGMENT;
         } else {
             fprintf(stderr, "fuzz: unknown VT_FUZZ=%s\n", target);
             exit(2);
         }
         vt_dataset *ds;
-        if (vt_dataset_open(&ds, task, open) == VT_OK) vt_dataset_destroy(ds);
+        if (vt_dataset_open(&ds, task, open) == VT_OK) {
+            if (task == VT_TASK_SEGMENT) { /* the masks as the loader reads them */
+                for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_TRAIN); i++) {
+                    int w, h;
+                    if (vt_dataset_image_size(ds, VT_SPLIT_TRAIN, i, &w, &h)) continue;
+                    uint8_t *m = malloc((size_t)w * h);
+                    if (!m) abort();
+                    vt_dataset_mask(ds, VT_SPLIT_TRAIN, i, m, w, h);
+                    free(m);
+                }
+            }
+            vt_dataset_destroy(ds);
+        }
         /* the validator goes on past problems that stop opening, and reports each */
         vt_report *r;
         if (vt_dataset_validate(&r, task, open, "workers=1") == VT_OK) {
