@@ -11,7 +11,7 @@
  *   seglabels  a YOLO polygon label file   (the same, VT_TASK_SEGMENT)
  *   coco       a COCO instances JSON       (the same, detect)
  *   masks      a segmentation mask PNG     (the same, VT_TASK_SEGMENT with `masks: masks`,
- *              then vt_dataset_mask on each training image at the image's size)
+ *              opened with decode=1, validated, vt_dataset_mask on each training image)
  *   model      a model / checkpoint file   (vt_model_load)
  *   modelsec   the sections of a model file, wrapped by the harness in a valid container (right
  *              CRCs) so that the fuzzer reaches what the checks guard: the input is records
@@ -239,22 +239,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             exit(2);
         }
         vt_dataset *ds;
-        if (vt_dataset_open(&ds, task, open) == VT_OK) {
+        /* masks: decode=1 decodes every mask on opening (policy drop keeps a bad one's image) */
+        const char *how = strcmp(target, "masks") ? NULL : "decode=1 policy=drop min_size=1";
+        vt_status st = vt_dataset_open_ex(&ds, task, open, how);
+        if (getenv("VT_FUZZ_VERBOSE")) /* to check that a seed opens */
+            fprintf(stderr, "%s: %s\n", target, st ? vt_last_error() : "opened");
+        if (st == VT_OK) {
             if (task == VT_TASK_SEGMENT) { /* the masks as the loader reads them */
                 for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_TRAIN); i++) {
                     int w, h;
                     if (vt_dataset_image_size(ds, VT_SPLIT_TRAIN, i, &w, &h)) continue;
                     uint8_t *m = malloc((size_t)w * h);
                     if (!m) abort();
-                    vt_dataset_mask(ds, VT_SPLIT_TRAIN, i, m, w, h);
+                    st = vt_dataset_mask(ds, VT_SPLIT_TRAIN, i, m, w, h);
+                    if (getenv("VT_FUZZ_VERBOSE"))
+                        fprintf(stderr, "mask %d: %s\n", i, st ? vt_last_error() : "read");
                     free(m);
                 }
             }
             vt_dataset_destroy(ds);
         }
-        /* the validator goes on past problems that stop opening, and reports each */
+        /* the validator goes on past problems that stop opening, and reports each (min_size=1:
+         * the harness's images are 8x8, under the default 10) */
         vt_report *r;
-        if (vt_dataset_validate(&r, task, open, "workers=1") == VT_OK) {
+        if (vt_dataset_validate(&r, task, open, "workers=1 min_size=1") == VT_OK) {
             for (int k = 0; k < vt_report_num_problems(r); k++) {
                 const char *file, *msg;
                 int line, code;
