@@ -53,18 +53,18 @@ measured 32 0.05
 measured 64 0.09
 end
 CAL
-python3 - "$seeds/image" <<'PY'
+python3 - "$seeds" <<'PY'
 import sys, zlib, struct
 def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
 raw = b"".join(b"\0" + bytes((x * 9 + y * 3) & 255 for x in range(12)) for y in range(10))
 png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 12, 10, 8, 0, 0, 0, 0)) + \
       chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-open(sys.argv[1] + "/gray.png", "wb").write(png)
+open(sys.argv[1] + "/image/gray.png", "wb").write(png)
 # an 8x8 mask of classes 0/1 and the ignore value 255 (the "masks" target's image is 8x8)
 raw = b"".join(b"\0" + bytes(255 if y == 7 else (x + y) % 2 for x in range(8)) for y in range(8))
 png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0)) + \
       chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-open(sys.argv[1] + "/../masks/mask.png", "wb").write(png)
+open(sys.argv[1] + "/masks/mask.png", "wb").write(png)
 PY
 cp demo-data/train/circle/00000.png "$seeds/image/" 2>/dev/null || true
 for py in python3 /usr/bin/python3; do # JPEG seeds need Pillow
