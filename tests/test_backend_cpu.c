@@ -3,6 +3,7 @@
  * the thread pool split of GEMM against the single-threaded result. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "backend/gemm.h"
 #include "core/threads.h"
 #include "testutil.h"
+#include "vt_config.h"
 
 static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
@@ -84,6 +86,60 @@ END_TEST
 START_TEST(test_gemm_portable_1) { check(1, 1); }
 END_TEST
 START_TEST(test_gemm_portable_2) { check(1, 2); }
+END_TEST
+
+/* VT_CPU_GEMM picks the kernels (read once per process: Check runs each loop iteration in a
+ * fresh child), each runnable one computes the same products, and one the processor cannot
+ * run is refused in the description rather than executed. */
+static const char *const gemm_paths[] = {"portable", "generic", "sandybridge", "haswell",
+                                         "zen3", "skx", "nonsense"};
+
+static int cpu_runs(const char *path)
+{
+#if defined(__x86_64__)
+    if (!strcmp(path, "portable") || !strcmp(path, "generic")) return 1;
+    if (!strcmp(path, "sandybridge")) return __builtin_cpu_supports("avx");
+    if (!strcmp(path, "haswell") || !strcmp(path, "zen3"))
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!strcmp(path, "skx"))
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    return 0;
+#else
+    return !strcmp(path, "portable");
+#endif
+}
+
+START_TEST(test_gemm_paths)
+{
+    const char *path = gemm_paths[_i];
+    setenv("VT_CPU_GEMM", path, 1);
+    const char *desc = vt_sgemm_kernels();
+    if (!VT_HAVE_BLIS) {
+        ck_assert_msg(!vt_sgemm_uses_blas() || strstr(desc, "CBLAS"), "%s", desc);
+        return;
+    }
+    char want[32];
+    snprintf(want, sizeof want, !strcmp(path, "portable") ? "%s" : " %s ", path);
+    if (cpu_runs(path)) {
+        ck_assert_msg(strstr(desc, want) && !strstr(desc, "ignored"), "VT_CPU_GEMM=%s: %s", path,
+                      desc);
+        ck_assert_int_eq(vt_sgemm_uses_blas(), strcmp(path, "portable") != 0);
+    } else
+        ck_assert_msg(strstr(desc, "not runnable here, ignored"), "VT_CPU_GEMM=%s: %s", path, desc);
+    check(0, 2);
+}
+END_TEST
+
+/* Left to itself, the library runs the widest kernels the processor has. */
+START_TEST(test_gemm_auto)
+{
+    unsetenv("VT_CPU_GEMM");
+    const char *desc = vt_sgemm_kernels();
+    if (VT_HAVE_BLIS && cpu_runs("skx"))
+        ck_assert_msg(strstr(desc, " skx "), "an AVX-512 CPU runs %s", desc);
+    if (VT_HAVE_BLIS) ck_assert_msg(strncmp(desc, "BLIS ", 5) == 0, "%s", desc);
+}
 END_TEST
 
 /* The backend reports which GEMM it uses; the build found a BLAS on this machine (Debian with
@@ -214,6 +270,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_portable_1);
     tcase_add_test(tc, test_gemm_portable_2);
     tcase_add_test(tc, test_gemm_kind);
+    tcase_add_loop_test(tc, test_gemm_paths, 0, (int)(sizeof gemm_paths / sizeof gemm_paths[0]));
+    tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_conv_tiles);
     suite_add_tcase(s, tc);
     return s;

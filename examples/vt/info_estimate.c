@@ -55,6 +55,7 @@ int cmd_info(args *a)
         return rc;
     }
     printf("libvisiontrain %s (ABI %u)\n", vt_version_string(), vt_abi_version());
+    printf("cpu kernels: %s\n", vt_cpu_kernels());
     int ngpu = vt_device_count();
     if (ngpu == 0) {
         /* device 0's error says why: no CUDA in this build, no CUDA module, no driver, ... */

@@ -1,5 +1,7 @@
 #include "backend/gemm.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,30 +86,132 @@ void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int 
     free(bp);
 }
 
-#if VT_HAVE_CBLAS
-int vt_sgemm_uses_blas(void) { return 1; }
-
 #if VT_HAVE_BLIS
+/* Which kernels run the products.  BLIS picks a sub-configuration from the CPU at start-up,
+ * but falls back to 'haswell' (AVX2) on AVX-512 processors whose brand string it cannot map to
+ * a number of FMA units (virtual machines report "Intel(R) Xeon(R) Processor"): 68.8 vs 99.7
+ * GFLOP/s for a conv tile here.  BLIS is linked statically (meson.build), so the library can
+ * hand each call the context of the sub-configuration it chooses, without touching the process
+ * environment (BLIS itself reads BLIS_ARCH_TYPE, ours is VT_CPU_GEMM, docs/performance.md). */
+typedef struct {
+    int portable;  /* VT_CPU_GEMM=portable: BLIS is not called */
+    cntx_t *packed; /* the chosen sub-configuration's context */
+    cntx_t *sup;    /* its small/unpacked kernels: skx has only reference ones, haswell's serve */
+    char desc[192];
+} gemm_choice;
+
+static gemm_choice G;
+static pthread_once_t G_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+/* What the CPU and the OS allow: 1 AVX, 2 AVX2+FMA, 3 AVX-512 F/DQ/BW/VL (zmm state enabled). */
+static int x86_level(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1;
+    if (!osxsave || !avx) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6) != 6) return 0; /* xmm and ymm state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 1;
+    int avx2 = (b >> 5) & 1;
+    int avx512 = ((b >> 16) & 1) && ((b >> 17) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1);
+    if (!avx2 || !fma) return 1;
+    return avx512 && (lo & 0xe0) == 0xe0 ? 3 : 2;
+}
+#else
+static int x86_level(void) { return 0; }
+#endif
+
+/* The instruction level a sub-configuration needs (BLIS's x86-64 family as Debian builds it);
+ * -1 for those not offered (other vendors' extensions, Xeon Phi). */
+static int arch_level(arch_t id)
+{
+    switch (id) {
+    case BLIS_ARCH_GENERIC: return 0;
+    case BLIS_ARCH_SANDYBRIDGE: return 1;
+    case BLIS_ARCH_HASWELL:
+    case BLIS_ARCH_ZEN:
+    case BLIS_ARCH_ZEN2:
+    case BLIS_ARCH_ZEN3: return 2;
+    case BLIS_ARCH_SKX: return 3;
+    default: return -1;
+    }
+}
+
+static void choose_kernels(void)
+{
+    bli_init();
+    arch_t blis_id = bli_arch_query_id(), id = blis_id;
+    int level = x86_level();
+    const char *env = getenv("VT_CPU_GEMM");
+    char why[96] = "";
+    if (env && *env && strcmp(env, "auto") != 0) {
+        if (!strcmp(env, "portable")) {
+            G.portable = 1;
+            snprintf(G.desc, sizeof G.desc, "portable (VT_CPU_GEMM=portable)");
+            return;
+        }
+        arch_t want = BLIS_NUM_ARCHS;
+        for (int i = 0; i < BLIS_NUM_ARCHS; i++)
+            if (!strcmp(env, bli_arch_string((arch_t)i))) want = (arch_t)i;
+        int need = want < BLIS_NUM_ARCHS ? arch_level(want) : -1;
+        if (need < 0 || need > level || !bli_gks_lookup_nat_cntx(want))
+            snprintf(why, sizeof why, "; VT_CPU_GEMM=%.40s not runnable here, ignored", env);
+        else {
+            id = want;
+            snprintf(why, sizeof why, " (VT_CPU_GEMM)");
+        }
+    }
+    if (id == blis_id && !*why && level >= 3 && arch_level(id) >= 0 && arch_level(id) < 3 &&
+        bli_gks_lookup_nat_cntx(BLIS_ARCH_SKX)) {
+        id = BLIS_ARCH_SKX;
+        snprintf(why, sizeof why, " (AVX-512; BLIS alone picks %s here)", bli_arch_string(blis_id));
+    }
+    G.packed = bli_gks_lookup_nat_cntx(id);
+    G.sup = G.packed;
+    if (id == BLIS_ARCH_SKX && level >= 2 && bli_gks_lookup_nat_cntx(BLIS_ARCH_HASWELL))
+        G.sup = bli_gks_lookup_nat_cntx(BLIS_ARCH_HASWELL);
+    snprintf(G.desc, sizeof G.desc, "BLIS %s %s%s%s", bli_info_get_version_str(),
+             bli_arch_string(id), G.sup != G.packed ? " (small products: haswell)" : "", why);
+}
+
+static const gemm_choice *kernels(void)
+{
+    pthread_once(&G_once, choose_kernels);
+    return &G;
+}
+
+int vt_sgemm_uses_blas(void) { return !kernels()->portable; }
+const char *vt_sgemm_kernels(void) { return kernels()->desc; }
+
 /* BLIS's "sup" path (small/unpacked kernels, which BLIS picks by itself for shapes with a
  * dimension under a few hundred, i.e. every convolution tile here) runs our tiles' products
  * with a transposed operand at about half the speed of its packed path: 43 vs 81 GFLOP/s for
  * the dcol GEMM of a 32->64 conv (m 288, n 784, k 64, A transposed), 64 vs 74 for its dW
- * (build/bench/gemm_shapes, one thread).  It wins where a dimension is tiny (k 9 of a first
- * conv: 60 vs 27) and is about even on forward GEMMs.  So: packed unless a dimension is under
- * 32 (small CNN training step, interleaved A/B: +13% at batch 256, +4% to +15% at 64; letting
- * BLIS choose for untransposed products too made no difference beyond the noise). */
+ * (build/bench/gemm_shapes, one thread, Zen 3).  It wins where a dimension is tiny (k 9 of a
+ * first conv: 60 vs 27) and is about even on forward GEMMs.  So: packed unless a dimension is
+ * under 32 (small CNN training step, interleaved A/B: +13% at batch 256, +4% to +15% at 64;
+ * letting BLIS choose for untransposed products too made no difference beyond the noise). */
 static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
+    const gemm_choice *g = kernels();
     rntm_t rntm;
     bli_rntm_init(&rntm);
-    if (m < 32 || n < 32 || k < 32) bli_rntm_enable_l3_sup(&rntm);
+    int sup = m < 32 || n < 32 || k < 32;
+    if (sup) bli_rntm_enable_l3_sup(&rntm);
     else bli_rntm_disable_l3_sup(&rntm);
     bli_sgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
-                 m, n, k, &alpha, (float *)a, lda, 1, (float *)b, ldb, 1, &beta, c, ldc, 1, NULL,
-                 &rntm);
+                 m, n, k, &alpha, (float *)a, lda, 1, (float *)b, ldb, 1, &beta, c, ldc, 1,
+                 sup ? g->sup : g->packed, &rntm);
 }
-#else
+#elif VT_HAVE_CBLAS
+int vt_sgemm_uses_blas(void) { return 1; }
+const char *vt_sgemm_kernels(void) { return "CBLAS (threaded by itself)"; }
+
 static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -116,6 +220,7 @@ static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const fl
 }
 #endif
 
+#if VT_HAVE_CBLAS
 typedef struct {
     int ta, tb, m, n, k;
     float alpha, beta;
@@ -157,6 +262,10 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
     /* With a single-threaded reentrant BLAS, large products are split over the pool by columns
      * or rows, whichever is longer.  Small ones are not worth waking threads for. */
     /* Only a reentrant BLAS may be called from several pool threads at once (meson.build). */
+    if (!vt_sgemm_uses_blas()) {
+        vt_sgemm_portable(pool, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
     if (!VT_HAVE_BLIS || threads <= 1 || work < 2e6 || (m < 32 && n < 32)) {
         blas_call(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
@@ -166,6 +275,7 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
 }
 #else
 int vt_sgemm_uses_blas(void) { return 0; }
+const char *vt_sgemm_kernels(void) { return "portable (built without BLAS)"; }
 
 void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
               const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)

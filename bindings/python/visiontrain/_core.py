@@ -312,6 +312,11 @@ def version_info():
     return (n // 10000, n // 100 % 100, n % 100)
 
 
+def cpu_kernels():
+    """What runs the CPU's matrix products, e.g. "BLIS 0.9.0 skx ..." (see vt_cpu_kernels)."""
+    return _text(_native.lib().vt_cpu_kernels())
+
+
 def abi_version():
     """ABI version of the loaded library (the bindings refuse to load any other than 0)."""
     return _native.lib().vt_abi_version()

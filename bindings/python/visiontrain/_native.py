@@ -49,6 +49,7 @@ PROTOTYPES = {
                                   POINTER(c_double), POINTER(c_char_p)]),
     "vt_option_next": (c_int, [c_int]),
     # devices
+    "vt_cpu_kernels": (c_char_p, []),
     "vt_device_count": (c_int, []),
     "vt_device_info": (c_status, [c_int, c_char_p, c_size_t, POINTER(c_int), POINTER(c_int),
                                   POINTER(c_uint64), POINTER(c_uint64)]),
