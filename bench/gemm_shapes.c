@@ -1,9 +1,11 @@
 /* BLIS's two GEMM paths on the shapes the CPU convolutions call (one tile each, the library's
  * leading dimensions), single-threaded: "sup" (BLIS's small/unpacked kernels, which BLIS picks
- * by itself whenever a dimension is under a few hundred), "packed" (its classic packed path)
- * and what vt_sgemm chooses (lib/backend/gemm.c).  Built only with BLIS.
+ * by itself whenever a dimension is under a few hundred) and "packed" (its classic packed
+ * path), each under the sub-configuration BLIS picks by itself and under 'skx' where the CPU
+ * has AVX-512, and what vt_sgemm chooses (lib/backend/gemm.c).  Built only with BLIS.
  *
  *   gemm_shapes [seconds-per-measurement=0.06]
+ *   gemm_shapes ceiling [threads=2] [size=2048]   large square SGEMM through vt_sgemm
  *
  * Shapes: the small CNN of GUIDE.md section 4 at batch 256 (tiles of 784, 441 and 784 columns,
  * as lib/backend/cpu_conv.c cuts them with its 1 MiB tiles) and a 128->128 3x3 convolution of
@@ -11,9 +13,11 @@
 #include <blis.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend/gemm.h"
+#include "core/threads.h"
 
 static double now(void)
 {
@@ -28,8 +32,8 @@ typedef struct shape {
     float beta;
 } shape;
 
-/* mode 0: sup, 1: packed, 2: vt_sgemm.  Best of 5 windows, GFLOP/s. */
-static double gflops(const shape *s, int mode, double window)
+/* mode 0: sup, 1: packed (under ctx), 2: vt_sgemm over pool.  Best of 5 windows, GFLOP/s. */
+static double gflops(const shape *s, int mode, cntx_t *ctx, vt_pool *pool, double window)
 {
     size_t na = (size_t)(s->ta ? s->k : s->m) * s->lda, nb = (size_t)(s->tb ? s->n : s->k) * s->ldb,
            nc = (size_t)s->m * s->ldc;
@@ -49,12 +53,12 @@ static double gflops(const shape *s, int mode, double window)
         int it = 0;
         do {
             if (mode == 2)
-                vt_sgemm(NULL, s->ta, s->tb, s->m, s->n, s->k, alpha, a, s->lda, b, s->ldb, beta, c,
+                vt_sgemm(pool, s->ta, s->tb, s->m, s->n, s->k, alpha, a, s->lda, b, s->ldb, beta, c,
                          s->ldc);
             else
                 bli_sgemm_ex(s->ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
                              s->tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, s->m, s->n, s->k, &alpha,
-                             a, s->lda, 1, b, s->ldb, 1, &beta, c, s->ldc, 1, NULL, &r);
+                             a, s->lda, 1, b, s->ldb, 1, &beta, c, s->ldc, 1, ctx, &r);
             it++;
         } while ((t = now() - t0) < window);
         if (t / it < best) best = t / it;
@@ -67,6 +71,17 @@ static double gflops(const shape *s, int mode, double window)
 
 int main(int argc, char **argv)
 {
+    bli_init();
+    if (argc > 1 && !strcmp(argv[1], "ceiling")) {
+        int threads = argc > 2 ? atoi(argv[2]) : 2, n = argc > 3 ? atoi(argv[3]) : 2048;
+        vt_pool *pool = NULL;
+        if (threads < 1 || n < 64 || vt_pool_create(&pool, threads)) return 2;
+        shape sq = {"square", 0, 0, n, n, n, n, n, n, 0};
+        printf("SGEMM %dx%dx%d, %d threads, %s: %.1f GFLOP/s\n", n, n, n, threads,
+               vt_sgemm_kernels(), gflops(&sq, 2, NULL, pool, 0.5));
+        vt_pool_destroy(pool);
+        return 0;
+    }
     double window = argc > 1 ? atof(argv[1]) : 0.06;
     /* forward Y = W x col; dW += dY x col^T; dcol = W^T x dY (lib/backend/cpu_conv.c) */
     static const shape shapes[] = {
@@ -81,13 +96,19 @@ int main(int argc, char **argv)
         {"128->128 16px fwd", 0, 0, 128, 256, 1152, 1152, 256, 4096, 0},
         {"128->128 16px dcol", 1, 0, 1152, 256, 128, 1152, 4096, 256, 0},
     };
-    printf("%-22s %5s %5s %5s %3s %3s | %8s %8s %8s  GFLOP/s, 1 thread\n", "shape", "m", "n", "k",
-           "ta", "tb", "sup", "packed", "vt_sgemm");
+    arch_t own = bli_arch_query_id();
+    /* skx only where the CPU runs it: vt_sgemm chose it (or was told to) */
+    cntx_t *skx = strstr(vt_sgemm_kernels(), " skx") ? bli_gks_lookup_nat_cntx(BLIS_ARCH_SKX) : NULL;
+    printf("BLIS picks '%s' by itself; vt_sgemm: %s\n", bli_arch_string(own), vt_sgemm_kernels());
+    printf("%-22s %5s %5s %5s %3s %3s | %8s %8s %8s %8s  GFLOP/s, 1 thread\n", "shape", "m", "n",
+           "k", "ta", "tb", "sup", "packed", skx ? "skx pack" : "-", "vt_sgemm");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape *s = &shapes[i];
-        double g0 = gflops(s, 0, window), g1 = gflops(s, 1, window), g2 = gflops(s, 2, window);
-        printf("%-22s %5d %5d %5d %3d %3d | %8.1f %8.1f %8.1f\n", s->name, s->m, s->n, s->k, s->ta,
-               s->tb, g0, g1, g2);
+        double g0 = gflops(s, 0, NULL, NULL, window), g1 = gflops(s, 1, NULL, NULL, window),
+               g3 = skx ? gflops(s, 1, skx, NULL, window) : 0,
+               g2 = gflops(s, 2, NULL, NULL, window);
+        printf("%-22s %5d %5d %5d %3d %3d | %8.1f %8.1f %8.1f %8.1f\n", s->name, s->m, s->n, s->k,
+               s->ta, s->tb, g0, g1, g3, g2);
     }
     return 0;
 }
