@@ -205,9 +205,12 @@ START_TEST(test_train_learns)
     vt_trainer *t;
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
     ck_assert_int_eq(vt_trainer_class_ap(t, 0, NULL, NULL, NULL), VT_ERR_NOT_FOUND);
+    /* No mosaic: at 64 px it shrinks the smallest shapes to a few pixels, below what one
+     * stride-8 grid resolves, and the figure then spreads with the GEMM path's rounding. */
     static const char *const opts[] = {"epochs=25", "batch=8", "optimizer=adamw", "lr0=0.003",
-                                       "save=0", "workers=2", "seed=0"};
-    for (int i = 0; i < 7; i++) ck_assert_int_eq(vt_trainer_set(t, opts[i]), VT_OK);
+                                       "save=0", "workers=2", "seed=0", "mosaic=0"};
+    for (int i = 0; i < 8; i++) ck_assert_int_eq(vt_trainer_set(t, opts[i]), VT_OK);
+    vt_test_learning_opts(t);
     ck_assert_msg(vt_trainer_run(t) == VT_OK, "%s", vt_trainer_last_error(t));
     double m50 = 0, m5095 = 0, p = 0, r = 0, best = 0;
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_MAP50, &m50), VT_OK);
@@ -215,6 +218,7 @@ START_TEST(test_train_learns)
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_PRECISION, &p), VT_OK);
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_RECALL, &r), VT_OK);
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_BEST_FITNESS, &best), VT_OK);
+    vt_test_learned("det-n", "mAP50 %.4f mAP50-95 %.4f", m50, m5095);
     ck_assert_msg(m50 > 0.5, "mAP50 %.4f after 25 epochs (mAP50-95 %.4f, P %.3f, R %.3f)", m50,
                   m5095, p, r);
     ck_assert_msg(m5095 > 0.25 && m5095 < m50, "mAP50-95 %.4f (mAP50 %.4f)", m5095, m50);

@@ -71,11 +71,13 @@ START_TEST(test_train_learns)
     static const char *const opts[] = {"epochs=10", "batch=16", "optimizer=adamw", "lr0=0.003",
                                        "save=0", "workers=2", "seed=0"};
     for (int i = 0; i < 7; i++) ck_assert_int_eq(vt_trainer_set(t, opts[i]), VT_OK);
+    vt_test_learning_opts(t);
     ck_assert_msg(vt_trainer_run(t) == VT_OK, "%s", vt_trainer_last_error(t));
     double miou = 0, acc = 0, loss = 0;
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_MIOU, &miou), VT_OK);
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &acc), VT_OK);
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &loss), VT_OK);
+    vt_test_learned("seg-n", "mIoU %.4f pixel-acc %.4f", miou, acc);
     /* All-background would give mIoU ~0.2 and pixel accuracy ~0.85 here. */
     ck_assert_msg(miou > 0.3 && acc > 0.88, "mIoU %.4f pixel accuracy %.4f (val loss %.4f)", miou,
                   acc, loss);

@@ -103,11 +103,13 @@ START_TEST(test_learns_to_95)
     const char *settings[] = {"epochs=8", "batch=32", "optimizer=adamw", "lr0=0.003",
                               "warmup_epochs=1", "seed=1", "save=0", NULL};
     for (const char *const *s = settings; *s; s++) ck_assert_int_eq(vt_trainer_set(t, *s), VT_OK);
+    vt_test_learning_opts(t);
     static trace tr;
     vt_trainer_set_progress(t, record, &tr);
     ck_assert_msg(vt_trainer_run(t) == VT_OK, "run: %s", vt_trainer_last_error(t));
     double top1 = 0;
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_TOP1, &top1), VT_OK);
+    vt_test_learned("cls-n", "top1 %.4f", top1);
     ck_assert_msg(top1 >= 0.95, "cls-n reached only %.3f validation accuracy", top1);
 
     /* Saved and reloaded, the model predicts the validation images as well. */

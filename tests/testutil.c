@@ -12,7 +12,9 @@
 
 #include <jpeglib.h>
 
+#include "backend/gemm.h"
 #include "image/image.h"
+#include "visiontrain/visiontrain.h"
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -58,6 +60,27 @@ void *vt_test_read_file(const char *path, size_t *n)
     fclose(f);
     if (buf && n) *n = (size_t)sz;
     return buf;
+}
+
+void vt_test_learning_opts(struct vt_trainer *t)
+{
+    const char *extra = getenv("VT_TEST_TRAINER_EXTRA");
+    if (!extra) return;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", extra);
+    for (char *save = NULL, *kv = strtok_r(buf, " ", &save); kv; kv = strtok_r(NULL, " ", &save))
+        ck_assert_msg(vt_trainer_set(t, kv) == VT_OK, "VT_TEST_TRAINER_EXTRA: %s: %s", kv,
+                      vt_trainer_last_error(t));
+}
+
+void vt_test_learned(const char *what, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "learned: %s %s (GEMM: %s)\n", what, buf, vt_sgemm_kernels());
 }
 
 int vt_test_run(Suite *s)

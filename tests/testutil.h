@@ -32,6 +32,14 @@ void vt_test_write_png(const char *path, int w, int h, int pattern);
  * JPEG, which libjpeg reports as a premature end).  Creates the parent folders. */
 void vt_test_write_jpeg(const char *path, const unsigned char *rgb, int w, int h, int quality,
                         double keep);
+/* Learning tests (a trained quality asserted against a threshold) call these two.
+ * vt_test_learning_opts applies $VT_TEST_TRAINER_EXTRA (space-separated key=value trainer
+ * settings) after the test's own, so that scripts/test-gemm-paths.sh --frozen can check that a
+ * frozen optimiser fails every such test.  vt_test_learned prints "learned: <what> <figures>"
+ * on stderr, which that script collects per GEMM path. */
+struct vt_trainer;
+void vt_test_learning_opts(struct vt_trainer *t);
+void vt_test_learned(const char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Run a suite with CK_NORMAL output; returns the process exit code (0 ok, 1 failures). */
 int vt_test_run(Suite *s);
 #endif
