@@ -21,12 +21,6 @@
 
 #include "nn/model.h"
 
-#if VT_HAVE_ONNX
-
-#include "backend/det_loss_math.h"
-#include "core/atomic_file.h"
-#include "nn/onnx_ir.pb-c.h"
-
 typedef struct xopts {
     long long opset, batch, nms, half, max_det; /* batch 0: dynamic */
     double conf, iou;
@@ -48,9 +42,15 @@ static vt_status set_opt(void *ctx, const char *key, const char *value)
     if (!strcmp(key, "max_det")) return vt_parse_int(key, value, 1, 100000, &o->max_det);
     if (!strcmp(key, "conf")) return vt_parse_double(key, value, 0, 1, &o->conf);
     if (!strcmp(key, "iou")) return vt_parse_double(key, value, 0, 1, &o->iou);
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "export: unknown option '%s' (valid: opset, batch, nms, "
+    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown export option '%s' (valid: opset, batch, nms, "
                    "conf, iou, max_det, half)", key);
 }
+
+#if VT_HAVE_ONNX
+
+#include "backend/det_loss_math.h"
+#include "core/atomic_file.h"
+#include "nn/onnx_ir.pb-c.h"
 
 /* ---- building the messages ---------------------------------------------------------------- */
 
@@ -84,7 +84,7 @@ static int grow(void **v, size_t *n, size_t *cap, size_t elem)
             (o)->arr = v_;                                                                      \
             (o)->arr[(o)->n_##arr++] = (p);                                                     \
         } else if (!(o)->st) {                                                                  \
-            (o)->st = vt_fail(VT_ERR_OUT_OF_MEMORY, "export: out of memory");                   \
+            (o)->st = vt_fail(VT_ERR_OUT_OF_MEMORY, "out of memory while exporting");                   \
         }                                                                                       \
     } while (0)
 
@@ -95,7 +95,7 @@ static void *xalloc(ox *o, size_t n)
     if (p) PUSH(o, owned, p);
     if (!p || o->st) {
         free(p);
-        if (!o->st) o->st = vt_fail(VT_ERR_OUT_OF_MEMORY, "export: out of memory");
+        if (!o->st) o->st = vt_fail(VT_ERR_OUT_OF_MEMORY, "out of memory while exporting");
         return NULL;
     }
     return p;
@@ -440,7 +440,7 @@ static void emit_graph(ox *o, const vt_model *m, const char *out_want, const cha
         }
         }
         if (x) name[i] = out;
-        if (!o->st && !name[i]) o->st = vt_fail(VT_ERR_INTERNAL, "export: node %d not emitted", i);
+        if (!o->st && !name[i]) o->st = vt_fail(VT_ERR_INTERNAL, "ONNX export: node %d not emitted", i);
     }
     if (!o->st) *out_name = name[m->output_node];
 }
@@ -704,22 +704,12 @@ static vt_status build_and_write(ox *o, vt_model *m, const char *path, const xop
     return vt_afile_commit(&af);
 }
 
-static vt_status export_onnx(vt_model *m, const char *path, const char *options)
+static vt_status export_onnx(vt_model *m, const char *path, const xopts *x)
 {
-    xopts x = {17, 1, 0, 0, 300, 0.25, 0.7};
-    vt_status st = vt_parse_kv_list(options, set_opt, &x);
+    vt_status st = vt_model_pull(m);
     if (st) return st;
-    if (x.half)
-        return vt_fail(VT_ERR_UNSUPPORTED, "export: half=1 (float16) is not supported yet; "
-                       "the export is float32");
-    if (x.nms && m->task != VT_TASK_DETECT)
-        return vt_fail(VT_ERR_UNSUPPORTED, "export: nms=1 is for detection models; %s is a %s "
-                       "model", m->arch, task_name(m->task));
-    if (x.nms && x.batch != 1)
-        return vt_fail(VT_ERR_UNSUPPORTED, "export: nms=1 needs batch=1 (max_det is per image)");
-    if ((st = vt_model_pull(m))) return st;
     ox o = {0};
-    st = build_and_write(&o, m, path, &x);
+    st = build_and_write(&o, m, path, x);
     for (size_t i = 0; i < o.n_owned; i++) free(o.owned[i]);
     free(o.owned);
     free(o.node);
@@ -730,9 +720,9 @@ static vt_status export_onnx(vt_model *m, const char *path, const char *options)
 
 #else
 
-static vt_status export_onnx(vt_model *m, const char *path, const char *options)
+static vt_status export_onnx(vt_model *m, const char *path, const xopts *x)
 {
-    (void)m, (void)options;
+    (void)m, (void)x;
     return vt_fail(VT_ERR_UNSUPPORTED, "%s: this build of libvisiontrain has no ONNX export "
                    "(it was built without protobuf-c: install libprotobuf-c-dev and "
                    "protobuf-c-compiler, then rebuild)", path);
@@ -744,9 +734,20 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
                                  const char *options)
 {
     if (!m || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_export: NULL argument");
-    vt_status st;
-    if (format == VT_EXPORT_ONNX) st = export_onnx(m, path, options);
-    else st = vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_export: unknown format %d (known: 1 = "
-                      "VT_EXPORT_ONNX)", (int)format);
+    if (format != VT_EXPORT_ONNX)
+        return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_export: unknown "
+                                              "format %d (known: 1 = VT_EXPORT_ONNX)", (int)format));
+    /* options are checked in every build, so a bad one reads the same with or without ONNX */
+    xopts x = {17, 1, 0, 0, 300, 0.25, 0.7};
+    vt_status st = vt_parse_kv_list(options, set_opt, &x);
+    if (!st && x.half)
+        st = vt_fail(VT_ERR_UNSUPPORTED, "half=1 (float16 export) is not supported yet; the "
+                     "export is float32");
+    if (!st && x.nms && m->task != VT_TASK_DETECT)
+        st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 is for detection models; %s is a %s model",
+                     m->arch, m->task == VT_TASK_SEGMENT ? "segmentation" : "classification");
+    if (!st && x.nms && x.batch != 1)
+        st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 needs batch=1 (max_det is per image)");
+    if (!st) st = export_onnx(m, path, &x);
     return vt_err_capture(m->err, st);
 }
