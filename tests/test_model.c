@@ -642,13 +642,6 @@ START_TEST(test_forward)
 }
 END_TEST
 
-static void *slurp(const char *path, size_t *n)
-{
-    void *p = vt_test_read_file(path, n);
-    ck_assert_msg(p != NULL, "cannot read %s", path);
-    return p;
-}
-
 START_TEST(test_export)
 {
     vt_model *a, *b, *d;
@@ -686,12 +679,14 @@ START_TEST(test_export)
 #if VT_HAVE_ONNX
     ck_assert_msg(vt_model_export(a, path, VT_EXPORT_ONNX, NULL) == VT_OK, "%s", vt_model_last_error(a));
     size_t na, nb, n2;
-    unsigned char *fa = slurp(path, &na);
+    unsigned char *fa = vt_test_read_file(path, &na);
+    ck_assert_ptr_nonnull(fa);
     ck_assert_msg(na > 4 * vt_model_num_params(a) && fa[0] == 0x08,
                   "%zu bytes, first 0x%02x (ir_version's tag)", na, fa[0]);
     /* over the existing file: replaced whole */
     ck_assert_int_eq(vt_model_export(b, path, VT_EXPORT_ONNX, "batch=dynamic"), VT_OK);
-    unsigned char *fb = slurp(path, &nb);
+    unsigned char *fb = vt_test_read_file(path, &nb);
+    ck_assert_ptr_nonnull(fb);
     ck_assert_msg(nb != na || memcmp(fa, fb, na), "a second export did not replace the file");
     /* failures leave it as it was and nothing beside it */
     ck_assert_int_eq(vt_model_export(a, path, VT_EXPORT_ONNX, "opset=99"), VT_ERR_OPTION_VALUE);
@@ -704,7 +699,8 @@ START_TEST(test_export)
     ck_assert_msg(strstr(vt_model_last_error(a), "m.onnx"), "%s", vt_model_last_error(a));
     ck_assert_int_eq(count_entries(vt_test_path("out"), NULL), 2);
     snprintf(path, sizeof path, "%s/out/m.onnx", vt_test_scratch);
-    unsigned char *f2 = slurp(path, &n2);
+    unsigned char *f2 = vt_test_read_file(path, &n2);
+    ck_assert_ptr_nonnull(f2);
     ck_assert_msg(n2 == nb && memcmp(fb, f2, nb) == 0, "a failed export changed the file");
     free(fa);
     free(fb);

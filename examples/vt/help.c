@@ -103,13 +103,14 @@ static const help_entry help_texts[] = {
      "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
     {"export",
      "usage: vt export model=FILE.vtm [format=onnx out=FILE.onnx opset=17 batch=1|N|dynamic\n"
-     "                 nms=0|1 conf=0.25 iou=0.7 max_det=300 half=0]\n"
-     "Write the model's inference graph as ONNX (opset 13..21, batch norm folded), default\n"
-     "out: the model's path with .onnx.  Input 'images': float32 NCHW, pixels / 255, resized\n"
-     "(classifiers) or letterboxed (detectors, segmenters) by the caller.  Outputs: 'probs'\n"
-     "(softmax), 'head' (detector: per stride-8 cell dx dy lw lh + class logits) or 'logits'\n"
-     "(segmenter: per pixel).  nms=1 (detectors, batch=1): 'boxes' x0 y0 x1 y1 in input\n"
-     "pixels, 'scores', 'classes', as vt predict gives them for conf, iou and max_det.\n"
+     "                 nms=0|1 conf=0.25 iou=0.7 max_det=300 half=0 fold=1]\n"
+     "Write the model's inference graph as ONNX (opset 13..21, batch norm folded unless\n"
+     "fold=0), default out: the model's path with .onnx.  Input 'images': float32 NCHW,\n"
+     "pixels / 255, resized (classifiers) or letterboxed (detectors, segmenters) by the\n"
+     "caller.  Outputs: 'probs' (softmax), 'head' (detector: per stride-8 cell dx dy lw lh\n"
+     "+ class logits) or 'logits' (segmenter: per pixel).  nms=1 (detectors, batch=1):\n"
+     "'boxes' x0 y0 x1 y1 in input pixels, 'scores', 'classes', as vt predict gives them for\n"
+     "conf, iou and max_det.\n"
      "The contract is also in the file's metadata_props.\n"
      "example: vt export model=det.vtm nms=1 conf=0.25\n"},
     {"estimate",

@@ -702,6 +702,7 @@ typedef enum vt_export_format {
  *            pixels, "scores" [K], "classes" [K] int64, best first, as vt_model_detect_*;
  *            needs batch=1)
  *   conf=0.25 iou=0.7 max_det=300 (with nms=1, as vt_model_detect_*)   half=0 (fp32 only)
+ *   fold=1 (0: batch norms as BatchNormalization nodes with their running statistics)
  * Errors: VT_ERR_INVALID_ARGUMENT (NULL, bad format), VT_ERR_UNKNOWN_OPTION,
  * VT_ERR_OPTION_VALUE, VT_ERR_UNSUPPORTED (a build without protobuf-c, half=1, nms=1 on a
  * non-detector or with batch != 1), VT_ERR_NOT_FOUND / VT_ERR_IO (with the path),

@@ -3,8 +3,8 @@
  * The graph is walked in its (topological) order and each node becomes one or two ONNX nodes.
  * A batch norm that reads a convolution nobody else reads is folded into that convolution's
  * weights and bias (the running statistics the predictor uses), so the file holds what the
- * predictor computes and nothing a runtime would have to fuse; any other batch norm becomes a
- * BatchNormalization in inference mode.  Dropout is the identity at inference and emits
+ * predictor computes and nothing a runtime would have to fuse; any other batch norm (every one
+ * with fold=0) becomes a BatchNormalization in inference mode.  Dropout is the identity at inference and emits
  * nothing.  Detectors may get the decoding and NMS of vt_model_detect_* appended (nms=1).
  *
  * The protobuf is written by protobuf-c from lib/nn/onnx_ir.proto.  Every message, string and
@@ -22,7 +22,7 @@
 #include "nn/model.h"
 
 typedef struct xopts {
-    long long opset, batch, nms, half, max_det; /* batch 0: dynamic */
+    long long opset, batch, nms, half, max_det, fold; /* batch 0: dynamic */
     double conf, iou;
 } xopts;
 
@@ -39,11 +39,12 @@ static vt_status set_opt(void *ctx, const char *key, const char *value)
     }
     if (!strcmp(key, "nms")) return vt_parse_int(key, value, 0, 1, &o->nms);
     if (!strcmp(key, "half")) return vt_parse_int(key, value, 0, 1, &o->half);
+    if (!strcmp(key, "fold")) return vt_parse_int(key, value, 0, 1, &o->fold);
     if (!strcmp(key, "max_det")) return vt_parse_int(key, value, 1, 100000, &o->max_det);
     if (!strcmp(key, "conf")) return vt_parse_double(key, value, 0, 1, &o->conf);
     if (!strcmp(key, "iou")) return vt_parse_double(key, value, 0, 1, &o->iou);
     return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown export option '%s' (valid: opset, batch, nms, "
-                   "conf, iou, max_det, half)", key);
+                   "conf, iou, max_det, half, fold)", key);
 }
 
 #if VT_HAVE_ONNX
@@ -366,8 +367,10 @@ static const char *act_node(ox *o, const vt_node *nd, int i, const char *in, con
     return n ? out : NULL;
 }
 
-/* Emits the graph's nodes; *out_name gets the name of the model output's tensor. */
-static void emit_graph(ox *o, const vt_model *m, const char *out_want, const char **out_name)
+/* Emits the graph's nodes; *out_name gets the name of the model output's tensor.  fold: batch
+ * norms into their convolutions where they can be. */
+static void emit_graph(ox *o, const vt_model *m, int fold, const char *out_want,
+                       const char **out_name)
 {
     const vt_graph *g = &m->graph;
     int n = g->n_nodes;
@@ -385,7 +388,7 @@ static void emit_graph(ox *o, const vt_model *m, const char *out_want, const cha
         case VT_OP_INPUT: name[i] = "images"; break;
         case VT_OP_CONV: {
             const vt_node *bn = NULL;
-            if (readers[i] == 1 && i + 1 < n && g->nodes[i + 1].op == VT_OP_BN &&
+            if (fold && readers[i] == 1 && i + 1 < n && g->nodes[i + 1].op == VT_OP_BN &&
                 g->nodes[i + 1].in[0] == i && i != m->output_node)
                 bn = &g->nodes[i + 1];
             if (bn) out = i + 1 == m->output_node ? out_want : xstrf(o, "t%d", i + 1);
@@ -637,7 +640,7 @@ static vt_status build_and_write(ox *o, vt_model *m, const char *path, const xop
     const char *out_want = m->task == VT_TASK_CLASSIFY ? "logits"
                            : m->task == VT_TASK_SEGMENT ? "logits" : "head";
     const char *out = NULL;
-    emit_graph(o, m, out_want, &out);
+    emit_graph(o, m, (int)x->fold, out_want, &out);
     Vtonnx__ValueInfoProto *outs[3] = {0};
     size_t n_out = 1;
     if (m->task == VT_TASK_CLASSIFY) {
@@ -738,7 +741,7 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
         return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_export: unknown "
                                               "format %d (known: 1 = VT_EXPORT_ONNX)", (int)format));
     /* options are checked in every build, so a bad one reads the same with or without ONNX */
-    xopts x = {17, 1, 0, 0, 300, 0.25, 0.7};
+    xopts x = {17, 1, 0, 0, 300, 1, 0.25, 0.7};
     vt_status st = vt_parse_kv_list(options, set_opt, &x);
     if (!st && x.half)
         st = vt_fail(VT_ERR_UNSUPPORTED, "half=1 (float16 export) is not supported yet; the "
