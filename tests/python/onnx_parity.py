@@ -101,9 +101,14 @@ def read_png(path):
     return out.reshape(h, w, c)
 
 
-def to_input(img):
-    """HxWx3 uint8 -> 1x3xHxW float32 in 0..1, the contract of the exported input."""
-    return (img.astype(np.float32) / np.float32(255)).transpose(2, 0, 1)[None].copy()
+def to_input(img, channels=3):
+    """HxWx3 uint8 -> 1xCxHxW float32 in 0..1, the contract of the exported input (gray:
+    0.299 R + 0.587 G + 0.114 B)."""
+    f = img[:, :, :3].astype(np.float32)
+    if channels == 1:
+        f = (np.float32(0.299) * f[:, :, 0] + np.float32(0.587) * f[:, :, 1]
+             + np.float32(0.114) * f[:, :, 2])[:, :, None]
+    return (f * np.float32(1 / 255)).transpose(2, 0, 1)[None].copy()
 
 
 def rel_err(ref, got):
@@ -126,10 +131,10 @@ def session(path):
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 
-def trained(arch, data, task, imgsz, **opts):
+def trained(arch, data, task, imgsz, channels=3, **opts):
     """A new model of arch trained on data with opts (no run folder, no validation)."""
     with vt.Dataset(data, task=task) as ds:
-        model = vt.Model(arch, ds.num_classes, imgsz=imgsz)
+        model = vt.Model(arch, ds.num_classes, imgsz=imgsz, channels=channels)
         with vt.Trainer(model, ds, save=0, val=0, workers=0, **opts) as t:
             t.run()
     return model
@@ -166,22 +171,22 @@ def images(root, sub, n):
     return sorted(files)[:n]
 
 
-def classify_family(tmp, data, arch, opts):
-    with trained(arch, data, "classify", 32, epochs=1, batch=4) as m:
-        sess = export_checked(m, os.path.join(tmp, arch + ".onnx"), **opts)
+def classify_family(tmp, data, arch, opts, channels=3):
+    with trained(arch, data, "classify", 32, channels, epochs=1, batch=4) as m:
+        sess = export_checked(m, os.path.join(tmp, "%s-%d.onnx" % (arch, channels)), **opts)
         batch = 3 if opts.get("batch") == "dynamic" else int(opts.get("batch", 1))
         e = random_parity(m, sess, batch, 1)
         worst = 0.0
         for f in images(data, "val", 4):
             img = read_png(f)
             ref = np.array(m.predict(f), dtype=np.float32)   # the library decodes the file
-            x = to_input(img)
+            x = to_input(img, channels)
             if batch > 1:
                 x = np.repeat(x, batch, axis=0)
             got = sess.run(None, {"images": x})[0][0]
             worst = max(worst, rel_err(ref, got))
-        check(worst <= TOL, "%s: decoded images vs vt_model_predict_file: max abs error %.2e "
-              "of the probability range" % (arch, worst))
+        check(worst <= TOL, "%s (%d channels): decoded images vs vt_model_predict_file: max abs "
+              "error %.2e of the probability range" % (arch, channels, worst))
         return max(e, worst)
 
 
@@ -292,6 +297,8 @@ def run(tmp):
                        ("cls-s", {"batch": "dynamic", "fold": 0}), ("cls-m", {"batch": "dynamic"}),
                        ("resnet18", {"batch": "dynamic"})]:
         summary.append((arch, classify_family(tmp, cls_data, arch, opts), ""))
+    summary.append(("cnn-small", classify_family(tmp, cls_data, "cnn-small", {}, channels=1),
+                    "gray input"))
     for arch in ["seg-n", "seg-s", "seg-m"]:
         summary.append((arch, segment_family(tmp, seg_root, arch), ""))
     for arch, epochs in [("det-n", 6), ("det-s", 1), ("det-m", 1)]:
