@@ -4,8 +4,9 @@
  * A batch norm that reads a convolution nobody else reads is folded into that convolution's
  * weights and bias (the running statistics the predictor uses), so the file holds what the
  * predictor computes and nothing a runtime would have to fuse; any other batch norm (every one
- * with fold=0) becomes a BatchNormalization in inference mode.  Dropout is the identity at inference and emits
- * nothing.  Detectors may get the decoding and NMS of vt_model_detect_* appended (nms=1).
+ * with fold=0) becomes a BatchNormalization in inference mode.  Dropout is the identity at
+ * inference and emits nothing.  Detectors may get the decoding and NMS of vt_model_detect_*
+ * appended (nms=1).
  *
  * The protobuf is written by protobuf-c from lib/nn/onnx_ir.proto.  Every message, string and
  * array of the file is allocated in an arena that is freed at the end, so one failure path
@@ -67,7 +68,7 @@ typedef struct ox {
     size_t n_meta, cap_meta;
 } ox;
 
-/* Appends p to the array *v of *n elements (capacity *cap); 0 when out of memory. */
+/* Room for one more element in the array *v (*n used of *cap); 0 when out of memory. */
 static int grow(void **v, size_t *n, size_t *cap, size_t elem)
 {
     if (*n < *cap) return 1;
@@ -85,7 +86,7 @@ static int grow(void **v, size_t *n, size_t *cap, size_t elem)
             (o)->arr = v_;                                                                      \
             (o)->arr[(o)->n_##arr++] = (p);                                                     \
         } else if (!(o)->st) {                                                                  \
-            (o)->st = vt_fail(VT_ERR_OUT_OF_MEMORY, "out of memory while exporting");                   \
+            (o)->st = vt_fail(VT_ERR_OUT_OF_MEMORY, "out of memory while exporting");           \
         }                                                                                       \
     } while (0)
 
@@ -309,7 +310,8 @@ static const char *conv_node(ox *o, const vt_model *m, int i, const vt_node *bn,
     const float *w = m->params + nd->w_off, *b = nd->has_bias ? m->params + nd->b_off : NULL;
     const float *wf = w, *bf = b;
     if (bn) {
-        float *w2 = xalloc(o, (size_t)nd->w_n * sizeof *w2), *b2 = xalloc(o, (size_t)cout * sizeof *b2);
+        float *w2 = xalloc(o, (size_t)nd->w_n * sizeof *w2);
+        float *b2 = xalloc(o, (size_t)cout * sizeof *b2);
         if (!w2 || !b2) return NULL;
         const float *gamma = m->params + bn->w_off, *beta = m->params + bn->b_off;
         const float *mean = m->buffers + bn->buf_off, *var = mean + cout;
@@ -443,7 +445,8 @@ static void emit_graph(ox *o, const vt_model *m, int fold, const char *out_want,
         }
         }
         if (x) name[i] = out;
-        if (!o->st && !name[i]) o->st = vt_fail(VT_ERR_INTERNAL, "ONNX export: node %d not emitted", i);
+        if (!o->st && !name[i])
+            o->st = vt_fail(VT_ERR_INTERNAL, "ONNX export: node %d not emitted", i);
     }
     if (!o->st) *out_name = name[m->output_node];
 }
@@ -467,7 +470,8 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
     int64_t gd[4] = {1, 2, gh, gw};
     const char *gname = tensor(o, "nms_grid", grid, NULL, 2 * (size_t)cells, 4, gd);
     const char *ax1 = const_i(o, "nms_axis1", 1, 1, (int64_t)1);
-    const char *c0 = const_i(o, "nms_c0", 1, 1, (int64_t)0), *c2 = const_i(o, "nms_c2", 1, 1, (int64_t)2);
+    const char *c0 = const_i(o, "nms_c0", 1, 1, (int64_t)0);
+    const char *c2 = const_i(o, "nms_c2", 1, 1, (int64_t)2);
     const char *c4 = const_i(o, "nms_c4", 1, 1, (int64_t)4);
     const char *cend = const_i(o, "nms_cend", 1, 1, (int64_t)(4 + nc));
     node(o, "Slice", "nms_d", 4, head, c0, c2, ax1);
@@ -486,7 +490,8 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
     node(o, "Reshape", "nms_boxes_t", 2, "nms_corners",
          const_i(o, "nms_shape_b", 1, 3, (int64_t)1, (int64_t)4, (int64_t)cells));
     Vtonnx__NodeProto *tr = node(o, "Transpose", "nms_boxes", 1, "nms_boxes_t");
-    Vtonnx__AttributeProto *perm = attr(o, tr, "perm", VTONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    Vtonnx__AttributeProto *perm =
+        attr(o, tr, "perm", VTONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     static const int64_t perm_v[3] = {0, 2, 1};
     if (perm) perm->ints = (int64_t *)perm_v, perm->n_ints = 3;
     node(o, "Sigmoid", "nms_sig", 1, "nms_logits");
@@ -738,8 +743,9 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
 {
     if (!m || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_export: NULL argument");
     if (format != VT_EXPORT_ONNX)
-        return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_export: unknown "
-                                              "format %d (known: 1 = VT_EXPORT_ONNX)", (int)format));
+        return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
+                                              "vt_model_export: unknown format %d (known: 1 = "
+                                              "VT_EXPORT_ONNX)", (int)format));
     /* options are checked in every build, so a bad one reads the same with or without ONNX */
     xopts x = {17, 1, 0, 0, 300, 1, 0.25, 0.7};
     vt_status st = vt_parse_kv_list(options, set_opt, &x);

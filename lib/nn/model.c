@@ -432,11 +432,13 @@ VT_API vt_status vt_model_forward(vt_model *m, const float *input, int n, float 
     for (int i = 0; i < n && !st; i++) {
         float *o = output + (size_t)i * out_n;
         const vt_backend_ops *ops = m->pred_be->ops;
-        st = ops->upload(m->pred_be, vt_exec_input(e), input + (size_t)i * in_n, in_n * sizeof(float));
+        st = ops->upload(m->pred_be, vt_exec_input(e), input + (size_t)i * in_n,
+                         in_n * sizeof(float));
         if (!st) st = vt_exec_forward(e, 0);
         if (st) break;
         if (m->task == VT_TASK_CLASSIFY) st = download_probs(m, o);
-        else st = ops->download(m->pred_be, o, e->g->nodes[m->output_node].y, out_n * sizeof(float));
+        else st = ops->download(m->pred_be, o, e->g->nodes[m->output_node].y,
+                                out_n * sizeof(float));
     }
     return vt_err_capture(m->err, st);
 }
