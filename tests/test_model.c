@@ -1,6 +1,7 @@
 /* lib/nn/model.c and lib/train/checkpoint.c: architectures, parameter and FLOP counts, save and
  * load (bit-exact predictions, class names), the checkpoint container against truncation,
- * corruption, foreign and newer files, prediction errors, and atomic saving. */
+ * corruption, foreign and newer files, prediction errors, atomic saving, vt_model_forward and
+ * vt_model_export's errors and atomic writing (tests/python/onnx_parity.py runs the files). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -20,6 +21,7 @@
 #include "testutil.h"
 #include "train/checkpoint.h"
 #include "visiontrain/visiontrain.h"
+#include "vt_config.h"
 
 /* A fixed test image. */
 static uint8_t fixed_img[20 * 20 * 4];
@@ -611,6 +613,113 @@ START_TEST(test_atomic_save)
 }
 END_TEST
 
+/* ---- forward and export ------------------------------------------------------------------- */
+
+START_TEST(test_forward)
+{
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "cnn-small", 3, "imgsz=20"), VT_OK);
+    int c, h, w;
+    ck_assert_int_eq(vt_model_output_shape(m, &c, &h, &w), VT_OK);
+    ck_assert(c == 3 && h == 1 && w == 1);
+    ck_assert_int_eq(vt_model_output_shape(NULL, &c, &h, &w), VT_ERR_INVALID_ARGUMENT);
+    /* the same floats as the predictor's own conversion give the same probabilities */
+    make_fixed();
+    float in[2][3 * 20 * 20], out[8], want[3];
+    for (int i = 0; i < 20 * 20; i++)
+        for (int k = 0; k < 3; k++) in[0][k * 400 + i] = in[1][k * 400 + i] = fixed_img[3 * i + k] * (1.0f / 255.0f);
+    predict(m, want, 3, "reference");
+    for (int i = 0; i < 8; i++) out[i] = -1;
+    ck_assert_msg(vt_model_forward(m, in[0], 2, out, 8) == VT_OK, "forward: %s", vt_model_last_error(m));
+    ck_assert_msg(memcmp(out, want, sizeof want) == 0 && memcmp(out + 3, want, sizeof want) == 0,
+                  "forward %g %g %g, predict %g %g %g", out[0], out[1], out[2], want[0], want[1], want[2]);
+    ck_assert(out[6] == -1 && out[7] == -1);
+    ck_assert_int_eq(vt_model_forward(m, in[0], 2, out, 5), VT_ERR_BUFFER_TOO_SMALL);
+    ck_assert_msg(strstr(vt_model_last_error(m), "6 output floats"), "%s", vt_model_last_error(m));
+    ck_assert_int_eq(vt_model_forward(m, in[0], 0, out, 8), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_model_forward(m, NULL, 1, out, 8), VT_ERR_INVALID_ARGUMENT);
+    vt_model_destroy(m);
+}
+END_TEST
+
+START_TEST(test_export)
+{
+    vt_model *a, *b, *d;
+    ck_assert_int_eq(vt_model_create(&a, "cnn-small", 3, "imgsz=16 seed=1"), VT_OK);
+    ck_assert_int_eq(vt_model_create(&b, "cnn-small", 3, "imgsz=16 seed=2"), VT_OK);
+    ck_assert_int_eq(vt_model_create(&d, "det-n", 2, "imgsz=32"), VT_OK);
+    mkdir(vt_test_path("out"), 0755);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/out/m.onnx", vt_test_scratch);
+    /* bad requests, in every build */
+    ck_assert_int_eq(vt_model_export(NULL, path, VT_EXPORT_ONNX, NULL), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_model_export(a, NULL, VT_EXPORT_ONNX, NULL), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_model_export(a, path, (vt_export_format)2, NULL), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(vt_model_last_error(a), "unknown format 2"), "%s", vt_model_last_error(a));
+    static const struct { const char *opts; vt_status st; const char *msg; } bad[] = {
+        {"bogus=1", VT_ERR_UNKNOWN_OPTION, "'bogus'"},
+        {"opset=12", VT_ERR_OPTION_VALUE, "opset=12"},
+        {"opset=22", VT_ERR_OPTION_VALUE, "opset=22"},
+        {"batch=0", VT_ERR_OPTION_VALUE, "batch=0"},
+        {"batch=some", VT_ERR_OPTION_VALUE, "batch=some"},
+        {"nms=2", VT_ERR_OPTION_VALUE, "nms=2"},
+        {"conf=1.5", VT_ERR_OPTION_VALUE, "conf=1.5"},
+        {"opset", VT_ERR_OPTION_VALUE, "key=value"},
+        {"half=1", VT_ERR_UNSUPPORTED, "float16"},
+        {"nms=1", VT_ERR_UNSUPPORTED, "detection models"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vt_status st = vt_model_export(a, path, VT_EXPORT_ONNX, bad[i].opts);
+        ck_assert_msg(st == bad[i].st, "'%s': %d, expected %d", bad[i].opts, st, bad[i].st);
+        ck_assert_msg(strstr(vt_model_last_error(a), bad[i].msg), "'%s': message '%s'",
+                      bad[i].opts, vt_model_last_error(a));
+    }
+    ck_assert_int_eq(vt_model_export(d, path, VT_EXPORT_ONNX, "nms=1 batch=dynamic"), VT_ERR_UNSUPPORTED);
+    ck_assert_int_eq(count_entries(vt_test_path("out"), NULL), 0);
+#if VT_HAVE_ONNX
+    ck_assert_msg(vt_model_export(a, path, VT_EXPORT_ONNX, NULL) == VT_OK, "%s", vt_model_last_error(a));
+    size_t na, nb, n2;
+    unsigned char *fa = vt_test_read_file(path, &na);
+    ck_assert_ptr_nonnull(fa);
+    ck_assert_msg(na > 4 * vt_model_num_params(a) && fa[0] == 0x08,
+                  "%zu bytes, first 0x%02x (ir_version's tag)", na, fa[0]);
+    /* over the existing file: replaced whole */
+    ck_assert_int_eq(vt_model_export(b, path, VT_EXPORT_ONNX, "batch=dynamic"), VT_OK);
+    unsigned char *fb = vt_test_read_file(path, &nb);
+    ck_assert_ptr_nonnull(fb);
+    ck_assert_msg(nb != na || memcmp(fa, fb, na), "a second export did not replace the file");
+    /* failures leave it as it was and nothing beside it */
+    ck_assert_int_eq(vt_model_export(a, path, VT_EXPORT_ONNX, "opset=99"), VT_ERR_OPTION_VALUE);
+    snprintf(path, sizeof path, "%s/out/adir", vt_test_scratch);
+    mkdir(path, 0755);
+    ck_assert_int_eq(vt_model_export(a, path, VT_EXPORT_ONNX, NULL), VT_ERR_IO);
+    ck_assert_msg(strstr(vt_model_last_error(a), "adir"), "%s", vt_model_last_error(a));
+    snprintf(path, sizeof path, "%s/out/no/such/m.onnx", vt_test_scratch);
+    ck_assert_int_eq(vt_model_export(a, path, VT_EXPORT_ONNX, NULL), VT_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(vt_model_last_error(a), "m.onnx"), "%s", vt_model_last_error(a));
+    ck_assert_int_eq(count_entries(vt_test_path("out"), NULL), 2);
+    snprintf(path, sizeof path, "%s/out/m.onnx", vt_test_scratch);
+    unsigned char *f2 = vt_test_read_file(path, &n2);
+    ck_assert_ptr_nonnull(f2);
+    ck_assert_msg(n2 == nb && memcmp(fb, f2, nb) == 0, "a failed export changed the file");
+    free(fa);
+    free(fb);
+    free(f2);
+    /* the detector with its NMS tail */
+    snprintf(path, sizeof path, "%s/out/det.onnx", vt_test_scratch);
+    ck_assert_msg(vt_model_export(d, path, VT_EXPORT_ONNX, "nms=1 conf=0.1") == VT_OK, "%s",
+                  vt_model_last_error(d));
+#else
+    ck_assert_int_eq(vt_model_export(a, path, VT_EXPORT_ONNX, NULL), VT_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(vt_model_last_error(a), "protobuf-c"), "%s", vt_model_last_error(a));
+    ck_assert_int_eq(count_entries(vt_test_path("out"), NULL), 0);
+#endif
+    vt_model_destroy(a);
+    vt_model_destroy(b);
+    vt_model_destroy(d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("model");
@@ -627,6 +736,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_ckpt_bad_sections);
     tcase_add_test(tc, test_predict_errors);
     tcase_add_test(tc, test_atomic_save);
+    tcase_add_test(tc, test_forward);
+    tcase_add_test(tc, test_export);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -38,7 +38,7 @@ expect_out() {
 # help: 0, to stdout
 expect 0 "$vt" help
 expect_out 'exit codes: 0 ok, 1 failure, 2 usage error, 3 data error'
-for cmd in train val predict estimate check dataset info synth demo; do
+for cmd in train val predict export estimate check dataset info synth demo; do
     expect 0 "$vt" help "$cmd"
     expect_out "usage: vt $cmd"
     expect 0 "$vt" "$cmd" --help
@@ -105,6 +105,21 @@ expect 0 "$vt" predict model=m.vtm source=data/val/circle top=2 data/val/square/
 expect_out 'data/val/circle/00001.png: [a-z]+ [0-9.]+ [a-z]+ [0-9.]+'
 expect_out 'data/val/square/00000.png: '
 expect 3 "$vt" predict model=m.vtm source=no-such.png
+expect 2 "$vt" export
+expect 2 "$vt" export model=m.vtm format=tflite
+expect 2 "$vt" export model=m.vtm bogus=1
+expect_out "unknown export option 'bogus'"
+expect 2 "$vt" export model=m.vtm opset=3
+expect 3 "$vt" export model=no-such.vtm
+"$vt" export model=m.vtm out=m.onnx >out.txt 2>&1
+if [ $? -eq 1 ] && grep -q 'no ONNX export' out.txt; then
+    echo "skip: this build has no ONNX export (protobuf-c not found)"
+else
+    expect 0 "$vt" export model=m.vtm out=m.onnx batch=dynamic
+    expect_out 'm.vtm -> m.onnx \(cls-n'
+    [ -s m.onnx ] || { echo "FAIL: m.onnx not written"; failures=$((failures + 1)); }
+    expect 3 "$vt" export model=m.vtm out=no-such-dir/m.onnx
+fi
 expect 0 "$vt" estimate model=cls-n data=data epochs=10 imgsz=32 batch=4
 expect_out 'H100 SXM'
 expect_out 'advice: Under 1,000'

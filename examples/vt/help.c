@@ -31,6 +31,7 @@ const char *const usage_text =
     "  train     train a classifier (ImageFolder) or a detector (YOLO data.yaml, COCO json)\n"
     "  val       evaluate a saved model on a dataset split\n"
     "  predict   classify images, or detect objects in them, with a saved model\n"
+    "  export    write a saved model as an ONNX file\n"
     "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
     "  check     validate a dataset: every problem with file:line, counts per split and class\n"
     "  dataset   dataset tools: split, subset, clone, stats\n"
@@ -100,6 +101,18 @@ static const help_entry help_texts[] = {
      "pixel, the image's size; out=DIR, default predictions) and with color=1 a colour-coded\n"
      "<name>_color.png, and prints each class's share of the pixels.\n"
      "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
+    {"export",
+     "usage: vt export model=FILE.vtm [format=onnx out=FILE.onnx opset=17 batch=1|N|dynamic\n"
+     "                 nms=0|1 conf=0.25 iou=0.7 max_det=300 half=0 fold=1]\n"
+     "Write the model's inference graph as ONNX (opset 13..21, batch norm folded unless\n"
+     "fold=0), default out: the model's path with .onnx.  Input 'images': float32 NCHW,\n"
+     "pixels / 255, resized (classifiers) or letterboxed (detectors, segmenters) by the\n"
+     "caller.  Outputs: 'probs' (softmax), 'head' (detector: per stride-8 cell dx dy lw lh\n"
+     "+ class logits) or 'logits' (segmenter: per pixel).  nms=1 (detectors, batch=1):\n"
+     "'boxes' x0 y0 x1 y1 in input pixels, 'scores', 'classes', as vt predict gives them for\n"
+     "conf, iou and max_det.\n"
+     "The contract is also in the file's metadata_props.\n"
+     "example: vt export model=det.vtm nms=1 conf=0.25\n"},
     {"estimate",
      "usage: vt estimate [key=value ...]\n"
      "Estimate the time and cost of a training run, from the model's layer list and a cost\n"

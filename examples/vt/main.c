@@ -3,6 +3,7 @@
  *   vt train    data=DIR [model=cls-n|FILE epochs=10 imgsz=32 batch=32 device=cpu save=FILE ...]
  *   vt val      model=FILE data=DIR [split=val batch=.. imgsz=.. device=..]
  *   vt predict  model=FILE source=IMAGE|DIR [IMAGE ...] [top=1]
+ *   vt export   model=FILE [format=onnx out=FILE.onnx opset=17 batch=1|N|dynamic nms=0|1 ...]
  *   vt estimate [model=cls-n|FILE data=DIR | train=N val=N] [epochs=100 imgsz=640 batch=16
  *               gpu=all|NAME|local|cpu gpus=1 precision=tf32 calibrate=1 budget=USD deadline=H
  *               catalog=CSV ...]
@@ -22,6 +23,7 @@
  * The tool uses the public API only.  Its files (examples/vt/): main.c the command table and
  * main(); help.c the help texts; common.c arguments, failures, formatting, SIGINT; progress.c
  * the training progress display; train.c train and demo; val_predict.c val and predict;
+ * export.c export;
  * data.c synth, check and the dataset tools; info_estimate.c info and estimate. */
 #include <stdio.h>
 #include <string.h>
@@ -38,7 +40,7 @@ typedef struct {
 static const command commands[] = {
     {"train", cmd_train},     {"val", cmd_val},     {"predict", cmd_predict},
     {"estimate", cmd_estimate}, {"check", cmd_check}, {"info", cmd_info},
-    {"synth", cmd_synth},     {"demo", cmd_demo},
+    {"synth", cmd_synth},     {"demo", cmd_demo},   {"export", cmd_export},
 };
 
 int main(int argc, char **argv)
@@ -80,7 +82,7 @@ int main(int argc, char **argv)
         }
         return commands[i].fn(&a);
     }
-    fprintf(stderr, "vt: unknown command '%s'; commands: train, val, predict, estimate, check, "
-                    "dataset, info, synth, demo, help\n", cmd);
+    fprintf(stderr, "vt: unknown command '%s'; commands: train, val, predict, export, estimate, "
+                    "check, dataset, info, synth, demo, help\n", cmd);
     return EXIT_USAGE;
 }

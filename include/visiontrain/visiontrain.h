@@ -676,6 +676,49 @@ VT_API vt_status vt_model_segment_pixels(vt_model *model, const uint8_t *pixels,
                                          uint8_t *mask);
 VT_API const char *vt_model_last_error(const vt_model *model);
 
+/* The shape of one image's output of vt_model_forward (and of the exported ONNX graph without
+ * NMS): classifiers (num_classes, 1, 1); detectors (4 + num_classes, imgsz / 8, imgsz / 8);
+ * segmenters (num_classes, imgsz, imgsz).  VT_ERR_INVALID_ARGUMENT on NULL. */
+VT_API vt_status vt_model_output_shape(const vt_model *model, int *c, int *h, int *w);
+
+/* Run the inference network (batch norm with its running statistics, no dropout) on n images
+ * the caller has prepared: input holds n x channels x imgsz x imgsz floats (NCHW), normally
+ * 8-bit pixels / 255 after the resize or letterbox the predict functions do.  Writes n images
+ * of vt_model_output_shape() into output (cap floats; VT_ERR_BUFFER_TOO_SMALL, nothing
+ * written, when it is smaller): classifiers the softmax probabilities (as
+ * vt_model_predict_*), detectors the raw head (per cell dx, dy, lw, lh and one logit per
+ * class; see the README), segmenters the per-pixel class logits.  These are exactly the
+ * outputs of the model exported with vt_model_export (no NMS), which is how the export is
+ * checked.  Buffers are the caller's; same threading rules as the predict functions. */
+VT_API vt_status vt_model_forward(vt_model *model, const float *input, int n, float *output,
+                                  size_t cap);
+
+/* ---- export ------------------------------------------------------------------------------ */
+
+typedef enum vt_export_format {
+    VT_EXPORT_ONNX = 1 /* ONNX (protobuf), opset 13..21 */
+} vt_export_format;
+
+/* Write the model's inference graph to `path` in another runtime's format, atomically (the
+ * file on disk is the old one or the complete new one).  ONNX: batch norm folded into the
+ * convolutions; input "images", float32 NCHW of the model's channels and imgsz, values in
+ * [0, 1] as vt_model_forward takes them (resize or letterbox is the caller's); outputs as
+ * vt_model_forward: "probs" [N, num_classes], "head" [N, 4 + num_classes, imgsz/8, imgsz/8],
+ * "logits" [N, num_classes, imgsz, imgsz].  The contract is also written into the file's
+ * metadata_props.  options: NULL or space-separated key=value among
+ *   opset=13..21 (default 17)   batch=N (1..65536, default 1) | dynamic
+ *   nms=0|1 (detectors; 1: decoded, NMS'd detections "boxes" [K, 4] x0 y0 x1 y1 in input
+ *            pixels, "scores" [K], "classes" [K] int64, best first, as vt_model_detect_*;
+ *            needs batch=1)
+ *   conf=0.25 iou=0.7 max_det=300 (with nms=1, as vt_model_detect_*)   half=0 (fp32 only)
+ *   fold=1 (0: batch norms as BatchNormalization nodes with their running statistics)
+ * Errors: VT_ERR_INVALID_ARGUMENT (NULL, bad format), VT_ERR_UNKNOWN_OPTION,
+ * VT_ERR_OPTION_VALUE, VT_ERR_UNSUPPORTED (a build without protobuf-c, half=1, nms=1 on a
+ * non-detector or with batch != 1), VT_ERR_NOT_FOUND / VT_ERR_IO (with the path),
+ * VT_ERR_OUT_OF_MEMORY.  The message is in vt_model_last_error(). */
+VT_API vt_status vt_model_export(vt_model *model, const char *path, vt_export_format format,
+                                 const char *options);
+
 /* ---- training ---------------------------------------------------------------------------- */
 
 typedef struct vt_trainer vt_trainer;

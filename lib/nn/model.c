@@ -317,6 +317,21 @@ vt_status vt_model_predict_ready(vt_model *m)
     return VT_OK;
 }
 
+/* The softmax of the classifier predictor's logits after a forward, into scores (host). */
+static vt_status download_probs(vt_model *m, float *scores)
+{
+    vt_exec *e = m->pred_exec;
+    vt_node *out = &e->g->nodes[m->output_node];
+    int32_t zero = 0;
+    const vt_backend_ops *o = m->pred_be->ops;
+    vt_status st;
+    if ((st = o->upload(m->pred_be, e->labels, &zero, sizeof zero))) return st;
+    if ((st = o->softmax_xent(m->pred_be, m->num_classes, 1, out->y, e->labels, 0.0f, 0.0f,
+                              e->loss, NULL, m->pred_probs)))
+        return st;
+    return o->download(m->pred_be, scores, m->pred_probs, (size_t)m->num_classes * sizeof(float));
+}
+
 static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, int n)
 {
     if (n < m->num_classes)
@@ -338,14 +353,7 @@ static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, 
     vt_image_to_float(src, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
     vt_image_free(&rs);
     if ((st = vt_exec_forward(e, 0))) return st;
-    vt_node *out = &e->g->nodes[m->output_node];
-    int32_t zero = 0;
-    const vt_backend_ops *o = m->pred_be->ops;
-    if ((st = o->upload(m->pred_be, e->labels, &zero, sizeof zero))) return st;
-    if ((st = o->softmax_xent(m->pred_be, m->num_classes, 1, out->y, e->labels, 0.0f, 0.0f,
-                              e->loss, NULL, m->pred_probs)))
-        return st;
-    return o->download(m->pred_be, scores, m->pred_probs, (size_t)m->num_classes * sizeof(float));
+    return download_probs(m, scores);
 }
 
 vt_status vt_model_pixels_image(const uint8_t *pixels, int width, int height, int channels,
@@ -393,5 +401,44 @@ VT_API vt_status vt_model_predict_pixels(vt_model *m, const uint8_t *pixels, int
     if (st) return vt_err_capture(m->err, st);
     st = predict_image(m, &img, scores, n);
     vt_image_free(&img);
+    return vt_err_capture(m->err, st);
+}
+
+VT_API vt_status vt_model_output_shape(const vt_model *m, int *c, int *h, int *w)
+{
+    if (!m || !c || !h || !w)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_output_shape: NULL argument");
+    vt_shape s = m->graph.nodes[m->output_node].out;
+    *c = s.c;
+    *h = s.h;
+    *w = s.w;
+    return VT_OK;
+}
+
+VT_API vt_status vt_model_forward(vt_model *m, const float *input, int n, float *output, size_t cap)
+{
+    if (!m || !input || !output || n < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_forward: NULL argument or n=%d < 1", n);
+    vt_shape os = m->graph.nodes[m->output_node].out;
+    size_t in_n = (size_t)m->channels * m->imgsz * m->imgsz, out_n = (size_t)os.c * os.h * os.w;
+    if (cap / (size_t)n < out_n)
+        return vt_err_capture(m->err, vt_fail(VT_ERR_BUFFER_TOO_SMALL,
+                                               "vt_model_forward: %d images need %zu output "
+                                               "floats, the buffer holds %zu", n, out_n * n, cap));
+    vt_status st = vt_model_predict_ready(m);
+    /* The predictor runs one image at a time; for one image CNHW is NCHW, so images go in and
+     * come out as they are. */
+    vt_exec *e = m->pred_exec;
+    for (int i = 0; i < n && !st; i++) {
+        float *o = output + (size_t)i * out_n;
+        const vt_backend_ops *ops = m->pred_be->ops;
+        st = ops->upload(m->pred_be, vt_exec_input(e), input + (size_t)i * in_n,
+                         in_n * sizeof(float));
+        if (!st) st = vt_exec_forward(e, 0);
+        if (st) break;
+        if (m->task == VT_TASK_CLASSIFY) st = download_probs(m, o);
+        else st = ops->download(m->pred_be, o, e->g->nodes[m->output_node].y,
+                                out_n * sizeof(float));
+    }
     return vt_err_capture(m->err, st);
 }

@@ -371,6 +371,7 @@ def options():
 
 
 _OPT_IMGSZ = 102          # VT_OPT_IMGSZ (the trainer's); VT_OPT_MODEL_IMGSZ (301) shares its key
+_EXPORT_ONNX = 1          # VT_EXPORT_ONNX
 _MODEL_OPTIONS_FROM = 300  # vt_option values >= 300 are vt_model_create() options
 
 
@@ -817,6 +818,53 @@ class Model(_Closable):
         if np is not None:
             return np.frombuffer(bytes(mask), dtype=np.uint8).reshape(h, w)
         return (w, h, bytes(mask))
+
+    def export(self, path=None, format="onnx", **options):
+        """Write the inference graph to ``path`` (default: the model's arch + ".onnx") and return
+        the path.  Options as ``vt export``: opset=17, batch=1 or "dynamic", nms=0|1 (detectors:
+        decoded, NMS'd boxes), conf=, iou=, max_det= (with nms=1), half=0."""
+        fmt = {"onnx": _EXPORT_ONNX}.get(str(format).lower())
+        if fmt is None:
+            raise InvalidArgumentError("unknown export format %r (known: onnx)" % (format,),
+                                       Status.INVALID_ARGUMENT)
+        if path is None:
+            path = self.arch + ".onnx"
+        self._check(self._lib.vt_model_export(self._ptr(), _cpath(path), fmt,
+                                              _cstr(_kv_string(options))))
+        return path
+
+    @property
+    def output_shape(self):
+        """(c, h, w) of one image's forward() output."""
+        c, h, w = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        self._check(self._lib.vt_model_output_shape(self._ptr(), ctypes.byref(c),
+                                                    ctypes.byref(h), ctypes.byref(w)))
+        return c.value, h.value, w.value
+
+    def forward(self, images):
+        """The network's outputs for prepared float32 NCHW images (batch, channels, imgsz,
+        imgsz), values 0..1 -- what the exported ONNX graph (without NMS) computes: softmax
+        probabilities, the raw detection head, or per-pixel logits.  Takes the same forms as
+        Trainer.step's images; returns a numpy array (batch, c, h, w) when numpy is loaded,
+        else a flat list."""
+        c, h, w = self.output_shape
+        per_in = self.channels * self.imgsz * self.imgsz
+        np = _np()
+        if np is not None and _is_numpy(images) and np.asarray(images).ndim == 4:
+            batch = np.asarray(images).shape[0]
+            img = _float_images(images, batch, self.channels, self.imgsz)
+        else:
+            img = _float_images(images, 0, self.channels, self.imgsz)
+            batch = len(img) // per_in
+        if batch < 1 or len(img) != batch * per_in:
+            raise InvalidArgumentError("images hold %d floats, not a multiple of channels %d x "
+                                       "%d x %d" % (len(img), self.channels, self.imgsz,
+                                                    self.imgsz), Status.INVALID_ARGUMENT)
+        out = (ctypes.c_float * (batch * c * h * w))()
+        self._check(self._lib.vt_model_forward(self._ptr(), img, batch, out, len(out)))
+        if np is not None:
+            return np.frombuffer(out, dtype=np.float32).reshape(batch, c, h, w).copy()
+        return list(out)
 
     def predict_topk(self, image, k=5, **kw):
         """The k most probable classes: a list of Prediction(index, name, probability), best

@@ -130,6 +130,11 @@ PROTOTYPES = {
     "vt_png_save": (c_status, [c_char_p, POINTER(ctypes.c_uint8), c_int, c_int, c_int,
                                ctypes.c_size_t]),
     "vt_model_last_error": (c_char_p, [c_void_p]),
+    "vt_model_output_shape": (c_status, [c_void_p, POINTER(c_int), POINTER(c_int),
+                                         POINTER(c_int)]),
+    "vt_model_forward": (c_status, [c_void_p, POINTER(c_float), c_int, POINTER(c_float),
+                                    c_size_t]),
+    "vt_model_export": (c_status, [c_void_p, c_char_p, c_enum, c_char_p]),
     # progress
     "vt_progress_epoch": (c_int, [c_void_p]),
     "vt_progress_epochs": (c_int, [c_void_p]),
