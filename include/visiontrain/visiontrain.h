@@ -213,6 +213,8 @@ typedef enum vt_option {
     VT_OPT_FRACTION = 147,        /* float 0..1, default 1: train on a subset of this fraction
                                      of the training images (at least 2), the same for the same
                                      seed; validation uses the whole split                       */
+    VT_OPT_TENSORBOARD = 148,     /* int 0|1, default 1: write the run's TensorBoard log,
+                                     <run>/events.out.tfevents.<time>.<host> (needs save=1)      */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
