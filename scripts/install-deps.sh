@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libpng-dev libjpeg62-turbo-dev zlib1g-dev libyaml-dev libjson-c-dev
-      libblis-serial-dev python3)
+      libblis-serial-dev python3 python3-pip)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
@@ -15,3 +15,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update
   $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+# PyPI packages the tests read the library's files with (the tensorboard test exits 77 without
+# them), installed for the python3 that meson finds on PATH, i.e. the one the tests run.
+# Debian's own python3 is "externally managed" (PEP 668): pip needs --break-system-packages.
+py_pkgs=(tensorboard)
+for p in "${py_pkgs[@]}"; do
+  python3 -c "import $p" >/dev/null 2>&1 && continue
+  brk=""
+  python3 -m pip install --help 2>/dev/null | grep -q -- --break-system-packages && brk="--break-system-packages"
+  python3 -m pip install --quiet $brk "$p"
+done
