@@ -125,14 +125,25 @@ END_TEST
 static const size_t rec_len[] = {0, 1, 5, 300, 70000};
 enum { NREC = 5 };
 
-static vt_pbuf five_records(void)
+static uint8_t *record_data(int r)
+{
+    uint8_t *d = malloc(rec_len[r] + 1);
+    ck_assert_ptr_nonnull(d);
+    for (size_t i = 0; i < rec_len[r]; i++) d[i] = (uint8_t)(r * 31 + i * 7);
+    return d;
+}
+
+/* The five records framed one after the other; bound[r]: where record r starts (bound[NREC]:
+ * the end). */
+static vt_pbuf five_records(size_t bound[NREC + 1])
 {
     vt_pbuf b = {0};
+    bound[0] = 0;
     for (int r = 0; r < NREC; r++) {
-        uint8_t *d = malloc(rec_len[r] + 1);
-        for (size_t i = 0; i < rec_len[r]; i++) d[i] = (uint8_t)(r * 31 + i * 7);
+        uint8_t *d = record_data(r);
         vt_tfrecord_frame(&b, d, rec_len[r]);
         free(d);
+        bound[r + 1] = b.n;
     }
     ck_assert(!b.failed);
     return b;
@@ -167,7 +178,8 @@ START_TEST(test_record_framing)
                  "record");
     vt_pb_free(&b);
 
-    b = five_records();
+    size_t bound[NREC + 1];
+    b = five_records(bound);
     vt_tfrecord_result end;
     ck_assert_int_eq(read_all(b.p, b.n, &end), NREC);
     ck_assert_int_eq(end, VT_TFR_END);
@@ -179,10 +191,9 @@ END_TEST
  * the cut is a record boundary, else on a truncated record. */
 START_TEST(test_record_truncation)
 {
-    vt_pbuf b = five_records();
-    size_t bound[NREC + 1] = {0};
-    for (int r = 0; r < NREC; r++) bound[r + 1] = bound[r] + 16 + rec_len[r];
-    ck_assert_uint_eq(bound[NREC], b.n);
+    size_t bound[NREC + 1];
+    vt_pbuf b = five_records(bound);
+    for (int r = 0; r < NREC; r++) ck_assert_uint_eq(bound[r + 1] - bound[r], 16 + rec_len[r]);
     for (size_t cut = 0; cut <= b.n; cut++) {
         int whole = 0;
         while (whole < NREC && bound[whole + 1] <= cut) whole++;
@@ -198,9 +209,8 @@ END_TEST
 /* Any damaged byte (length, either CRC, data) is a CRC mismatch at its record. */
 START_TEST(test_record_corruption)
 {
-    vt_pbuf b = five_records();
-    size_t bound[NREC + 1] = {0};
-    for (int r = 0; r < NREC; r++) bound[r + 1] = bound[r] + 16 + rec_len[r];
+    size_t bound[NREC + 1];
+    vt_pbuf b = five_records(bound);
     /* every byte of the small records, a sample of the large one */
     for (size_t at = 0; at < b.n; at += at < bound[4] + 64 ? 1 : 997) {
         int rec = 0;
@@ -225,8 +235,7 @@ START_TEST(test_record_file)
     vt_tfrecord_file f;
     ck_assert_int_eq(vt_tfrecord_create(&f, path), VT_OK);
     for (int r = 0; r < NREC; r++) {
-        uint8_t *d = malloc(rec_len[r] + 1);
-        for (size_t i = 0; i < rec_len[r]; i++) d[i] = (uint8_t)(r * 31 + i * 7);
+        uint8_t *d = record_data(r);
         ck_assert_int_eq(vt_tfrecord_write(&f, d, rec_len[r]), VT_OK);
         free(d);
         if (r == 2) ck_assert_int_eq(vt_tfrecord_sync(&f), VT_OK);
