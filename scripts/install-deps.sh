@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libpng-dev libjpeg62-turbo-dev zlib1g-dev libyaml-dev libjson-c-dev
-      libblis-serial-dev python3 libprotobuf-c-dev protobuf-c-compiler)
+      libblis-serial-dev python3 python3-pip libprotobuf-c-dev protobuf-c-compiler)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
@@ -16,21 +16,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-# The ONNX export tests (tests/python/onnx_parity.py) run the exported files in onnxruntime,
-# which Debian does not package: numpy, onnx and onnxruntime come from PyPI, for the python3
-# the tests run (the first on PATH, as meson finds it).
-py=$(command -v python3)
-if ! "$py" -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
-  if ! "$py" -m pip --version >/dev/null 2>&1; then
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update
-    $sudo apt-get install -y --no-install-recommends python3-pip
-  fi
-  pipflags=()
-  # Debian's own python3 refuses pip installs (PEP 668) unless told; a CI machine is ours to change
-  if "$py" -c 'import os, sys, sysconfig
-sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-    pipflags+=(--break-system-packages)
-  fi
-  $sudo "$py" -m pip install "${pipflags[@]}" numpy onnx onnxruntime
+# PyPI packages the tests check the library's files with (each such test exits 77 without
+# them): onnxruntime runs the exported ONNX files, onnx checks them, tensorboard reads the
+# events files.  Debian packages none of onnx/onnxruntime.  Installed for the python3 that
+# meson finds on PATH, i.e. the one the tests run; Debian's own python3 is "externally
+# managed" (PEP 668) and needs --break-system-packages, which only a recent pip knows.
+# Each entry: import name, then pip name.
+py_pkgs=("numpy numpy" "onnx onnx" "onnxruntime onnxruntime" "tensorboard tensorboard")
+want=()
+for e in "${py_pkgs[@]}"; do
+  set -- $e
+  python3 -c "import $1" >/dev/null 2>&1 || want+=("$2")
+done
+if [ ${#want[@]} -gt 0 ]; then
+  brk=()
+  python3 -m pip install --help 2>/dev/null | grep -q -- --break-system-packages &&
+    brk=(--break-system-packages)
+  $sudo python3 -m pip install --quiet "${brk[@]}" "${want[@]}"
 fi

@@ -213,6 +213,8 @@ typedef enum vt_option {
     VT_OPT_FRACTION = 147,        /* float 0..1, default 1: train on a subset of this fraction
                                      of the training images (at least 2), the same for the same
                                      seed; validation uses the whole split                       */
+    VT_OPT_TENSORBOARD = 148,     /* int 0|1, default 1: write the run's TensorBoard log,
+                                     <run>/events.out.tfevents.<time>.<host> (needs save=1)      */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
@@ -821,6 +823,9 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
  *   weights/best.vtm     checkpoint of the epoch with the best fitness
  *   weights/epochN.vtm   every save_period epochs
  *   results.csv          one row per epoch; results.png and confusion_matrix.png (plots=1)
+ *   events.out.tfevents.<time>.<host>   TensorBoard log of the session (tensorboard=1): every
+ *                        results.csv column each epoch, loss, img/s, data-wait share and memory
+ *                        every 10 steps, the plots at the end (README, "TensorBoard")
  * Checkpoints are complete (weights, optimizer moments, schedule position, epoch, iteration,
  * best fitness, EMA, results history, options, a hash of the dataset's file list), written
  * atomically, and load with vt_model_load() too.  The format: lib/train/CHECKPOINT_FORMAT.md.

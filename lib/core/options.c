@@ -106,6 +106,9 @@ static const vt_optdef table[] = {
      "byte cap of cache=ram (images beyond it are read again each epoch)"},
     {VT_OPT_FRACTION, "fraction", F, 0, 1, 1, NULL, NULL, T,
      "fraction of the training images to train on (a seeded subset, at least 2)"},
+    /* logging */
+    {VT_OPT_TENSORBOARD, "tensorboard", I, 0, 1, 1, NULL, NULL, T,
+     "write a TensorBoard events file in the run folder (0/1)"},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

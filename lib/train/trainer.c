@@ -507,6 +507,7 @@ static vt_status save_ckpts(vt_trainer *t, const char *const *names, int n)
         snprintf(paths[i], sizeof paths[i], "%s/weights/%s", t->run_dir, names[i]);
         pp[i] = paths[i];
     }
+    vt_tb_sync(t);
     TRY(vt_train_save(t, pp, n));
     for (int i = 0; i < n; i++) {
         snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s", pp[i]);
@@ -596,6 +597,7 @@ static vt_status run(vt_trainer *t)
         vt_model_set_class_names(m, (const char *const *)ds->class_names, ds->num_classes);
     int save = vt_opt_num(&t->opts, VT_OPT_SAVE) != 0;
     if (save && (st = vt_run_dir_create(t, rs.run_dir[0] ? rs.run_dir : NULL))) goto done;
+    vt_tb_open(t);
     int sz = imgsz_of(t);
     vt_aug_params aug;
     vt_trainer_aug_params(t, &aug);
@@ -723,6 +725,7 @@ static vt_status run(vt_trainer *t)
             set_metric(&t->prog, VT_METRIC_EPOCH_SECONDS, pos->epoch_time);
             set_metric(&t->prog, VT_METRIC_DATA_WAIT_SECONDS, pos->data_wait);
             update_eta(t, &clk, epochs, nb, validate, batch);
+            vt_tb_step(t, loss);
             notify(t, VT_EVENT_BATCH_END);
             if (atomic_load(&t->cancel)) {
                 t->stop = VT_STOP_CANCELLED;
@@ -797,6 +800,7 @@ static vt_status run(vt_trainer *t)
         }
         vt_results_truncate(&t->results, ep);
         if ((st = vt_results_append(&t->results, row))) goto done;
+        vt_tb_epoch(t);
         vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
         /* the epoch is complete: the position moves to the start of the next one */
         pos->epoch = ep + 1;
@@ -869,6 +873,7 @@ done:
                      t->pos.epoch + (t->pos.batch == 0 ? 0 : 1), t->pos.batch,
                      t->run_dir[0] ? "; state saved in " : "", t->run_dir[0] ? t->run_dir : "");
     if (st == VT_ERR_CANCELLED) t->stop = VT_STOP_CANCELLED;
+    vt_tb_close(t);
     return st;
 }
 

@@ -91,6 +91,7 @@ struct vt_trainer {
     size_t seg_logits_cap;
     char run_dir[4096];          /* "" when save=0 */
     char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
+    struct vt_tblog *tb;         /* the run's TensorBoard events file, NULL when not written */
     vt_stop_reason stop;
 };
 
@@ -134,6 +135,21 @@ void vt_resume_state_free(vt_resume_state *rs);
 vt_status vt_train_write_results(vt_trainer *t);
 /* results.png and confusion_matrix.png of the run folder. */
 vt_status vt_train_write_plots(vt_trainer *t);
+
+/* ---- tensorboard.c ----
+ * The run's events file (tensorboard=1 and a run folder).  None of these fail: a write error
+ * is logged as a warning and ends the logging, not the run; the thread's error is kept. */
+/* Create the file in t->run_dir (after the resume position is known: a resumed run marks the
+ * steps of earlier sessions after its checkpoint as void). */
+void vt_tb_open(vt_trainer *t);
+/* The last row of t->results, at step t->pos.iteration. */
+void vt_tb_epoch(vt_trainer *t);
+/* After a training step: every 10 iterations, the step scalars. */
+void vt_tb_step(vt_trainer *t, float batch_loss);
+/* fsync (at every checkpoint). */
+void vt_tb_sync(vt_trainer *t);
+/* The plots as images, fsync, close. */
+void vt_tb_close(vt_trainer *t);
 
 /* ---- detect_train.c ---- */
 struct vt_loader;
