@@ -95,6 +95,23 @@ def edge_case():
     return [(i, c, tuple(float(v) for v in box), exact(s)) for i, c, box, s in b], range(1, 6)
 
 
+def recall_steps_case(first_image=100):
+    """20 objects of class 0 (two per image), detected in an order that reaches recall 0.35,
+    0.70 and 0.95 exactly just before false positives: COCOeval samples the precision at
+    np.linspace(0, 1, 101), whose 0.35, 0.70 and 0.95 lie one ulp above those recalls."""
+    b, score = [], 1.0
+    objs = [(first_image + k // 2, (k % 2 * 50.0, 0.0, k % 2 * 50.0 + 30, 30.0)) for k in range(20)]
+    for hits, misses in [(7, 3), (7, 2), (5, 2), (1, 0)]:
+        for _ in range(hits):
+            img, box = objs.pop(0)
+            b += [(img, 0, box, None), (img, 0, box, score)]
+            score -= 1 / 64
+        for m in range(misses):
+            b.append((first_image + m, 0, (200.0, 200.0, 230.0, 230.0), score))
+            score -= 1 / 64
+    return b, range(first_image, first_image + 10)
+
+
 def random_case(seed=20240611, images=60, first_image=10):
     """Seeded random boxes: objects of 2-120 px of classes 0, 1, 3, found (jittered) or not,
     some twice, plus false positives of classes 0, 2, 3; a few images are empty."""
@@ -215,7 +232,8 @@ def main():
         raise SystemExit(__doc__)
     e_boxes, e_imgs = edge_case()
     r_boxes, r_imgs = random_case()
-    cases = [("edge cases", e_boxes, e_imgs), ("random", r_boxes, r_imgs),
+    cases = [("edge cases", e_boxes, e_imgs), ("recall steps", *recall_steps_case()),
+             ("random", r_boxes, r_imgs),
              ("both", e_boxes + r_boxes, list(e_imgs) + list(r_imgs))]
     bad = []
     with tempfile.TemporaryDirectory(prefix="vt-coco-") as tmp:
