@@ -91,8 +91,14 @@ def edge_case():
     det(5, 2, 0.75, 41, 40, 100, 81)
     gt(5, 0, 120, 20, 180, 100)
     det(5, 0, 0.45, 122, 21, 181, 102)
+    # image 6: a detection with the same IoU (90 / 110) with two objects; COCOeval gives it the
+    # later one, so the next detection, which is exactly the earlier one, matches at IoU 1
+    gt(6, 0, 200, 0, 210, 10)
+    gt(6, 0, 202, 0, 212, 10)
+    det(6, 0, 0.50, 201, 0, 211, 10)
+    det(6, 0, 0.35, 200, 0, 210, 10)
     exact = lambda s: None if s is None else round(s * (1 << 20)) / (1 << 20)  # noqa: E731
-    return [(i, c, tuple(float(v) for v in box), exact(s)) for i, c, box, s in b], range(1, 6)
+    return [(i, c, tuple(float(v) for v in box), exact(s)) for i, c, box, s in b], range(1, 7)
 
 
 def recall_steps_case(first_image=100):

@@ -375,7 +375,8 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_
             for (int g = 0; g < ng; g++) {
                 if (gt[g].cls != pred[d].cls || (ev->gt_used[g] >> t & 1)) continue;
                 float v = ev->iou[(size_t)d * ng + g];
-                if (v >= best && (m < 0 || v > best)) best = v, m = g;
+                /* equal IoUs: the later ground truth, as pycocotools' evaluateImg picks */
+                if (v >= best) best = v, m = g;
             }
             if (m >= 0) {
                 ev->gt_used[m] |= (uint16_t)(1u << t);
