@@ -17,7 +17,7 @@ What is compared, and why the fixtures are as they are:
 - The library computes IoU in float, pycocotools in double: no IoU lies within 1e-6 of a
   threshold 0.50 .. 0.95 unless it is that decimal exactly (as 0.5 and 0.75 of the tiny integer
   boxes are), which both sides then round to their own rounding of the threshold (checked).
-  The boxes are small enough (under 2^24 square sixteenths) for float areas to be exact.
+  The boxes are small enough for float areas to be exact (checked).
 - Coordinates are multiples of 1/16 and scores multiples of 2^-20, so the text file the helper
   reads carries exactly the values pycocotools gets.
 """
@@ -50,62 +50,70 @@ def q16(v):
     return round(v * 16) / 16
 
 
+# Hand-made images, one box a line: IMAGE CLASS gt|SCORE X0 Y0 X1 Y1.
+EDGE_BOXES = """
+# image 1: one object found three times (IoU 0.95, 0.80, 0.72: the lower-scored duplicates
+# are false positives at the thresholds the first one matched), one at IoU 0.7497 (just
+# under 0.75), a class-1 object nobody predicts, a class-2 box with no class-2 ground truth
+# anywhere
+1 0 gt   10 10 60 60
+1 0 0.90 11 10 60 61.5
+1 0 0.85 14 12 62 63.5
+1 0 0.30 2.5 4 58 62
+1 0 gt   100 100 150 170
+1 0 0.70 106 104 154 168
+1 1 gt   20 120 80 180
+1 2 0.80 120 20 160 60
+# image 2: two overlapping objects, the best-scored detection overlaps both (IoU 0.54 and
+# 0.90: it must take the second), the other one takes the first (0.92); tiny boxes at IoU 1,
+# 0.5 (4 / 8) and 0.75 (12 / 16) exactly, and one at IoU 0.39 (a false positive and a miss)
+2 0 gt   30 30 90 90
+2 0 gt   50 30 110 90
+2 0 0.95 48 31 107 90
+2 0 0.60 29 29 88 91
+2 3 gt   50 50 53 53
+2 3 0.88 50 50 53 53
+2 3 gt   60 60 63 62
+2 3 0.77 61 60 64 62
+2 3 gt   70 70 74 74
+2 3 0.66 70 70 74 73
+2 3 gt   80 80 82 82
+2 3 0.55 80.5 80.5 82.5 82.5
+# image 3: no ground truth, a confident false positive of class 0 and a tiny one of class 3
+3 0 0.97 5 5 45 45
+3 3 0.40 7 7 9 9
+# image 4: nothing at all (listed in the images); image 5: a class-0 object predicted as
+# class 2 only, and one found at IoU 0.92
+5 0 gt   40 40 100 80
+5 2 0.75 41 40 100 81
+5 0 gt   120 20 180 100
+5 0 0.45 122 21 181 102
+# image 6: a detection with the same IoU (90 / 110) with two objects; COCOeval gives it the
+# later one, so the next detection, which is exactly the earlier one, matches at IoU 1
+6 0 gt   200 0 210 10
+6 0 gt   202 0 212 10
+6 0 0.50 201 0 211 10
+6 0 0.35 200 0 210 10
+"""
+
+
 def edge_case():
-    """Hand-made images: (image id, class, box, score or None for ground truth)."""
+    """EDGE_BOXES as (image id, class, box, score or None for ground truth), scores rounded to
+    multiples of 2^-20."""
     b = []
-    gt = lambda img, c, *box: b.append((img, c, box, None))  # noqa: E731
-    det = lambda img, c, s, *box: b.append((img, c, box, s))  # noqa: E731
-    # image 1: one object found three times (IoU 0.95, 0.80, 0.72: the lower-scored duplicates
-    # are false positives at the thresholds the first one matched), one at IoU 0.7497 (just
-    # under 0.75), a class-1 object nobody predicts, a class-2 box with no class-2 ground truth
-    # anywhere
-    gt(1, 0, 10, 10, 60, 60)
-    det(1, 0, 0.90, 11, 10, 60, 61.5)
-    det(1, 0, 0.85, 14, 12, 62, 63.5)
-    det(1, 0, 0.30, 2.5, 4, 58, 62)
-    gt(1, 0, 100, 100, 150, 170)
-    det(1, 0, 0.70, 106, 104, 154, 168)
-    gt(1, 1, 20, 120, 80, 180)
-    det(1, 2, 0.80, 120, 20, 160, 60)
-    # image 2: two overlapping objects, the best-scored detection overlaps both (IoU 0.54 and
-    # 0.90: it must take the second), the other one takes the first (0.92); tiny boxes at IoU 1,
-    # 0.5 and 0.75 exactly, and a missed one
-    gt(2, 0, 30, 30, 90, 90)
-    gt(2, 0, 50, 30, 110, 90)
-    det(2, 0, 0.95, 48, 31, 107, 90)
-    det(2, 0, 0.60, 29, 29, 88, 91)
-    gt(2, 3, 50, 50, 53, 53)
-    det(2, 3, 0.88, 50, 50, 53, 53)
-    gt(2, 3, 60, 60, 63, 62)
-    det(2, 3, 0.77, 61, 60, 64, 62)  # 4 / 8
-    gt(2, 3, 70, 70, 74, 74)
-    det(2, 3, 0.66, 70, 70, 74, 73)  # 12 / 16
-    gt(2, 3, 80, 80, 82, 82)
-    det(2, 3, 0.55, 80.5, 80.5, 82.5, 82.5)  # IoU 0.39: a false positive and a miss
-    # image 3: no ground truth, a confident false positive of class 0 and a tiny one of class 3
-    det(3, 0, 0.97, 5, 5, 45, 45)
-    det(3, 3, 0.40, 7, 7, 9, 9)
-    # image 4: nothing at all (listed in the images); image 5: a class-0 object predicted as
-    # class 2 only, and one found at IoU 0.92
-    gt(5, 0, 40, 40, 100, 80)
-    det(5, 2, 0.75, 41, 40, 100, 81)
-    gt(5, 0, 120, 20, 180, 100)
-    det(5, 0, 0.45, 122, 21, 181, 102)
-    # image 6: a detection with the same IoU (90 / 110) with two objects; COCOeval gives it the
-    # later one, so the next detection, which is exactly the earlier one, matches at IoU 1
-    gt(6, 0, 200, 0, 210, 10)
-    gt(6, 0, 202, 0, 212, 10)
-    det(6, 0, 0.50, 201, 0, 211, 10)
-    det(6, 0, 0.35, 200, 0, 210, 10)
-    exact = lambda s: None if s is None else round(s * (1 << 20)) / (1 << 20)  # noqa: E731
-    return [(i, c, tuple(float(v) for v in box), exact(s)) for i, c, box, s in b], range(1, 7)
+    for line in EDGE_BOXES.splitlines():
+        if line and not line.startswith("#"):
+            img, c, s, *box = line.split()
+            s = None if s == "gt" else round(float(s) * (1 << 20)) / (1 << 20)
+            b.append((int(img), int(c), tuple(float(v) for v in box), s))
+    return b, range(1, 7)
 
 
 def recall_steps_case(first_image=100):
     """20 objects of class 0 (two per image), detected in an order that reaches recall 0.35,
     0.70 and 0.95 exactly just before false positives: COCOeval samples the precision at
     np.linspace(0, 1, 101), whose 0.35, 0.70 and 0.95 lie one ulp above those recalls."""
-    b, score = [], 1.0
+    b, score = [], 1 - 1 / 128  # odd multiples of 1/128: none equal an edge case's score
     objs = [(first_image + k // 2, (k % 2 * 50.0, 0.0, k % 2 * 50.0 + 30, 30.0)) for k in range(20)]
     for hits, misses in [(7, 3), (7, 2), (5, 2), (1, 0)]:
         for _ in range(hits):
@@ -172,6 +180,8 @@ def check_fixture(name, boxes):
         if s is not None:
             per[img, c] = per.get((img, c), 0) + 1
     assert max(per.values()) < 100, f"{name}: over 100 detections of one class in one image"
+    for *_, box, _ in boxes:  # float areas (and sums of two) exact: under 2^23 sixteenths^2
+        assert (box[2] - box[0]) * (box[3] - box[1]) * 256 < 1 << 23, (name, box)
     thrs = [Fraction(50 + 5 * k, 100) for k in range(10)]
     for img, c, d, s in boxes:
         if s is None:
@@ -238,9 +248,10 @@ def main():
         raise SystemExit(__doc__)
     e_boxes, e_imgs = edge_case()
     r_boxes, r_imgs = random_case()
-    cases = [("edge cases", e_boxes, e_imgs), ("recall steps", *recall_steps_case()),
+    s_boxes, s_imgs = recall_steps_case()
+    cases = [("edge cases", e_boxes, e_imgs), ("recall steps", s_boxes, s_imgs),
              ("random", r_boxes, r_imgs),
-             ("both", e_boxes + r_boxes, list(e_imgs) + list(r_imgs))]
+             ("all three", e_boxes + s_boxes + r_boxes, [*e_imgs, *s_imgs, *r_imgs])]
     bad = []
     with tempfile.TemporaryDirectory(prefix="vt-coco-") as tmp:
         for name, boxes, imgs in cases:
