@@ -18,11 +18,12 @@ fi
 
 # PyPI packages the tests check the library's files with (each such test exits 77 without
 # them): onnxruntime runs the exported ONNX files, onnx checks them, tensorboard reads the
-# events files.  Debian packages none of onnx/onnxruntime.  Installed for the python3 that
+# events files, pycocotools scores the detection metrics.  Debian packages none of onnx/onnxruntime.  Installed for the python3 that
 # meson finds on PATH, i.e. the one the tests run; Debian's own python3 is "externally
 # managed" (PEP 668) and needs --break-system-packages, which only a recent pip knows.
 # Each entry: import name, then pip name.
-py_pkgs=("numpy numpy" "onnx onnx" "onnxruntime onnxruntime" "tensorboard tensorboard")
+py_pkgs=("numpy numpy" "onnx onnx" "onnxruntime onnxruntime" "tensorboard tensorboard"
+         "pycocotools pycocotools")
 want=()
 for e in "${py_pkgs[@]}"; do
   set -- $e

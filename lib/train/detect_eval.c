@@ -375,7 +375,8 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_
             for (int g = 0; g < ng; g++) {
                 if (gt[g].cls != pred[d].cls || (ev->gt_used[g] >> t & 1)) continue;
                 float v = ev->iou[(size_t)d * ng + g];
-                if (v >= best && (m < 0 || v > best)) best = v, m = g;
+                /* equal IoUs: the later ground truth, as pycocotools' evaluateImg picks */
+                if (v >= best) best = v, m = g;
             }
             if (m >= 0) {
                 ev->gt_used[m] |= (uint16_t)(1u << t);
@@ -403,7 +404,10 @@ static double class_ap(const vt_det_record *r, size_t n, int64_t ngt, int t, dou
     double sum = 0;
     size_t i = 0, ctp = r[0].tp >> t & 1;
     for (int k = 0; k <= 100; k++) {
-        double want = k / 100.0;
+        /* pycocotools' recall points are np.linspace(0, 1, 101): k * 0.01 in double, one ulp
+         * above k / 100 for k = 35, 41, 47, 57, 69, 70, 82, 83, 94, 95, so a recall of exactly
+         * 0.35 (7 of 20 objects) is sampled at the next detection there */
+        double want = k * 0.01;
         /* first i whose recall reaches `want`; recall only grows with i */
         while (i < n && (double)ctp / (double)ngt < want) {
             i++;

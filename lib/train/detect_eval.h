@@ -81,9 +81,11 @@ vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scal
 
 /* ---- evaluation ----------------------------------------------------------------------------
  * COCO-style: per image, detections are taken by descending score and each matches the
- * unmatched ground truth of its class with the highest IoU >= t, for t = 0.50, 0.55 .. 0.95.
+ * unmatched ground truth of its class with the highest IoU >= t (the last one of equal IoUs,
+ * as pycocotools), for t = 0.50, 0.55 .. 0.95.
  * Per class, AP(t) is the 101-point interpolated precision (precision made monotone, sampled
- * at recall 0, 0.01 .. 1, 0 where the recall is not reached), as pycocotools computes it.
+ * at recall 0, 0.01 .. 1 (the doubles k * 0.01, as numpy's linspace gives them), 0 where the
+ * recall is not reached), as pycocotools computes it.
  * Classes without ground truth are left out of every mean (their AP is -1).
  *
  * Precision, recall and F1 are at IoU 0.5 and one confidence threshold for all classes: the
