@@ -107,6 +107,9 @@ class OptionType(enum.IntEnum):
     STRING = 3
 
 
+# vt_box_measure, by the names Dataset.box_histogram takes
+_BOX_MEASURES = {"width": 1, "height": 2, "sqrt_area": 3}
+
 _TASK_NAMES = {"classify": Task.CLASSIFY, "cls": Task.CLASSIFY, "classification": Task.CLASSIFY,
                "detect": Task.DETECT, "detection": Task.DETECT,
                "segment": Task.SEGMENT, "segmentation": Task.SEGMENT}
@@ -623,7 +626,7 @@ class Dataset(_Closable):
     def box_histogram(self, split="train", measure="sqrt_area", bins=10):
         """Histogram of box width, height or sqrt(w*h) ("width" | "height" | "sqrt_area"),
         relative to the image, in `bins` equal bins over 0..1 (detection only)."""
-        names = {"width": 1, "height": 2, "sqrt_area": 3}
+        names = _BOX_MEASURES
         if measure not in names:
             raise ValueError("unknown measure %r; expected one of %s"
                              % (measure, ", ".join(sorted(names))))
