@@ -6,12 +6,13 @@ import ctypes
 import enum
 import logging
 import os
+import re
 import sys
 import weakref
 
 from . import _native
-from .errors import (BadStateError, InvalidArgumentError, Status, VisionTrainError,
-                     exception_for)
+from .errors import (BadStateError, InvalidArgumentError, Status, UnsupportedError,
+                     VisionTrainError, exception_for)
 
 _log = logging.getLogger("visiontrain")
 
@@ -107,6 +108,13 @@ class OptionType(enum.IntEnum):
     STRING = 3
 
 
+_TASK_NOUNS = {Task.CLASSIFY: "classification", Task.DETECT: "detection",
+               Task.SEGMENT: "segmentation"}
+_TASK_METHODS = {Task.CLASSIFY: "predict()", Task.DETECT: "detect()", Task.SEGMENT: "segment()"}
+
+# vt_box_measure, by the names Dataset.box_histogram takes
+_BOX_MEASURES = {"width": 1, "height": 2, "sqrt_area": 3}
+
 _TASK_NAMES = {"classify": Task.CLASSIFY, "cls": Task.CLASSIFY, "classification": Task.CLASSIFY,
                "detect": Task.DETECT, "detection": Task.DETECT,
                "segment": Task.SEGMENT, "segmentation": Task.SEGMENT}
@@ -131,6 +139,33 @@ def _enum_arg(value, enum_cls, names, what):
 
 def _task(value):
     return _enum_arg(value, Task, _TASK_NAMES, "task")
+
+
+def _guess_task(path):
+    """The task of a dataset path when none is given, by the vt tool's rule (examples/vt,
+    task_value): detect for a .yaml/.yml/.json file or a folder holding a data.yaml, else
+    classify."""
+    path = os.fspath(path)
+    if path.lower().endswith((".yaml", ".yml", ".json")) or \
+            os.path.isfile(os.path.join(path, "data.yaml")):
+        return Task.DETECT
+    return Task.CLASSIFY
+
+
+def _dataset_call(path, task, call):
+    """call(vt_task) for a dataset path: with task=None the task is guessed from the path, and
+    a failure says so and how to choose."""
+    if task is not None:
+        return call(_task(task))
+    guess = _guess_task(path)
+    try:
+        return call(guess)
+    except VisionTrainError as e:
+        others = " or ".join('task="%s"' % t.name.lower() for t in Task if t != guess)
+        e.message = '%s (task="%s" was guessed from the path; pass %s to choose)' % (
+            e.message, guess.name.lower(), others)
+        e.args = (e.message,)
+        raise
 
 
 def _split(value):
@@ -201,12 +236,33 @@ def _kv_string(options):
     return " ".join(parts) if parts else None
 
 
+# The library's messages advise C calls; a Python user makes these instead.  (Model's
+# prediction methods check the model's task themselves: _require_task.)
+_PYTHON_NAMES = [
+    ("vt_model_save", "Model.save()"),
+    ("vt_synth_generate", "synth_generate()"),
+    ("vt_estimator_run()", "Estimator.run()"),
+    ("vt_estimator_rank()", "Estimator.rank()"),
+    ("vt_trainer_run", "Trainer.run()"),
+    ("vt_trainer_step", "Trainer.step()"),
+    ("(created with NULL)", "(created without one)"),
+]
+_PYTHON_NAMES_RE = re.compile("|".join(re.escape(c) + r"(?!\w)" for c, _ in _PYTHON_NAMES))
+
+
+def _python_names(message):
+    names = dict(_PYTHON_NAMES)
+    return _PYTHON_NAMES_RE.sub(lambda m: names[m.group(0)], message)
+
+
 def _raise(status, handle_message=None):
     """Raise the exception for a non-OK vt_status.  Call right after the failing call."""
     lib = _native.lib()
     message = handle_message or _text(lib.vt_last_error())
     status_string = _text(lib.vt_status_string(status))
-    if not message:
+    if message:
+        message = _python_names(message)
+    else:
         message = status_string or ("vt_status %d" % status)
     raise exception_for(status)(message, status, status_string)
 
@@ -448,25 +504,30 @@ Problem = collections.namedtuple("Problem", "file line code message")
 
 
 class Dataset(_Closable):
-    """An opened dataset.  Classification (task="classify", the default): an ImageFolder
-    layout.  Detection (task="detect"): an Ultralytics data.yaml (or a folder holding one) or a
-    COCO instances JSON; see boxes() and problems().  Segmentation (task="segment"): YOLO-seg
-    polygons, COCO polygons, or class-id mask PNGs (data.yaml `masks:`); see polygons() and
-    mask().
+    """An opened dataset.  Classification (task="classify"): an ImageFolder layout.  Detection
+    (task="detect"): an Ultralytics data.yaml (or a folder holding one) or a COCO instances
+    JSON; see boxes() and problems().  Segmentation (task="segment"): YOLO-seg polygons, COCO
+    polygons, or class-id mask PNGs (data.yaml `masks:`); see polygons() and mask().  Without
+    task, as the vt tool does: detect for a .yaml/.yml/.json or a folder holding a data.yaml,
+    else classify.
 
     Keyword options go to vt_dataset_open_ex: policy="drop"|"skip"|"fail" (what a label
     problem does: drop the box, skip the image, or raise DatasetError naming file:line),
     decode=True (decode every image, leaving out bad ones), min_size=10, workers=4."""
 
-    def __init__(self, path, task="classify", **options):
+    def __init__(self, path, task=None, **options):
         lib = _native.lib()
         self.path = os.fspath(path)
         out = ctypes.c_void_p()
-        if options:
-            _check(lib.vt_dataset_open_ex(ctypes.byref(out), _task(task), _cpath(self.path),
-                                          _cstr(_kv_string(options))))
-        else:
-            _check(lib.vt_dataset_open(ctypes.byref(out), _task(task), _cpath(self.path)))
+
+        def open_as(t):
+            if options:
+                _check(lib.vt_dataset_open_ex(ctypes.byref(out), t, _cpath(self.path),
+                                              _cstr(_kv_string(options))))
+            else:
+                _check(lib.vt_dataset_open(ctypes.byref(out), t, _cpath(self.path)))
+
+        _dataset_call(self.path, task, open_as)
         self._lib = lib
         self._h = _Handle(out.value, lib.vt_dataset_destroy, "Dataset")
 
@@ -629,7 +690,7 @@ class Dataset(_Closable):
     def box_histogram(self, split="train", measure="sqrt_area", bins=10):
         """Histogram of box width, height or sqrt(w*h) ("width" | "height" | "sqrt_area"),
         relative to the image, in `bins` equal bins over 0..1 (detection only)."""
-        names = {"width": 1, "height": 2, "sqrt_area": 3}
+        names = _BOX_MEASURES
         if measure not in names:
             raise ValueError("unknown measure %r; expected one of %s"
                              % (measure, ", ".join(sorted(names))))
@@ -699,6 +760,16 @@ class Model(_Closable):
     def _check(self, status):
         _check(status, self._lib.vt_model_last_error, self._h.ptr)
 
+    def _require_task(self, task):
+        """Prediction with a model of another task fails here, naming the method this model
+        takes (the library's message names its C functions)."""
+        actual = self._lib.vt_model_task(self._ptr())
+        if actual != task and actual in _TASK_METHODS:
+            actual = Task(actual)
+            raise UnsupportedError("%s is a %s model, not a %s one: use Model.%s" % (
+                self.arch, _TASK_NOUNS[actual], _TASK_NOUNS[task], _TASK_METHODS[actual]),
+                Status.UNSUPPORTED)
+
     def save(self, path):
         """Save weights and configuration (atomically)."""
         self._check(self._lib.vt_model_save(self._ptr(), _cpath(path)))
@@ -746,6 +817,7 @@ class Model(_Closable):
         ``width``, ``height`` and ``channels`` (``stride``: bytes between rows, default
         width*channels).
         """
+        self._require_task(Task.CLASSIFY)
         p = self._ptr()
         n = self.num_classes
         scores = (ctypes.c_float * n)()
@@ -763,6 +835,7 @@ class Model(_Closable):
         """Objects in one image, for a detection model ("det-..."): a list of Detection, best
         score first (score >= conf, class-aware NMS at IoU ``iou``, at most ``max_det``).
         ``image`` takes the same forms as predict().  Boxes are in the image's own pixels."""
+        self._require_task(Task.DETECT)
         p = self._ptr()
         names = self.class_names
         cap = 32  # grown to the count the library reports when more are found
@@ -797,6 +870,7 @@ class Model(_Closable):
         the image's own size: a numpy uint8 array of shape (H, W) when numpy is loaded, else a
         (width, height, bytes) tuple with the row-major mask.  ``image`` takes the same forms as
         predict()."""
+        self._require_task(Task.SEGMENT)
         p = self._ptr()
         if isinstance(image, (str, os.PathLike)):
             w, h = ctypes.c_int(0), ctypes.c_int(0)

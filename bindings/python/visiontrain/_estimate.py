@@ -7,8 +7,8 @@ import os
 
 from . import _native
 from ._core import (Dataset, Model, _Closable, _cpath, _cstr, _deliver_log, _enum_arg,
-                    _format_value, _Handle, _install_log, _kv_string, _text)
-from .errors import Status, exception_for
+                    _format_value, _Handle, _install_log, _kv_string, _raise, _text)
+from .errors import Status
 
 
 
@@ -17,12 +17,8 @@ def _check(status):
 
     The catalog and estimator functions set it on every failure, while their handles' last
     error is only updated by some of them, so the thread's message is the current one."""
-    if status == 0:
-        return
-    lib = _native.lib()
-    status_string = _text(lib.vt_status_string(status))
-    message = _text(lib.vt_last_error()) or status_string or ("vt_status %d" % status)
-    raise exception_for(status)(message, status, status_string)
+    if status != 0:
+        _raise(status)
 
 
 # ---- enums -------------------------------------------------------------------------------------

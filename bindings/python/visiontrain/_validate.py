@@ -11,8 +11,8 @@ import enum
 import os
 
 from . import _native
-from ._core import (Problem, ProblemCode, Task, _Closable, _check, _cpath, _cstr, _enum_arg,
-                    _Handle, _kv_string, _path_text, _split, _task, _text)
+from ._core import (Problem, ProblemCode, Task, _Closable, _check, _cpath, _cstr, _dataset_call,
+                    _enum_arg, _Handle, _kv_string, _path_text, _split, _text)
 
 
 class Count(enum.IntEnum):
@@ -82,14 +82,16 @@ class Report(_Closable):
             self.task.name.lower(), len(self.class_names), len(self.problems))
 
 
-def validate(path, task="detect", **options):
+def validate(path, task=None, **options):
     """Validate a dataset (vt_dataset_validate): decode every image and collect every problem.
-    Options: policy="drop"|"skip"|"fail" (fail raises DatasetError at the first problem,
-    naming file:line), min_size=10, workers=4.  Returns a Report."""
+    Without task it is guessed as Dataset() does (detect for a .yaml/.yml/.json or a folder
+    holding a data.yaml, else classify).  Options: policy="drop"|"skip"|"fail" (fail raises
+    DatasetError at the first problem, naming file:line), min_size=10, workers=4.  Returns a
+    Report."""
     lib = _native.lib()
     out = ctypes.c_void_p()
-    _check(lib.vt_dataset_validate(ctypes.byref(out), _task(task), _cpath(os.fspath(path)),
-                                   _cstr(_kv_string(options))))
+    _dataset_call(path, task, lambda t: _check(lib.vt_dataset_validate(
+        ctypes.byref(out), t, _cpath(os.fspath(path)), _cstr(_kv_string(options)))))
     return Report(out.value)
 
 

@@ -1,0 +1,151 @@
+"""The Python layer speaks Python: a dataset's task is guessed from its path as the vt tool does
+(a wrong guess says how to choose), and error messages name the Python methods to call, not
+the library's C functions.  Run as test_bindings.py is."""
+
+import os
+import shutil
+import struct
+import tempfile
+import unittest
+
+from vt_test_env import ROOT  # noqa: E402,F401  (sets up the import paths first)
+
+import visiontrain as vt  # noqa: E402
+from visiontrain import _core  # noqa: E402
+
+
+def setUpModule():
+    global TMP, DET, CLS, SEG
+    TMP = tempfile.mkdtemp(prefix="vt-pynames-")
+    DET = os.path.join(TMP, "det")
+    CLS = os.path.join(TMP, "cls")
+    SEG = os.path.join(TMP, "seg")
+    vt.synth_generate(DET, task="detect", classes=3, train=4, val=2, imgsz=32, seed=1)
+    vt.synth_generate(CLS, classes=2, train=4, val=2, imgsz=32, seed=1)
+    vt.synth_generate(SEG, task="segment", classes=3, train=4, val=2, imgsz=32, seed=1)
+
+
+def tearDownModule():
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+def an_image():
+    images = os.path.join(DET, "images", "val")
+    return os.path.join(images, sorted(os.listdir(images))[0])
+
+
+class TaskGuessTest(unittest.TestCase):
+    def test_guess_follows_the_vt_tool(self):
+        # examples/vt task_value: detect for .yaml/.yml/.json or a folder holding a data.yaml
+        self.assertEqual(_core._guess_task(os.path.join(DET, "data.yaml")), vt.Task.DETECT)
+        self.assertEqual(_core._guess_task(DET), vt.Task.DETECT)
+        for name in ("a.yml", "a.YAML", "instances.json"):
+            self.assertEqual(_core._guess_task(os.path.join(TMP, name)), vt.Task.DETECT, name)
+        self.assertEqual(_core._guess_task(CLS), vt.Task.CLASSIFY)
+        self.assertEqual(_core._guess_task(os.path.join(TMP, "nothing-here")), vt.Task.CLASSIFY)
+
+    def test_dataset_without_task(self):
+        with vt.Dataset(os.path.join(DET, "data.yaml")) as ds:
+            self.assertEqual(ds.task, vt.Task.DETECT)
+            self.assertEqual(ds.num_classes, 3)
+        with vt.Dataset(DET) as ds:
+            self.assertEqual(ds.task, vt.Task.DETECT)
+        with vt.Dataset(CLS) as ds:
+            self.assertEqual(ds.task, vt.Task.CLASSIFY)
+        with vt.Dataset(os.path.join(DET, "data.yaml"), policy="drop") as ds:  # vt_dataset_open_ex
+            self.assertEqual(ds.task, vt.Task.DETECT)
+        # an explicit task is used as given
+        with vt.Dataset(SEG, task="segment") as ds:
+            self.assertEqual(ds.task, vt.Task.SEGMENT)
+
+    def test_validate_without_task(self):
+        with vt.validate(os.path.join(DET, "data.yaml")) as report:
+            self.assertEqual(report.task, vt.Task.DETECT)
+        with vt.validate(CLS) as report:
+            self.assertEqual(report.task, vt.Task.CLASSIFY)
+
+    def test_wrong_guess_says_how_to_choose(self):
+        notes = os.path.join(TMP, "notes.txt")
+        with open(notes, "w") as f:
+            f.write("not a dataset\n")
+        with self.assertRaises(vt.DatasetError) as cm:
+            vt.Dataset(notes)
+        msg = str(cm.exception)
+        self.assertIn("expected an ImageFolder layout", msg)
+        self.assertIn('task="classify" was guessed', msg)
+        self.assertIn('task="detect"', msg)
+        self.assertIn('task="segment"', msg)
+        self.assertEqual(cm.exception.message, msg)
+        with self.assertRaises(vt.VisionTrainError) as cm:
+            vt.validate(os.path.join(TMP, "missing.json"))
+        self.assertIn('task="detect" was guessed', str(cm.exception))
+        self.assertIn('task="classify"', str(cm.exception))
+        # a task the caller chose is not second-guessed
+        with self.assertRaises(vt.DatasetError) as cm:
+            vt.Dataset(os.path.join(DET, "data.yaml"), task="classify")
+        self.assertNotIn("guessed", str(cm.exception))
+
+
+class PythonNamesTest(unittest.TestCase):
+    def assertPythonMessage(self, exc, *names):
+        msg = str(exc)
+        self.assertNotIn("vt_", msg)
+        for name in names:
+            self.assertIn(name, msg)
+
+    def test_prediction_with_a_model_of_another_task(self):
+        img = an_image()
+        pixels = dict(width=2, height=2, channels=1)
+        with vt.Model("det-n", 3, imgsz=32) as det, vt.Model("cls-n", 3, imgsz=32) as cls, \
+                vt.Model("seg-n", 3, imgsz=32) as seg:
+            for call, model_method in [
+                    (lambda: det.predict(img), "Model.detect()"),
+                    (lambda: det.predict(b"\0" * 4, **pixels), "Model.detect()"),
+                    (lambda: det.predict_topk(img), "Model.detect()"),
+                    (lambda: det.segment(img), "Model.detect()"),
+                    (lambda: cls.detect(img), "Model.predict()"),
+                    (lambda: cls.segment(b"\0" * 4, **pixels), "Model.predict()"),
+                    (lambda: seg.predict(img), "Model.segment()"),
+                    (lambda: seg.detect(img), "Model.segment()")]:
+                with self.assertRaises(vt.UnsupportedError) as cm:
+                    call()
+                self.assertPythonMessage(cm.exception, model_method)
+                self.assertEqual(cm.exception.status, vt.Status.UNSUPPORTED)
+            self.assertIn("det-n is a detection model, not a classification one",
+                          str(self.raised(lambda: det.predict(img))))
+
+    def raised(self, call):
+        try:
+            call()
+        except vt.VisionTrainError as e:
+            return e
+        self.fail("no error raised")
+
+    def test_library_advice_is_translated(self):
+        # vt_trainer_step on a detection model: "... train a det-n model with vt_trainer_run"
+        with vt.Dataset(DET) as ds, vt.Model("det-n", ds.num_classes, imgsz=32) as m, \
+                vt.Trainer(m, ds, save=0, workers=0) as t:
+            images = struct.pack("%df" % (2 * 3 * 32 * 32), *([0.0] * (2 * 3 * 32 * 32)))
+            e = self.raised(lambda: t.step(images, [0, 1]))
+            self.assertPythonMessage(e, "Trainer.step()", "Trainer.run()")
+        # vt_trainer_run without a dataset
+        with vt.Model("cls-n", 2, imgsz=32) as m, vt.Trainer(m) as t:
+            self.assertPythonMessage(self.raised(t.run), "Trainer.run()")
+        # vt_synth_generate into a dataset
+        e = self.raised(lambda: vt.synth_generate(CLS, classes=2, train=4, val=2, imgsz=32))
+        self.assertPythonMessage(e, "synth_generate()")
+        # the estimator's advice (its errors go through the same translation)
+        with vt.Estimator() as est:
+            self.assertPythonMessage(self.raised(lambda: est.result("total_seconds")),
+                                     "Estimator.run()")
+
+    def test_translation_table(self):
+        self.assertEqual(_core._python_names("x.vtm (not a training checkpoint: saved by "
+                                             "vt_model_save?)"),
+                         "x.vtm (not a training checkpoint: saved by Model.save()?)")
+        # whole names only
+        self.assertEqual(_core._python_names("vt_trainer_run_dir"), "vt_trainer_run_dir")
+
+
+if __name__ == "__main__":
+    unittest.main()
