@@ -226,6 +226,7 @@ BOUND_ENUMS = {
     "vt_gpu_field": (_estimate.GpuField, ("VT_GPU_",)),
     "vt_est_result": (_estimate.EstResult, ("VT_EST_",)),
     "vt_rank_by": (_estimate.RankBy, ("VT_RANK_",)),
+    "vt_export_format": (_core.ExportFormat, ("VT_EXPORT_",)),
 }
 # Enums the binding does not mirror, and why.
 UNBOUND_ENUMS = {

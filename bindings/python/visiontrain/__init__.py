@@ -27,7 +27,7 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
                      InvalidArgumentError, LibraryNotFoundError, NotFoundError, NumericError,
                      OptionError, OptionValueError, OutOfMemoryError, Status, UnknownOptionError,
                      UnsupportedError, VisionTrainError)
-from ._core import (Box, Dataset, Detection, Event, LogLevel, Metric, Model, OptionInfo, OptionType,
+from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, Model, OptionInfo, OptionType,
                     Polygon,
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
                     abi_version, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
@@ -47,7 +47,7 @@ __all__ = [
     "Polygon", "Problem",
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",
     "problem_code_name",
-    "Task", "Split", "Metric", "Event", "LogLevel", "OptionType", "Status", "StopReason",
+    "Task", "Split", "Metric", "Event", "ExportFormat", "LogLevel", "OptionType", "Status", "StopReason",
     "ProblemCode", "GpuField", "EstResult", "RankBy",
     "VisionTrainError", "InvalidArgumentError", "OutOfMemoryError", "FileIOError",
     "NotFoundError", "FormatError", "OptionError", "UnknownOptionError", "OptionValueError",

@@ -25,6 +25,10 @@ class Task(enum.IntEnum):
     SEGMENT = 3
 
 
+class ExportFormat(enum.IntEnum):
+    ONNX = 1
+
+
 class Split(enum.IntEnum):
     TRAIN = 0
     VAL = 1
@@ -427,7 +431,6 @@ def options():
 
 
 _OPT_IMGSZ = 102          # VT_OPT_IMGSZ (the trainer's); VT_OPT_MODEL_IMGSZ (301) shares its key
-_EXPORT_ONNX = 1          # VT_EXPORT_ONNX
 _MODEL_OPTIONS_FROM = 300  # vt_option values >= 300 are vt_model_create() options
 
 
@@ -897,7 +900,7 @@ class Model(_Closable):
         """Write the inference graph to ``path`` (default: the model's arch + ".onnx") and return
         the path.  Options as ``vt export``: opset=17, batch=1 or "dynamic", nms=0|1 (detectors:
         decoded, NMS'd boxes), conf=, iou=, max_det= (with nms=1), half=0."""
-        fmt = {"onnx": _EXPORT_ONNX}.get(str(format).lower())
+        fmt = {f.name.lower(): f for f in ExportFormat}.get(str(format).lower())
         if fmt is None:
             raise InvalidArgumentError("unknown export format %r (known: onnx)" % (format,),
                                        Status.INVALID_ARGUMENT)
