@@ -110,7 +110,7 @@ static void est_log(void *user, vt_log_level level, const char *msg)
 }
 
 #define EST_TOOL_KEYS                                                                            \
-    "model, data, budget, deadline, catalog, calibrate, calibration, device, seconds, batches, " \
+    "model, data, task, budget, deadline, catalog, calibrate, calibration, device, seconds, batches, " \
     "local_gpu, price, by, top"
 
 static int est_result(const vt_estimator *e, int gi, vt_est_result r, double *v)
@@ -203,6 +203,7 @@ int cmd_estimate(args *a)
     const char *device = take(a, "device"), *seconds = take(a, "seconds");
     const char *batches = take(a, "batches"), *price = take(a, "price"), *by_s = take(a, "by");
     const char *top_s = take(a, "top"), *gpu = take(a, "gpu"), *local_gpu = take(a, "local_gpu");
+    const char *task_s = take(a, "task");
     int rc, calibrate = 0;
     long top = 0;
     double tmp;
@@ -256,7 +257,23 @@ int cmd_estimate(args *a)
         if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
     }
     if (data) {
-        if ((st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data))) {
+        /* the task as vt train guesses it: the model's (a det-/seg- name or a saved model's),
+         * else the data's layout (a .yaml/.yml/.json or a folder holding data.yaml: detection) */
+        vt_task tk;
+        if (task_value(cmd, task_s, data, &tk)) {
+            rc = EXIT_USAGE;
+            goto out;
+        }
+        if (!task_s && m) tk = vt_model_task(m);
+        else if (!task_s && model && !strncmp(model, "det-", 4)) tk = VT_TASK_DETECT;
+        else if (!task_s && model && !strncmp(model, "seg-", 4)) tk = VT_TASK_SEGMENT;
+        if (!model) { /* the default model of that task, as vt train's */
+            const char *dm = tk == VT_TASK_DETECT ? "model=det-n"
+                           : tk == VT_TASK_SEGMENT ? "model=seg-n" : "model=cls-n";
+            if ((st = vt_estimator_set(e, dm))) EST_FAIL(st);
+            model = dm + 6;
+        }
+        if ((st = vt_dataset_open(&ds, tk, data))) {
             rc = fail(cmd, st, NULL);
             goto out;
         }
