@@ -381,6 +381,95 @@ START_TEST(properties)
 }
 END_TEST
 
+/* Each GPU runs the precision it has: no TF32 or bf16 before Ampere (T4 Turing, V100 Volta),
+ * whose tensor cores have fp16. */
+START_TEST(precision_per_gpu)
+{
+    static const char *const kv[] = {"model=det-s", "imgsz=640", "batch=16", "train=1000",
+                                     "epochs=100", NULL};
+    vt_estimator *e = mk(kv);
+    /* the default (tf32) on a T4 is its fp32, not a slower guess */
+    double t_def = run_get(e, "gpu=T4", VT_EST_EPOCH_SECONDS);
+    ck_assert_double_eq(res(e, VT_EST_PRECISION), VT_EST_PREC_FP32);
+    double t_fp32 = run_get(e, "precision=fp32", VT_EST_EPOCH_SECONDS);
+    ck_assert_msg(t_def == t_fp32, "T4 tf32 %g s/epoch, fp32 %g", t_def, t_fp32);
+    /* bf16 asked: T4 and V100 run fp16, at their half-precision rate */
+    static const char *const old[] = {"gpu=T4", "gpu=V100 SXM2"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(vt_estimator_set(e, "precision=fp32"), VT_OK);
+        double f32 = run_get(e, old[i], VT_EST_COMPUTE_SECONDS_PER_STEP);
+        double b16 = run_get(e, "precision=bf16", VT_EST_COMPUTE_SECONDS_PER_STEP);
+        ck_assert_double_eq(res(e, VT_EST_PRECISION), VT_EST_PREC_FP16);
+        ck_assert_double_eq(run_get(e, "precision=fp16", VT_EST_COMPUTE_SECONDS_PER_STEP), b16);
+        ck_assert_double_eq(run_get(e, "precision=amp", VT_EST_PRECISION), VT_EST_PREC_FP16);
+        ck_assert_msg(b16 < f32, "%s: fp16 %g s/step not faster than fp32 %g", old[i], b16, f32);
+    }
+    /* Ampere and later run what is asked */
+    ck_assert_int_eq(vt_estimator_set(e, "gpu=A100 SXM 80GB"), VT_OK);
+    ck_assert_double_eq(run_get(e, "precision=tf32", VT_EST_PRECISION), VT_EST_PREC_TF32);
+    ck_assert_double_eq(run_get(e, "precision=bf16", VT_EST_PRECISION), VT_EST_PREC_BF16);
+    ck_assert_double_eq(run_get(e, "precision=fp16", VT_EST_PRECISION), VT_EST_PREC_FP16);
+    ck_assert_double_eq(run_get(e, "precision=fp32", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    /* the CPU: fp32 */
+    ck_assert_int_eq(vt_estimator_set(e, "precision=bf16"), VT_OK);
+    ck_assert_double_eq(run_get(e, "gpu=cpu", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    /* a ranking reports each GPU's own */
+    int n = 0;
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST, NULL, 0, &n), VT_OK);
+    vt_catalog *cat = vt_estimator_catalog(e);
+    double p;
+    ck_assert_int_eq(vt_estimator_rank_result(e, vt_catalog_find(cat, "T4"), VT_EST_PRECISION, &p), VT_OK);
+    ck_assert_double_eq(p, VT_EST_PREC_FP16);
+    ck_assert_int_eq(vt_estimator_rank_result(e, vt_catalog_find(cat, "H100 SXM"), VT_EST_PRECISION, &p), VT_OK);
+    ck_assert_double_eq(p, VT_EST_PREC_BF16);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
+/* A GPU name may be abbreviated where that is unambiguous. */
+START_TEST(gpu_prefix_and_alias)
+{
+    vt_estimator *e = mk(NULL);
+    vt_catalog *cat = vt_estimator_catalog(e);
+    static const char *const pairs[][2] = {
+        {"H200", "H200 SXM"}, {"h100", "H100 SXM"}, {"A100", "A100 SXM 80GB"},
+        {"V100", "V100 SXM2"}, {"NVIDIA T4", "T4"}, {"Tesla V100", "V100 SXM2"},
+        {"A6000", "RTX A6000"}, {"l40", "L40"}, {"rtx-4090", "RTX 4090"}, {"H200 NVL", "H200 NVL"},
+        {"RTX 6000", "RTX 6000 Ada"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int gi = vt_catalog_find(cat, pairs[i][0]);
+        ck_assert_msg(gi >= 0 && !strcmp(vt_catalog_gpu_name(cat, gi), pairs[i][1]),
+                      "'%s' -> %s, expected %s", pairs[i][0], gi >= 0 ? vt_catalog_gpu_name(cat, gi)
+                      : vt_last_error(), pairs[i][1]);
+    }
+    /* ambiguous: the candidates are named */
+    ck_assert_int_eq(vt_catalog_find(cat, "RTX"), -1);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "ambiguous"));
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "RTX A4500"));
+    ck_assert_int_eq(vt_catalog_find(cat, "Z9"), -1);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "unknown GPU"));
+    /* the estimator takes the abbreviation */
+    double t1 = run_get(e, "gpu=H200", VT_EST_TOTAL_SECONDS);
+    ck_assert_double_eq(run_get(e, "gpu=H200 SXM", VT_EST_TOTAL_SECONDS), t1);
+    ck_assert_int_eq(vt_estimator_set(e, "gpu=RTX"), VT_OK);
+    ck_assert_int_eq(vt_estimator_run(e), VT_ERR_NOT_FOUND);
+    /* a CSV merge still matches exactly: a new "H200" is a GPU of its own */
+    char dir[] = "/tmp/vt-est-alias.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/c.csv", dir);
+    const char *csv = "name,memory_gb,bandwidth_gbs,fp32_tflops\nH200,141,4800,60\n";
+    ck_assert_int_eq(vt_test_write_file(path, csv, strlen(csv)), 0);
+    int n0 = vt_catalog_count(cat);
+    ck_assert_int_eq(vt_catalog_load_csv(cat, path), VT_OK);
+    ck_assert_int_eq(vt_catalog_count(cat), n0 + 1);
+    ck_assert_str_eq(vt_catalog_gpu_name(cat, vt_catalog_find(cat, "H200")), "H200");
+    unlink(path);
+    rmdir(dir);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
 START_TEST(ranking)
 {
     static const char *const kv[] = {"model=cls-m", "imgsz=640", "batch=64", "train=50000",
@@ -734,6 +823,8 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_from_layer_list);
     tcase_add_test(tc, properties);
     tcase_add_test(tc, ranking);
+    tcase_add_test(tc, precision_per_gpu);
+    tcase_add_test(tc, gpu_prefix_and_alias);
     tcase_add_test(tc, catalog_builtin_and_overrides);
     tcase_add_test(tc, catalog_malformed);
     tcase_add_test(tc, calibration_files);

@@ -119,6 +119,31 @@ static int est_result(const vt_estimator *e, int gi, vt_est_result r, double *v)
     return st == VT_OK;
 }
 
+static const char *prec_name(double p)
+{
+    static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
+    return p >= 0 && p < 4 ? names[(int)p] : "?";
+}
+
+
+static const char *asked_precision = "tf32"; /* the run's precision= (the estimator has no getter) */
+
+/* "fp32 (no TF32)" when the device runs another precision than the one asked for, else "". */
+static void prec_note(const vt_estimator *e, int gi, const char *asked, char *out, size_t cap)
+{
+    double p;
+    out[0] = '\0';
+    if (!asked) asked = asked_precision;
+    if (!strcmp(asked, "amp")) asked = "bf16";
+    if (!est_result(e, gi, VT_EST_PRECISION, &p) || !strcmp(prec_name(p), asked)) return;
+    char up[8];
+    size_t i = 0;
+    for (; asked[i] && i + 1 < sizeof up; i++)
+        up[i] = (char)(asked[i] >= 'a' && asked[i] <= 'z' ? asked[i] - 32 : asked[i]);
+    up[i] = '\0';
+    snprintf(out, cap, "%s (no %s)", prec_name(p), up);
+}
+
 static void print_estimate_detail(const vt_estimator *e, const char *where)
 {
     double v;
@@ -136,6 +161,11 @@ static void print_estimate_detail(const vt_estimator *e, const char *where)
     ROW("  loader (s)", VT_EST_LOADER_SECONDS_PER_STEP, "%.4f", 1);
     if (est_result(e, -1, VT_EST_LOADER_BOUND, &v) && v > 0)
         printf("  %-28s %s\n", "", "loading bounds the step: add workers");
+    if (est_result(e, -1, VT_EST_PRECISION, &v)) {
+        char note[64];
+        prec_note(e, -1, NULL, note, sizeof note);
+        printf("  %-28s %s\n", "precision", *note ? note : prec_name(v));
+    }
     ROW("steps / epoch", VT_EST_STEPS_PER_EPOCH, "%.0f", 1);
     ROW("train s / epoch", VT_EST_TRAIN_SECONDS_PER_EPOCH, "%.1f", 1);
     ROW("val s / epoch", VT_EST_VAL_SECONDS_PER_EPOCH, "%.1f", 1);
@@ -299,6 +329,8 @@ int cmd_estimate(args *a)
         }
     }
     if (!all && (st = vt_estimator_set_string(e, VT_OPT_EST_GPU, gpu))) EST_FAIL(st);
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], "precision")) asked_precision = a->kv[i].val;
 
     /* calibration: load a saved one, or measure */
     if (calib_file && !calibrate) {
@@ -395,7 +427,8 @@ int cmd_estimate(args *a)
             goto out;
         }
         char where[300];
-        snprintf(where, sizeof where, "%s%s", gpu,
+        int gi = vt_catalog_find(vt_estimator_catalog(e), gpu); /* "H200" -> "H200 SXM" */
+        snprintf(where, sizeof where, "%s%s", gi >= 0 ? vt_catalog_gpu_name(vt_estimator_catalog(e), gi) : gpu,
                  !strcmp(gpu, "local") && !vt_estimator_is_calibrated(e)
                      ? " (not calibrated: the CPU's built-in guesses; add calibrate=1)"
                      : "");
@@ -439,6 +472,10 @@ int cmd_estimate(args *a)
             else if (limit && !(meets > 0))
                 snprintf(note, sizeof note, "%s", deadline ? "misses the deadline" : "over budget");
             else if (lb > 0) snprintf(note, sizeof note, "loader-bound");
+            char pn[32];
+            prec_note(e, gi, NULL, pn, sizeof pn);
+            if (*pn) /* the precision the GPU runs, when not the one asked for */
+                snprintf(note + strlen(note), sizeof note - strlen(note), "%s%s", *note ? "; " : "", pn);
             printf("%4d  %-22.22s %6s %5s %9s %10s %8s %7s %9s  %s\n", r + 1,
                    vt_catalog_gpu_name(cat, gi), memb, fits > 0 ? "yes" : "no", maxbb,
                    fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", usdb,

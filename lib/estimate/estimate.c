@@ -86,7 +86,7 @@
 #include "nn/exec.h"
 #include "nn/model.h"
 
-static const double gpu_eff[3] = {0.45, 0.22, 0.18};
+static const double gpu_eff[4] = {0.45, 0.22, 0.18, 0.18}; /* by vt_prec; fp16 as bf16 */
 const char *const vt_est_prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const opt_names[] = {"sgd", "adamw", NULL};
 
@@ -310,15 +310,34 @@ static vt_prec parse_prec(const char *s)
 {
     if (strcmp(s, "tf32") == 0) return VT_PREC_TF32;
     if (strcmp(s, "fp32") == 0) return VT_PREC_FP32;
-    return VT_PREC_BF16; /* bf16, fp16, amp */
+    if (strcmp(s, "fp16") == 0) return VT_PREC_FP16;
+    return VT_PREC_BF16; /* bf16, amp */
 }
 
-/* Peak FLOP/s of a catalog GPU at a precision, falling back to fp32 where the catalog lists no
- * tensor-core rate (what frameworks do on Volta/Turing for TF32). */
+/* The precision catalog GPU g runs when p is asked for: never one it has no hardware for.
+ *   TF32 needs a TF32 rate in the catalog and compute capability >= 8.0 (Ampere): else fp32.
+ *   bf16 needs a half-precision rate and cc >= 8.0: the catalog's bf16 column of a Volta or
+ *     Turing card (V100, T4) is its fp16 tensor-core rate, so there bf16 becomes fp16, and
+ *     fp32 on a GPU with no half rate at all.
+ *   fp16 needs a half-precision rate: else fp32.
+ * A GPU without a compute capability (added by CSV) is judged by its rates alone. */
+static vt_prec gpu_precision(const vt_gpu *g, vt_prec p)
+{
+    double cc = g->v[VT_GPU_COMPUTE_CAPABILITY];
+    int ampere = !(cc > 0) || cc >= 8.0;
+    int tf32 = g->v[VT_GPU_TF32_TFLOPS] > 0 && ampere, half = g->v[VT_GPU_BF16_TFLOPS] > 0;
+    if (p == VT_PREC_TF32) return tf32 ? VT_PREC_TF32 : VT_PREC_FP32;
+    if (p == VT_PREC_BF16) return half && ampere ? VT_PREC_BF16 : half ? VT_PREC_FP16 : VT_PREC_FP32;
+    if (p == VT_PREC_FP16) return half ? VT_PREC_FP16 : VT_PREC_FP32;
+    return VT_PREC_FP32;
+}
+
+/* Peak FLOP/s of a catalog GPU at a precision it runs (gpu_precision); fp16 and bf16 share the
+ * catalog's half-precision column. */
 static double gpu_peak(const vt_gpu *g, vt_prec p)
 {
     double v = p == VT_PREC_TF32 ? g->v[VT_GPU_TF32_TFLOPS]
-             : p == VT_PREC_BF16 ? g->v[VT_GPU_BF16_TFLOPS] : g->v[VT_GPU_FP32_TFLOPS];
+             : p >= VT_PREC_BF16 ? g->v[VT_GPU_BF16_TFLOPS] : g->v[VT_GPU_FP32_TFLOPS];
     if (!(v > 0)) v = g->v[VT_GPU_FP32_TFLOPS];
     return v * 1e12;
 }
@@ -334,7 +353,7 @@ static vt_devmodel cpu_prior(void)
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0};
+                     20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {
@@ -362,6 +381,7 @@ typedef struct target {
     double mem_bytes;  /* < 0 unknown */
     double price;      /* per device hour, < 0 unknown */
     double verified;   /* 0 = none */
+    vt_prec prec;      /* the precision the device runs (gpu_precision) */
 } target;
 
 static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
@@ -376,6 +396,7 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
         if (c->valid && (local || !c->on_gpu)) {
             t->dm = c->dm;
             t->on_gpu = c->on_gpu;
+            t->prec = c->on_gpu ? c->prec : VT_PREC_FP32;
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
@@ -387,10 +408,11 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
         t->price = OPT(e, VT_OPT_EST_LOCAL_PRICE);
         return VT_OK;
     }
-    int gi = vt_catalog_lookup(&e->cat, name);
+    int gi = vt_catalog_resolve(&e->cat, name);
     if (gi < 0) return vt_catalog_find(&e->cat, name) < 0 ? VT_ERR_NOT_FOUND : VT_ERR_INTERNAL;
     const vt_gpu *g = &e->cat.gpus[gi];
-    t->dm = gpu_model(e, g, p);
+    t->prec = gpu_precision(g, p);
+    t->dm = gpu_model(e, g, t->prec);
     t->on_gpu = 1;
     t->mem_bytes = g->v[VT_GPU_MEMORY_GB] > 0 ? g->v[VT_GPU_MEMORY_GB] * 1e9 : -1;
     t->price = g->v[VT_GPU_PRICE_USD_H];
@@ -460,6 +482,7 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_COMPUTE_SECONDS_PER_STEP, tdev);
     put(o, VT_EST_LOADER_SECONDS_PER_STEP, tload);
     put(o, VT_EST_LOADER_BOUND, tload > tdev ? 1 : 0);
+    put(o, VT_EST_PRECISION, t->prec);
     if (t->price >= 0) {
         put(o, VT_EST_USD_PER_HOUR, t->price * ngpu);
         put(o, VT_EST_COST_USD, total / 3600 * t->price * ngpu);

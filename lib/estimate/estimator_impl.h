@@ -7,7 +7,7 @@
 #include "nn/graph.h"
 
 #define NOPT 21
-#define NRES 20
+#define NRES 32 /* result slots: bits of vt_est_out.have */
 #define STR_MAX 64
 #define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
 #define H2D_BW 12e9

@@ -56,6 +56,16 @@ class EstResult(enum.IntEnum):
     LOADER_BOUND = 17
     MEETS_LIMIT = 18
     USD_PER_HOUR = 19
+    PRECISION = 20
+
+
+class EstPrecision(enum.IntEnum):
+    """The precision a device runs in an estimate (vt_est_precision); an Estimate gives its
+    lower-case name ("fp32", "tf32", "bf16", "fp16")."""
+    FP32 = 0
+    TF32 = 1
+    BF16 = 2
+    FP16 = 3
 
 
 class RankBy(enum.IntEnum):
@@ -79,6 +89,8 @@ _BOOL_RESULTS = frozenset([EstResult.FITS, EstResult.LOADER_BOUND, EstResult.MEE
 
 
 def _result_value(r, v):
+    if r == EstResult.PRECISION:
+        return EstPrecision(int(v)).name.lower()
     if r in _BOOL_RESULTS:
         return v != 0
     if r in _INT_RESULTS and v == v and abs(v) < 2 ** 63:
@@ -235,7 +247,8 @@ class Estimate(dict):
     train_seconds_per_epoch, val_seconds_per_epoch, epoch_seconds, total_seconds, cost_usd,
     peak_memory_bytes, device_memory_bytes, fits, max_batch, train_flops_per_image,
     forward_flops_per_image, params, compute_seconds_per_step, loader_seconds_per_step,
-    loader_bound, meets_limit, usd_per_hour) to values; a result the estimator does not know
+    loader_bound, meets_limit, usd_per_hour, precision: the one the GPU runs, "fp32" | "tf32" |
+    "bf16" | "fp16", the asked one or the nearest it has) to values; a result the estimator does not know
     (no price, unknown device memory) is absent.  Flags are bools, counts ints.  Keys are also
     attributes (est.total_seconds; None when absent).  Rankings add index, name, arch and tier
     of the GPU."""
