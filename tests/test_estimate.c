@@ -426,6 +426,83 @@ START_TEST(precision_per_gpu)
 }
 END_TEST
 
+/* The uncertainty range says what it rests on; the picks choose among the ranked GPUs. */
+START_TEST(range_and_recommendation)
+{
+    static const char *const kv[] = {"model=det-s", "imgsz=640", "batch=16", "train=1000",
+                                     "epochs=100", NULL};
+    vt_estimator *e = mk(kv);
+    int idx = 0;
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_FASTEST, &idx), VT_ERR_BAD_STATE);
+    ck_assert_int_eq(idx, -1);
+    /* uncalibrated: -50 %/+100 % of the central estimate, time and cost */
+    double t = run_get(e, "gpu=H200 SXM", VT_EST_TOTAL_SECONDS), c = res(e, VT_EST_COST_USD);
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_UNCALIBRATED);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_LOW), 0.5 * t, 1e-9 * t);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_HIGH), 2.0 * t, 1e-9 * t);
+    ck_assert_double_eq_tol(res(e, VT_EST_COST_USD_LOW), 0.5 * c, 1e-9 * c);
+    ck_assert_double_eq_tol(res(e, VT_EST_COST_USD_HIGH), 2.0 * c, 1e-9 * c);
+    double v;
+    run_get(e, "gpu=T4", VT_EST_TOTAL_SECONDS_LOW); /* no price: no cost range either */
+    ck_assert_int_eq(vt_estimator_result(e, VT_EST_COST_USD_LOW, &v), VT_ERR_NOT_FOUND);
+
+    /* picks agree with a brute-force scan of the ranking */
+    int n = 0;
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST, NULL, 0, &n), VT_OK);
+    int fast = -1, cheap = -1, buy = -1;
+    double ft = 0, cc = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        double fits, tt, cost;
+        vt_estimator_rank_result(e, i, VT_EST_FITS, &fits);
+        if (!(fits > 0)) continue;
+        vt_estimator_rank_result(e, i, VT_EST_TOTAL_SECONDS, &tt);
+        if (fast < 0 || tt < ft) fast = i, ft = tt;
+        if (vt_estimator_rank_result(e, i, VT_EST_COST_USD, &cost) != VT_OK) continue;
+        if (cheap < 0 || cost < cc) cheap = i, cc = cost;
+        if (buy < 0 || cost * tt < bb) buy = i, bb = cost * tt;
+    }
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_FASTEST, &idx), VT_OK);
+    ck_assert_int_eq(idx, fast);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_CHEAPEST, &idx), VT_OK);
+    ck_assert_int_eq(idx, cheap);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_BEST_BUY, &idx), VT_OK);
+    ck_assert_int_eq(idx, buy);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_ERR_BAD_STATE);
+    ck_assert_int_eq(vt_estimator_pick(e, (vt_est_pick)9, &idx), VT_ERR_INVALID_ARGUMENT);
+
+    /* a budget nothing meets: no pick within it, the rest still answer; those over it are
+     * ordered cheapest first (nearest the budget) */
+    int *order = calloc((size_t)n, sizeof *order);
+    ck_assert_int_eq(vt_estimator_set(e, "budget_usd=0.001"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_TIME_WITHIN_BUDGET, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_ERR_NOT_FOUND);
+    ck_assert_int_eq(idx, -1);
+    ck_assert_int_eq(order[0], cheap);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_FASTEST, &idx), VT_OK);
+    ck_assert_int_eq(idx, fast);
+    /* a budget some meet: the fastest of those */
+    ck_assert_int_eq(vt_estimator_set(e, "budget_usd=1000"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_TIME_WITHIN_BUDGET, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_OK);
+    ck_assert_int_eq(idx, order[0]);
+    /* a deadline nothing meets: those past it fastest first */
+    ck_assert_int_eq(vt_estimator_set(e, "budget_usd=0"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "deadline_h=0.0001"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST_WITHIN_DEADLINE, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_ERR_NOT_FOUND);
+    ck_assert_int_eq(order[0], fast);
+    /* a deadline some meet: the cheapest of those */
+    ck_assert_int_eq(vt_estimator_set(e, "deadline_h=0.25"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST_WITHIN_DEADLINE, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_OK);
+    ck_assert_int_eq(idx, order[0]);
+    ck_assert_int_eq(vt_estimator_rank_result(e, idx, VT_EST_TOTAL_SECONDS, &v), VT_OK);
+    ck_assert(v <= 0.25 * 3600);
+    free(order);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
 /* A GPU name may be abbreviated where that is unambiguous. */
 START_TEST(gpu_prefix_and_alias)
 {
@@ -782,6 +859,12 @@ START_TEST(calibrate_cpu_accuracy)
     ck_assert_int_eq(vt_estimator_load_calibration(e2, p), VT_OK);
     ck_assert_int_eq(vt_estimator_run(e2), VT_OK);
     ck_assert_double_eq_tol(res(e2, VT_EST_STEP_SECONDS), pred, 1e-12 * pred);
+    /* calibrated on this CPU: the +-15 % range; a catalog GPU stays uncalibrated */
+    double tot = res(e2, VT_EST_TOTAL_SECONDS);
+    ck_assert_double_eq(res(e2, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+    ck_assert_double_eq_tol(res(e2, VT_EST_TOTAL_SECONDS_LOW), 0.85 * tot, 1e-9 * tot);
+    ck_assert_double_eq_tol(res(e2, VT_EST_TOTAL_SECONDS_HIGH), 1.15 * tot, 1e-9 * tot);
+    ck_assert_double_eq(run_get(e2, "gpu=H100", VT_EST_BASIS), VT_EST_BASIS_UNCALIBRATED);
     vt_estimator_destroy(e2);
     vt_test_rmtree(dir);
     free(dir);
@@ -825,6 +908,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ranking);
     tcase_add_test(tc, precision_per_gpu);
     tcase_add_test(tc, gpu_prefix_and_alias);
+    tcase_add_test(tc, range_and_recommendation);
     tcase_add_test(tc, catalog_builtin_and_overrides);
     tcase_add_test(tc, catalog_malformed);
     tcase_add_test(tc, calibration_files);

@@ -144,6 +144,42 @@ static void prec_note(const vt_estimator *e, int gi, const char *asked, char *ou
     snprintf(out, cap, "%s (no %s)", prec_name(p), up);
 }
 
+/* What an estimate's range rests on, with the range as percentages: "not calibrated (catalog
+ * peaks x efficiency guesses): -50 %/+100 %". */
+static void basis_text(const vt_estimator *e, int gi, char *out, size_t cap)
+{
+    double basis = 0, t = 0, lo = 0, hi = 0;
+    out[0] = '\0';
+    if (!est_result(e, gi, VT_EST_BASIS, &basis) || !est_result(e, gi, VT_EST_TOTAL_SECONDS, &t) ||
+        !est_result(e, gi, VT_EST_TOTAL_SECONDS_LOW, &lo) ||
+        !est_result(e, gi, VT_EST_TOTAL_SECONDS_HIGH, &hi) || !(t > 0))
+        return;
+    const char *what = basis == VT_EST_BASIS_CALIBRATED ? "calibrated on this device"
+                     : basis == VT_EST_BASIS_EXTRAPOLATED
+                         ? "extrapolated from the GPU calibrated here by catalog rates"
+                         : "not calibrated (catalog peaks x efficiency guesses; calibrate=1 on "
+                           "a GPU narrows it)";
+    double l = (1 - lo / t) * 100, h = (hi / t - 1) * 100;
+    if (fabs(l - h) < 0.5) snprintf(out, cap, "%s: +-%.0f %%", what, h);
+    else snprintf(out, cap, "%s: -%.0f %%/+%.0f %%", what, l, h);
+}
+
+/* "0:21 (0:11-0:42), 1.23 USD (0.62-2.46)" for GPU gi of the ranking (-1: the last run). */
+static const char *time_cost_text(const vt_estimator *e, int gi, char *out, size_t cap)
+{
+    double t = 0, tl = 0, th = 0, c, cl, ch;
+    char a[32], b[32], d[32];
+    est_result(e, gi, VT_EST_TOTAL_SECONDS, &t);
+    est_result(e, gi, VT_EST_TOTAL_SECONDS_LOW, &tl);
+    est_result(e, gi, VT_EST_TOTAL_SECONDS_HIGH, &th);
+    int n = snprintf(out, cap, "%s h:mm (%s-%s)", fmt_hmm(t, a, sizeof a), fmt_hmm(tl, b, sizeof b),
+                     fmt_hmm(th, d, sizeof d));
+    if (n > 0 && (size_t)n < cap && est_result(e, gi, VT_EST_COST_USD, &c) &&
+        est_result(e, gi, VT_EST_COST_USD_LOW, &cl) && est_result(e, gi, VT_EST_COST_USD_HIGH, &ch))
+        snprintf(out + n, cap - (size_t)n, ", %.2f USD (%.2f-%.2f)", c, cl, ch);
+    return out;
+}
+
 static void print_estimate_detail(const vt_estimator *e, const char *where)
 {
     double v;
@@ -172,8 +208,25 @@ static void print_estimate_detail(const vt_estimator *e, const char *where)
     ROW("s / epoch", VT_EST_EPOCH_SECONDS, "%.1f", 1);
     if (est_result(e, -1, VT_EST_TOTAL_SECONDS, &v))
         printf("  %-28s %s (h:mm, %.0f s)\n", "total time", fmt_hmm(v, b, sizeof b), v);
+    {
+        double lo, hi;
+        if (est_result(e, -1, VT_EST_TOTAL_SECONDS_LOW, &lo) &&
+            est_result(e, -1, VT_EST_TOTAL_SECONDS_HIGH, &hi)) {
+            char b2[64];
+            printf("  %-28s %s-", "total time range", fmt_hmm(lo, b, sizeof b));
+            printf("%s\n", fmt_hmm(hi, b2, sizeof b2));
+        }
+    }
     ROW("price (USD/h)", VT_EST_USD_PER_HOUR, "%.2f", 1);
     ROW("cost (USD)", VT_EST_COST_USD, "%.2f", 1);
+    {
+        double lo, hi;
+        if (est_result(e, -1, VT_EST_COST_USD_LOW, &lo) && est_result(e, -1, VT_EST_COST_USD_HIGH, &hi))
+            printf("  %-28s %.2f-%.2f\n", "cost range (USD)", lo, hi);
+        char basis[200];
+        basis_text(e, -1, basis, sizeof basis);
+        if (*basis) printf("  %-28s %s\n", "range", basis);
+    }
     ROW("peak memory / device (GB)", VT_EST_PEAK_MEMORY_BYTES, "%.2f", 1e-9);
     ROW("usable memory / device (GB)", VT_EST_DEVICE_MEMORY_BYTES, "%.2f", 1e-9);
     if (est_result(e, -1, VT_EST_FITS, &v)) printf("  %-28s %s\n", "fits", v > 0 ? "yes" : "NO");
@@ -222,6 +275,50 @@ static int local_catalog_gpu(const vt_catalog *cat, int device)
         }
     }
     return best;
+}
+
+/* The recommendation under the table: best buy, fastest, cheapest, and the best within the
+ * deadline or budget, or what comes nearest when nothing meets it (vt_estimator_pick). */
+static void print_recommendation(const vt_estimator *e, vt_rank_by by, const char *deadline,
+                                 const char *budget)
+{
+    const vt_catalog *cat = vt_estimator_catalog((vt_estimator *)e); /* read only */
+    int best = -1, fast = -1, cheap = -1, within = -1;
+    char tc[160], basis[200];
+    vt_estimator_pick(e, VT_PICK_BEST_BUY, &best);
+    vt_estimator_pick(e, VT_PICK_FASTEST, &fast);
+    vt_estimator_pick(e, VT_PICK_CHEAPEST, &cheap);
+    int limit = (deadline || budget) && by >= VT_RANK_COST_WITHIN_DEADLINE;
+    if (limit) vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &within);
+    if (fast < 0) {
+        printf("recommendation: none: the run fits no GPU at this batch (lower batch= or imgsz=)\n");
+        return;
+    }
+    printf("recommendation:\n");
+    if (limit && within >= 0)
+        printf("  %-17s %s: %s\n", deadline ? "within deadline" : "within budget",
+               vt_catalog_gpu_name(cat, within), time_cost_text(e, within, tc, sizeof tc));
+    if (best >= 0)
+        printf("  %-17s %s: %s\n", "best buy", vt_catalog_gpu_name(cat, best),
+               time_cost_text(e, best, tc, sizeof tc));
+    printf("  %-17s %s: %s\n", "fastest", vt_catalog_gpu_name(cat, fast),
+           time_cost_text(e, fast, tc, sizeof tc));
+    if (cheap >= 0)
+        printf("  %-17s %s: %s\n", "cheapest", vt_catalog_gpu_name(cat, cheap),
+               time_cost_text(e, cheap, tc, sizeof tc));
+    if (limit && within < 0) {
+        char t1[32];
+        double c = 0, t = 0;
+        printf("  nothing fits the %s of %s %s:", deadline ? "deadline" : "budget",
+               deadline ? deadline : budget, deadline ? "h" : "USD");
+        if (cheap >= 0 && est_result(e, cheap, VT_EST_COST_USD, &c))
+            printf(" the cheapest is %s at %.2f USD,", vt_catalog_gpu_name(cat, cheap), c);
+        est_result(e, fast, VT_EST_TOTAL_SECONDS, &t);
+        printf(" the fastest is %s in %s h:mm\n", vt_catalog_gpu_name(cat, fast),
+               fmt_hmm(t, t1, sizeof t1));
+    }
+    basis_text(e, best >= 0 ? best : fast, basis, sizeof basis);
+    if (*basis) printf("  ranges: %s\n", basis);
 }
 
 int cmd_estimate(args *a)
@@ -446,8 +543,9 @@ int cmd_estimate(args *a)
         if (deadline) printf(" of %s h", deadline);
         if (budget) printf(" of %s USD", budget);
         printf(":\n");
-        printf("%4s  %-22s %6s %5s %9s %10s %8s %7s %9s  %s\n", "rank", "GPU", "mem GB", "fits",
-               "max batch", "s/epoch", "total", "USD/h", "cost USD", "note");
+        printf("%4s  %-15s %6s %4s %9s %8s %6s %11s %6s %8s %11s  %s\n", "rank", "GPU", "mem GB",
+               "fits", "max batch", "s/epoch", "total", "time range", "USD/h", "cost USD",
+               "cost range", "note");
         int shown_n = 0, limit = by >= VT_RANK_COST_WITHIN_DEADLINE;
         for (int r = 0; r < count; r++) {
             if (top && shown_n >= top) break;
@@ -476,14 +574,24 @@ int cmd_estimate(args *a)
             prec_note(e, gi, NULL, pn, sizeof pn);
             if (*pn) /* the precision the GPU runs, when not the one asked for */
                 snprintf(note + strlen(note), sizeof note - strlen(note), "%s%s", *note ? "; " : "", pn);
-            printf("%4d  %-22.22s %6s %5s %9s %10s %8s %7s %9s  %s\n", r + 1,
+            char trange[40] = "-", crange[40] = "-", tl[16], th[16];
+            double lo, hi;
+            if (fits > 0 && est_result(e, gi, VT_EST_TOTAL_SECONDS_LOW, &lo) &&
+                est_result(e, gi, VT_EST_TOTAL_SECONDS_HIGH, &hi))
+                snprintf(trange, sizeof trange, "%s-%s", fmt_hmm(lo, tl, sizeof tl),
+                         fmt_hmm(hi, th, sizeof th));
+            if (fits > 0 && est_result(e, gi, VT_EST_COST_USD_LOW, &lo) &&
+                est_result(e, gi, VT_EST_COST_USD_HIGH, &hi))
+                snprintf(crange, sizeof crange, hi < 0.005 ? "<0.01" : "%.2f-%.2f", lo, hi);
+            printf("%4d  %-15.15s %6s %4s %9s %8s %6s %11s %6s %8s %11s  %s\n", r + 1,
                    vt_catalog_gpu_name(cat, gi), memb, fits > 0 ? "yes" : "no", maxbb,
-                   fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", usdb,
-                   fits > 0 ? costb : "-", note);
+                   fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", trange,
+                   usdb, fits > 0 ? costb : "-", crange, note);
             shown_n++;
         }
         if (top && count > top) printf("  ... %d more (top=%ld shown)\n", count - (int)top, top);
         printf("  total time is h:mm; cost '-': the catalog has no price for the GPU\n");
+        print_recommendation(e, by, deadline, budget);
         if (vt_estimator_is_calibrated(e)) {
             /* the measured local device, too */
             if ((st = vt_estimator_set_string(e, VT_OPT_EST_GPU, "local"))) EST_FAIL(st);

@@ -1008,9 +1008,25 @@ typedef enum vt_est_result {
     VT_EST_LOADER_BOUND = 17,      /* 1 when loading limits the step                           */
     VT_EST_MEETS_LIMIT = 18,       /* 1 within the deadline/budget of the ranking (1 if none)  */
     VT_EST_USD_PER_HOUR = 19,      /* price * GPUs; VT_ERR_NOT_FOUND when there is no price    */
-    VT_EST_PRECISION = 20          /* the precision the device runs, a vt_est_precision: the one
+    VT_EST_PRECISION = 20,         /* the precision the device runs, a vt_est_precision: the one
                                     * asked for (VT_OPT_EST_PRECISION) or the nearest it has   */
+    /* The uncertainty range: the total time and cost at the ends of the cost model's measured
+     * error for the estimate's basis (the figures are in the README and estimate.c). */
+    VT_EST_TOTAL_SECONDS_LOW = 21,
+    VT_EST_TOTAL_SECONDS_HIGH = 22,
+    VT_EST_COST_USD_LOW = 23,      /* VT_ERR_NOT_FOUND: no price                               */
+    VT_EST_COST_USD_HIGH = 24,
+    VT_EST_BASIS = 25              /* what the estimate rests on, a vt_est_basis               */
 } vt_est_result;
+
+/* Values of VT_EST_BASIS, from the best-founded. */
+typedef enum vt_est_basis {
+    VT_EST_BASIS_CALIBRATED = 1,   /* measured on this device (vt_estimator_calibrate)         */
+    VT_EST_BASIS_EXTRAPOLATED = 2, /* a calibration of another catalog GPU, scaled by the
+                                    * catalog's rates                                          */
+    VT_EST_BASIS_UNCALIBRATED = 3  /* catalog peaks times efficiency guesses (a GPU), or the
+                                    * built-in CPU guesses                                     */
+} vt_est_basis;
 
 /* Values of VT_EST_PRECISION. */
 typedef enum vt_est_precision {
@@ -1066,11 +1082,35 @@ VT_API vt_status vt_estimator_result(const vt_estimator *estimator, vt_est_resul
  * (VT_ERR_BUFFER_TOO_SMALL when 0 < cap < *count, with the first cap written).  Ranking:
  * GPUs that fit and meet the deadline/budget, by the key; then those that fit but miss it; then
  * those where the run does not fit; GPUs without a price come after priced ones when ranking by
- * cost.  Results per GPU through vt_estimator_rank_result(). */
+ * cost.  Those missing the limit are ordered by how near they come to it: by time for a
+ * deadline, by cost for a budget.  Results per GPU through vt_estimator_rank_result(). */
 VT_API vt_status vt_estimator_rank(vt_estimator *estimator, vt_rank_by by, int *order, int cap,
                                    int *count);
 VT_API vt_status vt_estimator_rank_result(const vt_estimator *estimator, int gpu_index,
                                           vt_est_result result, double *value);
+
+/* What vt_estimator_pick() picks from the last vt_estimator_rank(), among the GPUs where the
+ * run fits. */
+typedef enum vt_est_pick {
+    VT_PICK_BEST_BUY = 1,     /* least cost x time (priced GPUs): a dollar saved weighs as much
+                               * as the same share of time saved                              */
+    VT_PICK_FASTEST = 2,      /* least total time                                            */
+    VT_PICK_CHEAPEST = 3,     /* least cost (priced GPUs)                                     */
+    VT_PICK_WITHIN_LIMIT = 4  /* the ranking's own: the cheapest within its deadline
+                               * (VT_RANK_COST_WITHIN_DEADLINE) or the fastest within its budget
+                               * (VT_RANK_TIME_WITHIN_BUDGET); the limits are met by the
+                               * central estimate, not the whole range                       */
+} vt_est_pick;
+
+/* Write the catalog index of the GPU that `pick` chooses into *gpu_index (-1 when none), for
+ * tools to recommend one; its results come from vt_estimator_rank_result().  Errors:
+ * VT_ERR_BAD_STATE before a vt_estimator_rank(), and for VT_PICK_WITHIN_LIMIT after a ranking
+ * without a deadline or budget (no limit set, or VT_RANK_COST / VT_RANK_TIME);
+ * VT_ERR_NOT_FOUND when no GPU qualifies (nothing fits, no price, none meets the limit);
+ * VT_ERR_INVALID_ARGUMENT for a bad pick.  Reads the estimator only: one thread per
+ * estimator, as its other calls. */
+VT_API vt_status vt_estimator_pick(const vt_estimator *estimator, vt_est_pick pick,
+                                   int *gpu_index);
 
 /* Measure a few real training steps (vt_trainer_step on random data) of the configured model
  * and image size at 2-3 batch sizes, plus convolution and memory-bandwidth probes, on `device`

@@ -86,6 +86,24 @@
 #include "nn/exec.h"
 #include "nn/model.h"
 
+/* THE UNCERTAINTY RANGE: total time (and cost) x [lo, hi] by what an estimate rests on.  The
+ * figures are the cost model's measured errors (README, "Cost and time estimator"):
+ *   calibrated on this CPU: predictions of other models, sizes and batches within ~10-15 %
+ *     of measured (bench/estimate_accuracy checks that 15 % target): +-15 %;
+ *   calibrated on this GPU: the last measured H200 calibration predicted within 15-16 %:
+ *     +-20 %;
+ *   extrapolated from a calibrated GPU to another: the measured part carries over, the
+ *     catalog peaks' ratio does not exactly (an H200 reached 76-84 % of its listed SGEMM
+ *     peaks, other parts are not measured): -35 %/+50 %;
+ *   uncalibrated: catalog peaks times efficiency guesses (or the CPU's built-in guesses),
+ *     which real training reaches anywhere from ~6 to ~19 % of a peak: -50 %/+100 %. */
+static const struct { double lo, hi; } est_range[] = {
+    [VT_EST_BASIS_CALIBRATED] = {0.80, 1.20},   /* a GPU; the CPU: cpu_calibrated_range */
+    [VT_EST_BASIS_EXTRAPOLATED] = {0.65, 1.50},
+    [VT_EST_BASIS_UNCALIBRATED] = {0.50, 2.00},
+};
+static const double cpu_calibrated_range[2] = {0.85, 1.15};
+
 static const double gpu_eff[4] = {0.45, 0.22, 0.18, 0.18}; /* by vt_prec; fp16 as bf16 */
 const char *const vt_est_prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const opt_names[] = {"sgd", "adamw", NULL};
@@ -382,6 +400,7 @@ typedef struct target {
     double price;      /* per device hour, < 0 unknown */
     double verified;   /* 0 = none */
     vt_prec prec;      /* the precision the device runs (gpu_precision) */
+    vt_est_basis basis;
 } target;
 
 static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
@@ -397,6 +416,7 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
             t->dm = c->dm;
             t->on_gpu = c->on_gpu;
             t->prec = c->on_gpu ? c->prec : VT_PREC_FP32;
+            t->basis = VT_EST_BASIS_CALIBRATED;
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
@@ -404,6 +424,7 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
         } else {
             t->dm = cpu_prior();
             t->mem_bytes = host_memory_bytes();
+            t->basis = VT_EST_BASIS_UNCALIBRATED;
         }
         t->price = OPT(e, VT_OPT_EST_LOCAL_PRICE);
         return VT_OK;
@@ -413,6 +434,13 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
     const vt_gpu *g = &e->cat.gpus[gi];
     t->prec = gpu_precision(g, p);
     t->dm = gpu_model(e, g, t->prec);
+    {
+        const vt_calib *c = &e->cal;
+        int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
+        t->basis = ref < 0 ? VT_EST_BASIS_UNCALIBRATED
+                 : ref == gi && c->prec == t->prec ? VT_EST_BASIS_CALIBRATED
+                                                   : VT_EST_BASIS_EXTRAPOLATED;
+    }
     t->on_gpu = 1;
     t->mem_bytes = g->v[VT_GPU_MEMORY_GB] > 0 ? g->v[VT_GPU_MEMORY_GB] * 1e9 : -1;
     t->price = g->v[VT_GPU_PRICE_USD_H];
@@ -483,9 +511,17 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_LOADER_SECONDS_PER_STEP, tload);
     put(o, VT_EST_LOADER_BOUND, tload > tdev ? 1 : 0);
     put(o, VT_EST_PRECISION, t->prec);
+    double lo = est_range[t->basis].lo, hi = est_range[t->basis].hi;
+    if (t->basis == VT_EST_BASIS_CALIBRATED && !t->on_gpu)
+        lo = cpu_calibrated_range[0], hi = cpu_calibrated_range[1];
+    put(o, VT_EST_BASIS, t->basis);
+    put(o, VT_EST_TOTAL_SECONDS_LOW, total * lo);
+    put(o, VT_EST_TOTAL_SECONDS_HIGH, total * hi);
     if (t->price >= 0) {
         put(o, VT_EST_USD_PER_HOUR, t->price * ngpu);
         put(o, VT_EST_COST_USD, total / 3600 * t->price * ngpu);
+        put(o, VT_EST_COST_USD_LOW, total * lo / 3600 * t->price * ngpu);
+        put(o, VT_EST_COST_USD_HIGH, total * hi / 3600 * t->price * ngpu);
     }
 
     vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
@@ -615,6 +651,11 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
         items[i].group = (o->v[VT_EST_FITS] > 0 ? 0 : 4) + (meets ? 0 : 2) +
                          (by_cost && !priced ? 1 : 0);
         if (by_cost && !priced) items[i].key = o->v[VT_EST_TOTAL_SECONDS];
+        /* missing the limit: nearest to it first (the fastest past a deadline, the cheapest
+         * past a budget), which is what one would relax the limit for */
+        if (!meets && by == VT_RANK_COST_WITHIN_DEADLINE) items[i].key = o->v[VT_EST_TOTAL_SECONDS];
+        if (!meets && by == VT_RANK_TIME_WITHIN_BUDGET)
+            items[i].key = priced ? o->v[VT_EST_COST_USD] : HUGE_VAL;
     }
     vt_graph_free(&g);
     if (st != VT_OK) {
@@ -626,6 +667,9 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
     free(e->rank_out);
     e->rank_out = outs;
     e->rank_n = n;
+    e->rank_by = by;
+    e->rank_limit = (by == VT_RANK_COST_WITHIN_DEADLINE && deadline > 0) ||
+                    (by == VT_RANK_TIME_WITHIN_BUDGET && budget > 0);
     *count = n;
     for (int i = 0; i < n && i < cap; i++) order[i] = items[i].gpu;
     free(items);
@@ -644,6 +688,43 @@ VT_API vt_status vt_estimator_rank_result(const vt_estimator *e, int gpu, vt_est
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "GPU index %d out of range 0..%d", gpu,
                        e->rank_n - 1);
     return get_result(&e->rank_out[gpu], r, value);
+}
+
+VT_API vt_status vt_estimator_pick(const vt_estimator *e, vt_est_pick pick, int *gpu_index)
+{
+    if (!e || !gpu_index) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_pick: NULL argument");
+    *gpu_index = -1;
+    if (pick < VT_PICK_BEST_BUY || pick > VT_PICK_WITHIN_LIMIT)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown pick %d", (int)pick);
+    if (!e->rank_out) return vt_fail(VT_ERR_BAD_STATE, "call vt_estimator_rank() first");
+    if (pick == VT_PICK_WITHIN_LIMIT && !e->rank_limit)
+        return vt_fail(VT_ERR_BAD_STATE, "the last ranking had no deadline or budget (rank by "
+                       "cost within deadline_h or by time within budget_usd)");
+    int best = -1;
+    double best_key = 0;
+    for (int i = 0; i < e->rank_n; i++) {
+        const vt_est_out *o = &e->rank_out[i];
+        int priced = (o->have >> VT_EST_COST_USD) & 1;
+        if (!(o->v[VT_EST_FITS] > 0)) continue;
+        double t = o->v[VT_EST_TOTAL_SECONDS], key;
+        if (pick == VT_PICK_FASTEST) key = t;
+        else if (!priced) continue; /* cost unknown */
+        else if (pick == VT_PICK_BEST_BUY) key = o->v[VT_EST_COST_USD] * t;
+        else if (pick == VT_PICK_CHEAPEST) key = o->v[VT_EST_COST_USD];
+        else {
+            if (!(o->v[VT_EST_MEETS_LIMIT] > 0)) continue;
+            key = e->rank_by == VT_RANK_COST_WITHIN_DEADLINE ? o->v[VT_EST_COST_USD] : t;
+        }
+        if (best < 0 || key < best_key) best = i, best_key = key;
+    }
+    if (best < 0) {
+        static const char *const why[] = {"", "no priced GPU fits the run", "the run fits no GPU",
+                                          "no priced GPU fits the run",
+                                          "no GPU meets the limit"};
+        return vt_fail(VT_ERR_NOT_FOUND, "%s", why[pick]);
+    }
+    *gpu_index = best;
+    return VT_OK;
 }
 
 /* ---- handle and settings ------------------------------------------------------------------- */

@@ -49,6 +49,8 @@ struct vt_estimator {
     vt_est_out out;
     vt_est_out *rank_out;
     int rank_n;
+    int rank_limit; /* the last ranking had a deadline or budget (for VT_PICK_WITHIN_LIMIT) */
+    int rank_by;
 };
 
 #define OPT(e, id) ((e)->num[(id) - 500])
