@@ -51,7 +51,8 @@
  *   0.22 tf32, 0.18 bf16; BW = 0.55 * bandwidth(G); s0 = 128; L = 20 us; C = 200 us.  (cuBLAS
  *   SGEMM on an H200 reached 76-84% of the listed peaks on 8192^3, but convolution GEMMs are
  *   smaller and training mixes in streaming layers: ResNet-50 reaches ~19% of the bf16 peak on
- *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  TF32 or bf16 missing: the fp32 rate.
+ *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  p is the precision the GPU runs
+ *   (gpu_precision: TF32 and bf16 from Ampere on, else fp32; bf16 -> fp16 on Volta/Turing).
  * Uncalibrated CPU: R = 30 GFLOP/s per core, BW = 4 GB/s per core (max 20), s0 = 24, L = 15 us,
  *   C = 50 us, row_s = 0.  These are guesses; calibrate.
  * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
