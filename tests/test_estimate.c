@@ -727,6 +727,18 @@ START_TEST(calibration_files)
     double h200 = run_get(e, "gpu=H200 SXM", VT_EST_COMPUTE_SECONDS_PER_STEP);
     double h100 = run_get(e, "gpu=H100 SXM", VT_EST_COMPUTE_SECONDS_PER_STEP);
     ck_assert(h100 >= h200);
+    /* the range's basis: the calibrated GPU at its precision +-20 %; another GPU, or another
+     * precision, extrapolated -35 %/+50 % */
+    double tot = run_get(e, "precision=fp32", VT_EST_TOTAL_SECONDS); /* H100 SXM */
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_EXTRAPOLATED);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_LOW), 0.65 * tot, 1e-9 * tot);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_HIGH), 1.5 * tot, 1e-9 * tot);
+    tot = run_get(e, "gpu=H200", VT_EST_TOTAL_SECONDS);
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_LOW), 0.8 * tot, 1e-9 * tot);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_HIGH), 1.2 * tot, 1e-9 * tot);
+    ck_assert_double_eq(run_get(e, "precision=tf32", VT_EST_BASIS), VT_EST_BASIS_EXTRAPOLATED);
+    ck_assert_int_eq(vt_estimator_set(e, "gpu=H100 SXM"), VT_OK);
     /* round trip */
     char *p2 = malloc(strlen(dir) + 16);
     sprintf(p2, "%s/copy.cal", dir);
