@@ -381,6 +381,172 @@ START_TEST(properties)
 }
 END_TEST
 
+/* Each GPU runs the precision it has: no TF32 or bf16 before Ampere (T4 Turing, V100 Volta),
+ * whose tensor cores have fp16. */
+START_TEST(precision_per_gpu)
+{
+    static const char *const kv[] = {"model=det-s", "imgsz=640", "batch=16", "train=1000",
+                                     "epochs=100", NULL};
+    vt_estimator *e = mk(kv);
+    /* the default (tf32) on a T4 is its fp32, not a slower guess */
+    double t_def = run_get(e, "gpu=T4", VT_EST_EPOCH_SECONDS);
+    ck_assert_double_eq(res(e, VT_EST_PRECISION), VT_EST_PREC_FP32);
+    double t_fp32 = run_get(e, "precision=fp32", VT_EST_EPOCH_SECONDS);
+    ck_assert_msg(t_def == t_fp32, "T4 tf32 %g s/epoch, fp32 %g", t_def, t_fp32);
+    /* bf16 asked: T4 and V100 run fp16, at their half-precision rate */
+    static const char *const old[] = {"gpu=T4", "gpu=V100 SXM2"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(vt_estimator_set(e, "precision=fp32"), VT_OK);
+        double f32 = run_get(e, old[i], VT_EST_COMPUTE_SECONDS_PER_STEP);
+        double b16 = run_get(e, "precision=bf16", VT_EST_COMPUTE_SECONDS_PER_STEP);
+        ck_assert_double_eq(res(e, VT_EST_PRECISION), VT_EST_PREC_FP16);
+        ck_assert_double_eq(run_get(e, "precision=fp16", VT_EST_COMPUTE_SECONDS_PER_STEP), b16);
+        ck_assert_double_eq(run_get(e, "precision=amp", VT_EST_PRECISION), VT_EST_PREC_FP16);
+        ck_assert_msg(b16 < f32, "%s: fp16 %g s/step not faster than fp32 %g", old[i], b16, f32);
+    }
+    /* Ampere and later run what is asked */
+    ck_assert_int_eq(vt_estimator_set(e, "gpu=A100 SXM 80GB"), VT_OK);
+    ck_assert_double_eq(run_get(e, "precision=tf32", VT_EST_PRECISION), VT_EST_PREC_TF32);
+    ck_assert_double_eq(run_get(e, "precision=bf16", VT_EST_PRECISION), VT_EST_PREC_BF16);
+    ck_assert_double_eq(run_get(e, "precision=fp16", VT_EST_PRECISION), VT_EST_PREC_FP16);
+    ck_assert_double_eq(run_get(e, "precision=fp32", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    /* the CPU: fp32 */
+    ck_assert_int_eq(vt_estimator_set(e, "precision=bf16"), VT_OK);
+    ck_assert_double_eq(run_get(e, "gpu=cpu", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    /* a ranking reports each GPU's own */
+    int n = 0;
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST, NULL, 0, &n), VT_OK);
+    vt_catalog *cat = vt_estimator_catalog(e);
+    double p;
+    ck_assert_int_eq(vt_estimator_rank_result(e, vt_catalog_find(cat, "T4"), VT_EST_PRECISION, &p), VT_OK);
+    ck_assert_double_eq(p, VT_EST_PREC_FP16);
+    ck_assert_int_eq(vt_estimator_rank_result(e, vt_catalog_find(cat, "H100 SXM"), VT_EST_PRECISION, &p), VT_OK);
+    ck_assert_double_eq(p, VT_EST_PREC_BF16);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
+/* The uncertainty range says what it rests on; the picks choose among the ranked GPUs. */
+START_TEST(range_and_recommendation)
+{
+    static const char *const kv[] = {"model=det-s", "imgsz=640", "batch=16", "train=1000",
+                                     "epochs=100", NULL};
+    vt_estimator *e = mk(kv);
+    int idx = 0;
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_FASTEST, &idx), VT_ERR_BAD_STATE);
+    ck_assert_int_eq(idx, -1);
+    /* uncalibrated: -50 %/+100 % of the central estimate, time and cost */
+    double t = run_get(e, "gpu=H200 SXM", VT_EST_TOTAL_SECONDS), c = res(e, VT_EST_COST_USD);
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_UNCALIBRATED);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_LOW), 0.5 * t, 1e-9 * t);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_HIGH), 2.0 * t, 1e-9 * t);
+    ck_assert_double_eq_tol(res(e, VT_EST_COST_USD_LOW), 0.5 * c, 1e-9 * c);
+    ck_assert_double_eq_tol(res(e, VT_EST_COST_USD_HIGH), 2.0 * c, 1e-9 * c);
+    double v;
+    run_get(e, "gpu=T4", VT_EST_TOTAL_SECONDS_LOW); /* no price: no cost range either */
+    ck_assert_int_eq(vt_estimator_result(e, VT_EST_COST_USD_LOW, &v), VT_ERR_NOT_FOUND);
+
+    /* picks agree with a brute-force scan of the ranking */
+    int n = 0;
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST, NULL, 0, &n), VT_OK);
+    int fast = -1, cheap = -1, buy = -1;
+    double ft = 0, cc = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        double fits, tt, cost;
+        vt_estimator_rank_result(e, i, VT_EST_FITS, &fits);
+        if (!(fits > 0)) continue;
+        vt_estimator_rank_result(e, i, VT_EST_TOTAL_SECONDS, &tt);
+        if (fast < 0 || tt < ft) fast = i, ft = tt;
+        if (vt_estimator_rank_result(e, i, VT_EST_COST_USD, &cost) != VT_OK) continue;
+        if (cheap < 0 || cost < cc) cheap = i, cc = cost;
+        if (buy < 0 || cost * tt < bb) buy = i, bb = cost * tt;
+    }
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_FASTEST, &idx), VT_OK);
+    ck_assert_int_eq(idx, fast);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_CHEAPEST, &idx), VT_OK);
+    ck_assert_int_eq(idx, cheap);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_BEST_BUY, &idx), VT_OK);
+    ck_assert_int_eq(idx, buy);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_ERR_BAD_STATE);
+    ck_assert_int_eq(vt_estimator_pick(e, (vt_est_pick)9, &idx), VT_ERR_INVALID_ARGUMENT);
+
+    /* a budget nothing meets: no pick within it, the rest still answer; those over it are
+     * ordered cheapest first (nearest the budget) */
+    int *order = calloc((size_t)n, sizeof *order);
+    ck_assert_int_eq(vt_estimator_set(e, "budget_usd=0.001"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_TIME_WITHIN_BUDGET, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_ERR_NOT_FOUND);
+    ck_assert_int_eq(idx, -1);
+    ck_assert_int_eq(order[0], cheap);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_FASTEST, &idx), VT_OK);
+    ck_assert_int_eq(idx, fast);
+    /* a budget some meet: the fastest of those */
+    ck_assert_int_eq(vt_estimator_set(e, "budget_usd=1000"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_TIME_WITHIN_BUDGET, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_OK);
+    ck_assert_int_eq(idx, order[0]);
+    /* a deadline nothing meets: those past it fastest first */
+    ck_assert_int_eq(vt_estimator_set(e, "budget_usd=0"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "deadline_h=0.0001"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST_WITHIN_DEADLINE, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_ERR_NOT_FOUND);
+    ck_assert_int_eq(order[0], fast);
+    /* a deadline some meet: the cheapest of those */
+    ck_assert_int_eq(vt_estimator_set(e, "deadline_h=0.25"), VT_OK);
+    ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST_WITHIN_DEADLINE, order, n, &n), VT_OK);
+    ck_assert_int_eq(vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &idx), VT_OK);
+    ck_assert_int_eq(idx, order[0]);
+    ck_assert_int_eq(vt_estimator_rank_result(e, idx, VT_EST_TOTAL_SECONDS, &v), VT_OK);
+    ck_assert(v <= 0.25 * 3600);
+    free(order);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
+/* A GPU name may be abbreviated where that is unambiguous. */
+START_TEST(gpu_prefix_and_alias)
+{
+    vt_estimator *e = mk(NULL);
+    vt_catalog *cat = vt_estimator_catalog(e);
+    static const char *const pairs[][2] = {
+        {"H200", "H200 SXM"}, {"h100", "H100 SXM"}, {"A100", "A100 SXM 80GB"},
+        {"V100", "V100 SXM2"}, {"NVIDIA T4", "T4"}, {"Tesla V100", "V100 SXM2"},
+        {"A6000", "RTX A6000"}, {"l40", "L40"}, {"rtx-4090", "RTX 4090"}, {"H200 NVL", "H200 NVL"},
+        {"RTX 6000", "RTX 6000 Ada"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int gi = vt_catalog_find(cat, pairs[i][0]);
+        ck_assert_msg(gi >= 0 && !strcmp(vt_catalog_gpu_name(cat, gi), pairs[i][1]),
+                      "'%s' -> %s, expected %s", pairs[i][0], gi >= 0 ? vt_catalog_gpu_name(cat, gi)
+                      : vt_last_error(), pairs[i][1]);
+    }
+    /* ambiguous: the candidates are named */
+    ck_assert_int_eq(vt_catalog_find(cat, "RTX"), -1);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "ambiguous"));
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "RTX A4500"));
+    ck_assert_int_eq(vt_catalog_find(cat, "Z9"), -1);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "unknown GPU"));
+    /* the estimator takes the abbreviation */
+    double t1 = run_get(e, "gpu=H200", VT_EST_TOTAL_SECONDS);
+    ck_assert_double_eq(run_get(e, "gpu=H200 SXM", VT_EST_TOTAL_SECONDS), t1);
+    ck_assert_int_eq(vt_estimator_set(e, "gpu=RTX"), VT_OK);
+    ck_assert_int_eq(vt_estimator_run(e), VT_ERR_NOT_FOUND);
+    /* a CSV merge still matches exactly: a new "H200" is a GPU of its own */
+    char dir[] = "/tmp/vt-est-alias.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/c.csv", dir);
+    const char *csv = "name,memory_gb,bandwidth_gbs,fp32_tflops\nH200,141,4800,60\n";
+    ck_assert_int_eq(vt_test_write_file(path, csv, strlen(csv)), 0);
+    int n0 = vt_catalog_count(cat);
+    ck_assert_int_eq(vt_catalog_load_csv(cat, path), VT_OK);
+    ck_assert_int_eq(vt_catalog_count(cat), n0 + 1);
+    ck_assert_str_eq(vt_catalog_gpu_name(cat, vt_catalog_find(cat, "H200")), "H200");
+    unlink(path);
+    rmdir(dir);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
 START_TEST(ranking)
 {
     static const char *const kv[] = {"model=cls-m", "imgsz=640", "batch=64", "train=50000",
@@ -561,6 +727,18 @@ START_TEST(calibration_files)
     double h200 = run_get(e, "gpu=H200 SXM", VT_EST_COMPUTE_SECONDS_PER_STEP);
     double h100 = run_get(e, "gpu=H100 SXM", VT_EST_COMPUTE_SECONDS_PER_STEP);
     ck_assert(h100 >= h200);
+    /* the range's basis: the calibrated GPU at its precision +-20 %; another GPU, or another
+     * precision, extrapolated -35 %/+50 % */
+    double tot = run_get(e, "precision=fp32", VT_EST_TOTAL_SECONDS); /* H100 SXM */
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_EXTRAPOLATED);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_LOW), 0.65 * tot, 1e-9 * tot);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_HIGH), 1.5 * tot, 1e-9 * tot);
+    tot = run_get(e, "gpu=H200", VT_EST_TOTAL_SECONDS);
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_LOW), 0.8 * tot, 1e-9 * tot);
+    ck_assert_double_eq_tol(res(e, VT_EST_TOTAL_SECONDS_HIGH), 1.2 * tot, 1e-9 * tot);
+    ck_assert_double_eq(run_get(e, "precision=tf32", VT_EST_BASIS), VT_EST_BASIS_EXTRAPOLATED);
+    ck_assert_int_eq(vt_estimator_set(e, "gpu=H100 SXM"), VT_OK);
     /* round trip */
     char *p2 = malloc(strlen(dir) + 16);
     sprintf(p2, "%s/copy.cal", dir);
@@ -693,6 +871,12 @@ START_TEST(calibrate_cpu_accuracy)
     ck_assert_int_eq(vt_estimator_load_calibration(e2, p), VT_OK);
     ck_assert_int_eq(vt_estimator_run(e2), VT_OK);
     ck_assert_double_eq_tol(res(e2, VT_EST_STEP_SECONDS), pred, 1e-12 * pred);
+    /* calibrated on this CPU: the +-15 % range; a catalog GPU stays uncalibrated */
+    double tot = res(e2, VT_EST_TOTAL_SECONDS);
+    ck_assert_double_eq(res(e2, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+    ck_assert_double_eq_tol(res(e2, VT_EST_TOTAL_SECONDS_LOW), 0.85 * tot, 1e-9 * tot);
+    ck_assert_double_eq_tol(res(e2, VT_EST_TOTAL_SECONDS_HIGH), 1.15 * tot, 1e-9 * tot);
+    ck_assert_double_eq(run_get(e2, "gpu=H100", VT_EST_BASIS), VT_EST_BASIS_UNCALIBRATED);
     vt_estimator_destroy(e2);
     vt_test_rmtree(dir);
     free(dir);
@@ -734,6 +918,9 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_from_layer_list);
     tcase_add_test(tc, properties);
     tcase_add_test(tc, ranking);
+    tcase_add_test(tc, precision_per_gpu);
+    tcase_add_test(tc, gpu_prefix_and_alias);
+    tcase_add_test(tc, range_and_recommendation);
     tcase_add_test(tc, catalog_builtin_and_overrides);
     tcase_add_test(tc, catalog_malformed);
     tcase_add_test(tc, calibration_files);

@@ -43,6 +43,9 @@ for cmd in train val predict export estimate check dataset info synth demo; do
     expect_out "usage: vt $cmd"
     expect 0 "$vt" "$cmd" --help
 done
+expect 0 "$vt" estimate --help
+expect_out 'det-n'
+expect_out 'seg-n'
 expect 0 "$vt" --version
 
 # usage errors: 2
@@ -150,6 +153,52 @@ expect 0 "$vt" synth data=det task=detect classes=3 train=8 val=4 imgsz=32 seed=
 expect 0 "$vt" check data=det
 expect_out '^  backgrounds +[0-9]+ +[0-9]+ +0$'
 expect_out '12 images decoded: 0 unreadable; 0 problems'
+# estimate reads the layouts vt train reads: a data.yaml, its folder, a COCO JSON
+expect 0 "$vt" estimate model=det-s data=det/data.yaml epochs=100 imgsz=640 batch=16
+expect_out 'run: det-s, 3 classes, 8 train / 4 val images'
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16
+expect_out 'run: det-s, 3 classes, 8 train / 4 val images'
+expect 0 "$vt" estimate data=det top=1
+expect_out 'run: det-n, 3 classes'
+mkdir -p coco/images
+cp data/train/circle/00000.png coco/images/a.png
+cp data/train/square/00000.png coco/images/b.png
+printf '{"images": [{"id": 1, "file_name": "a.png", "width": 16, "height": 16},\n' >coco/train.json
+printf ' {"id": 2, "file_name": "b.png", "width": 16, "height": 16}],\n' >>coco/train.json
+printf ' "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 8, 8]}],\n' >>coco/train.json
+printf ' "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}\n' >>coco/train.json
+expect 0 "$vt" estimate model=det-s data=coco/train.json epochs=10 imgsz=64 batch=2
+expect_out 'run: det-s, 2 classes, 2 train / 0 val images'
+# the recommendation, with ranges; nothing within an impossible budget or deadline
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16
+expect_out '^  best buy +[A-Z].*: [0-9]+:[0-9]{2} h:mm \([0-9]+:[0-9]{2}-[0-9]+:[0-9]{2}\), [0-9.]+ USD \([0-9.]+-[0-9.]+\)$'
+expect_out '^  fastest +[A-Z]'
+expect_out '^  cheapest +[A-Z]'
+expect_out '^  ranges: not calibrated .*: -50 %/\+100 %$'
+expect_out 'time range'
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 budget=0.0001
+expect_out '^  nothing fits the budget of 0.0001 USD: the cheapest is .* at [0-9.]+ USD, the fastest is .* in [0-9]+:[0-9]{2} h:mm$'
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 deadline=0.00001
+expect_out '^  nothing fits the deadline of 0.00001 h: the cheapest is .*, the fastest is '
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 budget=1000
+expect_out '^  within budget +[A-Z]'
+# each GPU runs a precision it has (the T4: no TF32, no bf16); GPU abbreviations
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 gpu=T4
+expect_out '^  precision +fp32 \(no TF32\)$'
+t4_default=$(sed -n 's/^  s \/ epoch *//p' out.txt)
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 gpu=T4 precision=fp32
+if [ "$(sed -n 's/^  s \/ epoch *//p' out.txt)" != "$t4_default" ]; then
+    echo "FAIL: T4 at the default precision ($t4_default s/epoch) differs from fp32"
+    failures=$((failures + 1))
+fi
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 precision=bf16
+expect_out ' T4 .* fp16 \(no BF16\)$'
+expect_out ' V100 SXM2 .* fp16 \(no BF16\)$'
+expect 0 "$vt" estimate model=det-s data=det epochs=100 imgsz=640 batch=16 gpu=H200
+expect_out '^estimate on H200 SXM'
+expect_out '^  range +not calibrated'
+expect 2 "$vt" estimate gpu=RTX
+expect_out 'ambiguous'
 printf '0 0.5 0.5\n' >>det/labels/train/00000.txt
 expect 0 "$vt" check data=det/data.yaml
 expect_out '^  det/labels/train/00000.txt:[0-9]+: 3 columns, expected 5 .*\[bad_line\]$'

@@ -110,13 +110,74 @@ static void est_log(void *user, vt_log_level level, const char *msg)
 }
 
 #define EST_TOOL_KEYS                                                                            \
-    "model, data, budget, deadline, catalog, calibrate, calibration, device, seconds, batches, " \
+    "model, data, task, budget, deadline, catalog, calibrate, calibration, device, seconds, batches, " \
     "local_gpu, price, by, top"
 
 static int est_result(const vt_estimator *e, int gi, vt_est_result r, double *v)
 {
     vt_status st = gi < 0 ? vt_estimator_result(e, r, v) : vt_estimator_rank_result(e, gi, r, v);
     return st == VT_OK;
+}
+
+static const char *prec_name(double p)
+{
+    static const char *const names[] = {"fp32", "tf32", "bf16", "fp16"};
+    return p >= 0 && p < 4 ? names[(int)p] : "?";
+}
+
+
+static const char *asked_precision = "tf32"; /* the run's precision= (the estimator has no getter) */
+
+/* "fp32 (no TF32)" when the device runs another precision than the one asked for, else "". */
+static void prec_note(const vt_estimator *e, int gi, const char *asked, char *out, size_t cap)
+{
+    double p;
+    out[0] = '\0';
+    if (!asked) asked = asked_precision;
+    if (!strcmp(asked, "amp")) asked = "bf16";
+    if (!est_result(e, gi, VT_EST_PRECISION, &p) || !strcmp(prec_name(p), asked)) return;
+    char up[8];
+    size_t i = 0;
+    for (; asked[i] && i + 1 < sizeof up; i++)
+        up[i] = (char)(asked[i] >= 'a' && asked[i] <= 'z' ? asked[i] - 32 : asked[i]);
+    up[i] = '\0';
+    snprintf(out, cap, "%s (no %s)", prec_name(p), up);
+}
+
+/* What an estimate's range rests on, with the range as percentages: "not calibrated (catalog
+ * peaks x efficiency guesses): -50 %/+100 %". */
+static void basis_text(const vt_estimator *e, int gi, char *out, size_t cap)
+{
+    double basis = 0, t = 0, lo = 0, hi = 0;
+    out[0] = '\0';
+    if (!est_result(e, gi, VT_EST_BASIS, &basis) || !est_result(e, gi, VT_EST_TOTAL_SECONDS, &t) ||
+        !est_result(e, gi, VT_EST_TOTAL_SECONDS_LOW, &lo) ||
+        !est_result(e, gi, VT_EST_TOTAL_SECONDS_HIGH, &hi) || !(t > 0))
+        return;
+    const char *what = basis == VT_EST_BASIS_CALIBRATED ? "calibrated on this device"
+                     : basis == VT_EST_BASIS_EXTRAPOLATED
+                         ? "extrapolated from the GPU calibrated here by catalog rates"
+                         : "not calibrated (catalog peaks x efficiency guesses; calibrate=1 on "
+                           "a GPU narrows it)";
+    double l = (1 - lo / t) * 100, h = (hi / t - 1) * 100;
+    if (fabs(l - h) < 0.5) snprintf(out, cap, "%s: +-%.0f %%", what, h);
+    else snprintf(out, cap, "%s: -%.0f %%/+%.0f %%", what, l, h);
+}
+
+/* "0:21 (0:11-0:42), 1.23 USD (0.62-2.46)" for GPU gi of the ranking (-1: the last run). */
+static const char *time_cost_text(const vt_estimator *e, int gi, char *out, size_t cap)
+{
+    double t = 0, tl = 0, th = 0, c, cl, ch;
+    char a[32], b[32], d[32];
+    est_result(e, gi, VT_EST_TOTAL_SECONDS, &t);
+    est_result(e, gi, VT_EST_TOTAL_SECONDS_LOW, &tl);
+    est_result(e, gi, VT_EST_TOTAL_SECONDS_HIGH, &th);
+    int n = snprintf(out, cap, "%s h:mm (%s-%s)", fmt_hmm(t, a, sizeof a), fmt_hmm(tl, b, sizeof b),
+                     fmt_hmm(th, d, sizeof d));
+    if (n > 0 && (size_t)n < cap && est_result(e, gi, VT_EST_COST_USD, &c) &&
+        est_result(e, gi, VT_EST_COST_USD_LOW, &cl) && est_result(e, gi, VT_EST_COST_USD_HIGH, &ch))
+        snprintf(out + n, cap - (size_t)n, ", %.2f USD (%.2f-%.2f)", c, cl, ch);
+    return out;
 }
 
 static void print_estimate_detail(const vt_estimator *e, const char *where)
@@ -136,14 +197,36 @@ static void print_estimate_detail(const vt_estimator *e, const char *where)
     ROW("  loader (s)", VT_EST_LOADER_SECONDS_PER_STEP, "%.4f", 1);
     if (est_result(e, -1, VT_EST_LOADER_BOUND, &v) && v > 0)
         printf("  %-28s %s\n", "", "loading bounds the step: add workers");
+    if (est_result(e, -1, VT_EST_PRECISION, &v)) {
+        char note[64];
+        prec_note(e, -1, NULL, note, sizeof note);
+        printf("  %-28s %s\n", "precision", *note ? note : prec_name(v));
+    }
     ROW("steps / epoch", VT_EST_STEPS_PER_EPOCH, "%.0f", 1);
     ROW("train s / epoch", VT_EST_TRAIN_SECONDS_PER_EPOCH, "%.1f", 1);
     ROW("val s / epoch", VT_EST_VAL_SECONDS_PER_EPOCH, "%.1f", 1);
     ROW("s / epoch", VT_EST_EPOCH_SECONDS, "%.1f", 1);
     if (est_result(e, -1, VT_EST_TOTAL_SECONDS, &v))
         printf("  %-28s %s (h:mm, %.0f s)\n", "total time", fmt_hmm(v, b, sizeof b), v);
+    {
+        double lo, hi;
+        if (est_result(e, -1, VT_EST_TOTAL_SECONDS_LOW, &lo) &&
+            est_result(e, -1, VT_EST_TOTAL_SECONDS_HIGH, &hi)) {
+            char b2[64];
+            printf("  %-28s %s-", "total time range", fmt_hmm(lo, b, sizeof b));
+            printf("%s\n", fmt_hmm(hi, b2, sizeof b2));
+        }
+    }
     ROW("price (USD/h)", VT_EST_USD_PER_HOUR, "%.2f", 1);
     ROW("cost (USD)", VT_EST_COST_USD, "%.2f", 1);
+    {
+        double lo, hi;
+        if (est_result(e, -1, VT_EST_COST_USD_LOW, &lo) && est_result(e, -1, VT_EST_COST_USD_HIGH, &hi))
+            printf("  %-28s %.2f-%.2f\n", "cost range (USD)", lo, hi);
+        char basis[200];
+        basis_text(e, -1, basis, sizeof basis);
+        if (*basis) printf("  %-28s %s\n", "range", basis);
+    }
     ROW("peak memory / device (GB)", VT_EST_PEAK_MEMORY_BYTES, "%.2f", 1e-9);
     ROW("usable memory / device (GB)", VT_EST_DEVICE_MEMORY_BYTES, "%.2f", 1e-9);
     if (est_result(e, -1, VT_EST_FITS, &v)) printf("  %-28s %s\n", "fits", v > 0 ? "yes" : "NO");
@@ -194,6 +277,50 @@ static int local_catalog_gpu(const vt_catalog *cat, int device)
     return best;
 }
 
+/* The recommendation under the table: best buy, fastest, cheapest, and the best within the
+ * deadline or budget, or what comes nearest when nothing meets it (vt_estimator_pick). */
+static void print_recommendation(const vt_estimator *e, vt_rank_by by, const char *deadline,
+                                 const char *budget)
+{
+    const vt_catalog *cat = vt_estimator_catalog((vt_estimator *)e); /* read only */
+    int best = -1, fast = -1, cheap = -1, within = -1;
+    char tc[160], basis[200];
+    vt_estimator_pick(e, VT_PICK_BEST_BUY, &best);
+    vt_estimator_pick(e, VT_PICK_FASTEST, &fast);
+    vt_estimator_pick(e, VT_PICK_CHEAPEST, &cheap);
+    int limit = (deadline || budget) && by >= VT_RANK_COST_WITHIN_DEADLINE;
+    if (limit) vt_estimator_pick(e, VT_PICK_WITHIN_LIMIT, &within);
+    if (fast < 0) {
+        printf("recommendation: none: the run fits no GPU at this batch (lower batch= or imgsz=)\n");
+        return;
+    }
+    printf("recommendation:\n");
+    if (limit && within >= 0)
+        printf("  %-17s %s: %s\n", deadline ? "within deadline" : "within budget",
+               vt_catalog_gpu_name(cat, within), time_cost_text(e, within, tc, sizeof tc));
+    if (best >= 0)
+        printf("  %-17s %s: %s\n", "best buy", vt_catalog_gpu_name(cat, best),
+               time_cost_text(e, best, tc, sizeof tc));
+    printf("  %-17s %s: %s\n", "fastest", vt_catalog_gpu_name(cat, fast),
+           time_cost_text(e, fast, tc, sizeof tc));
+    if (cheap >= 0)
+        printf("  %-17s %s: %s\n", "cheapest", vt_catalog_gpu_name(cat, cheap),
+               time_cost_text(e, cheap, tc, sizeof tc));
+    if (limit && within < 0) {
+        char t1[32];
+        double c = 0, t = 0;
+        printf("  nothing fits the %s of %s %s:", deadline ? "deadline" : "budget",
+               deadline ? deadline : budget, deadline ? "h" : "USD");
+        if (cheap >= 0 && est_result(e, cheap, VT_EST_COST_USD, &c))
+            printf(" the cheapest is %s at %.2f USD,", vt_catalog_gpu_name(cat, cheap), c);
+        est_result(e, fast, VT_EST_TOTAL_SECONDS, &t);
+        printf(" the fastest is %s in %s h:mm\n", vt_catalog_gpu_name(cat, fast),
+               fmt_hmm(t, t1, sizeof t1));
+    }
+    basis_text(e, best >= 0 ? best : fast, basis, sizeof basis);
+    if (*basis) printf("  ranges: %s\n", basis);
+}
+
 int cmd_estimate(args *a)
 {
     const char *cmd = a->cmd;
@@ -203,6 +330,7 @@ int cmd_estimate(args *a)
     const char *device = take(a, "device"), *seconds = take(a, "seconds");
     const char *batches = take(a, "batches"), *price = take(a, "price"), *by_s = take(a, "by");
     const char *top_s = take(a, "top"), *gpu = take(a, "gpu"), *local_gpu = take(a, "local_gpu");
+    const char *task_s = take(a, "task");
     int rc, calibrate = 0;
     long top = 0;
     double tmp;
@@ -256,7 +384,23 @@ int cmd_estimate(args *a)
         if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
     }
     if (data) {
-        if ((st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data))) {
+        /* the task as vt train guesses it: the model's (a det-/seg- name or a saved model's),
+         * else the data's layout (a .yaml/.yml/.json or a folder holding data.yaml: detection) */
+        vt_task tk;
+        if (task_value(cmd, task_s, data, &tk)) {
+            rc = EXIT_USAGE;
+            goto out;
+        }
+        if (!task_s && m) tk = vt_model_task(m);
+        else if (!task_s && model && !strncmp(model, "det-", 4)) tk = VT_TASK_DETECT;
+        else if (!task_s && model && !strncmp(model, "seg-", 4)) tk = VT_TASK_SEGMENT;
+        if (!model) { /* the default model of that task, as vt train's */
+            const char *dm = tk == VT_TASK_DETECT ? "model=det-n"
+                           : tk == VT_TASK_SEGMENT ? "model=seg-n" : "model=cls-n";
+            if ((st = vt_estimator_set(e, dm))) EST_FAIL(st);
+            model = dm + 6;
+        }
+        if ((st = vt_dataset_open(&ds, tk, data))) {
             rc = fail(cmd, st, NULL);
             goto out;
         }
@@ -282,6 +426,8 @@ int cmd_estimate(args *a)
         }
     }
     if (!all && (st = vt_estimator_set_string(e, VT_OPT_EST_GPU, gpu))) EST_FAIL(st);
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], "precision")) asked_precision = a->kv[i].val;
 
     /* calibration: load a saved one, or measure */
     if (calib_file && !calibrate) {
@@ -378,7 +524,8 @@ int cmd_estimate(args *a)
             goto out;
         }
         char where[300];
-        snprintf(where, sizeof where, "%s%s", gpu,
+        int gi = vt_catalog_find(vt_estimator_catalog(e), gpu); /* "H200" -> "H200 SXM" */
+        snprintf(where, sizeof where, "%s%s", gi >= 0 ? vt_catalog_gpu_name(vt_estimator_catalog(e), gi) : gpu,
                  !strcmp(gpu, "local") && !vt_estimator_is_calibrated(e)
                      ? " (not calibrated: the CPU's built-in guesses; add calibrate=1)"
                      : "");
@@ -396,8 +543,9 @@ int cmd_estimate(args *a)
         if (deadline) printf(" of %s h", deadline);
         if (budget) printf(" of %s USD", budget);
         printf(":\n");
-        printf("%4s  %-22s %6s %5s %9s %10s %8s %7s %9s  %s\n", "rank", "GPU", "mem GB", "fits",
-               "max batch", "s/epoch", "total", "USD/h", "cost USD", "note");
+        printf("%4s  %-15s %6s %4s %9s %8s %6s %11s %6s %8s %11s  %s\n", "rank", "GPU", "mem GB",
+               "fits", "max batch", "s/epoch", "total", "time range", "USD/h", "cost USD",
+               "cost range", "note");
         int shown_n = 0, limit = by >= VT_RANK_COST_WITHIN_DEADLINE;
         for (int r = 0; r < count; r++) {
             if (top && shown_n >= top) break;
@@ -422,14 +570,28 @@ int cmd_estimate(args *a)
             else if (limit && !(meets > 0))
                 snprintf(note, sizeof note, "%s", deadline ? "misses the deadline" : "over budget");
             else if (lb > 0) snprintf(note, sizeof note, "loader-bound");
-            printf("%4d  %-22.22s %6s %5s %9s %10s %8s %7s %9s  %s\n", r + 1,
+            char pn[32];
+            prec_note(e, gi, NULL, pn, sizeof pn);
+            if (*pn) /* the precision the GPU runs, when not the one asked for */
+                snprintf(note + strlen(note), sizeof note - strlen(note), "%s%s", *note ? "; " : "", pn);
+            char trange[40] = "-", crange[40] = "-", tl[16], th[16];
+            double lo, hi;
+            if (fits > 0 && est_result(e, gi, VT_EST_TOTAL_SECONDS_LOW, &lo) &&
+                est_result(e, gi, VT_EST_TOTAL_SECONDS_HIGH, &hi))
+                snprintf(trange, sizeof trange, "%s-%s", fmt_hmm(lo, tl, sizeof tl),
+                         fmt_hmm(hi, th, sizeof th));
+            if (fits > 0 && est_result(e, gi, VT_EST_COST_USD_LOW, &lo) &&
+                est_result(e, gi, VT_EST_COST_USD_HIGH, &hi))
+                snprintf(crange, sizeof crange, hi < 0.005 ? "<0.01" : "%.2f-%.2f", lo, hi);
+            printf("%4d  %-15.15s %6s %4s %9s %8s %6s %11s %6s %8s %11s  %s\n", r + 1,
                    vt_catalog_gpu_name(cat, gi), memb, fits > 0 ? "yes" : "no", maxbb,
-                   fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", usdb,
-                   fits > 0 ? costb : "-", note);
+                   fits > 0 ? epb : "-", fits > 0 ? fmt_hmm(total, b1, sizeof b1) : "-", trange,
+                   usdb, fits > 0 ? costb : "-", crange, note);
             shown_n++;
         }
         if (top && count > top) printf("  ... %d more (top=%ld shown)\n", count - (int)top, top);
         printf("  total time is h:mm; cost '-': the catalog has no price for the GPU\n");
+        print_recommendation(e, by, deadline, budget);
         if (vt_estimator_is_calibrated(e)) {
             /* the measured local device, too */
             if ((st = vt_estimator_set_string(e, VT_OPT_EST_GPU, "local"))) EST_FAIL(st);

@@ -925,8 +925,12 @@ VT_API vt_status vt_catalog_load_csv(vt_catalog *catalog, const char *path);
  * lists the known names). */
 VT_API vt_status vt_catalog_set_price(vt_catalog *catalog, const char *name, double usd_per_hour);
 
-/* Number of GPUs, and the index of a name (same matching as above) or -1 (with the thread's
- * error set to a message listing the known names). */
+/* Number of GPUs, and the index of a name or -1 (with the thread's error set to a message
+ * listing the known names, or the candidates of an ambiguous name).  The name matches as above,
+ * else without a vendor word ("NVIDIA T4", "Tesla T4"), else as the start of exactly one
+ * catalog name ("V100" -> "V100 SXM2"), where it starts several their one SXM form ("H200" ->
+ * "H200 SXM", "H100" -> "H100 SXM", the usual form in clouds), else with "RTX " in front
+ * ("A6000" -> "RTX A6000").  "RTX" alone is ambiguous.  vt_catalog_load_csv matches exactly. */
 VT_API int vt_catalog_count(const vt_catalog *catalog);
 VT_API int vt_catalog_find(const vt_catalog *catalog, const char *name);
 
@@ -957,15 +961,19 @@ typedef enum vt_est_option {
     VT_OPT_EST_EPOCHS = 504,      /* int >= 1, default 100 ("epochs")                           */
     VT_OPT_EST_BATCH = 505,       /* int >= 1, total over all GPUs, default 16 ("batch")         */
     VT_OPT_EST_IMGSZ = 506,       /* int 8..4096, default 640 ("imgsz")                          */
-    VT_OPT_EST_PRECISION = 507,   /* string "fp32" | "tf32" | "bf16" | "fp16" | "amp" (= bf16
-                                   * rates), default "tf32" like the trainer's VT_OPT_PRECISION
-                                   * (GPUs without TF32: their fp32 rate; the CPU: fp32)
+    VT_OPT_EST_PRECISION = 507,   /* string "fp32" | "tf32" | "bf16" | "fp16" | "amp" (= bf16),
+                                   * default "tf32" like the trainer's VT_OPT_PRECISION.  Each
+                                   * GPU runs the nearest precision it has: tf32 -> fp32 without
+                                   * TF32 (before Ampere); bf16 -> fp16 on Volta/Turing (their
+                                   * tensor cores have fp16, not bf16), else fp32; the CPU fp32.
+                                   * VT_EST_PRECISION says which one an estimate used
                                    * ("precision")                                              */
     VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
     VT_OPT_EST_VAL_EACH = 509,        /* int 0|1 validate after each epoch, default 1 ("val_each")  */
     VT_OPT_EST_WORKERS = 510,     /* int 0..256 loader threads, default 8 ("workers")            */
-    VT_OPT_EST_GPU = 511,         /* string: a catalog name, "local" (the calibrated device) or
-                                   * "cpu", default "local" ("gpu")                             */
+    VT_OPT_EST_GPU = 511,         /* string: a catalog name or abbreviation (vt_catalog_find),
+                                   * "local" (the calibrated device) or "cpu", default "local"
+                                   * ("gpu")                                                    */
     VT_OPT_EST_NUM_GPUS = 512,    /* int 1..64 data-parallel GPUs, default 1 ("gpus")            */
     VT_OPT_EST_CHANNELS = 513,    /* int 1|3, default 3 ("channels")                             */
     VT_OPT_EST_LOAD_MS = 514,     /* float >= 0: one worker's milliseconds to decode and augment
@@ -999,8 +1007,34 @@ typedef enum vt_est_result {
     VT_EST_LOADER_SECONDS_PER_STEP = 16,  /* time the loader needs for one step's images       */
     VT_EST_LOADER_BOUND = 17,      /* 1 when loading limits the step                           */
     VT_EST_MEETS_LIMIT = 18,       /* 1 within the deadline/budget of the ranking (1 if none)  */
-    VT_EST_USD_PER_HOUR = 19       /* price * GPUs; VT_ERR_NOT_FOUND when there is no price    */
+    VT_EST_USD_PER_HOUR = 19,      /* price * GPUs; VT_ERR_NOT_FOUND when there is no price    */
+    VT_EST_PRECISION = 20,         /* the precision the device runs, a vt_est_precision: the one
+                                    * asked for (VT_OPT_EST_PRECISION) or the nearest it has   */
+    /* The uncertainty range: the total time and cost at the ends of the cost model's measured
+     * error for the estimate's basis (the figures are in the README and estimate.c). */
+    VT_EST_TOTAL_SECONDS_LOW = 21,
+    VT_EST_TOTAL_SECONDS_HIGH = 22,
+    VT_EST_COST_USD_LOW = 23,      /* VT_ERR_NOT_FOUND: no price                               */
+    VT_EST_COST_USD_HIGH = 24,
+    VT_EST_BASIS = 25              /* what the estimate rests on, a vt_est_basis               */
 } vt_est_result;
+
+/* Values of VT_EST_BASIS, from the best-founded. */
+typedef enum vt_est_basis {
+    VT_EST_BASIS_CALIBRATED = 1,   /* measured on this device (vt_estimator_calibrate)         */
+    VT_EST_BASIS_EXTRAPOLATED = 2, /* a calibration of another catalog GPU, scaled by the
+                                    * catalog's rates                                          */
+    VT_EST_BASIS_UNCALIBRATED = 3  /* catalog peaks times efficiency guesses (a GPU), or the
+                                    * built-in CPU guesses                                     */
+} vt_est_basis;
+
+/* Values of VT_EST_PRECISION. */
+typedef enum vt_est_precision {
+    VT_EST_PREC_FP32 = 0,
+    VT_EST_PREC_TF32 = 1,
+    VT_EST_PREC_BF16 = 2,
+    VT_EST_PREC_FP16 = 3
+} vt_est_precision;
 
 typedef enum vt_rank_by {
     VT_RANK_COST = 1,                  /* cheapest first                                       */
@@ -1048,11 +1082,35 @@ VT_API vt_status vt_estimator_result(const vt_estimator *estimator, vt_est_resul
  * (VT_ERR_BUFFER_TOO_SMALL when 0 < cap < *count, with the first cap written).  Ranking:
  * GPUs that fit and meet the deadline/budget, by the key; then those that fit but miss it; then
  * those where the run does not fit; GPUs without a price come after priced ones when ranking by
- * cost.  Results per GPU through vt_estimator_rank_result(). */
+ * cost.  Those missing the limit are ordered by how near they come to it: by time for a
+ * deadline, by cost for a budget.  Results per GPU through vt_estimator_rank_result(). */
 VT_API vt_status vt_estimator_rank(vt_estimator *estimator, vt_rank_by by, int *order, int cap,
                                    int *count);
 VT_API vt_status vt_estimator_rank_result(const vt_estimator *estimator, int gpu_index,
                                           vt_est_result result, double *value);
+
+/* What vt_estimator_pick() picks from the last vt_estimator_rank(), among the GPUs where the
+ * run fits. */
+typedef enum vt_est_pick {
+    VT_PICK_BEST_BUY = 1,     /* least cost x time (priced GPUs): a dollar saved weighs as much
+                               * as the same share of time saved                              */
+    VT_PICK_FASTEST = 2,      /* least total time                                            */
+    VT_PICK_CHEAPEST = 3,     /* least cost (priced GPUs)                                     */
+    VT_PICK_WITHIN_LIMIT = 4  /* the ranking's own: the cheapest within its deadline
+                               * (VT_RANK_COST_WITHIN_DEADLINE) or the fastest within its budget
+                               * (VT_RANK_TIME_WITHIN_BUDGET); the limits are met by the
+                               * central estimate, not the whole range                       */
+} vt_est_pick;
+
+/* Write the catalog index of the GPU that `pick` chooses into *gpu_index (-1 when none), for
+ * tools to recommend one; its results come from vt_estimator_rank_result().  Errors:
+ * VT_ERR_BAD_STATE before a vt_estimator_rank(), and for VT_PICK_WITHIN_LIMIT after a ranking
+ * without a deadline or budget (no limit set, or VT_RANK_COST / VT_RANK_TIME);
+ * VT_ERR_NOT_FOUND when no GPU qualifies (nothing fits, no price, none meets the limit);
+ * VT_ERR_INVALID_ARGUMENT for a bad pick.  Reads the estimator only: one thread per
+ * estimator, as its other calls. */
+VT_API vt_status vt_estimator_pick(const vt_estimator *estimator, vt_est_pick pick,
+                                   int *gpu_index);
 
 /* Measure a few real training steps (vt_trainer_step on random data) of the configured model
  * and image size at 2-3 batch sizes, plus convolution and memory-bandwidth probes, on `device`

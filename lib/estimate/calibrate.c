@@ -363,10 +363,14 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
         if (st != VT_OK) return vt_fail(VT_ERR_OPTION_VALUE, "device '%s': expects \"cpu\" or a "
                                         "GPU index", device);
         dev = (int)d;
-        if (!co.gpu[0] && vt_catalog_lookup(&e->cat, OSTR(e, VT_OPT_EST_GPU)) >= 0)
-            snprintf(co.gpu, sizeof co.gpu, "%s", OSTR(e, VT_OPT_EST_GPU));
-        if (co.gpu[0] && vt_catalog_lookup(&e->cat, co.gpu) < 0)
+        int named = vt_catalog_resolve(&e->cat, OSTR(e, VT_OPT_EST_GPU));
+        if (!co.gpu[0] && named >= 0)
+            snprintf(co.gpu, sizeof co.gpu, "%s", e->cat.gpus[named].name);
+        /* keep the catalog's own name, so an abbreviation ("H200") still matches later */
+        named = co.gpu[0] ? vt_catalog_resolve(&e->cat, co.gpu) : -1;
+        if (co.gpu[0] && named < 0)
             return vt_catalog_find(&e->cat, co.gpu) < 0 ? VT_ERR_NOT_FOUND : VT_ERR_INTERNAL;
+        if (named >= 0) snprintf(co.gpu, sizeof co.gpu, "%s", e->cat.gpus[named].name);
     }
 
     vt_calib c;
@@ -567,7 +571,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
             while (p < 3 && strcmp(vt_est_prec_names[p], val)) p++;
             if (p == 3) st = vt_fail(VT_ERR_FORMAT, "%s:%d: precision: expects fp32, tf32 or bf16",
                                      path, line);
-            c->prec = (vt_prec)(p % 3);
+            c->prec = (vt_prec)p;
         } else if (strcmp(buf, "rate_flops") == 0) st = cal_num(path, line, buf, val, 1e6, 1e18, &c->dm.rate);
         else if (strcmp(buf, "bandwidth_bytes") == 0) st = cal_num(path, line, buf, val, 1e6, 1e15, &c->dm.bw);
         else if (strcmp(buf, "gemm_s0") == 0) st = cal_num(path, line, buf, val, 0, 1e6, &c->dm.s0);

@@ -52,6 +52,53 @@ int vt_catalog_lookup(const vt_catalog *c, const char *name)
     return -1;
 }
 
+/* Lower case without spaces, '-' and '_' (the vt_gpu_name_eq form); truncated at cap. */
+static void name_key(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++)
+        if (*s != ' ' && *s != '-' && *s != '_') out[n++] = (char)tolower((unsigned char)*s);
+    out[n] = '\0';
+}
+
+static int has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int vt_catalog_resolve(const vt_catalog *c, const char *name)
+{
+    if (!c || !name) return -1;
+    int i = vt_catalog_lookup(c, name);
+    if (i >= 0) return i;
+    char q[2 * VT_GPU_NAME_MAX], k[2 * VT_GPU_NAME_MAX];
+    name_key(name, q, sizeof q);
+    /* the vendor's words in front of a model name ("NVIDIA H100", "Tesla T4") */
+    static const char *const vendor[] = {"nvidia", "tesla", "geforce", "quadro"};
+    for (int pass = 0; pass < 2; pass++)
+        for (int v = 0; v < 4; v++)
+            if (has_prefix(q, vendor[v])) memmove(q, q + strlen(vendor[v]), strlen(q) - strlen(vendor[v]) + 1);
+    if (!q[0]) return -1;
+    /* a prefix of one name; of several, their SXM form if just one is (H200 -> H200 SXM, the
+     * usual form in clouds, as the vt tool's guess of a local GPU); then the same with "RTX"
+     * in front (A6000 -> RTX A6000) */
+    for (int rtx = 0; rtx < 2; rtx++) {
+        char want[2 * VT_GPU_NAME_MAX + 4];
+        snprintf(want, sizeof want, "%s%s", rtx ? "rtx" : "", q);
+        int hit = -1, hits = 0, sxm = -1, sxms = 0;
+        for (int j = 0; j < c->n; j++) {
+            name_key(c->gpus[j].name, k, sizeof k);
+            if (strcmp(k, want) == 0) return j; /* vendor words removed: exact */
+            if (!has_prefix(k, want)) continue;
+            hit = j, hits++;
+            if (strstr(k + strlen(want), "sxm")) sxm = j, sxms++;
+        }
+        if (hits == 1) return hit;
+        if (hits > 1) return sxms == 1 ? sxm : -2;
+    }
+    return -1;
+}
+
 const vt_gpu *vt_catalog_entry(const vt_catalog *c, int i)
 {
     return (c && i >= 0 && i < c->n) ? &c->gpus[i] : NULL;
@@ -146,15 +193,34 @@ static vt_status unknown_gpu(const vt_catalog *c, const char *name)
                    list);
 }
 
+/* A prefix of several names: list them, so the user picks one. */
+static vt_status ambiguous_gpu(const vt_catalog *c, const char *name)
+{
+    char list[VT_ERRMSG_MAX / 2], q[2 * VT_GPU_NAME_MAX], k[2 * VT_GPU_NAME_MAX];
+    size_t len = 0;
+    list[0] = '\0';
+    name_key(name, q, sizeof q);
+    for (int i = 0; i < c->n && len + 4 < sizeof list; i++) {
+        name_key(c->gpus[i].name, k, sizeof k);
+        if (!strstr(k, q)) continue;
+        int w = snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", c->gpus[i].name);
+        if (w < 0 || (size_t)w >= sizeof list - len) break;
+        len += (size_t)w;
+    }
+    return vt_fail(VT_ERR_NOT_FOUND, "GPU '%s' is ambiguous: it starts %s; give more of the name",
+                   name, list);
+}
+
 VT_API int vt_catalog_find(const vt_catalog *c, const char *name)
 {
     if (!c || !name) {
         vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_catalog_find: NULL argument");
         return -1;
     }
-    int i = vt_catalog_lookup(c, name);
-    if (i < 0) unknown_gpu(c, name);
-    return i;
+    int i = vt_catalog_resolve(c, name);
+    if (i == -2) ambiguous_gpu(c, name);
+    else if (i < 0) unknown_gpu(c, name);
+    return i < 0 ? -1 : i;
 }
 
 VT_API const char *vt_catalog_gpu_name(const vt_catalog *c, int i)

@@ -51,7 +51,8 @@
  *   0.22 tf32, 0.18 bf16; BW = 0.55 * bandwidth(G); s0 = 128; L = 20 us; C = 200 us.  (cuBLAS
  *   SGEMM on an H200 reached 76-84% of the listed peaks on 8192^3, but convolution GEMMs are
  *   smaller and training mixes in streaming layers: ResNet-50 reaches ~19% of the bf16 peak on
- *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  TF32 or bf16 missing: the fp32 rate.
+ *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  p is the precision the GPU runs
+ *   (gpu_precision: TF32 and bf16 from Ampere on, else fp32; bf16 -> fp16 on Volta/Turing).
  * Uncalibrated CPU: R = 30 GFLOP/s per core, BW = 4 GB/s per core (max 20), s0 = 24, L = 15 us,
  *   C = 50 us, row_s = 0.  These are guesses; calibrate.
  * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
@@ -86,7 +87,25 @@
 #include "nn/exec.h"
 #include "nn/model.h"
 
-static const double gpu_eff[3] = {0.45, 0.22, 0.18};
+/* THE UNCERTAINTY RANGE: total time (and cost) x [lo, hi] by what an estimate rests on.  The
+ * figures are the cost model's measured errors (README, "Cost and time estimator"):
+ *   calibrated on this CPU: predictions of other models, sizes and batches within ~10-15 %
+ *     of measured (bench/estimate_accuracy checks that 15 % target): +-15 %;
+ *   calibrated on this GPU: the last measured H200 calibration predicted within 15-16 %:
+ *     +-20 %;
+ *   extrapolated from a calibrated GPU to another: the measured part carries over, the
+ *     catalog peaks' ratio does not exactly (an H200 reached 76-84 % of its listed SGEMM
+ *     peaks, other parts are not measured): -35 %/+50 %;
+ *   uncalibrated: catalog peaks times efficiency guesses (or the CPU's built-in guesses),
+ *     which real training reaches anywhere from ~6 to ~19 % of a peak: -50 %/+100 %. */
+static const struct { double lo, hi; } est_range[] = {
+    [VT_EST_BASIS_CALIBRATED] = {0.80, 1.20},   /* a GPU; the CPU: cpu_calibrated_range */
+    [VT_EST_BASIS_EXTRAPOLATED] = {0.65, 1.50},
+    [VT_EST_BASIS_UNCALIBRATED] = {0.50, 2.00},
+};
+static const double cpu_calibrated_range[2] = {0.85, 1.15};
+
+static const double gpu_eff[4] = {0.45, 0.22, 0.18, 0.18}; /* by vt_prec; fp16 as bf16 */
 const char *const vt_est_prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const opt_names[] = {"sgd", "adamw", NULL};
 
@@ -310,15 +329,34 @@ static vt_prec parse_prec(const char *s)
 {
     if (strcmp(s, "tf32") == 0) return VT_PREC_TF32;
     if (strcmp(s, "fp32") == 0) return VT_PREC_FP32;
-    return VT_PREC_BF16; /* bf16, fp16, amp */
+    if (strcmp(s, "fp16") == 0) return VT_PREC_FP16;
+    return VT_PREC_BF16; /* bf16, amp */
 }
 
-/* Peak FLOP/s of a catalog GPU at a precision, falling back to fp32 where the catalog lists no
- * tensor-core rate (what frameworks do on Volta/Turing for TF32). */
+/* The precision catalog GPU g runs when p is asked for: never one it has no hardware for.
+ *   TF32 needs a TF32 rate in the catalog and compute capability >= 8.0 (Ampere): else fp32.
+ *   bf16 needs a half-precision rate and cc >= 8.0: the catalog's bf16 column of a Volta or
+ *     Turing card (V100, T4) is its fp16 tensor-core rate, so there bf16 becomes fp16, and
+ *     fp32 on a GPU with no half rate at all.
+ *   fp16 needs a half-precision rate: else fp32.
+ * A GPU without a compute capability (added by CSV) is judged by its rates alone. */
+static vt_prec gpu_precision(const vt_gpu *g, vt_prec p)
+{
+    double cc = g->v[VT_GPU_COMPUTE_CAPABILITY];
+    int ampere = !(cc > 0) || cc >= 8.0;
+    int tf32 = g->v[VT_GPU_TF32_TFLOPS] > 0 && ampere, half = g->v[VT_GPU_BF16_TFLOPS] > 0;
+    if (p == VT_PREC_TF32) return tf32 ? VT_PREC_TF32 : VT_PREC_FP32;
+    if (p == VT_PREC_BF16) return half && ampere ? VT_PREC_BF16 : half ? VT_PREC_FP16 : VT_PREC_FP32;
+    if (p == VT_PREC_FP16) return half ? VT_PREC_FP16 : VT_PREC_FP32;
+    return VT_PREC_FP32;
+}
+
+/* Peak FLOP/s of a catalog GPU at a precision it runs (gpu_precision); fp16 and bf16 share the
+ * catalog's half-precision column. */
 static double gpu_peak(const vt_gpu *g, vt_prec p)
 {
     double v = p == VT_PREC_TF32 ? g->v[VT_GPU_TF32_TFLOPS]
-             : p == VT_PREC_BF16 ? g->v[VT_GPU_BF16_TFLOPS] : g->v[VT_GPU_FP32_TFLOPS];
+             : p >= VT_PREC_BF16 ? g->v[VT_GPU_BF16_TFLOPS] : g->v[VT_GPU_FP32_TFLOPS];
     if (!(v > 0)) v = g->v[VT_GPU_FP32_TFLOPS];
     return v * 1e12;
 }
@@ -334,7 +372,7 @@ static vt_devmodel cpu_prior(void)
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p == VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0};
+                     20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {
@@ -362,6 +400,8 @@ typedef struct target {
     double mem_bytes;  /* < 0 unknown */
     double price;      /* per device hour, < 0 unknown */
     double verified;   /* 0 = none */
+    vt_prec prec;      /* the precision the device runs (gpu_precision) */
+    vt_est_basis basis;
 } target;
 
 static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
@@ -376,6 +416,8 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
         if (c->valid && (local || !c->on_gpu)) {
             t->dm = c->dm;
             t->on_gpu = c->on_gpu;
+            t->prec = c->on_gpu ? c->prec : VT_PREC_FP32;
+            t->basis = VT_EST_BASIS_CALIBRATED;
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
@@ -383,14 +425,23 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
         } else {
             t->dm = cpu_prior();
             t->mem_bytes = host_memory_bytes();
+            t->basis = VT_EST_BASIS_UNCALIBRATED;
         }
         t->price = OPT(e, VT_OPT_EST_LOCAL_PRICE);
         return VT_OK;
     }
-    int gi = vt_catalog_lookup(&e->cat, name);
+    int gi = vt_catalog_resolve(&e->cat, name);
     if (gi < 0) return vt_catalog_find(&e->cat, name) < 0 ? VT_ERR_NOT_FOUND : VT_ERR_INTERNAL;
     const vt_gpu *g = &e->cat.gpus[gi];
-    t->dm = gpu_model(e, g, p);
+    t->prec = gpu_precision(g, p);
+    t->dm = gpu_model(e, g, t->prec);
+    {
+        const vt_calib *c = &e->cal;
+        int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
+        t->basis = ref < 0 ? VT_EST_BASIS_UNCALIBRATED
+                 : ref == gi && c->prec == t->prec ? VT_EST_BASIS_CALIBRATED
+                                                   : VT_EST_BASIS_EXTRAPOLATED;
+    }
     t->on_gpu = 1;
     t->mem_bytes = g->v[VT_GPU_MEMORY_GB] > 0 ? g->v[VT_GPU_MEMORY_GB] * 1e9 : -1;
     t->price = g->v[VT_GPU_PRICE_USD_H];
@@ -460,9 +511,18 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_COMPUTE_SECONDS_PER_STEP, tdev);
     put(o, VT_EST_LOADER_SECONDS_PER_STEP, tload);
     put(o, VT_EST_LOADER_BOUND, tload > tdev ? 1 : 0);
+    put(o, VT_EST_PRECISION, t->prec);
+    double lo = est_range[t->basis].lo, hi = est_range[t->basis].hi;
+    if (t->basis == VT_EST_BASIS_CALIBRATED && !t->on_gpu)
+        lo = cpu_calibrated_range[0], hi = cpu_calibrated_range[1];
+    put(o, VT_EST_BASIS, t->basis);
+    put(o, VT_EST_TOTAL_SECONDS_LOW, total * lo);
+    put(o, VT_EST_TOTAL_SECONDS_HIGH, total * hi);
     if (t->price >= 0) {
         put(o, VT_EST_USD_PER_HOUR, t->price * ngpu);
         put(o, VT_EST_COST_USD, total / 3600 * t->price * ngpu);
+        put(o, VT_EST_COST_USD_LOW, total * lo / 3600 * t->price * ngpu);
+        put(o, VT_EST_COST_USD_HIGH, total * hi / 3600 * t->price * ngpu);
     }
 
     vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
@@ -592,6 +652,11 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
         items[i].group = (o->v[VT_EST_FITS] > 0 ? 0 : 4) + (meets ? 0 : 2) +
                          (by_cost && !priced ? 1 : 0);
         if (by_cost && !priced) items[i].key = o->v[VT_EST_TOTAL_SECONDS];
+        /* missing the limit: nearest to it first (the fastest past a deadline, the cheapest
+         * past a budget), which is what one would relax the limit for */
+        if (!meets && by == VT_RANK_COST_WITHIN_DEADLINE) items[i].key = o->v[VT_EST_TOTAL_SECONDS];
+        if (!meets && by == VT_RANK_TIME_WITHIN_BUDGET)
+            items[i].key = priced ? o->v[VT_EST_COST_USD] : HUGE_VAL;
     }
     vt_graph_free(&g);
     if (st != VT_OK) {
@@ -603,6 +668,9 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
     free(e->rank_out);
     e->rank_out = outs;
     e->rank_n = n;
+    e->rank_by = by;
+    e->rank_limit = (by == VT_RANK_COST_WITHIN_DEADLINE && deadline > 0) ||
+                    (by == VT_RANK_TIME_WITHIN_BUDGET && budget > 0);
     *count = n;
     for (int i = 0; i < n && i < cap; i++) order[i] = items[i].gpu;
     free(items);
@@ -621,6 +689,43 @@ VT_API vt_status vt_estimator_rank_result(const vt_estimator *e, int gpu, vt_est
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "GPU index %d out of range 0..%d", gpu,
                        e->rank_n - 1);
     return get_result(&e->rank_out[gpu], r, value);
+}
+
+VT_API vt_status vt_estimator_pick(const vt_estimator *e, vt_est_pick pick, int *gpu_index)
+{
+    if (!e || !gpu_index) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_pick: NULL argument");
+    *gpu_index = -1;
+    if (pick < VT_PICK_BEST_BUY || pick > VT_PICK_WITHIN_LIMIT)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown pick %d", (int)pick);
+    if (!e->rank_out) return vt_fail(VT_ERR_BAD_STATE, "call vt_estimator_rank() first");
+    if (pick == VT_PICK_WITHIN_LIMIT && !e->rank_limit)
+        return vt_fail(VT_ERR_BAD_STATE, "the last ranking had no deadline or budget (rank by "
+                       "cost within deadline_h or by time within budget_usd)");
+    int best = -1;
+    double best_key = 0;
+    for (int i = 0; i < e->rank_n; i++) {
+        const vt_est_out *o = &e->rank_out[i];
+        int priced = (o->have >> VT_EST_COST_USD) & 1;
+        if (!(o->v[VT_EST_FITS] > 0)) continue;
+        double t = o->v[VT_EST_TOTAL_SECONDS], key;
+        if (pick == VT_PICK_FASTEST) key = t;
+        else if (!priced) continue; /* cost unknown */
+        else if (pick == VT_PICK_BEST_BUY) key = o->v[VT_EST_COST_USD] * t;
+        else if (pick == VT_PICK_CHEAPEST) key = o->v[VT_EST_COST_USD];
+        else {
+            if (!(o->v[VT_EST_MEETS_LIMIT] > 0)) continue;
+            key = e->rank_by == VT_RANK_COST_WITHIN_DEADLINE ? o->v[VT_EST_COST_USD] : t;
+        }
+        if (best < 0 || key < best_key) best = i, best_key = key;
+    }
+    if (best < 0) {
+        static const char *const why[] = {"", "no priced GPU fits the run", "the run fits no GPU",
+                                          "no priced GPU fits the run",
+                                          "no GPU meets the limit"};
+        return vt_fail(VT_ERR_NOT_FOUND, "%s", why[pick]);
+    }
+    *gpu_index = best;
+    return VT_OK;
 }
 
 /* ---- handle and settings ------------------------------------------------------------------- */

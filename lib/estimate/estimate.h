@@ -40,12 +40,19 @@ void vt_catalog_clear(vt_catalog *c);
 int vt_gpu_name_eq(const char *a, const char *b);
 /* Index of a name or -1, without touching any error state. */
 int vt_catalog_lookup(const vt_catalog *c, const char *name);
+/* The entry a user's name means: the exact name, else without a vendor word ("NVIDIA", "Tesla",
+ * "GeForce", "Quadro"), else the one name it starts ("V100" -> "V100 SXM2"), of several their
+ * one SXM form ("H200" -> "H200 SXM"), else the same with "RTX " in front ("A6000").  -1 for
+ * no match, -2 for an ambiguous one ("RTX"); no error state is touched.  Catalog merges
+ * (vt_catalog_load_csv) match exactly, with vt_catalog_lookup. */
+int vt_catalog_resolve(const vt_catalog *c, const char *name);
 /* Entry i or NULL. */
 const vt_gpu *vt_catalog_entry(const vt_catalog *c, int i);
 
 /* ---- the cost model (see the formula at the top of estimate.c) ---- */
 
-typedef enum vt_prec { VT_PREC_FP32 = 0, VT_PREC_TF32 = 1, VT_PREC_BF16 = 2 } vt_prec;
+/* The values are vt_est_precision's (the public header). */
+typedef enum vt_prec { VT_PREC_FP32 = 0, VT_PREC_TF32 = 1, VT_PREC_BF16 = 2, VT_PREC_FP16 = 3 } vt_prec;
 
 /* Effective speeds of one device. */
 typedef struct vt_devmodel {

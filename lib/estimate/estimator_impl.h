@@ -7,7 +7,7 @@
 #include "nn/graph.h"
 
 #define NOPT 21
-#define NRES 20
+#define NRES 32 /* result slots: bits of vt_est_out.have */
 #define STR_MAX 64
 #define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
 #define H2D_BW 12e9
@@ -49,6 +49,8 @@ struct vt_estimator {
     vt_est_out out;
     vt_est_out *rank_out;
     int rank_n;
+    int rank_limit; /* the last ranking had a deadline or budget (for VT_PICK_WITHIN_LIMIT) */
+    int rank_by;
 };
 
 #define OPT(e, id) ((e)->num[(id) - 500])

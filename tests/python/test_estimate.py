@@ -204,6 +204,27 @@ class TestEstimator(unittest.TestCase):
             with self.assertRaises(ValueError):
                 est.rank("cheapest-ever")
 
+    def test_precision_range_recommend(self):
+        with vt.Estimator(model="det-s", train=1000, epochs=100, imgsz=640, batch=16) as est:
+            t4 = est.run(gpu="T4")
+            self.assertEqual(t4.precision, "fp32")        # no TF32 on a T4
+            self.assertEqual(est.run(gpu="T4", precision="bf16").precision, "fp16")
+            h200 = est.run(gpu="H200", precision="tf32")  # an abbreviation: H200 SXM
+            self.assertEqual(h200.precision, "tf32")
+            self.assertEqual(h200.basis, "uncalibrated")
+            self.assertLess(h200.total_seconds_low, h200.total_seconds)
+            self.assertGreater(h200.cost_usd_high, h200.cost_usd)
+            rec = est.recommend("cost")
+            self.assertEqual(set(rec), {"best_buy", "fastest", "cheapest"})
+            fastest = min(r.total_seconds for r in est.rank("time") if r.fits)
+            self.assertEqual(rec["fastest"].total_seconds, fastest)
+            est.set(budget_usd=0.0001)
+            rec = est.recommend("time_budget")
+            self.assertIsNone(rec["within_limit"])        # nothing fits the budget
+            self.assertIsNotNone(rec["cheapest"])
+            est.set(budget_usd=1000)
+            self.assertIsNotNone(est.recommend("time_budget")["within_limit"])
+
     def test_errors(self):
         with vt.Estimator() as est:
             with self.assertRaises(vt.BadStateError):

@@ -225,6 +225,9 @@ BOUND_ENUMS = {
     "vt_stop_reason": (_core.StopReason, ("VT_STOP_",)),
     "vt_gpu_field": (_estimate.GpuField, ("VT_GPU_",)),
     "vt_est_result": (_estimate.EstResult, ("VT_EST_",)),
+    "vt_est_precision": (_estimate.EstPrecision, ("VT_EST_PREC_",)),
+    "vt_est_basis": (_estimate.EstBasis, ("VT_EST_BASIS_",)),
+    "vt_est_pick": (_estimate.Pick, ("VT_PICK_",)),
     "vt_rank_by": (_estimate.RankBy, ("VT_RANK_",)),
     "vt_export_format": (_core.ExportFormat, ("VT_EXPORT_",)),
 }

@@ -32,7 +32,7 @@ from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metr
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
                     abi_version, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
                     synth_generate, version, version_info)
-from ._estimate import (GPU, Catalog, Estimate, Estimator, EstResult, GpuField, RankBy,
+from ._estimate import (GPU, Catalog, Estimate, Estimator, EstBasis, EstPrecision, EstResult, Pick, GpuField, RankBy,
                         dataset_advice)
 from ._validate import Count, Report, clone_dataset, problem_code_name, validate
 
@@ -48,7 +48,7 @@ __all__ = [
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",
     "problem_code_name",
     "Task", "Split", "Metric", "Event", "ExportFormat", "LogLevel", "OptionType", "Status", "StopReason",
-    "ProblemCode", "GpuField", "EstResult", "RankBy",
+    "ProblemCode", "GpuField", "EstResult", "EstPrecision", "EstBasis", "Pick", "RankBy",
     "VisionTrainError", "InvalidArgumentError", "OutOfMemoryError", "FileIOError",
     "NotFoundError", "FormatError", "OptionError", "UnknownOptionError", "OptionValueError",
     "DatasetError", "UnsupportedError", "BadStateError", "Cancelled", "CancelledError",

@@ -56,6 +56,37 @@ class EstResult(enum.IntEnum):
     LOADER_BOUND = 17
     MEETS_LIMIT = 18
     USD_PER_HOUR = 19
+    PRECISION = 20
+    TOTAL_SECONDS_LOW = 21
+    TOTAL_SECONDS_HIGH = 22
+    COST_USD_LOW = 23
+    COST_USD_HIGH = 24
+    BASIS = 25
+
+
+class EstBasis(enum.IntEnum):
+    """What an estimate's range rests on (vt_est_basis); an Estimate gives its lower-case
+    name ("calibrated", "extrapolated", "uncalibrated")."""
+    CALIBRATED = 1
+    EXTRAPOLATED = 2
+    UNCALIBRATED = 3
+
+
+class Pick(enum.IntEnum):
+    """What Estimator.recommend() picks (vt_est_pick)."""
+    BEST_BUY = 1
+    FASTEST = 2
+    CHEAPEST = 3
+    WITHIN_LIMIT = 4
+
+
+class EstPrecision(enum.IntEnum):
+    """The precision a device runs in an estimate (vt_est_precision); an Estimate gives its
+    lower-case name ("fp32", "tf32", "bf16", "fp16")."""
+    FP32 = 0
+    TF32 = 1
+    BF16 = 2
+    FP16 = 3
 
 
 class RankBy(enum.IntEnum):
@@ -79,6 +110,10 @@ _BOOL_RESULTS = frozenset([EstResult.FITS, EstResult.LOADER_BOUND, EstResult.MEE
 
 
 def _result_value(r, v):
+    if r == EstResult.PRECISION:
+        return EstPrecision(int(v)).name.lower()
+    if r == EstResult.BASIS:
+        return EstBasis(int(v)).name.lower()
     if r in _BOOL_RESULTS:
         return v != 0
     if r in _INT_RESULTS and v == v and abs(v) < 2 ** 63:
@@ -235,7 +270,10 @@ class Estimate(dict):
     train_seconds_per_epoch, val_seconds_per_epoch, epoch_seconds, total_seconds, cost_usd,
     peak_memory_bytes, device_memory_bytes, fits, max_batch, train_flops_per_image,
     forward_flops_per_image, params, compute_seconds_per_step, loader_seconds_per_step,
-    loader_bound, meets_limit, usd_per_hour) to values; a result the estimator does not know
+    loader_bound, meets_limit, usd_per_hour, precision: the one the GPU runs, "fp32" | "tf32" |
+    "bf16" | "fp16", the asked one or the nearest it has; total_seconds_low/high and
+    cost_usd_low/high, the uncertainty range; basis: "calibrated" | "extrapolated" |
+    "uncalibrated", what the range rests on) to values; a result the estimator does not know
     (no price, unknown device memory) is absent.  Flags are bools, counts ints.  Keys are also
     attributes (est.total_seconds; None when absent).  Rankings add index, name, arch and tier
     of the GPU."""
@@ -384,6 +422,26 @@ class Estimator(_Closable):
                     break
         finally:
             cat.close()
+        return out
+
+    def recommend(self, by="cost", **settings):
+        """Rank (as rank(by)) and pick: a dict with "best_buy" (least cost x time), "fastest",
+        "cheapest" and, for a ranking within a deadline or budget, "within_limit" (the
+        cheapest within the deadline_h / fastest within budget_usd), each an Estimate of the
+        ranking or None when no GPU qualifies (the run fits none, no price, none meets the
+        limit)."""
+        ranked = {r["index"]: r for r in self.rank(by, **settings)}
+        out = {}
+        idx = ctypes.c_int()
+        for pick in Pick:
+            st = self._lib.vt_estimator_pick(self._ptr(), pick, ctypes.byref(idx))
+            if st == Status.BAD_STATE and pick == Pick.WITHIN_LIMIT:
+                continue   # no deadline or budget in this ranking
+            if st == Status.NOT_FOUND:
+                out[pick.name.lower()] = None
+                continue
+            _check(st)
+            out[pick.name.lower()] = ranked.get(idx.value)
         return out
 
     def _collect(self, get):

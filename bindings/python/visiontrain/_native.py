@@ -188,6 +188,7 @@ PROTOTYPES = {
     "vt_estimator_result": (c_status, [c_void_p, c_enum, POINTER(c_double)]),
     "vt_estimator_rank": (c_status, [c_void_p, c_enum, POINTER(c_int), c_int, POINTER(c_int)]),
     "vt_estimator_rank_result": (c_status, [c_void_p, c_int, c_enum, POINTER(c_double)]),
+    "vt_estimator_pick": (c_status, [c_void_p, c_enum, POINTER(c_int)]),
     "vt_estimator_calibrate": (c_status, [c_void_p, c_char_p, c_char_p]),
     "vt_estimator_is_calibrated": (c_int, [c_void_p]),
     "vt_estimator_save_calibration": (c_status, [c_void_p, c_char_p]),
