@@ -82,6 +82,8 @@ typedef struct {
     double best_top1;   /* classification: top-1; detection: mAP50-95 */
     int det;            /* detection columns */
     int seg;            /* segmentation columns */
+    vt_trainer *trainer; /* for its run folder, named once at the first event */
+    int dir_shown;
 } progress_state;
 
 int progress_mode(const char *cmd, const char *v, int *mode);
