@@ -239,6 +239,12 @@ if grep -q '^ *1/100000 ' out.txt; then
     failures=$((failures + 1))
 fi
 
+# keys a command would accept and ignore are refused
+expect 2 "$vt" val model=m.vtm data=data fraction=0.001
+expect_out "key 'fraction' does not apply to validation"
+expect 2 "$vt" val model=m.vtm data=data epochs=3
+expect 0 "$vt" val model=m.vtm data=data batch=2 workers=1
+
 # interrupted: 4 (SIGINT while training; the weights so far are saved)
 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &
 pid=$!

@@ -10,6 +10,11 @@
 
 /* ---- val ---------------------------------------------------------------------------------- */
 
+/* The trainer options validation uses (vt_trainer_validate: the batch, image size, device,
+ * precision and loader threads); any other training key would be accepted and do nothing. */
+static const char *const val_trainer_keys[] = {"batch", "imgsz", "device", "precision", "workers"};
+#define VAL_KEYS "model, data, split, batch, imgsz, device, precision, workers"
+
 int cmd_val(args *a)
 {
     const char *cmd = a->cmd;
@@ -32,7 +37,19 @@ int cmd_val(args *a)
     vt_dataset *ds = NULL;
     vt_trainer *t = NULL;
     int rc;
-    if ((rc = check_trainer_keys(a, "model, data, split"))) return rc;
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        int used = 0;
+        for (size_t k = 0; k < sizeof val_trainer_keys / sizeof *val_trainer_keys; k++)
+            used |= key_is(&a->kv[i], val_trainer_keys[k]);
+        if (!used) {
+            fprintf(stderr, "vt val: key '%.*s' does not apply to validation (the whole %s split "
+                    "is evaluated); valid keys: %s\n", (int)a->kv[i].klen, a->kv[i].arg,
+                    split ? split : "val", VAL_KEYS);
+            return EXIT_USAGE;
+        }
+    }
+    if ((rc = check_trainer_keys(a, VAL_KEYS))) return rc;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(cmd, st, NULL);
     if ((st = vt_dataset_open(&ds, vt_model_task(m), data))) {
@@ -44,7 +61,7 @@ int cmd_val(args *a)
         rc = EXIT_DATA;
         goto out;
     }
-    if ((rc = make_trainer(cmd, m, ds, a, "model, data, split", &t))) goto out;
+    if ((rc = make_trainer(cmd, m, ds, a, VAL_KEYS, &t))) goto out;
     vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
     double t0 = now_s();
     if ((st = vt_trainer_validate(t, sp))) {
