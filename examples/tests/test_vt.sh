@@ -38,6 +38,8 @@ expect_out() {
 # help: 0, to stdout
 expect 0 "$vt" help
 expect_out 'exit codes: 0 ok, 1 failure, 2 usage error, 3 data error'
+expect_out 'train +train a classifier .*, a detector'
+expect_out 'or a segmenter'
 for cmd in train val predict export estimate check dataset info synth demo; do
     expect 0 "$vt" help "$cmd"
     expect_out "usage: vt $cmd"
