@@ -247,6 +247,20 @@ expect_out "key 'fraction' does not apply to validation"
 expect 2 "$vt" val model=m.vtm data=data epochs=3
 expect 0 "$vt" val model=m.vtm data=data batch=2 workers=1
 
+# class tables align by display width (UTF-8 names; CJK characters take two columns)
+expect 0 "$vt" synth data=utf classes=2 train=3 val=1 imgsz=16 seed=1
+for s in train val; do
+    mv utf/$s/circle "utf/$s/hand bag ✓ é"
+    mv utf/$s/square "utf/$s/外套"
+done
+expect 0 "$vt" check data=utf
+if ! grep -Fqx '  hand bag ✓ é        3        1        -' out.txt ||
+   ! grep -Fqx '  外套                3        1        -' out.txt; then
+    echo "FAIL: vt check: class rows not aligned by display width"
+    sed 's/^/    /' out.txt
+    failures=$((failures + 1))
+fi
+
 # interrupted: 4 (SIGINT while training; the weights so far are saved)
 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &
 pid=$!

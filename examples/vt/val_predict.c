@@ -95,8 +95,10 @@ int cmd_val(args *a)
             int64_t ngt;
             if (vt_trainer_class_ap(t, c, &a50, &a, &ngt)) break;
             const char *name = vt_model_class_name(m, c);
-            if (ngt == 0) printf("  %-20.20s %8d %8s %9s\n", name ? name : "?", 0, "-", "-");
-            else printf("  %-20.20s %8lld %8.4f %9.4f\n", name ? name : "?", (long long)ngt, a50, a);
+            printf("  ");
+            print_cell(name ? name : "?", 20); /* display columns: names may be UTF-8 */
+            if (ngt == 0) printf(" %8d %8s %9s\n", 0, "-", "-");
+            else printf(" %8lld %8.4f %9.4f\n", (long long)ngt, a50, a);
         }
         goto out;
     }
@@ -144,7 +146,10 @@ static int detect_one(vt_model *m, const char *path, float conf, float iou, int 
             const char *name = vt_model_class_name(m, cls[k]);
             char idx[16];
             snprintf(idx, sizeof idx, "class%d", cls[k]);
-            printf("  %-12s %.4f  %.1f %.1f %.1f %.1f\n", name ? name : idx, sc[k], box[4 * k],
+            printf("  ");
+            print_cell(name ? name : idx, display_width(name ? name : idx) > 12
+                                              ? display_width(name ? name : idx) : 12);
+            printf(" %.4f  %.1f %.1f %.1f %.1f\n", sc[k], box[4 * k],
                    box[4 * k + 1], box[4 * k + 2], box[4 * k + 3]);
         }
     }
