@@ -246,6 +246,8 @@ expect 2 "$vt" val model=m.vtm data=data fraction=0.001
 expect_out "key 'fraction' does not apply to validation"
 expect 2 "$vt" val model=m.vtm data=data epochs=3
 expect 0 "$vt" val model=m.vtm data=data batch=2 workers=1
+expect 2 "$vt" predict model=m.vtm source=data/val/circle conf=0.5
+expect_out 'conf= applies to detection models'
 
 # class tables align by display width (UTF-8 names; CJK characters take two columns)
 expect 0 "$vt" synth data=utf classes=2 train=3 val=1 imgsz=16 seed=1

@@ -277,6 +277,28 @@ int cmd_predict(args *a)
     vt_model *m;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(a->cmd, st, NULL);
+    /* a key of another task's prediction would be accepted and do nothing: refuse it */
+    vt_task task = vt_model_task(m);
+    const struct {
+        const char *key, *val;
+        vt_task task;
+    } per_task[] = {{"top", top_s, VT_TASK_CLASSIFY},   {"conf", conf_s, VT_TASK_DETECT},
+                    {"iou", iou_s, VT_TASK_DETECT},     {"max_det", maxdet_s, VT_TASK_DETECT},
+                    {"out", out_s, VT_TASK_SEGMENT},    {"color", color_s, VT_TASK_SEGMENT}};
+    for (size_t i = 0; i < sizeof per_task / sizeof *per_task; i++)
+        if (per_task[i].val && per_task[i].task != task) {
+            fprintf(stderr, "vt predict: %s= applies to %s models; %s is a %s model (its keys: "
+                    "%s)\n", per_task[i].key,
+                    per_task[i].task == VT_TASK_CLASSIFY ? "classification"
+                    : per_task[i].task == VT_TASK_DETECT ? "detection" : "segmentation",
+                    model,
+                    task == VT_TASK_CLASSIFY ? "classification"
+                    : task == VT_TASK_DETECT ? "detection" : "segmentation",
+                    task == VT_TASK_CLASSIFY ? "top" : task == VT_TASK_DETECT ? "conf, iou, max_det"
+                                                                                : "out, color");
+            vt_model_destroy(m);
+            return EXIT_USAGE;
+        }
     predict_job job = {m, vt_model_task(m), out_s ? out_s : "predictions", color, (float)conf,
                        (float)iou, (int)max_det, (int)top, NULL, vt_model_num_classes(m)};
     if (job.top > job.k) job.top = job.k;
