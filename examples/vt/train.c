@@ -268,9 +268,13 @@ static int train(args *a, double *top1_out)
     if (rc == 0 && mode != PROG_OFF) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
         if (ps.best_epoch)
-            printf("; best %s %.4f at epoch %d", ps.det ? "mAP50-95" : ps.seg ? "mIoU" : "top1",
-                   ps.best_top1, ps.best_epoch);
+            printf("; best %s %.4f at epoch %d%s", ps.det ? "mAP50-95" : ps.seg ? "mIoU" : "top1",
+                   ps.best_top1, ps.best_epoch,
+                   resume && *resume ? " of this session (the run's best: weights/best.vtm)" : "");
         printf("\n");
+        if (resume && *resume && !ps.header_done)
+            printf("nothing to train: the run had finished its %.0f epochs; give epochs= above "
+                   "%.0f to extend it\n", epochs, epochs);
     }
     double top1, m50;
     if (ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
@@ -303,10 +307,14 @@ static int train(args *a, double *top1_out)
                    rc == EXIT_INTERRUPTED ? " (reached so far)" : " (no run folder with save=0)");
         vt_model_destroy(bm);
     }
-    if (*dir && mode != PROG_OFF)
-        printf("run folder: %s (best weights: %s, last: %s/weights/last.vtm; continue with "
-               "vt train resume=%s/weights/last.vtm)\n", dir, have_best ? best : "none yet", dir,
-               dir);
+    if (*dir && mode != PROG_OFF) {
+        /* stopped early (Ctrl-C, time=): continue; completed or early-stopped: extend */
+        vt_stop_reason why = vt_trainer_stop_reason(t);
+        int cont = rc == EXIT_INTERRUPTED || why == VT_STOP_TIME;
+        printf("run folder: %s (best weights: %s, last: %s/weights/last.vtm; %s with vt train "
+               "resume=%s/weights/last.vtm%s)\n", dir, have_best ? best : "none yet", dir,
+               cont ? "continue" : "extend", dir, cont ? "" : " epochs=N");
+    }
 out:
     vt_trainer_destroy(t);
     vt_model_destroy(m);
