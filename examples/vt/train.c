@@ -148,10 +148,11 @@ static int train(args *a, double *top1_out)
             return rc0;
         }
         /* data= may name the same dataset at a new place: the library checks its file list */
-        if (!data) data = ca.data;
+        if (!data && ca.data && *ca.data) data = ca.data;
         if (!data) {
             fprintf(stderr, "vt %s: %s does not record its dataset (an older checkpoint): give "
                     "data=DIR\n", cmd, resume);
+            free(ca.text);
             return EXIT_USAGE;
         }
         task = ca.task;
