@@ -232,14 +232,21 @@ fi
 
 # an unwritable save= or run folder is refused before the first epoch
 : >not-a-dir
+# (no_epoch: the last command trained no epoch: the refusal came first)
+no_epoch() {
+    if grep -Eq '^ *1/100000 |^epoch ' out.txt; then
+        echo "FAIL: $1 was found out after training"
+        sed 's/^/    /' out.txt | tail -5
+        failures=$((failures + 1))
+    fi
+}
 expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=no-such-dir/m.vtm
 expect_out 'save=no-such-dir/m.vtm: cannot write there'
+no_epoch "an unwritable save="
 expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=not-a-dir/m.vtm
+no_epoch "an unwritable save="
 expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 project=not-a-dir
-if grep -q '^ *1/100000 ' out.txt; then
-    echo "FAIL: an unwritable run folder was found out after training"
-    failures=$((failures + 1))
-fi
+no_epoch "an unwritable run folder"
 
 # keys a command would accept and ignore are refused
 expect 2 "$vt" val model=m.vtm data=data fraction=0.001
