@@ -586,6 +586,9 @@ START_TEST(ranking)
     ck_assert_double_eq(meets, 0);
     free(order);
     ck_assert_ptr_nonnull(strstr(vt_estimate_dataset_advice(500), "1,000"));
+    /* no pretrained weights ship: the advice is fine-tuning from a saved .vtm */
+    ck_assert_ptr_null(strstr(vt_estimate_dataset_advice(500), "pretrained"));
+    ck_assert_ptr_nonnull(strstr(vt_estimate_dataset_advice(500), "model=FILE.vtm"));
     ck_assert_ptr_nonnull(strstr(vt_estimate_dataset_advice(5000), "1,000-10,000"));
     ck_assert_ptr_nonnull(strstr(vt_estimate_dataset_advice(50000), "10,000"));
     vt_estimator_destroy(e);

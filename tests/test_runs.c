@@ -169,7 +169,32 @@ START_TEST(test_run_folder)
     ck_assert_ptr_nonnull(args);
     ck_assert_ptr_nonnull(strstr(args, "epochs: 3\n"));
     ck_assert_ptr_nonnull(strstr(args, "save_period: 2\n"));
+    /* the values the run used (imgsz and lr0 are 0 = derived), in their shortest exact form */
+    ck_assert_msg(strstr(args, "\nimgsz: 16\n") && strstr(args, "\nlr0: 0.01\n") &&
+                      strstr(args, "\nmomentum: 0.9\n") && !strstr(args, "00000000"),
+                  "args.yaml:\n%s", args);
     free(args);
+    /* the checkpoint's run arguments: enough to resume from the file alone */
+    snprintf(p, sizeof p, "%s/weights/last.vtm", rd);
+    size_t need = 0;
+    ck_assert_int_eq(vt_checkpoint_args(p, NULL, 0, &need), VT_ERR_BUFFER_TOO_SMALL);
+    ck_assert(need > 100);
+    char *ca = malloc(need);
+    ck_assert_int_eq(vt_checkpoint_args(p, ca, need - 1, NULL), VT_ERR_BUFFER_TOO_SMALL);
+    ck_assert_msg(vt_checkpoint_args(p, ca, need, &n) == VT_OK, "%s", vt_last_error());
+    ck_assert_int_eq(n, need);
+    ck_assert_int_eq(strlen(ca) + 1, need);
+    char *real = realpath(f.data, NULL), line[4400];
+    snprintf(line, sizeof line, "data=%s\ntask=classify\nmodel=cls-n\nnum_classes=3\nchannels=3\n"
+             "imgsz=16\ndropout=", real);
+    free(real);
+    ck_assert_msg(strncmp(ca, line, strlen(line)) == 0, "vt_checkpoint_args:\n%s", ca);
+    ck_assert_msg(strstr(ca, "\nepochs=3\n") && strstr(ca, "\nmomentum=0.9\n") &&
+                      !strstr(ca, "\nimgsz=0") && !strstr(ca, "\nresume="),
+                  "vt_checkpoint_args:\n%s", ca);
+    free(ca);
+    snprintf(p, sizeof p, "%s/no-such.vtm", rd);
+    ck_assert_int_ne(vt_checkpoint_args(p, NULL, 0, &n), VT_OK);
     check_png(rd, "results.png", 1200, 600);
     check_png(rd, "confusion_matrix.png", 0, 0);
     /* progress: ETA falls to 0, cost = hours x price, checkpoints reported */

@@ -38,6 +38,8 @@ expect_out() {
 # help: 0, to stdout
 expect 0 "$vt" help
 expect_out 'exit codes: 0 ok, 1 failure, 2 usage error, 3 data error'
+expect_out 'train +train a classifier .*, a detector'
+expect_out 'or a segmenter'
 for cmd in train val predict export estimate check dataset info synth demo; do
     expect 0 "$vt" help "$cmd"
     expect_out "usage: vt $cmd"
@@ -228,6 +230,94 @@ if [ ! -s labels.png ]; then
 fi
 expect 1 "$vt" dataset split data=data out=cls-split
 expect_out 'ImageFolder'
+
+# resume=PATH alone continues a run exactly as the uninterrupted one (bit for bit on the CPU):
+# the checkpoint names its dataset (absolute), model and options; run from another folder
+expect 0 "$vt" train data=data imgsz=16 epochs=3 batch=4 save_period=1 name=full progress=plain
+expect_out '^run folder: runs/classify/full '
+cp -r runs/classify/full runs/classify/cont
+rm runs/classify/cont/results.csv runs/classify/cont/weights/last.vtm \
+    runs/classify/cont/weights/epoch2.vtm runs/classify/cont/weights/epoch3.vtm
+mkdir -p elsewhere
+cd elsewhere
+expect 0 "$vt" train resume=../runs/classify/cont/weights/epoch1.vtm progress=plain
+cd "$work"
+expect_out '3 epochs, batch 4, imgsz 16'
+expect_out '^ +3/3 '
+if [ "$(cut -d, -f1-6 runs/classify/full/results.csv)" != \
+     "$(cut -d, -f1-6 runs/classify/cont/results.csv)" ] ||
+   [ "$(wc -l <runs/classify/cont/results.csv)" -ne 4 ]; then
+    echo "FAIL: resume= alone: results.csv differs from the uninterrupted run's"
+    diff runs/classify/full/results.csv runs/classify/cont/results.csv | sed 's/^/    /'
+    failures=$((failures + 1))
+fi
+"$vt" predict model=runs/classify/full/weights/last.vtm source=data/val/circle top=2 data/val/square/00000.png >p_full.txt 2>&1
+"$vt" predict model=runs/classify/cont/weights/last.vtm source=data/val/circle top=2 data/val/square/00000.png >p_cont.txt 2>&1
+if ! cmp -s p_full.txt p_cont.txt || ! grep -q '^data/val/circle/00000.png: ' p_full.txt; then
+    echo "FAIL: resume= alone: final weights predict otherwise than the uninterrupted run's"
+    failures=$((failures + 1))
+fi
+# a model change cannot continue a run: refused
+expect 2 "$vt" train resume=runs/classify/cont/weights/epoch1.vtm model=cls-s
+expect_out 'was trained with model=cls-n'
+expect 2 "$vt" train resume=runs/classify/cont/weights/epoch1.vtm imgsz=32
+
+# save= gets the best weights (weights/best.vtm), not the last epoch's (here: epoch 1 of 4)
+expect 0 "$vt" train data=data imgsz=16 epochs=4 lr0=0.1 batch=4 name=best save=best.vtm
+expect_out 'saved best.vtm: the best weights'
+expect_out '^run folder: runs/classify/best '
+"$vt" predict model=best.vtm source=data/val/circle top=2 data/val/square/00000.png >p_save.txt 2>&1
+"$vt" predict model=runs/classify/best/weights/best.vtm source=data/val/circle top=2 data/val/square/00000.png >p_best.txt 2>&1
+"$vt" predict model=runs/classify/best/weights/last.vtm source=data/val/circle top=2 data/val/square/00000.png >p_last.txt 2>&1
+if ! cmp -s p_save.txt p_best.txt || ! grep -q '^data/val/circle/00000.png: ' p_save.txt; then
+    echo "FAIL: save= is not weights/best.vtm"
+    failures=$((failures + 1))
+fi
+cmp -s p_best.txt p_last.txt && echo "note: best and last weights coincide in this run"
+if [ -e model.vtm ]; then
+    echo "FAIL: vt train wrote model.vtm unasked"
+    failures=$((failures + 1))
+fi
+
+# an unwritable save= or run folder is refused before the first epoch
+: >not-a-dir
+# (no_epoch: the last command trained no epoch: the refusal came first)
+no_epoch() {
+    if grep -Eq '^ *1/100000 |^epoch ' out.txt; then
+        echo "FAIL: $1 was found out after training"
+        sed 's/^/    /' out.txt | tail -5
+        failures=$((failures + 1))
+    fi
+}
+expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=no-such-dir/m.vtm
+expect_out 'save=no-such-dir/m.vtm: cannot write there'
+no_epoch "an unwritable save="
+expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=not-a-dir/m.vtm
+no_epoch "an unwritable save="
+expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 project=not-a-dir
+no_epoch "an unwritable run folder"
+
+# keys a command would accept and ignore are refused
+expect 2 "$vt" val model=m.vtm data=data fraction=0.001
+expect_out "key 'fraction' does not apply to validation"
+expect 2 "$vt" val model=m.vtm data=data epochs=3
+expect 0 "$vt" val model=m.vtm data=data batch=2 workers=1
+expect 2 "$vt" predict model=m.vtm source=data/val/circle conf=0.5
+expect_out 'conf= applies to detection models'
+
+# class tables align by display width (UTF-8 names; CJK characters take two columns)
+expect 0 "$vt" synth data=utf classes=2 train=3 val=1 imgsz=16 seed=1
+for s in train val; do
+    mv utf/$s/circle "utf/$s/hand bag ✓ é"
+    mv utf/$s/square "utf/$s/外套"
+done
+expect 0 "$vt" check data=utf
+if ! grep -Fqx '  hand bag ✓ é        3        1        -' out.txt ||
+   ! grep -Fqx '  外套                3        1        -' out.txt; then
+    echo "FAIL: vt check: class rows not aligned by display width"
+    sed 's/^/    /' out.txt
+    failures=$((failures + 1))
+fi
 
 # interrupted: 4 (SIGINT while training; the weights so far are saved)
 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &

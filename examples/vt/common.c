@@ -177,6 +177,61 @@ char **list_images(const char *dir, int *n)
     return v ? v : calloc(1, sizeof *v);
 }
 
+/* ---- display width (UTF-8 class names in tables) ---------------------------------------- */
+
+/* Next code point of a UTF-8 string (a bad byte counts as one character); *len its bytes. */
+static unsigned utf8_next(const unsigned char *s, int *len)
+{
+    unsigned c = s[0];
+    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) n = 1; /* truncated sequence: one byte */
+    *len = n;
+    if (n == 1) return c;
+    unsigned v = c & (0x7F >> n);
+    for (int i = 1; i < n; i++) v = v << 6 | (s[i] & 0x3F);
+    return v;
+}
+
+/* Terminal columns of a code point: 0 for combining marks, 2 for East Asian wide and
+ * full-width characters and emoji, else 1 (the common ranges; wcwidth() needs a locale). */
+static int cp_width(unsigned c)
+{
+    if ((c >= 0x300 && c <= 0x36F) || (c >= 0x1AB0 && c <= 0x1AFF) ||
+        (c >= 0x1DC0 && c <= 0x1DFF) || (c >= 0x20D0 && c <= 0x20FF) ||
+        (c >= 0xFE20 && c <= 0xFE2F) || c == 0x200B || c == 0x200D || (c >= 0xFE00 && c <= 0xFE0F))
+        return 0;
+    if ((c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0x303E) ||
+        (c >= 0x3041 && c <= 0x33FF) || (c >= 0x3400 && c <= 0x4DBF) ||
+        (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xA000 && c <= 0xA4CF) ||
+        (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) ||
+        (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFF60) ||
+        (c >= 0xFFE0 && c <= 0xFFE6) || (c >= 0x1F300 && c <= 0x1F64F) ||
+        (c >= 0x1F900 && c <= 0x1F9FF) || (c >= 0x20000 && c <= 0x3FFFD))
+        return 2;
+    return 1;
+}
+
+int display_width(const char *s)
+{
+    int w = 0, n;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p += n) w += cp_width(utf8_next(p, &n));
+    return w;
+}
+
+void print_cell(const char *s, int width)
+{
+    int w = 0, n;
+    const unsigned char *p = (const unsigned char *)s;
+    for (; *p; p += n) {
+        int cw = cp_width(utf8_next(p, &n));
+        if (w + cw > width) break; /* cut at a character, never inside one */
+        fwrite(p, 1, (size_t)n, stdout);
+        w += cw;
+    }
+    for (; w < width; w++) putchar(' ');
+}
+
 /* ---- arguments ------------------------------------------------------------------------------ */
 
 int key_is(const kv *k, const char *key)

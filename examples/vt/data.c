@@ -59,13 +59,14 @@ static const char *task_name(vt_task t)
 static int print_class_table(int k, const char *(*name)(const void *, int), const void *h,
                               const int64_t *counts, const int64_t total[3], const char *what)
 {
-    size_t w = 11; /* "backgrounds" */
-    for (int c = 0; c < k; c++)
-        if (strlen(name(h, c)) > w) w = strlen(name(h, c));
+    int w = 11; /* "backgrounds" */
+    for (int c = 0; c < k; c++) /* display columns, not bytes: names may be UTF-8 */
+        if (display_width(name(h, c)) > w) w = display_width(name(h, c));
     if (w > 40) w = 40;
-    printf("  %-*s %8s %8s %8s   (%s)\n", (int)w, "class", "train", "val", "test", what);
+    printf("  %-*s %8s %8s %8s   (%s)\n", w, "class", "train", "val", "test", what);
     for (int c = 0; c < k; c++) {
-        printf("  %-*.*s", (int)w, (int)w, name(h, c));
+        printf("  ");
+        print_cell(name(h, c), w);
         for (int s = 0; s < 3; s++)
             if (total[s]) printf(" %8lld", (long long)counts[c * 3 + s]);
             else printf(" %8s", "-");

@@ -40,6 +40,12 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
 {
     progress_state *ps = user;
     if (ps->mode == PROG_OFF) return 0;
+    /* the run folder exists once the run has started: name it before the first progress line */
+    if (!ps->dir_shown && ps->trainer) {
+        const char *dir = vt_trainer_run_dir(ps->trainer);
+        ps->dir_shown = 1;
+        if (dir && *dir) printf("run folder: %s (weights/last.vtm, weights/best.vtm)\n", dir);
+    }
     double t = now_s();
     int epoch = vt_progress_epoch(p), epochs = vt_progress_epochs(p);
     int batch = vt_progress_batch(p), batches = vt_progress_batches(p);

@@ -1,6 +1,10 @@
 /* vt train and vt demo. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vt_cli.h"
 
@@ -33,6 +37,80 @@ int check_trainer_keys(args *a, const char *tool_keys)
     return rc;
 }
 
+/* save=PATH must be writable before hours of training, not after: create a probe file next to
+ * it (access() would say yes to root on a read-only folder). */
+static int check_writable(const char *cmd, const char *path)
+{
+    if (is_dir(path)) {
+        fprintf(stderr, "vt %s: save=%s is a folder; give a file name (e.g. %s/model.vtm)\n", cmd,
+                path, path);
+        return EXIT_USAGE;
+    }
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s.probe.%ld", path, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "vt %s: save=%s: cannot write there: %s\n", cmd, path, strerror(errno));
+        return EXIT_DATA;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+/* The run arguments of a checkpoint (vt_checkpoint_args), for resume=PATH alone. */
+typedef struct {
+    char *text;
+    const char *data, *task, *model, *channels, *imgsz, *dropout, *epochs, *batch;
+} ckpt_args;
+
+static const char *ck_get(char *text, const char *key)
+{
+    size_t kl = strlen(key);
+    for (char *p = text; *p;) {
+        char *nl = strchr(p, '\n');
+        if (!strncmp(p, key, kl) && p[kl] == '=') return p + kl + 1;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return NULL;
+}
+
+static int read_ckpt_args(const char *cmd, const char *path, ckpt_args *ca)
+{
+    memset(ca, 0, sizeof *ca);
+    size_t n = 0;
+    vt_status st = vt_checkpoint_args(path, NULL, 0, &n);
+    if (st != VT_ERR_BUFFER_TOO_SMALL) return fail(cmd, st ? st : VT_ERR_INTERNAL, NULL);
+    if (!(ca->text = malloc(n))) return fail(cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
+    if ((st = vt_checkpoint_args(path, ca->text, n, &n))) return fail(cmd, st, NULL);
+    ca->data = ck_get(ca->text, "data");
+    ca->task = ck_get(ca->text, "task");
+    ca->model = ck_get(ca->text, "model");
+    ca->channels = ck_get(ca->text, "channels");
+    ca->imgsz = ck_get(ca->text, "imgsz");
+    ca->dropout = ck_get(ca->text, "dropout");
+    ca->epochs = ck_get(ca->text, "epochs");
+    ca->batch = ck_get(ca->text, "batch");
+    /* cut the values at their line ends (after every lookup: they share the text) */
+    for (char *p = ca->text; (p = strchr(p, '\n'));) *p++ = 0;
+    return 0;
+}
+
+/* A model key given next to resume=: only the checkpoint's value is allowed (the checkpoint
+ * fixes the model; a different one cannot continue it). */
+static int same_as_ckpt(const char *cmd, const char *key, const char *given, const char *ck,
+                        const char *resume, int numeric)
+{
+    if (!given || !ck) return 0;
+    int same = numeric ? strtod(given, NULL) == strtod(ck, NULL) : !strcmp(given, ck);
+    if (same) return 0;
+    fprintf(stderr, "vt %s: %s=%s, but %s was trained with %s=%s; resume= continues that run "
+            "(to start a new run from its weights: model=%s without resume=)\n",
+            cmd, key, given, resume, key, ck, resume);
+    return EXIT_USAGE;
+}
+
 /* top1_out: the final validation top-1 (classification) or mAP50-95 (detection). */
 static int train(args *a, double *top1_out)
 {
@@ -40,11 +118,49 @@ static int train(args *a, double *top1_out)
     const char *data = take(a, "data"), *arch = take(a, "model"), *save = take(a, "save");
     const char *task = take(a, "task"), *channels = take(a, "channels");
     const char *dropout = take(a, "dropout"), *prog = take(a, "progress");
-    const char *imgsz = NULL;
-    for (int i = 0; i < a->n; i++)
+    const char *imgsz = NULL, *resume = NULL;
+    for (int i = 0; i < a->n; i++) {
         if (key_is(&a->kv[i], "imgsz")) imgsz = a->kv[i].val; /* for the model and the trainer */
+        if (key_is(&a->kv[i], "resume")) resume = a->kv[i].val; /* the trainer's, read here too */
+    }
+    const char *model_imgsz = imgsz;
     int mode;
     if (progress_mode(cmd, prog, &mode)) return EXIT_USAGE;
+    ckpt_args ca;
+    memset(&ca, 0, sizeof ca);
+    if (resume && *resume) {
+        /* resume=PATH alone: the checkpoint says which data, task and model; trainer options
+         * given here override the saved ones in the library (e.g. epochs= extends the run) */
+        int rc0 = read_ckpt_args(cmd, resume, &ca);
+        if (!rc0 && arch && names_file(arch)) {
+            fprintf(stderr, "vt %s: model=%s and resume=%s: the model comes from the checkpoint; "
+                    "drop model= (or drop resume= to fine-tune from %s)\n", cmd, arch, resume,
+                    arch);
+            rc0 = EXIT_USAGE;
+        }
+        if (!rc0) rc0 = same_as_ckpt(cmd, "model", arch, ca.model, resume, 0);
+        if (!rc0) rc0 = same_as_ckpt(cmd, "task", task, ca.task, resume, 0);
+        if (!rc0) rc0 = same_as_ckpt(cmd, "channels", channels, ca.channels, resume, 1);
+        if (!rc0) rc0 = same_as_ckpt(cmd, "dropout", dropout, ca.dropout, resume, 1);
+        if (!rc0) rc0 = same_as_ckpt(cmd, "imgsz", imgsz, ca.imgsz, resume, 1);
+        if (rc0) {
+            free(ca.text);
+            return rc0;
+        }
+        /* data= may name the same dataset at a new place: the library checks its file list */
+        if (!data && ca.data && *ca.data) data = ca.data;
+        if (!data) {
+            fprintf(stderr, "vt %s: %s does not record its dataset (an older checkpoint): give "
+                    "data=DIR\n", cmd, resume);
+            free(ca.text);
+            return EXIT_USAGE;
+        }
+        task = ca.task;
+        arch = ca.model;
+        channels = ca.channels;
+        dropout = ca.dropout;
+        model_imgsz = ca.imgsz;
+    }
     if (!data) {
         fprintf(stderr, "vt %s: data=DIR is required (see 'vt help %s')\n", cmd, cmd);
         return EXIT_USAGE;
@@ -54,30 +170,37 @@ static int train(args *a, double *top1_out)
     if (!task && arch && !strncmp(arch, "det-", 4)) tk = VT_TASK_DETECT;
     if (!task && arch && !strncmp(arch, "seg-", 4)) tk = VT_TASK_SEGMENT;
     if (!arch) arch = tk == VT_TASK_DETECT ? "det-n" : tk == VT_TASK_SEGMENT ? "seg-n" : "cls-n";
-    int write_model = 1;
+    /* save=PATH: a copy of the best weights; without it the weights are only in the run folder */
+    int write_model = save != NULL;
     if (save && (!strcmp(save, "0") || !strcmp(save, "1"))) {
-        /* save=0|1 is the trainer's run-folder switch where the library has one: pass it on;
-         * save=0 also skips the tool's own model file */
+        /* save=0|1 is the trainer's run-folder switch: pass it on; save=0 writes nothing */
         for (int i = 0; i < a->n; i++)
             if (key_is(&a->kv[i], "save")) a->kv[i].tool = 0;
-        write_model = save[0] == '1';
+        write_model = 0;
         save = NULL;
     }
-    if (!save) save = "model.vtm";
+    int wrc;
+    if (write_model && (wrc = check_writable(cmd, save))) {
+        free(ca.text);
+        return wrc;
+    }
 
     vt_dataset *ds = NULL;
     vt_model *m = NULL;
     vt_trainer *t = NULL;
     int rc = 0;
     vt_status st;
-    if ((rc = check_trainer_keys(a, TRAIN_TOOL_KEYS))) return rc;
+    if ((rc = check_trainer_keys(a, TRAIN_TOOL_KEYS))) goto out;
     if (names_file(arch)) {
         if (channels || dropout) {
             fprintf(stderr, "vt %s: channels= and dropout= apply to a new model, not to %s\n",
                     cmd, arch);
             return EXIT_USAGE;
         }
-        if ((st = vt_model_load(&m, arch))) return fail(cmd, st, NULL);
+        if ((st = vt_model_load(&m, arch))) {
+            rc = fail(cmd, st, NULL);
+            goto out;
+        }
         if (!task) tk = vt_model_task(m);
     }
     if ((st = vt_dataset_open(&ds, tk, data))) {
@@ -86,7 +209,8 @@ static int train(args *a, double *top1_out)
     }
     if (!m) {
         char mopts[256];
-        snprintf(mopts, sizeof mopts, "%s%s %s%s %s%s", imgsz ? "imgsz=" : "", imgsz ? imgsz : "",
+        snprintf(mopts, sizeof mopts, "%s%s %s%s %s%s", model_imgsz ? "imgsz=" : "",
+                 model_imgsz ? model_imgsz : "",
                  channels ? "channels=" : "", channels ? channels : "", dropout ? "dropout=" : "",
                  dropout ? dropout : "");
         if ((st = vt_model_create(&m, arch, vt_dataset_num_classes(ds), mopts))) {
@@ -100,6 +224,7 @@ static int train(args *a, double *top1_out)
     ps.mode = mode;
     ps.det = tk == VT_TASK_DETECT;
     ps.seg = tk == VT_TASK_SEGMENT;
+    ps.trainer = t;
     vt_trainer_set_log(t, log_cb, &ps, VT_LOG_WARNING);
     vt_trainer_set_progress(t, progress_cb, &ps);
     double epochs = 0, batch = 0, dev_imgsz = 0;
@@ -107,6 +232,14 @@ static int train(args *a, double *top1_out)
     vt_trainer_get_float(t, VT_OPT_BATCH, &batch);
     vt_trainer_get_float(t, VT_OPT_IMGSZ, &dev_imgsz);
     if (dev_imgsz <= 0) dev_imgsz = vt_model_imgsz(m);
+    /* resuming: the library applies the saved options when the run starts; show them now */
+    int given_epochs = 0, given_batch = 0;
+    for (int i = 0; i < a->n; i++) {
+        given_epochs |= key_is(&a->kv[i], "epochs");
+        given_batch |= key_is(&a->kv[i], "batch");
+    }
+    if (ca.epochs && !given_epochs) epochs = strtod(ca.epochs, NULL);
+    if (ca.batch && !given_batch) batch = strtod(ca.batch, NULL);
     if (mode != PROG_OFF) {
         printf("training %s (%llu parameters, %.1f MFLOPs/image) on %s: %d classes, %d train / "
                "%d val images; %.0f epochs, batch %.0f, imgsz %.0f\n",
@@ -114,6 +247,7 @@ static int train(args *a, double *top1_out)
                vt_model_flops(m, (int)dev_imgsz) / 1e6, data, vt_dataset_num_classes(ds),
                vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL),
                epochs, batch, dev_imgsz);
+        if (resume && *resume) printf("resuming the run of %s\n", resume);
         fflush(stdout);
     }
     double t0 = now_s();
@@ -135,9 +269,13 @@ static int train(args *a, double *top1_out)
     if (rc == 0 && mode != PROG_OFF) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
         if (ps.best_epoch)
-            printf("; best %s %.4f at epoch %d", ps.det ? "mAP50-95" : ps.seg ? "mIoU" : "top1",
-                   ps.best_top1, ps.best_epoch);
+            printf("; best %s %.4f at epoch %d%s", ps.det ? "mAP50-95" : ps.seg ? "mIoU" : "top1",
+                   ps.best_top1, ps.best_epoch,
+                   resume && *resume ? " of this session (the run's best: weights/best.vtm)" : "");
         printf("\n");
+        if (resume && *resume && !ps.header_done)
+            printf("nothing to train: the run had finished its %.0f epochs; give epochs= above "
+                   "%.0f to extend it\n", epochs, epochs);
     }
     double top1, m50;
     if (ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
@@ -153,14 +291,36 @@ static int train(args *a, double *top1_out)
         if (mode != PROG_OFF) printf("final validation top-1 accuracy: %.4f\n", top1);
         if (top1_out) *top1_out = top1;
     }
-    vt_status sst = write_model ? vt_model_save(m, save) : VT_OK;
-    if (sst) rc = fail(cmd, sst, vt_model_last_error(m));
-    else if (write_model)
-        printf("saved %s%s\n", save, rc == EXIT_INTERRUPTED ? " (the weights reached so far)" : "");
+    const char *dir = vt_trainer_run_dir(t);
+    char best[4200];
+    snprintf(best, sizeof best, "%s/weights/best.vtm", dir);
+    int have_best = *dir && is_file(best);
+    if (write_model) {
+        /* save= gets the best weights, as weights/best.vtm (the last ones stay in last.vtm) */
+        vt_model *bm = NULL;
+        vt_status sst = have_best ? vt_model_load(&bm, best) : VT_OK;
+        if (!sst) sst = vt_model_save(bm ? bm : m, save);
+        if (sst) rc = fail(cmd, sst, bm ? vt_model_last_error(bm) : vt_model_last_error(m));
+        else if (have_best)
+            printf("saved %s: the best weights (a copy of %s)\n", save, best);
+        else
+            printf("saved %s: the last weights%s\n", save,
+                   rc == EXIT_INTERRUPTED ? " (reached so far)" : " (no run folder with save=0)");
+        vt_model_destroy(bm);
+    }
+    if (*dir && mode != PROG_OFF) {
+        /* stopped early (Ctrl-C, time=): continue; completed or early-stopped: extend */
+        vt_stop_reason why = vt_trainer_stop_reason(t);
+        int cont = rc == EXIT_INTERRUPTED || why == VT_STOP_TIME;
+        printf("run folder: %s (best weights: %s, last: %s/weights/last.vtm; %s with vt train "
+               "resume=%s/weights/last.vtm%s)\n", dir, have_best ? best : "none yet", dir,
+               cont ? "continue" : "extend", dir, cont ? "" : " epochs=N");
+    }
 out:
     vt_trainer_destroy(t);
     vt_model_destroy(m);
     vt_dataset_destroy(ds);
+    free(ca.text);
     return rc;
 }
 

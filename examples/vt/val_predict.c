@@ -10,6 +10,11 @@
 
 /* ---- val ---------------------------------------------------------------------------------- */
 
+/* The trainer options validation uses (vt_trainer_validate: the batch, image size, device,
+ * precision and loader threads); any other training key would be accepted and do nothing. */
+static const char *const val_trainer_keys[] = {"batch", "imgsz", "device", "precision", "workers"};
+#define VAL_KEYS "model, data, split, batch, imgsz, device, precision, workers"
+
 int cmd_val(args *a)
 {
     const char *cmd = a->cmd;
@@ -32,7 +37,19 @@ int cmd_val(args *a)
     vt_dataset *ds = NULL;
     vt_trainer *t = NULL;
     int rc;
-    if ((rc = check_trainer_keys(a, "model, data, split"))) return rc;
+    for (int i = 0; i < a->n; i++) {
+        if (a->kv[i].tool) continue;
+        int used = 0;
+        for (size_t k = 0; k < sizeof val_trainer_keys / sizeof *val_trainer_keys; k++)
+            used |= key_is(&a->kv[i], val_trainer_keys[k]);
+        if (!used) {
+            fprintf(stderr, "vt val: key '%.*s' does not apply to validation (the whole %s split "
+                    "is evaluated); valid keys: %s\n", (int)a->kv[i].klen, a->kv[i].arg,
+                    split ? split : "val", VAL_KEYS);
+            return EXIT_USAGE;
+        }
+    }
+    if ((rc = check_trainer_keys(a, VAL_KEYS))) return rc;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(cmd, st, NULL);
     if ((st = vt_dataset_open(&ds, vt_model_task(m), data))) {
@@ -44,7 +61,7 @@ int cmd_val(args *a)
         rc = EXIT_DATA;
         goto out;
     }
-    if ((rc = make_trainer(cmd, m, ds, a, "model, data, split", &t))) goto out;
+    if ((rc = make_trainer(cmd, m, ds, a, VAL_KEYS, &t))) goto out;
     vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
     double t0 = now_s();
     if ((st = vt_trainer_validate(t, sp))) {
@@ -78,8 +95,10 @@ int cmd_val(args *a)
             int64_t ngt;
             if (vt_trainer_class_ap(t, c, &a50, &a, &ngt)) break;
             const char *name = vt_model_class_name(m, c);
-            if (ngt == 0) printf("  %-20.20s %8d %8s %9s\n", name ? name : "?", 0, "-", "-");
-            else printf("  %-20.20s %8lld %8.4f %9.4f\n", name ? name : "?", (long long)ngt, a50, a);
+            printf("  ");
+            print_cell(name ? name : "?", 20); /* display columns: names may be UTF-8 */
+            if (ngt == 0) printf(" %8d %8s %9s\n", 0, "-", "-");
+            else printf(" %8lld %8.4f %9.4f\n", (long long)ngt, a50, a);
         }
         goto out;
     }
@@ -127,7 +146,10 @@ static int detect_one(vt_model *m, const char *path, float conf, float iou, int 
             const char *name = vt_model_class_name(m, cls[k]);
             char idx[16];
             snprintf(idx, sizeof idx, "class%d", cls[k]);
-            printf("  %-12s %.4f  %.1f %.1f %.1f %.1f\n", name ? name : idx, sc[k], box[4 * k],
+            printf("  ");
+            print_cell(name ? name : idx, display_width(name ? name : idx) > 12
+                                              ? display_width(name ? name : idx) : 12);
+            printf(" %.4f  %.1f %.1f %.1f %.1f\n", sc[k], box[4 * k],
                    box[4 * k + 1], box[4 * k + 2], box[4 * k + 3]);
         }
     }
@@ -255,6 +277,28 @@ int cmd_predict(args *a)
     vt_model *m;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(a->cmd, st, NULL);
+    /* a key of another task's prediction would be accepted and do nothing: refuse it */
+    vt_task task = vt_model_task(m);
+    const struct {
+        const char *key, *val;
+        vt_task task;
+    } per_task[] = {{"top", top_s, VT_TASK_CLASSIFY},   {"conf", conf_s, VT_TASK_DETECT},
+                    {"iou", iou_s, VT_TASK_DETECT},     {"max_det", maxdet_s, VT_TASK_DETECT},
+                    {"out", out_s, VT_TASK_SEGMENT},    {"color", color_s, VT_TASK_SEGMENT}};
+    for (size_t i = 0; i < sizeof per_task / sizeof *per_task; i++)
+        if (per_task[i].val && per_task[i].task != task) {
+            fprintf(stderr, "vt predict: %s= applies to %s models; %s is a %s model (its keys: "
+                    "%s)\n", per_task[i].key,
+                    per_task[i].task == VT_TASK_CLASSIFY ? "classification"
+                    : per_task[i].task == VT_TASK_DETECT ? "detection" : "segmentation",
+                    model,
+                    task == VT_TASK_CLASSIFY ? "classification"
+                    : task == VT_TASK_DETECT ? "detection" : "segmentation",
+                    task == VT_TASK_CLASSIFY ? "top" : task == VT_TASK_DETECT ? "conf, iou, max_det"
+                                                                                : "out, color");
+            vt_model_destroy(m);
+            return EXIT_USAGE;
+        }
     predict_job job = {m, vt_model_task(m), out_s ? out_s : "predictions", color, (float)conf,
                        (float)iou, (int)max_det, (int)top, NULL, vt_model_num_classes(m)};
     if (job.top > job.k) job.top = job.k;

@@ -66,6 +66,10 @@ int is_file(const char *path);
 int names_file(const char *model);
 /* The image files directly in dir, sorted; NULL on error.  *n gets the count. */
 char **list_images(const char *dir, int *n);
+/* Terminal columns of a UTF-8 string (wide CJK characters count 2, combining marks 0). */
+int display_width(const char *s);
+/* Print s left-aligned in `width` columns (cut at a character when wider), to stdout. */
+void print_cell(const char *s, int width);
 /* Ctrl-C cancels the run between batches; a second Ctrl-C kills the process (SA_RESETHAND). */
 void catch_sigint(vt_trainer *t);
 void release_sigint(void);
@@ -82,6 +86,8 @@ typedef struct {
     double best_top1;   /* classification: top-1; detection: mAP50-95 */
     int det;            /* detection columns */
     int seg;            /* segmentation columns */
+    vt_trainer *trainer; /* for its run folder, named once at the first event */
+    int dir_shown;
 } progress_state;
 
 int progress_mode(const char *cmd, const char *v, int *mode);

@@ -817,7 +817,8 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
  * names.
  *
  * Run folder (save=1, the default): <project>/<task>/<name>/ (task "classify", ...) holding
- *   args.yaml            every trainer option and its value
+ *   args.yaml            every trainer option and the value the run used (imgsz, lr0:
+ *                        the derived value when 0), numbers in their shortest exact form
  *   weights/last.vtm     checkpoint after every epoch, and where a cancel or the time budget
  *                        stopped the run
  *   weights/best.vtm     checkpoint of the epoch with the best fitness
@@ -845,6 +846,16 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
  * returning non-zero stops after the current batch, saves last and returns VT_ERR_CANCELLED
  * (VT_STOP_CANCELLED).  vt_trainer_stop_reason() tells which. */
 VT_API vt_status vt_trainer_run(vt_trainer *trainer);
+
+/* The run arguments a training checkpoint (weights/last.vtm, best.vtm) holds, as "key=value\n"
+ * lines, so that a caller can resume from the file alone: first data (the dataset's absolute
+ * path; absent in checkpoints written before it was recorded), task ("classify", "detect",
+ * "segment"), model (the architecture), num_classes, channels, imgsz and dropout of the model,
+ * then every trainer option saved in the checkpoint except imgsz and resume.  buf receives the
+ * NUL-terminated text and *len (when non-NULL) its size with the NUL; when cap is smaller,
+ * nothing is written and VT_ERR_BUFFER_TOO_SMALL is returned (cap 0 and buf NULL ask for the
+ * size).  VT_ERR_CHECKPOINT for a file that is no training checkpoint (a vt_model_save file). */
+VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, size_t *len);
 
 /* The run folder of the current or last vt_trainer_run() ("" before one, or with save=0).
  * Owned by the trainer, valid until the next run or its destruction. */

@@ -892,8 +892,11 @@ VT_API vt_status vt_estimator_set_dataset(vt_estimator *e, const vt_dataset *ds)
 VT_API const char *vt_estimate_dataset_advice(int64_t n)
 {
     if (n < 1000)
-        return "Under 1,000 training images: expect overfitting; start from pretrained weights, "
-               "use strong augmentation, and prefer a small model; many epochs are cheap here.";
+        /* no pretrained weights ship: advise what the library can do, fine-tuning a .vtm */
+        return "Under 1,000 training images: expect overfitting; use strong augmentation and "
+               "prefer a small model; many epochs are cheap here. If you have a model trained "
+               "on similar images with the same classes, fine-tune it: load it as the model to "
+               "train (vt train model=FILE.vtm) with a lower lr0.";
     if (n <= 10000)
         return "1,000-10,000 training images: a small or medium model trains well; 100-300 "
                "epochs are typical and cost grows linearly with them.";

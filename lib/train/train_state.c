@@ -5,7 +5,7 @@
  *
  *   TRNR  text, "key=value" lines: format=1, task, the position (epoch, batch, nb, iteration),
  *         opt_t, partial-epoch sums, elapsed time, best fitness and epoch, EMA update count,
- *         the dataset hash and image counts.  Doubles are written as C99 hex floats (%a) so
+ *         the dataset hash and image counts, the dataset's absolute path (data=).  Doubles are written as C99 hex floats (%a) so
  *         they read back bit for bit.
  *   ARGS  text, "key=value" lines: every trainer option and its value.
  *   OPTM  float32[n_params]: SGD momentum buffer / AdamW first moment.
@@ -109,8 +109,21 @@ static vt_status mkdir_p(const char *path)
 
 /* ---- options as text ---- */
 
-/* Every trainer option as "key<sep>value\n" (sep "=" for ARGS, ": " for args.yaml). */
-static vt_status options_text(const vt_optvals *o, const char *sep, int yaml, char **out, size_t *len)
+/* The shortest "%.Ng" that strtod reads back as x (args.yaml: 0.9, not 0.90000000000000002;
+ * ARGS: the same value bit for bit). */
+static void fmt_shortest(char *buf, size_t cap, double x)
+{
+    for (int p = 6; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+    snprintf(buf, cap, "%.17g", x);
+}
+
+/* Every trainer option as "key<sep>value\n" (sep "=" for ARGS, ": " for args.yaml).  t non-NULL
+ * (args.yaml): the options whose 0 means "derived" (imgsz, lr0) show the value the run uses. */
+static vt_status options_text(const vt_optvals *o, const vt_trainer *t, const char *sep,
+                              int yaml, char **out, size_t *len)
 {
     size_t cap = 256 * VT_OPT_SLOTS + (size_t)VT_OPT_STR_MAX * 8, k = 0;
     char *s = vt_malloc(cap);
@@ -124,7 +137,12 @@ static vt_status options_text(const vt_optvals *o, const char *sep, int yaml, ch
             k += (size_t)snprintf(s + k, cap - k, "%s%s%s\n", d->key, sep,
                                   yaml && !*v ? "''" : v);
         } else {
-            k += (size_t)snprintf(s + k, cap - k, "%s%s%.17g\n", d->key, sep, vt_opt_num(o, id));
+            double x = vt_opt_num(o, id);
+            if (t && (id == VT_OPT_IMGSZ || id == VT_OPT_LR0))
+                vt_trainer_get_float(t, (vt_option)id, &x);
+            char num[64];
+            fmt_shortest(num, sizeof num, x);
+            k += (size_t)snprintf(s + k, cap - k, "%s%s%s\n", d->key, sep, num);
         }
     }
     *out = s;
@@ -177,7 +195,7 @@ vt_status vt_run_dir_create(vt_trainer *t, const char *reuse)
     snprintf(t->run_dir, sizeof t->run_dir, "%s", dir);
     char *txt;
     size_t len;
-    VT_TRY(options_text(&t->opts, ": ", 1, &txt, &len));
+    VT_TRY(options_text(&t->opts, t, ": ", 1, &txt, &len));
     snprintf(w, sizeof w, "%s/args.yaml", dir);
     vt_status st = vt_write_file_atomic(w, txt, len);
     free(txt);
@@ -265,19 +283,25 @@ vt_status vt_train_save(vt_trainer *t, const char *const *paths, int npaths)
     }
     if (st) goto out;
     const vt_train_pos *p = &t->pos;
-    char trnr[2048];
+    /* the dataset as an absolute path, so that resume=PATH alone can reopen it from anywhere */
+    char *data_abs = realpath(t->ds->root, NULL);
+    const char *data = data_abs ? data_abs : t->ds->root;
+    char trnr[2048 + 4200];
     int tn = snprintf(trnr, sizeof trnr,
                       "format=%d\ntask=%d\nepoch=%d\nbatch=%d\nnb=%d\niteration=%lld\nopt_t=%lld\n"
                       "loss_sum=%a\nimages=%ld\ndata_wait=%a\nepoch_time=%a\nelapsed=%a\n"
                       "best_fitness=%a\nbest_epoch=%d\nema_updates=%lld\nema=%d\n"
-                      "dataset_hash=%016llx\ntrain_images=%d\nval_images=%d\n",
+                      "dataset_hash=%016llx\ntrain_images=%d\nval_images=%d\ndata=%s\n",
                       TRNR_FORMAT, (int)m->task, p->epoch, p->batch, p->nb,
                       (long long)p->iteration, (long long)t->opt_t, p->loss_sum, p->images,
                       p->data_wait, p->epoch_time, p->elapsed, p->best_fitness, p->best_epoch,
                       (long long)p->ema_updates, ema, (unsigned long long)vt_dataset_hash(t->ds),
-                      t->ds->split[VT_SPLIT_TRAIN].n, t->ds->split[VT_SPLIT_VAL].n);
+                      t->ds->split[VT_SPLIT_TRAIN].n, t->ds->split[VT_SPLIT_VAL].n,
+                      strchr(data, '\n') ? "" : data);
+    free(data_abs);
+    if (tn >= (int)sizeof trnr) tn = (int)sizeof trnr - 1;
     if ((st = add_text(w, TAG_TRNR, trnr, (size_t)tn))) goto out;
-    if ((st = options_text(&t->opts, "=", 0, &args, &args_n)) ||
+    if ((st = options_text(&t->opts, NULL, "=", 0, &args, &args_n)) ||
         (st = add_text(w, TAG_ARGS, args, args_n)))
         goto out;
     if ((st = vt_ckw_add(w, TAG_OPTM, om, np * sizeof(float), 1))) goto out;
@@ -533,6 +557,59 @@ out:
     free(hist);
     free(tp);
     free(tb);
+    vt_model_destroy(cm);
+    vt_ckpt_close(c);
+    return st;
+}
+
+/* ---- the run arguments of a checkpoint ---- */
+
+VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, size_t *len)
+{
+    if (!path || (!buf && cap)) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_checkpoint_args: NULL argument");
+    vt_ckpt *c = NULL;
+    vt_model *cm = NULL;
+    char *trnr = NULL, *args = NULL, *txt = NULL;
+    size_t trnr_n = 0, args_n = 0;
+    vt_status st = vt_ckpt_open(&c, path);
+    if (st) return st;
+    if ((st = vt_model_from_checkpoint(&cm, c)) ||
+        (st = need_sec(c, TAG_TRNR, (size_t)-1, (void **)&trnr, &trnr_n)) ||
+        (st = need_sec(c, TAG_ARGS, (size_t)-1, (void **)&args, &args_n)))
+        goto out;
+    size_t tcap = args_n + 4096 + 512, k = 0;
+    if (!(txt = vt_malloc(tcap))) {
+        st = VT_ERR_OUT_OF_MEMORY;
+        goto out;
+    }
+    char data[4096], drop[64];
+    fmt_shortest(drop, sizeof drop, (double)cm->dropout);
+    k += (size_t)snprintf(txt, tcap, "%s%s%stask=%s\nmodel=%s\nnum_classes=%d\nchannels=%d\n"
+                          "imgsz=%d\ndropout=%s\n",
+                          kv_get(trnr, trnr_n, "data", data, sizeof data) ? "data=" : "",
+                          kv_get(trnr, trnr_n, "data", data, sizeof data) ? data : "",
+                          kv_get(trnr, trnr_n, "data", data, sizeof data) ? "\n" : "",
+                          vt_task_dir_name(cm->task), cm->arch, cm->num_classes, cm->channels,
+                          cm->imgsz, drop);
+    /* then the trainer options, less those above (imgsz: the model's) and resume */
+    for (const char *p = args, *end = args + args_n; p < end && k < tcap;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (l && !(l >= 6 && !memcmp(p, "imgsz=", 6)) && !(l >= 7 && !memcmp(p, "resume=", 7)))
+            k += (size_t)snprintf(txt + k, tcap - k, "%.*s\n", (int)l, p);
+        p = nl ? nl + 1 : end;
+    }
+    if (k >= tcap) k = tcap - 1;
+    if (len) *len = k + 1;
+    if (cap < k + 1) {
+        st = vt_fail(VT_ERR_BUFFER_TOO_SMALL, "vt_checkpoint_args: %zu bytes needed", k + 1);
+        goto out;
+    }
+    memcpy(buf, txt, k + 1);
+out:
+    free(txt);
+    free(trnr);
+    free(args);
     vt_model_destroy(cm);
     vt_ckpt_close(c);
     return st;

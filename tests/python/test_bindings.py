@@ -438,6 +438,14 @@ class TestRunFolder(unittest.TestCase):
         self.assertGreater(last.cost_usd, 0.0)
         self.assertIsNone(last.device_memory_bytes)     # CPU run: no device memory
         self.assertIn("best_fitness", metrics)
+        # the checkpoint's run arguments: enough to rebuild the model and reopen the data
+        args = vt.checkpoint_args(os.path.join(run_dir, "weights", "last.vtm"))
+        self.assertEqual(args["data"], os.path.realpath(DATA))
+        self.assertEqual((args["task"], args["model"], args["imgsz"], args["epochs"]),
+                         ("classify", "cls-n", str(IMGSZ), "2"))
+        self.assertNotIn("resume", args)
+        with self.assertRaises(vt.VisionTrainError):
+            vt.checkpoint_args(os.path.join(run_dir, "no-such.vtm"))
 
     def test_save0_has_no_run_dir(self):
         with vt.Dataset(DATA) as ds, new_model() as m, quick_trainer(m, ds) as t:

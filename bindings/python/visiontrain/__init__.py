@@ -30,7 +30,7 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
 from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, Model, OptionInfo, OptionType,
                     Polygon,
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
-                    abi_version, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
+                    abi_version, checkpoint_args, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
                     synth_generate, version, version_info)
 from ._estimate import (GPU, Catalog, Estimate, Estimator, EstBasis, EstPrecision, EstResult, Pick, GpuField, RankBy,
                         dataset_advice)
@@ -40,7 +40,7 @@ __version__ = "0.1.0"   # version of the bindings; version() is the loaded libra
 
 __all__ = [
     "ABI_VERSION", "load_library", "library_path", "version", "version_info", "abi_version",
-    "cpu_kernels",
+    "cpu_kernels", "checkpoint_args",
     "options", "option_info", "synth_generate", "devices", "device_count", "no_gpu_reason",
     "dataset_advice",
     "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "Box",

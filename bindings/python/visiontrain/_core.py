@@ -361,6 +361,23 @@ class _Closable(object):
 
 # ---- version and options ------------------------------------------------------------------------
 
+def checkpoint_args(path):
+    """The run arguments a training checkpoint holds (vt_checkpoint_args), as a dict of strings:
+    data, task, model, num_classes, channels, imgsz, dropout, then the trainer options."""
+    lib = _native.lib()
+    n = ctypes.c_size_t(0)
+    st = lib.vt_checkpoint_args(_cpath(path), None, 0, ctypes.byref(n))
+    if st != Status.BUFFER_TOO_SMALL:
+        _check(st)
+    buf = ctypes.create_string_buffer(n.value)
+    _check(lib.vt_checkpoint_args(_cpath(path), buf, n.value, ctypes.byref(n)))
+    out = collections.OrderedDict()
+    for line in _path_text(buf.value).splitlines():
+        k, _, v = line.partition("=")
+        out[k] = v
+    return out
+
+
 def version():
     """Version string of the loaded library, e.g. "0.1.0"."""
     return _text(_native.lib().vt_version_string())

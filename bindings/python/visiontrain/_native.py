@@ -155,6 +155,8 @@ PROTOTYPES = {
     "vt_trainer_set_progress": (None, [c_void_p, PROGRESS_FN, c_void_p]),
     "vt_trainer_run": (c_status, [c_void_p]),
     "vt_trainer_run_dir": (c_char_p, [c_void_p]),
+    "vt_checkpoint_args": (c_status, [c_char_p, c_char_p, ctypes.c_size_t,
+                                      POINTER(ctypes.c_size_t)]),
     "vt_trainer_stop_reason": (c_enum, [c_void_p]),
     "vt_trainer_step": (c_status, [c_void_p, POINTER(c_float), POINTER(ctypes.c_int32), c_int,
                                    POINTER(c_float)]),
