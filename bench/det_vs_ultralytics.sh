@@ -87,17 +87,24 @@ echo "both: epochs=$epochs imgsz=$imgsz batch=$batch optimizer=$optimizer lr0=$l
 # workers=0 by default: the peer forces workers=0 on a CPU, so both load in the training thread
 # and both use exactly --threads compute threads.  save=0: no checkpoints (the time the peer
 # spends writing its checkpoints is small at this size and is counted on its side).
-t0=$(date +%s.%N)
-"$vt" train data="$work/data" model="$ours" imgsz="$imgsz" epochs="$epochs" batch="$batch" \
-  optimizer="$optimizer" lr0="$lr0" workers="$workers" seed="$seed" save=0 progress=plain \
-  > "$work/ours.log" 2>&1 || { tail -20 "$work/ours.log" >&2; echo "vt train failed" >&2; exit 1; }
-t1=$(date +%s.%N)
-ours_wall=$(echo "$t1 - $t0" | bc -l)
+# wall and CPU seconds (user + system, all threads) of the whole vt train process
+read -r ours_wall ours_cpu < <(python - "$work/ours.log" "$vt" train data="$work/data" \
+  model="$ours" imgsz="$imgsz" epochs="$epochs" batch="$batch" optimizer="$optimizer" \
+  lr0="$lr0" workers="$workers" seed="$seed" save=0 progress=plain <<'PY'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+with open(sys.argv[1], "w") as log:
+    rc = subprocess.call(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(time.perf_counter() - t, u.ru_utime + u.ru_stime if rc == 0 else "failed")
+PY
+)
+[ "$ours_cpu" != failed ] || { tail -20 "$work/ours.log" >&2; echo "vt train failed" >&2; exit 1; }
 ours_params=$(sed -n 's/^training [^ ]* (\([0-9]*\) parameters.*/\1/p' "$work/ours.log" | head -1)
 if [ "$task" = detect ]; then
   read -r o1 o2 < <(sed -n 's/^final validation mAP50 \([0-9.]*\)  mAP50-95 \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
 else
-  read -r o2 o1 < <(sed -n 's/^final validation mIoU \([0-9.]*\)  pixel accuracy \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
+  read -r o1 o2 < <(sed -n 's/^final validation mIoU \([0-9.]*\)  pixel accuracy \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
 fi
 ours_best=$(sed -n 's/^done in .*; best \(.*\)$/\1/p' "$work/ours.log")
 
@@ -114,23 +121,27 @@ peer_json=$(sed -n 's/^PEER_RESULT //p' "$work/peer.log" | tail -1)
 [ -n "$peer_json" ] || { echo "no PEER_RESULT in $work/peer.log" >&2; exit 1; }
 
 # ---- the table ----
-python - "$task" "$ours" "$ours_params" "$o1" "$o2" "$ours_wall" "$ntrain" "$epochs" "$peer_json" \
-  "$($vt info 2>/dev/null | sed -n 's/^libvisiontrain \([^ ,]*\).*/\1/p' | head -1)" <<'PY'
+python - "$task" "$ours" "$ours_params" "$o1" "$o2" "$ours_wall" "$ours_cpu" "$ntrain" "$epochs" \
+  "$peer_json" "$($vt info 2>/dev/null | sed -n 's/^libvisiontrain \([^ ,]*\).*/\1/p' | head -1)" <<'PY'
 import json, sys
-task, model, params, m1, m2, wall, ntrain, epochs, pj, ver = sys.argv[1:11]
+task, model, params, m1, m2, wall, cpu, ntrain, epochs, pj, ver = sys.argv[1:12]
+n = int(ntrain) * int(epochs)
 p = json.loads(pj)
 seg = task == "segment"
 h1, h2 = ("mIoU", "pixel acc") if seg else ("mAP50", "mAP50-95")
 rows = [("libvisiontrain" + (" " + ver if ver else ""), model, int(params), float(m1), float(m2),
-         float(wall), int(ntrain) * int(epochs) / float(wall)),
+         float(wall), n / float(wall), float(cpu), n / float(cpu)),
         (p["trainer"], p["model"], p["params"], p["miou"] if seg else p["map50"],
-         p["pixel_acc"] if seg else p["map50_95"], p["wall_s"], p["img_s"])]
+         p["pixel_acc"] if seg else p["map50_95"], p["wall_s"], p["img_s"], p["cpu_s"],
+         p["train_images"] * p["epochs"] / p["cpu_s"])]
 print()
-print(f"| trainer | model | params | {h1} | {h2} | wall (s) | img/s |")
-print("|---|---|---:|---:|---:|---:|---:|")
+print(f"| trainer | model | params | {h1} | {h2} | wall (s) | img/s | CPU (s) | img/CPU-s |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for r in rows:
-    print(f"| {r[0]} | {r[1]} | {r[2]/1e6:.2f} M | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.0f} | {r[6]:.2f} |")
-print(f"\nimg/s ratio libvisiontrain / peer: {rows[0][6] / rows[1][6]:.2f}x; "
+    print(f"| {r[0]} | {r[1]} | {r[2]/1e6:.2f} M | {r[3]:.3f} | {r[4]:.3f} | {r[5]:.0f} | {r[6]:.2f} "
+          f"| {r[7]:.0f} | {r[8]:.2f} |")
+print(f"\nratio libvisiontrain / peer: img/s {rows[0][6] / rows[1][6]:.2f}x, "
+      f"img/CPU-s {rows[0][8] / rows[1][8]:.2f}x; "
       f"peer torch {p['torch']}, {p['threads']} threads, optimizer {p['optimizer']} lr0 {p['lr0']}")
 if p.get("last_epoch"):
     print("peer's last epoch (EMA weights) validated: " +

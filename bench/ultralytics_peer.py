@@ -14,6 +14,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import sys
 import time
 
@@ -47,13 +48,17 @@ def main():
     torch.set_num_threads(a.threads)
 
     model = YOLO(a.model, task=a.task)  # a YAML: random initialisation, nothing downloaded
-    t0 = time.perf_counter()
+    def cpu_s():  # user + system seconds of every thread of this process
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    c0, t0 = cpu_s(), time.perf_counter()
     model.train(data=a.data, epochs=a.epochs, imgsz=a.imgsz, batch=a.batch, device="cpu",
                 workers=0,  # what the trainer forces on a CPU anyway (engine/trainer.py)
                 optimizer=a.optimizer, lr0=a.lr0, seed=a.seed, deterministic=False,
                 pretrained=False, amp=False, plots=False, project=a.project, name="train",
                 exist_ok=True, verbose=False)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     tr = model.trainer
     # the trainer's model, rebuilt for the dataset's classes (the YAML's is for 80), unfused
     params = sum(p.numel() for p in tr.model.parameters())
@@ -62,7 +67,7 @@ def main():
     nimg = len(tr.train_loader.dataset)
     out = {"trainer": "ultralytics " + ultralytics.__version__, "torch": torch.__version__,
            "threads": torch.get_num_threads(), "model": os.path.splitext(a.model)[0],
-           "params": params, "train_images": nimg, "epochs": a.epochs, "wall_s": wall,
+           "params": params, "train_images": nimg, "epochs": a.epochs, "wall_s": wall, "cpu_s": cpu,
            "img_s": nimg * a.epochs / wall, "optimizer": str(tr.args.optimizer),
            "lr0": float(tr.args.lr0)}
     if a.task == "detect":
