@@ -562,6 +562,12 @@ class Dataset(_Closable):
         """{"train": n, "val": n, "test": n}"""
         return {s.name.lower(): self.num_images(s) for s in Split}
 
+    def count(self, what, split="train"):
+        """A count of a split as Report.count gives it (visiontrain.Count: IMAGES, USABLE,
+        CORRUPT (left out by decode=1), SKIPPED (left out by policy=skip), BACKGROUNDS,
+        INSTANCES), for the dataset as opened."""
+        return self._lib.vt_dataset_count(self._ptr(), int(what), _split(split))
+
     def __len__(self):
         return self.num_images(Split.TRAIN)
 
