@@ -823,8 +823,10 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
 /* Train for the configured epochs: shuffled batches (seeded), LR warm-up then cosine/linear
  * decay, validation after each epoch when the dataset has a val split.  Returns VT_OK,
  * VT_ERR_CANCELLED (cancel or a callback), or an error (an image that fails to decode is
- * skipped with a warning in the log; the run fails only if a whole batch is unreadable).
- * The model keeps the trained weights (the EMA weights when ema=1) and the dataset's class
+ * skipped with a warning in the log; a batch left with fewer than 2 readable images is not
+ * trained, and the run fails only if no batch of an epoch is).  Batches need 2 images or more
+ * (batch normalization; a trailing batch of one image is dropped): batch=1 fails with
+ * VT_ERR_OPTION_VALUE.  The model keeps the trained weights (the EMA weights when ema=1) and the dataset's class
  * names.
  *
  * Run folder (save=1, the default): <project>/<task>/<name>/ (task "classify", ...) holding
