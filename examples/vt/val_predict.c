@@ -8,6 +8,8 @@
 
 #include "vt_cli.h"
 
+#define VAL_TOOL_KEYS "model, data, split, policy, min_size, decode"
+
 /* ---- val ---------------------------------------------------------------------------------- */
 
 int cmd_val(args *a)
@@ -32,19 +34,23 @@ int cmd_val(args *a)
     vt_dataset *ds = NULL;
     vt_trainer *t = NULL;
     int rc;
-    if ((rc = check_trainer_keys(a, "model, data, split"))) return rc;
+    data_info di;
+    if (take_data_keys(cmd, a, &di)) return EXIT_USAGE;
+    if ((rc = check_trainer_keys(a, VAL_TOOL_KEYS))) return rc;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(cmd, st, NULL);
-    if ((st = vt_dataset_open(&ds, vt_model_task(m), data))) {
-        rc = fail(cmd, st, NULL);
-        goto out;
+    if ((rc = open_data(cmd, &di, vt_model_task(m), data, &ds))) goto out;
+    if (vt_dataset_num_problems(ds)) {
+        char where[4300];
+        snprintf(where, sizeof where, "'vt check data=%s' lists them", data);
+        print_data_summary(ds, data, &di, vt_dataset_num_problems(ds) > 3 ? where : NULL);
     }
     if (vt_dataset_num_images(ds, sp) == 0) {
         fprintf(stderr, "vt val: %s has no %s split\n", data, split ? split : "val");
         rc = EXIT_DATA;
         goto out;
     }
-    if ((rc = make_trainer(cmd, m, ds, a, "model, data, split", &t))) goto out;
+    if ((rc = make_trainer(cmd, m, ds, a, VAL_TOOL_KEYS, &t))) goto out;
     vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
     double t0 = now_s();
     if ((st = vt_trainer_validate(t, sp))) {

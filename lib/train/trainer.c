@@ -572,8 +572,8 @@ static vt_status run(vt_trainer *t)
      * rather than fail later as if images could not be read. */
     if (batch < 2) {
         st = vt_fail(VT_ERR_OPTION_VALUE, "batch=%d: training needs at least 2 images a batch "
-                     "(batch normalization); use batch=2 or more (vt_trainer_validate and "
-                     "prediction take batch=1)", batch);
+                     "(batch normalization); use batch=2 or more (validation and prediction "
+                     "take batch=1)", batch);
         goto done;
     }
     if (batch > ntrain) batch = ntrain;
