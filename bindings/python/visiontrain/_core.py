@@ -565,7 +565,9 @@ class Dataset(_Closable):
     def count(self, what, split="train"):
         """A count of a split as Report.count gives it (visiontrain.Count: IMAGES, USABLE,
         CORRUPT (left out by decode=1), SKIPPED (left out by policy=skip), BACKGROUNDS,
-        INSTANCES), for the dataset as opened."""
+        INSTANCES, or their names), for the dataset as opened."""
+        from ._validate import Count  # _validate imports this module
+        what = _enum_arg(what, Count, {m.name.lower(): m for m in Count}, "count")
         return self._lib.vt_dataset_count(self._ptr(), int(what), _split(split))
 
     def __len__(self):
