@@ -85,6 +85,25 @@ START_TEST(test_same_seed_same_losses)
 }
 END_TEST
 
+/* batch=1 would train nothing (batches of one image are not trained): it is refused up front
+ * with the reason, not reported later as unreadable images; batch=2 trains. */
+START_TEST(test_batch_one_refused)
+{
+    char *data = small_dataset("b1", "classes=2 train=3 val=1 imgsz=16 seed=5");
+    static trace a;
+    const char *s1[] = {"epochs=1", "batch=1", "save=0", "val=0", NULL};
+    const char *s2[] = {"epochs=1", "batch=2", "save=0", "val=0", NULL};
+    ck_assert_int_eq(train(data, s1, &a, NULL), VT_ERR_OPTION_VALUE);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "at least 2 images a batch"));
+    ck_assert_int_eq(a.n, 0);
+    ck_assert_int_eq(train(data, s2, &a, NULL), VT_OK);
+    ck_assert_int_eq(a.n, 3); /* 6 images / 2 */
+    *strrchr(data, '/') = 0;
+    vt_test_rmtree(data);
+    free(data);
+}
+END_TEST
+
 /* The acceptance check of the foundation: cls-n reaches >= 95% validation accuracy on the
  * generated shapes dataset within the test's time. */
 START_TEST(test_learns_to_95)
@@ -187,6 +206,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_step_memorises);
     tcase_add_test(tc, test_learns_to_95);
     suite_add_tcase(s, tc);
+    TCase *tb = tcase_create("batch");
+    tcase_set_timeout(tb, 120);
+    tcase_add_test(tb, test_batch_one_refused);
+    suite_add_tcase(s, tb);
     return s;
 }
 

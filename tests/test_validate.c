@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 
@@ -341,10 +342,14 @@ START_TEST(test_open_ex_policies)
     ck_assert_int_eq(vt_dataset_open_ex(&ds, VT_TASK_DETECT, yaml, "policy=x"),
                      VT_ERR_OPTION_VALUE);
     ck_assert_uint_eq(hash_tree(root), h0);
-    /* the strict open still refuses names vs nc, which validation reports */
+    /* names vs nc: the same warning for opening as for validation; fatal with policy=fail */
     vt_test_write_text(vt_test_path("bad/nc.yaml"), "train: images/train\nnc: 3\nnames: [a, b]\n");
     ck_assert_int_eq(vt_dataset_open_ex(&ds, VT_TASK_DETECT, vt_test_path("bad/nc.yaml"), NULL),
-                     VT_ERR_DATASET);
+                     VT_OK);
+    ck_assert_int_eq(vt_dataset_num_classes(ds), 2);
+    vt_dataset_destroy(ds);
+    ck_assert_int_eq(vt_dataset_open_ex(&ds, VT_TASK_DETECT, vt_test_path("bad/nc.yaml"),
+                                        "policy=fail"), VT_ERR_DATASET);
 }
 END_TEST
 
@@ -431,7 +436,7 @@ START_TEST(test_validate_classification)
     vt_report_destroy(r);
     ck_assert_uint_eq(hash_tree(root), h0);
 
-    /* no val: a problem of validation only (open does not record it) */
+    /* no val: a problem (opening records it too) */
     vt_test_rmtree(vt_test_path("cls/val"));
     r = validate_ok(VT_TASK_CLASSIFY, root, NULL);
     const want w2[] = {
@@ -452,6 +457,83 @@ START_TEST(test_validate_classification)
     vt_report_destroy(r);
     ck_assert_int_eq(vt_dataset_validate(&r, VT_TASK_CLASSIFY, root, "policy=fail"),
                      VT_ERR_DATASET);
+}
+END_TEST
+
+/* Validation and opening with decode=1 under the same options agree: the same problems
+ * (code, file, line, message, in order) and the same counts of the splits. */
+static void expect_agree(vt_task task, const char *path, const char *options, int want_problem)
+{
+    char opts[256];
+    snprintf(opts, sizeof opts, "decode=1 %s", options ? options : "");
+    vt_report *r = validate_ok(task, path, options);
+    vt_dataset *ds = NULL;
+    vt_status st = vt_dataset_open_ex(&ds, task, path, opts);
+    ck_assert_msg(st == VT_OK, "open %s (%s): %s", path, opts, vt_last_error());
+    ck_assert_int_eq(vt_dataset_num_problems(ds), vt_report_num_problems(r));
+    int found = 0;
+    for (int k = 0; k < vt_report_num_problems(r); k++) {
+        const char *f1, *f2, *m1, *m2;
+        int l1, l2, c1, c2;
+        ck_assert_int_eq(vt_report_problem(r, k, &f1, &l1, &c1, &m1), VT_OK);
+        ck_assert_int_eq(vt_dataset_problem(ds, k, &f2, &l2, &c2, &m2), VT_OK);
+        ck_assert_str_eq(f1, f2);
+        ck_assert_str_eq(m1, m2);
+        ck_assert_int_eq(l1, l2);
+        ck_assert_int_eq(c1, c2);
+        if (c1 == want_problem) found = 1;
+    }
+    ck_assert_msg(found, "%s: no %s problem", path, vt_problem_code_name(want_problem));
+    for (int s = 0; s < 3; s++)
+        for (int what = VT_COUNT_IMAGES; what <= VT_COUNT_INSTANCES; what++)
+            ck_assert_msg(vt_report_count(r, (vt_count)what, (vt_split)s) ==
+                              vt_dataset_count(ds, (vt_count)what, (vt_split)s),
+                          "%s: count %d of split %d: report %lld, dataset %lld", path, what, s,
+                          (long long)vt_report_count(r, (vt_count)what, (vt_split)s),
+                          (long long)vt_dataset_count(ds, (vt_count)what, (vt_split)s));
+    vt_dataset_destroy(ds);
+    vt_report_destroy(r);
+    /* policy=fail: both refuse */
+    snprintf(opts, sizeof opts, "policy=fail");
+    ck_assert_int_eq(vt_dataset_validate(&r, task, path, opts), VT_ERR_DATASET);
+    snprintf(opts, sizeof opts, "policy=fail decode=1");
+    ck_assert_int_eq(vt_dataset_open_ex(&ds, task, path, opts), VT_ERR_DATASET);
+}
+
+START_TEST(test_validate_open_agree)
+{
+    /* detection: nc says 5, names has 3; a bad label line and a 1x1 image */
+    char det[4096], cls[4096];
+    snprintf(det, sizeof det, "%s", vt_test_path("agree-det"));
+    ck_assert_int_eq(vt_synth_generate(det, VT_TASK_DETECT, "classes=3 train=6 val=2 imgsz=32"),
+                     VT_OK);
+    vt_test_write_text(vt_test_path("agree-det/data.yaml"),
+                       "train: images/train\nval: images/val\nnc: 5\nnames: [a, b, c]\n");
+    expect_agree(VT_TASK_DETECT, det, NULL, VT_PROBLEM_CLASS_COUNT);
+    vt_test_write_png(vt_test_path("agree-det/images/train/tiny.png"), 1, 1, 1);
+    vt_test_write_text(vt_test_path("agree-det/labels/train/tiny.txt"), "0 nan 0.5 0.1 0.1\n");
+    expect_agree(VT_TASK_DETECT, det, NULL, VT_PROBLEM_IMAGE_TOO_SMALL);
+    expect_agree(VT_TASK_DETECT, det, "policy=skip", VT_PROBLEM_COORD_RANGE);
+    /* classification: a class folder that links back to train/, and a 1x1 image */
+    snprintf(cls, sizeof cls, "%s", vt_test_path("agree-cls"));
+    ck_assert_int_eq(vt_synth_generate(cls, VT_TASK_CLASSIFY, "classes=2 train=3 val=2 imgsz=16"),
+                     VT_OK);
+    ck_assert_int_eq(symlink(".", vt_test_path("agree-cls/train/zloop")), 0);
+    expect_agree(VT_TASK_CLASSIFY, cls, NULL, VT_PROBLEM_EMPTY_SPLIT);
+    vt_report *r = validate_ok(VT_TASK_CLASSIFY, cls, NULL);
+    const char *msg;
+    vt_report_problem(r, 0, NULL, NULL, NULL, &msg);
+    ck_assert_ptr_nonnull(strstr(msg, "symbolic link back to"));
+    vt_report_destroy(r);
+    const char *c0 = NULL;
+    vt_dataset *ds = NULL;
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, cls), VT_OK);
+    char tiny[4096];
+    c0 = vt_dataset_class_name(ds, 0);
+    snprintf(tiny, sizeof tiny, "%s", vt_test_path("agree-cls/train/%s/tiny.png", c0));
+    vt_dataset_destroy(ds);
+    vt_test_write_png(tiny, 1, 1, 1);
+    expect_agree(VT_TASK_CLASSIFY, cls, NULL, VT_PROBLEM_IMAGE_TOO_SMALL);
 }
 END_TEST
 
@@ -709,6 +791,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_open_ex_policies);
     tcase_add_test(tc, test_validate_segment_polygons);
     tcase_add_test(tc, test_validate_classification);
+    tcase_add_test(tc, test_validate_open_agree);
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("tools");
     tcase_add_checked_fixture(tt, vt_test_scratch_setup, vt_test_scratch_teardown);

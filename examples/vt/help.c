@@ -82,6 +82,13 @@ static const help_entry help_texts[] = {
      "  channels=1|3     input channels of a new model (default 3)\n"
      "  dropout=P        dropout before the classifier of a new model (default 0)\n"
      "  progress=auto|bar|plain|off  live bar on a terminal, plain lines otherwise (auto)\n"
+     "  policy=drop|skip|fail  a bad box is dropped (default), its image skipped, or the run\n"
+     "                   refused naming file:line (as for 'vt check')\n"
+     "  min_size=10      smaller images are left out;  decode=0 skips decoding every image\n"
+     "                   before training (faster start; unreadable images warned later)\n"
+     "The data summary after the first line says what is used and left out per split, the\n"
+     "problems by reason with the first few as file:line, and where all of them are written\n"
+     "(problems.txt in the run folder).  batch= must be 2 or more.\n"
      "trainer keys (see 'vt info' for types, ranges and defaults):\n"
      "  @TRAINER_KEYS@\n"
      "  imgsz= also sets a new model's image size; seed= seeds shuffling and augmentation.\n"
@@ -92,12 +99,13 @@ static const help_entry help_texts[] = {
      "saves last.vtm (and save=) and exits with code 4.\n"
      "example: vt train data=shapes epochs=10 imgsz=32 batch=32 optimizer=adamw lr0=0.003\n"},
     {"val",
-     "usage: vt val model=FILE data=DIR [split=val|test|train] [batch= imgsz= device= workers=\n"
-     "               precision=]\n"
+     "usage: vt val model=FILE data=DIR [split=val|test|train policy=drop|skip|fail min_size=\n"
+     "               decode= batch= imgsz= device= workers= precision=]\n"
      "Evaluate a saved model on a split of a dataset: loss, top-1 and top-5 accuracy, or for a\n"
      "detector precision, recall, mAP50 and mAP50-95 (COCO-style, 101-point).\n"
-     "Training keys that validation does not use (fraction=, epochs=, ...) are refused.\n"
-     "example: vt val model=shapes.vtm data=shapes\n"},
+     "policy=drop|skip|fail, min_size=, decode= open the dataset as for 'vt train'; its\n"
+     "problems are summarised first.  Training keys that validation does not use (fraction=,\n"
+     "epochs=, ...) are refused.\n"     "example: vt val model=shapes.vtm data=shapes\n"},
     {"predict",
      "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
      "                  max_det=300 out=predictions color=0]\n"

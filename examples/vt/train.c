@@ -10,7 +10,7 @@
 
 /* ---- train / demo ------------------------------------------------------------------------ */
 
-#define TRAIN_TOOL_KEYS "data, model, save, task, channels, dropout, progress"
+#define TRAIN_TOOL_KEYS "data, model, save, task, channels, dropout, progress, policy, min_size, decode"
 
 /* Check the trainer's keys and values before any slow work (opening a dataset, a model), so
  * usage errors come first: on a throw-away trainer of a tiny model. */
@@ -111,6 +111,37 @@ static int same_as_ckpt(const char *cmd, const char *key, const char *given, con
     return EXIT_USAGE;
 }
 
+/* The progress callback of vt train: once the run folder exists (it is made inside
+ * vt_trainer_run), the dataset's problems are written there and the summary's last line
+ * says where. */
+typedef struct {
+    progress_state ps;
+    vt_trainer *t;
+    const vt_dataset *ds;
+    int listed; /* problems.txt written, or nothing to write */
+} train_cb_state;
+
+static void list_problems(train_cb_state *s)
+{
+    const char *dir = vt_trainer_run_dir(s->t);
+    if (s->listed || !dir || !*dir) return;
+    s->listed = 1;
+    char path[4200];
+    int np = vt_dataset_num_problems(s->ds);
+    if (write_problems(s->ds, dir, path, sizeof path))
+        fprintf(stderr, "vt train: cannot write %s\n", path);
+    else if (s->ps.mode != PROG_OFF)
+        printf("  all %d problem%s: %s\n", np, np == 1 ? "" : "s", path);
+    fflush(stdout);
+}
+
+static int train_progress(void *user, vt_event ev, const vt_progress *p)
+{
+    train_cb_state *s = user;
+    list_problems(s);
+    return progress_cb(&s->ps, ev, p);
+}
+
 /* top1_out: the final validation top-1 (classification) or mAP50-95 (detection). */
 static int train(args *a, double *top1_out)
 {
@@ -125,7 +156,9 @@ static int train(args *a, double *top1_out)
     }
     const char *model_imgsz = imgsz;
     int mode;
+    data_info di;
     if (progress_mode(cmd, prog, &mode)) return EXIT_USAGE;
+    if (take_data_keys(cmd, a, &di)) return EXIT_USAGE;
     ckpt_args ca;
     memset(&ca, 0, sizeof ca);
     if (resume && *resume) {
@@ -203,10 +236,7 @@ static int train(args *a, double *top1_out)
         }
         if (!task) tk = vt_model_task(m);
     }
-    if ((st = vt_dataset_open(&ds, tk, data))) {
-        rc = fail(cmd, st, NULL);
-        goto out;
-    }
+    if ((rc = open_data(cmd, &di, tk, data, &ds))) goto out;
     if (!m) {
         char mopts[256];
         snprintf(mopts, sizeof mopts, "%s%s %s%s %s%s", model_imgsz ? "imgsz=" : "",
@@ -219,14 +249,17 @@ static int train(args *a, double *top1_out)
         }
     }
     if ((rc = make_trainer(cmd, m, ds, a, TRAIN_TOOL_KEYS, &t))) goto out;
-    progress_state ps;
-    memset(&ps, 0, sizeof ps);
-    ps.mode = mode;
-    ps.det = tk == VT_TASK_DETECT;
-    ps.seg = tk == VT_TASK_SEGMENT;
-    ps.trainer = t;
-    vt_trainer_set_log(t, log_cb, &ps, VT_LOG_WARNING);
-    vt_trainer_set_progress(t, progress_cb, &ps);
+    train_cb_state cs;
+    memset(&cs, 0, sizeof cs);
+    cs.t = t;
+    cs.ds = ds;
+    cs.listed = vt_dataset_num_problems(ds) == 0;
+    cs.ps.mode = mode;
+    cs.ps.det = tk == VT_TASK_DETECT;
+    cs.ps.seg = tk == VT_TASK_SEGMENT;
+    cs.ps.trainer = t;
+    vt_trainer_set_log(t, log_cb, &cs.ps, VT_LOG_WARNING);
+    vt_trainer_set_progress(t, train_progress, &cs);
     double epochs = 0, batch = 0, dev_imgsz = 0;
     vt_trainer_get_float(t, VT_OPT_EPOCHS, &epochs);
     vt_trainer_get_float(t, VT_OPT_BATCH, &batch);
@@ -248,15 +281,25 @@ static int train(args *a, double *top1_out)
                vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL),
                epochs, batch, dev_imgsz);
         if (resume && *resume) printf("resuming the run of %s\n", resume);
+        double save_dir = 1;
+        vt_trainer_get_float(t, VT_OPT_SAVE, &save_dir);
+        char where[4300];
+        if (save_dir == 0) {
+            snprintf(where, sizeof where, "save=0 writes no run folder; 'vt check data=%s' "
+                     "lists them", data);
+            cs.listed = 1;
+        }
+        print_data_summary(ds, data, &di, save_dir == 0 ? where : NULL);
         fflush(stdout);
     }
     double t0 = now_s();
-    ps.t0 = ps.epoch_t0 = t0;
-    if (mode == PROG_PLAIN) ps.last_draw = t0; /* the first plain line after 10 s */
+    cs.ps.t0 = cs.ps.epoch_t0 = t0;
+    if (mode == PROG_PLAIN) cs.ps.last_draw = t0; /* the first plain line after 10 s */
     catch_sigint(t);
     st = vt_trainer_run(t);
     release_sigint();
-    clear_bar(&ps);
+    clear_bar(&cs.ps);
+    list_problems(&cs); /* a run that stopped before its first batch */
     fflush(stdout);
     if (st == VT_ERR_CANCELLED) {
         fprintf(stderr, "vt %s: interrupted: %s\n", cmd, vt_trainer_last_error(t));
@@ -268,26 +311,27 @@ static int train(args *a, double *top1_out)
     char tb[32];
     if (rc == 0 && mode != PROG_OFF) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
-        if (ps.best_epoch)
-            printf("; best %s %.4f at epoch %d%s", ps.det ? "mAP50-95" : ps.seg ? "mIoU" : "top1",
-                   ps.best_top1, ps.best_epoch,
+        if (cs.ps.best_epoch)
+            printf("; best %s %.4f at epoch %d%s",
+                   cs.ps.det ? "mAP50-95" : cs.ps.seg ? "mIoU" : "top1", cs.ps.best_top1,
+                   cs.ps.best_epoch,
                    resume && *resume ? " of this session (the run's best: weights/best.vtm)" : "");
         printf("\n");
-        if (resume && *resume && !ps.header_done)
+        if (resume && *resume && !cs.ps.header_done)
             printf("nothing to train: the run had finished its %.0f epochs; give epochs= above "
                    "%.0f to extend it\n", epochs, epochs);
     }
     double top1, m50;
-    if (ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
+    if (cs.ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
         vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK) {
         if (mode != PROG_OFF) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, top1);
         if (top1_out) *top1_out = top1;
-    } else if (ps.seg && vt_trainer_metric(t, VT_METRIC_MIOU, &top1) == VT_OK &&
+    } else if (cs.ps.seg && vt_trainer_metric(t, VT_METRIC_MIOU, &top1) == VT_OK &&
                vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &m50) == VT_OK) {
         if (mode != PROG_OFF)
             printf("final validation mIoU %.4f  pixel accuracy %.4f\n", top1, m50);
         if (top1_out) *top1_out = top1;
-    } else if (!ps.det && vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
+    } else if (!cs.ps.det && vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
         if (mode != PROG_OFF) printf("final validation top-1 accuracy: %.4f\n", top1);
         if (top1_out) *top1_out = top1;
     }

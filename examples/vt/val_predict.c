@@ -13,7 +13,8 @@
 /* The trainer options validation uses (vt_trainer_validate: the batch, image size, device,
  * precision and loader threads); any other training key would be accepted and do nothing. */
 static const char *const val_trainer_keys[] = {"batch", "imgsz", "device", "precision", "workers"};
-#define VAL_KEYS "model, data, split, batch, imgsz, device, precision, workers"
+#define VAL_KEYS \
+    "model, data, split, policy, min_size, decode, batch, imgsz, device, precision, workers"
 
 int cmd_val(args *a)
 {
@@ -37,6 +38,8 @@ int cmd_val(args *a)
     vt_dataset *ds = NULL;
     vt_trainer *t = NULL;
     int rc;
+    data_info di;
+    if (take_data_keys(cmd, a, &di)) return EXIT_USAGE;
     for (int i = 0; i < a->n; i++) {
         if (a->kv[i].tool) continue;
         int used = 0;
@@ -52,9 +55,11 @@ int cmd_val(args *a)
     if ((rc = check_trainer_keys(a, VAL_KEYS))) return rc;
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(cmd, st, NULL);
-    if ((st = vt_dataset_open(&ds, vt_model_task(m), data))) {
-        rc = fail(cmd, st, NULL);
-        goto out;
+    if ((rc = open_data(cmd, &di, vt_model_task(m), data, &ds))) goto out;
+    if (vt_dataset_num_problems(ds)) {
+        char where[4300];
+        snprintf(where, sizeof where, "'vt check data=%s' lists them", data);
+        print_data_summary(ds, data, &di, vt_dataset_num_problems(ds) > 3 ? where : NULL);
     }
     if (vt_dataset_num_images(ds, sp) == 0) {
         fprintf(stderr, "vt val: %s has no %s split\n", data, split ? split : "val");

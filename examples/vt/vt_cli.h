@@ -95,6 +95,28 @@ void clear_bar(progress_state *ps);
 int progress_cb(void *user, vt_event ev, const vt_progress *p);
 void log_cb(void *user, vt_log_level level, const char *msg);
 
+/* ---- datasets for vt train / vt val (datainfo.c) -------------------------------------------- */
+
+typedef struct {
+    char policy[16];  /* drop, skip or fail */
+    char min_size[24];
+    int decoded;      /* every image decoded at open (decode=1, the default) */
+} data_info;
+
+/* Take the keys policy=, min_size=, decode= from a (before the trainer's keys are checked);
+ * 0, or EXIT_USAGE after a message. */
+int take_data_keys(const char *cmd, args *a, data_info *info);
+/* Open data= as vt check validates it: vt_dataset_open_ex with the policy, min_size and
+ * decode=1 unless decode=0; 0, or the exit code after a message. */
+int open_data(const char *cmd, const data_info *info, vt_task task, const char *data,
+              vt_dataset **ds);
+/* The data summary: images used / left out per split, problems by reason, the first few with
+ * file:line, and `where` the full list is (NULL: that line is left to the caller). */
+void print_data_summary(const vt_dataset *ds, const char *data, const data_info *info,
+                        const char *where);
+/* Write every problem of ds to DIR/problems.txt (its path in path); 0 or -1. */
+int write_problems(const vt_dataset *ds, const char *dir, char *path, size_t cap);
+
 /* ---- help (help.c) -------------------------------------------------------------------------- */
 
 extern const char *const usage_text;

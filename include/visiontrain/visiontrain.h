@@ -274,8 +274,11 @@ typedef struct vt_dataset vt_dataset;
  *   path/train/<class>/<name>.png|jpg|jpeg   path/val/<class>/...   (also "valid", optional "test")
  * Class names are the sorted sub-folder names of train/.  Only file names are read here; images
  * are decoded when training.  Fails with VT_ERR_NOT_FOUND (no such folder / no train split) or
- * VT_ERR_DATASET (e.g. an empty class folder, a val class not present in train), the message
- * naming the folder.  On failure *out is NULL and vt_last_error() has the message. */
+ * VT_ERR_DATASET (fewer than 2 class folders, no train image at all), the message naming the
+ * folder.  An empty class folder (VT_PROBLEM_EMPTY_SPLIT; it keeps its class id), a val class
+ * not present in train (VT_PROBLEM_CLASS_COUNT; its images are not used) and a missing or empty
+ * val/ are recorded problems (vt_dataset_problem), as vt_dataset_validate() reports them.  On
+ * failure *out is NULL and vt_last_error() has the message. */
 VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *path);
 VT_API void vt_dataset_destroy(vt_dataset *dataset);
 
@@ -315,10 +318,12 @@ VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
  *    converted with the image's `width`/`height` and clipped to the image.
  *
  * Errors that make the dataset unusable fail the call: VT_ERR_FORMAT for YAML or JSON syntax
- * ("file:line:column: ..."), VT_ERR_DATASET for a missing `train`, no images, a `names` count
- * that differs from `nc` ("file:line: ..."), VT_ERR_NOT_FOUND for a split path that does not
- * exist.  Problems in single labels do not: the bad box (or entry) is dropped, the rest of the
- * image is kept, and the problem is recorded (vt_dataset_problem) for the caller to report. */
+ * ("file:line:column: ..."), VT_ERR_DATASET for a missing `train` or a train split without
+ * images, VT_ERR_NOT_FOUND for a split path that does not exist.  A `names` count that differs
+ * from `nc` is recorded (VT_PROBLEM_CLASS_COUNT, the `names` list wins), as is a val or test
+ * split without images (VT_PROBLEM_EMPTY_SPLIT).  Problems in single labels do not fail either:
+ * the bad box (or entry) is dropped, the rest of the image is kept, and the problem is recorded
+ * (vt_dataset_problem) for the caller to report. */
 
 /* Kinds of recorded dataset problems.  Values are fixed. */
 typedef enum vt_problem_code {
@@ -490,11 +495,10 @@ typedef enum vt_count {
  * dataset, as decode=1 does; a bad mask counts as VT_COUNT_CORRUPT), and return a report of
  * every problem and summary counts.  Segmentation instances are polygons (none for masks).
  * options: NULL or space-separated key=value among policy=drop|skip|fail, min_size=10 and
- * workers=4, as for vt_dataset_open_ex (decoding is always on).  Unlike opening, validation
- * records some layout errors as problems and goes on: `names` vs `nc` (and a val class folder
- * unknown to train) as VT_PROBLEM_CLASS_COUNT (the `names` list wins), a split or class folder
- * without images as VT_PROBLEM_EMPTY_SPLIT; a classification dataset without val/ gets
- * VT_PROBLEM_MISSING_SPLIT as detection ones do.  Errors that leave nothing to validate (no such
+ * workers=4, as for vt_dataset_open_ex (decoding is always on).  Validation finds the same
+ * problems, with the same codes and messages, as vt_dataset_open_ex(..., "decode=1") with the
+ * same options; the one difference is that a train split without images is recorded
+ * (VT_PROBLEM_EMPTY_SPLIT) instead of failing the call.  Errors that leave nothing to validate (no such
  * path, YAML/JSON syntax, no `train`) fail the call as vt_dataset_open does; with policy=fail
  * the first problem fails it with VT_ERR_DATASET ("file:line: ...").  On failure *out is NULL.
  * The records are ordered: problems of opening (in the order found), then image problems by
@@ -518,6 +522,13 @@ VT_API int64_t vt_report_count(const vt_report *report, vt_count what, vt_split 
 /* Boxes of class cls in the usable images of a split (classification: usable images of the
  * class); 0 for a bad argument. */
 VT_API int64_t vt_report_class_instances(const vt_report *report, vt_split split, int cls);
+
+/* The counts of vt_report_count for an opened dataset, so a caller that trains can say what
+ * it uses: VT_COUNT_IMAGES (usable plus left out), VT_COUNT_USABLE (vt_dataset_num_images),
+ * VT_COUNT_CORRUPT (left out by decode=1), VT_COUNT_SKIPPED (left out by policy=skip),
+ * VT_COUNT_BACKGROUNDS, VT_COUNT_INSTANCES.  Without decode=1 nothing is counted as corrupt.
+ * 0 for a bad argument. */
+VT_API int64_t vt_dataset_count(const vt_dataset *dataset, vt_count what, vt_split split);
 
 /* ---- dataset tools -------------------------------------------------------------------------- *
  *
@@ -812,8 +823,10 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
 /* Train for the configured epochs: shuffled batches (seeded), LR warm-up then cosine/linear
  * decay, validation after each epoch when the dataset has a val split.  Returns VT_OK,
  * VT_ERR_CANCELLED (cancel or a callback), or an error (an image that fails to decode is
- * skipped with a warning in the log; the run fails only if a whole batch is unreadable).
- * The model keeps the trained weights (the EMA weights when ema=1) and the dataset's class
+ * skipped with a warning in the log; a batch left with fewer than 2 readable images is not
+ * trained, and the run fails only if no batch of an epoch is).  Batches need 2 images or more
+ * (batch normalization; a trailing batch of one image is dropped): batch=1 fails with
+ * VT_ERR_OPTION_VALUE.  The model keeps the trained weights (the EMA weights when ema=1) and the dataset's class
  * names.
  *
  * Run folder (save=1, the default): <project>/<task>/<name>/ (task "classify", ...) holding

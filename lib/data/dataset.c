@@ -99,6 +99,20 @@ static vt_status list_dir(const char *dir, int want_dirs, strvec *out)
     return st;
 }
 
+/* Whether dir resolves to split_dir or one of its parents (a symbolic link loop). */
+static int links_back(const char *dir, const char *split_dir)
+{
+    char *a = realpath(dir, NULL), *b = realpath(split_dir, NULL);
+    int loop = 0;
+    if (a && b) {
+        size_t n = strlen(a);
+        loop = !strncmp(b, a, n) && (b[n] == 0 || b[n] == '/' || n == 1);
+    }
+    free(a);
+    free(b);
+    return loop;
+}
+
 static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list *sl, int is_train)
 {
     strvec classes = {0}, paths = {0};
@@ -126,27 +140,29 @@ static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list
             id = -1;
             for (int k = 0; k < ds->num_classes; k++)
                 if (strcmp(ds->class_names[k], names[c]) == 0) id = k;
-            if (id < 0 && ds->lenient) { /* validation reports it and goes on */
+            /* opening and validation alike: recorded, the folder's images not used (policy=fail
+             * makes it fatal) */
+            if (id < 0) {
                 st = vt_ds_problem_add(ds, split_dir, 0, VT_PROBLEM_CLASS_COUNT,
                                        "class folder '%s' is not among the %d train classes; "
                                        "its images are not used", names[c], ds->num_classes);
                 if (st) goto done;
                 continue;
             }
-            if (id < 0) {
-                st = vt_fail(VT_ERR_DATASET, "%s/%s: class '%s' is not among the %d train classes",
-                             split_dir, names[c], names[c], ds->num_classes);
-                goto done;
-            }
         }
         char *cdir = join(split_dir, names[c]);
         strvec files = {0};
         st = cdir ? list_dir(cdir, 0, &files) : VT_ERR_OUT_OF_MEMORY;
-        if (!st && files.n == 0 && (is_train || ds->lenient))
-            st = ds->lenient ? vt_ds_problem_add(ds, cdir, 0, VT_PROBLEM_EMPTY_SPLIT,
-                                                 "class folder has no images (.png, .jpg, .jpeg)")
-                             : vt_fail(VT_ERR_DATASET,
-                                       "%s: class folder has no images (.png, .jpg, .jpeg)", cdir);
+        /* A class without images keeps its id (ids follow the folder order), so it is a
+         * warning for opening and validation alike; a link back into the split is named. */
+        if (!st && files.n == 0) {
+            int loop = links_back(cdir, split_dir);
+            st = vt_ds_problem_add(ds, cdir, 0, VT_PROBLEM_EMPTY_SPLIT,
+                                   loop ? "class folder is a symbolic link back to %s (a loop); "
+                                          "it has no images of its own"
+                                        : "class folder has no images (.png, .jpg, .jpeg)%s",
+                                   loop ? split_dir : "");
+        }
         if (!st && files.n) {
             int *nl = vt_realloc(labels, (size_t)(nlab + files.n) * sizeof *nl);
             if (!nl) st = VT_ERR_OUT_OF_MEMORY;
@@ -251,17 +267,30 @@ vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int 
         st = vt_fail(VT_ERR_NOT_FOUND, "%s: no train/ folder (expected %s/train/<class>/<image>)",
                      path, path);
     if (!st) st = load_split(ds, train, &ds->split[VT_SPLIT_TRAIN], 1);
+    if (!st && ds->split[VT_SPLIT_TRAIN].n == 0 && !ds->lenient)
+        st = vt_fail(VT_ERR_DATASET, "%s: no class folder has images (.png, .jpg, .jpeg)", train);
     free(train);
     static const char *const val_names[] = {"val", "valid", "validation"};
+    int val_found = -1;
     for (int i = 0; !st && i < 3; i++) {
         char *dir = join(path, val_names[i]);
         if (!dir) st = VT_ERR_OUT_OF_MEMORY;
         else if (is_dir(dir)) {
             st = load_split(ds, dir, &ds->split[VT_SPLIT_VAL], 0);
+            val_found = i;
             i = 3;
         }
         free(dir);
     }
+    /* ImageFolder has no file that declares a val split, so say when it is absent or empty,
+     * as a data.yaml's missing `val` is (opening and validation alike) */
+    if (!st && val_found < 0)
+        st = vt_ds_problem_add(ds, path, 0, VT_PROBLEM_MISSING_SPLIT,
+                               "no val/ (or valid/) split; training runs without validation");
+    else if (!st && ds->split[VT_SPLIT_VAL].n == 0)
+        st = vt_ds_problem_add(ds, path, 0, VT_PROBLEM_EMPTY_SPLIT,
+                               "%s/ holds no images; training runs without validation",
+                               val_names[val_found]);
     if (!st) {
         char *dir = join(path, "test");
         if (!dir) st = VT_ERR_OUT_OF_MEMORY;

@@ -471,14 +471,14 @@ static vt_status set_names(vt_dataset *ds, yaml_ctx *y, yaml_node_t *names, yaml
     else n = (int)ncv;
     if (names && n == 0)
         return vt_fail(VT_ERR_DATASET, "%s:%d: names is empty", y->file, y_line(names));
-    if (names && ncv >= 0 && ncv != n && ds->lenient) {
+    /* The same warning for opening and validation (policy=fail makes it fatal for both): the
+     * names are what the labels are read against, as other YOLO tools do. */
+    if (names && ncv >= 0 && ncv != n) {
         vt_status st = vt_ds_problem_add(ds, y->file, y_line(nc), VT_PROBLEM_CLASS_COUNT,
                                          "'names' has %d entries but 'nc' is %ld; using the %d "
                                          "names", n, ncv, n);
         if (st) return st;
-    } else if (names && ncv >= 0 && ncv != n)
-        return vt_fail(VT_ERR_DATASET, "%s:%d: 'names' has %d entries but 'nc' is %ld", y->file,
-                       y_line(nc), n, ncv);
+    }
     ds->class_names = vt_calloc((size_t)n, sizeof(char *));
     if (!ds->class_names) return VT_ERR_OUT_OF_MEMORY;
     ds->num_classes = n;
@@ -564,10 +564,13 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
     /* an optional split that does not exist is already reported as missing */
     int missing = ds->num_problems > problems_before &&
                   ds->problems[ds->num_problems - 1].code == VT_PROBLEM_MISSING_SPLIT;
-    if (!st && imgs.n == 0 && ds->lenient && !missing)
+    /* an empty val or test split is a warning for opening and validation alike; an empty
+     * train split leaves nothing to train on (validation records it and goes on) */
+    int is_train = !strcmp(key, "train");
+    if (!st && imgs.n == 0 && (ds->lenient || !is_train) && !missing)
         st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_EMPTY_SPLIT,
                                "%s: no images (.png, .jpg, .jpeg) found", key);
-    else if (!st && imgs.n == 0 && !optional)
+    else if (!st && imgs.n == 0 && is_train && !missing)
         st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: no images (.png, .jpg, .jpeg) found", y->file,
                      y_line(node), key);
     strlist masks = {0};

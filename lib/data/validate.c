@@ -280,7 +280,13 @@ VT_API vt_status vt_dataset_open_ex(vt_dataset **out, vt_task task, const char *
     if (o.decode) {
         st = alloc_marks(ds, bad);
         if (!st) st = check_images(ds, &o, bad);
-        for (int s = 0; !st && s < 3; s++) split_remove(&ds->split[s], bad[s]);
+        for (int s = 0; !st && s < 3; s++) {
+            for (int i = 0; i < ds->split[s].n; i++) {
+                if (bad[s][i] == 1) ds->corrupt[s]++;
+                else if (bad[s][i] == 2) ds->skipped[s]++;
+            }
+            split_remove(&ds->split[s], bad[s]);
+        }
         if (!st && ds->split[VT_SPLIT_TRAIN].n == 0)
             st = vt_fail(VT_ERR_DATASET, "%s: no train image decodes", path);
     }
@@ -359,30 +365,6 @@ static vt_status make_report(vt_dataset *ds, unsigned char *bad[3], vt_report **
     return VT_OK;
 }
 
-/* ImageFolder has no file that declares a val split, so the loader cannot miss one; validation
- * says when it is absent or empty, as it does for data.yaml. */
-static vt_status check_val_folder(vt_dataset *ds, const char *root)
-{
-    static const char *const names[] = {"val", "valid", "validation"};
-    int found = -1;
-    for (int i = 0; found < 0 && i < 3; i++) {
-        size_t n = strlen(root) + strlen(names[i]) + 2;
-        char *dir = vt_malloc(n);
-        if (!dir) return VT_ERR_OUT_OF_MEMORY;
-        snprintf(dir, n, "%s/%s", root, names[i]);
-        if (vt_det_is_dir(dir)) found = i;
-        free(dir);
-    }
-    if (found < 0)
-        return vt_ds_problem_add(ds, root, 0, VT_PROBLEM_MISSING_SPLIT,
-                                 "no val/ (or valid/) split; training runs without validation");
-    if (ds->split[VT_SPLIT_VAL].n == 0)
-        return vt_ds_problem_add(ds, root, 0, VT_PROBLEM_EMPTY_SPLIT,
-                                 "%s/ holds no images; training runs without validation",
-                                 names[found]);
-    return VT_OK;
-}
-
 VT_API vt_status vt_dataset_validate(vt_report **out, vt_task task, const char *path,
                                      const char *options)
 {
@@ -394,14 +376,34 @@ VT_API vt_status vt_dataset_validate(vt_report **out, vt_task task, const char *
     if (st) return st;
     vt_dataset *ds;
     if ((st = vt_dataset_load(&ds, task, path, o.policy, 1))) return st;
-    if (task == VT_TASK_CLASSIFY) st = check_val_folder(ds, path);
     unsigned char *bad[3] = {0};
-    if (!st) st = alloc_marks(ds, bad);
+    st = alloc_marks(ds, bad);
     if (!st) st = check_images(ds, &o, bad);
     if (!st) st = make_report(ds, bad, out);
     for (int s = 0; s < 3; s++) free(bad[s]);
     vt_dataset_destroy(ds);
     return st;
+}
+
+VT_API int64_t vt_dataset_count(const vt_dataset *ds, vt_count what, vt_split split)
+{
+    if (!ds || (unsigned)split >= 3) return 0;
+    const vt_split_list *sl = &ds->split[split];
+    int64_t n = 0;
+    switch (what) {
+    case VT_COUNT_IMAGES: return sl->n + ds->skipped[split] + ds->corrupt[split];
+    case VT_COUNT_USABLE: return sl->n;
+    case VT_COUNT_CORRUPT: return ds->corrupt[split];
+    case VT_COUNT_SKIPPED: return ds->skipped[split];
+    case VT_COUNT_BACKGROUNDS:
+        for (int i = 0; sl->box_start && !sl->mask_paths && i < sl->n; i++)
+            n += sl->box_start[i] == sl->box_start[i + 1];
+        return n;
+    case VT_COUNT_INSTANCES:
+        if (sl->labels) return sl->n;
+        return sl->box_start ? sl->box_start[sl->n] : 0;
+    }
+    return 0;
 }
 
 VT_API vt_task vt_report_task(const vt_report *r) { return r ? r->task : (vt_task)0; }

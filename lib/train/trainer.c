@@ -567,6 +567,15 @@ static vt_status run(vt_trainer *t)
         goto done;
     }
     int ntrain = vt_loader_pick_subset(nsplit, fraction, seed, subset);
+    /* Batches of one image are never trained (batch-norm statistics of a single image are
+     * meaningless, see the trailing-batch rule below), so batch=1 would train nothing: say so
+     * rather than fail later as if images could not be read. */
+    if (batch < 2) {
+        st = vt_fail(VT_ERR_OPTION_VALUE, "batch=%d: training needs at least 2 images a batch "
+                     "(batch normalization); use batch=2 or more (validation and prediction "
+                     "take batch=1)", batch);
+        goto done;
+    }
     if (batch > ntrain) batch = ntrain;
     if (ntrain < 2) {
         st = vt_fail(VT_ERR_DATASET, "%s: need at least 2 training images", ds->root);
@@ -745,8 +754,8 @@ static vt_status run(vt_trainer *t)
         }
         if (t->stop) break;
         if (pos->images == 0) {
-            st = vt_fail(VT_ERR_DATASET, "%s: no training image of epoch %d could be read (see "
-                         "the warnings in the log)", ds->root, ep + 1);
+            st = vt_fail(VT_ERR_DATASET, "%s: no batch of epoch %d had 2 or more readable "
+                         "images (see the warnings in the log)", ds->root, ep + 1);
             goto done;
         }
         double val_seconds = 0;

@@ -75,6 +75,13 @@ class ValidateTest(unittest.TestCase):
             self.assertEqual(ds.num_images("train"), 11)
         with vt.Dataset(self.data, task="detect", policy="skip", decode=True) as ds:
             self.assertEqual(ds.num_images("train"), 9)
+            # the counts of an opened dataset are the report's
+            r = vt.validate(self.data, task="detect", policy="skip")
+            for what in vt.Count:
+                for split in ("train", "val"):
+                    self.assertEqual(ds.count(what, split), r.count(what, split), (what, split))
+            self.assertEqual(ds.count(vt.Count.CORRUPT, "train"), 1)
+            self.assertEqual(ds.count(vt.Count.SKIPPED, "train"), 1)
         with self.assertRaises(vt.DatasetError):
             vt.Dataset(self.data, task="detect", policy="fail")
 

@@ -579,6 +579,14 @@ class Dataset(_Closable):
         """{"train": n, "val": n, "test": n}"""
         return {s.name.lower(): self.num_images(s) for s in Split}
 
+    def count(self, what, split="train"):
+        """A count of a split as Report.count gives it (visiontrain.Count: IMAGES, USABLE,
+        CORRUPT (left out by decode=1), SKIPPED (left out by policy=skip), BACKGROUNDS,
+        INSTANCES, or their names), for the dataset as opened."""
+        from ._validate import Count  # _validate imports this module
+        what = _enum_arg(what, Count, {m.name.lower(): m for m in Count}, "count")
+        return self._lib.vt_dataset_count(self._ptr(), int(what), _split(split))
+
     def __len__(self):
         return self.num_images(Split.TRAIN)
 

@@ -91,6 +91,7 @@ PROTOTYPES = {
                                      POINTER(c_int), POINTER(c_char_p)]),
     "vt_report_count": (c_int64, [c_void_p, c_enum, c_enum]),
     "vt_report_class_instances": (c_int64, [c_void_p, c_enum, c_int]),
+    "vt_dataset_count": (c_int64, [c_void_p, c_enum, c_enum]),
     # dataset tools
     "vt_dataset_split": (c_status, [c_void_p, c_char_p, c_char_p]),
     "vt_dataset_subset": (c_status, [c_void_p, c_char_p, c_char_p]),
