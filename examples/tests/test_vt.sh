@@ -302,6 +302,12 @@ expect 2 "$vt" val model=m.vtm data=data fraction=0.001
 expect_out "key 'fraction' does not apply to validation"
 expect 2 "$vt" val model=m.vtm data=data epochs=3
 expect 0 "$vt" val model=m.vtm data=data batch=2 workers=1
+expect 2 "$vt" train data=data imgsz=16 epochs=1 batch=4 mosaic=0.5
+expect_out 'mosaic= does not apply to classification training'
+expect 2 "$vt" train data=data imgsz=16 epochs=1 batch=4 degrees=10
+no_epoch "a detection-only key on a classifier"
+expect 2 "$vt" train data=det imgsz=32 epochs=1 batch=4 erasing=0.3
+expect_out 'erasing= does not apply to detection training'
 expect 2 "$vt" predict model=m.vtm source=data/val/circle conf=0.5
 expect_out 'conf= applies to detection models'
 

@@ -92,6 +92,8 @@ static const help_entry help_texts[] = {
      "trainer keys (see 'vt info' for types, ranges and defaults):\n"
      "  @TRAINER_KEYS@\n"
      "  imgsz= also sets a new model's image size; seed= seeds shuffling and augmentation.\n"
+     "  Augmentation keys of another task's pipeline (mosaic= on a classifier, erasing= on a\n"
+     "  detector, ...) are refused rather than ignored.\n"
      "\n"
      "Prints a progress bar (epoch, batch, loss, img/s, ETA) and one table row per epoch\n"
      "(loss, val loss, top-1, top-5 or P, R, mAP50, mAP50-95, lr, img/s, time).  The best\n"

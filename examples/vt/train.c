@@ -58,6 +58,36 @@ static int check_writable(const char *cmd, const char *path)
     return 0;
 }
 
+/* Trainer keys that act on one task's pipeline only (lib/data/loader.c: the geometric
+ * augmentation of detection and segmentation samples, or the classifier's crop and erasing;
+ * label smoothing is a term of the classification and segmentation losses).  Given for
+ * another task they would be accepted and do nothing, so they are refused. */
+static int refuse_other_task_keys(const char *cmd, const args *a, vt_task task)
+{
+    static const struct { const char *key; unsigned tasks; } only[] = {
+#define CLS (1u << VT_TASK_CLASSIFY)
+#define DET (1u << VT_TASK_DETECT)
+#define SEG (1u << VT_TASK_SEGMENT)
+        {"degrees", DET | SEG},   {"translate", DET | SEG}, {"scale", DET | SEG},
+        {"shear", DET | SEG},     {"perspective", DET | SEG}, {"mosaic", DET | SEG},
+        {"mixup", DET | SEG},     {"close_mosaic", DET | SEG}, {"erasing", CLS},
+        {"crop_scale", CLS},      {"label_smoothing", CLS | SEG},
+#undef CLS
+#undef DET
+#undef SEG
+    };
+    static const char *const noun[] = {"", "classification", "detection", "segmentation"};
+    for (int i = 0; i < a->n; i++)
+        for (size_t k = 0; k < sizeof only / sizeof *only; k++)
+            if (key_is(&a->kv[i], only[k].key) && !(only[k].tasks & (1u << task))) {
+                fprintf(stderr, "vt %s: %s= does not apply to %s training (it is ignored there); "
+                        "drop it\n", cmd, only[k].key,
+                        (unsigned)task < 4 && *noun[task] ? noun[task] : "this");
+                return EXIT_USAGE;
+            }
+    return 0;
+}
+
 /* The run arguments of a checkpoint (vt_checkpoint_args), for resume=PATH alone. */
 typedef struct {
     char *text;
@@ -248,6 +278,7 @@ static int train(args *a, double *top1_out)
             goto out;
         }
     }
+    if ((rc = refuse_other_task_keys(cmd, a, vt_model_task(m)))) goto out;
     if ((rc = make_trainer(cmd, m, ds, a, TRAIN_TOOL_KEYS, &t))) goto out;
     train_cb_state cs;
     memset(&cs, 0, sizeof cs);
