@@ -4,36 +4,8 @@
 #
 #   test_vt.sh VT
 set -u
-vt=$1
-case $vt in /*) ;; *) vt=$PWD/$vt ;; esac   # meson gives build targets relative to the build dir
-work=$(mktemp -d "${TMPDIR:-/tmp}/vt-tool.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-failures=0
-
-# expect CODE COMMAND...: run COMMAND (output in out.txt), check its exit status.
-expect() {
-    want=$1
-    shift
-    "$@" >out.txt 2>&1
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "FAIL (exit $got, expected $want): $*"
-        sed 's/^/    /' out.txt
-        failures=$((failures + 1))
-    else
-        echo "ok   (exit $got): $*"
-    fi
-}
-
-# expect_out PATTERN: the last command's output matches PATTERN (grep -E).
-expect_out() {
-    if ! grep -Eq "$1" out.txt; then
-        echo "FAIL: output lacks /$1/"
-        sed 's/^/    /' out.txt
-        failures=$((failures + 1))
-    fi
-}
+vt=$1 scratch_name=vt-tool
+. "$(dirname "$0")/vt_harness.sh"
 
 # help: 0, to stdout
 expect 0 "$vt" help
@@ -344,8 +316,4 @@ else
     echo "ok   (exit 4): vt train, then SIGINT"
 fi
 
-if [ $failures -ne 0 ]; then
-    echo "$failures failure(s)"
-    exit 1
-fi
-echo "all passed"
+finish

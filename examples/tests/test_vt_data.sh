@@ -5,42 +5,8 @@
 #
 #   test_vt_data.sh VT
 set -u
-vt=$1
-case $vt in /*) ;; *) vt=$PWD/$vt ;; esac
-work=$(mktemp -d "${TMPDIR:-/tmp}/vt-data.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-failures=0
-
-expect() {
-    want=$1
-    shift
-    "$@" >out.txt 2>&1
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "FAIL (exit $got, expected $want): $*"
-        sed 's/^/    /' out.txt
-        failures=$((failures + 1))
-    else
-        echo "ok   (exit $got): $*"
-    fi
-}
-
-expect_out() {
-    if ! grep -Eq -- "$1" out.txt; then
-        echo "FAIL: output lacks /$1/"
-        sed 's/^/    /' out.txt
-        failures=$((failures + 1))
-    fi
-}
-
-expect_no() {
-    if grep -Eq -- "$1" out.txt; then
-        echo "FAIL: output has /$1/"
-        sed 's/^/    /' out.txt
-        failures=$((failures + 1))
-    fi
-}
+vt=$1 scratch_name=vt-data
+. "$(dirname "$0")/vt_harness.sh"
 
 # A 1x1 RGB PNG, written with printf (no image tools needed).
 tiny_png() {
@@ -119,8 +85,4 @@ expect_out 'batch=1: training needs at least 2 images a batch \(batch normalizat
 expect_no 'could be read'
 expect 0 "$vt" train data=cls imgsz=16 epochs=1 batch=2 save=0
 
-if [ $failures -ne 0 ]; then
-    echo "$failures failure(s)"
-    exit 1
-fi
-echo "all passed"
+finish
