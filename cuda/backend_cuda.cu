@@ -258,6 +258,8 @@ static const vt_backend_ops cuda_ops = {
     vt_cuda_bn_relu_backward,
     0,       /* host_memory: device memory, written through upload */
     nullptr, /* conv_columns: each pass builds its own */
+    vt_cuda_copy2d,
+    vt_cuda_axpy2d,
 };
 
 static void cuda_destroy(vt_backend *b)

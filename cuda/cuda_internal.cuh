@@ -132,6 +132,10 @@ vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int 
 vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value);
 vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y);
 vt_status vt_cuda_add(vt_backend *b, size_t n, const float *a, const float *c, float *y);
+vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
+                         size_t src_pitch, float *dst, size_t dst_pitch);
+vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
+                         size_t x_pitch, float *y, size_t y_pitch);
 vt_status vt_cuda_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
                               float *y);
 vt_status vt_cuda_act_backward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,

@@ -1,4 +1,5 @@
-/* Elementwise ops: fill, axpy, add, activations, dropout, optimiser steps.
+/* Elementwise ops: fill, axpy, add, strided 2-D copy / axpy, activations, dropout, optimiser
+ * steps.
  * All are memory-bound grid-stride loops; formulas follow the CPU backend's so results agree to
  * rounding (nvcc contracts a*b+c into FMAs, the reason they are not bit-identical). */
 #include "cuda_internal.cuh"
@@ -43,6 +44,48 @@ vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, flo
     VT_CUDA_GUARD(cb);
     LAUNCH(cb, n, k_axpy, n, alpha, x, y);
     return vt_cuda_check_launch("axpy");
+}
+
+/* ---- strided 2-D copy / axpy (a flatcat's forward and backward) -------------------------- */
+
+vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
+                         size_t src_pitch, float *dst, size_t dst_pitch)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (rows == 0 || cols == 0) return VT_OK;
+    if (src_pitch < cols || dst_pitch < cols)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "copy2d: a pitch (%zu, %zu) is less than a row "
+                       "(%zu)", src_pitch, dst_pitch, cols);
+    VT_CUDA_GUARD(cb);
+    /* the copy engine does the strided copy; pitches in bytes */
+    VT_CUDA_TRY(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(float), src, src_pitch * sizeof(float),
+                                  cols * sizeof(float), rows, cudaMemcpyDeviceToDevice,
+                                  cb->stream),
+                "copy2d (cudaMemcpy2DAsync device to device)");
+    return VT_OK;
+}
+
+__global__ void k_axpy2d(size_t rows, size_t cols, float alpha, const float *__restrict__ x,
+                         size_t xp, float *__restrict__ y, size_t yp)
+{
+    GRID_STRIDE(i, rows * cols)
+    {
+        size_t r = i / cols, j = i - r * cols;
+        y[r * yp + j] += alpha * x[r * xp + j];
+    }
+}
+
+vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
+                         size_t x_pitch, float *y, size_t y_pitch)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (rows == 0 || cols == 0) return VT_OK;
+    if (x_pitch < cols || y_pitch < cols)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "axpy2d: a pitch (%zu, %zu) is less than a row "
+                       "(%zu)", x_pitch, y_pitch, cols);
+    VT_CUDA_GUARD(cb);
+    LAUNCH(cb, rows * cols, k_axpy2d, rows, cols, alpha, x, x_pitch, y, y_pitch);
+    return vt_cuda_check_launch("axpy2d");
 }
 
 /* No __restrict__: y may alias a or c, and each element is read before it is written. */

@@ -25,7 +25,7 @@
 
 #include "core/core.h"
 
-#define VT_BACKEND_API_VERSION 1
+#define VT_BACKEND_API_VERSION 2
 
 typedef struct vt_backend vt_backend;
 
@@ -219,6 +219,15 @@ typedef struct vt_backend_ops {
      * in between, lets backward reuse what forward computed there (the CPU backend's im2col
      * columns of the whole batch); 0 when the backend would not use one for this shape. */
     size_t (*conv_columns)(vt_backend *b, const vt_conv_desc *d);
+
+    /* ---- strided 2-D (API version 2; appended so positional tables stay valid) ---- */
+    /* rows x cols floats, pitches in floats (>= cols): dst[r*dst_pitch + j] =
+     * src[r*src_pitch + j].  The regions must not overlap. */
+    vt_status (*copy2d)(vt_backend *b, size_t rows, size_t cols, const float *src,
+                        size_t src_pitch, float *dst, size_t dst_pitch);
+    /* y[r*y_pitch + j] += alpha * x[r*x_pitch + j] (a flatcat's input gradients) */
+    vt_status (*axpy2d)(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
+                        size_t x_pitch, float *y, size_t y_pitch);
 } vt_backend_ops;
 
 struct vt_backend {

@@ -136,6 +136,59 @@ static vt_status cpu_add(vt_backend *b, size_t n, const float *a, const float *c
     return VT_OK;
 }
 
+/* ---- strided 2-D copy / axpy: rows split over the pool, each range about GRAIN floats */
+
+typedef struct {
+    const float *x;
+    float *y;
+    size_t cols, xp, yp;
+    float alpha;
+} rows_job;
+
+static void copy2d_rows(void *ctx, size_t b, size_t e)
+{
+    const rows_job *J = ctx;
+    for (size_t r = b; r < e; r++)
+        memcpy(J->y + r * J->yp, J->x + r * J->xp, J->cols * sizeof(float));
+}
+
+static void axpy2d_rows(void *ctx, size_t b, size_t e)
+{
+    const rows_job *J = ctx;
+    for (size_t r = b; r < e; r++) {
+        float *restrict y = J->y + r * J->yp;
+        const float *restrict x = J->x + r * J->xp;
+        for (size_t j = 0; j < J->cols; j++) y[j] += J->alpha * x[j];
+    }
+}
+
+static vt_status pitch_fail(const char *op, size_t cols, size_t xp, size_t yp)
+{
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
+                   xp, yp, cols);
+}
+
+static vt_status cpu_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
+                            size_t src_pitch, float *dst, size_t dst_pitch)
+{
+    if (!rows || !cols) return VT_OK;
+    if (src_pitch < cols || dst_pitch < cols)
+        return pitch_fail("copy2d", cols, src_pitch, dst_pitch);
+    rows_job J = {src, dst, cols, src_pitch, dst_pitch, 0};
+    vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, copy2d_rows, &J);
+    return VT_OK;
+}
+
+static vt_status cpu_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha,
+                            const float *x, size_t x_pitch, float *y, size_t y_pitch)
+{
+    if (!rows || !cols) return VT_OK;
+    if (x_pitch < cols || y_pitch < cols) return pitch_fail("axpy2d", cols, x_pitch, y_pitch);
+    rows_job J = {x, y, cols, x_pitch, y_pitch, alpha};
+    vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, axpy2d_rows, &J);
+    return VT_OK;
+}
+
 vt_status vt_cpu_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y)
 {
     (void)b;
@@ -881,6 +934,8 @@ static const vt_backend_ops cpu_ops = {
     .bn_relu_backward = cpu_bn_relu_backward,
     .host_memory = 1,
     .conv_columns = vt_cpu_conv_columns,
+    .copy2d = cpu_copy2d,
+    .axpy2d = cpu_axpy2d,
 };
 
 vt_status vt_backend_cpu_create(vt_backend **out, int threads)
