@@ -31,7 +31,8 @@ static int cmp_d(const void *a, const void *b)
 static const char *kind(const vt_graph *g, int i, char *buf, size_t cap)
 {
     static const char *const names[] = {"input", "conv", "bn", "act", "maxpool", "avgpool",
-                                        "gap", "linear", "dropout", "add", "concat", "upsample"};
+                                        "gap", "linear", "dropout", "add", "concat", "upsample",
+                                        "flatcat"};
     const vt_node *nd = &g->nodes[i];
     if (nd->op == VT_OP_CONV)
         snprintf(buf, cap, "conv%dx%d/%d c%d", nd->k, nd->k, nd->s, nd->cout);

@@ -434,6 +434,16 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             TRY(o->upsample2_forward(be, (size_t)in->out.c * n, in->out.h, in->out.w, in->y,
                                      nd->y));
             break;
+        case VT_OP_FLATCAT: { /* plane p of input j -> row p of the output, at column off */
+            size_t off = 0, A = (size_t)nd->out.w, planes = (size_t)nd->out.c * n;
+            for (int j = 0; j < nd->n_in; j++) {
+                vt_node *s = &g->nodes[nd->in[j]];
+                size_t hw = (size_t)s->out.h * s->out.w;
+                TRY(o->copy2d(be, planes, hw, s->y, hw, nd->y + off, A));
+                off += hw;
+            }
+            break;
+        }
         case VT_OP_INPUT: break;
         }
     }
@@ -561,6 +571,17 @@ vt_status vt_exec_backward(vt_exec *e, int out)
                 TRY(o->upsample2_backward(be, (size_t)in->out.c * n, in->out.h, in->out.w, nd->dy,
                                           dx));
             break;
+        case VT_OP_FLATCAT: {
+            size_t off = 0, A = (size_t)nd->out.w, planes = (size_t)nd->out.c * n;
+            for (int j = 0; j < nd->n_in; j++) {
+                vt_node *s = &g->nodes[nd->in[j]];
+                size_t hw = (size_t)s->out.h * s->out.w;
+                if (nd->in[j] != 0 || !skip0)
+                    TRY(o->axpy2d(be, planes, hw, 1.0f, nd->dy + off, A, s->dy, hw));
+                off += hw;
+            }
+            break;
+        }
         case VT_OP_INPUT: break;
         }
     }

@@ -8,7 +8,7 @@ static const char *op_name(vt_op op)
 {
     static const char *names[] = {"input", "conv", "batchnorm", "activation", "maxpool",
                                   "avgpool", "global-avgpool", "linear", "dropout", "add",
-                                  "concat", "upsample"};
+                                  "concat", "upsample", "flatcat"};
     return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -184,6 +184,33 @@ int vt_g_upsample(vt_graph *g, int in)
     return vt_graph_reshape(g, g->input.h, g->input.w) ? -1 : id;
 }
 
+int vt_g_flatcat(vt_graph *g, const int *ins, int n)
+{
+    if (n < 1 || n > VT_MAX_INPUTS) {
+        vt_fail(VT_ERR_INVALID_ARGUMENT, "flatcat of %d inputs (1..%d)", n, VT_MAX_INPUTS);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (ins[i] < 0 || ins[i] >= g->n_nodes) {
+            if (ins[i] >= g->n_nodes)
+                vt_fail(VT_ERR_INTERNAL, "graph: flatcat node reads node %d which does not exist",
+                        ins[i]);
+            return -1;
+        }
+    /* refused before the node is added, so the graph stays usable */
+    for (int i = 1; i < n; i++)
+        if (g->nodes[ins[i]].out.c != g->nodes[ins[0]].out.c) {
+            vt_fail(VT_ERR_INVALID_ARGUMENT,
+                    "flatcat: input %d (node %d) has %d channels, input 0 (node %d) has %d: "
+                    "the inputs must share the channel count", i, ins[i],
+                    g->nodes[ins[i]].out.c, ins[0], g->nodes[ins[0]].out.c);
+            return -1;
+        }
+    int id = push(g, VT_OP_FLATCAT, ins, n);
+    if (id < 0) return -1;
+    return vt_graph_reshape(g, g->input.h, g->input.w) ? -1 : id;
+}
+
 void vt_graph_finalize(vt_graph *g)
 {
     /* Decayed weights (conv and linear) first, then biases and BN parameters, so the optimiser
@@ -260,6 +287,21 @@ static vt_status infer(const vt_graph *g, int h, int w, vt_shape *shapes)
             }
             break;
         case VT_OP_UPSAMPLE: o.h *= 2; o.w *= 2; break;
+        case VT_OP_FLATCAT:
+            o.h = 1;
+            o.w = 0;
+            for (int j = 0; j < nd->n_in; j++) {
+                vt_shape s = shapes[nd->in[j]];
+                if (s.c != in.c)
+                    return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                                   "layer %d (flatcat): inputs have %d and %d channels", i, in.c,
+                                   s.c);
+                if ((int64_t)o.w + (int64_t)s.h * s.w > INT32_MAX)
+                    return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                                   "layer %d (flatcat): over 2^31 cells at %dx%d input", i, h, w);
+                o.w += s.h * s.w;
+            }
+            break;
         default: break;
         }
         if (o.c <= 0 || o.h <= 0 || o.w <= 0)
@@ -341,7 +383,7 @@ int vt_graph_costs(const vt_graph *g, int h, int w, vt_layer_cost *out, int cap)
             c.flops_fwd = oe;
             c.flops_bwd = 2 * oe;
             break;
-        default: break; /* input, concat, upsample: data movement only */
+        default: break; /* input, concat, upsample, flatcat: data movement only */
         }
         if (nd->op == VT_OP_BN) c.saved_elems = 0;
         out[i] = c;

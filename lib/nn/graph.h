@@ -24,7 +24,9 @@ typedef enum vt_op {
     VT_OP_DROPOUT = 8,
     VT_OP_ADD = 9,      /* two inputs of the same shape                                      */
     VT_OP_CONCAT = 10,  /* channel concat of n_in inputs with the same h, w                  */
-    VT_OP_UPSAMPLE = 11 /* nearest x2                                                        */
+    VT_OP_UPSAMPLE = 11, /* nearest x2                                                       */
+    VT_OP_FLATCAT = 12  /* n_in inputs of the same c, each flattened to c x 1 x h*w, joined
+                         * along w: c x 1 x sum(h*w) (a multi-scale head's one output)      */
 } vt_op;
 
 typedef struct vt_shape {
@@ -82,6 +84,9 @@ int vt_g_dropout(vt_graph *g, int in, float p);
 int vt_g_add(vt_graph *g, int a, int b);
 int vt_g_concat(vt_graph *g, const int *ins, int n);
 int vt_g_upsample(vt_graph *g, int in);
+/* Inputs of one channel count c (n of them, 1..VT_MAX_INPUTS), each plane read row-major and
+ * joined in input order: output c x 1 x sum of h*w. */
+int vt_g_flatcat(vt_graph *g, const int *ins, int n);
 /* Assign parameter offsets (decayed weights first, then biases and BN) once built. */
 void vt_graph_finalize(vt_graph *g);
 
