@@ -432,6 +432,20 @@ static void emit_graph(ox *o, const vt_model *m, int fold, const char *out_want,
                      nd->n_in > 2 ? name[nd->in[2]] : NULL, nd->n_in > 3 ? name[nd->in[3]] : NULL);
             attr_i(o, x, "axis", 1);
             break;
+        case VT_OP_FLATCAT: {
+            /* [N, c, h, w] -> [N, c, 1, h*w] each (0: the batch as it comes, -1: h*w), then
+             * joined along the last axis: the library's CNHW row (c, n) is ONNX's [n, c, 0, :] */
+            const char *sh = const_i(o, xstrf(o, "t%d_shape", i), 1, 4, (int64_t)0,
+                                     (int64_t)nd->out.c, (int64_t)1, (int64_t)-1);
+            const char *flat[VT_MAX_INPUTS] = {NULL};
+            for (int j = 0; j < nd->n_in; j++) {
+                flat[j] = xstrf(o, "t%d_flat%d", i, j);
+                node(o, "Reshape", flat[j], 2, name[nd->in[j]], sh);
+            }
+            x = node(o, "Concat", out, nd->n_in, flat[0], flat[1], flat[2], flat[3]);
+            attr_i(o, x, "axis", 3);
+            break;
+        }
         case VT_OP_UPSAMPLE: {
             static const float two[4] = {1, 1, 2, 2};
             int64_t d[1] = {4};
