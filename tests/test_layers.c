@@ -144,6 +144,13 @@ static int b_concat(vt_graph *g, int x)
     return vt_g_concat(g, ins, 2);
 }
 static int b_upsample(vt_graph *g, int x) { return vt_g_upsample(g, x); }
+/* three resolutions and the input itself (its gradient too) into one flattened output */
+static int b_flatcat(vt_graph *g, int x)
+{
+    int a = vt_g_conv(g, x, 2, 3, 1, 1, 1, 1);
+    int ins[4] = {a, vt_g_conv(g, x, 2, 3, 2, 1, 1, 0), x, vt_g_maxpool(g, a, 2, 2, 0)};
+    return vt_g_flatcat(g, ins, 4);
+}
 /* conv -> BN -> ReLU (in place) -> residual add -> ReLU: the blocks the models use */
 static int b_block(vt_graph *g, int x)
 {
@@ -173,6 +180,7 @@ static const gcase cases[] = {
     {"residual-add", 3, 5, 5, 2, b_add, 1e-2},
     {"concat", 3, 4, 4, 2, b_concat, 1e-2},
     {"upsample2", 2, 3, 4, 2, b_upsample, 1e-2},
+    {"flatcat", 2, 5, 6, 2, b_flatcat, 1e-2},
     {"conv-bn-relu-block", 3, 5, 5, 3, b_block, 3e-2},
 };
 
@@ -181,6 +189,133 @@ END_TEST
 
 /* The same with a tiny im2col budget: every conv runs image by image (batch-chunked path). */
 START_TEST(test_gradcheck_chunked) { run_case(&cases[_i], 50); }
+END_TEST
+
+/* Flatcat forward against values worked out here: x (1 channel, 4 x 6, 2 images) -> 1x1 conv
+ * with weights (1, -2) -> y; b = 2x2 max pool of y (2 x 3); out = flatcat(b, y), 2 x 1 x 30:
+ * row (c, n) = b's plane (c, n) then y's.  Then the gradient with x read directly:
+ * flatcat(x, maxpool(x)) sends each dy slice back to its input, and without input_grad nothing
+ * is written for the image batch (it has no gradient buffer). */
+START_TEST(test_flatcat_values)
+{
+    enum { N = 2, H = 4, W = 6, A = 6 + 24 };
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    float xv[N * H * W];
+    for (int i = 0; i < N * H * W; i++) xv[i] = (float)((i * 7) % 23) - 11.0f;
+
+    vt_graph g;
+    vt_graph_init(&g);
+    int x = vt_g_input(&g, 1, H, W);
+    int y = vt_g_conv(&g, x, 2, 1, 1, 0, 1, 0);
+    int ins[2] = {vt_g_maxpool(&g, y, 2, 2, 0), y};
+    int f = vt_g_flatcat(&g, ins, 2);
+    ck_assert_msg(f > 0, "%s", vt_last_error());
+    ck_assert_int_eq(g.nodes[f].out.c, 2);
+    ck_assert_int_eq(g.nodes[f].out.h, 1);
+    ck_assert_int_eq(g.nodes[f].out.w, A);
+    vt_graph_finalize(&g);
+    vt_exec *e;
+    ck_assert_int_eq(vt_exec_create(&e, &g, be), VT_OK);
+    ck_assert_int_eq(vt_exec_prepare(e, N, H, W), VT_OK);
+    e->params[g.nodes[y].w_off] = 1.0f;
+    e->params[g.nodes[y].w_off + 1] = -2.0f;
+    memcpy(vt_exec_input(e), xv, sizeof xv);
+    ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
+    const float *out = e->g->nodes[f].y;
+    for (int c = 0; c < 2; c++)
+        for (int n = 0; n < N; n++) {
+            const float *row = out + (size_t)(c * N + n) * A, *xp = xv + n * H * W;
+            float wc = c ? -2.0f : 1.0f;
+            for (int py = 0; py < 2; py++)
+                for (int px = 0; px < 3; px++) {
+                    float m = -INFINITY;
+                    for (int dy = 0; dy < 2; dy++)
+                        for (int dx = 0; dx < 2; dx++)
+                            m = fmaxf(m, wc * xp[(2 * py + dy) * W + 2 * px + dx]);
+                    ck_assert_msg(row[py * 3 + px] == m, "c%d n%d pool (%d,%d): %g, want %g", c,
+                                  n, py, px, (double)row[py * 3 + px], (double)m);
+                }
+            for (int i = 0; i < H * W; i++)
+                ck_assert_msg(row[6 + i] == wc * xp[i], "c%d n%d cell %d: %g, want %g", c, n, i,
+                              (double)row[6 + i], (double)(wc * xp[i]));
+        }
+    vt_exec_destroy(e);
+    vt_graph_free(&g);
+
+    for (int ig = 0; ig < 2; ig++) {
+        vt_graph_init(&g);
+        x = vt_g_input(&g, 1, H, W);
+        int ins2[2] = {x, vt_g_maxpool(&g, x, 2, 2, 0)};
+        f = vt_g_flatcat(&g, ins2, 2);
+        ck_assert_int_eq(g.nodes[f].out.w, A);
+        vt_graph_finalize(&g);
+        ck_assert_int_eq(vt_exec_create(&e, &g, be), VT_OK);
+        e->input_grad = ig;
+        ck_assert_int_eq(vt_exec_prepare(e, N, H, W), VT_OK);
+        memcpy(vt_exec_input(e), xv, sizeof xv);
+        ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
+        vt_node *o = &e->g->nodes[f];
+        for (int i = 0; i < N * A; i++) o->dy[i] = (float)(i % 13) - 6.0f;
+        ck_assert_int_eq(vt_exec_backward(e, f), VT_OK);
+        if (ig) {
+            const float *dx = e->g->nodes[0].dy;
+            for (int n = 0; n < N; n++)
+                for (int iy = 0; iy < H; iy++)
+                    for (int ix = 0; ix < W; ix++) {
+                        const float *xp = xv + n * H * W, *drow = o->dy + (size_t)n * A;
+                        int py = iy / 2, px = ix / 2, best = -1;
+                        for (int k = 0; k < 4; k++) { /* the window's first maximum */
+                            int j = (2 * py + k / 2) * W + 2 * px + k % 2;
+                            if (best < 0 || xp[j] > xp[best]) best = j;
+                        }
+                        int i = iy * W + ix;
+                        float want = drow[i] + (best == i ? drow[24 + py * 3 + px] : 0.0f);
+                        ck_assert_msg(dx[n * H * W + i] == want, "dx n%d (%d,%d): %g, want %g",
+                                      n, iy, ix, (double)dx[n * H * W + i], (double)want);
+                    }
+        } else {
+            ck_assert_ptr_null(e->g->nodes[0].dy);
+        }
+        vt_exec_destroy(e);
+        vt_graph_free(&g);
+    }
+    vt_backend_destroy(be);
+}
+END_TEST
+
+/* Flatcat's shapes: channel counts must agree (refused with a message, the graph unchanged),
+ * 1..VT_MAX_INPUTS inputs, and the output follows a reshape. */
+START_TEST(test_flatcat_shapes)
+{
+    vt_graph g;
+    vt_graph_init(&g);
+    int x = vt_g_input(&g, 3, 16, 12);
+    int a = vt_g_conv(&g, x, 4, 3, 2, 1, 1, 0);  /* 4 x 8 x 6 */
+    int b = vt_g_conv(&g, a, 4, 3, 2, 1, 1, 0);  /* 4 x 4 x 3 */
+    int n0 = g.n_nodes;
+    int bad[2] = {x, a};
+    ck_assert_int_eq(vt_g_flatcat(&g, bad, 2), -1);
+    ck_assert_msg(strstr(vt_last_error(), "flatcat") && strstr(vt_last_error(), "channels"),
+                  "message: %s", vt_last_error());
+    ck_assert_int_eq(g.n_nodes, n0);
+    int ab[3] = {a, b, a};
+    ck_assert_int_eq(vt_g_flatcat(&g, ab, 0), -1);
+    ck_assert_int_eq(g.n_nodes, n0);
+    int f = vt_g_flatcat(&g, ab, 3);
+    ck_assert_int_eq(f, n0);
+    ck_assert_int_eq(g.nodes[f].out.c, 4);
+    ck_assert_int_eq(g.nodes[f].out.h, 1);
+    ck_assert_int_eq(g.nodes[f].out.w, 48 + 12 + 48);
+    ck_assert_int_eq(vt_graph_reshape(&g, 32, 32), VT_OK); /* 16x16 and 8x8 */
+    ck_assert_int_eq(g.nodes[f].out.w, 256 + 64 + 256);
+    vt_layer_cost lc[8];
+    ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lc, 8), g.n_nodes);
+    ck_assert(lc[f].op == VT_OP_FLATCAT && lc[f].flops_fwd == 0 && lc[f].params == 0);
+    ck_assert_int_eq(lc[f].out_elems, 4 * 576);
+    ck_assert_int_eq(lc[f].in_elems, 4 * 576);
+    vt_graph_free(&g);
+}
 END_TEST
 
 /* Softmax cross-entropy with label smoothing: gradient vs finite differences. */
@@ -370,6 +505,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_gradcheck, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_loop_test(tc, test_gradcheck_chunked, 0, 6); /* the conv cases */
+    tcase_add_test(tc, test_flatcat_values);
+    tcase_add_test(tc, test_flatcat_shapes);
     tcase_add_test(tc, test_xent_grad);
     tcase_add_test(tc, test_optimizers);
     tcase_add_test(tc, test_buffer_sharing);
