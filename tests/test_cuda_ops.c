@@ -632,6 +632,44 @@ START_TEST(test_gap_upsample)
 }
 END_TEST
 
+/* copy2d and axpy2d: odd row lengths into rows further apart (a flatcat's slices); the gaps
+ * between destination rows hold -99 on both sides and must keep it. */
+static void rows2d_case(size_t rows, size_t cols, size_t sp, size_t dp)
+{
+    char what[96];
+    tbuf src = tb_rand(rows * sp, -1, 1), dst = tb_alloc(rows * dp, sizeof(float));
+    BOTH(b->ops->fill(b, dst.d[be], rows * dp, -99.0f));
+    BOTH(b->ops->copy2d(b, rows, cols, src.d[be], sp, dst.d[be], dp));
+    snprintf(what, sizeof what, "copy2d rows=%zu cols=%zu pitches %zu %zu", rows, cols, sp, dp);
+    expect_equal_bytes(&dst, what);
+    tbuf y = tb_rand(rows * dp, -1, 1);
+    BOTH(b->ops->axpy2d(b, rows, cols, 0.75f, src.d[be], sp, y.d[be], dp));
+    snprintf(what, sizeof what, "axpy2d rows=%zu cols=%zu pitches %zu %zu", rows, cols, sp, dp);
+    expect_close(&y, TOL_FP32, what);
+    tb_free(&src);
+    tb_free(&dst);
+    tb_free(&y);
+}
+
+START_TEST(test_copy2d_axpy2d)
+{
+    rows2d_case(37, 49, 49, 49 + 16 + 4);  /* a 7x7 level into a row of 69 */
+    rows2d_case(70, 13, 20, 13);           /* gather: strided source, packed destination */
+    rows2d_case(3, 40000, 40000, 50001);   /* long rows */
+    rows2d_case(1, 1, 1, 1);
+    rows2d_case(0, 5, 5, 5);               /* nothing to do */
+    /* a pitch under the row is refused on both */
+    tbuf t = tb_alloc(16, sizeof(float));
+    for (int be = 0; be < 2; be++) {
+        vt_backend *b = B[be];
+        ck_assert_int_eq(b->ops->copy2d(b, 2, 8, t.d[be], 4, t.d[be], 8), VT_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(b->ops->axpy2d(b, 2, 8, 1.0f, t.d[be], 8, t.d[be], 4),
+                         VT_ERR_INVALID_ARGUMENT);
+    }
+    tb_free(&t);
+}
+END_TEST
+
 /* ---- loss ------------------------------------------------------------------------------------ */
 
 static void xent_case(int classes, int batch, float smoothing, int want_probs)
@@ -756,6 +794,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_batchnorm);
     tcase_add_test(tc, test_pooling);
     tcase_add_test(tc, test_gap_upsample);
+    tcase_add_test(tc, test_copy2d_axpy2d);
     tcase_add_test(tc, test_softmax_xent);
     tcase_add_test(tc, test_softmax_bad_label_ignored);
     tcase_add_test(tc, test_det_loss);
