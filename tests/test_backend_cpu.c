@@ -259,6 +259,42 @@ START_TEST(test_conv_tiles)
 }
 END_TEST
 
+/* copy2d and axpy2d against plain loops, one thread and split over four (1000 rows of 100:
+ * several ranges); the gaps between destination rows keep their contents. */
+START_TEST(test_rows2d)
+{
+    static const size_t cases[][4] = {{7, 5, 5, 9}, {1000, 100, 130, 100}, {3, 20000, 20001, 20000},
+                                      {1, 1, 1, 1}};
+    for (int th = 1; th <= 4; th += 3) {
+        vt_backend *be;
+        ck_assert_int_eq(vt_backend_cpu_create(&be, th), VT_OK);
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            size_t rows = cases[ci][0], cols = cases[ci][1], sp = cases[ci][2], dp = cases[ci][3];
+            float *x = malloc(rows * sp * 4), *y = malloc(rows * dp * 4), *z = malloc(rows * dp * 4);
+            for (size_t i = 0; i < rows * sp; i++) x[i] = (float)(i % 101) * 0.5f;
+            for (size_t i = 0; i < rows * dp; i++) y[i] = -7.0f, z[i] = (float)(i % 7);
+            ck_assert_int_eq(be->ops->copy2d(be, rows, cols, x, sp, y, dp), VT_OK);
+            ck_assert_int_eq(be->ops->axpy2d(be, rows, cols, -2.0f, x, sp, z, dp), VT_OK);
+            for (size_t r = 0; r < rows; r++)
+                for (size_t j = 0; j < dp; j++) {
+                    size_t i = r * dp + j;
+                    float wy = j < cols ? x[r * sp + j] : -7.0f;
+                    float wz = (float)(i % 7) + (j < cols ? -2.0f * x[r * sp + j] : 0.0f);
+                    ck_assert_msg(y[i] == wy && z[i] == wz, "case %zu threads %d row %zu col %zu: "
+                                  "copy %g (want %g), axpy %g (want %g)", ci, th, r, j,
+                                  (double)y[i], (double)wy, (double)z[i], (double)wz);
+                }
+            free(x), free(y), free(z);
+        }
+        float t[8] = {0};
+        ck_assert_int_eq(be->ops->copy2d(be, 2, 4, t, 3, t + 4, 4), VT_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(be->ops->axpy2d(be, 2, 4, 1.0f, t, 4, t, 2), VT_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(be->ops->copy2d(be, 0, 4, NULL, 4, NULL, 4), VT_OK);
+        vt_backend_destroy(be);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("backend_cpu");
@@ -273,6 +309,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_gemm_paths, 0, (int)(sizeof gemm_paths / sizeof gemm_paths[0]));
     tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_conv_tiles);
+    tcase_add_test(tc, test_rows2d);
     suite_add_tcase(s, tc);
     return s;
 }
