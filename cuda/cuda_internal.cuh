@@ -162,7 +162,8 @@ vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const floa
 
 /* ---- detect.cu ---- */
 vt_status vt_cuda_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
-                           const float *gt, int32_t *assign, float *loss, float *dpred);
+                           const float *gt, int32_t *assign, float *score, float *loss,
+                           float *dpred);
 
 /* ---- batchnorm.cu ---- */
 vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,

@@ -729,12 +729,21 @@ END_TEST
 
 /* The detection loss: assignment, both terms and the gradient against the CPU backend (the two
  * share det_loss_math.h; this checks the kernels' indexing and reductions). */
-static void det_case(int n, int nc, int gh, int gw, int max_gt)
+static void det_case(int n, int nc, int gh, int gw, int max_gt, int levels)
 {
-    char what[96];
-    snprintf(what, sizeof what, "det_loss n=%d nc=%d %dx%d gt=%d", n, nc, gh, gw, max_gt);
-    float stride = 8.0f, W = gw * stride, H = gh * stride;
-    size_t cells = (size_t)n * gh * gw, np = (size_t)(4 + nc) * cells;
+    char what[112];
+    snprintf(what, sizeof what, "det_loss n=%d nc=%d %dx%d gt=%d levels=%d", n, nc, gh, gw,
+             max_gt, levels);
+    vt_det_loss_desc d = {.n = n, .nc = nc, .n_levels = levels, .max_gt = max_gt, .topk = 10,
+                          .alpha = 0.5f, .beta = 6.0f, .box_gain = 5.0f, .cls_gain = 1.0f,
+                          .grad_scale = 0.5f};
+    size_t A = 0;
+    for (int l = 0; l < levels; l++) {
+        d.level[l] = (vt_det_level){gh >> l, gw >> l, (float)(8 << l)};
+        A += (size_t)(gh >> l) * (gw >> l);
+    }
+    float W = gw * 8.0f, H = gh * 8.0f;
+    size_t cells = (size_t)n * A, np = (size_t)(4 + nc) * cells;
     tbuf pred = tb_rand(np, -2, 2);
     float *g = malloc((size_t)n * max_gt * 5 * sizeof(float) + 4);
     for (int i = 0; i < n * max_gt; i++) {
@@ -751,25 +760,29 @@ static void det_case(int n, int nc, int gh, int gw, int max_gt)
     tbuf gt = tb_alloc((size_t)n * max_gt * 5, sizeof(float));
     tb_upload(&gt, g);
     free(g);
-    tbuf assign = tb_alloc(cells, sizeof(int32_t));
-    tbuf loss = tb_out(3), dp = tb_out(np);
-    vt_det_loss_desc d = {n, nc, gh, gw, stride, max_gt, 2.5f, 5.0f, 1.0f, 0.5f};
-    BOTH(b->ops->det_loss(b, &d, pred.d[be], gt.d[be], assign.d[be], loss.d[be], dp.d[be]));
+    tbuf assign = tb_alloc(cells, sizeof(int32_t)), score = tb_out(cells);
+    tbuf loss = tb_out(4), dp = tb_out(np);
+    BOTH(b->ops->det_loss(b, &d, pred.d[be], gt.d[be], assign.d[be], score.d[be], loss.d[be],
+                          dp.d[be]));
     expect_equal_bytes(&assign, "det_loss assignment");
+    expect_close(&score, 1e-4, "det_loss target scores");
     expect_close(&loss, 1e-4, what);
     expect_close(&dp, 1e-4, "det_loss gradient");
-    tbuf loss2 = tb_out(3);
-    BOTH(b->ops->det_loss(b, &d, pred.d[be], gt.d[be], assign.d[be], loss2.d[be], NULL));
-    expect_close(&loss2, 1e-4, "det_loss without gradient");
-    tb_free(&pred); tb_free(&gt); tb_free(&assign); tb_free(&loss); tb_free(&dp);
-    tb_free(&loss2);
+    tbuf loss2 = tb_out(4);
+    d.reuse_targets = 1;
+    BOTH(b->ops->det_loss(b, &d, pred.d[be], gt.d[be], assign.d[be], score.d[be], loss2.d[be],
+                          NULL));
+    expect_close(&loss2, 1e-4, "det_loss without gradient, targets reused");
+    tb_free(&pred); tb_free(&gt); tb_free(&assign); tb_free(&score); tb_free(&loss);
+    tb_free(&dp); tb_free(&loss2);
 }
 
 START_TEST(test_det_loss)
 {
-    det_case(2, 3, 4, 4, 3);
-    det_case(5, 80, 20, 20, 17);
-    det_case(16, 1, 80, 80, 1);
+    det_case(2, 3, 4, 4, 3, 1);
+    det_case(5, 80, 20, 20, 17, 1);
+    det_case(16, 1, 80, 80, 1, 1);
+    det_case(4, 7, 16, 16, 9, 3);
 }
 END_TEST
 

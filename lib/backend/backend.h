@@ -55,14 +55,25 @@ typedef struct vt_pool_desc {
 } vt_pool_desc;
 
 /* The detection loss of one head (see lib/backend/det_loss_math.h for the head layout, the
- * target assignment and the loss). */
+ * target assignment and the loss).  The head's anchors are the cells of n_levels grids, level 0's
+ * cells row-major first, then level 1's, ... (A = sum of h*w anchors per image). */
+#define VT_DET_MAX_LEVELS 4
+#define VT_DET_TOPK_MAX 16
+typedef struct vt_det_level {
+    int h, w;     /* grid rows and columns */
+    float stride; /* input pixels per cell */
+} vt_det_level;
+
 typedef struct vt_det_loss_desc {
-    int n, nc, h, w;   /* batch, classes, grid rows and columns */
-    float stride;      /* input pixels per grid cell */
+    int n, nc;         /* batch, classes */
+    int n_levels;      /* 1..VT_DET_MAX_LEVELS */
+    vt_det_level level[VT_DET_MAX_LEVELS];
     int max_gt;        /* ground-truth records per image (padding records have class < 0) */
-    float radius;      /* centre-sampling radius in cells */
+    int topk;          /* anchors per ground truth, 1..VT_DET_TOPK_MAX */
+    float alpha, beta; /* alignment metric: class score^alpha * IoU^beta */
     float box_gain, cls_gain;
     float grad_scale;  /* multiplies every gradient */
+    int reuse_targets; /* nonzero: assign/score hold the targets of an earlier call; keep them */
 } vt_det_loss_desc;
 
 typedef struct vt_backend_ops {
@@ -176,12 +187,15 @@ typedef struct vt_backend_ops {
                               const int32_t *labels, float smoothing, float grad_scale,
                               float *loss_sum, float *dlogits, float *probs);
 
-    /* Detection loss.  pred: (4+nc) x n x h x w; gt: n x max_gt records of 5 floats (class,
-     * x0, y0, x1, y1 in input pixels); assign: n*h*w int32 scratch that receives the ground
-     * truth assigned to each cell (-1: none).  loss: 3 floats, ASSIGNED: the box term, the class
-     * term and the number of positive cells.  dpred (if non-NULL): dL/dpred, ASSIGNED. */
+    /* Detection loss.  pred: (4+nc) x n x A (A anchors per image, see vt_det_loss_desc); gt:
+     * n x max_gt records of 5 floats (class, x0, y0, x1, y1 in input pixels); assign (int32)
+     * and score (float): n*A each, receive every anchor's assigned ground truth (-1: none) and
+     * its target score (unless d->reuse_targets).  loss: 4 floats, ASSIGNED: the box term, the
+     * class term, the number of positive anchors and the target-score sum that normalises both
+     * terms.  dpred (if non-NULL): dL/dpred, ASSIGNED, with the targets held constant. */
     vt_status (*det_loss)(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
-                          const float *gt, int32_t *assign, float *loss, float *dpred);
+                          const float *gt, int32_t *assign, float *score, float *loss,
+                          float *dpred);
 
     /* ---- optimisers (flat parameter arrays) ---- */
     /* g' = g + wd*p;  m = momentum*m + g';  p -= lr * (nesterov ? g' + momentum*m : m) */

@@ -35,6 +35,7 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
                                void *ws);
 
 vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
-                          const float *gt, int32_t *assign, float *loss, float *dpred);
+                          const float *gt, int32_t *assign, float *score, float *loss,
+                          float *dpred);
 
 #endif

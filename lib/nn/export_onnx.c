@@ -473,16 +473,21 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
     const vt_node *hn = &m->graph.nodes[m->output_node];
     int nc = m->num_classes, gh = hn->out.h, gw = hn->out.w;
     int64_t cells = (int64_t)gh * gw;
-    float stride = (float)m->imgsz / (float)gw;
-    float *grid = xalloc(o, 2 * (size_t)cells * sizeof *grid);
+    vt_det_loss_desc lv = {.n = 1, .nc = nc};
+    lv.n_levels = vt_det_head_levels(&m->graph, m->output_node, m->imgsz, lv.level);
+    /* per anchor: its cell centre (2 planes) and its level's stride, half stride */
+    float *grid = xalloc(o, 4 * (size_t)cells * sizeof *grid);
     if (!grid) return;
-    for (int y = 0; y < gh; y++)
-        for (int xx = 0; xx < gw; xx++) {
-            grid[y * gw + xx] = (float)xx + 0.5f;
-            grid[cells + y * gw + xx] = (float)y + 0.5f;
-        }
-    int64_t gd[4] = {1, 2, gh, gw};
+    for (int64_t a = 0; a < cells; a++) {
+        float s;
+        vt_det_anchor(&lv, a, &grid[a], &grid[cells + a], &s);
+        grid[2 * cells + a] = s;
+        grid[3 * cells + a] = 0.5f * s;
+    }
+    int64_t gd[4] = {1, 2, gh, gw}, sd[4] = {1, 1, gh, gw};
     const char *gname = tensor(o, "nms_grid", grid, NULL, 2 * (size_t)cells, 4, gd);
+    const char *sname = tensor(o, "nms_stride", grid + 2 * cells, NULL, (size_t)cells, 4, sd);
+    const char *hname = tensor(o, "nms_half_stride", grid + 3 * cells, NULL, (size_t)cells, 4, sd);
     const char *ax1 = const_i(o, "nms_axis1", 1, 1, (int64_t)1);
     const char *c0 = const_i(o, "nms_c0", 1, 1, (int64_t)0);
     const char *c2 = const_i(o, "nms_c2", 1, 1, (int64_t)2);
@@ -491,13 +496,13 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
     node(o, "Slice", "nms_d", 4, head, c0, c2, ax1);
     node(o, "Slice", "nms_lwh", 4, head, c2, c4, ax1);
     node(o, "Slice", "nms_logits", 4, head, c4, cend, ax1);
-    /* centre (cell + 0.5 + d) * stride, half size stride / 2 * exp(clamped log size) */
-    node(o, "Add", "nms_cd", 2, "nms_d", gname);
-    node(o, "Mul", "nms_ctr", 2, "nms_cd", const_f(o, "nms_stride", stride));
+    /* centre (cell centre + d * stride), half size stride / 2 * exp(clamped log size) */
+    node(o, "Mul", "nms_ds", 2, "nms_d", sname);
+    node(o, "Add", "nms_ctr", 2, "nms_ds", gname);
     node(o, "Clip", "nms_lwh_c", 3, "nms_lwh", const_f(o, "nms_lmin", VT_DET_LOG_MIN),
          const_f(o, "nms_lmax", VT_DET_LOG_MAX));
     node(o, "Exp", "nms_ewh", 1, "nms_lwh_c");
-    node(o, "Mul", "nms_half", 2, "nms_ewh", const_f(o, "nms_half_stride", 0.5f * stride));
+    node(o, "Mul", "nms_half", 2, "nms_ewh", hname);
     node(o, "Sub", "nms_p0", 2, "nms_ctr", "nms_half");
     node(o, "Add", "nms_p1", 2, "nms_ctr", "nms_half");
     attr_i(o, node(o, "Concat", "nms_corners", 2, "nms_p0", "nms_p1"), "axis", 1);
@@ -611,16 +616,25 @@ static void write_meta(ox *o, const vt_model *m, const xopts *x)
         meta(o, "outputs", "logits: float32 [N, num_classes, imgsz, imgsz], per-pixel class "
                            "scores (argmax over axis 1 = the class)");
     else if (!x->nms)
-        meta(o, "outputs", "head: float32 [N, 4 + num_classes, imgsz / stride, imgsz / stride], "
-                           "per cell (x, y): dx, dy, lw, lh, then one logit per class; box "
-                           "centre ((x + 0.5 + dx) * stride, (y + 0.5 + dy) * stride), size "
-                           "stride * exp(clamp(lw, -6, 7)), stride * exp(clamp(lh, -6, 7)); "
-                           "score sigmoid(logit); then class-aware NMS");
+        meta(o, "outputs", "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of "
+                           "the grids of 'strides' (imgsz / stride squared each), grid after "
+                           "grid, row-major (one grid: H = W = imgsz / stride; several: H = 1, "
+                           "W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "
+                           "then one logit per class; box centre ((x + 0.5 + dx) * stride, "
+                           "(y + 0.5 + dy) * stride), size stride * exp(clamp(lw, -6, 7)), "
+                           "stride * exp(clamp(lh, -6, 7)); score sigmoid(logit); then "
+                           "class-aware NMS");
     else
         meta(o, "outputs", "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: "
                            "float32 [K], classes: int64 [K]; best score first");
     if (t == VT_TASK_DETECT) {
-        meta(o, "stride", xstrf(o, "%g", (double)m->imgsz / m->graph.nodes[m->output_node].out.w));
+        vt_det_level lv[VT_DET_MAX_LEVELS];
+        int nl = vt_det_head_levels(&m->graph, m->output_node, m->imgsz, lv);
+        char buf[64] = "";
+        for (int l = 0; l < nl; l++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%g", l ? "," : "",
+                     (double)lv[l].stride);
+        meta(o, "strides", xstrf(o, "%s", buf));
         meta(o, "nms", x->nms ? "1" : "0");
         if (x->nms) {
             meta(o, "conf", xstrf(o, "%g", x->conf));

@@ -31,15 +31,16 @@ static vt_status detect_image(vt_model *m, const vt_image *img, float conf, floa
     vt_image_free(&lbimg);
     if ((st = vt_exec_forward(e, 0))) return st;
     const vt_node *out = &e->g->nodes[m->output_node];
-    int nc = m->num_classes, gh = out->out.h, gw = out->out.w;
-    size_t nv = (size_t)(4 + nc) * gh * gw;
+    int nc = m->num_classes;
+    vt_det_level lv[VT_DET_MAX_LEVELS];
+    int nl = vt_det_head_levels(e->g, m->output_node, m->imgsz, lv);
+    size_t nv = (size_t)(4 + nc) * out->out.h * out->out.w;
     float *head = vt_malloc(nv * sizeof(float)), *scratch = vt_malloc(nv * sizeof(float));
     vt_det_list dets = {0};
     if (!head || !scratch) st = VT_ERR_OUT_OF_MEMORY;
     if (!st) st = m->pred_be->ops->download(m->pred_be, head, out->y, nv * sizeof(float));
     if (!st)
-        st = vt_det_head_decode(head, 1, 0, nc, gh, gw, (float)m->imgsz / (float)gw, conf, iou,
-                                max_det, scratch, &dets);
+        st = vt_det_head_decode(head, 1, 0, nc, lv, nl, conf, iou, max_det, scratch, &dets);
     if (!st) {
         *count = dets.n;
         for (int k = 0; k < dets.n && k < cap; k++) {

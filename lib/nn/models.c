@@ -18,9 +18,11 @@
  *             blocks; stage outputs C3, C4, C5 at strides 8, 16, 32
  *   neck      FPN top-down: P5 = cbr1x1(C5, f); P4 = cbr3x3(concat(up(P5), C4), f);
  *             P3 = cbr3x3(concat(up(P4), C3), f)
- *   head      cbr3x3(P3, f), cbr3x3(f), conv1x1 -> 4 + nc channels at stride 8 (one grid
- *             level: objects of every size are predicted from P3, which sees C4 and C5 through
- *             the top-down path)
+ *   head      decoupled, at stride 8: box = conv1x1(cbr3x3(cbr3x3(P3, f), f)) -> 4 channels,
+ *             cls = the same with its own weights -> nc channels, output concat(box, cls)
+ *             (one grid level: objects of every size are predicted from P3, which sees C4
+ *             and C5 through the top-down path; a three-level PAN head at strides 8/16/32
+ *             measured worse on the benchmark's 128 px set, see bench/README.md)
  *   n: c 16/32/64/128/256, d 0/1/1/1, f 64;  s: 32/64/128/256/512, d 1/1/1/1, f 128;
  *   m: 48/96/192/384/576, d 1/2/2/1, f 192.  imgsz must be a multiple of 32.
  * seg-{n,s,m}: a U-Net-style semantic segmentation network on the same encoder:
@@ -122,8 +124,10 @@ static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int
     cat[0] = vt_g_upsample(g, p4);
     cat[1] = stage[2];
     int p3 = cbr(g, vt_g_concat(g, cat, 2), f, 3, 1);
-    int h = cbr(g, cbr(g, p3, f, 3, 1), f, 3, 1);
-    return vt_g_conv(g, h, 4 + nc, 1, 1, 0, 1, 1);
+    /* decoupled: the box fields and the class logits from their own two convolutions */
+    int hb = cbr(g, cbr(g, p3, f, 3, 1), f, 3, 1), hc = cbr(g, cbr(g, p3, f, 3, 1), f, 3, 1);
+    int o[2] = {vt_g_conv(g, hb, 4, 1, 1, 0, 1, 1), vt_g_conv(g, hc, nc, 1, 1, 0, 1, 1)};
+    return vt_g_concat(g, o, 2);
 }
 
 static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channels, int imgsz)
@@ -143,6 +147,19 @@ static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channe
     }
     y = cbr(g, vt_g_upsample(g, y), c[0], 3, 1);
     return vt_g_conv(g, y, nc, 1, 1, 0, 1, 1);
+}
+
+int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS])
+{
+    const vt_node *o = &g->nodes[out];
+    int n = o->op == VT_OP_FLATCAT ? o->n_in : 1;
+    for (int l = 0; l < n && l < VT_DET_MAX_LEVELS; l++) {
+        const vt_node *s = o->op == VT_OP_FLATCAT ? &g->nodes[o->in[l]] : o;
+        lv[l].h = s->out.h;
+        lv[l].w = s->out.w;
+        lv[l].stride = (float)imgsz / (float)s->out.w;
+    }
+    return n < VT_DET_MAX_LEVELS ? n : VT_DET_MAX_LEVELS;
 }
 
 int vt_arch_is_detector(const char *arch) { return strncmp(arch, "det-", 4) == 0; }
@@ -229,12 +246,18 @@ void vt_model_init_weights(vt_model *m)
             }
         }
     }
-    /* A detector's output conv starts near zero with the class logits at a prior of 0.01 (as
+    /* A detector's output convs start near zero with the class logits at a prior of 0.01 (as
      * RetinaNet does), so the first steps are not swamped by the many negative cells. */
     if (m->task == VT_TASK_DETECT) {
-        const vt_node *o = &g->nodes[m->output_node];
-        for (int64_t j = 0; j < o->w_n; j++) m->params[o->w_off + j] *= 0.01f / (float)sqrt(2.0 * o->cout / o->w_n);
-        for (int j = 0; j < o->cout; j++) m->params[o->b_off + j] = j < 4 ? 0.0f : -4.595f;
+        const vt_node *h = &g->nodes[m->output_node];
+        int nl = h->op == VT_OP_FLATCAT || h->op == VT_OP_CONCAT ? h->n_in : 1;
+        for (int l = 0, c0 = 0; l < nl; l++) {
+            const vt_node *o = nl > 1 ? &g->nodes[h->in[l]] : h;
+            for (int64_t j = 0; j < o->w_n; j++)
+                m->params[o->w_off + j] *= 0.01f / (float)sqrt(2.0 * o->cout / o->w_n);
+            for (int j = 0; j < o->cout; j++) m->params[o->b_off + j] = c0 + j < 4 ? 0.0f : -4.595f;
+            if (h->op == VT_OP_CONCAT) c0 += o->cout;
+        }
     }
     /* Zero-init the last BN of each residual branch (the one feeding an add) so blocks start as
      * identities: faster, steadier early training. */

@@ -99,25 +99,26 @@ vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
     return st;
 }
 
-vt_status vt_det_head_decode(const float *out, int n, int i, int nc, int gh, int gw,
-                             float stride, float conf, float iou, int max_det, float *scratch,
+vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_det_level *lv,
+                             int n_levels, float conf, float iou, int max_det, float *scratch,
                              vt_det_list *dets)
 {
-    size_t hw = (size_t)gh * gw, fs = (size_t)n * hw;
-    const float *o = out + (size_t)i * hw;
-    for (int y = 0; y < gh; y++)
-        for (int x = 0; x < gw; x++) {
-            size_t k = (size_t)y * gw + x;
-            const float *p = o + k;
-            float *q = scratch + k * (size_t)(4 + nc), box[4];
-            vt_det_decode_box(p[0], p[fs], p[2 * fs], p[3 * fs], x, y, stride, box, NULL, NULL);
-            q[0] = 0.5f * (box[0] + box[2]);
-            q[1] = 0.5f * (box[1] + box[3]);
-            q[2] = box[2] - box[0];
-            q[3] = box[3] - box[1];
-            for (int c = 0; c < nc; c++) q[4 + c] = 1.0f / (1.0f + expf(-p[(4 + c) * fs]));
-        }
-    return vt_det_decode(scratch, (int)hw, nc, 4 + nc, 1, conf, iou, max_det, 0, dets);
+    vt_det_loss_desc d = {.n = n, .nc = nc, .n_levels = n_levels};
+    for (int l = 0; l < n_levels; l++) d.level[l] = lv[l];
+    long A = vt_det_anchors(&d), fs = (long)n * A;
+    const float *o = out + (size_t)i * A;
+    for (long k = 0; k < A; k++) {
+        const float *p = o + k;
+        float *q = scratch + k * (4 + nc), box[4], cx, cy, s;
+        vt_det_anchor(&d, k, &cx, &cy, &s);
+        vt_det_decode_box(p[0], p[fs], p[2 * fs], p[3 * fs], cx, cy, s, box, NULL, NULL);
+        q[0] = 0.5f * (box[0] + box[2]);
+        q[1] = 0.5f * (box[1] + box[3]);
+        q[2] = box[2] - box[0];
+        q[3] = box[3] - box[1];
+        for (int c = 0; c < nc; c++) q[4 + c] = 1.0f / (1.0f + expf(-p[(4 + c) * fs]));
+    }
+    return vt_det_decode(scratch, (int)A, nc, 4 + nc, 1, conf, iou, max_det, 0, dets);
 }
 
 /* ---- letterbox --------------------------------------------------------------------------- */

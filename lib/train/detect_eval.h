@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "core/core.h"
 #include "image/image.h"
 
@@ -49,11 +50,11 @@ vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
                         int multi_label, vt_det_list *out);
 
 /* Decode image i of a detector head's output (lib/backend/det_loss_math.h layout), read from
- * host memory: out is (4+nc) x n x gh x gw (CNHW), `stride` input pixels per cell.  Boxes come
- * out as corners in input pixels, scores are the sigmoid class probabilities, NMS-filtered as
- * vt_det_decode does (best class per cell).  scratch: (4+nc)*gh*gw floats. */
-vt_status vt_det_head_decode(const float *out, int n, int i, int nc, int gh, int gw,
-                             float stride, float conf, float iou, int max_det, float *scratch,
+ * host memory: out is (4+nc) x n x A (CNHW), A the anchors of the n_levels levels lv.  Boxes
+ * come out as corners in input pixels, scores are the sigmoid class probabilities, NMS-filtered
+ * as vt_det_decode does (best class per anchor).  scratch: (4+nc)*A floats. */
+vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_det_level *lv,
+                             int n_levels, float conf, float iou, int max_det, float *scratch,
                              vt_det_list *dets);
 
 /* ---- letterbox ----------------------------------------------------------------------------

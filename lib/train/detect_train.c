@@ -11,10 +11,12 @@
 
 #define TRY VT_TRY
 
-/* Loss weights and the centre-sampling radius (cells); see det_loss_math.h. */
-#define DET_BOX_GAIN 5.0f
+/* Loss weights and the task-aligned assignment's parameters; see det_loss_math.h. */
+#define DET_BOX_GAIN 3.0f
 #define DET_CLS_GAIN 1.0f
-#define DET_RADIUS 2.5f
+#define DET_TOPK 13
+#define DET_ALPHA 1.0f
+#define DET_BETA 6.0f
 /* Validation decoding, as Ultralytics validates: a low threshold so the whole precision-recall
  * curve is seen, NMS at IoU 0.7, at most 300 detections an image. */
 #define VAL_CONF 0.001f
@@ -26,10 +28,12 @@ void vt_det_release(vt_trainer *t)
     if (t->be) {
         t->be->ops->free(t->be, t->gt_dev);
         t->be->ops->free(t->be, t->assign_dev);
+        t->be->ops->free(t->be, t->score_dev);
         t->be->ops->free(t->be, t->det_loss_dev);
     }
     t->gt_dev = NULL;
     t->assign_dev = NULL;
+    t->score_dev = NULL;
     t->det_loss_dev = NULL;
     free(t->gt_host);
     t->gt_host = NULL;
@@ -61,9 +65,11 @@ static vt_status det_buffers(vt_trainer *t, int n, int max_gt, int cells)
     }
     if (cells > t->assign_cap) {
         be->ops->free(be, t->assign_dev);
+        be->ops->free(be, t->score_dev);
         t->assign_dev = be->ops->alloc(be, (size_t)cells * sizeof(int32_t));
-        t->assign_cap = t->assign_dev ? cells : 0;
-        if (!t->assign_dev) return VT_ERR_OUT_OF_MEMORY;
+        t->score_dev = be->ops->alloc(be, (size_t)cells * sizeof(float));
+        t->assign_cap = t->assign_dev && t->score_dev ? cells : 0;
+        if (!t->assign_cap) return VT_ERR_OUT_OF_MEMORY;
     }
     if (!t->det_loss_dev && !(t->det_loss_dev = be->ops->alloc(be, 4 * sizeof(float))))
         return VT_ERR_OUT_OF_MEMORY;
@@ -84,8 +90,7 @@ vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
         vt_loader_boxes(L, k, &b, &nb, NULL);
         if (nb > max_gt) max_gt = nb;
     }
-    int gw = out->out.w, gh = out->out.h;
-    TRY(det_buffers(t, n, max_gt, n * gw * gh));
+    TRY(det_buffers(t, n, max_gt, n * out->out.h * out->out.w));
     if (max_gt == 0) max_gt = 1; /* one padding record: the op needs a valid pointer */
     for (int k = 0; k < n; k++) {
         const vt_det *b;
@@ -107,11 +112,13 @@ vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
     }
     TRY(be->ops->upload(be, t->gt_dev, t->gt_host,
                         (size_t)n * max_gt * VT_DET_GT_FIELDS * sizeof(float)));
-    vt_det_loss_desc d = {n, m->num_classes, gh, gw, (float)e->h / (float)gh, max_gt,
-                          DET_RADIUS, DET_BOX_GAIN, DET_CLS_GAIN, 1.0f};
-    TRY(be->ops->det_loss(be, &d, out->y, t->gt_dev, t->assign_dev, t->det_loss_dev,
-                          with_grad ? out->dy : NULL));
-    float l[3];
+    vt_det_loss_desc d = {.n = n, .nc = m->num_classes, .max_gt = max_gt, .topk = DET_TOPK,
+                          .alpha = DET_ALPHA, .beta = DET_BETA, .box_gain = DET_BOX_GAIN,
+                          .cls_gain = DET_CLS_GAIN, .grad_scale = 1.0f};
+    d.n_levels = vt_det_head_levels(e->g, m->output_node, e->h, d.level);
+    TRY(be->ops->det_loss(be, &d, out->y, t->gt_dev, t->assign_dev, t->score_dev,
+                          t->det_loss_dev, with_grad ? out->dy : NULL));
+    float l[4];
     TRY(be->ops->download(be, l, t->det_loss_dev, sizeof l));
     *loss = l[0] + l[1];
     return VT_OK;
@@ -132,9 +139,11 @@ static vt_status det_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx
     vt_model *m = t->model;
     vt_backend *be = t->be;
     vt_node *out = &t->exec->g->nodes[m->output_node];
-    int nc = m->num_classes, gh = out->out.h, gw = out->out.w;
-    size_t hw = (size_t)gh * gw;
-    float stride = (float)vt_trainer_imgsz(t) / (float)gw, bl;
+    int nc = m->num_classes;
+    size_t hw = (size_t)out->out.h * out->out.w;
+    vt_det_level lv[VT_DET_MAX_LEVELS];
+    int nl = vt_det_head_levels(t->exec->g, m->output_node, vt_trainer_imgsz(t), lv);
+    float bl;
     TRY(vt_det_batch_loss(t, L, ok, 0, &bl));
     TRY(be->ops->download(be, t->head_host, out->y, (size_t)(4 + nc) * ok * hw * sizeof(float)));
     v->loss += bl;
@@ -145,8 +154,8 @@ static vt_status det_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx
         const vt_det *unused;
         int nu;
         vt_loader_boxes(L, k, &unused, &nu, &lb);
-        st = vt_det_head_decode(t->head_host, ok, k, nc, gh, gw, stride, VAL_CONF, VAL_IOU,
-                                VAL_MAX_DET, t->decode_scratch, &v->dets);
+        st = vt_det_head_decode(t->head_host, ok, k, nc, lv, nl, VAL_CONF, VAL_IOU, VAL_MAX_DET,
+                                t->decode_scratch, &v->dets);
         for (int j = 0; j < v->dets.n; j++) {
             vt_det *d = &v->dets.v[j];
             float bx[4] = {d->x0, d->y0, d->x1, d->y1};

@@ -77,9 +77,10 @@ struct vt_trainer {
     /* detection: ground truth staging, per-cell assignment, loss terms, decoding, evaluation */
     float *gt_host, *gt_dev;     /* batch x gt_max records of 5 floats */
     int gt_cap;                  /* records allocated (host and device) */
-    int32_t *assign_dev;
+    int32_t *assign_dev;         /* per anchor: the assigned ground truth */
+    float *score_dev;            /* per anchor: its target score */
     int assign_cap;
-    float *det_loss_dev;         /* 3 floats: box, class, positives */
+    float *det_loss_dev;         /* 4 floats: box, class, positives, target-score sum */
     float *head_host, *decode_scratch;
     size_t head_cap, decode_cap;
     struct vt_det_eval *det_eval;
