@@ -28,7 +28,9 @@
  * seg-{n,s,m}: a U-Net-style semantic segmentation network on the same encoder:
  *   encoder   stem conv3x3/2 (c0) = E1, then stages i = 1..4 as det (E2..E5 at strides 4..32)
  *   decoder   for i = 4, 3, 2, 1: y = cbr3x3(concat(up(y), E_i), c_{i-1}), starting from y = E5;
- *             then up(y) to the input size, cbr3x3(c0), conv1x1 -> nc logits per pixel
+ *             then up(y) to the input size, cbr3x3(c0), conv1x1 -> nc logits per pixel, plus
+ *             conv1x1(y at stride 8) -> nc logits upsampled x8 (added: the class evidence
+ *             of the coarse features, which the 16..48-channel full-resolution path loses)
  *   n: c 16/32/64/128/256, d 0/1/1/1;  s: 32/64/128/256/512, d 1/1/1/1;
  *   m: 48/96/192/384/576, d 1/2/2/1.  imgsz must be a multiple of 32. */
 #include <math.h>
@@ -140,13 +142,17 @@ static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channe
         for (int k = 0; k < d[i - 1]; k++) x = basic_block(g, x, c[i]);
         e[i] = x;
     }
-    int y = e[4];
+    /* class logits at stride 8 (from the decoder's 8x8-cell features, which see the whole
+     * object), upsampled and added to the full-resolution logits that place the boundaries */
+    int y = e[4], coarse = -1;
     for (int i = 3; i >= 0; i--) {
         int cat[2] = {vt_g_upsample(g, y), e[i]};
         y = cbr(g, vt_g_concat(g, cat, 2), c[i], 3, 1);
+        if (i == 2) coarse = vt_g_conv(g, y, nc, 1, 1, 0, 1, 1);
     }
     y = cbr(g, vt_g_upsample(g, y), c[0], 3, 1);
-    return vt_g_conv(g, y, nc, 1, 1, 0, 1, 1);
+    for (int k = 0; k < 3; k++) coarse = vt_g_upsample(g, coarse);
+    return vt_g_add(g, vt_g_conv(g, y, nc, 1, 1, 0, 1, 1), coarse);
 }
 
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS])
