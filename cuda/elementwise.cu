@@ -48,14 +48,20 @@ vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, flo
 
 /* ---- strided 2-D copy / axpy (a flatcat's forward and backward) -------------------------- */
 
+static vt_status check_pitches(const char *op, size_t cols, size_t a, size_t b)
+{
+    if (a >= cols && b >= cols) return VT_OK;
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
+                   a, b, cols);
+}
+
 vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
                          size_t src_pitch, float *dst, size_t dst_pitch)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (rows == 0 || cols == 0) return VT_OK;
-    if (src_pitch < cols || dst_pitch < cols)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "copy2d: a pitch (%zu, %zu) is less than a row "
-                       "(%zu)", src_pitch, dst_pitch, cols);
+    vt_status st = check_pitches("copy2d", cols, src_pitch, dst_pitch);
+    if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
     /* the copy engine does the strided copy; pitches in bytes */
     VT_CUDA_TRY(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(float), src, src_pitch * sizeof(float),
@@ -80,9 +86,8 @@ vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, c
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (rows == 0 || cols == 0) return VT_OK;
-    if (x_pitch < cols || y_pitch < cols)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "axpy2d: a pitch (%zu, %zu) is less than a row "
-                       "(%zu)", x_pitch, y_pitch, cols);
+    vt_status st = check_pitches("axpy2d", cols, x_pitch, y_pitch);
+    if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
     LAUNCH(cb, rows * cols, k_axpy2d, rows, cols, alpha, x, x_pitch, y, y_pitch);
     return vt_cuda_check_launch("axpy2d");

@@ -229,6 +229,25 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
     return VT_OK;
 }
 
+/* The convolutions that produce a detector's head channels, found through the concats (channel
+ * offsets add up) and flatcats (levels share the channels) between them and the output; c0 is
+ * the head channel of node i's first channel: 0..3 box fields, then class logits. */
+static void init_det_head(vt_model *m, int i, int c0)
+{
+    const vt_node *o = &m->graph.nodes[i];
+    if (o->op == VT_OP_CONCAT || o->op == VT_OP_FLATCAT) {
+        for (int k = 0; k < o->n_in; k++) {
+            init_det_head(m, o->in[k], c0);
+            if (o->op == VT_OP_CONCAT) c0 += m->graph.nodes[o->in[k]].out.c;
+        }
+        return;
+    }
+    if (o->op != VT_OP_CONV) return;
+    for (int64_t j = 0; j < o->w_n; j++)
+        m->params[o->w_off + j] *= 0.01f / (float)sqrt(2.0 * o->cout / o->w_n);
+    for (int j = 0; j < o->cout; j++) m->params[o->b_off + j] = c0 + j < 4 ? 0.0f : -4.595f;
+}
+
 void vt_model_init_weights(vt_model *m)
 {
     vt_rng r;
@@ -254,17 +273,7 @@ void vt_model_init_weights(vt_model *m)
     }
     /* A detector's output convs start near zero with the class logits at a prior of 0.01 (as
      * RetinaNet does), so the first steps are not swamped by the many negative cells. */
-    if (m->task == VT_TASK_DETECT) {
-        const vt_node *h = &g->nodes[m->output_node];
-        int nl = h->op == VT_OP_FLATCAT || h->op == VT_OP_CONCAT ? h->n_in : 1;
-        for (int l = 0, c0 = 0; l < nl; l++) {
-            const vt_node *o = nl > 1 ? &g->nodes[h->in[l]] : h;
-            for (int64_t j = 0; j < o->w_n; j++)
-                m->params[o->w_off + j] *= 0.01f / (float)sqrt(2.0 * o->cout / o->w_n);
-            for (int j = 0; j < o->cout; j++) m->params[o->b_off + j] = c0 + j < 4 ? 0.0f : -4.595f;
-            if (h->op == VT_OP_CONCAT) c0 += o->cout;
-        }
-    }
+    if (m->task == VT_TASK_DETECT) init_det_head(m, m->output_node, 0);
     /* Zero-init the last BN of each residual branch (the one feeding an add) so blocks start as
      * identities: faster, steadier early training. */
     for (int i = 0; i < g->n_nodes; i++) {
