@@ -16,7 +16,7 @@
 #include "core/atomic_file.h"
 #include "data/detect_data.h"
 #include "image/image.h"
-#include "train/plot.h"
+#include "image/plot.h"
 
 /* Folder recursion limit of clone: symlink loops must end somewhere. */
 #define MAX_DEPTH 24

@@ -1,6 +1,8 @@
 /* The per-epoch results table (see results.h). */
 #include "train/results.h"
 
+#include "image/plot.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,5 +145,25 @@ vt_status vt_results_from_csv(vt_results *r, const char *text, size_t len, const
         line++;
     }
     free(row);
+    return st;
+}
+
+vt_status vt_results_plot(const char *path, const vt_results *r)
+{
+    const double *ys[32];
+    const char *titles[32];
+    int np = 0;
+    double *x = vt_malloc(((size_t)r->n + 1) * (size_t)(r->ncol + 1) * sizeof(double));
+    if (!x) return VT_ERR_OUT_OF_MEMORY;
+    for (int i = 0; i < r->n; i++) x[i] = r->v[(size_t)i * r->ncol];
+    for (int k = 0; k < r->ncol && np < 32; k++) {
+        if (!r->plot[k]) continue;
+        double *y = x + (size_t)(np + 1) * ((size_t)r->n + 1);
+        for (int i = 0; i < r->n; i++) y[i] = r->v[(size_t)i * r->ncol + k];
+        ys[np] = y;
+        titles[np++] = r->cols[k];
+    }
+    vt_status st = vt_plot_grid(path, x, r->n, ys, titles, np, "epoch");
+    free(x);
     return st;
 }

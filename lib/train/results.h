@@ -72,5 +72,7 @@ vt_status vt_results_to_csv(const vt_results *r, int exact, char **text, size_t 
 /* Parse CSV text written by vt_results_to_csv into r (initialised for the task), checking the
  * header against r's columns; errors name `what`. */
 vt_status vt_results_from_csv(vt_results *r, const char *text, size_t len, const char *what);
+/* results.png: one panel per plotted column (values and a smoothed curve). */
+vt_status vt_results_plot(const char *path, const vt_results *r);
 
 #endif

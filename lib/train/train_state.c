@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
-#include "train/plot.h"
+#include "image/plot.h"
 #include "train/trainer_impl.h"
 
 #define TAG_TRNR VT_TAG('T', 'R', 'N', 'R')
@@ -217,7 +217,7 @@ vt_status vt_train_write_plots(vt_trainer *t)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/results.png", t->run_dir);
-    VT_TRY(vt_plot_results(path, &t->results));
+    VT_TRY(vt_results_plot(path, &t->results));
     if (t->confusion && t->confusion_k > 0 &&
         (t->prog.has[VT_METRIC_TOP1] || t->prog.has[VT_METRIC_MIOU] ||
          t->prog.has[VT_METRIC_MAP50])) {

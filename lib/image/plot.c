@@ -1,5 +1,5 @@
 /* The plot module (see plot.h). */
-#include "train/plot.h"
+#include "image/plot.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -365,43 +365,34 @@ static vt_status save(const char *path, vt_canvas *c)
     return st;
 }
 
-vt_status vt_plot_results(const char *path, const vt_results *r)
+vt_status vt_plot_grid(const char *path, const double *x, int n, const double *const *ys,
+                       const char *const *titles, int np, const char *xlabel)
 {
-    int panels = 0;
-    for (int k = 0; k < r->ncol; k++) panels += r->plot[k] != 0;
-    if (!panels) return VT_OK;
-    int cols = panels <= 3 ? panels : (panels + 1) / 2;
-    int rows = (panels + cols - 1) / cols;
+    if (np <= 0) return VT_OK;
+    int cols = np <= 3 ? np : (np + 1) / 2;
+    int rows = (np + cols - 1) / cols;
     int pw = 400, ph = 300;
     vt_canvas c;
     vt_status st = vt_canvas_init(&c, cols * pw, rows * ph);
     if (st) return st;
-    double *x = vt_malloc(((size_t)r->n + 1) * 3 * sizeof(double));
-    if (!x) {
+    double *sm = vt_malloc(((size_t)n + 1) * sizeof(double));
+    if (!sm) {
         vt_canvas_free(&c);
         return VT_ERR_OUT_OF_MEMORY;
     }
-    double *y = x + r->n + 1, *sm = y + r->n + 1;
-    for (int i = 0; i < r->n; i++) x[i] = r->v[(size_t)i * r->ncol];
-    int p = 0;
-    for (int k = 0; k < r->ncol; k++) {
-        if (!r->plot[k]) continue;
+    for (int p = 0; p < np; p++) {
+        const double *y = ys[p];
         int finite = 0;
-        for (int i = 0; i < r->n; i++) {
-            y[i] = r->v[(size_t)i * r->ncol + k];
-            finite += isfinite(y[i]) != 0;
-        }
-        vt_series s[2] = {{"results", x, y, r->n, BLUE, 1, 0},
-                          {"smooth", x, sm, r->n, ORANGE, 0, 1}};
+        for (int i = 0; i < n; i++) finite += isfinite(y[i]) != 0;
+        vt_series s[2] = {{"results", x, y, n, BLUE, 1, 0}, {"smooth", x, sm, n, ORANGE, 0, 1}};
         int ns = 1;
         if (finite >= 5) {
-            smooth(y, r->n, fmax(1.0, finite / 15.0), sm);
+            smooth(y, n, fmax(1.0, finite / 15.0), sm);
             ns = 2;
         }
-        vt_plot_panel(&c, (p % cols) * pw, (p / cols) * ph, pw, ph, r->cols[k], "epoch", s, ns);
-        p++;
+        vt_plot_panel(&c, (p % cols) * pw, (p / cols) * ph, pw, ph, titles[p], xlabel, s, ns);
     }
-    free(x);
+    free(sm);
     return save(path, &c);
 }
 

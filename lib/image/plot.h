@@ -1,13 +1,12 @@
 /* A small plotting module: an RGB canvas with lines, rectangles and text from a built-in 5x7
  * bitmap font, line-chart panels (axes, ticks with numeric labels, grid, legend, title), and
- * the two figures of a run folder: results.png and confusion_matrix.png. */
+ * the figures of a run folder (a grid of metric panels, a confusion matrix). */
 #ifndef VT_PLOT_H
 #define VT_PLOT_H
 
 #include <stdint.h>
 
 #include "core/core.h"
-#include "train/results.h"
 
 extern const unsigned char vt_font5x7[95][5];
 
@@ -53,8 +52,10 @@ void vt_plot_bars(vt_canvas *c, int x, int y, int w, int h, const char *title,
                   const char *const *labels, int n, const double *const *values,
                   const char *const *series_names, const uint32_t *rgb, int ns);
 
-/* results.png: one panel per plotted column of the table (values and a smoothed curve). */
-vt_status vt_plot_results(const char *path, const vt_results *r);
+/* A PNG of np line-chart panels sharing the x values x[0..n): panel p draws ys[p][0..n) (NaN =
+ * gap) with a smoothed curve once it has 5 finite points, titled titles[p]. */
+vt_status vt_plot_grid(const char *path, const double *x, int n, const double *const *ys,
+                       const char *const *titles, int np, const char *xlabel);
 /* confusion_matrix.png: counts[true*k + predicted], colours normalised per true class, counts
  * written in the cells when they fit, class names on the axes. */
 vt_status vt_plot_confusion(const char *path, int k, const int64_t *counts,

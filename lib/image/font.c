@@ -1,6 +1,6 @@
 /* A 5x7 bitmap font for ASCII 32..126, drawn for the plot module.  Each glyph is five column
  * bytes, left to right; bit 0 of a byte is the top row, bit 6 the bottom one. */
-#include "train/plot.h"
+#include "image/plot.h"
 
 const unsigned char vt_font5x7[95][5] = {
     {0x00, 0x00, 0x00, 0x00, 0x00}, /* ' ' */
