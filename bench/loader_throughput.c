@@ -33,7 +33,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "image/image.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "visiontrain/visiontrain.h"
 
 static double now(void)

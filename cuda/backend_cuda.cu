@@ -7,7 +7,7 @@
 #include "cuda_internal.cuh"
 
 extern "C" {
-#include "cuda_device.h"
+#include "backend/cuda_device.h"
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 #include "visiontrain/visiontrain.h"
 
 #define MAXLOSS 4096

@@ -9,7 +9,7 @@
 #include "core/core.h"
 #include "nn/model.h"
 #include "testutil.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "visiontrain/visiontrain.h"
 
 static void set_gt(float *g, int cls, float x0, float y0, float x1, float y1)

@@ -1,8 +1,8 @@
-/* Public GPU queries: thin wrappers over the CUDA module's (cuda/cuda_device.h), which answer
+/* Public GPU queries: thin wrappers over the CUDA module's (cuda_device.h), which answer
  * "no GPU", with the reason, when there is no module or the build has no CUDA. */
 #include "backend/backend.h"
 #include "backend/gemm.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 
 VT_API const char *vt_cpu_kernels(void) { return vt_sgemm_kernels(); }
 

@@ -29,7 +29,8 @@
 #include "core/threads.h"
 #include "data/augment.h"
 #include "data/dataset.h"
-#include "train/detect_eval.h"
+#include "data/boxes.h"
+#include "image/letterbox.h"
 
 typedef struct vt_loader vt_loader;
 

@@ -16,7 +16,7 @@
 /* ---- calibration ---------------------------------------------------------------------------- */
 
 #include "backend/backend.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 
 /* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
  * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */

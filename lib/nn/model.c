@@ -8,7 +8,7 @@
 
 #include "image/image.h"
 #include "nn/exec.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 
 #define TAG_META VT_TAG('M', 'E', 'T', 'A')
 #define TAG_NAME VT_TAG('N', 'A', 'M', 'E')

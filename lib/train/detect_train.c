@@ -6,7 +6,7 @@
 
 #include "backend/det_loss_math.h"
 #include "data/loader.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "train/trainer_impl.h"
 
 #define TRY VT_TRY

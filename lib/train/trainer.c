@@ -14,7 +14,7 @@
 
 #include "data/loader.h"
 #include "train/trainer_impl.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 
 #define TRY VT_TRY
 #define NMETRIC VT_NMETRIC

@@ -9,7 +9,7 @@
 #include "data/dataset.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 #include "train/results.h"
 
 enum { VT_NMETRIC = 21 };

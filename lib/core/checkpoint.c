@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 
 #include "core/atomic_file.h"
 
