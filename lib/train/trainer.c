@@ -14,7 +14,6 @@
 
 #include "data/loader.h"
 #include "train/trainer_impl.h"
-#include "backend/cuda_device.h"
 
 #define TRY VT_TRY
 #define NMETRIC VT_NMETRIC
@@ -94,18 +93,17 @@ static void mark_dirty(vt_trainer *t);
 /* The loader's allocator for a GPU trainer's batches: pinned, with the trainer's device. */
 static void *pinned_alloc(void *ctx, size_t bytes)
 {
-    return vt_cuda_host_alloc(atoi(((const vt_trainer *)ctx)->device), bytes);
+    return vt_device_host_alloc(&((const vt_trainer *)ctx)->dev, bytes);
 }
 
 static void pinned_free(void *ctx, void *p)
 {
-    (void)ctx;
-    vt_cuda_host_free(p);
+    vt_device_host_free(&((const vt_trainer *)ctx)->dev, p);
 }
 
 static void free_host_batch(vt_trainer *t)
 {
-    if (t->host_pinned) vt_cuda_host_free(t->host_batch);
+    if (t->host_pinned) vt_device_host_free(&t->host_dev, t->host_batch);
     else free(t->host_batch);
     t->host_batch = NULL;
     t->host_pinned = 0;
@@ -118,9 +116,10 @@ static float *alloc_host_batch(vt_trainer *t, size_t floats)
 {
     free_host_batch(t);
     if (t->be && !t->be->ops->host_memory) {
-        t->host_batch = vt_cuda_host_alloc(atoi(t->device), floats * sizeof(float));
+        t->host_batch = vt_device_host_alloc(&t->dev, floats * sizeof(float));
         if (t->host_batch) {
             t->host_pinned = 1;
+            t->host_dev = t->dev;
             return t->host_batch;
         }
         vt_err_clear(); /* fall back to pageable memory */
@@ -257,13 +256,13 @@ static vt_status open_backend(vt_trainer *t)
     const char *dev = vt_opt_str(&t->opts, VT_OPT_DEVICE);
     if (t->be && strcmp(dev, t->device) == 0) return VT_OK;
     if (t->dirty) TRY(pull_weights(t)); /* moving devices: keep what was trained */
+    vt_device d;
+    TRY(vt_device_parse(dev, &d));
     release_device(t);
-    if (strcmp(dev, "cpu") == 0) {
-        TRY(vt_backend_cpu_create(&t->be, 0));
-    } else {
-        TRY(vt_backend_cuda_create(&t->be, atoi(dev)));
-        vt_backend_cuda_set_fp32(t->be, strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0);
-    }
+    int fp32 = strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0;
+    TRY(vt_device_backend(&d, fp32 ? VT_DEVICE_PRECISION_FP32 : VT_DEVICE_PRECISION_DEFAULT,
+                          &t->be));
+    t->dev = d;
     snprintf(t->device, sizeof t->device, "%s", dev);
     vt_status st = vt_exec_create(&t->exec, &t->model->graph, t->be);
     if (st) release_device(t);
@@ -466,9 +465,8 @@ static double val_estimate(const vt_trainer *t, const run_clock *c, int batch)
 /* VT_METRIC_DEVICE_MEMORY_BYTES: what the trainer's GPU backend holds (nothing on the CPU). */
 static void note_device_memory(vt_trainer *t)
 {
-    if (t->be && strcmp(t->device, "cpu") != 0) {
-        size_t held = 0, peak = 0;
-        vt_backend_cuda_memory(t->be, &held, &peak);
+    size_t held, peak;
+    if (t->be && vt_device_memory(&t->dev, t->be, &held, &peak)) {
         set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
     }
 }
@@ -988,4 +986,9 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
         if (loss) *loss = l;
     }
     return vt_err_capture(t->err, st);
+}
+
+vt_status vt_trainer_synchronize(vt_trainer *t)
+{
+    return t->be ? t->be->ops->synchronize(t->be) : VT_OK;
 }

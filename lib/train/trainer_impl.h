@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "backend/backend.h"
+#include "backend/device.h"
 #include "data/dataset.h"
 #include "nn/exec.h"
 #include "nn/model.h"
@@ -49,7 +50,8 @@ struct vt_trainer {
     void *cb_user;
     atomic_int cancel;
 
-    char device[VT_OPT_STR_MAX]; /* device of be */
+    char device[VT_OPT_STR_MAX]; /* the device option be was opened for */
+    vt_device dev;               /* ... and the device it names */
     vt_backend *be;
     vt_exec *exec;
     float *opt_m, *opt_v;        /* optimiser state, backend memory */
@@ -57,7 +59,8 @@ struct vt_trainer {
     float *ema_p, *ema_b;        /* EMA of params / buffers, backend memory (ema=1) */
     float *tmp_p, *tmp_b;        /* scratch of the same sizes (EMA update, swapping for val) */
     float *host_batch;           /* CNHW staging of one batch; pinned when host_pinned */
-    int host_pinned;             /* host_batch came from vt_cuda_host_alloc (GPU trainers) */
+    int host_pinned;             /* host_batch came from vt_device_host_alloc of host_dev */
+    vt_device host_dev;
     int host_for_gpu;            /* host_batch was allocated for a device backend (pinned if
                                     the driver allowed it) */
     struct vt_pool *stage_pool;  /* threads of vt_trainer_step's NCHW -> CNHW staging (GPU) */
@@ -194,6 +197,8 @@ struct vt_loader;
  * input (staged through the pinned batch by a few threads on a GPU; asynchronous there: the
  * next download or synchronize waits for it).  The trainer must be prepared for `batch`. */
 vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch);
+/* Wait for the trainer's backend to finish what was queued (an upload, a step). */
+vt_status vt_trainer_synchronize(vt_trainer *t);
 vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *indices, int n,
                                 uint64_t aug_seed, int *ok);
 /* Validation driver shared by the tasks: every image of a split, batch by batch, decoded into
