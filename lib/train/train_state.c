@@ -40,16 +40,6 @@
 
 enum { TRNR_FORMAT = 1 };
 
-const char *vt_task_dir_name(vt_task task)
-{
-    switch (task) {
-    case VT_TASK_CLASSIFY: return "classify";
-    case VT_TASK_DETECT: return "detect";
-    case VT_TASK_SEGMENT: return "segment";
-    }
-    return "task";
-}
-
 /* ---- dataset hash ---- */
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)

@@ -55,13 +55,21 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
                        "the dataset %s has %d classes but the model was built for %d", ds->root,
                        ds->num_classes, model->num_classes);
+    const vt_task_iface *task = vt_task_find(model->task);
+    if (!task) return vt_fail(VT_ERR_INVALID_ARGUMENT, "model %s: unknown task %d", model->arch,
+                              (int)model->task);
     vt_trainer *t = vt_calloc(1, sizeof *t);
     if (!t) return VT_ERR_OUT_OF_MEMORY;
+    if (task->state_size && !(t->tc.state = vt_calloc(1, task->state_size))) {
+        free(t);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
     t->model = model;
     t->ds = ds;
+    t->task = task;
     vt_optvals_init(&t->opts, VT_SCOPE_TRAINER);
     atomic_init(&t->cancel, 0);
-    vt_results_init(&t->results, model->task);
+    vt_results_init(&t->results, task);
     *out = t;
     return VT_OK;
 }
@@ -78,8 +86,7 @@ static void release_device(vt_trainer *t)
     }
     t->opt_m = t->opt_v = NULL;
     t->ema_p = t->ema_b = t->tmp_p = t->tmp_b = NULL;
-    vt_det_release(t);
-    vt_seg_release(t);
+    if (t->task->release) t->task->release(vt_trainer_task_ctx(t));
     vt_exec_destroy(t->exec);
     t->exec = NULL;
     vt_backend_destroy(t->be);
@@ -143,6 +150,7 @@ VT_API void vt_trainer_destroy(vt_trainer *t)
     free(t->host_labels);
     free(t->host_probs);
     free(t->confusion);
+    free(t->tc.state);
     vt_results_free(&t->results);
     free(t);
 }
@@ -356,27 +364,13 @@ static vt_status optimizer_step(vt_trainer *t, double lr)
  * loader of the batch (detection reads its boxes there). */
 static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, vt_loader *L)
 {
-    vt_backend *be = t->be;
     vt_exec *e = t->exec;
     vt_model *m = t->model;
     e->n = n;
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
     TRY(vt_exec_forward(e, 1));
-    vt_node *out = &e->g->nodes[m->output_node];
-    if (m->task == VT_TASK_DETECT) {
-        TRY(vt_det_batch_loss(t, L, n, 1, loss_out));
-    } else if (m->task == VT_TASK_SEGMENT) {
-        TRY(vt_seg_batch_loss(t, L, n, 1, loss_out));
-    } else {
-        TRY(be->ops->upload(be, e->labels, t->host_labels, (size_t)n * sizeof(int32_t)));
-        TRY(be->ops->softmax_xent(be, m->num_classes, n, out->y, e->labels,
-                                  (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING), 1.0f / n,
-                                  e->loss, out->dy, NULL));
-        float loss_sum;
-        TRY(be->ops->download(be, &loss_sum, e->loss, sizeof loss_sum));
-        *loss_out = loss_sum / n;
-    }
+    TRY(t->task->batch_loss(vt_trainer_task_ctx(t), L, n, 1, loss_out));
     TRY(vt_exec_backward(e, m->output_node));
     TRY(optimizer_step(t, lr));
     mark_dirty(t);
@@ -539,7 +533,7 @@ static vt_status run(vt_trainer *t)
     t->stop = VT_STOP_NONE;
     t->run_dir[0] = 0;
     vt_results_free(&t->results);
-    vt_results_init(&t->results, m->task);
+    vt_results_init(&t->results, t->task);
     memset(&t->pos, 0, sizeof t->pos);
     t->pos.best_fitness = -INFINITY;
     const char *resume = vt_opt_str(&t->opts, VT_OPT_RESUME);
@@ -772,39 +766,15 @@ static vt_status run(vt_trainer *t)
             pos->elapsed += val_seconds;
         }
         double mean_loss = pos->loss_sum / (pos->batch > 0 ? pos->batch : 1);
-        int det = m->task == VT_TASK_DETECT, seg = m->task == VT_TASK_SEGMENT;
-        double fitness = !validate ? -mean_loss
-                         : det     ? t->prog.value[VT_METRIC_MAP50_95]
-                         : seg     ? t->prog.value[VT_METRIC_MIOU]
-                                   : t->prog.value[VT_METRIC_TOP1];
+        double fitness = validate ? t->prog.value[t->task->fitness] : -mean_loss;
         int improved = pos->best_epoch == 0 || fitness > pos->best_fitness;
         if (improved) {
             pos->best_fitness = fitness;
             pos->best_epoch = ep + 1;
         }
-        double vv = validate ? 1.0 : NAN; /* NaN: no validation value */
-        const double *pv = t->prog.value;
-        double row[16]; /* the widest task table */
-        if (det) {
-            double r[VT_RD_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
-                                     vv * pv[VT_METRIC_PRECISION], vv * pv[VT_METRIC_RECALL],
-                                     vv * pv[VT_METRIC_MAP50], vv * pv[VT_METRIC_MAP50_95],
-                                     pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
-                                     pos->data_wait, pos->elapsed};
-            memcpy(row, r, sizeof r);
-        } else if (seg) {
-            double r[VT_RS_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
-                                     vv * pv[VT_METRIC_MIOU], vv * pv[VT_METRIC_PIXEL_ACC],
-                                     pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
-                                     pos->data_wait, pos->elapsed};
-            memcpy(row, r, sizeof r);
-        } else {
-            double r[VT_RC_NCLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
-                                    vv * pv[VT_METRIC_TOP1], vv * pv[VT_METRIC_TOP5],
-                                    pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
-                                    pos->data_wait, pos->elapsed};
-            memcpy(row, r, sizeof r);
-        }
+        double row[VT_RESULTS_MAXCOL];
+        vt_results_row(t->task, ep + 1, mean_loss, validate, &t->prog,
+                       pos->epoch_time + val_seconds, pos->data_wait, pos->elapsed, row);
         vt_results_truncate(&t->results, ep);
         if ((st = vt_results_append(&t->results, row))) goto done;
         vt_tb_epoch(t);
@@ -958,7 +928,7 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     if (!t || !images || !labels)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_step: NULL argument");
     vt_model *m = t->model;
-    if (m->task != VT_TASK_CLASSIFY)
+    if (!t->task->class_labels)
         return vt_err_capture(t->err, vt_fail(VT_ERR_UNSUPPORTED,
                                               "vt_trainer_step takes class labels: it trains "
                                               "classifiers only; train a %s model with "
@@ -991,4 +961,13 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
 vt_status vt_trainer_synchronize(vt_trainer *t)
 {
     return t->be ? t->be->ops->synchronize(t->be) : VT_OK;
+}
+
+VT_API vt_status vt_trainer_class_ap(const vt_trainer *t, int cls, double *ap50, double *ap50_95,
+                                     int64_t *num_gt)
+{
+    if (!t) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_class_ap: NULL trainer");
+    if (!t->task->class_ap)
+        return vt_fail(VT_ERR_NOT_FOUND, "no detection validation has run on this trainer");
+    return t->task->class_ap(&t->tc, cls, ap50, ap50_95, num_gt);
 }
