@@ -11,7 +11,7 @@
 #include "core/atomic_file.h"
 #include "estimate/estimator_impl.h"
 #include "nn/model.h"
-#include "train/trainer_impl.h"
+#include "train/trainer_probe.h"
 
 /* ---- calibration ---------------------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include "core/checkpoint.h"
 #include "task/task.h"
 #include "train/results.h"
+#include "train/trainer_probe.h"
 
 /* Where a run stands, and everything besides weights and optimiser moments that a checkpoint
  * needs to continue it exactly. */
@@ -164,12 +165,6 @@ int vt_trainer_imgsz(const vt_trainer *t);
 /* Decode images `indices` of L's split into the executor's input (and their labels into
  * t->host_labels), staging through t->host_batch when the backend is a device. */
 struct vt_loader;
-/* vt_trainer_step's input upload: `batch` NCHW images from the caller into the executor's CNHW
- * input (staged through the pinned batch by a few threads on a GPU; asynchronous there: the
- * next download or synchronize waits for it).  The trainer must be prepared for `batch`. */
-vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch);
-/* Wait for the trainer's backend to finish what was queued (an upload, a step). */
-vt_status vt_trainer_synchronize(vt_trainer *t);
 vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *indices, int n,
                                 uint64_t aug_seed, int *ok);
 /* Validation driver shared by the tasks: every image of a split, batch by batch, decoded into
