@@ -51,7 +51,10 @@ typedef struct vt_device {
 vt_status vt_device_parse(const char *spec, vt_device *out);
 /* The spec's canonical text ("cpu", "cuda:1") into buf. */
 void vt_device_name(const vt_device *d, char *buf, size_t cap);
-static inline int vt_device_is_gpu(const vt_device *d) { return d->iface->kind == VT_DEVICE_KIND_GPU; }
+static inline int vt_device_is_gpu(const vt_device *d)
+{
+    return d->iface->kind == VT_DEVICE_KIND_GPU;
+}
 
 /* A backend on the device, at that precision. */
 vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backend **out);

@@ -95,6 +95,7 @@ const vt_task_iface vt_task_classify = {
     .metric_cols = cls_cols,
     .metric_plot = cls_plot,
     .fitness = VT_METRIC_TOP1,
+    .sample = VT_SAMPLE_LABEL,
     .batch_loss = cls_batch_loss,
     .evaluate = cls_evaluate,
 };

@@ -109,4 +109,10 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int npred, const 
 /* conf < 0: the threshold maximising the mean F1; else P/R/F1 at that threshold. */
 vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out);
 
+/* The evaluator of a detection trainer's last completed validation (the detect task's state,
+ * lib/task/detect_train.c), e.g. for its PR and F1 curves; NULL before one or for another
+ * task's context. */
+struct vt_task_ctx;
+const vt_det_eval *vt_detect_last_eval(const struct vt_task_ctx *c);
+
 #endif

@@ -274,6 +274,13 @@ static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, doubl
     return VT_OK;
 }
 
+const vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)
+{
+    if (!c || !c->state || !c->model || c->model->task != VT_TASK_DETECT) return NULL;
+    const det_state *t = c->state;
+    return t->det_eval && t->det_eval_valid ? t->det_eval : NULL;
+}
+
 static const vt_metric det_metrics[] = {VT_METRIC_PRECISION, VT_METRIC_RECALL, VT_METRIC_MAP50,
                                         VT_METRIC_MAP50_95};
 static const char *const det_cols[] = {"metrics/precision", "metrics/recall", "metrics/mAP50",
@@ -288,6 +295,7 @@ const vt_task_iface vt_task_detect = {
     .metric_cols = det_cols,
     .metric_plot = det_plot,
     .fitness = VT_METRIC_MAP50_95,
+    .sample = VT_SAMPLE_BOXES,
     .state_size = sizeof(det_state),
     .batch_loss = det_batch_loss,
     .evaluate = det_evaluate,

@@ -12,10 +12,9 @@
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "data/loader.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-
-struct vt_loader;
 
 /* The trainer's progress record (opaque in the public header): the latest metric values. */
 enum { VT_NMETRIC = 21 };
@@ -79,6 +78,8 @@ typedef struct vt_task_iface {
     const unsigned char *metric_plot; /* 1: a panel of results.png */
     /* the value a run keeps the best of, from a validation */
     vt_metric fitness;
+    /* the loader's per-sample pipeline for this task's batches (data/loader.h) */
+    vt_sample_kind sample;
     size_t state_size;
     /* Loss of the batch already run forward (its labels, boxes or masks in L's last fill);
      * with_grad: also seeds the output gradient for backward.  *loss: the batch's mean. */

@@ -33,8 +33,9 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
         return vt_fail(VT_ERR_DATASET, "%s: the dataset has no %s images", ds->root,
                        split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
     vt_model *m = t->model;
-    vt_loader_config cfg = {vt_trainer_imgsz(t), m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS),
-                            NULL, &t->log, NULL, NULL, NULL};
+    vt_loader_config cfg = {vt_trainer_imgsz(t), m->channels,
+                            (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL, &t->log, NULL, NULL,
+                            NULL, t->task->sample};
     vt_loader *L = keep ? *keep : NULL;
     if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
     if (keep) *keep = L;

@@ -28,6 +28,7 @@ static const vt_task_iface task_segment = {
     .metric_cols = seg_cols,
     .metric_plot = seg_plot,
     .fitness = VT_METRIC_MIOU,
+    .sample = VT_SAMPLE_MASK,
     .batch_loss = seg_batch_loss,
     .evaluate = seg_evaluate,
     .release = seg_release,

@@ -805,7 +805,7 @@ static vt_status run(vt_trainer *t)
     vt_trainer_aug_params(t, &aug);
     int cache_ram = strcmp(vt_opt_str(&t->opts, VT_OPT_CACHE), "ram") == 0;
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
-                            &t->log, NULL, NULL, NULL};
+                            &t->log, NULL, NULL, NULL, t->task->sample};
     /* batches the GPU uploads by DMA straight from the loader's buffers; each step waits for
      * its stream before the loader can reuse the buffer (vt_loader_wait's contract) */
     if (!t->be->ops->host_memory) {
