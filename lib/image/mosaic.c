@@ -49,9 +49,10 @@ static vt_status draw_tile(vt_canvas *c, int ox, int oy, const vt_mosaic_tile *t
             if (mx >= t->w) mx = t->w - 1;
             if (my >= t->h) my = t->h - 1;
             int k = t->mask[(size_t)my * t->w + mx];
-            if (k != mask_skip && k < nc) blend(p, vt_class_rgb(k), 150);
+            if (k != mask_skip && k < nc) blend(p, vt_class_rgb(k), 170);
         }
     vt_image_free(&dst);
+    /* the boxes, then their labels over every box line */
     for (int i = 0; i < t->nbox; i++) {
         const vt_mosaic_box *b = &t->box[i];
         uint32_t col = vt_class_rgb(b->cls);
@@ -61,6 +62,11 @@ static vt_status draw_tile(vt_canvas *c, int ox, int oy, const vt_mosaic_tile *t
         vt_canvas_line(c, bx0, by1, bx1, by1, col, 2, 0);
         vt_canvas_line(c, bx0, by0, bx0, by1, col, 2, 0);
         vt_canvas_line(c, bx1, by0, bx1, by1, col, 2, 0);
+    }
+    for (int i = 0; i < t->nbox; i++) {
+        const vt_mosaic_box *b = &t->box[i];
+        uint32_t col = vt_class_rgb(b->cls);
+        int bx0 = x0 + (int)lround(b->x0 * s), by0 = y0 + (int)lround(b->y0 * s);
         char idx[16], lab[160], fit[160];
         snprintf(idx, sizeof idx, "%d", b->cls);
         const char *nm = names && b->cls >= 0 && b->cls < nc && names[b->cls] ? names[b->cls] : idx;

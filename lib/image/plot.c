@@ -120,13 +120,13 @@ void vt_text_fit(char *out, size_t cap, const char *s, int size, int maxw)
     snprintf(out, cap, "%s", ell);
 }
 
-/* Compact count: 950, 21.5k, 3.2M. */
+/* Compact count: 950, 21.5k, 215k, 3.2M. */
 void vt_fmt_count(char *buf, size_t cap, int64_t n)
 {
     double a = (double)(n < 0 ? -n : n);
     if (a < 1000) snprintf(buf, cap, "%lld", (long long)n);
-    else if (a < 1e6) snprintf(buf, cap, a < 9999.5 ? "%.1fk" : "%.0fk", (double)n / 1e3);
-    else if (a < 1e9) snprintf(buf, cap, a < 9999.5e3 ? "%.1fM" : "%.0fM", (double)n / 1e6);
+    else if (a < 999.5e3) snprintf(buf, cap, a < 99950 ? "%.1fk" : "%.0fk", (double)n / 1e3);
+    else if (a < 999.5e6) snprintf(buf, cap, a < 99950e3 ? "%.1fM" : "%.0fM", (double)n / 1e6);
     else snprintf(buf, cap, "%.1fG", (double)n / 1e9);
 }
 
@@ -454,7 +454,7 @@ vt_status vt_plot_grid(const char *path, const double *x, int n, const double *c
     if (np <= 0) return VT_OK;
     int cols = np <= 3 ? np : (np + 1) / 2;
     int rows = (np + cols - 1) / cols;
-    int pw = 420, ph = 320;
+    int pw = 400, ph = 300;
     vt_canvas c;
     vt_status st = vt_canvas_init(&c, cols * pw, rows * ph);
     if (st) return st;
