@@ -72,7 +72,7 @@ static vt_status draw_tile(vt_canvas *c, int ox, int oy, const vt_mosaic_tile *t
         const char *nm = names && b->cls >= 0 && b->cls < nc && names[b->cls] ? names[b->cls] : idx;
         if (b->score >= 0) snprintf(lab, sizeof lab, "%s %.2f", nm, b->score);
         else snprintf(lab, sizeof lab, "%s", nm);
-        vt_text_fit(fit, sizeof fit, lab, LABEL, CELL - 8);
+        vt_text_fit(fit, sizeof fit, lab, LABEL, CELL / 2); /* long names would cover the tile */
         int tw = vt_text_width(fit, LABEL) + 6;
         /* the label above the box, inside it when the box touches the tile's top */
         int lx = bx0 - 1, ly = by0 - LABEL - 1 < y0 ? by0 + 1 : by0 - LABEL - 1;

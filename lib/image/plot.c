@@ -109,15 +109,25 @@ void vt_text_fit(char *out, size_t cap, const char *s, int size, int maxw)
     if (vt_text_width(out, size) <= maxw) return;
     /* the built-in font has no ellipsis glyph */
     const char *ell = vt_font_truetype(NULL, 0) ? "\xE2\x80\xA6" : "..";
-    size_t n = strlen(out), el = strlen(ell);
+    size_t el = strlen(ell), n = strlen(out);
+    char *full = vt_malloc(n + 1);
+    if (!full) {
+        out[0] = 0;
+        return;
+    }
+    memcpy(full, out, n + 1);
     while (n > 0) {
         do n--; /* back to the start of a UTF-8 sequence */
-        while (n > 0 && ((unsigned char)out[n] & 0xC0) == 0x80);
-        if (n + el + 1 > cap) continue;
-        memcpy(out + n, ell, el + 1);
-        if (vt_text_width(out, size) <= maxw) return;
+        while (n > 0 && ((unsigned char)full[n] & 0xC0) == 0x80);
+        size_t m = n;
+        while (m > 0 && full[m - 1] == ' ') m--; /* "long…", not "long …" */
+        if (m + el + 1 > cap) continue;
+        memcpy(out, full, m);
+        memcpy(out + m, ell, el + 1);
+        if (vt_text_width(out, size) <= maxw) break;
     }
-    snprintf(out, cap, "%s", ell);
+    if (n == 0) snprintf(out, cap, "%s", ell);
+    free(full);
 }
 
 /* Compact count: 950, 21.5k, 215k, 3.2M. */
