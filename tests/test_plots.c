@@ -257,6 +257,33 @@ START_TEST(test_flat_series_and_legend)
 }
 END_TEST
 
+/* Where the text (at one of the cell sizes 15..9, colour fg on bg) stands inside the square
+ * (x, y, size) of the image: its top row, or -1. */
+static int find_text(const vt_image *im, int x, int y, int size, const char *text, uint32_t fg,
+                     uint32_t bg)
+{
+    for (int sz = 15; sz >= 9; sz -= 1) {
+        vt_canvas t;
+        int tw = vt_text_width(text, sz) + 2;
+        ck_assert_int_eq(vt_canvas_init(&t, tw, sz), VT_OK);
+        vt_canvas_rect(&t, 0, 0, tw, sz, bg);
+        vt_canvas_text(&t, 0, 0, text, sz, fg, 0);
+        for (int ty = y; ty + sz <= y + size && ty + sz <= im->h; ty++)
+            for (int tx = x; tx + tw <= x + size && tx + tw <= im->w; tx++) {
+                int ok = 1;
+                for (int j = 0; j < sz && ok; j++)
+                    ok = memcmp(im->data + ((size_t)(ty + j) * im->w + tx) * 3,
+                                t.px + (size_t)j * tw * 3, (size_t)tw * 3) == 0;
+                if (ok) {
+                    vt_canvas_free(&t);
+                    return ty;
+                }
+            }
+        vt_canvas_free(&t);
+    }
+    return -1;
+}
+
 START_TEST(test_confusion_shares)
 {
     /* rows of very different sizes: the colours are the shares of each row, so the 21473-pixel
@@ -279,9 +306,23 @@ START_TEST(test_confusion_shares)
     ck_assert_msg(is_rgb(&im, CELL_AT(0, 1), 247, 251, 255, 2), "share 0");
     ck_assert_msg(is_rgb(&im, CELL_AT(2, 2), 235, 235, 235, 2), "an empty row is grey");
 #undef CELL_AT
-    /* the long name is cut: the figure stays narrow, and nothing is drawn left of the "True"
-     * title's column besides it */
+    /* the long name is cut: the figure stays narrow */
     ck_assert_int_lt(im.w, 1100);
+    vt_image_free(&im);
+
+    /* what the cells say is what the title says: the share of the row ("0.75", in white on
+     * the cell's colour), the count ("3") under it, not the count alone */
+    int64_t two[4] = {3, 1, 0, 0};
+    ck_assert_int_eq(vt_plot_confusion(path, 2, two, NULL, "images"), VT_OK);
+    ck_assert_int_eq(vt_image_load(path, &im), VT_OK);
+    plot_area(&im, &x0, &y0, &x1, &y1);
+    cell = (x1 - x0 - 1) / 2;
+    const uint8_t *bg = im.data + ((size_t)(y0 + 5) * im.w + x0 + 5) * 3;
+    uint32_t bgc = (uint32_t)bg[0] << 16 | (uint32_t)bg[1] << 8 | bg[2];
+    int fy = find_text(&im, x0, y0, cell, "0.75", 0xFFFFFFu, bgc);
+    ck_assert_msg(fy >= 0, "the share 0.75 is not written in its cell");
+    int cy = find_text(&im, x0, fy + 10, cell, "3", 0xFFFFFFu, bgc);
+    ck_assert_msg(cy > fy, "the count is not written under the share");
     vt_image_free(&im);
 }
 END_TEST
@@ -352,6 +393,16 @@ START_TEST(test_pr_f1_curves)
     }
     vt_image_free(&im);
     vt_det_eval_free(&ev);
+
+    /* many classes: grey curves without legend entries, the mean's entry (its mAP) beside */
+    vt_series many[13];
+    for (int i = 0; i < 12; i++) many[i] = (vt_series){NULL, xs, pr, 101, 0xB4B4B4u, 0, 0, 1};
+    many[12] = (vt_series){"all classes 0.630 mAP@0.5", xs, pr, 101, 0x1F77B4u, 0, 0, 4};
+    ax.legend_right = 1;
+    ck_assert_int_eq(vt_plot_figure(path, 800, 500, &ax, many, 13), VT_OK);
+    ck_assert_int_eq(vt_image_load(path, &im), VT_OK);
+    ck_assert_msg(longest_run(&im, 200, 200, 200) > 100, "no legend for the mean curve");
+    vt_image_free(&im);
 }
 END_TEST
 

@@ -237,8 +237,9 @@ void vt_plot_axes(vt_canvas *c, int x, int y, int w, int h, const vt_axes *ax, c
             int tw = vt_text_width(s[k].label, TXT);
             if (tw > lw) lw = tw;
         }
-    /* a legend only tells series apart: none for a single one */
-    int legend = nlab >= 2 && has_data;
+    /* a legend tells series apart: none for a single one, unless it stands beside the plot
+     * (where it also carries a value, e.g. the mAP of a mean among unlabelled curves) */
+    int legend = (nlab >= 2 || (nlab == 1 && ax->legend_right)) && has_data;
     int right = legend && ax->legend_right ? (lw + 50 < 300 ? lw + 50 : 300) + 12 : 0;
     char lab[64];
     int maxw = 0;

@@ -60,11 +60,12 @@ typedef struct vt_axes {
     const char *title, *xlabel, *ylabel; /* each may be NULL */
     double xlim[2], ylim[2];             /* fixed limits when [0] < [1], else from the data */
     int integer_x;                       /* x ticks at whole numbers (epochs) */
-    int legend_right;                    /* the legend beside the plot area, not inside it */
+    int legend_right;                    /* the legend beside the plot area, not inside it,
+                                            also for a single labelled series */
 } vt_axes;
 
 /* One chart in the rectangle (x, y, w, h) of the canvas: grid, ticks with numeric labels, the
- * series in order, and a legend only when 2 or more series have a label.  A flat series whose
+ * series in order, and a legend only when 2 or more series have a label (or legend_right).  A flat series whose
  * value lies in 0..1 gets the axis 0..1. */
 void vt_plot_axes(vt_canvas *c, int x, int y, int w, int h, const vt_axes *ax, const vt_series *s,
                   int ns);
