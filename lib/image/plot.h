@@ -1,6 +1,7 @@
-/* A small plotting module: an RGB canvas with lines, rectangles and text from a built-in 5x7
- * bitmap font, line-chart panels (axes, ticks with numeric labels, grid, legend, title), and
- * the figures of a run folder (a grid of metric panels, a confusion matrix). */
+/* A small plotting module: an RGB canvas with lines, rectangles and UTF-8 text (a TrueType font
+ * through FreeType, or the built-in bitmap font of font.c; text.c), line charts (axes, ticks
+ * with numeric labels, grid, legend, title), bar charts, and the figures of a run folder (a
+ * grid of metric panels, a confusion matrix, curves, mosaics of images with boxes or masks). */
 #ifndef VT_PLOT_H
 #define VT_PLOT_H
 
