@@ -297,6 +297,61 @@ if ! grep -Fqx '  hand bag ✓ é        3        1        -' out.txt ||
     failures=$((failures + 1))
 fi
 
+# segmenter: predict writes the class-id mask and, by default, the mask in class colours
+expect 0 "$vt" synth data=segd task=segment classes=3 train=8 val=2 imgsz=32 seed=1
+expect 0 "$vt" train data=segd model=seg-n imgsz=32 epochs=1 batch=4 plots=0 save=seg.vtm
+expect 0 "$vt" predict model=seg.vtm source=segd/images/val out=segp
+expect 0 "$vt" predict model=seg.vtm source=segd/images/val out=segraw color=0
+if [ ! -s segp/00000_mask.png ] || [ ! -s segp/00000_color.png ] || [ ! -s segraw/00000_mask.png ] ||
+   [ -e segraw/00000_color.png ]; then
+    echo "FAIL: vt predict on a segmenter: colour mask missing, or written with color=0"
+    ls segp segraw 2>&1 | sed 's/^/    /'
+    failures=$((failures + 1))
+elif command -v python3 >/dev/null 2>&1; then
+    # every pixel of the colour mask is its class's colour (background black)
+    if ! python3 - segp/00000_mask.png segp/00000_color.png <<'PY'
+import struct, sys, zlib
+def png(path):
+    d = open(path, 'rb').read()
+    pos, idat, w = 8, b'', 0
+    while pos < len(d):
+        n, kind = struct.unpack('>I4s', d[pos:pos + 8])
+        body = d[pos + 8:pos + 8 + n]
+        if kind == b'IHDR':
+            w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
+        elif kind == b'IDAT':
+            idat += body
+        pos += 12 + n
+    bpp = {0: 1, 2: 3}[ctype]
+    raw, rows, prev = zlib.decompress(idat), [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw[y * (w * bpp + 1)], bytearray(raw[y * (w * bpp + 1) + 1:(y + 1) * (w * bpp + 1)])
+        for i in range(len(line)):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            p = a + b - c
+            pred = [0, a, b, (a + b) // 2,
+                    a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c) else c][f]
+            line[i] = (line[i] + pred) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, bpp, b''.join(rows)
+pal = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40)]
+w, h, _, mask = png(sys.argv[1])
+_, _, _, rgb = png(sys.argv[2])
+for i in range(w * h):
+    want = (0, 0, 0) if mask[i] == 0 else pal[mask[i]]
+    if tuple(rgb[3 * i:3 * i + 3]) != want:
+        sys.exit('pixel %d: class %d drawn %s, want %s' % (i, mask[i], tuple(rgb[3 * i:3 * i + 3]), want))
+PY
+    then
+        echo "FAIL: vt predict: the colour mask does not follow the class palette"
+        failures=$((failures + 1))
+    else
+        echo "ok   : vt predict colour mask follows the class palette"
+    fi
+fi
+
 # interrupted: 4 (SIGINT while training; the weights so far are saved)
 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &
 pid=$!

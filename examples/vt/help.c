@@ -110,15 +110,16 @@ static const help_entry help_texts[] = {
      "epochs=, ...) are refused.\n"     "example: vt val model=shapes.vtm data=shapes\n"},
     {"predict",
      "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
-     "                  max_det=300 out=predictions color=0]\n"
+     "                  max_det=300 out=predictions color=1]\n"
      "Classify PNG or JPEG images with a saved model, or detect objects with a detector.\n"
      "source= takes files, and a folder stands for the images directly in it; image paths may\n"
      "also be given without source=.  Classifier: one line per image, 'path: class\n"
      "probability' (top=K: the K best classes).  Detector: 'path: N detections', then one line\n"
      "per box: class, score, x0 y0 x1 y1 in the image's pixels (score >= conf, class-aware NMS\n"
      "at IoU iou, at most max_det).  Segmenter: writes OUT/<name>_mask.png (class id per\n"
-     "pixel, the image's size; out=DIR, default predictions) and with color=1 a colour-coded\n"
-     "<name>_color.png, and prints each class's share of the pixels.\n"
+     "pixel, the image's size; out=DIR, default predictions) and OUT/<name>_color.png (each\n"
+     "class in its colour, a class named background black; color=0: the class-id mask only),\n"
+     "and prints each class's share of the pixels.\n"
      "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
     {"export",
      "usage: vt export model=FILE.vtm [format=onnx out=FILE.onnx opset=17 batch=1|N|dynamic\n"

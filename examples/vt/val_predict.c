@@ -164,8 +164,8 @@ static int detect_one(vt_model *m, const char *path, float conf, float iou, int 
     return rc;
 }
 
-/* Segmentation: <out>/<stem>_mask.png (one byte a pixel: the class id) and, with color=1,
- * <stem>_color.png (the same mask colour-coded for viewing). */
+/* Segmentation: <out>/<stem>_mask.png (one byte a pixel: the class id) and, unless color=0,
+ * <stem>_color.png (the class colour per pixel, for viewing). */
 static int segment_one(vt_model *m, const char *path, const char *out, int color)
 {
     int w = 0, h = 0;
@@ -201,18 +201,26 @@ static int segment_one(vt_model *m, const char *path, const char *out, int color
         printf("\n");
     }
     if (!rc && color) {
-        /* a colour-coded copy of the mask: class 0 black, then a fixed palette */
-        static const uint8_t pal[7][3] = {{230, 25, 75}, {60, 180, 75},  {255, 225, 25},
-                                          {0, 130, 200}, {245, 130, 48}, {145, 30, 180},
-                                          {70, 240, 240}};
+        /* the colours of the run folder's val_batch pictures (class k: entry k % 20), a class
+         * named "background" black */
+        static const uint8_t pal[20][3] = {
+            {31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},  {148, 103, 189},
+            {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},
+            {0, 0, 128},    {255, 215, 0},  {0, 128, 128},  {255, 99, 71},  {128, 0, 0},
+            {60, 180, 75},  {70, 240, 240}, {240, 50, 230}, {170, 110, 40}, {0, 0, 0}};
+        uint8_t lut[256][3];
+        for (int c = 0; c < 256; c++) {
+            const char *name = c < vt_model_num_classes(m) ? vt_model_class_name(m, c) : NULL;
+            int bg = c >= vt_model_num_classes(m) || (name && strcmp(name, "background") == 0);
+            for (int k = 0; k < 3; k++) lut[c][k] = bg ? 0 : pal[c % 20][k];
+        }
         uint8_t *rgb = malloc((size_t)w * h * 3);
         if (!rgb) st = VT_ERR_OUT_OF_MEMORY;
-        for (size_t i = 0; rgb && i < (size_t)w * h; i++)
-            for (int k = 0; k < 3; k++)
-                rgb[3 * i + k] = mask[i] == 0 ? 0 : pal[(mask[i] - 1) % 7][k];
+        for (size_t i = 0; rgb && i < (size_t)w * h; i++) memcpy(rgb + 3 * i, lut[mask[i]], 3);
         snprintf(file, sizeof file, "%s/%s_color.png", out, stem);
         if (rgb) st = vt_png_save(file, rgb, w, h, 3, (size_t)w * 3);
         if (st) rc = fail("predict", st, NULL);
+        else printf("  colours: %s\n", file);
         free(rgb);
     }
     free(mask);
@@ -264,7 +272,7 @@ int cmd_predict(args *a)
     const char *conf_s = take(a, "conf"), *iou_s = take(a, "iou"), *maxdet_s = take(a, "max_det");
     const char *out_s = take(a, "out"), *color_s = take(a, "color");
     take(a, "source");
-    int rc, color = 0;
+    int rc, color = 1;
     if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det, out, color"))) return rc;
     if ((rc = flag_value(a->cmd, "color", color_s, &color))) return rc;
     if (!model || a->nsources == 0) {

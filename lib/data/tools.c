@@ -469,12 +469,8 @@ VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_pa
     if (!st) st = vt_canvas_init(&c, 1000, det ? 900 : 480);
     if (!st) {
         vt_canvas_rect(&c, 0, 0, c.w, c.h, RGB(255, 255, 255));
-        for (int i = 0; i < k; i++) {
-            const char *nm = ds->class_names[i];
-            if (strlen(nm) > 12) snprintf(labels[i], sizeof labels[i], "%.10s..", nm);
-            else snprintf(labels[i], sizeof labels[i], "%s", nm);
-            lp[i] = labels[i];
-        }
+        /* whole names: the chart cuts long ones with an ellipsis at a character boundary */
+        for (int i = 0; i < k; i++) lp[i] = ds->class_names[i];
         vt_plot_bars(&c, 0, 0, c.w, 460, det ? "Instances per class" : "Images per class", lp, k,
                      cls_series, names, rgb, ns);
         if (det) {

@@ -1,5 +1,7 @@
-/* A 5x7 bitmap font for ASCII 32..126, drawn for the plot module.  Each glyph is five column
- * bytes, left to right; bit 0 of a byte is the top row, bit 6 the bottom one. */
+/* The built-in bitmap font, the fallback of the plot module's text when FreeType or a TrueType
+ * font is missing: 5x7 glyphs for ASCII 32..126, each five column bytes, left to right; bit 0
+ * of a byte is the top row, bit 6 the row on the baseline.  The letters with a descender
+ * (g j p q y) have their own 5x9 glyphs whose rows 7 and 8 hang below the baseline. */
 #include "image/plot.h"
 
 const unsigned char vt_font5x7[95][5] = {
@@ -98,4 +100,14 @@ const unsigned char vt_font5x7[95][5] = {
     {0x00, 0x00, 0x7F, 0x00, 0x00}, /* |  */
     {0x00, 0x41, 0x36, 0x08, 0x00}, /* }  */
     {0x08, 0x04, 0x08, 0x10, 0x08}, /* ~  */
+};
+
+/* g j p q y: five columns of nine rows (bit 0 the top row, rows 2..6 the x-height, rows 7..8
+ * below the baseline). */
+const unsigned short vt_font5x9_desc[5][5] = {
+    {0x138, 0x144, 0x144, 0x144, 0x0FC}, /* g */
+    {0x080, 0x100, 0x100, 0x0FD, 0x000}, /* j */
+    {0x1FC, 0x044, 0x044, 0x044, 0x038}, /* p */
+    {0x038, 0x044, 0x044, 0x044, 0x1FC}, /* q */
+    {0x03C, 0x140, 0x140, 0x140, 0x0FC}, /* y */
 };

@@ -74,30 +74,6 @@ void vt_canvas_line(vt_canvas *c, int x0, int y0, int x1, int y1, uint32_t rgb, 
     }
 }
 
-void vt_canvas_text(vt_canvas *c, int x, int y, const char *s, int scale, uint32_t rgb,
-                    int vertical)
-{
-    for (int n = 0; s[n]; n++) {
-        unsigned ch = (unsigned char)s[n];
-        if (ch < 32 || ch > 126) ch = '?';
-        const unsigned char *g = vt_font5x7[ch - 32];
-        /* the font has no descender rows: lower the letters that have one */
-        int drop = ch == 'p' || ch == 'q' || ch == 'y' || ch == 'g' || ch == 'j' ? 1 : 0;
-        for (int col = 0; col < 5; col++)
-            for (int row = 0; row < 7; row++) {
-                if (!(g[col] >> row & 1)) continue;
-                int u = n * 6 + col, v = row + drop; /* glyph-space position */
-                for (int j = 0; j < scale; j++)
-                    for (int i = 0; i < scale; i++) {
-                        if (vertical)
-                            put(c, x + v * scale + j, y - u * scale - i, rgb);
-                        else
-                            put(c, x + u * scale + i, y + v * scale + j, rgb);
-                    }
-            }
-    }
-}
-
 /* ---- ticks ---- */
 
 static double nice_step(double range, int target)
@@ -122,113 +98,223 @@ static void fmt_tick(char *buf, size_t cap, double v, double step)
     snprintf(buf, cap, "%.*f", dec, v);
 }
 
-void vt_plot_panel(vt_canvas *c, int x, int y, int w, int h, const char *title,
-                   const char *xlabel, const vt_series *s, int ns)
+
+/* ---- text helpers ---- */
+
+/* s cut to at most maxw pixels at this size, an ellipsis marking the cut (UTF-8 safe). */
+void vt_text_fit(char *out, size_t cap, const char *s, int size, int maxw)
 {
-    const int fs = 2;                      /* font scale of every text */
-    const int ch = 8 * fs, cw = 6 * fs;    /* text cell */
-    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    if (!cap) return;
+    snprintf(out, cap, "%s", s ? s : "");
+    if (vt_text_width(out, size) <= maxw) return;
+    /* the built-in font has no ellipsis glyph */
+    const char *ell = vt_font_truetype(NULL, 0) ? "\xE2\x80\xA6" : "..";
+    size_t el = strlen(ell), n = strlen(out);
+    char *full = vt_malloc(n + 1);
+    if (!full) {
+        out[0] = 0;
+        return;
+    }
+    memcpy(full, out, n + 1);
+    while (n > 0) {
+        do n--; /* back to the start of a UTF-8 sequence */
+        while (n > 0 && ((unsigned char)full[n] & 0xC0) == 0x80);
+        size_t m = n;
+        while (m > 0 && full[m - 1] == ' ') m--; /* "long…", not "long …" */
+        if (m + el + 1 > cap) continue;
+        memcpy(out, full, m);
+        memcpy(out + m, ell, el + 1);
+        if (vt_text_width(out, size) <= maxw) break;
+    }
+    if (n == 0) snprintf(out, cap, "%s", ell);
+    free(full);
+}
+
+/* Compact count: 950, 21.5k, 215k, 3.2M. */
+void vt_fmt_count(char *buf, size_t cap, int64_t n)
+{
+    double a = (double)(n < 0 ? -n : n);
+    if (a < 1000) snprintf(buf, cap, "%lld", (long long)n);
+    else if (a < 999.5e3) snprintf(buf, cap, a < 99950 ? "%.1fk" : "%.0fk", (double)n / 1e3);
+    else if (a < 999.5e6) snprintf(buf, cap, a < 99950e3 ? "%.1fM" : "%.0fM", (double)n / 1e6);
+    else snprintf(buf, cap, "%.1fG", (double)n / 1e9);
+}
+
+/* A palette of 20 colours told apart easily, the first ten matplotlib's tab10. */
+uint32_t vt_class_rgb(int k)
+{
+    static const uint32_t pal[20] = {
+        RGB(31, 119, 180), RGB(255, 127, 14),  RGB(44, 160, 44),   RGB(214, 39, 40),
+        RGB(148, 103, 189), RGB(140, 86, 75),  RGB(227, 119, 194), RGB(127, 127, 127),
+        RGB(188, 189, 34), RGB(23, 190, 207),  RGB(0, 0, 128),     RGB(255, 215, 0),
+        RGB(0, 128, 128),  RGB(255, 99, 71),   RGB(128, 0, 0),     RGB(60, 180, 75),
+        RGB(70, 240, 240), RGB(240, 50, 230),  RGB(170, 110, 40),  RGB(0, 0, 0)};
+    return pal[(k < 0 ? -k : k) % 20];
+}
+
+/* ---- line charts ---- */
+
+enum { TXT = 15, TITLE = 17 }; /* text line heights in pixels */
+
+static int finite_range(const vt_series *s, int ns, double *x0, double *x1, double *y0,
+                        double *y1)
+{
+    *x0 = *y0 = INFINITY;
+    *x1 = *y1 = -INFINITY;
     for (int k = 0; k < ns; k++)
         for (int i = 0; i < s[k].n; i++) {
-            if (!isfinite(s[k].y[i])) continue;
-            xmin = fmin(xmin, s[k].x[i]);
-            xmax = fmax(xmax, s[k].x[i]);
-            ymin = fmin(ymin, s[k].y[i]);
-            ymax = fmax(ymax, s[k].y[i]);
+            if (!isfinite(s[k].y[i]) || !isfinite(s[k].x[i])) continue;
+            *x0 = fmin(*x0, s[k].x[i]);
+            *x1 = fmax(*x1, s[k].x[i]);
+            *y0 = fmin(*y0, s[k].y[i]);
+            *y1 = fmax(*y1, s[k].y[i]);
         }
-    int has_data = isfinite(xmin);
-    if (!has_data) {
-        xmin = 0;
-        xmax = 1;
-        ymin = 0;
-        ymax = 1;
+    return isfinite(*x0);
+}
+
+/* The legend's entries: a line (and marker) of the series' style, then its label. */
+static void legend_box(vt_canvas *c, int bx, int by, int bw, const vt_series *s, int ns, int rows)
+{
+    int bh = rows * (TXT + 5) + 8, row = 0;
+    vt_canvas_rect(c, bx, by, bw, bh, RGB(255, 255, 255));
+    frame(c, bx, by, bw, bh, RGB(200, 200, 200));
+    for (int k = 0; k < ns && row < rows; k++) {
+        if (!s[k].label) continue;
+        int ty = by + 5 + row * (TXT + 5), mid = ty + TXT / 2;
+        if (s[k].n > 1 || !s[k].marker)
+            vt_canvas_line(c, bx + 6, mid, bx + 30, mid, s[k].rgb, s[k].thick ? s[k].thick : 2,
+                           s[k].dash);
+        if (s[k].marker) vt_canvas_rect(c, bx + 16, mid - 3, 7, 7, s[k].rgb);
+        char lab[256];
+        vt_text_fit(lab, sizeof lab, s[k].label, TXT, bw - 44);
+        vt_canvas_text(c, bx + 38, ty, lab, TXT, INK, 0);
+        row++;
     }
-    if (xmax - xmin < 1) {
+}
+
+void vt_plot_axes(vt_canvas *c, int x, int y, int w, int h, const vt_axes *ax, const vt_series *s,
+                  int ns)
+{
+    double xmin, xmax, ymin, ymax;
+    int has_data = finite_range(s, ns, &xmin, &xmax, &ymin, &ymax);
+    if (!has_data) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
+    if (ax->xlim[0] < ax->xlim[1]) {
+        xmin = ax->xlim[0];
+        xmax = ax->xlim[1];
+    } else if (xmax - xmin < 1 && ax->integer_x) {
+        xmin -= 0.5;
+        xmax += 0.5;
+    } else if (xmax - xmin < 1e-12) {
         xmin -= 0.5;
         xmax += 0.5;
     }
-    if (ymax - ymin < 1e-12 * fmax(1, fabs(ymax))) {
-        double pad = fabs(ymax) > 0 ? fabs(ymax) * 0.1 : 1;
-        ymin -= pad;
-        ymax += pad;
+    if (ax->ylim[0] < ax->ylim[1]) {
+        ymin = ax->ylim[0];
+        ymax = ax->ylim[1];
+    } else if (ymax - ymin < 1e-12 * fmax(1, fabs(ymax))) {
+        /* a flat series: 0..1 for a value in it (a metric that stayed 0, or 1), else +-10% */
+        if (ymin >= 0 && ymax <= 1) {
+            ymin = 0;
+            ymax = 1;
+        } else {
+            double pad = fabs(ymax) * 0.1;
+            ymin -= pad;
+            ymax += pad;
+        }
     } else {
         double pad = (ymax - ymin) * 0.06;
-        ymin -= pad;
+        /* a non-negative quantity keeps a non-negative axis */
+        ymin = ymin >= 0 && ymin - pad < 0 ? 0 : ymin - pad;
         ymax += pad;
     }
-    double ystep = nice_step(ymax - ymin, 5);
-    double xstep = nice_step(xmax - xmin, 6);
-    if (xstep < 1) xstep = 1;
-    /* left margin from the widest y label */
+    double ystep = nice_step(ymax - ymin, h < 260 ? 4 : 5);
+    double xstep = nice_step(xmax - xmin, w < 450 ? 5 : 8);
+    if (ax->integer_x && xstep < 1) xstep = 1;
+    int nlab = 0, lw = 0;
+    for (int k = 0; k < ns; k++)
+        if (s[k].label) {
+            nlab++;
+            int tw = vt_text_width(s[k].label, TXT);
+            if (tw > lw) lw = tw;
+        }
+    /* a legend tells series apart: none for a single one, unless it stands beside the plot
+     * (where it also carries a value, e.g. the mAP of a mean among unlabelled curves) */
+    int legend = (nlab >= 2 || (nlab == 1 && ax->legend_right)) && has_data;
+    int right = legend && ax->legend_right ? (lw + 50 < 300 ? lw + 50 : 300) + 12 : 0;
     char lab[64];
     int maxw = 0;
-    for (double v = ceil(ymin / ystep) * ystep; v <= ymax + ystep * 1e-9; v += ystep) {
+    for (double v = ceil(ymin / ystep - 1e-9) * ystep; v <= ymax + ystep * 1e-9; v += ystep) {
         fmt_tick(lab, sizeof lab, v, ystep);
-        int tw = vt_text_width(lab, fs);
+        int tw = vt_text_width(lab, TXT);
         if (tw > maxw) maxw = tw;
     }
-    int px0 = x + maxw + 14, py0 = y + ch + 14;                    /* plot area top-left */
-    int pw = x + w - 14 - px0, ph = y + h - (2 * ch + 22) - py0;  /* plot area size */
+    int ylab = ax->ylabel ? TXT + 8 : 0;
+    int px0 = x + ylab + maxw + 14, py0 = y + (ax->title ? TITLE + 14 : 10);
+    int pw = x + w - 16 - right - px0, ph = y + h - (ax->xlabel ? 2 * TXT + 20 : TXT + 14) - py0;
     if (pw < 20 || ph < 20) return;
-    /* title */
-    vt_canvas_text(c, x + (w - vt_text_width(title, fs)) / 2, y + 6, title, fs, INK, 0);
+    if (ax->title) {
+        char t[256];
+        vt_text_fit(t, sizeof t, ax->title, TITLE, w - 10);
+        vt_canvas_text(c, x + (w - vt_text_width(t, TITLE)) / 2, y + 6, t, TITLE, INK, 0);
+    }
 #define MAPX(v) (px0 + (int)lround(((v) - xmin) / (xmax - xmin) * (pw - 1)))
 #define MAPY(v) (py0 + ph - 1 - (int)lround(((v) - ymin) / (ymax - ymin) * (ph - 1)))
-    /* grid and ticks */
-    for (double v = ceil(ymin / ystep) * ystep; v <= ymax + ystep * 1e-9; v += ystep) {
+    for (double v = ceil(ymin / ystep - 1e-9) * ystep; v <= ymax + ystep * 1e-9; v += ystep) {
         int py = MAPY(v);
         vt_canvas_rect(c, px0, py, pw, 1, GRID);
         vt_canvas_rect(c, px0 - 5, py, 5, 1, AXIS);
         fmt_tick(lab, sizeof lab, v, ystep);
-        vt_canvas_text(c, px0 - 8 - vt_text_width(lab, fs), py - ch / 2 + fs, lab, fs, INK, 0);
+        vt_canvas_text(c, px0 - 8 - vt_text_width(lab, TXT), py - TXT / 2, lab, TXT, INK, 0);
     }
-    for (double v = ceil(xmin / xstep) * xstep; v <= xmax + 1e-9; v += xstep) {
+    for (double v = ceil(xmin / xstep - 1e-9) * xstep; v <= xmax + xstep * 1e-9; v += xstep) {
         int px = MAPX(v);
         vt_canvas_rect(c, px, py0, 1, ph, GRID);
         vt_canvas_rect(c, px, py0 + ph, 1, 5, AXIS);
         fmt_tick(lab, sizeof lab, v, xstep);
-        vt_canvas_text(c, px - vt_text_width(lab, fs) / 2, py0 + ph + 8, lab, fs, INK, 0);
+        vt_canvas_text(c, px - vt_text_width(lab, TXT) / 2, py0 + ph + 7, lab, TXT, INK, 0);
     }
     frame(c, px0, py0, pw, ph, AXIS);
-    if (xlabel)
-        vt_canvas_text(c, px0 + (pw - vt_text_width(xlabel, fs)) / 2, py0 + ph + ch + 14, xlabel,
-                       fs, INK, 0);
-    /* series */
+    if (ax->xlabel)
+        vt_canvas_text(c, px0 + (pw - vt_text_width(ax->xlabel, TXT)) / 2, py0 + ph + TXT + 12,
+                       ax->xlabel, TXT, INK, 0);
+    if (ax->ylabel)
+        vt_canvas_text(c, x + 4, py0 + (ph + vt_text_width(ax->ylabel, TXT)) / 2, ax->ylabel, TXT,
+                       INK, 1);
+    /* series, in order (the last on top) */
     for (int k = 0; k < ns; k++) {
-        int have = 0, lx = 0, ly = 0;
+        int have = 0, lx = 0, ly = 0, th = s[k].thick ? s[k].thick : 2;
         for (int i = 0; i < s[k].n; i++) {
-            if (!isfinite(s[k].y[i])) {
+            if (!isfinite(s[k].y[i]) || !isfinite(s[k].x[i])) {
                 have = 0;
                 continue;
             }
             int qx = MAPX(s[k].x[i]), qy = MAPY(s[k].y[i]);
-            if (have) vt_canvas_line(c, lx, ly, qx, qy, s[k].rgb, 2, s[k].dash);
-            if (s[k].marker) vt_canvas_rect(c, qx - 2, qy - 2, 5, 5, s[k].rgb);
+            if (have) vt_canvas_line(c, lx, ly, qx, qy, s[k].rgb, th, s[k].dash);
+            if (s[k].marker) {
+                int r = s[k].n == 1 ? 5 : 2;
+                vt_canvas_rect(c, qx - r, qy - r, 2 * r + 1, 2 * r + 1, s[k].rgb);
+            }
             have = 1;
             lx = qx;
             ly = qy;
         }
     }
-#undef MAPX
-#undef MAPY
     if (!has_data) {
         const char *msg = "no data";
-        vt_canvas_text(c, px0 + (pw - vt_text_width(msg, fs)) / 2, py0 + ph / 2 - ch / 2, msg, fs,
-                       AXIS, 0);
+        vt_canvas_text(c, px0 + (pw - vt_text_width(msg, TXT)) / 2, py0 + ph / 2 - TXT / 2, msg,
+                       TXT, AXIS, 0);
         return;
     }
-    /* legend, top right inside the plot area */
-    int lw = 0, nl = 0;
-    for (int k = 0; k < ns; k++)
-        if (s[k].label) {
-            int tw = vt_text_width(s[k].label, fs);
-            if (tw > lw) lw = tw;
-            nl++;
-        }
-    if (!nl) return;
-    int bw = lw + 3 * cw + 14, bh = nl * (ch + 6) + 8;
-    /* the corner whose box covers the fewest points of the curves */
-    int bx = px0 + pw - bw - 6, by = py0 + 6, fewest = -1;
+    if (!legend) return;
+    if (right) { /* beside the plot area, as many entries as fit */
+        int rows = (ph - 8) / (TXT + 5);
+        legend_box(c, px0 + pw + 12, py0, right - 12, s, ns, nlab < rows ? nlab : rows);
+        return;
+    }
+    int bw = lw + 50, bh = nlab * (TXT + 5) + 8;
+    if (bw > pw - 12) bw = pw - 12;
+    /* the corner whose box covers the fewest points of the curves (segments sampled) */
+    int bx = 0, by = 0, fewest = -1;
     for (int corner = 0; corner < 4; corner++) {
         int cx = corner & 1 ? px0 + 6 : px0 + pw - bw - 6;
         int cy = corner & 2 ? py0 + ph - bh - 6 : py0 + 6;
@@ -236,15 +322,11 @@ void vt_plot_panel(vt_canvas *c, int x, int y, int w, int h, const char *title,
         for (int k = 0; k < ns; k++)
             for (int i = 0; i < s[k].n; i++) {
                 if (!isfinite(s[k].y[i])) continue;
-                int qx = px0 + (int)lround((s[k].x[i] - xmin) / (xmax - xmin) * (pw - 1));
-                int qy = py0 + ph - 1 - (int)lround((s[k].y[i] - ymin) / (ymax - ymin) * (ph - 1));
-                /* the segment to the next point counts too (sampled) */
+                int qx = MAPX(s[k].x[i]), qy = MAPY(s[k].y[i]);
                 for (int sub = 0; sub < 8; sub++) {
                     int rx = qx, ry = qy;
                     if (i + 1 < s[k].n && isfinite(s[k].y[i + 1])) {
-                        int nx = px0 + (int)lround((s[k].x[i + 1] - xmin) / (xmax - xmin) * (pw - 1));
-                        int ny = py0 + ph - 1 -
-                                 (int)lround((s[k].y[i + 1] - ymin) / (ymax - ymin) * (ph - 1));
+                        int nx = MAPX(s[k].x[i + 1]), ny = MAPY(s[k].y[i + 1]);
                         rx = qx + (nx - qx) * sub / 8;
                         ry = qy + (ny - qy) * sub / 8;
                     } else if (sub) {
@@ -259,26 +341,34 @@ void vt_plot_panel(vt_canvas *c, int x, int y, int w, int h, const char *title,
             by = cy;
         }
     }
-    vt_canvas_rect(c, bx, by, bw, bh, RGB(255, 255, 255));
-    frame(c, bx, by, bw, bh, RGB(200, 200, 200));
-    int row = 0;
-    for (int k = 0; k < ns; k++) {
-        if (!s[k].label) continue;
-        int ty = by + 6 + row * (ch + 6);
-        vt_canvas_line(c, bx + 6, ty + ch / 2, bx + 6 + 2 * cw, ty + ch / 2, s[k].rgb, 2,
-                       s[k].dash);
-        if (s[k].marker) vt_canvas_rect(c, bx + 6 + cw - 2, ty + ch / 2 - 2, 5, 5, s[k].rgb);
-        vt_canvas_text(c, bx + 6 + 2 * cw + 8, ty + fs, s[k].label, fs, INK, 0);
-        row++;
-    }
+#undef MAPX
+#undef MAPY
+    legend_box(c, bx, by, bw, s, ns, nlab);
 }
 
-/* Gaussian smoothing (sigma in points) over the finite values, as a guide to the eye. */
+static vt_status save(const char *path, vt_canvas *c)
+{
+    vt_status st = vt_image_save_png(path, c->px, c->w, c->h, 3, (size_t)c->w * 3);
+    vt_canvas_free(c);
+    return st;
+}
+
+vt_status vt_plot_figure(const char *path, int w, int h, const vt_axes *ax, const vt_series *s,
+                         int ns)
+{
+    vt_canvas c;
+    vt_status st = vt_canvas_init(&c, w, h);
+    if (st) return st;
+    vt_plot_axes(&c, 0, 0, w, h, ax, s, ns);
+    return save(path, &c);
+}
+
+/* ---- bar charts ---- */
+
 void vt_plot_bars(vt_canvas *c, int x, int y, int w, int h, const char *title,
                   const char *const *labels, int n, const double *const *values,
                   const char *const *series_names, const uint32_t *rgb, int ns)
 {
-    const int fs = 2, ch = 8 * fs;
     if (n < 1 || ns < 1 || ns > 8) return;
     double ymax = 0;
     for (int k = 0; k < ns; k++)
@@ -288,26 +378,35 @@ void vt_plot_bars(vt_canvas *c, int x, int y, int w, int h, const char *title,
     double ystep = nice_step(ymax * 1.06, 5);
     ymax = ceil(ymax * 1.06 / ystep) * ystep;
     char lab[64];
-    int maxw = 0, maxlab = 0;
+    int maxw = 0;
     for (double v = 0; v <= ymax + ystep * 1e-9; v += ystep) {
         fmt_tick(lab, sizeof lab, v, ystep);
-        if (vt_text_width(lab, fs) > maxw) maxw = vt_text_width(lab, fs);
+        if (vt_text_width(lab, TXT) > maxw) maxw = vt_text_width(lab, TXT);
     }
-    for (int i = 0; labels && i < n; i++)
-        if (labels[i] && vt_text_width(labels[i], fs) > maxlab) maxlab = vt_text_width(labels[i], fs);
-    int px0 = x + maxw + 14, py0 = y + ch + 14, pw = x + w - 14 - px0;
+    int px0 = x + maxw + 14, py0 = y + TITLE + 14, pw = x + w - 14 - px0;
     int group = pw / n;
-    /* labels across when they fit in a group, else upwards (then they take vertical room) */
+    if (group < 1) return;
+    /* category names at most 140 pixels (an ellipsis marks a cut); across when they fit in a
+     * group, else upwards (then they take vertical room) */
+    char (*cut)[160] = labels ? vt_calloc((size_t)n, sizeof *cut) : NULL;
+    int maxlab = 0;
+    for (int i = 0; cut && i < n; i++) {
+        vt_text_fit(cut[i], sizeof cut[i], labels[i] ? labels[i] : "", TXT, 140);
+        if (vt_text_width(cut[i], TXT) > maxlab) maxlab = vt_text_width(cut[i], TXT);
+    }
     int upright = maxlab + 4 > group;
-    int below = labels ? (upright ? maxlab : ch) + 10 : 4;
+    int below = cut ? (upright ? maxlab : TXT) + 12 : 4;
     int ph = y + h - below - 6 - py0;
-    if (pw < 20 || ph < 20 || group < 1) return;
-    vt_canvas_text(c, x + (w - vt_text_width(title, fs)) / 2, y + 6, title, fs, INK, 0);
+    if (pw < 20 || ph < 20) {
+        free(cut);
+        return;
+    }
+    vt_canvas_text(c, x + (w - vt_text_width(title, TITLE)) / 2, y + 6, title, TITLE, INK, 0);
     for (double v = 0; v <= ymax + ystep * 1e-9; v += ystep) {
         int yy = py0 + ph - 1 - (int)lround(v / ymax * (ph - 1));
         vt_canvas_rect(c, px0, yy, pw, 1, GRID);
         fmt_tick(lab, sizeof lab, v, ystep);
-        vt_canvas_text(c, px0 - 6 - vt_text_width(lab, fs), yy - 3 * fs, lab, fs, INK, 0);
+        vt_canvas_text(c, px0 - 6 - vt_text_width(lab, TXT), yy - TXT / 2, lab, TXT, INK, 0);
     }
     int bw = (group - (group > 4 ? group / 5 : 0)) / ns;
     if (bw < 1) bw = 1;
@@ -318,28 +417,30 @@ void vt_plot_bars(vt_canvas *c, int x, int y, int w, int h, const char *title,
             int bh = (int)lround(v / ymax * (ph - 1));
             vt_canvas_rect(c, gx + k * bw, py0 + ph - bh, bw, bh, rgb[k]);
         }
-        if (!labels || !labels[i]) continue;
-        int tw = vt_text_width(labels[i], fs);
+        if (!cut || !cut[i][0]) continue;
+        int tw = vt_text_width(cut[i], TXT);
         if (upright)
-            vt_canvas_text(c, px0 + i * group + (group - 7 * fs) / 2, py0 + ph + 8 + tw, labels[i],
-                           fs, INK, 1);
+            vt_canvas_text(c, px0 + i * group + (group - TXT) / 2, py0 + ph + 8 + tw, cut[i], TXT,
+                           INK, 1);
         else
-            vt_canvas_text(c, px0 + i * group + (group - tw) / 2, py0 + ph + 8, labels[i], fs,
-                           INK, 0);
+            vt_canvas_text(c, px0 + i * group + (group - tw) / 2, py0 + ph + 8, cut[i], TXT, INK,
+                           0);
     }
+    free(cut);
     frame(c, px0 - 1, py0 - 1, pw + 2, ph + 2, AXIS);
-    /* legend, top right */
+    /* legend, top right: only when there are series to tell apart */
     int ly = py0 + 6;
-    for (int k = 0; series_names && k < ns; k++) {
+    for (int k = 0; series_names && ns >= 2 && k < ns; k++) {
         if (!series_names[k]) continue;
-        int tw = vt_text_width(series_names[k], fs);
+        int tw = vt_text_width(series_names[k], TXT);
         int lx = px0 + pw - tw - 30;
         vt_canvas_rect(c, lx, ly + 2, 12, 12, rgb[k]);
-        vt_canvas_text(c, lx + 18, ly + 1, series_names[k], fs, INK, 0);
-        ly += ch + 4;
+        vt_canvas_text(c, lx + 18, ly, series_names[k], TXT, INK, 0);
+        ly += TXT + 4;
     }
 }
 
+/* Gaussian smoothing (sigma in points) over the finite values, as a guide to the eye. */
 static void smooth(const double *y, int n, double sigma, double *out)
 {
     for (int i = 0; i < n; i++) {
@@ -356,13 +457,6 @@ static void smooth(const double *y, int n, double sigma, double *out)
         }
         out[i] = s / sw;
     }
-}
-
-static vt_status save(const char *path, vt_canvas *c)
-{
-    vt_status st = vt_image_save_png(path, c->px, c->w, c->h, 3, (size_t)c->w * 3);
-    vt_canvas_free(c);
-    return st;
 }
 
 vt_status vt_plot_grid(const char *path, const double *x, int n, const double *const *ys,
@@ -384,17 +478,22 @@ vt_status vt_plot_grid(const char *path, const double *x, int n, const double *c
         const double *y = ys[p];
         int finite = 0;
         for (int i = 0; i < n; i++) finite += isfinite(y[i]) != 0;
-        vt_series s[2] = {{"results", x, y, n, BLUE, 1, 0}, {"smooth", x, sm, n, ORANGE, 0, 1}};
+        /* the values alone carry no legend; with the smoothed curve beside them, both do */
+        vt_series s[2] = {{NULL, x, y, n, BLUE, 1, 0, 0}, {"smoothed", x, sm, n, ORANGE, 0, 1, 0}};
         int ns = 1;
         if (finite >= 5) {
             smooth(y, n, fmax(1.0, finite / 15.0), sm);
+            s[0].label = "values";
             ns = 2;
         }
-        vt_plot_panel(&c, (p % cols) * pw, (p / cols) * ph, pw, ph, titles[p], xlabel, s, ns);
+        vt_axes ax = {.title = titles[p], .xlabel = xlabel, .integer_x = 1};
+        vt_plot_axes(&c, (p % cols) * pw, (p / cols) * ph, pw, ph, &ax, s, ns);
     }
     free(sm);
     return save(path, &c);
 }
+
+/* ---- confusion matrix ---- */
 
 /* White -> blue, like matplotlib's "Blues". */
 static uint32_t blues(double f)
@@ -410,44 +509,64 @@ static uint32_t blues(double f)
     return RGB((int)r, (int)g, (int)b);
 }
 
+/* The numbers of one cell, centred: the share of the row, and the count below it when the
+ * cell is tall enough; nothing for an empty cell. */
+static void cell_text(vt_canvas *c, int x0, int y0, int cell, int64_t n, double f)
+{
+    if (n == 0) return;
+    char frac[16], cnt[32];
+    snprintf(frac, sizeof frac, "%.2f", f);
+    vt_fmt_count(cnt, sizeof cnt, n);
+    uint32_t col = f > 0.5 ? RGB(255, 255, 255) : INK;
+    for (int sz = TXT; sz >= 10; sz -= 2) {
+        int two = 2 * sz + 4 <= cell && vt_text_width(cnt, sz - 2) + 4 <= cell;
+        if (vt_text_width(frac, sz) + 4 > cell || sz + 2 > cell) continue;
+        int top = y0 + (cell - (two ? 2 * sz : sz)) / 2;
+        vt_canvas_text(c, x0 + (cell - vt_text_width(frac, sz)) / 2, top, frac, sz, col, 0);
+        if (two)
+            vt_canvas_text(c, x0 + (cell - vt_text_width(cnt, sz - 2)) / 2, top + sz + 1, cnt,
+                           sz - 2, col, 0);
+        return;
+    }
+}
+
 vt_status vt_plot_confusion(const char *path, int k, const int64_t *counts,
-                            const char *const *names)
+                            const char *const *names, const char *unit)
 {
     if (k < 1) return VT_OK;
-    const int fs = 2, ch = 16;
-    /* class names: at most 16 characters, shown when a cell is at least one text line tall */
-    char (*lab)[20] = vt_calloc((size_t)k, sizeof *lab);
-    if (!lab) return VT_ERR_OUT_OF_MEMORY;
-    int maxlen = 1;
-    for (int i = 0; i < k; i++) {
-        const char *nm = names && names[i] ? names[i] : "";
-        if (strlen(nm) > 16) snprintf(lab[i], sizeof lab[i], "%.14s..", nm);
-        else if (*nm) snprintf(lab[i], sizeof lab[i], "%s", nm);
-        else snprintf(lab[i], sizeof lab[i], "%d", i);
-        int l = (int)strlen(lab[i]);
-        if (l > maxlen) maxlen = l;
-    }
-    int W = 1000, H = 900;
-    int area = 620;                      /* the matrix is at most area x area pixels */
+    const int area = 640; /* the matrix is at most area x area pixels */
     int cell = area / k;
     if (cell < 1) cell = 1;
-    int show_names = cell >= ch;
-    int name_px = show_names ? vt_text_width(lab[0], fs) : 0;
-    for (int i = 0; show_names && i < k; i++)
-        if (vt_text_width(lab[i], fs) > name_px) name_px = vt_text_width(lab[i], fs);
-    int mx = 70 + name_px, my = 60;      /* matrix top-left */
+    int show_names = cell >= TXT - 1;
+    /* class names at most 160 pixels: longer ones end in an ellipsis */
+    char (*lab)[192] = vt_calloc((size_t)k, sizeof *lab);
+    if (!lab) return VT_ERR_OUT_OF_MEMORY;
+    int name_px = 0;
+    for (int i = 0; i < k; i++) {
+        char idx[16];
+        snprintf(idx, sizeof idx, "%d", i);
+        const char *nm = names && names[i] && *names[i] ? names[i] : idx;
+        vt_text_fit(lab[i], sizeof lab[i], nm, TXT, 160);
+        if (show_names && vt_text_width(lab[i], TXT) > name_px) name_px = vt_text_width(lab[i], TXT);
+    }
     int msz = cell * k;
-    W = mx + msz + 140;
-    H = my + msz + 50 + name_px + 30;
-    if (W < 600) W = 600;
+    int mx = 12 + TXT + 12 + name_px + 8, my = 2 * TITLE + 30; /* matrix top-left */
+    int W = mx + msz + 150, H = my + msz + 8 + name_px + 12 + TXT + 14;
+    if (W < 640) W = 640;
     vt_canvas c;
     vt_status st = vt_canvas_init(&c, W, H);
     if (st) {
         free(lab);
         return st;
     }
-    const char *title = "Confusion matrix (normalised per true class)";
-    vt_canvas_text(&c, (W - vt_text_width(title, fs)) / 2, 18, title, fs, INK, 0);
+    /* what the title says is what the cells show: colours and numbers are shares of the true
+     * class (each row sums to 1), the counts below them */
+    const char *title = "Confusion matrix, normalised per true class";
+    char sub[160];
+    snprintf(sub, sizeof sub, "cell: share of the true class's %s (rows sum to 1), count below",
+             unit && *unit ? unit : "samples");
+    vt_canvas_text(&c, (W - vt_text_width(title, TITLE)) / 2, 10, title, TITLE, INK, 0);
+    vt_canvas_text(&c, (W - vt_text_width(sub, TXT)) / 2, 14 + TITLE, sub, TXT, AXIS, 0);
     for (int t = 0; t < k; t++) {
         int64_t row = 0;
         for (int p = 0; p < k; p++) row += counts[(size_t)t * k + p];
@@ -455,17 +574,8 @@ vt_status vt_plot_confusion(const char *path, int k, const int64_t *counts,
             int64_t n = counts[(size_t)t * k + p];
             double f = row ? (double)n / (double)row : 0;
             int x0 = mx + p * cell, y0 = my + t * cell;
-            vt_canvas_rect(&c, x0, y0, cell, cell, blues(f));
-            char num[32];
-            snprintf(num, sizeof num, "%lld", (long long)n);
-            for (int sc = 2; sc >= 1; sc--) {
-                int tw = vt_text_width(num, sc);
-                if (tw + 4 <= cell && 8 * sc + 2 <= cell) {
-                    vt_canvas_text(&c, x0 + (cell - tw) / 2, y0 + (cell - 7 * sc) / 2, num, sc,
-                                   f > 0.5 ? RGB(255, 255, 255) : INK, 0);
-                    break;
-                }
-            }
+            vt_canvas_rect(&c, x0, y0, cell, cell, row ? blues(f) : RGB(235, 235, 235));
+            cell_text(&c, x0, y0, cell, n, f);
         }
     }
     if (cell >= 4)
@@ -476,23 +586,27 @@ vt_status vt_plot_confusion(const char *path, int k, const int64_t *counts,
     frame(&c, mx - 1, my - 1, msz + 2, msz + 2, AXIS);
     if (show_names)
         for (int i = 0; i < k; i++) {
-            int tw = vt_text_width(lab[i], fs);
+            int tw = vt_text_width(lab[i], TXT);
             /* true class names left of the rows, predicted ones below the columns, upwards */
-            vt_canvas_text(&c, mx - 8 - tw, my + i * cell + (cell - 7 * fs) / 2, lab[i], fs, INK, 0);
-            vt_canvas_text(&c, mx + i * cell + (cell - 7 * fs) / 2, my + msz + 8 + tw, lab[i], fs,
+            vt_canvas_text(&c, mx - 8 - tw, my + i * cell + (cell - TXT) / 2, lab[i], TXT, INK, 0);
+            vt_canvas_text(&c, mx + i * cell + (cell - TXT) / 2, my + msz + 8 + tw, lab[i], TXT,
                            INK, 1);
         }
     const char *xl = "Predicted", *yl = "True";
-    vt_canvas_text(&c, mx + (msz - vt_text_width(xl, fs)) / 2, my + msz + 20 + name_px, xl, fs,
-                   INK, 0);
-    vt_canvas_text(&c, 14, my + (msz + vt_text_width(yl, fs)) / 2, yl, fs, INK, 1);
-    /* colour bar */
-    int cbx = mx + msz + 30, cbh = msz < 200 ? msz : msz;
-    for (int j = 0; j < cbh; j++) vt_canvas_rect(&c, cbx, my + j, 20, 1, blues(1.0 - (double)j / (cbh - 1 > 0 ? cbh - 1 : 1)));
+    vt_canvas_text(&c, mx + (msz - vt_text_width(xl, TXT)) / 2, my + msz + 8 + name_px + 10, xl,
+                   TXT, INK, 0);
+    vt_canvas_text(&c, 12, my + (msz + vt_text_width(yl, TXT)) / 2, yl, TXT, INK, 1);
+    /* colour bar: the share, 0 to 1 */
+    int cbx = mx + msz + 30, cbh = msz > 60 ? msz : 60;
+    for (int j = 0; j < cbh; j++)
+        vt_canvas_rect(&c, cbx, my + j, 20, 1, blues(1.0 - (double)j / (cbh - 1)));
     frame(&c, cbx - 1, my - 1, 22, cbh + 2, AXIS);
-    vt_canvas_text(&c, cbx + 28, my, "1.0", fs, INK, 0);
-    vt_canvas_text(&c, cbx + 28, my + cbh / 2 - ch / 2, "0.5", fs, INK, 0);
-    vt_canvas_text(&c, cbx + 28, my + cbh - ch, "0.0", fs, INK, 0);
+    static const char *const ticks[3] = {"1.0", "0.5", "0.0"};
+    for (int i = 0; i < 3; i++) {
+        int ty = my + (cbh - 1) * i / 2;
+        vt_canvas_rect(&c, cbx + 20, ty, 5, 1, AXIS);
+        vt_canvas_text(&c, cbx + 30, ty - TXT / 2, ticks[i], TXT, INK, 0);
+    }
     free(lab);
     return save(path, &c);
 }

@@ -289,9 +289,13 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_
 }
 
 /* 101-point interpolated AP of one class at threshold bit t over records r[0..n) sorted by
- * descending score. */
-static double class_ap(const vt_det_record *r, size_t n, int64_t ngt, int t, double *prec)
+ * descending score; pts (NULL or 101 values) receives the sampled precisions (0 past the
+ * highest recall reached), whose mean the AP is. */
+static double class_ap(const vt_det_record *r, size_t n, int64_t ngt, int t, double *prec,
+                       double *pts)
 {
+    if (pts)
+        for (int k = 0; k <= 100; k++) pts[k] = 0;
     if (n == 0) return 0.0;
     size_t tp = 0;
     for (size_t i = 0; i < n; i++) {
@@ -314,6 +318,7 @@ static double class_ap(const vt_det_record *r, size_t n, int64_t ngt, int t, dou
         }
         if (i >= n) break;
         sum += prec[i];
+        if (pts) pts[k] = prec[i];
     }
     return sum / 101.0;
 }
@@ -359,11 +364,11 @@ static double prf_at(vt_det_eval *ev, const size_t *start, const size_t *cum, do
     return m ? sf / m : 0;
 }
 
-vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
+/* Sort the records by class then score, and index them: class c owns rec[start[c] ..
+ * start[c+1]); cum[i] = TPs at IoU 0.5 among rec[0..i); prec is scratch for class_ap.  The
+ * caller frees the three arrays. */
+static vt_status class_slices(vt_det_eval *ev, size_t **pstart, size_t **pcum, double **pprec)
 {
-    if (!ev || !out || !ev->num_gt)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: not initialised");
-    memset(out, 0, sizeof *out);
     if (ev->nrec > 1) qsort(ev->rec, ev->nrec, sizeof *ev->rec, cmp_record);
     size_t *start = vt_malloc(((size_t)ev->nc + 1) * sizeof *start);
     double *prec = vt_malloc((ev->nrec + 1) * sizeof *prec);
@@ -381,6 +386,21 @@ vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
         while (j < ev->nrec && ev->rec[j].cls < c) j++;
         start[c] = j;
     }
+    *pstart = start;
+    *pcum = cum;
+    *pprec = prec;
+    return VT_OK;
+}
+
+vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
+{
+    if (!ev || !out || !ev->num_gt)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: not initialised");
+    memset(out, 0, sizeof *out);
+    size_t *start, *cum;
+    double *prec;
+    vt_status st = class_slices(ev, &start, &cum, &prec);
+    if (st) return st;
     double s50 = 0, s5095 = 0;
     int m = 0;
     for (int c = 0; c < ev->nc; c++) {
@@ -392,7 +412,7 @@ vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
         double sum = 0;
         for (int t = 0; t < VT_DET_NUM_IOU; t++) {
             double ap = class_ap(ev->rec + start[c], start[c + 1] - start[c], ev->num_gt[c], t,
-                                 prec);
+                                 prec, NULL);
             ev->ap[c * VT_DET_NUM_IOU + t] = ap;
             sum += ap;
         }
@@ -425,5 +445,40 @@ vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
     free(start);
     free(prec);
     free(cum);
+    return VT_OK;
+}
+
+vt_status vt_det_eval_curves(vt_det_eval *ev, double *pr, int nconf, double *p, double *r,
+                             double *f1)
+{
+    if (!ev || !ev->num_gt || (nconf < 2 && (p || r || f1)))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation curves: bad arguments");
+    size_t *start, *cum;
+    double *prec;
+    vt_status st = class_slices(ev, &start, &cum, &prec);
+    if (st) return st;
+    for (int c = 0; c < ev->nc; c++) {
+        const vt_det_record *rc = ev->rec + start[c];
+        size_t n = start[c + 1] - start[c];
+        int64_t ngt = ev->num_gt[c];
+        if (pr) {
+            if (ngt) class_ap(rc, n, ngt, 0, prec, pr + (size_t)c * 101);
+            else
+                for (int k = 0; k <= 100; k++) pr[(size_t)c * 101 + k] = -1;
+        }
+        for (int k = 0; k < nconf && (p || r || f1); k++) {
+            size_t nd, ntp;
+            counts_at(rc, cum + start[c], n, k / (double)(nconf - 1), &nd, &ntp);
+            double pv = nd ? (double)ntp / (double)nd : 0.0, rv = ngt ? (double)ntp / ngt : 0.0;
+            double fv = pv + rv > 0 ? 2 * pv * rv / (pv + rv) : 0.0;
+            size_t at = (size_t)c * nconf + k;
+            if (p) p[at] = ngt ? pv : -1;
+            if (r) r[at] = ngt ? rv : -1;
+            if (f1) f1[at] = ngt ? fv : -1;
+        }
+    }
+    free(start);
+    free(cum);
+    free(prec);
     return VT_OK;
 }

@@ -108,11 +108,19 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int npred, const 
                           int ngt);
 /* conf < 0: the threshold maximising the mean F1; else P/R/F1 at that threshold. */
 vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out);
+/* The curves behind those metrics, at IoU 0.5, per class c (-1 throughout for a class without
+ * ground truth); each output may be NULL:
+ *  pr[c * 101 + k]: the interpolated precision at recall k / 100 that AP50 averages (so the
+ *     mean of a class's 101 values is its AP50, and of the classes' means mAP50);
+ *  p, r, f1[c * nconf + k]: precision, recall and F1 at confidence >= k / (nconf - 1).
+ * Leaves the metrics of the last compute as they are. */
+vt_status vt_det_eval_curves(vt_det_eval *ev, double *pr, int nconf, double *p, double *r,
+                             double *f1);
 
 /* The evaluator of a detection trainer's last completed validation (the detect task's state,
  * lib/task/detect_train.c), e.g. for its PR and F1 curves; NULL before one or for another
  * task's context. */
 struct vt_task_ctx;
-const vt_det_eval *vt_detect_last_eval(const struct vt_task_ctx *c);
+vt_det_eval *vt_detect_last_eval(const struct vt_task_ctx *c);
 
 #endif

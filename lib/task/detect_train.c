@@ -274,7 +274,7 @@ static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, doubl
     return VT_OK;
 }
 
-const vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)
+vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)
 {
     if (!c || !c->state || !c->model || c->model->task != VT_TASK_DETECT) return NULL;
     const det_state *t = c->state;

@@ -203,9 +203,14 @@ void vt_tb_close(vt_trainer *t)
     if (!t->tb) return;
     saved_error se;
     save_error(&se);
-    if (vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0) {
-        put_png(t, "results.png", "plots/results");
-        if (t->tb) put_png(t, "confusion_matrix.png", "plots/confusion_matrix");
+    /* the run folder's figures (those the task wrote) */
+    static const char *const figures[6] = {"results", "confusion_matrix", "PR_curve", "F1_curve",
+                                           "val_batch0_labels", "val_batch0_pred"};
+    for (int i = 0; i < 6 && t->tb && vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0; i++) {
+        char file[64], tag[64];
+        snprintf(file, sizeof file, "%s.png", figures[i]);
+        snprintf(tag, sizeof tag, "plots/%s", figures[i]);
+        put_png(t, file, tag);
     }
     if (t->tb && vt_tfrecord_sync(&t->tb->f)) give_up(t, "flush");
     if (t->tb) {

@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
-#include "image/plot.h"
 #include "train/trainer_impl.h"
 
 #define TAG_TRNR VT_TAG('T', 'R', 'N', 'R')
@@ -201,28 +200,6 @@ vt_status vt_train_write_results(vt_trainer *t)
     vt_status st = vt_write_file_atomic(path, txt, len);
     free(txt);
     return st;
-}
-
-vt_status vt_train_write_plots(vt_trainer *t)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/results.png", t->run_dir);
-    VT_TRY(vt_results_plot(path, &t->results));
-    if (t->confusion && t->confusion_k > 0 &&
-        (t->prog.has[VT_METRIC_TOP1] || t->prog.has[VT_METRIC_MIOU] ||
-         t->prog.has[VT_METRIC_MAP50])) {
-        snprintf(path, sizeof path, "%s/confusion_matrix.png", t->run_dir);
-        int nc = t->ds->num_classes, k = t->confusion_k;
-        /* detection adds a background row and column after the classes */
-        const char **names = vt_malloc((size_t)k * sizeof *names);
-        if (!names) return VT_ERR_OUT_OF_MEMORY;
-        for (int i = 0; i < k; i++)
-            names[i] = i < nc && t->ds->class_names ? t->ds->class_names[i] : "background";
-        vt_status st = vt_plot_confusion(path, k, t->confusion, names);
-        free(names);
-        VT_TRY(st);
-    }
-    return VT_OK;
 }
 
 /* ---- save ---- */

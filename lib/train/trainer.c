@@ -882,6 +882,9 @@ done:
                      t->pos.epoch + (t->pos.batch == 0 ? 0 : 1), t->pos.batch,
                      t->run_dir[0] ? "; state saved in " : "", t->run_dir[0] ? t->run_dir : "");
     if (st == VT_ERR_CANCELLED) t->stop = VT_STOP_CANCELLED;
+    /* the validation mosaics, drawn with the final weights the model now holds */
+    if (!st && t->run_dir[0] && vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0)
+        st = vt_train_write_final_plots(t);
     vt_tb_close(t);
     return st;
 }

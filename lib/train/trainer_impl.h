@@ -120,8 +120,15 @@ vt_status vt_train_load(vt_trainer *t, const char *path, vt_resume_state *rs);
 void vt_resume_state_free(vt_resume_state *rs);
 /* results.csv of the run folder (atomically). */
 vt_status vt_train_write_results(vt_trainer *t);
-/* results.png and confusion_matrix.png of the run folder. */
+
+/* ---- run_plots.c ---- */
+/* After an epoch: results.png, confusion_matrix.png, and PR_curve.png / F1_curve.png of a
+ * detector's last validation, in the run folder. */
 vt_status vt_train_write_plots(vt_trainer *t);
+/* At the end of a run (detection and segmentation): val_batch0_labels.png and
+ * val_batch0_pred.png, the first 16 validation images with their ground truth and with the
+ * model's predictions (the model holds the final weights). */
+vt_status vt_train_write_final_plots(vt_trainer *t);
 
 /* ---- tensorboard.c ----
  * The run's events file (tensorboard=1 and a run folder).  None of these fail: a write error
