@@ -98,4 +98,5 @@ const vt_task_iface vt_task_classify = {
     .sample = VT_SAMPLE_LABEL,
     .batch_loss = cls_batch_loss,
     .evaluate = cls_evaluate,
+    .confusion_unit = "images",
 };

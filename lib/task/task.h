@@ -13,6 +13,8 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "image/image.h"
+#include "image/plot.h"
 #include "nn/exec.h"
 #include "nn/model.h"
 
@@ -65,6 +67,13 @@ struct vt_task_ctx {
     void *state;               /* the task's private state (state_size bytes, zeroed) */
 };
 
+/* One image of a validation mosaic: boxes or a mask (vt_malloc'd; the caller frees both). */
+typedef struct vt_task_tile {
+    vt_mosaic_box *box;
+    int nbox;
+    uint8_t *mask;        /* w x h class ids */
+} vt_task_tile;
+
 typedef struct vt_task_iface {
     vt_task id;
     const char *name;          /* the run folder under the project: "classify", ... */
@@ -90,6 +99,18 @@ typedef struct vt_task_iface {
     /* Free the state's backend buffers (c->be still valid; before a device change) and host
      * buffers; the state stays usable.  NULL: nothing to free. */
     void (*release)(vt_task_ctx *c);
+    /* The run's figures: what the confusion matrix counts ("images", "objects", "pixels"). */
+    const char *confusion_unit;
+    /* Optional (NULL: no validation mosaics): image i of the validation split (img, as
+     * loaded) with its ground truth into gt and the model's prediction into pred; the title of
+     * the predictions' mosaic; mask_background: class 0, when named "background", is left
+     * unpainted. */
+    vt_status (*val_tile)(const vt_task_ctx *c, int i, const vt_image *img, vt_task_tile *gt,
+                          vt_task_tile *pred);
+    const char *val_pred_title;
+    int mask_background;
+    /* Optional (NULL: none): the task's own figures of its last validation, into run_dir. */
+    vt_status (*plots)(const vt_task_ctx *c, const char *run_dir);
     /* Optional (NULL: not offered): per-class AP of the last validation. */
     vt_status (*class_ap)(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
                           int64_t *num_gt);
@@ -97,6 +118,14 @@ typedef struct vt_task_iface {
 
 /* A confusion matrix of k x k for c (zeroed); VT_ERR_OUT_OF_MEMORY when it cannot be had. */
 vt_status vt_task_confusion(vt_task_ctx *c, int k);
+
+/* The segmentation mosaics' tile (segment_plots.c): the class mask of the dataset and the
+ * model's predicted mask. */
+vt_status vt_task_segment_tile(const vt_task_ctx *c, int i, const vt_image *img,
+                               vt_task_tile *gt, vt_task_tile *pred);
+
+/* The detection figures (detect_plots.c): PR_curve.png and F1_curve.png. */
+vt_status vt_task_detect_plots(const vt_task_ctx *c, const char *run_dir);
 
 /* The tasks of lib/task/ (the registry is lib/train/tasks.c). */
 extern const vt_task_iface vt_task_classify;

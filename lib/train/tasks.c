@@ -32,6 +32,10 @@ static const vt_task_iface task_segment = {
     .batch_loss = seg_batch_loss,
     .evaluate = seg_evaluate,
     .release = seg_release,
+    .confusion_unit = "pixels",
+    .val_tile = vt_task_segment_tile,
+    .val_pred_title = "Validation images: predicted masks",
+    .mask_background = 1,
 };
 
 static const vt_task_iface *const registry[] = {
