@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from . import _core
+from . import _core, _native
 from ._console import TrainPrinter, val_report
 from ._core import BadStateError, Dataset, Status, Task, Trainer
 from ._results import Boxes, Masks, Probs, Results, image_size, numpy_or_none
@@ -67,6 +67,7 @@ class Model(_core.Model):
         if _ARCH_TASKS.get(arch.split("-")[0]) is None:
             raise ValueError("Model(%r): not a model file (.vtm) nor a model name such as "
                              "cls-n, det-s or seg-m" % (model,))
+        self._lib = _native.lib()
         self._new = (arch, dict(options))   # built by train(), once the classes are known
 
     def _fresh(self):

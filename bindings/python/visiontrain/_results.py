@@ -142,7 +142,8 @@ class Probs(object):
 
 
 class Masks(object):
-    """The class of every pixel of one image (semantic segmentation; 0 is the background).
+    """The class of every pixel of one image (semantic segmentation: the model's class ids,
+    where 0 is the background).
     data: (H, W) class ids (numpy uint8, or a list of rows of ints); shape: (H, W); classes:
     the class ids present, sorted; area(c): the fraction of the image's pixels of class c."""
 
@@ -214,8 +215,8 @@ class Results(object):
                         "confidence": self.probs.top1conf})
         if self.masks is not None:
             for k in self.masks.classes:
-                out.append({"name": self.names.get(k - 1, str(k)) if k else "background",
-                            "class": k, "area": self.masks.area(k)})
+                out.append({"name": self.names.get(k, str(k)), "class": k,
+                            "area": self.masks.area(k)})
         return out
 
     def verbose(self):
