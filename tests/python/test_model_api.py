@@ -103,8 +103,10 @@ class TrainTest(unittest.TestCase):
         self.assertIn("train()", str(cm.exception))
         with self.assertRaises(vt.BadStateError):
             m.save(os.path.join(TMP, "x.vtm"))
-        with self.assertRaises(ValueError):
+        with self.assertRaises(vt.InvalidArgumentError) as cm:
             vt.Model("resnet-ish")
+        self.assertIn("resnet-ish", str(cm.exception))
+        self.assertEqual(vt.Model("cnn-small").task, vt.Task.CLASSIFY)   # no cls-/det-/seg-
         with self.assertRaises(TypeError):
             vt.Model(TRAINED["detect"][0].run_dir + "/weights/best.vtm", 3)
         with self.assertRaises(vt.VisionTrainError):

@@ -64,14 +64,17 @@ class Model(_core.Model):
             _core.Model.__init__(self, model, num_classes, **options)
             return
         arch = str(model)
-        if _ARCH_TASKS.get(arch.split("-")[0]) is None:
-            raise ValueError("Model(%r): not a model file (.vtm) nor a model name such as "
-                             "cls-n, det-s or seg-m" % (model,))
+        task = _ARCH_TASKS.get(arch.split("-")[0])
+        if task is None:
+            # another family (e.g. cnn-small): a two-class copy checks the name and the options
+            # and tells the task
+            with _core.Model(arch, 2, **options) as probe:
+                task = probe.task
         self._lib = _native.lib()
-        self._new = (arch, dict(options))   # built by train(), once the classes are known
+        self._new = (arch, dict(options), task)   # built by train() from the data's classes
 
     def _fresh(self):
-        self._new = None      # (arch, options) of a model train() still has to build
+        self._new = None      # (arch, options, task) of a model train() still has to build
         self._data = None     # the data of the last train(), val()'s default
         self.run_dir = None   # the run folder of the last train()
         self.metrics = None   # the metrics train() or val() returned last
@@ -110,7 +113,7 @@ class Model(_core.Model):
     @property
     def task(self):
         if self._new is not None:
-            return _ARCH_TASKS[self._new[0].split("-")[0]]
+            return self._new[2]
         return _core.Model.task.fget(self)
 
     @property
@@ -152,7 +155,7 @@ class Model(_core.Model):
 
         with Dataset(data, task=self.task, **ds_options) as ds:
             if self._new is not None:
-                arch, model_options = self._new
+                arch, model_options, _ = self._new
                 model_options = dict(model_options, **new_options)
                 if imgsz is not None:
                     model_options.setdefault("imgsz", imgsz)
