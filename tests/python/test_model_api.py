@@ -237,6 +237,36 @@ class PredictTest(unittest.TestCase):
         self.assertRegex(lines[0], r"^image 1/2 .*00000\.png: 64x64 \d+ \w+.* \(\d+\.\d ms\)$")
 
 
+    def test_pil_image(self):
+        try:
+            from PIL import Image
+        except ImportError:
+            self.skipTest("Pillow is not installed")
+        model = TRAINED["classify"][0]
+        _, files = val_images("classify", 1)
+        with Image.open(files[0]) as im:
+            r = model.predict(im.convert("RGB"), verbose=False)[0]
+        self.assertEqual(r.orig_shape, (32, 32))
+        self.assertEqual(r.probs.top1,
+                         model.predict(files[0], verbose=False)[0].probs.top1)
+
+    def test_image_size_from_headers(self):
+        from visiontrain._results import image_size
+        _, files = val_images("detect", 1)
+        self.assertEqual(image_size(files[0]), (64, 64))
+        # a baseline JPEG's header: SOI, an APP0 segment, SOF0 with height 480 and width 640
+        jpeg = (b"\xff\xd8" + b"\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+                + b"\xff\xc0\x00\x11\x08\x01\xe0\x02\x80\x03" + b"\x00" * 9)
+        path = os.path.join(TMP, "header.jpg")
+        with open(path, "wb") as f:
+            f.write(jpeg)
+        self.assertEqual(image_size(path), (480, 640))
+        with open(path, "wb") as f:
+            f.write(jpeg[:20])       # cut before the SOF segment
+        self.assertIsNone(image_size(path))
+        self.assertIsNone(image_size(os.path.join(TMP, "missing.png")))
+
+
 class SaveTest(unittest.TestCase):
     def test_save_and_load(self):
         for task, (model, _, _, _) in TRAINED.items():
