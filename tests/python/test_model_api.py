@@ -143,6 +143,9 @@ class ValTest(unittest.TestCase):
                     m2 = model.val(data=TRAINED[task][3], split="train", verbose=False)
                 self.assertEqual(quiet.getvalue(), "")
                 self.assertEqual(set(m2), set(m))
+                # the weights the model holds after train() are the ones its metrics measured
+                key = {"classify": "top1", "detect": "map50", "segment": "miou"}[task]
+                self.assertAlmostEqual(m[key], TRAINED[task][1][key], places=5)
         with self.assertRaises(TypeError):
             vt.Model(os.path.join(TRAINED["classify"][0].run_dir, "weights", "best.vtm")).val()
 

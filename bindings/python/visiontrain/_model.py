@@ -178,9 +178,13 @@ class Model(_core.Model):
         best = os.path.join(self.run_dir, "weights", "best.vtm") if self.run_dir else None
         if best and os.path.isfile(best):
             self._adopt(_core.Model.load(best))
-            scored = [m for m in epoch_metrics if m.get("fitness") is not None]
-            if scored:
-                metrics = max(scored, key=lambda m: m["fitness"])
+            # the epoch that wrote best.vtm: the first to reach the run's best fitness (a
+            # resumed run's best may come from before it; then the last metrics stay)
+            top = epoch_metrics[-1].get("best_fitness") if epoch_metrics else None
+            best_epochs = [m for m in epoch_metrics if top is not None and
+                           m.get("fitness") == top]
+            if best_epochs:
+                metrics = best_epochs[0]
         if printer is not None:
             printer.finish(metrics, self.run_dir, best if best and os.path.isfile(best) else None)
         self.metrics = metrics
