@@ -202,7 +202,8 @@ class WheelTest(unittest.TestCase):
         py, pip = make_venv(venv)
         scratch = os.path.join(self.tmp, "meson")
         t0 = time.time()
-        log = run(pip + ["install", "-v", "--no-index", "--no-deps", "-C", "build-dir=" + scratch,
+        log = run(pip + ["install", "-v", "--no-index", "--no-deps", "--config-settings",
+                         "build-dir=" + scratch,
                          PKG_DIR], env=clean_env(), timeout=3600)
         sys.stderr.write("pip install with a meson build: %.0f s\n" % (time.time() - t0))
         self.assertRegex(log, r"visiontrain_build: \S*meson setup ")

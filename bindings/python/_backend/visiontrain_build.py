@@ -8,8 +8,9 @@ folder.
 
 Where the library comes from:
 
-* ``build-dir=DIR`` (``pip install -C build-dir=DIR``) or ``$VT_BUILD_DIR``: an existing meson
-  build folder of libvisiontrain.  Its files are taken as they are; nothing is built.
+* ``build-dir=DIR`` (``pip install --config-settings build-dir=DIR``) or ``$VT_BUILD_DIR``: a
+  meson build folder of libvisiontrain.  Where it holds a built library, its files are taken as
+  they are and nothing is built; otherwise the library is built there as below.
 * otherwise the library is built here: ``meson setup`` on the source tree (the repository two
   folders up, or the copy an sdist holds) into ``build/meson`` beside this package's
   pyproject.toml (``build-dir`` can name another folder), then ``ninja``.  A second install
@@ -155,7 +156,8 @@ def _source_root():
                     return root
     raise BuildError("the libvisiontrain sources were not found (looked for meson.build two "
                      "folders above %s, and in %s); build the library with meson and pass its "
-                     "build folder: VT_BUILD_DIR=DIR or pip install -C build-dir=DIR"
+                     "build folder: VT_BUILD_DIR=DIR or pip install --config-settings "
+                     "build-dir=DIR"
                      % (HERE, os.path.join(HERE, SDIST_SOURCE)))
 
 
