@@ -195,6 +195,24 @@ class WheelTest(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(work, "runs", "classify", "train", "weights",
                                                     "best.vtm")))
 
+    def test_editable_install(self):
+        # pip install -e on a copy of bindings/python (the library is copied into its package
+        # folder, which must not happen to the source tree under test)
+        copy = os.path.join(self.tmp, "editable", "python")
+        shutil.copytree(PKG_DIR, copy, ignore=shutil.ignore_patterns(
+            "build", "__pycache__", "libvisiontrain*"))
+        py, pip = make_venv(os.path.join(self.tmp, "venv-editable"))
+        log = run(pip + ["install", "--no-index", "--no-deps", "-e", copy],
+                  env=clean_env(VT_BUILD_DIR=os.path.abspath(self.build)))
+        self.assertIn("Successfully installed visiontrain-0.1.0", log)
+        self.assertTrue(os.path.isfile(os.path.join(copy, "visiontrain", "libvisiontrain.so.0")))
+        out = run([py, "-c", "import visiontrain as vt; print(vt.version()); "
+                   "print(vt.__file__); print(vt.library_path())"], cwd=self.tmp,
+                  env=clean_env()).split()
+        self.assertEqual(out[0], "0.1.0")
+        self.assertEqual(out[1], os.path.join(copy, "visiontrain", "__init__.py"))
+        self.assertEqual(out[2], os.path.join(copy, "visiontrain", "libvisiontrain.so.0"))
+
     @unittest.skipUnless(os.environ.get("VT_TEST_WHEEL_MESON") == "1",
                          "VT_TEST_WHEEL_MESON=1 also builds the library through pip (minutes)")
     def test_pip_builds_the_library_itself(self):

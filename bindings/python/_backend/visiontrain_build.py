@@ -309,6 +309,28 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     return _write_wheel(wheel_directory, files, project)
 
 
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+    return prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    """pip install -e: the package is imported from this folder (a .pth file names it), and
+    the library is copied into the package folder (git ignores it there), where the package
+    looks for it; reinstall after rebuilding the library."""
+    project = _project()
+    pkg = os.path.join(HERE, PACKAGE)
+    for old in glob.glob(os.path.join(pkg, "libvisiontrain*.so*")):
+        os.remove(old)
+    for path, name in _library(config_settings):
+        shutil.copy2(path, os.path.join(pkg, name))
+    pth = (HERE + "\n").encode(sys.getfilesystemencoding())
+    return _write_wheel(wheel_directory, [(pth, "_visiontrain_editable.pth", 0o644)], project)
+
+
 def build_sdist(sdist_directory, config_settings=None):
     """The Python package and the library's sources (under libvisiontrain/), enough for
     build_wheel to build the library from."""
