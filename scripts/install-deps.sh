@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libpng-dev libjpeg62-turbo-dev zlib1g-dev libyaml-dev libjson-c-dev
-      libblis-serial-dev python3 python3-pip libprotobuf-c-dev protobuf-c-compiler)
+      libblis-serial-dev python3 python3-pip python3-venv libprotobuf-c-dev protobuf-c-compiler)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
