@@ -5,9 +5,10 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libpng-dev libjpeg62-turbo-dev zlib1g-dev libyaml-dev libjson-c-dev
-      libblis-serial-dev python3 python3-pip python3-venv libprotobuf-c-dev protobuf-c-compiler)
+      libblis-serial-dev python3 python3-pip libprotobuf-c-dev protobuf-c-compiler)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
+pkgs+=(python3-venv)   # `python3 -m venv` before `pip install ./bindings/python` (README)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
