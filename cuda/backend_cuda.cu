@@ -259,6 +259,7 @@ static const vt_backend_ops cuda_ops = {
     nullptr, /* conv_columns: each pass builds its own */
     vt_cuda_copy2d,
     vt_cuda_axpy2d,
+    vt_cuda_softmax_dice,
 };
 
 static void cuda_destroy(vt_backend *b)

@@ -172,6 +172,8 @@ vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const fl
 vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
                                const int32_t *labels, float smoothing, float grad_scale,
                                float *loss_sum, float *dlogits, float *probs);
+vt_status vt_cuda_softmax_dice(vt_backend *b, int classes, int batch, const float *probs,
+                               const int32_t *labels, float weight, float *loss, float *dlogits);
 
 /* ---- detect.cu ---- */
 vt_status vt_cuda_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,

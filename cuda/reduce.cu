@@ -2,6 +2,7 @@
  * softmax cross-entropy loss.  All reductions are deterministic (fixed trees, no atomics). */
 #include "block_reduce.cuh"
 #include "cuda_internal.cuh"
+#include "backend/seg_loss_math.h"
 
 #define RED_THREADS 512
 
@@ -157,4 +158,68 @@ vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const floa
     if (!loss_sum) return VT_OK;
     k_sum_losses<<<1, 1024, 0, cb->stream>>>(batch, sample_loss, loss_sum);
     return vt_cuda_check_launch("softmax_xent (loss sum)");
+}
+
+/* ---- softmax Dice (lib/backend/seg_loss_math.h) ------------------------------------------- */
+
+/* One block per class: I_k and C_k over the labelled pixels. */
+__global__ void k_dice_sums(int batch, const float *probs, const int32_t *labels, float *sums)
+{
+    __shared__ float sh[64];
+    int k = blockIdx.x;
+    const float *p = probs + (size_t)k * batch;
+    float inter = 0.0f, card = 0.0f;
+    for (int i = threadIdx.x; i < batch; i += blockDim.x) {
+        int32_t y = labels[i];
+        if (y < 0) continue;
+        card += p[i] + (y == k ? 1.0f : 0.0f);
+        if (y == k) inter += p[i];
+    }
+    block_sum2(&inter, &card, sh);
+    if (threadIdx.x == 0) {
+        sums[2 * k] = inter;
+        sums[2 * k + 1] = card;
+    }
+}
+
+/* One thread: the loss and each class's gradient coefficients. */
+__global__ void k_dice_coef(int classes, float weight, const float *sums, float *ab, float *loss)
+{
+    float mean = 0.0f;
+    for (int k = 0; k < classes; k++) {
+        mean += (2.0f * sums[2 * k] + 1.0f) / (sums[2 * k + 1] + 1.0f);
+        vt_dice_coef(classes, weight, sums[2 * k], sums[2 * k + 1], &ab[2 * k], &ab[2 * k + 1]);
+    }
+    if (loss) loss[0] = weight * (1.0f - mean / (float)classes);
+}
+
+__global__ void k_dice_grad(int classes, int batch, const float *probs, const int32_t *labels,
+                            const float *ab, float *dlogits)
+{
+    VT_GRID_STRIDE(i, (size_t)batch)
+    {
+        int32_t y = labels[i];
+        if (y >= 0) vt_dice_pixel_grad(classes, probs + i, (size_t)batch, y, ab, dlogits + i);
+    }
+}
+
+vt_status vt_cuda_softmax_dice(vt_backend *b, int classes, int batch, const float *probs,
+                               const int32_t *labels, float weight, float *loss, float *dlogits)
+{
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (classes < 1 || batch < 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "softmax_dice: classes=%d batch=%d", classes,
+                       batch);
+    VT_CUDA_GUARD(cb);
+    vt_status st = vt_cuda_scratch(cb, (size_t)classes * 4 * sizeof(float));
+    if (st != VT_OK) return st;
+    float *sums = (float *)cb->scratch, *ab = sums + 2 * classes;
+    k_dice_sums<<<classes, RED_THREADS, 0, cb->stream>>>(batch, probs, labels, sums);
+    if ((st = vt_cuda_check_launch("softmax_dice (sums)")) != VT_OK) return st;
+    k_dice_coef<<<1, 1, 0, cb->stream>>>(classes, weight, sums, ab, loss);
+    if ((st = vt_cuda_check_launch("softmax_dice (coefficients)")) != VT_OK) return st;
+    if (!dlogits || batch == 0) return VT_OK;
+    k_dice_grad<<<vt_cuda_grid(cb, (size_t)batch, VT_CUDA_THREADS), VT_CUDA_THREADS, 0,
+                  cb->stream>>>(classes, batch, probs, labels, ab, dlogits);
+    return vt_cuda_check_launch("softmax_dice (gradient)");
 }

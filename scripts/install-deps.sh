@@ -9,6 +9,7 @@ pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libfreetype-dev fonts-dejavu-core)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
+pkgs+=(python3-venv)   # `python3 -m venv` before `pip install ./bindings/python` (README)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -708,6 +708,37 @@ START_TEST(test_softmax_xent)
 }
 END_TEST
 
+/* The soft Dice term: loss and added gradient against the CPU, ignored pixels included. */
+static void dice_case(int classes, int batch, float weight)
+{
+    char what[96];
+    snprintf(what, sizeof what, "softmax_dice C=%d N=%d w=%g", classes, batch, (double)weight);
+    tbuf logits = tb_rand((size_t)classes * batch, -4, 4);
+    tbuf labels = tb_alloc(batch, sizeof(int32_t));
+    int32_t *hl = malloc(batch * sizeof(int32_t));
+    for (int i = 0; i < batch; i++) hl[i] = i % 7 == 3 ? -1 : (int32_t)(urand(0, 1) * classes) % classes;
+    tb_upload(&labels, hl);
+    free(hl);
+    tbuf xl = tb_out(1), pr = tb_out((size_t)classes * batch), loss = tb_out(1),
+         dl = tb_rand((size_t)classes * batch, -1, 1);
+    BOTH(b->ops->softmax_xent(b, classes, batch, logits.d[be], labels.d[be], 0, 1, xl.d[be],
+                              NULL, pr.d[be]));
+    BOTH(b->ops->softmax_dice(b, classes, batch, pr.d[be], labels.d[be], weight, loss.d[be],
+                              dl.d[be]));
+    expect_close(&loss, TOL_FP32, what);
+    expect_close(&dl, TOL_FP32, "softmax_dice dlogits (added)");
+    tb_free(&logits); tb_free(&labels); tb_free(&xl); tb_free(&pr); tb_free(&loss);
+    tb_free(&dl);
+}
+
+START_TEST(test_softmax_dice)
+{
+    dice_case(5, 64, 1.0f);
+    dice_case(11, 16 * 128 * 128, 1.0f);
+    dice_case(2, 3, 0.5f);
+}
+END_TEST
+
 START_TEST(test_softmax_bad_label_ignored)
 {
     vt_backend *g = B[1];
@@ -809,6 +840,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_gap_upsample);
     tcase_add_test(tc, test_copy2d_axpy2d);
     tcase_add_test(tc, test_softmax_xent);
+    tcase_add_test(tc, test_softmax_dice);
     tcase_add_test(tc, test_softmax_bad_label_ignored);
     tcase_add_test(tc, test_det_loss);
     tcase_add_test(tc, test_oom_then_usable);

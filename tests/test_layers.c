@@ -351,6 +351,57 @@ START_TEST(test_xent_grad)
 }
 END_TEST
 
+/* The soft Dice term through the softmax: its gradient w.r.t. the logits against finite
+ * differences of the loss (probabilities recomputed by softmax_xent), an ignored pixel gets no
+ * gradient, the value against the formula on a case worked out by hand, and the gradient is
+ * added, not assigned. */
+static float dice_of(vt_backend *be, int K, int N, const float *logits, const int32_t *labels,
+                     float w, float *probs, float *d)
+{
+    float xl, loss;
+    ck_assert_int_eq(be->ops->softmax_xent(be, K, N, logits, labels, 0, 1, &xl, NULL, probs),
+                     VT_OK);
+    ck_assert_int_eq(be->ops->softmax_dice(be, K, N, probs, labels, w, &loss, d), VT_OK);
+    return loss;
+}
+
+START_TEST(test_dice_grad)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    enum { K = 4, N = 7 };
+    float logits[K * N], probs[K * N], d[K * N];
+    int32_t labels[N] = {0, 3, 3, -1, 1, 0, 3}; /* class 2 absent, pixel 3 ignored */
+    vt_rng r;
+    vt_rng_seed(&r, 11);
+    for (int i = 0; i < K * N; i++) logits[i] = (float)vt_rng_normal(&r) * 1.5f;
+    for (int i = 0; i < K * N; i++) d[i] = 0.5f;
+    float w = 0.7f, loss = dice_of(be, K, N, logits, labels, w, probs, d);
+    ck_assert_msg(loss > 0 && loss < w, "dice loss %g outside (0, %g)", loss, w);
+    for (int i = 0; i < K * N; i++) {
+        float save = logits[i], lp, lm, scratch[K * N];
+        logits[i] = save + 1e-2f;
+        lp = dice_of(be, K, N, logits, labels, w, scratch, NULL);
+        logits[i] = save - 1e-2f;
+        lm = dice_of(be, K, N, logits, labels, w, scratch, NULL);
+        logits[i] = save;
+        double num = (lp - lm) / 2e-2, got = d[i] - 0.5f;
+        ck_assert_msg(fabs(num - got) < 1e-3, "dice d[%d] = %g, numeric %g", i, got, num);
+        if (i % N == 3) ck_assert_msg(got == 0, "ignored pixel %d has gradient %g", i, got);
+    }
+    /* two pixels, two classes, probabilities (0.75, 0.25) and (0.25, 0.75), labels 0 and 0:
+     * I = (0.75 + 0.25, 0), C = (1 + 2, 1 + 0), D = (3/4, 1/2), L = 1 - (0.75 + 0.5)/2 = 0.375 */
+    float lg[4] = {logf(3.0f), 0, 0, logf(3.0f)}, pr[4];
+    int32_t lb[2] = {0, 0};
+    ck_assert_msg(fabsf(dice_of(be, 2, 2, lg, lb, 1, pr, NULL) - 0.375f) < 1e-6f,
+                  "dice value on the hand case");
+    lb[1] = 5;
+    ck_assert_int_eq(be->ops->softmax_dice(be, 2, 2, pr, lb, 1, &loss, NULL),
+                     VT_ERR_INVALID_ARGUMENT);
+    vt_backend_destroy(be);
+}
+END_TEST
+
 /* Optimiser updates against their formulas on a few values. */
 START_TEST(test_optimizers)
 {
@@ -508,6 +559,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_flatcat_values);
     tcase_add_test(tc, test_flatcat_shapes);
     tcase_add_test(tc, test_xent_grad);
+    tcase_add_test(tc, test_dice_grad);
     tcase_add_test(tc, test_optimizers);
     tcase_add_test(tc, test_buffer_sharing);
     suite_add_tcase(s, tc);

@@ -60,7 +60,8 @@ static int check_writable(const char *cmd, const char *path)
 
 /* Trainer keys that act on one task's pipeline only (lib/data/loader.c: the geometric
  * augmentation of detection and segmentation samples, or the classifier's crop and erasing;
- * label smoothing is a term of the classification and segmentation losses).  Given for
+ * label smoothing is a term of the classification and segmentation losses, the Dice term one
+ * of segmentation's).  Given for
  * another task they would be accepted and do nothing, so they are refused. */
 static int refuse_other_task_keys(const char *cmd, const args *a, vt_task task)
 {
@@ -71,7 +72,7 @@ static int refuse_other_task_keys(const char *cmd, const args *a, vt_task task)
         {"degrees", DET | SEG},   {"translate", DET | SEG}, {"scale", DET | SEG},
         {"shear", DET | SEG},     {"perspective", DET | SEG}, {"mosaic", DET | SEG},
         {"mixup", DET | SEG},     {"close_mosaic", DET | SEG}, {"erasing", CLS},
-        {"crop_scale", CLS},      {"label_smoothing", CLS | SEG},
+        {"crop_scale", CLS},      {"label_smoothing", CLS | SEG}, {"dice", SEG},
 #undef CLS
 #undef DET
 #undef SEG

@@ -215,6 +215,9 @@ typedef enum vt_option {
                                      seed; validation uses the whole split                       */
     VT_OPT_TENSORBOARD = 148,     /* int 0|1, default 1: write the run's TensorBoard log,
                                      <run>/events.out.tfevents.<time>.<host> (needs save=1)      */
+    VT_OPT_DICE = 149,            /* float 0..10, default 1: weight of the soft Dice term added to
+                                     the segmentation loss (per-pixel cross-entropy + dice *
+                                     (1 - mean per-class soft Dice)); 0 = cross-entropy only   */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */

@@ -25,7 +25,7 @@
 
 #include "core/core.h"
 
-#define VT_BACKEND_API_VERSION 2
+#define VT_BACKEND_API_VERSION 3
 
 typedef struct vt_backend vt_backend;
 
@@ -242,6 +242,15 @@ typedef struct vt_backend_ops {
     /* y[r*y_pitch + j] += alpha * x[r*x_pitch + j] (a flatcat's input gradients) */
     vt_status (*axpy2d)(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
                         size_t x_pitch, float *y, size_t y_pitch);
+
+    /* ---- segmentation Dice term (API version 3; formula in backend/seg_loss_math.h) ---- */
+    /* probs: softmax probabilities laid out [classes][batch] (softmax_xent's probs), labels as
+     * softmax_xent's (-1 = ignored; another id outside 0..classes-1 is an error on the CPU).
+     * loss[0] = weight * (1 - mean over classes of the soft Dice), ASSIGNED (one float,
+     * backend memory); dlogits (if non-NULL) += its gradient w.r.t. the logits (ADDED onto
+     * softmax_xent's assigned gradient; ignored pixels get nothing). */
+    vt_status (*softmax_dice)(vt_backend *b, int classes, int batch, const float *probs,
+                              const int32_t *labels, float weight, float *loss, float *dlogits);
 } vt_backend_ops;
 
 struct vt_backend {

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/gemm.h"
+#include "backend/seg_loss_math.h"
 #include "core/threads.h"
 
 #include "backend/cpu_impl.h"
@@ -837,6 +838,74 @@ static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const f
     return VT_OK;
 }
 
+typedef struct {
+    int classes;
+    size_t batch;
+    const float *probs;
+    const int32_t *labels;
+    double *sums; /* per class: I_k, C_k */
+    const float *ab;
+    float *dlogits;
+} dice_job;
+
+/* Classes [k0, k1): I_k and C_k over the labelled pixels, in pixel order (deterministic). */
+static void dice_sums(void *ctx, size_t k0, size_t k1)
+{
+    const dice_job *J = ctx;
+    for (size_t k = k0; k < k1; k++) {
+        const float *p = J->probs + k * J->batch;
+        double inter = 0, card = 0;
+        for (size_t i = 0; i < J->batch; i++) {
+            int32_t y = J->labels[i];
+            if (y < 0) continue;
+            card += p[i] + (y == (int32_t)k);
+            if (y == (int32_t)k) inter += p[i];
+        }
+        J->sums[2 * k] = inter;
+        J->sums[2 * k + 1] = card;
+    }
+}
+
+static void dice_grad(void *ctx, size_t i0, size_t i1)
+{
+    const dice_job *J = ctx;
+    for (size_t i = i0; i < i1; i++)
+        if (J->labels[i] >= 0)
+            vt_dice_pixel_grad(J->classes, J->probs + i, J->batch, J->labels[i], J->ab,
+                               J->dlogits + i);
+}
+
+static vt_status cpu_softmax_dice(vt_backend *b, int classes, int batch, const float *probs,
+                                  const int32_t *labels, float weight, float *loss, float *dlogits)
+{
+    if (classes < 1 || batch < 0)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "softmax_dice: classes=%d batch=%d", classes,
+                       batch);
+    for (int n = 0; n < batch; n++)
+        if (labels[n] < -1 || labels[n] >= classes)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside 0..%d",
+                           labels[n], n, classes - 1);
+    double *sums = vt_malloc((size_t)classes * 2 * sizeof(double));
+    float *ab = vt_malloc((size_t)classes * 2 * sizeof(float));
+    if (!sums || !ab) {
+        free(sums);
+        free(ab);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    dice_job J = {classes, (size_t)batch, probs, labels, sums, ab, dlogits};
+    vt_pool_run(POOL(b), (size_t)classes, 1, dice_sums, &J);
+    double mean = 0;
+    for (int k = 0; k < classes; k++) {
+        mean += (2 * sums[2 * k] + 1) / (sums[2 * k + 1] + 1);
+        vt_dice_coef(classes, weight, sums[2 * k], sums[2 * k + 1], &ab[2 * k], &ab[2 * k + 1]);
+    }
+    *loss = (float)(weight * (1.0 - mean / classes));
+    if (dlogits) vt_pool_run(POOL(b), (size_t)batch, GRAIN, dice_grad, &J);
+    free(sums);
+    free(ab);
+    return VT_OK;
+}
+
 /* ---------------------------------------------------------------- optimisers */
 
 typedef struct {
@@ -936,6 +1005,7 @@ static const vt_backend_ops cpu_ops = {
     .conv_columns = vt_cpu_conv_columns,
     .copy2d = cpu_copy2d,
     .axpy2d = cpu_axpy2d,
+    .softmax_dice = cpu_softmax_dice,
 };
 
 vt_status vt_backend_cpu_create(vt_backend **out, int threads)

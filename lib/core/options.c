@@ -109,6 +109,8 @@ static const vt_optdef table[] = {
     /* logging */
     {VT_OPT_TENSORBOARD, "tensorboard", I, 0, 1, 1, NULL, NULL, T,
      "write a TensorBoard events file in the run folder (0/1)"},
+    {VT_OPT_DICE, "dice", F, 0, 10, 1, NULL, NULL, T,
+     "weight of the soft Dice term of the segmentation loss (0 = cross-entropy only)"},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

@@ -73,7 +73,7 @@ vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be)
     size_t bb = (size_t)(g->n_buffers ? g->n_buffers : 1) * sizeof(float);
     if (!e->consumers || !(e->params = be->ops->alloc(be, pb)) ||
         !(e->grads = be->ops->alloc(be, pb)) || !(e->buffers = be->ops->alloc(be, bb)) ||
-        !(e->loss = be->ops->alloc(be, sizeof(float)))) {
+        !(e->loss = be->ops->alloc(be, 4 * sizeof(float)))) {
         vt_status st = vt_fail(VT_ERR_OUT_OF_MEMORY, "%s", vt_last_error());
         vt_exec_destroy(e);
         return st;

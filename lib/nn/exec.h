@@ -16,7 +16,7 @@ typedef struct vt_exec {
     void *ws;
     size_t ws_bytes;
     int32_t *labels;   /* cap_n labels */
-    float *loss;       /* one float */
+    float *loss;       /* 4 floats: where the losses write their sums */
     uint64_t dropout_seed;
     int training;
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */

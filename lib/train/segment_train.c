@@ -1,6 +1,7 @@
 /* The segmentation side of the trainer: per-pixel labels from the loader's masks, the loss
- * through the backend's softmax cross-entropy (one "sample" per pixel, ignored pixels -1), and
- * validation: a pixel confusion matrix, mean IoU and pixel accuracy. */
+ * through the backend's softmax cross-entropy (one "sample" per pixel, ignored pixels -1) plus
+ * its soft Dice term (weight `dice`; backend/seg_loss_math.h), and validation: a pixel
+ * confusion matrix, mean IoU and pixel accuracy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,9 @@ void vt_seg_release(vt_trainer *t)
     free(t->seg_logits);
     t->seg_logits = NULL;
     t->seg_logits_cap = 0;
+    if (t->be) t->be->ops->free(t->be, t->seg_probs_dev);
+    t->seg_probs_dev = NULL;
+    t->seg_probs_cap = 0;
 }
 
 /* Pixel labels of the n packed images into the backend; returns the labelled pixel count. */
@@ -59,14 +63,25 @@ vt_status vt_seg_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
     vt_node *out = &e->g->nodes[m->output_node];
     size_t labelled;
     TRY(upload_labels(t, L, n, &labelled));
-    int pixels = n * e->h * e->w;
+    int pixels = n * e->h * e->w, K = m->num_classes;
     float scale = labelled ? 1.0f / (float)labelled : 0.0f;
-    TRY(be->ops->softmax_xent(be, m->num_classes, pixels, out->y, t->seg_lab_dev,
+    float dice = labelled ? (float)vt_opt_num(&t->opts, VT_OPT_DICE) : 0.0f;
+    size_t np = (size_t)K * pixels;
+    if (dice > 0 && np > t->seg_probs_cap) {
+        be->ops->free(be, t->seg_probs_dev);
+        t->seg_probs_dev = be->ops->alloc(be, np * sizeof(float));
+        t->seg_probs_cap = t->seg_probs_dev ? np : 0;
+        if (!t->seg_probs_dev) return VT_ERR_OUT_OF_MEMORY;
+    }
+    TRY(be->ops->softmax_xent(be, K, pixels, out->y, t->seg_lab_dev,
                               (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING), scale, e->loss,
-                              with_grad ? out->dy : NULL, NULL));
-    float sum;
-    TRY(be->ops->download(be, &sum, e->loss, sizeof sum));
-    *loss = labelled ? sum * scale : 0.0f;
+                              with_grad ? out->dy : NULL, dice > 0 ? t->seg_probs_dev : NULL));
+    if (dice > 0)
+        TRY(be->ops->softmax_dice(be, K, pixels, t->seg_probs_dev, t->seg_lab_dev, dice,
+                                  e->loss + 1, with_grad ? out->dy : NULL));
+    float sum[2] = {0, 0};
+    TRY(be->ops->download(be, sum, e->loss, (dice > 0 ? 2 : 1) * sizeof(float)));
+    *loss = labelled ? sum[0] * scale + sum[1] : 0.0f;
     return VT_OK;
 }
 

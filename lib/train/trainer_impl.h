@@ -77,6 +77,8 @@ struct vt_trainer {
     size_t seg_lab_cap;
     float *seg_logits;
     size_t seg_logits_cap;
+    float *seg_probs_dev; /* softmax probabilities of a batch, for the Dice term */
+    size_t seg_probs_cap;
     char run_dir[4096];          /* "" when save=0 */
     char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
     struct vt_tblog *tb;         /* the run's TensorBoard events file, NULL when not written */

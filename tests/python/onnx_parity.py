@@ -179,7 +179,7 @@ def classify_family(tmp, data, arch, opts, channels=3):
         worst = 0.0
         for f in images(data, "val", 4):
             img = read_png(f)
-            ref = np.array(m.predict(f), dtype=np.float32)   # the library decodes the file
+            ref = np.array(m.classify(f), dtype=np.float32)   # the library decodes the file
             x = to_input(img, channels)
             if batch > 1:
                 x = np.repeat(x, batch, axis=0)

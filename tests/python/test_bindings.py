@@ -195,7 +195,7 @@ class TestErrors(unittest.TestCase):
     def test_predict_missing_file(self):
         with new_model() as m:
             with self.assertRaises(vt.VisionTrainError) as cm:
-                m.predict(os.path.join(TMP, "nope.png"))
+                m.classify(os.path.join(TMP, "nope.png"))
             self.assertIn("nope.png", str(cm.exception))
 
 
@@ -240,31 +240,31 @@ class TestModel(unittest.TestCase):
     def test_predict_inputs(self):
         with new_model() as m, vt.Dataset(DATA) as ds:
             path = ds.image_path("val", 0)
-            for probs in (m.predict(path),
-                          m.predict(bytes(range(256)) * 12, width=IMGSZ, height=IMGSZ,
+            for probs in (m.classify(path),
+                          m.classify(bytes(range(256)) * 12, width=IMGSZ, height=IMGSZ,
                                     channels=3),
-                          m.predict([[[10, 20, 30]] * 20] * 16),
-                          m.predict([[128] * 8] * 8)):
+                          m.classify([[[10, 20, 30]] * 20] * 16),
+                          m.classify([[128] * 8] * 8)):
                 self.assertEqual(len(probs), CLASSES)
                 self.assertAlmostEqual(sum(probs), 1.0, places=4)
                 for p in probs:
                     self.assertGreaterEqual(p, 0.0)
                     self.assertLessEqual(p, 1.0)
             with self.assertRaises(vt.InvalidArgumentError):
-                m.predict(b"\0" * 10, width=IMGSZ, height=IMGSZ, channels=3)
+                m.classify(b"\0" * 10, width=IMGSZ, height=IMGSZ, channels=3)
             with self.assertRaises(TypeError):
-                m.predict(b"\0" * 10)
+                m.classify(b"\0" * 10)
 
     @unittest.skipIf(numpy is None, "numpy not installed")
     def test_predict_numpy(self):
         with new_model() as m:
             img = (numpy.arange(40 * 30 * 3) % 251).astype(numpy.uint8).reshape(40, 30, 3)
-            p1 = m.predict(img)
-            p2 = m.predict(img.tobytes(), width=30, height=40, channels=3)
+            p1 = m.classify(img)
+            p2 = m.classify(img.tobytes(), width=30, height=40, channels=3)
             self.assertAlmostEqual(sum(p1), 1.0, places=4)
             for a, b in zip(p1, p2):
                 self.assertAlmostEqual(a, b, places=6)
-            p3 = m.predict(img[:, ::-1, :])   # non-contiguous view
+            p3 = m.classify(img[:, ::-1, :])   # non-contiguous view
             self.assertEqual(len(p3), CLASSES)
 
 
@@ -540,7 +540,7 @@ class TestSaveLoad(unittest.TestCase):
             with new_model() as m:
                 with quick_trainer(m, ds) as t:
                     t.run()
-                before = [m.predict(p) for p in images]
+                before = [m.classify(p) for p in images]
                 names = m.class_names
                 m.save(path)
         self.assertTrue(os.path.isfile(path))
@@ -549,7 +549,7 @@ class TestSaveLoad(unittest.TestCase):
             self.assertEqual(m2.num_classes, CLASSES)
             self.assertEqual(m2.imgsz, IMGSZ)
             self.assertEqual(m2.class_names, names)
-            after = [m2.predict(p) for p in images]
+            after = [m2.classify(p) for p in images]
             top = m2.predict_topk(images[0], k=1)
         for a, b in zip(before, after):
             for x, y in zip(a, b):

@@ -25,7 +25,7 @@ class ExportTest(unittest.TestCase):
     def test_forward_is_predict(self):
         self.assertEqual(self.m.output_shape, (3, 1, 1))
         px = bytes((i * 37) % 256 for i in range(8 * 8 * 3))
-        want = self.m.predict(px, width=8, height=8, channels=3)
+        want = self.m.classify(px, width=8, height=8, channels=3)
         # the predictor's conversion: pixel * (1 / 255) in float32, channel-major
         x = array.array("f", [0.0] * (2 * 3 * 64))
         inv = array.array("f", [1.0 / 255.0])[0]

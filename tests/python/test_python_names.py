@@ -99,20 +99,20 @@ class PythonNamesTest(unittest.TestCase):
         with vt.Model("det-n", 3, imgsz=32) as det, vt.Model("cls-n", 3, imgsz=32) as cls, \
                 vt.Model("seg-n", 3, imgsz=32) as seg:
             for call, model_method in [
-                    (lambda: det.predict(img), "Model.detect()"),
-                    (lambda: det.predict(b"\0" * 4, **pixels), "Model.detect()"),
+                    (lambda: det.classify(img), "Model.detect()"),
+                    (lambda: det.classify(b"\0" * 4, **pixels), "Model.detect()"),
                     (lambda: det.predict_topk(img), "Model.detect()"),
                     (lambda: det.segment(img), "Model.detect()"),
-                    (lambda: cls.detect(img), "Model.predict()"),
-                    (lambda: cls.segment(b"\0" * 4, **pixels), "Model.predict()"),
-                    (lambda: seg.predict(img), "Model.segment()"),
+                    (lambda: cls.detect(img), "Model.classify()"),
+                    (lambda: cls.segment(b"\0" * 4, **pixels), "Model.classify()"),
+                    (lambda: seg.classify(img), "Model.segment()"),
                     (lambda: seg.detect(img), "Model.segment()")]:
                 with self.assertRaises(vt.UnsupportedError) as cm:
                     call()
                 self.assertPythonMessage(cm.exception, model_method)
                 self.assertEqual(cm.exception.status, vt.Status.UNSUPPORTED)
             self.assertIn("det-n is a detection model, not a classification one",
-                          str(self.raised(lambda: det.predict(img))))
+                          str(self.raised(lambda: det.classify(img))))
 
     def raised(self, call):
         try:

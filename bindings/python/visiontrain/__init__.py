@@ -1,21 +1,21 @@
 """Python bindings for libvisiontrain (ctypes; no compiled extension).
 
     import visiontrain as vt
-    vt.synth_generate("data", classes=4, train=50, val=20)
-    with vt.Dataset("data") as ds, vt.Model("cls-n", ds.num_classes, imgsz=32) as model:
-        with vt.Trainer(model, ds, epochs=2, batch=16) as trainer:
-            trainer.run(callback=lambda event, p: print(p))
-        model.save("model.vtm")
-        print(model.predict_topk("data/val/<class>/<image>.png", k=2))
+    vt.synth_generate("shapes", classes=4, train=50, val=20)
+    model = vt.Model("cls-n")                        # the classes come from the data
+    model.train(data="shapes", epochs=2, imgsz=32)   # prints the progress; returns the metrics
+    model.val()                                      # the val split of the same data
+    for r in model.predict("shapes/val/circle"):     # a file, folder, list or numpy arrays
+        print(r.path, r.probs.top1, r.probs.top1conf)
+    model.save("shapes.vtm")                         # vt.Model("shapes.vtm") loads it
 
-    with vt.Estimator(model="cls-s", train=20000, epochs=100, imgsz=224, batch=64) as est:
-        for r in est.rank("cost", limit=5):
-            print(r.name, "%.1f h" % r.hours, r.cost_usd)
+Underneath: Dataset, Trainer (every option, callbacks, step()) and Model.classify() / detect() /
+segment() for one image; Estimator for time and cost.
 
 The library is found through visiontrain.load_library(path), else $VT_LIBRARY, else a
-libvisiontrain.so* next to this package, else the system's libvisiontrain.so.0.  It is loaded
-on first use, or at import when VT_LIBRARY is set.  A library whose ABI version differs from
-ABI_VERSION is refused with AbiMismatchError (an ImportError).
+libvisiontrain.so* next to this package (where pip install puts it), else the system's
+libvisiontrain.so.0.  It is loaded on first use, or at import when VT_LIBRARY is set.  A library
+whose ABI version differs from ABI_VERSION is refused with AbiMismatchError (an ImportError).
 """
 
 import os as _os
@@ -27,7 +27,7 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
                      InvalidArgumentError, LibraryNotFoundError, NotFoundError, NumericError,
                      OptionError, OptionValueError, OutOfMemoryError, Status, UnknownOptionError,
                      UnsupportedError, VisionTrainError)
-from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, Model, OptionInfo, OptionType,
+from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, OptionInfo, OptionType,
                     Polygon,
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
                     abi_version, checkpoint_args, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
@@ -35,6 +35,8 @@ from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metr
 from ._estimate import (GPU, Catalog, Estimate, Estimator, EstBasis, EstPrecision, EstResult, Pick, GpuField, RankBy,
                         dataset_advice)
 from ._validate import Count, Report, clone_dataset, problem_code_name, validate
+from ._model import Model
+from ._results import Boxes, Masks, Probs, Results
 
 __version__ = "0.1.0"   # version of the bindings; version() is the loaded library's
 
@@ -44,6 +46,7 @@ __all__ = [
     "options", "option_info", "synth_generate", "devices", "device_count", "no_gpu_reason",
     "dataset_advice",
     "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "Box",
+    "Results", "Boxes", "Probs", "Masks",
     "Polygon", "Problem",
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",
     "problem_code_name",

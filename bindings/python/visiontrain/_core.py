@@ -114,7 +114,7 @@ class OptionType(enum.IntEnum):
 
 _TASK_NOUNS = {Task.CLASSIFY: "classification", Task.DETECT: "detection",
                Task.SEGMENT: "segmentation"}
-_TASK_METHODS = {Task.CLASSIFY: "predict()", Task.DETECT: "detect()", Task.SEGMENT: "segment()"}
+_TASK_METHODS = {Task.CLASSIFY: "classify()", Task.DETECT: "detect()", Task.SEGMENT: "segment()"}
 
 # vt_box_measure, by the names Dataset.box_histogram takes
 _BOX_MEASURES = {"width": 1, "height": 2, "sqrt_area": 3}
@@ -756,7 +756,8 @@ def _is_numpy(x):
 
 
 class Model(_Closable):
-    """A model.  Model("cls-n", 4, imgsz=32) builds a new one; Model.load(path) reads a saved one.
+    """A model's native handle and its per-image calls (visiontrain.Model adds train, val and
+    predict).  Model("cls-n", 4, imgsz=32) builds a new one; Model.load(path) reads a saved one.
 
     Options of a new model: channels= (1|3), imgsz=, dropout=, seed= (weight init seed).
     """
@@ -836,8 +837,9 @@ class Model(_Closable):
         """Forward-pass FLOPs for one image (default: at the model's image size)."""
         return self._lib.vt_model_flops(self._ptr(), int(imgsz or self.imgsz))
 
-    def predict(self, image, width=None, height=None, channels=None, stride=None):
-        """Class probabilities (a list of floats summing to ~1) for one image.
+    def classify(self, image, width=None, height=None, channels=None, stride=None):
+        """Class probabilities (a list of floats summing to ~1) for one image, for a
+        classification model ("cls-...").
 
         ``image`` is a path (str / os.PathLike: PNG or JPEG), a numpy uint8 array of shape
         (H, W) or (H, W, C) with C in 1, 3, 4, nested lists of the same shape, a PIL image, or
@@ -862,7 +864,7 @@ class Model(_Closable):
                channels=None, stride=None):
         """Objects in one image, for a detection model ("det-..."): a list of Detection, best
         score first (score >= conf, class-aware NMS at IoU ``iou``, at most ``max_det``).
-        ``image`` takes the same forms as predict().  Boxes are in the image's own pixels."""
+        ``image`` takes the same forms as classify().  Boxes are in the image's own pixels."""
         self._require_task(Task.DETECT)
         p = self._ptr()
         names = self.class_names
@@ -897,7 +899,7 @@ class Model(_Closable):
         """The class id of every pixel of one image, for a segmentation model ("seg-..."), at
         the image's own size: a numpy uint8 array of shape (H, W) when numpy is loaded, else a
         (width, height, bytes) tuple with the row-major mask.  ``image`` takes the same forms as
-        predict()."""
+        classify()."""
         self._require_task(Task.SEGMENT)
         p = self._ptr()
         if isinstance(image, (str, os.PathLike)):
@@ -971,7 +973,7 @@ class Model(_Closable):
     def predict_topk(self, image, k=5, **kw):
         """The k most probable classes: a list of Prediction(index, name, probability), best
         first; name is the class name, or str(index) when the model has no class names."""
-        probs = self.predict(image, **kw)
+        probs = self.classify(image, **kw)
         names = self.class_names
         order = sorted(range(len(probs)), key=lambda i: -probs[i])[:max(0, int(k))]
         return [Prediction(i, names[i] if names[i] is not None else str(i), probs[i])
@@ -990,11 +992,11 @@ def _pixels(image, width, height, channels, stride):
     if np is not None and _is_numpy(image):
         a = np.asarray(image)
         if a.dtype != np.uint8:
-            raise TypeError("predict() takes uint8 pixels (H, W[, C]), got dtype %s" % a.dtype)
+            raise TypeError("an image takes uint8 pixels (H, W[, C]), got dtype %s" % a.dtype)
         if a.ndim == 2:
             a = a[:, :, None]
         if a.ndim != 3:
-            raise ValueError("predict() takes an (H, W) or (H, W, C) array, got shape %s"
+            raise ValueError("an image is an (H, W) or (H, W, C) array, got shape %s"
                              % (a.shape,))
         a = np.ascontiguousarray(a)
         height, width, channels = a.shape
@@ -1031,10 +1033,10 @@ def _pixels(image, width, height, channels, stride):
     try:
         mv = memoryview(image)
     except TypeError:
-        raise TypeError("predict() takes a path, a numpy uint8 array, nested lists, a PIL image "
+        raise TypeError("an image is a path, a numpy uint8 array, nested lists, a PIL image "
                         "or pixel bytes, not %s" % type(image).__name__) from None
     if width is None or height is None or channels is None:
-        raise TypeError("predict() with raw pixel bytes needs width=, height= and channels=")
+        raise TypeError("an image of raw pixel bytes needs width=, height= and channels=")
     width, height, channels = int(width), int(height), int(channels)
     if stride is None:
         stride = width * channels
