@@ -144,9 +144,10 @@ vt_status vt_model_write_sections(const vt_model *m, vt_ckpt_writer *w)
 {
     char meta[512];
     int len = snprintf(meta, sizeof meta,
-                       "arch=%s\ntask=%d\nnum_classes=%d\nchannels=%d\nimgsz=%d\ndropout=%.9g\n"
-                       "seed=%llu\nparams=%lld\nbuffers=%lld\n",
-                       m->arch, (int)m->task, m->num_classes, m->channels, m->imgsz,
+                       "arch=%s\nrev=%d\ntask=%d\nnum_classes=%d\nchannels=%d\nimgsz=%d\n"
+                       "dropout=%.9g\nseed=%llu\nparams=%lld\nbuffers=%lld\n",
+                       m->arch, vt_arch_revision(m->arch), (int)m->task, m->num_classes,
+                       m->channels, m->imgsz,
                        (double)m->dropout, (unsigned long long)m->seed,
                        (long long)m->graph.n_params, (long long)m->graph.n_buffers);
     vt_status st = vt_ckw_add(w, TAG_META, meta, (size_t)len, 0);
@@ -198,7 +199,7 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
         return VT_ERR_OUT_OF_MEMORY;
     }
     meta[meta_n] = 0;
-    char arch[64], v[5][64];
+    char arch[64], v[5][64], rev[16] = "1";
     const char *path = vt_ckpt_path(c);
     static const char *const keys[5] = {"num_classes", "channels", "imgsz", "dropout", "seed"};
     int complete = vt_ckpt_kv(meta, meta_n, "arch", arch, sizeof arch) != NULL;
@@ -207,6 +208,14 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
     if (!complete) {
         free(meta);
         return vt_fail(VT_ERR_CHECKPOINT, "%s: checkpoint metadata incomplete", path);
+    }
+    vt_ckpt_kv(meta, meta_n, "rev", rev, sizeof rev); /* absent: revision 1 */
+    if (atoi(rev) != vt_arch_revision(arch)) {
+        free(meta);
+        return vt_fail(VT_ERR_CHECKPOINT,
+                       "%s: a %s of layout revision %s (an earlier release: ReLU activations); "
+                       "this library's %s is revision %d (SiLU): train it again",
+                       path, arch, rev, arch, vt_arch_revision(arch));
     }
     free(meta);
     /* Strictly, with the ranges vt_model_create() enforces: the CRCs only say the file is

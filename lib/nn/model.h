@@ -38,6 +38,9 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
 int vt_arch_is_detector(const char *arch);
 /* 1 for the segmentation family names ("seg-..."). */
 int vt_arch_is_segmenter(const char *arch);
+/* The layout revision of a family: a checkpoint records it (meta "rev", absent = 1) and one of
+ * another revision is refused, since the same parameters would compute something else. */
+int vt_arch_revision(const char *arch);
 /* The grid levels of a detector's head (output node `out` of g, input imgsz x imgsz): their
  * sizes and strides in anchor order (lib/backend/det_loss_math.h).  Returns the level count. */
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS]);
