@@ -20,7 +20,7 @@
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 
 static int cmp_d(const void *a, const void *b)
 {

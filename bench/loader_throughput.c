@@ -33,7 +33,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "image/image.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "visiontrain/visiontrain.h"
 
 static double now(void)
@@ -207,7 +207,8 @@ static double loader_rate(const vt_dataset *ds, const run_cfg *rc, int batch, in
     vt_aug_params aug;
     vt_aug_params_default(&aug);
     if (rc->no_mosaic) aug.mosaic = 0;
-    vt_loader_config cfg = {rc->imgsz, 3, rc->workers, &aug, NULL, NULL, NULL, NULL};
+    vt_loader_config cfg = {rc->imgsz, 3, rc->workers, &aug, NULL, NULL, NULL, NULL,
+                            VT_SAMPLE_AUTO};
     vt_loader *L;
     if (vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg)) return -1;
     vt_loader_set_full_decode(L, rc->full_decode);
@@ -327,7 +328,7 @@ static void cache_cap(const vt_dataset *ds, int s, int batch)
 {
     vt_aug_params aug;
     vt_aug_params_default(&aug);
-    vt_loader_config cfg = {s, 3, 2, &aug, NULL, NULL, NULL, NULL};
+    vt_loader_config cfg = {s, 3, 2, &aug, NULL, NULL, NULL, NULL, VT_SAMPLE_AUTO};
     int n = ds->split[VT_SPLIT_TRAIN].n;
     int64_t base = (int64_t)s * (s * 3 / 4) * 3; /* 640x480 sources: long side s */
     int64_t cap = base * n / 3;

@@ -7,7 +7,7 @@
 #include "cuda_internal.cuh"
 
 extern "C" {
-#include "cuda_device.h"
+#include "backend/cuda_device.h"
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */
@@ -160,8 +160,8 @@ __global__ void k_scale_matrix(float *c, int m, int n, int ldc, long long stride
                                float beta)
 {
     size_t total = (size_t)m * n * batch;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total;
-         i += (size_t)gridDim.x * blockDim.x) {
+    VT_GRID_STRIDE(i, total)
+    {
         size_t bi = i / ((size_t)m * n), r = (i / n) % m, col = i % n;
         float *p = c + bi * stride_c + r * (size_t)ldc + col;
         *p = beta == 0.0f ? 0.0f : beta * *p;
@@ -178,9 +178,8 @@ vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int 
     if (m == 0 || n == 0 || batch == 0) return VT_OK;
     if (k == 0) {
         size_t total = (size_t)m * n * batch;
-        k_scale_matrix<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0,
-                         cb->stream>>>(c, m, n, ldc, stride_c, batch, beta);
-        return vt_cuda_check_launch("gemm (k = 0 scale)");
+        return VT_CUDA_LAUNCH(cb, total, "gemm (k = 0 scale)", k_scale_matrix, c, m, n, ldc,
+                              stride_c, batch, beta);
     }
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands and
      * the m/n roles; each operand's transpose flag stays its own. */

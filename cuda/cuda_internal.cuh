@@ -108,6 +108,19 @@ static inline unsigned vt_cuda_grid(const vt_cuda_backend *cb, size_t n, unsigne
 
 #define VT_CUDA_THREADS 256
 
+/* The loop of a grid-stride kernel: i runs over 0..n-1, each thread taking every
+ * (grid * block)-th index. */
+#define VT_GRID_STRIDE(i, n)                                                                     \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (size_t)gridDim.x * blockDim.x)
+
+/* The launch of a grid-stride kernel over n elements on the backend's stream, and its check:
+ * an expression whose value is the op's vt_status (a launch error names `what`). */
+#define VT_CUDA_LAUNCH(cb, n, what, kernel, ...)                                                 \
+    (kernel<<<vt_cuda_grid((cb), (n), VT_CUDA_THREADS), VT_CUDA_THREADS, 0, (cb)->stream>>>(    \
+         __VA_ARGS__),                                                                           \
+     vt_cuda_check_launch(what))
+
 /* Default cap of the im2col buffer: big enough that typical layers run as one GEMM over the
  * whole batch, small enough to leave the memory to activations. */
 #define VT_CONV_COL_CAP ((size_t)256 << 20)

@@ -4,19 +4,11 @@
  * rounding (nvcc contracts a*b+c into FMAs, the reason they are not bit-identical). */
 #include "cuda_internal.cuh"
 
-#define GRID_STRIDE(i, n)                                                                        \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (size_t)gridDim.x * blockDim.x)
-
-#define LAUNCH(cb, n, kernel, ...)                                                               \
-    kernel<<<vt_cuda_grid((cb), (n), VT_CUDA_THREADS), VT_CUDA_THREADS, 0, (cb)->stream>>>(     \
-        __VA_ARGS__)
-
 /* ---- fill / axpy / add ------------------------------------------------------------------- */
 
 __global__ void k_fill(float *x, size_t n, float v)
 {
-    GRID_STRIDE(i, n) x[i] = v;
+    VT_GRID_STRIDE(i, n) x[i] = v;
 }
 
 vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value)
@@ -28,13 +20,12 @@ vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value)
         VT_CUDA_TRY(cudaMemsetAsync(x, 0, n * sizeof(float), cb->stream), "fill (cudaMemsetAsync)");
         return VT_OK;
     }
-    LAUNCH(cb, n, k_fill, x, n, value);
-    return vt_cuda_check_launch("fill");
+    return VT_CUDA_LAUNCH(cb, n, "fill", k_fill, x, n, value);
 }
 
 __global__ void k_axpy(size_t n, float alpha, const float *x, float *y)
 {
-    GRID_STRIDE(i, n) y[i] += alpha * x[i];
+    VT_GRID_STRIDE(i, n) y[i] += alpha * x[i];
 }
 
 vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y)
@@ -42,8 +33,7 @@ vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, flo
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_axpy, n, alpha, x, y);
-    return vt_cuda_check_launch("axpy");
+    return VT_CUDA_LAUNCH(cb, n, "axpy", k_axpy, n, alpha, x, y);
 }
 
 /* ---- strided 2-D copy / axpy (a flatcat's forward and backward) -------------------------- */
@@ -74,7 +64,7 @@ vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *s
 __global__ void k_axpy2d(size_t rows, size_t cols, float alpha, const float *__restrict__ x,
                          size_t xp, float *__restrict__ y, size_t yp)
 {
-    GRID_STRIDE(i, rows * cols)
+    VT_GRID_STRIDE(i, rows * cols)
     {
         size_t r = i / cols, j = i - r * cols;
         y[r * yp + j] += alpha * x[r * xp + j];
@@ -89,14 +79,14 @@ vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, c
     vt_status st = check_pitches("axpy2d", cols, x_pitch, y_pitch);
     if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, rows * cols, k_axpy2d, rows, cols, alpha, x, x_pitch, y, y_pitch);
-    return vt_cuda_check_launch("axpy2d");
+    return VT_CUDA_LAUNCH(cb, rows * cols, "axpy2d", k_axpy2d,
+                          rows, cols, alpha, x, x_pitch, y, y_pitch);
 }
 
 /* No __restrict__: y may alias a or c, and each element is read before it is written. */
 __global__ void k_add(size_t n, const float *a, const float *c, float *y)
 {
-    GRID_STRIDE(i, n) y[i] = a[i] + c[i];
+    VT_GRID_STRIDE(i, n) y[i] = a[i] + c[i];
 }
 
 vt_status vt_cuda_add(vt_backend *b, size_t n, const float *a, const float *c, float *y)
@@ -104,8 +94,7 @@ vt_status vt_cuda_add(vt_backend *b, size_t n, const float *a, const float *c, f
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_add, n, a, c, y);
-    return vt_cuda_check_launch("add");
+    return VT_CUDA_LAUNCH(cb, n, "add", k_add, n, a, c, y);
 }
 
 /* ---- activations ------------------------------------------------------------------------- */
@@ -117,7 +106,7 @@ __device__ __forceinline__ float sigmoidf_(float x)
 
 __global__ void k_act_forward(int act, float alpha, size_t n, const float *x, float *y)
 {
-    GRID_STRIDE(i, n)
+    VT_GRID_STRIDE(i, n)
     {
         float v = x[i], r;
         switch (act) {
@@ -139,8 +128,7 @@ vt_status vt_cuda_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, 
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_forward: unknown activation %d", (int)act);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_act_forward, (int)act, alpha, n, x, y);
-    return vt_cuda_check_launch("act_forward");
+    return VT_CUDA_LAUNCH(cb, n, "act_forward", k_act_forward, (int)act, alpha, n, x, y);
 }
 
 /* The derivative is taken from the output y where that is exact (relu, leaky: y > 0 iff x > 0
@@ -149,7 +137,7 @@ vt_status vt_cuda_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, 
 __global__ void k_act_backward(int act, float alpha, size_t n, const float *x, const float *y,
                                const float *dy, float *dx)
 {
-    GRID_STRIDE(i, n)
+    VT_GRID_STRIDE(i, n)
     {
         float g = dy[i], d;
         switch (act) {
@@ -183,28 +171,18 @@ vt_status vt_cuda_act_backward(vt_backend *b, vt_act act, float alpha, size_t n,
     if (act != VT_ACT_NONE && !x && !y)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_backward: both x and y are NULL");
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_act_backward, (int)act, alpha, n, x, y, dy, dx);
-    return vt_cuda_check_launch("act_backward");
+    return VT_CUDA_LAUNCH(cb, n, "act_backward", k_act_backward, (int)act, alpha, n, x, y, dy, dx);
 }
 
 /* ---- dropout ----------------------------------------------------------------------------- */
 
-/* Bit-identical twin of vt_hash_uniform() in core.h, so CPU and GPU draw the same masks. */
-__device__ __forceinline__ float hash_uniform_dev(uint64_t seed, uint64_t index)
-{
-    uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 0x632BE59BD9B4E019ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)(z >> 40) * (1.0f / 16777216.0f);
-}
-
 __global__ void k_dropout_forward(size_t n, float p, float scale, uint64_t seed, const float *x,
                                   float *y, float *mask)
 {
-    GRID_STRIDE(i, n)
+    VT_GRID_STRIDE(i, n)
     {
-        float mk = hash_uniform_dev(seed, (uint64_t)i) >= p ? scale : 0.0f;
+        /* core.h's vt_hash_uniform, compiled for the device: the CPU's masks bit for bit */
+        float mk = vt_hash_uniform(seed, (uint64_t)i) >= p ? scale : 0.0f;
         if (mask) mask[i] = mk;
         y[i] = x[i] * mk;
     }
@@ -219,13 +197,13 @@ vt_status vt_cuda_dropout_forward(vt_backend *b, size_t n, float p, uint64_t see
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
     float scale = 1.0f / (1.0f - p);
-    LAUNCH(cb, n, k_dropout_forward, n, p, scale, seed, x, y, mask);
-    return vt_cuda_check_launch("dropout_forward");
+    return VT_CUDA_LAUNCH(cb, n, "dropout_forward", k_dropout_forward,
+                          n, p, scale, seed, x, y, mask);
 }
 
 __global__ void k_dropout_backward(size_t n, const float *mask, const float *dy, float *dx)
 {
-    GRID_STRIDE(i, n) dx[i] += dy[i] * mask[i];
+    VT_GRID_STRIDE(i, n) dx[i] += dy[i] * mask[i];
 }
 
 vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, const float *dy,
@@ -234,8 +212,7 @@ vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, c
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0 || !dx) return VT_OK;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_dropout_backward, n, mask, dy, dx);
-    return vt_cuda_check_launch("dropout_backward");
+    return VT_CUDA_LAUNCH(cb, n, "dropout_backward", k_dropout_backward, n, mask, dy, dx);
 }
 
 /* ---- optimisers -------------------------------------------------------------------------- */
@@ -243,7 +220,7 @@ vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, c
 __global__ void k_sgd(size_t n, float *p, const float *g, float *m, float lr, float momentum,
                       float wd, int nesterov)
 {
-    GRID_STRIDE(i, n)
+    VT_GRID_STRIDE(i, n)
     {
         float gi = g[i] + wd * p[i];
         float mi = momentum * m[i] + gi;
@@ -258,14 +235,13 @@ vt_status vt_cuda_sgd_step(vt_backend *b, size_t n, float *p, const float *g, fl
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_sgd, n, p, g, m, lr, momentum, wd, nesterov);
-    return vt_cuda_check_launch("sgd_step");
+    return VT_CUDA_LAUNCH(cb, n, "sgd_step", k_sgd, n, p, g, m, lr, momentum, wd, nesterov);
 }
 
 __global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
                         float beta1, float beta2, float eps, float wd, float bc1, float bc2)
 {
-    GRID_STRIDE(i, n)
+    VT_GRID_STRIDE(i, n)
     {
         float pi = p[i], gi = g[i];
         pi -= lr * wd * pi;
@@ -284,6 +260,6 @@ vt_status vt_cuda_adamw_step(vt_backend *b, size_t n, float *p, const float *g, 
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    LAUNCH(cb, n, k_adamw, n, p, g, m, v, lr, beta1, beta2, eps, wd, bc1, bc2);
-    return vt_cuda_check_launch("adamw_step");
+    return VT_CUDA_LAUNCH(cb, n, "adamw_step", k_adamw,
+                          n, p, g, m, v, lr, beta1, beta2, eps, wd, bc1, bc2);
 }

@@ -4,7 +4,7 @@
  * caller reads.  The module has no other link to the core. */
 #include <stdarg.h>
 
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 
 static vt_failv_fn core_failv;
 

@@ -4,10 +4,6 @@
  * the order the CPU backend's output loop adds them. */
 #include "cuda_internal.cuh"
 
-#define GRID_STRIDE(i, n)                                                                        \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (size_t)gridDim.x * blockDim.x)
-
 static vt_status check_pool(const vt_pool_desc *d, const char *op)
 {
     if (!d || d->planes < 0 || d->h < 1 || d->w < 1 || d->ho < 0 || d->wo < 0 || d->k < 1 ||
@@ -129,7 +125,7 @@ __global__ void k_avgpool_fwd(vt_pool_desc d, const float *x, float *y)
 {
     size_t total = (size_t)d.planes * d.ho * d.wo;
     float inv = 1.0f / (float)(d.k * d.k);
-    GRID_STRIDE(o, total)
+    VT_GRID_STRIDE(o, total)
     {
         int ox = (int)(o % d.wo), oy = (int)((o / d.wo) % d.ho);
         size_t plane = o / ((size_t)d.wo * d.ho);
@@ -156,16 +152,14 @@ vt_status vt_cuda_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const fl
     size_t total = (size_t)d->planes * d->ho * d->wo;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_avgpool_fwd<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        *d, x, y);
-    return vt_cuda_check_launch("avgpool_forward");
+    return VT_CUDA_LAUNCH(cb, total, "avgpool_forward", k_avgpool_fwd, *d, x, y);
 }
 
 __global__ void k_avgpool_bwd(vt_pool_desc d, const float *dy, float *dx)
 {
     size_t total = (size_t)d.planes * d.h * d.w;
     float inv = 1.0f / (float)(d.k * d.k);
-    GRID_STRIDE(i, total)
+    VT_GRID_STRIDE(i, total)
     {
         int ix = (int)(i % d.w), iy = (int)((i / d.w) % d.h);
         size_t plane = i / ((size_t)d.w * d.h);
@@ -190,9 +184,7 @@ vt_status vt_cuda_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const f
     size_t total = (size_t)d->planes * d->h * d->w;
     if (total == 0 || !dx || d->ho == 0 || d->wo == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_avgpool_bwd<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        *d, dy, dx);
-    return vt_cuda_check_launch("avgpool_backward");
+    return VT_CUDA_LAUNCH(cb, total, "avgpool_backward", k_avgpool_bwd, *d, dy, dx);
 }
 
 /* ---- nearest x2 upsampling --------------------------------------------------------------- */
@@ -201,7 +193,7 @@ __global__ void k_up2_fwd(size_t planes, int h, int w, const float *x, float *y)
 {
     int wo = 2 * w, ho = 2 * h;
     size_t total = planes * ho * wo;
-    GRID_STRIDE(o, total)
+    VT_GRID_STRIDE(o, total)
     {
         int ox = (int)(o % wo), oy = (int)((o / wo) % ho);
         size_t plane = o / ((size_t)wo * ho);
@@ -217,16 +209,14 @@ vt_status vt_cuda_upsample2_forward(vt_backend *b, size_t planes, int h, int w, 
     size_t total = planes * 4 * (size_t)h * w;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_up2_fwd<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        planes, h, w, x, y);
-    return vt_cuda_check_launch("upsample2_forward");
+    return VT_CUDA_LAUNCH(cb, total, "upsample2_forward", k_up2_fwd, planes, h, w, x, y);
 }
 
 __global__ void k_up2_bwd(size_t planes, int h, int w, const float *dy, float *dx)
 {
     size_t total = planes * h * w;
     int wo = 2 * w;
-    GRID_STRIDE(i, total)
+    VT_GRID_STRIDE(i, total)
     {
         int ix = (int)(i % w), iy = (int)((i / w) % h);
         size_t plane = i / ((size_t)w * h);
@@ -249,7 +239,5 @@ vt_status vt_cuda_upsample2_backward(vt_backend *b, size_t planes, int h, int w,
     size_t total = planes * (size_t)h * w;
     if (total == 0 || !dx) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_up2_bwd<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        planes, h, w, dy, dx);
-    return vt_cuda_check_launch("upsample2_backward");
+    return VT_CUDA_LAUNCH(cb, total, "upsample2_backward", k_up2_bwd, planes, h, w, dy, dx);
 }

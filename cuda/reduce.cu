@@ -4,17 +4,13 @@
 #include "cuda_internal.cuh"
 #include "backend/seg_loss_math.h"
 
-#define GRID_STRIDE(i, n)                                                                        \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (size_t)gridDim.x * blockDim.x)
-
 #define RED_THREADS 512
 
 /* ---- bias_add / channel_sum -------------------------------------------------------------- */
 
 __global__ void k_bias_add(size_t total, size_t m, const float *bias, float *y)
 {
-    GRID_STRIDE(i, total) y[i] += bias[i / m];
+    VT_GRID_STRIDE(i, total) y[i] += bias[i / m];
 }
 
 vt_status vt_cuda_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y)
@@ -24,9 +20,7 @@ vt_status vt_cuda_bias_add(vt_backend *b, int channels, size_t m, const float *b
     size_t total = (size_t)channels * m;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_bias_add<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        total, m, bias, y);
-    return vt_cuda_check_launch("bias_add");
+    return VT_CUDA_LAUNCH(cb, total, "bias_add", k_bias_add, total, m, bias, y);
 }
 
 /* One block per channel: a channel is one contiguous run of m values. */
@@ -81,7 +75,7 @@ vt_status vt_cuda_gap_forward(vt_backend *b, size_t planes, size_t hw, const flo
 
 __global__ void k_gap_backward(size_t total, size_t hw, const float *dy, float *dx)
 {
-    GRID_STRIDE(i, total) dx[i] += dy[i / hw] / (float)hw;
+    VT_GRID_STRIDE(i, total) dx[i] += dy[i / hw] / (float)hw;
 }
 
 vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy,
@@ -91,9 +85,7 @@ vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const fl
     size_t total = planes * hw;
     if (total == 0 || !dx) return VT_OK;
     VT_CUDA_GUARD(cb);
-    k_gap_backward<<<vt_cuda_grid(cb, total, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, cb->stream>>>(
-        total, hw, dy, dx);
-    return vt_cuda_check_launch("gap_backward");
+    return VT_CUDA_LAUNCH(cb, total, "gap_backward", k_gap_backward, total, hw, dy, dx);
 }
 
 /* ---- softmax cross-entropy --------------------------------------------------------------- */
@@ -204,7 +196,7 @@ __global__ void k_dice_coef(int classes, float weight, const float *sums, float 
 __global__ void k_dice_grad(int classes, int batch, const float *probs, const int32_t *labels,
                             const float *ab, float *dlogits)
 {
-    GRID_STRIDE(i, (size_t)batch)
+    VT_GRID_STRIDE(i, (size_t)batch)
     {
         int32_t y = labels[i];
         if (y >= 0) vt_dice_pixel_grad(classes, probs + i, (size_t)batch, y, ab, dlogits + i);

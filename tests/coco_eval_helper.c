@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "visiontrain/visiontrain.h"
 
 static int fail(const char *what, long line)

@@ -3,7 +3,7 @@
  *   FAKE_NO_ENTRY     no entry point at all (some other library under the module's name);
  *   (neither)         a well-formed entry, linked against a library that is then deleted, so
  *                     loading fails the way a missing libcublas would. */
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 
 #ifdef FAKE_NO_ENTRY
 int vt_fake_cuda_module_symbol(void);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "data/augment.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "testutil.h"
 
 /* Corner colours of the RGB cube: any blend of two of them that is within TOL of a third is

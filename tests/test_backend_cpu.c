@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/device.h"
 #include "backend/gemm.h"
 #include "core/threads.h"
 #include "testutil.h"
@@ -295,6 +296,51 @@ START_TEST(test_rows2d)
 }
 END_TEST
 
+/* The device layer: specs, the CPU's backend and what it does not offer. */
+START_TEST(test_device_layer)
+{
+    static const struct {
+        const char *spec;
+        int ok, gpu, index;
+        const char *name;
+    } cases[] = {
+        {"cpu", 1, 0, 0, "cpu"},      {"cuda", 1, 1, 0, "cuda:0"}, {"cuda:3", 1, 1, 3, "cuda:3"},
+        {"2", 1, 1, 2, "cuda:2"},     {"255", 1, 1, 255, "cuda:255"}, {"256", 0, 0, 0, NULL},
+        {"tpu", 0, 0, 0, NULL},       {"cuda:", 0, 0, 0, NULL},    {"cuda:x", 0, 0, 0, NULL},
+        {"-1", 0, 0, 0, NULL},        {"cpu:0", 0, 0, 0, NULL},    {"cudax", 0, 0, 0, NULL},
+        {"", 0, 0, 0, NULL},          {"cuda:+1", 0, 0, 0, NULL},  {"1x", 0, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vt_device d = {NULL, -1};
+        vt_status st = vt_device_parse(cases[i].spec, &d);
+        if (!cases[i].ok) {
+            ck_assert_msg(st == VT_ERR_OPTION_VALUE && strstr(vt_last_error(), "expects"),
+                          "'%s' is refused: %d %s", cases[i].spec, st, vt_last_error());
+            continue;
+        }
+        ck_assert_msg(st == VT_OK, "'%s' parses: %s", cases[i].spec, vt_last_error());
+        char name[32];
+        vt_device_name(&d, name, sizeof name);
+        ck_assert_msg(vt_device_is_gpu(&d) == cases[i].gpu && d.index == cases[i].index &&
+                      strcmp(name, cases[i].name) == 0, "'%s': gpu %d index %d name %s",
+                      cases[i].spec, vt_device_is_gpu(&d), d.index, name);
+    }
+    vt_device cpu;
+    ck_assert_int_eq(vt_device_parse("cpu", &cpu), VT_OK);
+    vt_backend *b = NULL;
+    ck_assert_int_eq(vt_device_backend(&cpu, VT_DEVICE_PRECISION_FP32, &b), VT_OK);
+    ck_assert_str_eq(b->ops->name, "cpu");
+    ck_assert_int_eq(b->ops->host_memory, 1);
+    size_t held = 1, peak = 1;
+    ck_assert_int_eq(vt_device_memory(&cpu, b, &held, &peak), 0);
+    ck_assert_msg(held == 0 && peak == 0, "the CPU counts no device memory");
+    ck_assert_ptr_null(vt_device_host_alloc(&cpu, 64));
+    ck_assert_msg(strstr(vt_last_error(), "no pinned host memory"), "%s", vt_last_error());
+    vt_device_host_free(&cpu, NULL);
+    vt_backend_destroy(b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("backend_cpu");
@@ -310,6 +356,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_conv_tiles);
     tcase_add_test(tc, test_rows2d);
+    tcase_add_test(tc, test_device_layer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 #include "visiontrain/visiontrain.h"
 
 #define MAXLOSS 4096
@@ -202,6 +202,24 @@ static uint32_t get32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+
+/* The one reader of the text sections' key=value lines. */
+START_TEST(test_ckpt_kv)
+{
+    static const char text[] = "arch=cnn-small\nimgsz=32\nimg=1\nempty=\nimgsz=64\nlast=z";
+    size_t n = sizeof text - 1;
+    char buf[8];
+    ck_assert_str_eq(vt_ckpt_kv(text, n, "arch", buf, sizeof buf), "cnn-sma"); /* cut to cap-1 */
+    ck_assert_str_eq(vt_ckpt_kv(text, n, "imgsz", buf, sizeof buf), "32");     /* the first */
+    ck_assert_str_eq(vt_ckpt_kv(text, n, "img", buf, sizeof buf), "1");        /* whole keys */
+    ck_assert_str_eq(vt_ckpt_kv(text, n, "empty", buf, sizeof buf), "");
+    ck_assert_str_eq(vt_ckpt_kv(text, n, "last", buf, sizeof buf), "z");       /* no newline */
+    ck_assert_ptr_null(vt_ckpt_kv(text, n, "ar", buf, sizeof buf));
+    ck_assert_ptr_null(vt_ckpt_kv(text, n, "missing", buf, sizeof buf));
+    ck_assert_ptr_null(vt_ckpt_kv(text, 10, "imgsz", buf, sizeof buf)); /* only n bytes */
+    ck_assert_ptr_null(vt_ckpt_kv(text, n, "arch", buf, 0));
+}
+END_TEST
 
 START_TEST(test_corrupt_checkpoints)
 {
@@ -414,6 +432,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("checkpoint");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_corrupt_checkpoints);
+    tcase_add_test(tc, test_ckpt_kv);
     tcase_add_test(tc, test_resume_exact_sgd);
     tcase_add_test(tc, test_resume_exact_adamw_ema);
     tcase_add_test(tc, test_fault_injection);

@@ -1,5 +1,5 @@
-/* The CUDA module's loader (lib/backend/cuda_plugin.c; cuda/cuda_device.h, "THE PLUGIN"): a
- * missing module, one whose CUDA library is missing, one without the entry point, one from
+/* The CUDA module's loader (lib/backend/cuda_plugin.c; backend/cuda_device.h, "THE PLUGIN"):
+ * a missing module, one whose CUDA library is missing, one without the entry point, one from
  * another build, and the real one.  Each case needs a process whose loader has not run yet, so
  * every test runs in Check's own forked child (CK_FORK=no is refused).  Meson passes
  * VT_CUDA_PLUGIN (the built module) and VT_TEST_FAKE_MODULES (make_fake_modules.sh's folder). */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 #include "testutil.h"
 #include "vt_config.h"
 

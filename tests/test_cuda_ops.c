@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 #include "testutil.h"
 
 #define TOL_FP32 1e-5

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "testutil.h"
 
 #define EPS 1e-9

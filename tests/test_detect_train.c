@@ -9,7 +9,8 @@
 #include "core/core.h"
 #include "nn/model.h"
 #include "testutil.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
+#include "train/trainer_impl.h"
 #include "visiontrain/visiontrain.h"
 
 static void set_gt(float *g, int cls, float x0, float y0, float x1, float y1)
@@ -299,6 +300,7 @@ START_TEST(test_train_learns)
     vt_trainer *t;
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
     ck_assert_int_eq(vt_trainer_class_ap(t, 0, NULL, NULL, NULL), VT_ERR_NOT_FOUND);
+    ck_assert_ptr_null(vt_detect_last_eval(&t->tc));
     /* No mosaic: at 64 px it shrinks the smallest shapes to a few pixels, below what one
      * stride-8 grid resolves, and the figure then spreads with the GEMM path's rounding. */
     static const char *const opts[] = {"epochs=25", "batch=8", "optimizer=adamw", "lr0=0.003",
@@ -321,7 +323,7 @@ START_TEST(test_train_learns)
     ck_assert_msg(m5095 > 0.25 && m5095 < m50, "mAP50-95 %.4f (mAP50 %.4f)", m5095, m50);
     ck_assert_msg(best >= m5095, "best fitness %.4f below the last mAP50-95 %.4f", best, m5095);
     /* Per-class AP: the mean over classes with boxes is the reported mAP. */
-    double sum50 = 0, sum = 0;
+    double sum50 = 0, sum = 0, a50_0 = -1;
     int with_gt = 0;
     for (int c = 0; c < 3; c++) {
         double a50, a;
@@ -333,6 +335,12 @@ START_TEST(test_train_learns)
         sum += a;
     }
     ck_assert_int_gt(with_gt, 0);
+    /* the detect task's evaluator behind vt_trainer_class_ap, for the run's plots */
+    const vt_det_eval *ev = vt_detect_last_eval(&t->tc);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_int_eq(ev->nc, 3);
+    ck_assert_int_eq(vt_trainer_class_ap(t, 0, &a50_0, NULL, NULL), VT_OK);
+    ck_assert_msg(ev->ap50[0] == a50_0, "AP50 of class 0: %g vs %g", ev->ap50[0], a50_0);
     ck_assert_double_eq_tol(sum50 / with_gt, m50, 1e-9);
     ck_assert_double_eq_tol(sum / with_gt, m5095, 1e-9);
     ck_assert_int_eq(vt_trainer_class_ap(t, 3, NULL, NULL, NULL), VT_ERR_INVALID_ARGUMENT);

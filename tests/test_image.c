@@ -553,6 +553,37 @@ START_TEST(to_float_channels_and_flip)
 }
 END_TEST
 
+/* The one PNG writer's new-file form (dataset generators): never replaces a file, a level, a
+ * stride, and what it wrote reads back. */
+START_TEST(create_png_new_files)
+{
+    uint8_t px[4 * 3 * 3];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7);
+    /* 3 x 3 RGB with rows 12 bytes apart */
+    ck_assert_int_eq(vt_image_create_png(tpath("new.png"), px, 3, 3, 3, 12, 2), VT_OK);
+    vt_image img;
+    ck_assert_int_eq(vt_image_load(tpath("new.png"), &img), VT_OK);
+    ck_assert(img.w == 3 && img.h == 3 && img.c == 3);
+    for (int y = 0; y < 3; y++)
+        ck_assert_msg(memcmp(img.data + y * 9, px + y * 12, 9) == 0, "row %d", y);
+    vt_image_free(&img);
+    /* an existing file is refused and left as it was */
+    uint8_t other[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    ck_assert_int_eq(vt_image_create_png(tpath("new.png"), other, 3, 3, 1, 3, -1), VT_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "new.png"));
+    ck_assert_int_eq(vt_image_load(tpath("new.png"), &img), VT_OK);
+    ck_assert_int_eq(img.c, 3);
+    vt_image_free(&img);
+    ck_assert_int_eq(vt_image_create_png(tpath("g.png"), other, 3, 3, 2, 6, 9),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_image_create_png(tpath("nodir/g.png"), other, 3, 3, 1, 3, 9), VT_ERR_IO);
+    ck_assert_int_eq(vt_image_create_png(tpath("g.png"), other, 3, 3, 1, 3, 9), VT_OK);
+    ck_assert_int_eq(vt_image_load(tpath("g.png"), &img), VT_OK);
+    ck_assert(img.c == 1 && memcmp(img.data, other, 9) == 0);
+    vt_image_free(&img);
+}
+END_TEST
+
 static Suite *image_suite(void)
 {
     Suite *s = suite_create("image");
@@ -568,6 +599,7 @@ static Suite *image_suite(void)
     tcase_add_test(tc, jpeg_truncated);
     tcase_add_test(tc, garbage_missing_empty_dir);
     tcase_add_test(tc, save_png_errors);
+    tcase_add_test(tc, create_png_new_files);
     tcase_add_test(tc, resize_constant_stays_constant);
     tcase_add_test(tc, resize_box_average_exact);
     tcase_add_test(tc, resize_enlarge_monotone);

@@ -302,7 +302,7 @@ static void load_batches(const vt_dataset *ds, int sz, int workers, int depth, i
 {
     int det = ds->task == VT_TASK_DETECT, n = ds->split[VT_SPLIT_TRAIN].n;
     ck_assert_int_ge(n, NB * BS);
-    vt_loader_config cfg = {sz, 3, workers, aug, NULL, NULL, NULL, NULL};
+    vt_loader_config cfg = {sz, 3, workers, aug, NULL, NULL, NULL, NULL, VT_SAMPLE_AUTO};
     if (use_hooks) {
         cfg.host_alloc = hook_alloc;
         cfg.host_free = hook_free;
@@ -462,8 +462,13 @@ START_TEST(test_loader_errors_and_drain)
     vt_aug_params_default(&aug);
     aug.mosaic = 0; /* so only the batch's own images matter */
     vt_logger log = {count_warnings, NULL, VT_LOG_DEBUG};
-    vt_loader_config cfg = {32, 3, 2, &aug, &log, NULL, NULL, NULL};
+    vt_loader_config cfg = {32, 3, 2, &aug, &log, NULL, NULL, NULL, VT_SAMPLE_AUTO};
     vt_loader *L;
+    /* a pipeline whose labels the dataset does not have is refused */
+    vt_loader_config lc = cfg;
+    lc.sample = VT_SAMPLE_LABEL;
+    ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &lc), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "sample pipeline"));
     ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
     ck_assert_int_eq(vt_loader_start_prefetch(L, 2), VT_OK);
     int all_bad[2] = {0, 1}, mixed[3] = {1, 5, 6}, good[2] = {7, 8};
@@ -696,7 +701,7 @@ START_TEST(test_batch_partners)
     float *x = malloc(sizeof(float) * PER * 6), *y = malloc(sizeof(float) * PER * 6);
     int32_t lab[6], lab2[6];
     for (int workers = 1; workers <= 2; workers++) {
-        vt_loader_config cfg = {SZ, 3, workers, &aug, NULL, NULL, NULL, NULL};
+        vt_loader_config cfg = {SZ, 3, workers, &aug, NULL, NULL, NULL, NULL, VT_SAMPLE_AUTO};
         vt_loader *L;
         ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
         ck_assert_int_eq(vt_loader_enable_cache(L, (int64_t)1 << 30), VT_OK);
@@ -714,7 +719,7 @@ START_TEST(test_batch_partners)
     /* images 0 and 1 become unreadable: left out, and nobody's partner */
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(vt_test_write_file(ds->split[VT_SPLIT_TRAIN].paths[i], "junk", 4), 0);
-    vt_loader_config cfg = {SZ, 3, 2, &aug, NULL, NULL, NULL, NULL};
+    vt_loader_config cfg = {SZ, 3, 2, &aug, NULL, NULL, NULL, NULL, VT_SAMPLE_AUTO};
     vt_loader *L;
     ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
     int with_bad[6] = {0, 5, 6, 1, 7, 12}, good[4] = {5, 6, 7, 12}, ok, ok2;

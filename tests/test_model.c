@@ -1,4 +1,4 @@
-/* lib/nn/model.c and lib/train/checkpoint.c: architectures, parameter and FLOP counts, save and
+/* lib/nn/model.c and lib/core/checkpoint.c: architectures, parameter and FLOP counts, save and
  * load (bit-exact predictions, class names), the checkpoint container against truncation,
  * corruption, foreign and newer files, prediction errors, atomic saving, vt_model_forward and
  * vt_model_export's errors and atomic writing (tests/python/onnx_parity.py runs the files). */
@@ -19,7 +19,7 @@
 #include "image/image.h"
 #include "nn/model.h"
 #include "testutil.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 #include "visiontrain/visiontrain.h"
 #include "vt_config.h"
 

@@ -12,7 +12,7 @@
 #include "image/image.h"
 #include "image/plot.h"
 #include "testutil.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 #include "visiontrain/visiontrain.h"
 
 #define INK_RGB 0x000000u

@@ -264,7 +264,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads);
  * small as one output row of one image. */
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
 
-/* The CUDA backend: vt_backend_cuda_create in cuda/cuda_device.h. */
+/* The CUDA backend: vt_backend_cuda_create in lib/backend/cuda_device.h. */
 
 static inline void vt_backend_destroy(vt_backend *b)
 {

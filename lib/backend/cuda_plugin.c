@@ -1,5 +1,5 @@
-/* The core's side of the CUDA module (cuda/cuda_device.h, "THE PLUGIN"): the functions declared
- * there, forwarding to libvisiontrain-cuda.so, which is loaded on the first call that needs a
+/* The core's side of the CUDA module (cuda_device.h, "THE PLUGIN"): the functions declared there,
+ * forwarding to libvisiontrain-cuda.so, which is loaded on the first call that needs a
  * GPU.  When the module cannot be loaded (or the build has no CUDA), there is no GPU and every
  * call that needs one fails with VT_ERR_DEVICE and the reason. */
 #include <stdatomic.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "cuda/cuda_device.h"
+#include "backend/cuda_device.h"
 #include "vt_config.h"
 
 #if VT_HAVE_CUDA

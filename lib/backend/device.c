@@ -1,8 +1,125 @@
-/* Public GPU queries: thin wrappers over the CUDA module's (cuda/cuda_device.h), which answer
- * "no GPU", with the reason, when there is no module or the build has no CUDA. */
-#include "backend/backend.h"
+/* The device layer (device.h): one table per kind of device, and the public GPU queries, thin
+ * wrappers over the CUDA module's (cuda_device.h), which answer "no GPU", with the reason,
+ * when there is no module or the build has no CUDA. */
+#include "backend/device.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda_device.h"
 #include "backend/gemm.h"
-#include "cuda/cuda_device.h"
+
+/* ---- the CPU ------------------------------------------------------------------------------ */
+
+static vt_status cpu_backend_create(vt_backend **out, int index)
+{
+    (void)index;
+    return vt_backend_cpu_create(out, 0); /* every online processor */
+}
+
+static const vt_device_iface cpu_device = {
+    .name = "cpu",
+    .kind = VT_DEVICE_KIND_CPU,
+    .max_index = 0,
+    .backend_create = cpu_backend_create,
+};
+
+/* ---- CUDA (the module, loaded on first use) ----------------------------------------------- */
+
+static void cuda_set_precision(vt_backend *b, vt_device_precision p)
+{
+    vt_backend_cuda_set_fp32(b, p == VT_DEVICE_PRECISION_FP32);
+}
+
+static const vt_device_iface cuda_device = {
+    .name = "cuda",
+    .kind = VT_DEVICE_KIND_GPU,
+    .max_index = 255,
+    .backend_create = vt_backend_cuda_create,
+    .host_alloc = vt_cuda_host_alloc,
+    .host_free = vt_cuda_host_free,
+    .set_precision = cuda_set_precision,
+    .memory = vt_backend_cuda_memory,
+};
+
+/* Every kind of device; the first GPU kind takes bare indices ("0"). */
+static const vt_device_iface *const devices[] = {&cpu_device, &cuda_device};
+#define NDEV (sizeof devices / sizeof devices[0])
+
+/* A whole decimal index 0..max, else -1. */
+static int parse_index(const char *s, int max)
+{
+    if (*s < '0' || *s > '9') return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return !*end && !errno && v >= 0 && v <= max ? (int)v : -1;
+}
+
+vt_status vt_device_parse(const char *spec, vt_device *out)
+{
+    if (!spec || !out) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_device_parse: NULL argument");
+    for (size_t i = 0; i < NDEV; i++) {
+        const vt_device_iface *d = devices[i];
+        size_t n = strlen(d->name);
+        if (strncmp(spec, d->name, n) != 0) continue;
+        /* a kind with one device (the CPU) takes no index */
+        int idx = spec[n] == 0                          ? 0
+                  : spec[n] == ':' && d->max_index > 0 ? parse_index(spec + n + 1, d->max_index)
+                                                        : -1;
+        if (idx < 0) break;
+        *out = (vt_device){d, idx};
+        return VT_OK;
+    }
+    for (size_t i = 0; i < NDEV; i++) {
+        if (devices[i]->kind != VT_DEVICE_KIND_GPU) continue;
+        int idx = parse_index(spec, devices[i]->max_index);
+        if (idx < 0) break;
+        *out = (vt_device){devices[i], idx};
+        return VT_OK;
+    }
+    return vt_fail(VT_ERR_OPTION_VALUE, "device '%s': expects \"cpu\", \"cuda:N\" or a GPU index",
+                   spec);
+}
+
+void vt_device_name(const vt_device *d, char *buf, size_t cap)
+{
+    if (d->iface->max_index == 0) snprintf(buf, cap, "%s", d->iface->name);
+    else snprintf(buf, cap, "%s:%d", d->iface->name, d->index);
+}
+
+vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backend **out)
+{
+    vt_status st = d->iface->backend_create(out, d->index);
+    if (st == VT_OK && d->iface->set_precision) d->iface->set_precision(*out, p);
+    return st;
+}
+
+void *vt_device_host_alloc(const vt_device *d, size_t bytes)
+{
+    if (!d->iface->host_alloc) {
+        vt_fail(VT_ERR_UNSUPPORTED, "%s: no pinned host memory", d->iface->name);
+        return NULL;
+    }
+    return d->iface->host_alloc(d->index, bytes);
+}
+
+void vt_device_host_free(const vt_device *d, void *p)
+{
+    if (p && d->iface->host_free) d->iface->host_free(p);
+}
+
+int vt_device_memory(const vt_device *d, vt_backend *b, size_t *held_bytes, size_t *peak_bytes)
+{
+    *held_bytes = *peak_bytes = 0;
+    if (!d->iface->memory || !b) return 0;
+    d->iface->memory(b, held_bytes, peak_bytes);
+    return 1;
+}
+
+/* ---- public queries ------------------------------------------------------------------------ */
 
 VT_API const char *vt_cpu_kernels(void) { return vt_sgemm_kernels(); }
 

@@ -57,7 +57,11 @@ double vt_rng_uniform(vt_rng *r);
 uint32_t vt_rng_below(vt_rng *r, uint32_t n);
 /* Standard normal (Box-Muller). */
 double vt_rng_normal(vt_rng *r);
-/* Counter-based: uniform [0,1) float from (seed, index); the same on every backend. */
+/* Counter-based: uniform [0,1) float from (seed, index); the same on every backend: nvcc
+ * compiles this very function for the device too (cuda/elementwise.cu's dropout masks). */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
 static inline float vt_hash_uniform(uint64_t seed, uint64_t index)
 {
     uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 0x632BE59BD9B4E019ull;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/detect_eval.h"
+#include "image/letterbox.h"
 
 /* ---- parameters -------------------------------------------------------------------------- */
 

@@ -74,6 +74,7 @@ struct vt_loader {
     const vt_dataset *ds;
     vt_split split;
     vt_loader_config cfg;
+    vt_sample_kind kind;    /* never AUTO */
     vt_aug_params aug;      /* valid when cfg.aug != NULL (cfg.aug then points here) */
     int mosaic_on;
     vt_pool *pool;
@@ -178,14 +179,14 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
     GROW(B->status, n);
     GROW(B->msg, n);
     GROW(B->packed, n);
-    if (L->ds->task == VT_TASK_DETECT) {
+    if (L->kind == VT_SAMPLE_BOXES) {
         GROW(B->lb, n);
         vt_det_list *bl = vt_realloc(B->boxes, (size_t)n * sizeof *bl);
         if (!bl) return VT_ERR_OUT_OF_MEMORY;
         memset(bl + B->cap, 0, (size_t)(n - B->cap) * sizeof *bl);
         B->boxes = bl;
     }
-    if (L->ds->task != VT_TASK_CLASSIFY) { /* two-phase jobs: zeroed (no image, empty lists) */
+    if (L->kind != VT_SAMPLE_LABEL) { /* two-phase jobs: zeroed (no image, empty lists) */
         vt_image *bi = vt_realloc(B->base, (size_t)n * sizeof *bi);
         if (!bi) return VT_ERR_OUT_OF_MEMORY;
         memset(bi + B->cap, 0, (size_t)(n - B->cap) * sizeof *bi);
@@ -208,7 +209,7 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
         B->dcap = dc;
         GROW(B->ok_slots, n);
     }
-    if (L->ds->task == VT_TASK_SEGMENT) {
+    if (L->kind == VT_SAMPLE_MASK) {
         /* not realloc: the old masks are of no use */
         uint8_t *m = vt_malloc((size_t)n * L->cfg.imgsz * L->cfg.imgsz);
         if (!m) return VT_ERR_OUT_OF_MEMORY;
@@ -272,15 +273,37 @@ static int cache_put(cache *c, int idx, const vt_image *img)
 
 static void *producer_main(void *arg);
 
+/* The pipeline a dataset of each built-in task trains with, for loaders that do not name one. */
+static vt_sample_kind task_sample_kind(vt_task task)
+{
+    switch (task) {
+    case VT_TASK_CLASSIFY: return VT_SAMPLE_LABEL;
+    case VT_TASK_DETECT: return VT_SAMPLE_BOXES;
+    case VT_TASK_SEGMENT: return VT_SAMPLE_MASK;
+    }
+    return VT_SAMPLE_AUTO;
+}
+
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,
                            const vt_loader_config *cfg)
 {
     *out = NULL;
+    vt_sample_kind kind = cfg->sample ? cfg->sample : task_sample_kind(ds->task);
+    const vt_split_list *sl = &ds->split[split];
+    /* what the pipeline reads must be there (an empty split has nothing to read) */
+    int have = kind == VT_SAMPLE_LABEL   ? sl->labels || !sl->n
+               : kind == VT_SAMPLE_BOXES ? sl->box_start || !sl->n
+               : kind == VT_SAMPLE_MASK  ? sl->polys || sl->mask_paths || sl->box_start || !sl->n
+                                         : 0;
+    if (!have)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: the loader's sample pipeline %d needs "
+                       "labels this dataset does not have", ds->root, (int)kind);
     vt_loader *L = vt_calloc(1, sizeof *L);
     if (!L) return VT_ERR_OUT_OF_MEMORY;
     L->ds = ds;
     L->split = split;
     L->cfg = *cfg;
+    L->kind = kind;
     if (cfg->aug) {
         L->aug = *cfg->aug;
         L->cfg.aug = &L->aug;
@@ -406,7 +429,7 @@ static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *own
     }
     *owned = 1;
     /* detection and segmentation keep the aspect ratio (long side s), classification squashes */
-    int s = L->cfg.imgsz, det = L->ds->task != VT_TASK_CLASSIFY;
+    int s = L->cfg.imgsz, det = L->kind != VT_SAMPLE_LABEL;
     const char *path = L->ds->split[L->split].paths[idx];
     vt_image raw = {0};
     /* full decode: no target size */
@@ -540,7 +563,7 @@ static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, float *dst, size_t c
     }
     vt_aug_sample_free(&first);
     vt_aug_sample_free(&second);
-    if (L->ds->task == VT_TASK_SEGMENT) {
+    if (L->kind == VT_SAMPLE_MASK) {
         int sz = L->cfg.imgsz;
         uint8_t *m = B->masks + (size_t)slot * sz * sz;
         memset(m, 0, (size_t)sz * sz);
@@ -689,15 +712,15 @@ static vt_status load_one(lbuf *B, int slot)
     vt_image out = {0};
     vt_status st;
     const vt_split_list *sl = &L->ds->split[L->split];
-    int poly_seg = L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths;
+    int poly_seg = L->kind == VT_SAMPLE_MASK && sl->polys && !sl->mask_paths;
     size_t plane = (size_t)sz * sz;
-    if (L->ds->task == VT_TASK_DETECT || (poly_seg && augment)) {
+    if (L->kind == VT_SAMPLE_BOXES || (poly_seg && augment)) {
         /* straight to the slot's place in the CNHW batch of n images */
         if (augment)
             return load_det_aug(B, slot, &rng, B->dst + (size_t)slot * plane,
                                 (size_t)B->n * plane);
         st = load_det_plain(B, slot, &out);
-    } else if (L->ds->task == VT_TASK_SEGMENT) {
+    } else if (L->kind == VT_SAMPLE_MASK) {
         vt_image img = {0};
         if ((st = vt_image_load(sl->paths[idx], &img))) return st;
         st = load_seg(B, slot, &img, augment ? &rng : NULL, &out);
@@ -758,8 +781,8 @@ static int job_two_phase(const vt_loader *L, const lbuf *B)
 {
     if (!B->aug_seed || !L->cfg.aug) return 0;
     const vt_split_list *sl = &L->ds->split[L->split];
-    return L->ds->task == VT_TASK_DETECT ||
-           (L->ds->task == VT_TASK_SEGMENT && sl->polys && !sl->mask_paths);
+    return L->kind == VT_SAMPLE_BOXES ||
+           (L->kind == VT_SAMPLE_MASK && sl->polys && !sl->mask_paths);
 }
 
 /* Run a job: every slot (after phase A for a two-phase job), then squeeze the failed ones out

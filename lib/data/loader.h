@@ -29,9 +29,19 @@
 #include "core/threads.h"
 #include "data/augment.h"
 #include "data/dataset.h"
-#include "train/detect_eval.h"
+#include "data/boxes.h"
+#include "image/letterbox.h"
 
 typedef struct vt_loader vt_loader;
+
+/* The per-sample pipeline: what each sample carries besides its image, and so how it is
+ * decoded and augmented.  A task's table names the one it trains with (lib/task/task.h). */
+typedef enum vt_sample_kind {
+    VT_SAMPLE_AUTO = 0,  /* the one of the dataset's task (classify, detect, segment) */
+    VT_SAMPLE_LABEL = 1, /* a class per image: resize or random crop, colour, flips, erasing */
+    VT_SAMPLE_BOXES = 2, /* boxes: letterbox or mosaic, random affine, mixup, colour, flips */
+    VT_SAMPLE_MASK = 3   /* a class mask: polygons as boxes are, mask PNGs with their image */
+} vt_sample_kind;
 
 typedef struct vt_loader_config {
     int imgsz, channels;
@@ -45,6 +55,7 @@ typedef struct vt_loader_config {
     void *(*host_alloc)(void *ctx, size_t bytes);
     void (*host_free)(void *ctx, void *p);
     void *host_ctx;
+    vt_sample_kind sample;     /* AUTO (0): the dataset's task's */
 } vt_loader_config;
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,

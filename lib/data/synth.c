@@ -13,16 +13,14 @@
  * output is bit-identical for a seed whatever the order or number of images. */
 #include <errno.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <png.h>
-
 #include "core/core.h"
+#include "image/image.h"
 #include "data/shapes.h"
 #include "data/synth_detect.h"
 
@@ -279,80 +277,16 @@ static void synth_classify_image(uint8_t *pix, int n, int kind, vt_rng *rng)
 /* ---- PNG output -------------------------------------------------------------------------- */
 
 /* The dataset folder is new, so the files need no temporary+rename+fsync dance (unlike
- * vt_image_save_png); skipping the fsync keeps a thousand small files well under a second. */
-typedef struct synth_png {
-    FILE *f;
-    char msg[200];
-} synth_png;
-
-static void synth_png_error(png_structp png, png_const_charp msg)
-{
-    synth_png *sp = png_get_error_ptr(png);
-    snprintf(sp->msg, sizeof sp->msg, "%s", msg ? msg : "libpng error");
-    png_longjmp(png, 1);
-}
-
-static void synth_png_warning(png_structp png, png_const_charp msg)
-{
-    (void)png;
-    (void)msg;
-}
-
-static int synth_png_run(synth_png *sp, const uint8_t *pix, int n, int c)
-{
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, sp, synth_png_error,
-                                              synth_png_warning);
-    if (!png) return -1;
-    png_infop info = png_create_info_struct(png);
-    if (!info) {
-        png_destroy_write_struct(&png, NULL);
-        return -1;
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        return -1;
-    }
-    png_init_io(png, sp->f);
-    /* Noise compresses poorly at any level; a fast level halves the generation time. */
-    png_set_compression_level(png, 2);
-    png_set_IHDR(png, info, (png_uint_32)n, (png_uint_32)n, 8,
-                 c == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < n; y++) png_write_row(png, pix + (size_t)y * n * c);
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    return 0;
-}
-
-static vt_status write_png_c(const char *path, const uint8_t *pix, int n, int c)
-{
-    synth_png sp;
-    memset(&sp, 0, sizeof sp);
-    sp.f = fopen(path, "wbx"); /* "x": never replace a file that appeared meanwhile */
-    if (!sp.f) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    int rc = synth_png_run(&sp, pix, n, c);
-    int e = errno;
-    if (fclose(sp.f) != 0 && rc == 0) {
-        rc = -1;
-        e = errno;
-    }
-    if (rc != 0) {
-        unlink(path);
-        return vt_fail(VT_ERR_IO, "%s: cannot write PNG: %s", path,
-                       sp.msg[0] ? sp.msg : strerror(e));
-    }
-    return VT_OK;
-}
-
+ * vt_image_save_png).  Noise compresses poorly at any level; a fast level halves the
+ * generation time. */
 vt_status vt_synth_write_png(const char *path, const uint8_t *pix, int n)
 {
-    return write_png_c(path, pix, n, 3);
+    return vt_image_create_png(path, pix, n, n, 3, (size_t)n * 3, 2);
 }
 
 vt_status vt_synth_write_png_gray(const char *path, const uint8_t *pix, int n)
 {
-    return write_png_c(path, pix, n, 1);
+    return vt_image_create_png(path, pix, n, n, 1, (size_t)n, 2);
 }
 
 /* ---- folders ----------------------------------------------------------------------------- */

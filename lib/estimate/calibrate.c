@@ -11,12 +11,12 @@
 #include "core/atomic_file.h"
 #include "estimate/estimator_impl.h"
 #include "nn/model.h"
-#include "train/trainer_impl.h"
+#include "train/trainer_probe.h"
 
 /* ---- calibration ---------------------------------------------------------------------------- */
 
 #include "backend/backend.h"
-#include "cuda/cuda_device.h"
+#include "backend/device.h"
 
 /* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
  * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
@@ -130,16 +130,13 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 
 /* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
  * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
-static vt_status probe_device(int on_gpu, int dev, int plain_fp32, double probe_s,
+static vt_status probe_device(const vt_device *dev, int plain_fp32, double probe_s,
                               vt_devmodel *dm)
 {
     vt_backend *b = NULL;
-    vt_status st;
-    if (!on_gpu) st = vt_backend_cpu_create(&b, 0);
-    else {
-        st = vt_backend_cuda_create(&b, dev);
-        if (st == VT_OK) vt_backend_cuda_set_fp32(b, plain_fp32);
-    }
+    int on_gpu = vt_device_is_gpu(dev);
+    vt_status st = vt_device_backend(dev, plain_fp32 ? VT_DEVICE_PRECISION_FP32
+                                                    : VT_DEVICE_PRECISION_DEFAULT, &b);
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
@@ -289,7 +286,7 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
         for (int r = 0; r < 4 && st == VT_OK; r++) {
             double u0 = vt_now();
             st = vt_trainer_upload_images(t[j], img, batches[j]);
-            if (st == VT_OK) st = t[j]->be->ops->synchronize(t[j]->be);
+            if (st == VT_OK) st = vt_trainer_synchronize(t[j]);
             if (st != VT_OK) failed = j;
             best = fmin(best, vt_now() - u0);
         }
@@ -356,13 +353,10 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
         if (co.nb == 0 || defb[i] != co.batches[co.nb - 1]) co.batches[co.nb++] = defb[i];
     vt_status st = vt_parse_kv_list(options, cal_opt_kv, &co);
     if (st != VT_OK) return st;
-    int on_gpu = strcmp(device, "cpu") != 0, dev = 0;
+    vt_device devc;
+    if ((st = vt_device_parse(device, &devc)) != VT_OK) return st;
+    int on_gpu = vt_device_is_gpu(&devc), dev = devc.index;
     if (on_gpu) {
-        long long d;
-        st = vt_parse_int("device", device, 0, 255, &d);
-        if (st != VT_OK) return vt_fail(VT_ERR_OPTION_VALUE, "device '%s': expects \"cpu\" or a "
-                                        "GPU index", device);
-        dev = (int)d;
         int named = vt_catalog_resolve(&e->cat, OSTR(e, VT_OPT_EST_GPU));
         if (!co.gpu[0] && named >= 0)
             snprintf(co.gpu, sizeof co.gpu, "%s", e->cat.gpus[named].name);
@@ -377,7 +371,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     memset(&c, 0, sizeof c);
     /* GPU steps at the estimate's precision where the trainer has it (fp32, else TF32) */
     int plain_fp32 = !on_gpu || strcmp(OSTR(e, VT_OPT_EST_PRECISION), "fp32") == 0;
-    st = probe_device(on_gpu, dev, plain_fp32, fmax(0.1, 0.08 * co.seconds), &c.dm);
+    st = probe_device(&devc, plain_fp32, fmax(0.1, 0.08 * co.seconds), &c.dm);
     if (st != VT_OK) return st;
     vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f, %.1f ns per "
            "im2col row), BN/ReLU %.1f GB/s", c.dm.rate * 1e-9, c.dm.s0, c.dm.row_s * 1e9,
@@ -386,7 +380,9 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     vt_graph g;
     st = vt_est_build_graph(e, &g);
     if (st != VT_OK) return st;
-    calib_ctx cx = {NULL, device, (int)OPT(e, VT_OPT_EST_IMGSZ), g.input.c,
+    char tdev[32]; /* the trainer's device option names a GPU by its index ("cuda:1" -> "1") */
+    snprintf(tdev, sizeof tdev, "%d", devc.index);
+    calib_ctx cx = {NULL, on_gpu ? tdev : device, (int)OPT(e, VT_OPT_EST_IMGSZ), g.input.c,
                     e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES), plain_fp32};
     char mopt[64];
     snprintf(mopt, sizeof mopt, "channels=%d imgsz=%d", cx.channels, cx.imgsz);

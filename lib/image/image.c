@@ -661,7 +661,7 @@ static void vtpng_wr_error(png_structp png, png_const_charp msg)
 }
 
 static vt_status vtpng_write_run(vtpng_wr *wr, const char *path, const uint8_t *pixels, int w,
-                                 int h, int c, size_t stride)
+                                 int h, int c, size_t stride, int level)
 {
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, wr, vtpng_wr_error,
                                               vtpng_on_warning);
@@ -676,6 +676,7 @@ static vt_status vtpng_write_run(vtpng_wr *wr, const char *path, const uint8_t *
         return vt_fail(VT_ERR_IO, "%s: cannot write PNG: %s", path, wr->msg);
     }
     png_init_io(png, wr->f);
+    if (level >= 0) png_set_compression_level(png, level);
     int ctype = c == 1 ? PNG_COLOR_TYPE_GRAY : c == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_RGBA;
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, ctype, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
@@ -686,29 +687,51 @@ static vt_status vtpng_write_run(vtpng_wr *wr, const char *path, const uint8_t *
     return VT_OK;
 }
 
-vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int h, int c,
-                            size_t stride)
+static vt_status check_png_args(const char *fn, const char *path, const uint8_t *pixels, int w,
+                                int h, int c, size_t stride)
 {
-    if (!path || !pixels)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_image_save_png: NULL argument");
+    if (!path || !pixels) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
     if (w < 1 || h < 1 || w > VT_IMAGE_MAX_SIDE || h > VT_IMAGE_MAX_SIDE ||
         (c != 1 && c != 3 && c != 4) || stride < (size_t)w * c)
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
                        "%s: cannot save a %dx%d image with %d channels and stride %zu", path, w,
                        h, c, stride);
+    return VT_OK;
+}
+
+vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int h, int c,
+                            size_t stride)
+{
+    vt_status st = check_png_args("vt_image_save_png", path, pixels, w, h, c, stride);
+    if (st) return st;
     /* Atomic replacement: a crash leaves either the old file or the complete new one. */
     vt_afile af;
-    vt_status st = vt_afile_open(&af, path);
-    if (st) return st;
+    if ((st = vt_afile_open(&af, path))) return st;
     vtpng_wr wr;
     memset(&wr, 0, sizeof wr);
     wr.f = af.f;
-    st = vtpng_write_run(&wr, path, pixels, w, h, c, stride);
+    st = vtpng_write_run(&wr, path, pixels, w, h, c, stride, -1);
     if (st) {
         vt_afile_abort(&af);
         return st;
     }
     return vt_afile_commit(&af);
+}
+
+vt_status vt_image_create_png(const char *path, const uint8_t *pixels, int w, int h, int c,
+                              size_t stride, int level)
+{
+    vt_status st = check_png_args("vt_image_create_png", path, pixels, w, h, c, stride);
+    if (st) return st;
+    vtpng_wr wr;
+    memset(&wr, 0, sizeof wr);
+    wr.f = fopen(path, "wbx"); /* "x": never replace a file that appeared meanwhile */
+    if (!wr.f) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    st = vtpng_write_run(&wr, path, pixels, w, h, c, stride, level);
+    if (fclose(wr.f) != 0 && st == VT_OK)
+        st = vt_fail(VT_ERR_IO, "%s: cannot write PNG: %s", path, strerror(errno));
+    if (st) unlink(path);
+    return st;
 }
 
 VT_API vt_status vt_png_save(const char *path, const uint8_t *pixels, int width, int height,

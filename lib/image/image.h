@@ -47,6 +47,11 @@ vt_status vt_image_resize(const vt_image *src, int w, int h, vt_image *dst);
  * (temporary file + rename). */
 vt_status vt_image_save_png(const char *path, const uint8_t *pixels, int w, int h, int c,
                             size_t stride);
+/* The same into a new file (VT_ERR_IO if path exists), written in place without a temporary
+ * or fsync (for generators filling a fresh folder, where a thousand fsyncs cost seconds), at
+ * zlib level `level` (0..9; -1: libpng's default).  A failed write removes the file. */
+vt_status vt_image_create_png(const char *path, const uint8_t *pixels, int w, int h, int c,
+                              size_t stride, int level);
 
 /* Convert to float planes scaled to 0..1: channel k of the output goes to dst + k*chan_stride,
  * row-major w*h.  want_c is 1 or 3: gray->RGB replicates, RGB->gray uses the BT.601 luma.

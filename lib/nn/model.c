@@ -8,7 +8,7 @@
 
 #include "image/image.h"
 #include "nn/exec.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 
 #define TAG_META VT_TAG('M', 'E', 'T', 'A')
 #define TAG_NAME VT_TAG('N', 'A', 'M', 'E')
@@ -186,25 +186,6 @@ VT_API vt_status vt_model_save(vt_model *m, const char *path)
     return vt_err_capture(m->err, st);
 }
 
-/* Reads "key=value" lines of the META section. */
-static const char *meta_get(const char *meta, const char *key, char *buf, size_t cap)
-{
-    size_t kl = strlen(key);
-    for (const char *p = meta; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (len > kl && memcmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = len - kl - 1;
-            if (vl >= cap) vl = cap - 1;
-            memcpy(buf, p + kl + 1, vl);
-            buf[vl] = 0;
-            return buf;
-        }
-        p = nl ? nl + 1 : NULL;
-    }
-    return NULL;
-}
-
 vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
 {
     *out = NULL;
@@ -220,13 +201,15 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
     meta[meta_n] = 0;
     char arch[64], v[5][64], rev[16] = "1";
     const char *path = vt_ckpt_path(c);
-    if (!meta_get(meta, "arch", arch, sizeof arch) || !meta_get(meta, "num_classes", v[0], 64) ||
-        !meta_get(meta, "channels", v[1], 64) || !meta_get(meta, "imgsz", v[2], 64) ||
-        !meta_get(meta, "dropout", v[3], 64) || !meta_get(meta, "seed", v[4], 64)) {
+    static const char *const keys[5] = {"num_classes", "channels", "imgsz", "dropout", "seed"};
+    int complete = vt_ckpt_kv(meta, meta_n, "arch", arch, sizeof arch) != NULL;
+    for (int i = 0; i < 5 && complete; i++)
+        complete = vt_ckpt_kv(meta, meta_n, keys[i], v[i], sizeof v[i]) != NULL;
+    if (!complete) {
         free(meta);
         return vt_fail(VT_ERR_CHECKPOINT, "%s: checkpoint metadata incomplete", path);
     }
-    meta_get(meta, "rev", rev, sizeof rev);
+    vt_ckpt_kv(meta, meta_n, "rev", rev, sizeof rev); /* absent: revision 1 */
     if (atoi(rev) != vt_arch_revision(arch)) {
         free(meta);
         return vt_fail(VT_ERR_CHECKPOINT,

@@ -1,5 +1,4 @@
-/* Validation: the batch driver shared by the tasks, the classification metrics, and the task
- * dispatch (detection in detect_train.c, segmentation in segment_train.c). */
+/* Validation: the batch driver shared by the tasks, and the task's context (lib/task/task.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,8 +33,9 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
         return vt_fail(VT_ERR_DATASET, "%s: the dataset has no %s images", ds->root,
                        split == VT_SPLIT_VAL ? "validation" : split == VT_SPLIT_TEST ? "test" : "train");
     vt_model *m = t->model;
-    vt_loader_config cfg = {vt_trainer_imgsz(t), m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS),
-                            NULL, &t->log, NULL, NULL, NULL};
+    vt_loader_config cfg = {vt_trainer_imgsz(t), m->channels,
+                            (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL, &t->log, NULL, NULL,
+                            NULL, t->task->sample};
     vt_loader *L = keep ? *keep : NULL;
     if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
     if (keep) *keep = L;
@@ -62,67 +62,49 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
     return VT_OK;
 }
 
-/* Classification: loss, top-1/top-5 and the confusion matrix of one validation batch. */
-typedef struct cls_eval {
-    double loss;
-    long seen, top1, top5;
-} cls_eval;
+/* The task's view of the driver: fn gets the task's context. */
+typedef struct task_batches {
+    vt_task_ctx *c;
+    vt_task_batch_fn fn;
+    void *arg;
+} task_batches;
 
-static vt_status cls_batch(vt_trainer *t, vt_loader *L, int ok, void *ctx)
+static vt_status task_batch(vt_trainer *t, vt_loader *L, int n, void *ctx)
 {
-    (void)L;
-    cls_eval *c = ctx;
-    vt_backend *be = t->be;
-    vt_exec *e = t->exec;
-    int K = t->model->num_classes;
-    vt_node *out = &e->g->nodes[t->model->output_node];
-    float ls;
-    TRY(be->ops->upload(be, e->labels, t->host_labels, (size_t)ok * sizeof(int32_t)));
-    TRY(be->ops->softmax_xent(be, K, ok, out->y, e->labels, 0.0f, 0.0f, e->loss, NULL, out->dy));
-    TRY(be->ops->download(be, t->host_probs, out->dy, (size_t)K * ok * sizeof(float)));
-    TRY(be->ops->download(be, &ls, e->loss, sizeof ls));
-    c->loss += ls;
-    for (int i = 0; i < ok; i++) {
-        int lab = t->host_labels[i], rank = 0, pred = 0;
-        float pl = t->host_probs[(size_t)lab * ok + i], pbest = -1;
-        for (int k = 0; k < K; k++) {
-            float p = t->host_probs[(size_t)k * ok + i];
-            if (p > pl || (p == pl && k < lab)) rank++;
-            if (p > pbest) {
-                pbest = p;
-                pred = k;
-            }
-        }
-        if (t->confusion) t->confusion[(size_t)lab * K + pred]++;
-        c->top1 += rank == 0;
-        c->top5 += rank < 5;
-    }
-    c->seen += ok;
-    return VT_OK;
+    (void)t;
+    task_batches *tb = ctx;
+    return tb->fn(tb->c, L, n, tb->arg);
+}
+
+static vt_status ctx_eval_batches(vt_task_ctx *c, vt_split split, int batch, vt_loader **keep,
+                                  vt_task_batch_fn fn, void *arg)
+{
+    task_batches tb = {c, fn, arg};
+    return vt_trainer_eval_batches(c->trainer, split, batch, keep, task_batch, &tb);
+}
+
+vt_task_ctx *vt_trainer_task_ctx(vt_trainer *t)
+{
+    vt_task_ctx *c = &t->tc;
+    c->model = t->model;
+    c->ds = t->ds;
+    c->be = t->be;
+    c->exec = t->exec;
+    c->imgsz = vt_trainer_imgsz(t);
+    c->label_smoothing = (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING);
+    c->host_labels = t->host_labels;
+    c->host_probs = t->host_probs;
+    c->prog = &t->prog;
+    c->confusion = &t->confusion;
+    c->confusion_k = &t->confusion_k;
+    c->eval_batches = ctx_eval_batches;
+    c->trainer = t;
+    return c;
 }
 
 /* `keep`: NULL, or a loader kept across calls (a run's validation loader, created on the first
  * call), so that an unreadable image is warned about once per run. */
 vt_status vt_trainer_evaluate(vt_trainer *t, vt_split split, int batch, vt_loader **keep)
 {
-    if (t->model->task == VT_TASK_DETECT) return vt_det_evaluate(t, split, batch, keep);
-    if (t->model->task == VT_TASK_SEGMENT) return vt_seg_evaluate(t, split, batch, keep);
-    int K = t->model->num_classes;
-    if (t->confusion_k != K) {
-        free(t->confusion);
-        t->confusion = NULL;
-        t->confusion_k = 0;
-        if (K <= 4096) { /* beyond that a matrix is neither cheap nor readable */
-            t->confusion = vt_calloc((size_t)K * K, sizeof(int64_t));
-            if (t->confusion) t->confusion_k = K;
-        }
-    }
-    if (t->confusion) memset(t->confusion, 0, (size_t)K * K * sizeof(int64_t));
-    cls_eval c = {0, 0, 0, 0};
-    TRY(vt_trainer_eval_batches(t, split, batch, keep, cls_batch, &c));
-    vt_progress_set(&t->prog, VT_METRIC_VAL_LOSS, c.loss / c.seen);
-    vt_progress_set(&t->prog, VT_METRIC_TOP1, (double)c.top1 / c.seen);
-    vt_progress_set(&t->prog, VT_METRIC_TOP5, (double)c.top5 / c.seen);
-    return VT_OK;
+    return t->task->evaluate(vt_trainer_task_ctx(t), split, batch, keep);
 }
-

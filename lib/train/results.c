@@ -8,39 +8,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const cls_cols[VT_RC_NCLS] = {
-    "epoch", "train/loss", "val/loss", "metrics/top1", "metrics/top5", "lr",
-    "time/epoch", "time/data_wait", "time/elapsed"};
-static const unsigned char cls_plot[VT_RC_NCLS] = {0, 1, 1, 1, 1, 1, 1, 0, 0};
+static const char *const head_cols[VT_RESULTS_HEAD] = {"epoch", "train/loss", "val/loss"};
+static const unsigned char head_plot[VT_RESULTS_HEAD] = {0, 1, 1};
+static const char *const tail_cols[VT_RESULTS_TAIL] = {"lr", "time/epoch", "time/data_wait",
+                                                       "time/elapsed"};
+static const unsigned char tail_plot[VT_RESULTS_TAIL] = {1, 1, 0, 0};
 
-static const char *const det_cols[VT_RD_NCOLS] = {
-    "epoch", "train/loss", "val/loss", "metrics/precision", "metrics/recall", "metrics/mAP50",
-    "metrics/mAP50-95", "lr", "time/epoch", "time/data_wait", "time/elapsed"};
-static const unsigned char det_plot[VT_RD_NCOLS] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
-
-static const char *const seg_cols[VT_RS_NCOLS] = {
-    "epoch", "train/loss", "val/loss", "metrics/mIoU", "metrics/pixel_acc", "lr", "time/epoch",
-    "time/data_wait", "time/elapsed"};
-static const unsigned char seg_plot[VT_RS_NCOLS] = {0, 1, 1, 1, 1, 1, 1, 0, 0};
-
-void vt_results_init(vt_results *r, vt_task task)
+void vt_results_init(vt_results *r, const vt_task_iface *task)
 {
     memset(r, 0, sizeof *r);
-    if (task == VT_TASK_SEGMENT) {
-        r->ncol = VT_RS_NCOLS;
-        r->cols = seg_cols;
-        r->plot = seg_plot;
-        return;
-    }
-    if (task == VT_TASK_DETECT) {
-        r->ncol = VT_RD_NCOLS;
-        r->cols = det_cols;
-        r->plot = det_plot;
-        return;
-    }
-    r->ncol = VT_RC_NCLS;
-    r->cols = cls_cols;
-    r->plot = cls_plot;
+    int k = 0;
+    for (int i = 0; i < VT_RESULTS_HEAD; i++, k++)
+        r->cols[k] = head_cols[i], r->plot[k] = head_plot[i];
+    for (int i = 0; i < task->n_metrics && k < VT_RESULTS_MAXCOL - VT_RESULTS_TAIL; i++, k++)
+        r->cols[k] = task->metric_cols[i], r->plot[k] = task->metric_plot[i];
+    for (int i = 0; i < VT_RESULTS_TAIL; i++, k++)
+        r->cols[k] = tail_cols[i], r->plot[k] = tail_plot[i];
+    r->ncol = k;
+}
+
+void vt_results_row(const vt_task_iface *task, int epoch, double train_loss, int validated,
+                    const vt_progress *prog, double epoch_time, double data_wait, double elapsed,
+                    double row[VT_RESULTS_MAXCOL])
+{
+    double vv = validated ? 1.0 : NAN; /* NaN: no validation value */
+    const double *pv = prog->value;
+    int k = 0;
+    row[k++] = epoch;
+    row[k++] = train_loss;
+    row[k++] = vv * pv[VT_METRIC_VAL_LOSS];
+    for (int i = 0; i < task->n_metrics && k < VT_RESULTS_MAXCOL - VT_RESULTS_TAIL; i++)
+        row[k++] = vv * pv[task->metrics[i]];
+    row[k++] = pv[VT_METRIC_LR];
+    row[k++] = epoch_time;
+    row[k++] = data_wait;
+    row[k++] = elapsed;
 }
 
 void vt_results_free(vt_results *r)

@@ -1,66 +1,31 @@
 /* The per-epoch results table of a run: what results.csv holds, what results.png draws and
  * what a checkpoint carries (section HIST) so both continue after a resume.  The columns
- * depend on the task; classification's are listed in results.c.  A task plugs in by adding
- * its column list there and filling rows in the trainer. */
+ * depend on the task: its metric columns (vt_task_iface) between the common ones. */
 #ifndef VT_RESULTS_H
 #define VT_RESULTS_H
 
 #include "core/core.h"
+#include "task/task.h"
+
+/* Every task's table: these three columns, the task's metric columns (vt_task_iface), then
+ * the four below. */
+enum { VT_RESULTS_HEAD = 3, VT_RESULTS_TAIL = 4, VT_RESULTS_MAXCOL = 32 };
 
 typedef struct vt_results {
     int ncol;
-    const char *const *cols;     /* static column names; column 0 is "epoch" */
-    const unsigned char *plot;   /* per column: 1 = one panel of results.png */
+    const char *cols[VT_RESULTS_MAXCOL]; /* static column names; column 0 is "epoch" */
+    unsigned char plot[VT_RESULTS_MAXCOL]; /* per column: 1 = one panel of results.png */
     double *v;                   /* n rows x ncol, NaN = no value (e.g. no validation) */
     int n, cap;
 } vt_results;
 
-/* Column indices of the classification table. */
-enum {
-    VT_RC_EPOCH = 0,
-    VT_RC_TRAIN_LOSS,
-    VT_RC_VAL_LOSS,
-    VT_RC_TOP1,
-    VT_RC_TOP5,
-    VT_RC_LR,
-    VT_RC_EPOCH_TIME,  /* seconds of the epoch: training + validation */
-    VT_RC_DATA_WAIT,   /* seconds of the epoch spent waiting for the loader */
-    VT_RC_ELAPSED,     /* seconds since the start of the run (all sessions) */
-    VT_RC_NCLS
-};
-
-/* Column indices of the detection table. */
-enum {
-    VT_RD_EPOCH = 0,
-    VT_RD_TRAIN_LOSS,  /* box + class terms */
-    VT_RD_VAL_LOSS,
-    VT_RD_PRECISION,
-    VT_RD_RECALL,
-    VT_RD_MAP50,
-    VT_RD_MAP50_95,
-    VT_RD_LR,
-    VT_RD_EPOCH_TIME,
-    VT_RD_DATA_WAIT,
-    VT_RD_ELAPSED,
-    VT_RD_NCOLS
-};
-
-/* Column indices of the segmentation table. */
-enum {
-    VT_RS_EPOCH = 0,
-    VT_RS_TRAIN_LOSS,
-    VT_RS_VAL_LOSS,
-    VT_RS_MIOU,
-    VT_RS_PIXEL_ACC,
-    VT_RS_LR,
-    VT_RS_EPOCH_TIME,
-    VT_RS_DATA_WAIT,
-    VT_RS_ELAPSED,
-    VT_RS_NCOLS
-};
-
 /* An empty table with the task's columns. */
-void vt_results_init(vt_results *r, vt_task task);
+void vt_results_init(vt_results *r, const vt_task_iface *task);
+/* One epoch's row: epoch (1-based), the mean training loss, the validation's values from
+ * prog (NaN when validated is 0: no validation), the learning rate and the times. */
+void vt_results_row(const vt_task_iface *task, int epoch, double train_loss, int validated,
+                    const vt_progress *prog, double epoch_time, double data_wait, double elapsed,
+                    double row[VT_RESULTS_MAXCOL]);
 void vt_results_free(vt_results *r);
 /* Append a row of r->ncol values. */
 vt_status vt_results_append(vt_results *r, const double *row);

@@ -39,16 +39,6 @@
 
 enum { TRNR_FORMAT = 1 };
 
-const char *vt_task_dir_name(vt_task task)
-{
-    switch (task) {
-    case VT_TASK_CLASSIFY: return "classify";
-    case VT_TASK_DETECT: return "detect";
-    case VT_TASK_SEGMENT: return "segment";
-    }
-    return "task";
-}
-
 /* ---- dataset hash ---- */
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -312,30 +302,11 @@ void vt_resume_state_free(vt_resume_state *rs)
     memset(rs, 0, sizeof *rs);
 }
 
-/* Value of "key=" in a text section, NUL-terminated in buf; NULL when absent. */
-static const char *kv_get(const char *text, size_t n, const char *key, char *buf, size_t cap)
-{
-    size_t kl = strlen(key);
-    for (const char *p = text, *end = text + n; p < end;) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (len > kl && memcmp(p, key, kl) == 0 && p[kl] == '=') {
-            size_t vl = len - kl - 1;
-            if (vl >= cap) vl = cap - 1;
-            memcpy(buf, p + kl + 1, vl);
-            buf[vl] = 0;
-            return buf;
-        }
-        p = nl ? nl + 1 : end;
-    }
-    return NULL;
-}
-
 static vt_status need_ll(const char *path, const char *txt, size_t n, const char *key,
                          long long min, long long max, long long *out)
 {
     char v[128];
-    if (!kv_get(txt, n, key, v, sizeof v))
+    if (!vt_ckpt_kv(txt, n, key, v, sizeof v))
         return vt_fail(VT_ERR_CHECKPOINT, "%s: trainer state lacks '%s'", path, key);
     if (vt_parse_int(key, v, min, max, out))
         return vt_fail(VT_ERR_CHECKPOINT, "%s: bad trainer state: %s", path, vt_last_error());
@@ -345,7 +316,7 @@ static vt_status need_ll(const char *path, const char *txt, size_t n, const char
 static vt_status need_d(const char *path, const char *txt, size_t n, const char *key, double *out)
 {
     char v[128], *end;
-    if (!kv_get(txt, n, key, v, sizeof v))
+    if (!vt_ckpt_kv(txt, n, key, v, sizeof v))
         return vt_fail(VT_ERR_CHECKPOINT, "%s: trainer state lacks '%s'", path, key);
     *out = strtod(v, &end);
     if (!*v || *end || isnan(*out))
@@ -455,7 +426,7 @@ vt_status vt_train_load(vt_trainer *t, const char *path, vt_resume_state *rs)
         goto out;
     }
     char hv[64];
-    if (!kv_get(trnr, trnr_n, "dataset_hash", hv, sizeof hv)) {
+    if (!vt_ckpt_kv(trnr, trnr_n, "dataset_hash", hv, sizeof hv)) {
         st = vt_fail(VT_ERR_CHECKPOINT, "%s: trainer state lacks 'dataset_hash'", path);
         goto out;
     }
@@ -563,9 +534,9 @@ VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, siz
     fmt_shortest(drop, sizeof drop, (double)cm->dropout);
     k += (size_t)snprintf(txt, tcap, "%s%s%stask=%s\nmodel=%s\nnum_classes=%d\nchannels=%d\n"
                           "imgsz=%d\ndropout=%s\n",
-                          kv_get(trnr, trnr_n, "data", data, sizeof data) ? "data=" : "",
-                          kv_get(trnr, trnr_n, "data", data, sizeof data) ? data : "",
-                          kv_get(trnr, trnr_n, "data", data, sizeof data) ? "\n" : "",
+                          vt_ckpt_kv(trnr, trnr_n, "data", data, sizeof data) ? "data=" : "",
+                          vt_ckpt_kv(trnr, trnr_n, "data", data, sizeof data) ? data : "",
+                          vt_ckpt_kv(trnr, trnr_n, "data", data, sizeof data) ? "\n" : "",
                           vt_task_dir_name(cm->task), cm->arch, cm->num_classes, cm->channels,
                           cm->imgsz, drop);
     /* then the trainer options, less those above (imgsz: the model's) and resume */

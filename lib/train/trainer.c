@@ -14,7 +14,6 @@
 
 #include "data/loader.h"
 #include "train/trainer_impl.h"
-#include "cuda/cuda_device.h"
 
 #define TRY VT_TRY
 #define NMETRIC VT_NMETRIC
@@ -56,13 +55,21 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
                        "the dataset %s has %d classes but the model was built for %d", ds->root,
                        ds->num_classes, model->num_classes);
+    const vt_task_iface *task = vt_task_find(model->task);
+    if (!task) return vt_fail(VT_ERR_INVALID_ARGUMENT, "model %s: unknown task %d", model->arch,
+                              (int)model->task);
     vt_trainer *t = vt_calloc(1, sizeof *t);
     if (!t) return VT_ERR_OUT_OF_MEMORY;
+    if (task->state_size && !(t->tc.state = vt_calloc(1, task->state_size))) {
+        free(t);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
     t->model = model;
     t->ds = ds;
+    t->task = task;
     vt_optvals_init(&t->opts, VT_SCOPE_TRAINER);
     atomic_init(&t->cancel, 0);
-    vt_results_init(&t->results, model->task);
+    vt_results_init(&t->results, task);
     *out = t;
     return VT_OK;
 }
@@ -79,8 +86,7 @@ static void release_device(vt_trainer *t)
     }
     t->opt_m = t->opt_v = NULL;
     t->ema_p = t->ema_b = t->tmp_p = t->tmp_b = NULL;
-    vt_det_release(t);
-    vt_seg_release(t);
+    if (t->task->release) t->task->release(vt_trainer_task_ctx(t));
     vt_exec_destroy(t->exec);
     t->exec = NULL;
     vt_backend_destroy(t->be);
@@ -94,18 +100,17 @@ static void mark_dirty(vt_trainer *t);
 /* The loader's allocator for a GPU trainer's batches: pinned, with the trainer's device. */
 static void *pinned_alloc(void *ctx, size_t bytes)
 {
-    return vt_cuda_host_alloc(atoi(((const vt_trainer *)ctx)->device), bytes);
+    return vt_device_host_alloc(&((const vt_trainer *)ctx)->dev, bytes);
 }
 
 static void pinned_free(void *ctx, void *p)
 {
-    (void)ctx;
-    vt_cuda_host_free(p);
+    vt_device_host_free(&((const vt_trainer *)ctx)->dev, p);
 }
 
 static void free_host_batch(vt_trainer *t)
 {
-    if (t->host_pinned) vt_cuda_host_free(t->host_batch);
+    if (t->host_pinned) vt_device_host_free(&t->host_dev, t->host_batch);
     else free(t->host_batch);
     t->host_batch = NULL;
     t->host_pinned = 0;
@@ -118,9 +123,10 @@ static float *alloc_host_batch(vt_trainer *t, size_t floats)
 {
     free_host_batch(t);
     if (t->be && !t->be->ops->host_memory) {
-        t->host_batch = vt_cuda_host_alloc(atoi(t->device), floats * sizeof(float));
+        t->host_batch = vt_device_host_alloc(&t->dev, floats * sizeof(float));
         if (t->host_batch) {
             t->host_pinned = 1;
+            t->host_dev = t->dev;
             return t->host_batch;
         }
         vt_err_clear(); /* fall back to pageable memory */
@@ -144,6 +150,7 @@ VT_API void vt_trainer_destroy(vt_trainer *t)
     free(t->host_labels);
     free(t->host_probs);
     free(t->confusion);
+    free(t->tc.state);
     vt_results_free(&t->results);
     free(t);
 }
@@ -257,13 +264,13 @@ static vt_status open_backend(vt_trainer *t)
     const char *dev = vt_opt_str(&t->opts, VT_OPT_DEVICE);
     if (t->be && strcmp(dev, t->device) == 0) return VT_OK;
     if (t->dirty) TRY(pull_weights(t)); /* moving devices: keep what was trained */
+    vt_device d;
+    TRY(vt_device_parse(dev, &d));
     release_device(t);
-    if (strcmp(dev, "cpu") == 0) {
-        TRY(vt_backend_cpu_create(&t->be, 0));
-    } else {
-        TRY(vt_backend_cuda_create(&t->be, atoi(dev)));
-        vt_backend_cuda_set_fp32(t->be, strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0);
-    }
+    int fp32 = strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0;
+    TRY(vt_device_backend(&d, fp32 ? VT_DEVICE_PRECISION_FP32 : VT_DEVICE_PRECISION_DEFAULT,
+                          &t->be));
+    t->dev = d;
     snprintf(t->device, sizeof t->device, "%s", dev);
     vt_status st = vt_exec_create(&t->exec, &t->model->graph, t->be);
     if (st) release_device(t);
@@ -357,27 +364,13 @@ static vt_status optimizer_step(vt_trainer *t, double lr)
  * loader of the batch (detection reads its boxes there). */
 static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, vt_loader *L)
 {
-    vt_backend *be = t->be;
     vt_exec *e = t->exec;
     vt_model *m = t->model;
     e->n = n;
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
     TRY(vt_exec_forward(e, 1));
-    vt_node *out = &e->g->nodes[m->output_node];
-    if (m->task == VT_TASK_DETECT) {
-        TRY(vt_det_batch_loss(t, L, n, 1, loss_out));
-    } else if (m->task == VT_TASK_SEGMENT) {
-        TRY(vt_seg_batch_loss(t, L, n, 1, loss_out));
-    } else {
-        TRY(be->ops->upload(be, e->labels, t->host_labels, (size_t)n * sizeof(int32_t)));
-        TRY(be->ops->softmax_xent(be, m->num_classes, n, out->y, e->labels,
-                                  (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING), 1.0f / n,
-                                  e->loss, out->dy, NULL));
-        float loss_sum;
-        TRY(be->ops->download(be, &loss_sum, e->loss, sizeof loss_sum));
-        *loss_out = loss_sum / n;
-    }
+    TRY(t->task->batch_loss(vt_trainer_task_ctx(t), L, n, 1, loss_out));
     TRY(vt_exec_backward(e, m->output_node));
     TRY(optimizer_step(t, lr));
     mark_dirty(t);
@@ -466,9 +459,8 @@ static double val_estimate(const vt_trainer *t, const run_clock *c, int batch)
 /* VT_METRIC_DEVICE_MEMORY_BYTES: what the trainer's GPU backend holds (nothing on the CPU). */
 static void note_device_memory(vt_trainer *t)
 {
-    if (t->be && strcmp(t->device, "cpu") != 0) {
-        size_t held = 0, peak = 0;
-        vt_backend_cuda_memory(t->be, &held, &peak);
+    size_t held, peak;
+    if (t->be && vt_device_memory(&t->dev, t->be, &held, &peak)) {
         set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
     }
 }
@@ -529,6 +521,207 @@ static vt_status submit_upto(vt_loader *L, const int *perm, int ntrain, int batc
     return VT_OK;
 }
 
+/* What a run holds while its epochs go by: run() sets it up, run_epoch and run_batch use it. */
+typedef struct run_state {
+    vt_dataset *ds;
+    run_clock clk;
+    vt_loader *L, *VL;       /* training loader; validation loader (created on first use) */
+    int *perm;               /* the epoch's order of the training subset */
+    const int *subset;
+    int epochs, batch, nb, ntrain, depth, sz;
+    uint64_t seed;
+    vt_aug_params aug;
+    int cache_ram, cached_logged;
+    int64_t cache_cap;
+    int validate, patience, period, plots, save;
+} run_state;
+
+/* Batch b of the epoch: its images decoded (or waited for, with prefetch), trained, then the
+ * metrics and the callback.  A batch without 2 readable images is skipped (warnings logged).
+ * A stop (time budget, cancel) sets t->stop and returns VT_OK. */
+static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed, int *next)
+{
+    vt_train_pos *pos = &t->pos;
+    run_clock *clk = &r->clk;
+    int batch = r->batch, nb = r->nb, ntrain = r->ntrain;
+    double now = vt_now();
+    double step_est = clk->steps ? clk->step_time / (double)clk->steps : 0;
+    if (clk->budget > 0 && now - clk->start + step_est + clk->save_time > clk->budget) {
+        t->stop = VT_STOP_TIME;
+        return VT_OK;
+    }
+    int n = ntrain - b * batch < batch ? ntrain - b * batch : batch, ok;
+    double filled;
+    vt_status st;
+    if (r->depth) {
+        /* depth batches in flight while this one trains: b + 1 .. b + depth */
+        TRY(submit_upto(r->L, r->perm, ntrain, batch, nb, aug_seed, next, b + r->depth));
+        const float *hb = NULL;
+        const int32_t *hl = NULL;
+        double w0 = vt_now();
+        vt_status lst = vt_loader_wait(r->L, &hb, &hl, &ok);
+        filled = vt_now();
+        pos->data_wait += filled - w0; /* only the time blocked */
+        TRY(submit_upto(r->L, r->perm, ntrain, batch, nb, aug_seed, next, b + 1 + r->depth));
+        st = lst;
+        if (!st && ok >= 2) {
+            size_t plane = (size_t)r->sz * r->sz;
+            memcpy(t->host_labels, hl, (size_t)ok * sizeof(int32_t));
+            TRY(t->be->ops->upload(t->be, vt_exec_input(t->exec), hb,
+                                   (size_t)t->model->channels * ok * plane * sizeof(float)));
+        }
+    } else {
+        st = vt_trainer_fill_input(t, r->L, r->perm + (size_t)b * batch, n, aug_seed, &ok);
+        filled = vt_now();
+        pos->data_wait += filled - now;
+    }
+    if (st == VT_ERR_DATASET || (!st && ok < 2)) { /* unreadable batch: warned, skip */
+        pos->batch = b + 1;
+        clk->unsaved = 1;
+        pos->epoch_time += filled - now;
+        pos->elapsed += filled - now;
+        return VT_OK;
+    }
+    if (st) return st;
+    double lr = lr_at(t, t->prog.iteration, nb, r->epochs);
+    float loss;
+    TRY(train_batch(t, ok, lr, &loss, r->L));
+    if (use_ema(t)) TRY(vt_ema_update(t));
+    double end = vt_now();
+    pos->loss_sum += loss;
+    pos->images += ok;
+    pos->batch = b + 1;
+    pos->iteration = t->prog.iteration;
+    pos->epoch_time += end - now;
+    pos->elapsed += end - now;
+    clk->step_time += end - now;
+    clk->steps++;
+    clk->unsaved = 1;
+    t->prog.batch = b + 1;
+    set_metric(&t->prog, VT_METRIC_LOSS, pos->loss_sum / (b + 1));
+    set_metric(&t->prog, VT_METRIC_LR, lr);
+    set_metric(&t->prog, VT_METRIC_IMAGES_PER_SEC,
+               pos->epoch_time > 0 ? pos->images / pos->epoch_time : 0);
+    set_metric(&t->prog, VT_METRIC_EPOCH_SECONDS, pos->epoch_time);
+    set_metric(&t->prog, VT_METRIC_DATA_WAIT_SECONDS, pos->data_wait);
+    update_eta(t, clk, r->epochs, nb, r->validate, batch);
+    vt_tb_step(t, loss);
+    notify(t, VT_EVENT_BATCH_END);
+    if (atomic_load(&t->cancel)) t->stop = VT_STOP_CANCELLED;
+    return VT_OK;
+}
+
+/* The epoch at t->pos: shuffle, its batches from the position reached, validation, the results
+ * row, checkpoints and plots, early stopping.  Sets t->stop when the run ends inside it. */
+static vt_status run_epoch(vt_trainer *t, run_state *r)
+{
+    vt_train_pos *pos = &t->pos;
+    run_clock *clk = &r->clk;
+    int ep = pos->epoch, epochs = r->epochs, nb = r->nb, batch = r->batch;
+    vt_rng rng;
+    vt_rng_seed(&rng, r->seed * 1000003u + (uint64_t)ep);
+    for (int i = 0; i < r->ntrain; i++) r->perm[i] = r->subset[i];
+    for (int i = r->ntrain - 1; i > 0; i--) {
+        int j = (int)vt_rng_below(&rng, (uint32_t)i + 1), tmp = r->perm[i];
+        r->perm[i] = r->perm[j];
+        r->perm[j] = tmp;
+    }
+    uint64_t aug_seed = vt_rng_next(&rng) | 1;
+    vt_loader_set_mosaic(r->L, ep < epochs - r->aug.close_mosaic);
+    if (pos->batch == 0) {
+        pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
+        pos->images = 0;
+    }
+    pos->nb = nb;
+    t->prog.epoch = ep + 1;
+    int next = pos->batch; /* prefetch: the next batch to submit */
+    vt_status st = VT_OK;
+    for (int b = pos->batch; !st && !t->stop && b < nb; b++)
+        st = run_batch(t, r, b, aug_seed, &next);
+    vt_loader_drain(r->L); /* a stop inside the epoch leaves prefetched batches behind */
+    if (st) return st;
+    if (r->cache_ram) {
+        int ci;
+        int64_t cb;
+        vt_loader_cache_stats(r->L, &ci, &cb);
+        if (ci != r->cached_logged)
+            vt_log(&t->log, VT_LOG_INFO,
+                   "cache=ram: %d of %d training images in memory, %.3f GB (cap %.3f GB)", ci,
+                   r->ntrain, cb / 1e9, r->cache_cap / 1e9);
+        r->cached_logged = ci;
+    }
+    if (t->stop) return VT_OK;
+    if (pos->images == 0)
+        return vt_fail(VT_ERR_DATASET, "%s: no batch of epoch %d had 2 or more readable images "
+                       "(see the warnings in the log)", r->ds->root, ep + 1);
+    double val_seconds = 0;
+    if (r->validate) {
+        double now = vt_now();
+        if (clk->budget > 0 &&
+            now - clk->start + val_estimate(t, clk, batch) + clk->save_time > clk->budget) {
+            t->stop = VT_STOP_TIME;
+            return VT_OK;
+        }
+        if (use_ema(t)) TRY(vt_ema_swap(t));
+        st = vt_trainer_evaluate(t, VT_SPLIT_VAL, batch, &r->VL);
+        vt_status s2 = use_ema(t) ? vt_ema_swap(t) : VT_OK;
+        if (st || (st = s2)) return st;
+        val_seconds = clk->val_time = vt_now() - now;
+        pos->elapsed += val_seconds;
+    }
+    double mean_loss = pos->loss_sum / (pos->batch > 0 ? pos->batch : 1);
+    double fitness = r->validate ? t->prog.value[t->task->fitness] : -mean_loss;
+    int improved = pos->best_epoch == 0 || fitness > pos->best_fitness;
+    if (improved) {
+        pos->best_fitness = fitness;
+        pos->best_epoch = ep + 1;
+    }
+    double row[VT_RESULTS_MAXCOL];
+    vt_results_row(t->task, ep + 1, mean_loss, r->validate, &t->prog,
+                   pos->epoch_time + val_seconds, pos->data_wait, pos->elapsed, row);
+    vt_results_truncate(&t->results, ep);
+    TRY(vt_results_append(&t->results, row));
+    vt_tb_epoch(t);
+    vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
+    /* the epoch is complete: the position moves to the start of the next one */
+    pos->epoch = ep + 1;
+    pos->batch = 0;
+    pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
+    pos->images = 0;
+    set_metric(&t->prog, VT_METRIC_FITNESS, fitness);
+    set_metric(&t->prog, VT_METRIC_BEST_FITNESS, pos->best_fitness);
+    update_eta(t, clk, epochs, nb, r->validate, batch);
+    if (r->save) {
+        const char *names[3];
+        char period_name[64];
+        int k = 0;
+        names[k++] = "last.vtm";
+        if (improved) names[k++] = "best.vtm";
+        if (r->period > 0 && (ep + 1) % r->period == 0) {
+            snprintf(period_name, sizeof period_name, "epoch%d.vtm", ep + 1);
+            names[k++] = period_name;
+        }
+        double s0 = vt_now();
+        TRY(save_ckpts(t, names, k));
+        TRY(vt_train_write_results(t));
+        clk->save_time = (vt_now() - s0) / k * 1.5; /* the final save writes one file */
+        clk->unsaved = 0;
+        if (r->plots) TRY(vt_train_write_plots(t));
+    }
+    notify(t, VT_EVENT_EPOCH_END);
+    if (atomic_load(&t->cancel)) {
+        t->stop = VT_STOP_CANCELLED;
+        return VT_OK;
+    }
+    if (ep + 1 - pos->best_epoch >= r->patience && pos->epoch < epochs) {
+        vt_log(&t->log, VT_LOG_INFO,
+               "early stop: no better fitness for %d epochs; the best was %.4f at epoch %d",
+               r->patience, pos->best_fitness, pos->best_epoch);
+        t->stop = VT_STOP_EARLY;
+    }
+    return VT_OK;
+}
+
 static vt_status run(vt_trainer *t)
 {
     vt_dataset *ds = t->ds;
@@ -541,7 +734,7 @@ static vt_status run(vt_trainer *t)
     t->stop = VT_STOP_NONE;
     t->run_dir[0] = 0;
     vt_results_free(&t->results);
-    vt_results_init(&t->results, m->task);
+    vt_results_init(&t->results, t->task);
     memset(&t->pos, 0, sizeof t->pos);
     t->pos.best_fitness = -INFINITY;
     const char *resume = vt_opt_str(&t->opts, VT_OPT_RESUME);
@@ -612,7 +805,7 @@ static vt_status run(vt_trainer *t)
     vt_trainer_aug_params(t, &aug);
     int cache_ram = strcmp(vt_opt_str(&t->opts, VT_OPT_CACHE), "ram") == 0;
     vt_loader_config cfg = {sz, m->channels, (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), &aug,
-                            &t->log, NULL, NULL, NULL};
+                            &t->log, NULL, NULL, NULL, t->task->sample};
     /* batches the GPU uploads by DMA straight from the loader's buffers; each step waits for
      * its stream before the loader can reuse the buffer (vt_loader_wait's contract) */
     if (!t->be->ops->host_memory) {
@@ -635,7 +828,6 @@ static vt_status run(vt_trainer *t)
     if (ntrain < nsplit)
         vt_log(&t->log, VT_LOG_INFO, "fraction=%g: training on %d of %d images", fraction, ntrain,
                nsplit);
-    int cached_logged = 0;
     int validate = (int)vt_opt_num(&t->opts, VT_OPT_VAL) && ds->split[VT_SPLIT_VAL].n > 0;
     int patience = (int)vt_opt_num(&t->opts, VT_OPT_PATIENCE);
     int period = (int)vt_opt_num(&t->opts, VT_OPT_SAVE_PERIOD);
@@ -650,204 +842,12 @@ static vt_status run(vt_trainer *t)
         vt_log(&t->log, VT_LOG_INFO, "resuming %s at epoch %d, batch %d of %d (iteration %lld)",
                resume, t->pos.epoch + 1, t->pos.batch, nb, (long long)t->pos.iteration);
     vt_train_pos *pos = &t->pos;
-    while (pos->epoch < epochs) {
-        int ep = pos->epoch;
-        vt_rng r;
-        vt_rng_seed(&r, seed * 1000003u + (uint64_t)ep);
-        for (int i = 0; i < ntrain; i++) perm[i] = subset[i];
-        for (int i = ntrain - 1; i > 0; i--) {
-            int j = (int)vt_rng_below(&r, (uint32_t)i + 1), tmp = perm[i];
-            perm[i] = perm[j];
-            perm[j] = tmp;
-        }
-        uint64_t aug_seed = vt_rng_next(&r) | 1;
-        vt_loader_set_mosaic(L, ep < epochs - aug.close_mosaic);
-        if (pos->batch == 0) {
-            pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
-            pos->images = 0;
-        }
-        pos->nb = nb;
-        t->prog.epoch = ep + 1;
-        int next = pos->batch; /* prefetch: the next batch to submit */
-        for (int b = pos->batch; b < nb; b++) {
-            double now = vt_now();
-            double step_est = clk.steps ? clk.step_time / (double)clk.steps : 0;
-            if (clk.budget > 0 && now - clk.start + step_est + clk.save_time > clk.budget) {
-                t->stop = VT_STOP_TIME;
-                break;
-            }
-            int n = ntrain - b * batch < batch ? ntrain - b * batch : batch, ok;
-            double filled;
-            if (depth) {
-                /* depth batches in flight while this one trains: b + 1 .. b + depth */
-                if ((st = submit_upto(L, perm, ntrain, batch, nb, aug_seed, &next, b + depth)))
-                    goto done;
-                const float *hb = NULL;
-                const int32_t *hl = NULL;
-                double w0 = vt_now();
-                vt_status lst = vt_loader_wait(L, &hb, &hl, &ok);
-                filled = vt_now();
-                pos->data_wait += filled - w0; /* only the time blocked */
-                if ((st = submit_upto(L, perm, ntrain, batch, nb, aug_seed, &next, b + 1 + depth)))
-                    goto done;
-                st = lst;
-                if (!st && ok >= 2) {
-                    size_t plane = (size_t)sz * sz;
-                    memcpy(t->host_labels, hl, (size_t)ok * sizeof(int32_t));
-                    st = t->be->ops->upload(t->be, vt_exec_input(t->exec), hb,
-                                            (size_t)m->channels * ok * plane * sizeof(float));
-                    if (st) goto done;
-                }
-            } else {
-                st = vt_trainer_fill_input(t, L, perm + (size_t)b * batch, n, aug_seed, &ok);
-                filled = vt_now();
-                pos->data_wait += filled - now;
-            }
-            if (st == VT_ERR_DATASET || (!st && ok < 2)) { /* unreadable batch: warned, skip */
-                st = VT_OK;
-                pos->batch = b + 1;
-                clk.unsaved = 1;
-                pos->epoch_time += filled - now;
-                pos->elapsed += filled - now;
-                continue;
-            }
-            if (st) goto done;
-            double lr = lr_at(t, t->prog.iteration, nb, epochs);
-            float loss;
-            if ((st = train_batch(t, ok, lr, &loss, L))) goto done;
-            if (use_ema(t) && (st = vt_ema_update(t))) goto done;
-            double end = vt_now();
-            pos->loss_sum += loss;
-            pos->images += ok;
-            pos->batch = b + 1;
-            pos->iteration = t->prog.iteration;
-            pos->epoch_time += end - now;
-            pos->elapsed += end - now;
-            clk.step_time += end - now;
-            clk.steps++;
-            clk.unsaved = 1;
-            t->prog.batch = b + 1;
-            set_metric(&t->prog, VT_METRIC_LOSS, pos->loss_sum / (b + 1));
-            set_metric(&t->prog, VT_METRIC_LR, lr);
-            set_metric(&t->prog, VT_METRIC_IMAGES_PER_SEC,
-                       pos->epoch_time > 0 ? pos->images / pos->epoch_time : 0);
-            set_metric(&t->prog, VT_METRIC_EPOCH_SECONDS, pos->epoch_time);
-            set_metric(&t->prog, VT_METRIC_DATA_WAIT_SECONDS, pos->data_wait);
-            update_eta(t, &clk, epochs, nb, validate, batch);
-            vt_tb_step(t, loss);
-            notify(t, VT_EVENT_BATCH_END);
-            if (atomic_load(&t->cancel)) {
-                t->stop = VT_STOP_CANCELLED;
-                break;
-            }
-        }
-        vt_loader_drain(L); /* a stop inside the epoch leaves prefetched batches behind */
-        if (cache_ram) {
-            int ci;
-            int64_t cb;
-            vt_loader_cache_stats(L, &ci, &cb);
-            if (ci != cached_logged)
-                vt_log(&t->log, VT_LOG_INFO,
-                       "cache=ram: %d of %d training images in memory, %.3f GB (cap %.3f GB)", ci,
-                       ntrain, cb / 1e9, cache_cap / 1e9);
-            cached_logged = ci;
-        }
-        if (t->stop) break;
-        if (pos->images == 0) {
-            st = vt_fail(VT_ERR_DATASET, "%s: no batch of epoch %d had 2 or more readable "
-                         "images (see the warnings in the log)", ds->root, ep + 1);
-            goto done;
-        }
-        double val_seconds = 0;
-        if (validate) {
-            double now = vt_now();
-            if (clk.budget > 0 &&
-                now - clk.start + val_estimate(t, &clk, batch) + clk.save_time > clk.budget) {
-                t->stop = VT_STOP_TIME;
-                break;
-            }
-            if (use_ema(t) && (st = vt_ema_swap(t))) goto done;
-            st = vt_trainer_evaluate(t, VT_SPLIT_VAL, batch, &VL);
-            vt_status s2 = use_ema(t) ? vt_ema_swap(t) : VT_OK;
-            if (st || (st = s2)) goto done;
-            val_seconds = clk.val_time = vt_now() - now;
-            pos->elapsed += val_seconds;
-        }
-        double mean_loss = pos->loss_sum / (pos->batch > 0 ? pos->batch : 1);
-        int det = m->task == VT_TASK_DETECT, seg = m->task == VT_TASK_SEGMENT;
-        double fitness = !validate ? -mean_loss
-                         : det     ? t->prog.value[VT_METRIC_MAP50_95]
-                         : seg     ? t->prog.value[VT_METRIC_MIOU]
-                                   : t->prog.value[VT_METRIC_TOP1];
-        int improved = pos->best_epoch == 0 || fitness > pos->best_fitness;
-        if (improved) {
-            pos->best_fitness = fitness;
-            pos->best_epoch = ep + 1;
-        }
-        double vv = validate ? 1.0 : NAN; /* NaN: no validation value */
-        const double *pv = t->prog.value;
-        double row[16]; /* the widest task table */
-        if (det) {
-            double r[VT_RD_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
-                                     vv * pv[VT_METRIC_PRECISION], vv * pv[VT_METRIC_RECALL],
-                                     vv * pv[VT_METRIC_MAP50], vv * pv[VT_METRIC_MAP50_95],
-                                     pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
-                                     pos->data_wait, pos->elapsed};
-            memcpy(row, r, sizeof r);
-        } else if (seg) {
-            double r[VT_RS_NCOLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
-                                     vv * pv[VT_METRIC_MIOU], vv * pv[VT_METRIC_PIXEL_ACC],
-                                     pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
-                                     pos->data_wait, pos->elapsed};
-            memcpy(row, r, sizeof r);
-        } else {
-            double r[VT_RC_NCLS] = {ep + 1, mean_loss, vv * pv[VT_METRIC_VAL_LOSS],
-                                    vv * pv[VT_METRIC_TOP1], vv * pv[VT_METRIC_TOP5],
-                                    pv[VT_METRIC_LR], pos->epoch_time + val_seconds,
-                                    pos->data_wait, pos->elapsed};
-            memcpy(row, r, sizeof r);
-        }
-        vt_results_truncate(&t->results, ep);
-        if ((st = vt_results_append(&t->results, row))) goto done;
-        vt_tb_epoch(t);
-        vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
-        /* the epoch is complete: the position moves to the start of the next one */
-        pos->epoch = ep + 1;
-        pos->batch = 0;
-        pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
-        pos->images = 0;
-        set_metric(&t->prog, VT_METRIC_FITNESS, fitness);
-        set_metric(&t->prog, VT_METRIC_BEST_FITNESS, pos->best_fitness);
-        update_eta(t, &clk, epochs, nb, validate, batch);
-        if (save) {
-            const char *names[3];
-            char period_name[64];
-            int k = 0;
-            names[k++] = "last.vtm";
-            if (improved) names[k++] = "best.vtm";
-            if (period > 0 && (ep + 1) % period == 0) {
-                snprintf(period_name, sizeof period_name, "epoch%d.vtm", ep + 1);
-                names[k++] = period_name;
-            }
-            double s0 = vt_now();
-            if ((st = save_ckpts(t, names, k)) || (st = vt_train_write_results(t))) goto done;
-            clk.save_time = (vt_now() - s0) / k * 1.5; /* the final save writes one file */
-            clk.unsaved = 0;
-            if (plots && (st = vt_train_write_plots(t))) goto done;
-        }
-        notify(t, VT_EVENT_EPOCH_END);
-        if (atomic_load(&t->cancel)) {
-            t->stop = VT_STOP_CANCELLED;
-            break;
-        }
-        if (ep + 1 - pos->best_epoch >= patience && pos->epoch < epochs) {
-            vt_log(&t->log, VT_LOG_INFO,
-                   "early stop: no better fitness for %d epochs; the best was %.4f at epoch %d",
-                   patience, pos->best_fitness, pos->best_epoch);
-            t->stop = VT_STOP_EARLY;
-            break;
-        }
-    }
+    run_state rst = {ds, clk, L, NULL, perm, subset, epochs, batch, nb, ntrain, depth, sz, seed,
+                     aug, cache_ram, 0, cache_cap, validate, patience, period, plots, save};
+    while (!st && !t->stop && pos->epoch < epochs) st = run_epoch(t, &rst);
+    clk = rst.clk;
+    VL = rst.VL;
+    if (st) goto done;
     if (!t->stop) t->stop = VT_STOP_COMPLETED;
     /* A stop inside an epoch (time budget, cancel) saves the position reached. */
     if (save && (t->stop == VT_STOP_TIME || t->stop == VT_STOP_CANCELLED) && clk.unsaved) {
@@ -963,7 +963,7 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     if (!t || !images || !labels)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_step: NULL argument");
     vt_model *m = t->model;
-    if (m->task != VT_TASK_CLASSIFY)
+    if (!t->task->class_labels)
         return vt_err_capture(t->err, vt_fail(VT_ERR_UNSUPPORTED,
                                               "vt_trainer_step takes class labels: it trains "
                                               "classifiers only; train a %s model with "
@@ -991,4 +991,18 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
         if (loss) *loss = l;
     }
     return vt_err_capture(t->err, st);
+}
+
+vt_status vt_trainer_synchronize(vt_trainer *t)
+{
+    return t->be ? t->be->ops->synchronize(t->be) : VT_OK;
+}
+
+VT_API vt_status vt_trainer_class_ap(const vt_trainer *t, int cls, double *ap50, double *ap50_95,
+                                     int64_t *num_gt)
+{
+    if (!t) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_class_ap: NULL trainer");
+    if (!t->task->class_ap)
+        return vt_fail(VT_ERR_NOT_FOUND, "no detection validation has run on this trainer");
+    return t->task->class_ap(&t->tc, cls, ap50, ap50_95, num_gt);
 }

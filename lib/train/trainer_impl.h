@@ -6,21 +6,14 @@
 #include <stdatomic.h>
 
 #include "backend/backend.h"
+#include "backend/device.h"
 #include "data/dataset.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
+#include "task/task.h"
 #include "train/results.h"
-
-enum { VT_NMETRIC = 21 };
-
-struct vt_progress {
-    int epoch, epochs, batch, batches;
-    int64_t iteration;
-    double value[VT_NMETRIC];
-    unsigned char has[VT_NMETRIC];
-    const char *ckpt_path; /* during VT_EVENT_CHECKPOINT_SAVED only */
-};
+#include "train/trainer_probe.h"
 
 /* Where a run stands, and everything besides weights and optimiser moments that a checkpoint
  * needs to continue it exactly. */
@@ -43,13 +36,16 @@ struct vt_trainer {
     char err[VT_ERRMSG_MAX];
     vt_model *model;
     vt_dataset *ds;
+    const vt_task_iface *task;   /* the model's task */
+    vt_task_ctx tc;              /* what the task sees (vt_trainer_task_ctx), its state */
     vt_optvals opts;
     vt_logger log;
     vt_progress_fn cb;
     void *cb_user;
     atomic_int cancel;
 
-    char device[VT_OPT_STR_MAX]; /* device of be */
+    char device[VT_OPT_STR_MAX]; /* the device option be was opened for */
+    vt_device dev;               /* ... and the device it names */
     vt_backend *be;
     vt_exec *exec;
     float *opt_m, *opt_v;        /* optimiser state, backend memory */
@@ -57,7 +53,8 @@ struct vt_trainer {
     float *ema_p, *ema_b;        /* EMA of params / buffers, backend memory (ema=1) */
     float *tmp_p, *tmp_b;        /* scratch of the same sizes (EMA update, swapping for val) */
     float *host_batch;           /* CNHW staging of one batch; pinned when host_pinned */
-    int host_pinned;             /* host_batch came from vt_cuda_host_alloc (GPU trainers) */
+    int host_pinned;             /* host_batch came from vt_device_host_alloc of host_dev */
+    vt_device host_dev;
     int host_for_gpu;            /* host_batch was allocated for a device backend (pinned if
                                     the driver allowed it) */
     struct vt_pool *stage_pool;  /* threads of vt_trainer_step's NCHW -> CNHW staging (GPU) */
@@ -74,18 +71,8 @@ struct vt_trainer {
     vt_results results;          /* one row per completed epoch */
     int64_t *confusion;          /* K x K counts of the last validation (rows: true class) */
     int confusion_k;
-    /* detection: ground truth staging, per-cell assignment, loss terms, decoding, evaluation */
-    float *gt_host, *gt_dev;     /* batch x gt_max records of 5 floats */
-    int gt_cap;                  /* records allocated (host and device) */
-    int32_t *assign_dev;         /* per anchor: the assigned ground truth */
-    float *score_dev;            /* per anchor: its target score */
-    int assign_cap;
-    float *det_loss_dev;         /* 4 floats: box, class, positives, target-score sum */
-    float *head_host, *decode_scratch;
-    size_t head_cap, decode_cap;
-    struct vt_det_eval *det_eval;
-    int det_eval_valid;          /* det_eval holds the results of a completed validation */
-    /* segmentation: per-pixel labels (host, backend) and logits downloaded for evaluation */
+    /* segmentation: per-pixel labels (host, backend) and logits downloaded for evaluation
+     * (segment_train.c; to become the segment task's state in lib/task/) */
     int32_t *seg_lab_host, *seg_lab_dev;
     size_t seg_lab_cap;
     float *seg_logits;
@@ -98,22 +85,21 @@ struct vt_trainer {
     vt_stop_reason stop;
 };
 
-static inline void vt_progress_set(vt_progress *p, vt_metric m, double v)
-{
-    p->value[m] = v;
-    p->has[m] = 1;
-}
-
 #define VT_TRY(x)                                                                                  \
     do {                                                                                           \
         vt_status st_ = (x);                                                                       \
         if (st_) return st_;                                                                       \
     } while (0)
 
-/* ---- train_state.c ---- */
+/* ---- tasks.c: the task registry ---- */
 
+/* The table of a task, NULL for an unknown one. */
+const vt_task_iface *vt_task_find(vt_task id);
 /* The task's folder name under <project>: "classify", "detect", "segment". */
 const char *vt_task_dir_name(vt_task task);
+
+/* ---- train_state.c ---- */
+
 /* FNV-1a 64 of the train and val file lists (paths relative to the dataset root) and labels. */
 uint64_t vt_dataset_hash(const vt_dataset *ds);
 /* Create the run folder (and weights/) from project/name/exist_ok, or reuse `reuse` when
@@ -161,19 +147,8 @@ void vt_tb_sync(vt_trainer *t);
 /* The plots as images, fsync, close. */
 void vt_tb_close(vt_trainer *t);
 
-/* ---- detect_train.c ---- */
+/* ---- segment_train.c (behind the segment task's table in tasks.c) ---- */
 struct vt_loader;
-/* Loss of a detection batch already in the executor's input, with the ground truth of the
- * loader's last fill (L) or of `gt` records (n x max_gt, vt_trainer_step).  with_grad: also
- * seeds the output gradient for backward.  Writes the batch loss (box + class) to *loss. */
-vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
-                            float *loss);
-/* Validation of a detector on a split: val loss, P, R, mAP50, mAP50-95 into t->prog. */
-vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
-/* Free the detection buffers (host and backend). */
-void vt_det_release(vt_trainer *t);
-
-/* ---- segment_train.c ---- */
 /* Loss of a segmentation batch already in the executor's input, with the masks of the
  * loader's last fill; with_grad seeds the output gradient.  *loss: mean over labelled pixels. */
 vt_status vt_seg_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
@@ -199,10 +174,6 @@ int vt_trainer_imgsz(const vt_trainer *t);
 /* Decode images `indices` of L's split into the executor's input (and their labels into
  * t->host_labels), staging through t->host_batch when the backend is a device. */
 struct vt_loader;
-/* vt_trainer_step's input upload: `batch` NCHW images from the caller into the executor's CNHW
- * input (staged through the pinned batch by a few threads on a GPU; asynchronous there: the
- * next download or synchronize waits for it).  The trainer must be prepared for `batch`. */
-vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch);
 vt_status vt_trainer_fill_input(vt_trainer *t, struct vt_loader *L, const int *indices, int n,
                                 uint64_t aug_seed, int *ok);
 /* Validation driver shared by the tasks: every image of a split, batch by batch, decoded into
@@ -216,6 +187,8 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch,
 /* Validation metrics of a split into t->prog (the task's), reusing *keep as the loader when
  * non-NULL (created on first use; a run keeps one so unreadable images warn once). */
 vt_status vt_trainer_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
+/* The task's context, brought up to date with the trainer (backend, executor, buffers). */
+vt_task_ctx *vt_trainer_task_ctx(vt_trainer *t);
 /* The augmentation parameters of the trainer's options. */
 struct vt_aug_params;
 void vt_trainer_aug_params(const vt_trainer *t, struct vt_aug_params *p);

@@ -206,7 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (vt_trainer_create(&t, resume_model, resume_ds) == VT_OK) {
             vt_trainer_set(t, "workers=0");
             vt_results_free(&t->results); /* as vt_trainer_run does before loading */
-            vt_results_init(&t->results, VT_TASK_CLASSIFY);
+            vt_results_init(&t->results, vt_task_find(VT_TASK_CLASSIFY));
             vt_resume_state rs;
             memset(&rs, 0, sizeof rs);
             vt_status st = vt_train_load(t, at("m.vtm"), &rs);

@@ -36,4 +36,9 @@ int vt_ckpt_has(const vt_ckpt *c, uint32_t tag);
 const char *vt_ckpt_path(const vt_ckpt *c);
 void vt_ckpt_close(vt_ckpt *c);
 
+/* Text sections hold "key=value" lines.  The value of `key` in such a text of n bytes (not
+ * necessarily NUL-terminated), copied NUL-terminated into buf (cut to cap-1 bytes); NULL when
+ * no line has that key.  The first such line wins. */
+const char *vt_ckpt_kv(const char *text, size_t n, const char *key, char *buf, size_t cap);
+
 #endif

@@ -1,7 +1,5 @@
-/* Private: detection post-processing and evaluation (issue 4).
- *
- * Boxes are corners (x0, y0, x1, y1) in any one unit (pixels of the original image for
- * evaluation); a ground truth is a vt_det whose score is ignored. */
+/* Private: detection post-processing (NMS, head decoding) and evaluation.  The box type is
+ * data/boxes.h's, the letterbox geometry image/letterbox.h's. */
 #ifndef VT_DETECT_EVAL_H
 #define VT_DETECT_EVAL_H
 
@@ -10,25 +8,8 @@
 
 #include "backend/backend.h"
 #include "core/core.h"
-#include "image/image.h"
-
-typedef struct vt_det {
-    float x0, y0, x1, y1;
-    float score;
-    int cls;
-} vt_det;
-
-/* Growable list of detections (the only allocation in the decoding path). */
-typedef struct vt_det_list {
-    vt_det *v;
-    int n, cap;
-} vt_det_list;
-
-vt_status vt_det_list_push(vt_det_list *l, const vt_det *d);
-void vt_det_list_free(vt_det_list *l);
-
-/* Intersection over union of two boxes; 0 when either is empty. */
-float vt_det_iou(const vt_det *a, const vt_det *b);
+#include "data/boxes.h"
+#include "image/letterbox.h"
 
 /* Class-aware non-maximum suppression, in place: drops detections with score < conf, sorts
  * the rest by score (descending), and drops any box whose IoU with a kept box of the same
@@ -56,29 +37,6 @@ vt_status vt_det_decode(const float *pred, int n, int nc, ptrdiff_t cand_stride,
 vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_det_level *lv,
                              int n_levels, float conf, float iou, int max_det, float *scratch,
                              vt_det_list *dets);
-
-/* ---- letterbox ----------------------------------------------------------------------------
- * Resize keeping the aspect ratio, centred on a dst_w x dst_h canvas (Ultralytics' letterbox:
- * r = min(dst_w/src_w, dst_h/src_h), not above 1 unless scaleup, new size rounded, padding
- * split with the extra pixel on the right/bottom).  Box mapping uses the exact per-axis scale
- * of the resize performed (new_w/src_w, new_h/src_h). */
-typedef struct vt_letterbox {
-    int src_w, src_h, dst_w, dst_h;
-    int new_w, new_h; /* size of the resized image inside the canvas */
-    int pad_x, pad_y; /* its top-left corner in the canvas */
-    float sx, sy;     /* new_w / src_w, new_h / src_h */
-} vt_letterbox;
-
-/* VT_ERR_INVALID_ARGUMENT for non-positive sizes. */
-vt_status vt_letterbox_geometry(int src_w, int src_h, int dst_w, int dst_h, int scaleup,
-                                vt_letterbox *lb);
-/* Original-image corners -> canvas corners. */
-void vt_letterbox_forward(const vt_letterbox *lb, float box[4]);
-/* Canvas corners -> original-image pixels, clipped to the image. */
-void vt_letterbox_inverse(const vt_letterbox *lb, float box[4]);
-/* Resize and pad an image (pad value `pad` in every channel, Ultralytics uses 114). */
-vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scaleup,
-                             uint8_t pad, vt_image *dst, vt_letterbox *lb);
 
 /* ---- evaluation ----------------------------------------------------------------------------
  * COCO-style: per image, detections are taken by descending score and each matches the
@@ -158,5 +116,11 @@ vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
  * Leaves the metrics of the last compute as they are. */
 vt_status vt_det_eval_curves(vt_det_eval *ev, double *pr, int nconf, double *p, double *r,
                              double *f1);
+
+/* The evaluator of a detection trainer's last completed validation (the detect task's state,
+ * lib/task/detect_train.c), e.g. for its PR and F1 curves; NULL before one or for another
+ * task's context. */
+struct vt_task_ctx;
+vt_det_eval *vt_detect_last_eval(const struct vt_task_ctx *c);
 
 #endif

@@ -1,6 +1,6 @@
-/* Detection post-processing (NMS, decoding, letterbox geometry) and evaluation (COCO-style
- * mAP, P/R/F1, confusion matrix).  Definitions are documented in detect_eval.h. */
-#include "train/detect_eval.h"
+/* Detection post-processing (NMS, decoding) and evaluation (COCO-style mAP, P/R/F1, confusion
+ * matrix).  Definitions are documented in detect_eval.h. */
+#include "task/detect_eval.h"
 
 #include "backend/det_loss_math.h"
 
@@ -8,38 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-/* ---- detection lists, IoU, NMS ---------------------------------------------------------- */
-
-vt_status vt_det_list_push(vt_det_list *l, const vt_det *d)
-{
-    if (l->n == l->cap) {
-        if (l->cap > (1 << 28)) return vt_fail(VT_ERR_OUT_OF_MEMORY, "too many detections");
-        int cap = l->cap ? l->cap * 2 : 256;
-        vt_det *v = vt_realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v) return VT_ERR_OUT_OF_MEMORY;
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = *d;
-    return VT_OK;
-}
-
-void vt_det_list_free(vt_det_list *l)
-{
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-float vt_det_iou(const vt_det *a, const vt_det *b)
-{
-    float iw = fminf(a->x1, b->x1) - fmaxf(a->x0, b->x0);
-    float ih = fminf(a->y1, b->y1) - fmaxf(a->y0, b->y0);
-    if (!(iw > 0) || !(ih > 0)) return 0.0f;
-    float inter = iw * ih;
-    float ua = (a->x1 - a->x0) * (a->y1 - a->y0) + (b->x1 - b->x0) * (b->y1 - b->y0) - inter;
-    return ua > 0 ? inter / ua : 0.0f;
-}
+/* ---- NMS, decoding ---------------------------------------------------------------------- */
 
 /* A total order on content, so NMS output does not depend on the input order. */
 static int cmp_det(const void *pa, const void *pb)
@@ -119,77 +88,6 @@ vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_de
         for (int c = 0; c < nc; c++) q[4 + c] = 1.0f / (1.0f + expf(-p[(4 + c) * fs]));
     }
     return vt_det_decode(scratch, (int)A, nc, 4 + nc, 1, conf, iou, max_det, 0, dets);
-}
-
-/* ---- letterbox --------------------------------------------------------------------------- */
-
-vt_status vt_letterbox_geometry(int src_w, int src_h, int dst_w, int dst_h, int scaleup,
-                                vt_letterbox *lb)
-{
-    if (!lb || src_w < 1 || src_h < 1 || dst_w < 1 || dst_h < 1)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "letterbox: bad sizes %dx%d -> %dx%d", src_w,
-                       src_h, dst_w, dst_h);
-    double r = fmin((double)dst_w / src_w, (double)dst_h / src_h);
-    if (!scaleup && r > 1.0) r = 1.0;
-    int nw = (int)lround(src_w * r), nh = (int)lround(src_h * r);
-    nw = nw < 1 ? 1 : nw > dst_w ? dst_w : nw;
-    nh = nh < 1 ? 1 : nh > dst_h ? dst_h : nh;
-    lb->src_w = src_w;
-    lb->src_h = src_h;
-    lb->dst_w = dst_w;
-    lb->dst_h = dst_h;
-    lb->new_w = nw;
-    lb->new_h = nh;
-    lb->pad_x = (dst_w - nw) / 2; /* the odd pixel goes right/bottom, as in Ultralytics */
-    lb->pad_y = (dst_h - nh) / 2;
-    lb->sx = (float)nw / (float)src_w;
-    lb->sy = (float)nh / (float)src_h;
-    return VT_OK;
-}
-
-void vt_letterbox_forward(const vt_letterbox *lb, float box[4])
-{
-    box[0] = box[0] * lb->sx + lb->pad_x;
-    box[2] = box[2] * lb->sx + lb->pad_x;
-    box[1] = box[1] * lb->sy + lb->pad_y;
-    box[3] = box[3] * lb->sy + lb->pad_y;
-}
-
-static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-void vt_letterbox_inverse(const vt_letterbox *lb, float box[4])
-{
-    box[0] = clampf((box[0] - lb->pad_x) / lb->sx, 0, (float)lb->src_w);
-    box[2] = clampf((box[2] - lb->pad_x) / lb->sx, 0, (float)lb->src_w);
-    box[1] = clampf((box[1] - lb->pad_y) / lb->sy, 0, (float)lb->src_h);
-    box[3] = clampf((box[3] - lb->pad_y) / lb->sy, 0, (float)lb->src_h);
-}
-
-vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scaleup,
-                             uint8_t pad, vt_image *dst, vt_letterbox *lb)
-{
-    if (!src || !dst || !lb) return vt_fail(VT_ERR_INVALID_ARGUMENT, "letterbox: NULL argument");
-    vt_status st = vt_letterbox_geometry(src->w, src->h, dst_w, dst_h, scaleup, lb);
-    if (st) return st;
-    vt_image rs = {0, 0, 0, NULL};
-    st = vt_image_resize(src, lb->new_w, lb->new_h, &rs);
-    if (st) return st;
-    int c = src->c;
-    uint8_t *out = vt_malloc((size_t)dst_w * dst_h * c);
-    if (!out) {
-        vt_image_free(&rs);
-        return VT_ERR_OUT_OF_MEMORY;
-    }
-    memset(out, pad, (size_t)dst_w * dst_h * c);
-    for (int y = 0; y < lb->new_h; y++)
-        memcpy(out + ((size_t)(y + lb->pad_y) * dst_w + lb->pad_x) * c,
-               rs.data + (size_t)y * lb->new_w * c, (size_t)lb->new_w * c);
-    vt_image_free(&rs);
-    dst->w = dst_w;
-    dst->h = dst_h;
-    dst->c = c;
-    dst->data = out;
-    return VT_OK;
 }
 
 /* ---- evaluator --------------------------------------------------------------------------- */

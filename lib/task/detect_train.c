@@ -1,15 +1,19 @@
-/* The detection side of the trainer: ground truth staging, the loss through the backend's
- * det_loss op, and validation (decoding, NMS, COCO-style mAP). */
+/* Detection: ground truth staging, the loss through the backend's det_loss op, and validation
+ * (decoding, NMS, COCO-style mAP), behind the task interface (task.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/det_loss_math.h"
 #include "data/loader.h"
-#include "train/detect_eval.h"
-#include "train/trainer_impl.h"
+#include "task/detect_eval.h"
+#include "task/task.h"
 
-#define TRY VT_TRY
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        vt_status st_ = (x);                                                                       \
+        if (st_) return st_;                                                                       \
+    } while (0)
 
 /* Loss weights and the task-aligned assignment's parameters; see det_loss_math.h. */
 #define DET_BOX_GAIN 3.0f
@@ -23,13 +27,29 @@
 #define VAL_IOU 0.7f
 #define VAL_MAX_DET 300
 
-void vt_det_release(vt_trainer *t)
+/* The task's state: ground truth staging, per-anchor assignment, loss terms (backend memory
+ * where _dev), decoding buffers and the evaluator of the last validation. */
+typedef struct det_state {
+    float *gt_host, *gt_dev;     /* batch x gt_max records of 5 floats */
+    int gt_cap;                  /* records allocated (host and device) */
+    int32_t *assign_dev;         /* per anchor: the assigned ground truth */
+    float *score_dev;            /* per anchor: its target score */
+    int assign_cap;
+    float *det_loss_dev;         /* 4 floats: box, class, positives, target-score sum */
+    float *head_host, *decode_scratch;
+    size_t head_cap, decode_cap;
+    vt_det_eval *det_eval;
+    int det_eval_valid;          /* det_eval holds the results of a completed validation */
+} det_state;
+
+static void det_release(vt_task_ctx *c)
 {
-    if (t->be) {
-        t->be->ops->free(t->be, t->gt_dev);
-        t->be->ops->free(t->be, t->assign_dev);
-        t->be->ops->free(t->be, t->score_dev);
-        t->be->ops->free(t->be, t->det_loss_dev);
+    det_state *t = c->state;
+    if (c->be) {
+        c->be->ops->free(c->be, t->gt_dev);
+        c->be->ops->free(c->be, t->assign_dev);
+        c->be->ops->free(c->be, t->score_dev);
+        c->be->ops->free(c->be, t->det_loss_dev);
     }
     t->gt_dev = NULL;
     t->assign_dev = NULL;
@@ -51,9 +71,10 @@ void vt_det_release(vt_trainer *t)
 }
 
 /* Grow the backend buffers for n images of `max_gt` records and the head's grid. */
-static vt_status det_buffers(vt_trainer *t, int n, int max_gt, int cells)
+static vt_status det_buffers(vt_task_ctx *c, int n, int max_gt, int cells)
 {
-    vt_backend *be = t->be;
+    vt_backend *be = c->be;
+    det_state *t = c->state;
     int rec = n * (max_gt > 0 ? max_gt : 1);
     if (rec > t->gt_cap) {
         be->ops->free(be, t->gt_dev);
@@ -76,12 +97,14 @@ static vt_status det_buffers(vt_trainer *t, int n, int max_gt, int cells)
     return VT_OK;
 }
 
-vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
-                            float *loss)
+/* The ground truth of the loader's last fill. */
+static vt_status det_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int with_grad,
+                                float *loss)
 {
-    vt_backend *be = t->be;
-    vt_exec *e = t->exec;
-    vt_model *m = t->model;
+    vt_backend *be = c->be;
+    vt_exec *e = c->exec;
+    vt_model *m = c->model;
+    det_state *t = c->state;
     vt_node *out = &e->g->nodes[m->output_node];
     int max_gt = 0;
     for (int k = 0; k < n; k++) {
@@ -90,7 +113,7 @@ vt_status vt_det_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_
         vt_loader_boxes(L, k, &b, &nb, NULL);
         if (nb > max_gt) max_gt = nb;
     }
-    TRY(det_buffers(t, n, max_gt, n * out->out.h * out->out.w));
+    TRY(det_buffers(c, n, max_gt, n * out->out.h * out->out.w));
     if (max_gt == 0) max_gt = 1; /* one padding record: the op needs a valid pointer */
     for (int k = 0; k < n; k++) {
         const vt_det *b;
@@ -133,18 +156,19 @@ typedef struct det_val {
     vt_det_list dets, gts;
 } det_val;
 
-static vt_status det_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx)
+static vt_status det_batch(vt_task_ctx *c, struct vt_loader *L, int ok, void *arg)
 {
-    det_val *v = ctx;
-    vt_model *m = t->model;
-    vt_backend *be = t->be;
-    vt_node *out = &t->exec->g->nodes[m->output_node];
+    det_val *v = arg;
+    vt_model *m = c->model;
+    vt_backend *be = c->be;
+    det_state *t = c->state;
+    vt_node *out = &c->exec->g->nodes[m->output_node];
     int nc = m->num_classes;
     size_t hw = (size_t)out->out.h * out->out.w;
     vt_det_level lv[VT_DET_MAX_LEVELS];
-    int nl = vt_det_head_levels(t->exec->g, m->output_node, vt_trainer_imgsz(t), lv);
+    int nl = vt_det_head_levels(c->exec->g, m->output_node, c->imgsz, lv);
     float bl;
-    TRY(vt_det_batch_loss(t, L, ok, 0, &bl));
+    TRY(det_batch_loss(c, L, ok, 0, &bl));
     TRY(be->ops->download(be, t->head_host, out->y, (size_t)(4 + nc) * ok * hw * sizeof(float)));
     v->loss += bl;
     v->batches++;
@@ -163,7 +187,7 @@ static vt_status det_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx
             d->x0 = bx[0], d->y0 = bx[1], d->x1 = bx[2], d->y1 = bx[3];
         }
         /* Ground truth straight from the dataset, in original pixels. */
-        int di = t->host_labels[k];
+        int di = c->host_labels[k];
         v->gts.n = 0;
         for (int j = v->sl->box_start[di]; !st && j < v->sl->box_start[di + 1]; j++) {
             const vt_det_box *g = &v->sl->boxes[j];
@@ -177,9 +201,11 @@ static vt_status det_batch(vt_trainer *t, struct vt_loader *L, int ok, void *ctx
     return st;
 }
 
-vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep)
+static vt_status det_evaluate(vt_task_ctx *c, vt_split split, int batch,
+                              struct vt_loader **keep)
 {
-    vt_model *m = t->model;
+    vt_model *m = c->model;
+    det_state *t = c->state;
     int nc = m->num_classes;
     vt_status st = VT_OK;
     if (!t->det_eval) {
@@ -192,7 +218,7 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
     }
     vt_det_eval_reset(t->det_eval);
     t->det_eval_valid = 0;
-    const vt_node *out = &t->exec->g->nodes[m->output_node];
+    const vt_node *out = &c->exec->g->nodes[m->output_node];
     size_t hw = (size_t)out->out.h * out->out.w;
     size_t head = (size_t)(4 + nc) * batch * hw, scratch = (size_t)(4 + nc) * hw;
     if (head > t->head_cap) {
@@ -206,8 +232,8 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
         t->decode_cap = t->decode_scratch ? scratch : 0;
     }
     if (!t->head_host || !t->decode_scratch) return VT_ERR_OUT_OF_MEMORY;
-    det_val v = {&t->ds->split[split], 0, 0, {0}, {0}};
-    st = vt_trainer_eval_batches(t, split, batch, keep, det_batch, &v);
+    det_val v = {&c->ds->split[split], 0, 0, {0}, {0}};
+    st = c->eval_batches(c, split, batch, keep, det_batch, &v);
     vt_det_list_free(&v.dets);
     vt_det_list_free(&v.gts);
     if (st) return st;
@@ -216,16 +242,13 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
     /* The confusion matrix for confusion_matrix.png: rows true class, the last one background
      * (missed objects / false detections), transposed from the evaluator's [pred][true]. */
     int K = nc + 1;
-    if (t->confusion_k != K) {
-        free(t->confusion);
-        t->confusion = vt_calloc((size_t)K * K, sizeof(int64_t));
-        t->confusion_k = t->confusion ? K : 0;
-    }
-    if (t->confusion)
+    if (vt_task_confusion(c, K) != VT_OK) vt_err_clear(); /* without memory, no matrix */
+    int64_t *cm = *c->confusion;
+    if (cm)
         for (int pr = 0; pr < K; pr++)
             for (int tr = 0; tr < K; tr++)
-                t->confusion[(size_t)tr * K + pr] = mt.confusion[(size_t)pr * K + tr];
-    vt_progress *p = &t->prog;
+                cm[(size_t)tr * K + pr] = mt.confusion[(size_t)pr * K + tr];
+    vt_progress *p = c->prog;
     vt_progress_set(p, VT_METRIC_VAL_LOSS, v.loss / (double)(v.batches ? v.batches : 1));
     vt_progress_set(p, VT_METRIC_PRECISION, mt.precision);
     vt_progress_set(p, VT_METRIC_RECALL, mt.recall);
@@ -236,10 +259,10 @@ vt_status vt_det_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_lo
     return VT_OK;
 }
 
-VT_API vt_status vt_trainer_class_ap(const vt_trainer *t, int cls, double *ap50, double *ap50_95,
-                                     int64_t *num_gt)
+static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
+                              int64_t *num_gt)
 {
-    if (!t) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_trainer_class_ap: NULL trainer");
+    const det_state *t = c->state;
     if (!t->det_eval || !t->det_eval_valid)
         return vt_fail(VT_ERR_NOT_FOUND, "no detection validation has run on this trainer");
     const vt_det_eval *ev = t->det_eval;
@@ -250,3 +273,68 @@ VT_API vt_status vt_trainer_class_ap(const vt_trainer *t, int cls, double *ap50,
     if (num_gt) *num_gt = ev->num_gt[cls];
     return VT_OK;
 }
+
+vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)
+{
+    if (!c || !c->state || !c->model || c->model->task != VT_TASK_DETECT) return NULL;
+    const det_state *t = c->state;
+    return t->det_eval && t->det_eval_valid ? t->det_eval : NULL;
+}
+
+/* The validation mosaics' tile: the image's boxes and the model's detections (confidence at
+ * least 0.25, NMS at IoU 0.7, at most 100). */
+static vt_status det_val_tile(const vt_task_ctx *c, int i, const vt_image *img,
+                              vt_task_tile *gt, vt_task_tile *pred)
+{
+    const vt_split_list *sl = &c->ds->split[VT_SPLIT_VAL];
+    int b0 = sl->box_start[i], nb = sl->box_start[i + 1] - b0;
+    gt->box = vt_calloc((size_t)nb + 1, sizeof *gt->box);
+    if (!gt->box) return VT_ERR_OUT_OF_MEMORY;
+    for (int j = 0; j < nb; j++) {
+        const vt_det_box *g = &sl->boxes[b0 + j];
+        gt->box[j] = (vt_mosaic_box){(g->cx - g->w / 2) * img->w, (g->cy - g->h / 2) * img->h,
+                                     (g->cx + g->w / 2) * img->w, (g->cy + g->h / 2) * img->h,
+                                     -1.0f, g->cls};
+    }
+    gt->nbox = nb;
+    enum { CAP = 100 };
+    int cls[CAP], count = 0;
+    float score[CAP], box[4 * CAP];
+    TRY(vt_model_detect_pixels(c->model, img->data, img->w, img->h, img->c,
+                               (size_t)img->w * img->c, 0.25f, 0.7f, CAP, cls, score, box, CAP,
+                               &count));
+    if (count > CAP) count = CAP;
+    pred->box = vt_calloc((size_t)count + 1, sizeof *pred->box);
+    if (!pred->box) return VT_ERR_OUT_OF_MEMORY;
+    for (int j = 0; j < count; j++)
+        pred->box[j] = (vt_mosaic_box){box[4 * j], box[4 * j + 1], box[4 * j + 2],
+                                       box[4 * j + 3], score[j], cls[j]};
+    pred->nbox = count;
+    return VT_OK;
+}
+
+static const vt_metric det_metrics[] = {VT_METRIC_PRECISION, VT_METRIC_RECALL, VT_METRIC_MAP50,
+                                        VT_METRIC_MAP50_95};
+static const char *const det_cols[] = {"metrics/precision", "metrics/recall", "metrics/mAP50",
+                                       "metrics/mAP50-95"};
+static const unsigned char det_plot[] = {1, 1, 1, 1};
+
+const vt_task_iface vt_task_detect = {
+    .id = VT_TASK_DETECT,
+    .name = "detect",
+    .n_metrics = 4,
+    .metrics = det_metrics,
+    .metric_cols = det_cols,
+    .metric_plot = det_plot,
+    .fitness = VT_METRIC_MAP50_95,
+    .sample = VT_SAMPLE_BOXES,
+    .state_size = sizeof(det_state),
+    .batch_loss = det_batch_loss,
+    .evaluate = det_evaluate,
+    .release = det_release,
+    .class_ap = det_class_ap,
+    .confusion_unit = "objects",
+    .plots = vt_task_detect_plots,
+    .val_tile = det_val_tile,
+    .val_pred_title = "Validation images: predictions (confidence >= 0.25)",
+};

@@ -6,7 +6,7 @@
 #include "image/image.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-#include "train/detect_eval.h"
+#include "task/detect_eval.h"
 
 static vt_status detect_image(vt_model *m, const vt_image *img, float conf, float iou,
                               int max_det, int *classes, float *scores, float *boxes, int cap,

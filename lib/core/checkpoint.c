@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "core/checkpoint.h"
 
 #include "core/atomic_file.h"
 
@@ -299,4 +299,23 @@ void vt_ckpt_close(vt_ckpt *c)
     free(c->s);
     free(c->path);
     free(c);
+}
+
+const char *vt_ckpt_kv(const char *text, size_t n, const char *key, char *buf, size_t cap)
+{
+    size_t kl = strlen(key);
+    if (!text || cap == 0) return NULL;
+    for (const char *p = text, *end = text + n; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (len > kl && memcmp(p, key, kl) == 0 && p[kl] == '=') {
+            size_t vl = len - kl - 1;
+            if (vl >= cap) vl = cap - 1;
+            memcpy(buf, p + kl + 1, vl);
+            buf[vl] = 0;
+            return buf;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return NULL;
 }

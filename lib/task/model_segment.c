@@ -7,7 +7,7 @@
 #include "image/image.h"
 #include "nn/exec.h"
 #include "nn/model.h"
-#include "train/detect_eval.h"
+#include "image/letterbox.h"
 
 static vt_status segment_image(vt_model *m, const vt_image *img, uint8_t *mask)
 {

@@ -1,0 +1,70 @@
+/* The device layer: what can run a backend, and what a caller asks of it besides the ops.
+ *
+ * A device is a kind ("cpu", "cuda") and an index.  Each kind has one table (vt_device_iface)
+ * that creates its backends and answers for them: pinned host memory, the precision of
+ * gemm/conv, memory statistics.  The trainer, the estimator and calibration go through the
+ * functions below with a device spec from the user; they never include cuda/ nor test device
+ * names.  A new kind of device is one more table in device.c's list.
+ *
+ * Specs: "cpu"; "cuda" (GPU 0); "cuda:N"; a bare index "N" (the GPU N, as the trainer's device
+ * option takes it). */
+#ifndef VT_DEVICE_H
+#define VT_DEVICE_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+typedef enum vt_device_kind {
+    VT_DEVICE_KIND_CPU = 0, /* backend memory is host memory */
+    VT_DEVICE_KIND_GPU = 1
+} vt_device_kind;
+
+/* Precision of gemm/conv.  DEFAULT: the fastest the device keeps accurate enough for training
+ * (TF32 tensor ops on CUDA); FP32: plain IEEE fp32 everywhere.  The CPU computes fp32 either
+ * way. */
+typedef enum vt_device_precision {
+    VT_DEVICE_PRECISION_DEFAULT = 0,
+    VT_DEVICE_PRECISION_FP32 = 1
+} vt_device_precision;
+
+typedef struct vt_device_iface {
+    const char *name;    /* the spec's kind: "cpu", "cuda" (also the backends' ops->name) */
+    vt_device_kind kind;
+    int max_index;       /* the highest index a spec may name */
+    /* A backend on device `index`; VT_ERR_DEVICE with the reason when there is none. */
+    vt_status (*backend_create)(vt_backend **out, int index);
+    /* Optional (NULL: not offered). */
+    void *(*host_alloc)(int index, size_t bytes); /* pinned host memory; NULL + error */
+    void (*host_free)(void *p);
+    void (*set_precision)(vt_backend *b, vt_device_precision p);
+    void (*memory)(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
+} vt_device_iface;
+
+typedef struct vt_device {
+    const vt_device_iface *iface;
+    int index;
+} vt_device;
+
+/* Parse a spec.  VT_ERR_OPTION_VALUE naming the spec and the accepted forms when it is none of
+ * them.  Nothing is loaded or initialised. */
+vt_status vt_device_parse(const char *spec, vt_device *out);
+/* The spec's canonical text ("cpu", "cuda:1") into buf. */
+void vt_device_name(const vt_device *d, char *buf, size_t cap);
+static inline int vt_device_is_gpu(const vt_device *d)
+{
+    return d->iface->kind == VT_DEVICE_KIND_GPU;
+}
+
+/* A backend on the device, at that precision. */
+vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backend **out);
+/* Page-locked host memory for fast, asynchronous uploads to the device: NULL with an error set
+ * when the device has none to give (the CPU) or the driver refuses; callers then fall back to
+ * ordinary memory.  Free it with vt_device_host_free on the same device (NULL: nothing). */
+void *vt_device_host_alloc(const vt_device *d, size_t bytes);
+void vt_device_host_free(const vt_device *d, void *p);
+/* Bytes the backend's allocator holds from the device and its peak: 1 when the device counts
+ * them, else 0 with both zero (the CPU's memory is the process's). */
+int vt_device_memory(const vt_device *d, vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
+
+#endif

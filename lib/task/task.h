@@ -1,0 +1,134 @@
+/* The task interface: what a task (classify, detect, segment, ...) adds to training, behind one
+ * table per task.  The trainer (lib/train/) calls the table and never tests which task it
+ * runs; a task never sees the trainer, only the context below.
+ *
+ * ADDING A TASK: write lib/task/<task>_train.c defining a vt_task_iface (batch loss,
+ * evaluation, fitness, results columns, state) and add it to the registry, lib/train/tasks.c.
+ * The dataset formats and the loader's sample pipeline are lib/data/'s (docs/architecture.md). */
+#ifndef VT_TASK_H
+#define VT_TASK_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "image/image.h"
+#include "image/plot.h"
+#include "nn/exec.h"
+#include "nn/model.h"
+
+/* The trainer's progress record (opaque in the public header): the latest metric values. */
+enum { VT_NMETRIC = 21 };
+
+struct vt_progress {
+    int epoch, epochs, batch, batches;
+    int64_t iteration;
+    double value[VT_NMETRIC];
+    unsigned char has[VT_NMETRIC];
+    const char *ckpt_path; /* during VT_EVENT_CHECKPOINT_SAVED only */
+};
+
+static inline void vt_progress_set(vt_progress *p, vt_metric m, double v)
+{
+    p->value[m] = v;
+    p->has[m] = 1;
+}
+
+typedef struct vt_task_ctx vt_task_ctx;
+/* Reads the outputs of one validation batch of n images already run forward. */
+typedef vt_status (*vt_task_batch_fn)(vt_task_ctx *c, struct vt_loader *L, int n, void *arg);
+
+/* What a task works with.  The trainer keeps the fields above `state` current (be and exec
+ * change with the device, the host buffers with the batch size). */
+struct vt_task_ctx {
+    vt_model *model;
+    const vt_dataset *ds;
+    vt_backend *be;            /* NULL until a device is open */
+    vt_exec *exec;
+    int imgsz;                 /* the training image size */
+    float label_smoothing;
+    /* the last batch filled by the loader: per image its class (classification) or its index
+     * in the split (other tasks), host memory */
+    const int32_t *host_labels;
+    float *host_probs;         /* classes x batch floats of host scratch */
+    vt_progress *prog;         /* evaluate writes its metrics here */
+    /* the last validation's confusion matrix (k x k, rows the true class), kept by the trainer
+     * for confusion_matrix.png; evaluate (re)allocates and fills it */
+    int64_t **confusion;
+    int *confusion_k;
+    /* The trainer's validation driver: every image of a split, batch by batch, decoded into the
+     * executor's input and run forward, then fn(c, L, n, arg).  keep: NULL, or a loader kept
+     * across calls (created on first use).  Unreadable batches are skipped (warnings logged);
+     * VT_ERR_DATASET when the split is empty or nothing could be read. */
+    vt_status (*eval_batches)(vt_task_ctx *c, vt_split split, int batch, struct vt_loader **keep,
+                              vt_task_batch_fn fn, void *arg);
+    void *trainer;             /* eval_batches' own */
+    void *state;               /* the task's private state (state_size bytes, zeroed) */
+};
+
+/* One image of a validation mosaic: boxes or a mask (vt_malloc'd; the caller frees both). */
+typedef struct vt_task_tile {
+    vt_mosaic_box *box;
+    int nbox;
+    uint8_t *mask;        /* w x h class ids */
+} vt_task_tile;
+
+typedef struct vt_task_iface {
+    vt_task id;
+    const char *name;          /* the run folder under the project: "classify", ... */
+    /* takes class labels per image (vt_trainer_step's input) */
+    int class_labels;
+    /* The results table: every task's starts with epoch, train/loss, val/loss, then its own
+     * metric columns, then lr, time/epoch, time/data_wait, time/elapsed. */
+    int n_metrics;
+    const vt_metric *metrics;  /* the columns' values */
+    const char *const *metric_cols;
+    const unsigned char *metric_plot; /* 1: a panel of results.png */
+    /* the value a run keeps the best of, from a validation */
+    vt_metric fitness;
+    /* the loader's per-sample pipeline for this task's batches (data/loader.h) */
+    vt_sample_kind sample;
+    size_t state_size;
+    /* Loss of the batch already run forward (its labels, boxes or masks in L's last fill);
+     * with_grad: also seeds the output gradient for backward.  *loss: the batch's mean. */
+    vt_status (*batch_loss)(vt_task_ctx *c, struct vt_loader *L, int n, int with_grad,
+                            float *loss);
+    /* Validation metrics of a split into c->prog (and the confusion matrix). */
+    vt_status (*evaluate)(vt_task_ctx *c, vt_split split, int batch, struct vt_loader **keep);
+    /* Free the state's backend buffers (c->be still valid; before a device change) and host
+     * buffers; the state stays usable.  NULL: nothing to free. */
+    void (*release)(vt_task_ctx *c);
+    /* The run's figures: what the confusion matrix counts ("images", "objects", "pixels"). */
+    const char *confusion_unit;
+    /* Optional (NULL: no validation mosaics): image i of the validation split (img, as
+     * loaded) with its ground truth into gt and the model's prediction into pred; the title of
+     * the predictions' mosaic; mask_background: class 0, when named "background", is left
+     * unpainted. */
+    vt_status (*val_tile)(const vt_task_ctx *c, int i, const vt_image *img, vt_task_tile *gt,
+                          vt_task_tile *pred);
+    const char *val_pred_title;
+    int mask_background;
+    /* Optional (NULL: none): the task's own figures of its last validation, into run_dir. */
+    vt_status (*plots)(const vt_task_ctx *c, const char *run_dir);
+    /* Optional (NULL: not offered): per-class AP of the last validation. */
+    vt_status (*class_ap)(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
+                          int64_t *num_gt);
+} vt_task_iface;
+
+/* A confusion matrix of k x k for c (zeroed); VT_ERR_OUT_OF_MEMORY when it cannot be had. */
+vt_status vt_task_confusion(vt_task_ctx *c, int k);
+
+/* The segmentation mosaics' tile (segment_plots.c): the class mask of the dataset and the
+ * model's predicted mask. */
+vt_status vt_task_segment_tile(const vt_task_ctx *c, int i, const vt_image *img,
+                               vt_task_tile *gt, vt_task_tile *pred);
+
+/* The detection figures (detect_plots.c): PR_curve.png and F1_curve.png. */
+vt_status vt_task_detect_plots(const vt_task_ctx *c, const char *run_dir);
+
+/* The tasks of lib/task/ (the registry is lib/train/tasks.c). */
+extern const vt_task_iface vt_task_classify;
+extern const vt_task_iface vt_task_detect;
+
+#endif

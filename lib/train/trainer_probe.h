@@ -1,0 +1,15 @@
+/* Private: what the estimator's calibration may ask of a trainer besides the public API, to time
+ * a step's parts (lib/estimate/calibrate.c); the trainer's insides stay in trainer_impl.h. */
+#ifndef VT_TRAINER_PROBE_H
+#define VT_TRAINER_PROBE_H
+
+#include "core/core.h"
+
+/* vt_trainer_step's input upload: `batch` NCHW images from the caller into the executor's CNHW
+ * input (staged through the pinned batch by a few threads on a GPU; asynchronous there: the
+ * next download or synchronize waits for it).  The trainer must be prepared for `batch`. */
+vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch);
+/* Wait for the trainer's backend to finish what was queued (an upload, a step). */
+vt_status vt_trainer_synchronize(vt_trainer *t);
+
+#endif
