@@ -315,12 +315,13 @@ START_TEST(test_train_learns)
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_RECALL, &r), VT_OK);
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_BEST_FITNESS, &best), VT_OK);
     vt_test_learned("det-n", "mAP50 %.4f mAP50-95 %.4f", m50, m5095);
-    /* The GEMM paths measured on an AVX-512 machine reach 0.55..0.79 mAP50 and 0.41..0.61
-     * mAP50-95 here, a frozen optimiser 0.00 (scripts/test-gemm-paths.sh): the bounds sit
-     * between, with margin on both sides, since the figure follows each path's rounding. */
-    ck_assert_msg(m50 > 0.4, "mAP50 %.4f after 25 epochs (mAP50-95 %.4f, P %.3f, R %.3f)", m50,
+    /* With SiLU the GEMM paths (skx, haswell, zen3, generic, portable) reach 0.81..0.84 mAP50
+     * and 0.63..0.67 mAP50-95 here, a frozen optimiser 0.00 (scripts/test-gemm-paths.sh); with
+     * ReLU they spread over 0.55..0.79 / 0.41..0.61.  The bounds sit between, with margin on
+     * both sides, since the figure follows each path's rounding. */
+    ck_assert_msg(m50 > 0.55, "mAP50 %.4f after 25 epochs (mAP50-95 %.4f, P %.3f, R %.3f)", m50,
                   m5095, p, r);
-    ck_assert_msg(m5095 > 0.25 && m5095 < m50, "mAP50-95 %.4f (mAP50 %.4f)", m5095, m50);
+    ck_assert_msg(m5095 > 0.40 && m5095 < m50, "mAP50-95 %.4f (mAP50 %.4f)", m5095, m50);
     ck_assert_msg(best >= m5095, "best fitness %.4f below the last mAP50-95 %.4f", best, m5095);
     /* Per-class AP: the mean over classes with boxes is the reported mAP. */
     double sum50 = 0, sum = 0, a50_0 = -1;
