@@ -8,7 +8,7 @@
 #       [--batch 16] [--threads $(nproc)] [--train 600] [--val 150] [--classes 4]
 #       [--max-objects 8] [--seed 1] [--optimizer adamw] [--lr0 0.002] [--workers 0]
 #       [--workdir /tmp/vt-vs-ultralytics] [--build build] [--peer-dir /tmp/peer-ultralytics]
-#       [--peer-model yolo26n.yaml | yolo26n-sem.yaml]
+#       [--peer-model yolov8n.yaml | yolo26n.yaml | yolo26n-sem.yaml]  (detect default yolov8n)
 #
 # Run it under `nice -n 19` on a shared machine.  Exit 77 (skip) when the peer cannot be set
 # up; never run by meson test.  See bench/README.md ("libvisiontrain vs Ultralytics").
@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 case $task in
-  detect) ours=det-n peer_task=detect; : "${peer_model:=yolo26n.yaml}" ;;
+  detect) ours=det-n peer_task=detect; : "${peer_model:=yolov8n.yaml}" ;;
   segment) ours=seg-n peer_task=semantic; : "${peer_model:=yolo26n-sem.yaml}" ;;
   *) usage ;;
 esac
