@@ -187,7 +187,7 @@ __global__ void k_dice_coef(int classes, float weight, const float *sums, float 
 {
     float mean = 0.0f;
     for (int k = 0; k < classes; k++) {
-        mean += (2.0f * sums[2 * k] + 1.0f) / (sums[2 * k + 1] + 1.0f);
+        mean += (float)vt_dice_class(sums[2 * k], sums[2 * k + 1]);
         vt_dice_coef(classes, weight, sums[2 * k], sums[2 * k + 1], &ab[2 * k], &ab[2 * k + 1]);
     }
     if (loss) loss[0] = weight * (1.0f - mean / (float)classes);

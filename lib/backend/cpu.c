@@ -896,7 +896,7 @@ static vt_status cpu_softmax_dice(vt_backend *b, int classes, int batch, const f
     vt_pool_run(POOL(b), (size_t)classes, 1, dice_sums, &J);
     double mean = 0;
     for (int k = 0; k < classes; k++) {
-        mean += (2 * sums[2 * k] + 1) / (sums[2 * k + 1] + 1);
+        mean += vt_dice_class(sums[2 * k], sums[2 * k + 1]);
         vt_dice_coef(classes, weight, sums[2 * k], sums[2 * k + 1], &ab[2 * k], &ab[2 * k + 1]);
     }
     *loss = (float)(weight * (1.0 - mean / classes));

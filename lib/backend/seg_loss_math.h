@@ -25,6 +25,9 @@
 #define VT_SEG_HD static inline
 #endif
 
+/* D_k, the smoothed soft Dice of a class from its sums I_k and C_k. */
+VT_SEG_HD double vt_dice_class(double inter, double card) { return (2.0 * inter + 1.0) / (card + 1.0); }
+
 /* The coefficients of class k from its sums I_k and C_k. */
 VT_SEG_HD void vt_dice_coef(int classes, float weight, double inter, double card, float *a,
                             float *b)
