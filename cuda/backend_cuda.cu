@@ -252,9 +252,9 @@ static const vt_backend_ops cuda_ops = {
     vt_cuda_sgd_step,
     vt_cuda_adamw_step,
     /* optional fused ops: batch norm + ReLU */
-    vt_cuda_bn_relu_forward_train,
-    vt_cuda_bn_relu_forward_eval,
-    vt_cuda_bn_relu_backward,
+    vt_cuda_bn_act_forward_train,
+    vt_cuda_bn_act_forward_eval,
+    vt_cuda_bn_act_backward,
     0,       /* host_memory: device memory, written through upload */
     nullptr, /* conv_columns: each pass builds its own */
     vt_cuda_copy2d,

@@ -1,5 +1,5 @@
 /* Batch normalisation over CNHW (a channel is one contiguous run of m = N*H*W values), alone or
- * fused with the ReLU that follows it.
+ * fused with the ReLU or SiLU that follows it (template argument ACT: a vt_act, 0 for none).
  *
  * Every pass is split over the whole GPU: a channel's run is cut into S slices (S chosen so that
  * about 8 blocks per SM are busy even with few channels), each block reduces one slice, a small
@@ -140,8 +140,27 @@ __global__ void k_bn_stats(size_t m, int S, const bn_moments *part, const float 
     coef[2 * c + 1] = invstd * (gamma ? gamma[c] : 1.0f);
 }
 
-/* y = (x - mean) * scale + beta, then max(0, .) when RELU.  y may alias x. */
-template <bool RELU>
+/* The fused activation of the BN's output v, and its derivative times the incoming gradient g
+ * (ReLU: from its output y; SiLU: from v itself, recomputed by the caller). */
+template <int ACT> __device__ __forceinline__ float bn_act(float v)
+{
+    if (ACT == VT_ACT_RELU) return fmaxf(v, 0.0f);
+    if (ACT == VT_ACT_SILU) return v / (1.0f + expf(-v));
+    return v;
+}
+
+template <int ACT> __device__ __forceinline__ float bn_act_grad(float g, float y, float v)
+{
+    if (ACT == VT_ACT_RELU) return y > 0.0f ? g : 0.0f;
+    if (ACT == VT_ACT_SILU) {
+        float sg = 1.0f / (1.0f + expf(-v));
+        return g * sg * (1.0f + v * (1.0f - sg));
+    }
+    return g;
+}
+
+/* y = act((x - mean) * scale + beta).  y may alias x. */
+template <int ACT>
 __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *coef,
                            const float *beta, float *y)
 {
@@ -152,7 +171,7 @@ __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *
         for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
              i += (size_t)gridDim.x * BN_THREADS) {
             float v = (xc[i] - mean) * scale + bt;
-            yc[i] = RELU ? fmaxf(v, 0.0f) : v;
+            yc[i] = bn_act<ACT>(v);
         }
     }
 }
@@ -160,7 +179,7 @@ __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *
 static vt_status bn_train(vt_backend *b, int channels, size_t m, const float *x,
                           const float *gamma, const float *beta, float eps, float momentum,
                           float *running_mean, float *running_var, float *save_mean,
-                          float *save_invstd, float *y, bool relu, const char *op)
+                          float *save_invstd, float *y, int act, const char *op)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (channels < 0 || m == 0)
@@ -185,10 +204,12 @@ static vt_status bn_train(vt_backend *b, int channels, size_t m, const float *x,
         coef);
     if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
     dim3 grid = bn_apply_grid(channels, m);
-    if (relu)
-        k_bn_apply<true><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
+    if (act == VT_ACT_RELU)
+        k_bn_apply<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
+    else if (act == VT_ACT_SILU)
+        k_bn_apply<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
     else
-        k_bn_apply<false><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
+        k_bn_apply<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
     return vt_cuda_check_launch(op);
 }
 
@@ -198,20 +219,30 @@ vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const 
                                    float *save_mean, float *save_invstd, float *y)
 {
     return bn_train(b, channels, m, x, gamma, beta, eps, momentum, running_mean, running_var,
-                    save_mean, save_invstd, y, false, "bn_forward_train");
+                    save_mean, save_invstd, y, VT_ACT_NONE, "bn_forward_train");
 }
 
-vt_status vt_cuda_bn_relu_forward_train(vt_backend *b, int channels, size_t m, const float *x,
-                                        const float *gamma, const float *beta, float eps,
-                                        float momentum, float *running_mean, float *running_var,
-                                        float *save_mean, float *save_invstd, float *y)
+static vt_status bn_act_check(vt_act act, const char *op)
 {
-    return bn_train(b, channels, m, x, gamma, beta, eps, momentum, running_mean, running_var,
-                    save_mean, save_invstd, y, true, "bn_relu_forward_train");
+    if (act == VT_ACT_RELU || act == VT_ACT_SILU) return VT_OK;
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: activation %d is not fused (ReLU or SiLU)", op,
+                   (int)act);
 }
 
-/* Evaluation: y = (x - running_mean) * gamma / sqrt(running_var + eps) + beta (then ReLU). */
-template <bool RELU>
+vt_status vt_cuda_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
+                                       const float *x, const float *gamma, const float *beta,
+                                       float eps, float momentum, float *running_mean,
+                                       float *running_var, float *save_mean, float *save_invstd,
+                                       float *y)
+{
+    vt_status st = bn_act_check(act, "bn_act_forward_train");
+    if (st != VT_OK) return st;
+    return bn_train(b, channels, m, x, gamma, beta, eps, momentum, running_mean, running_var,
+                    save_mean, save_invstd, y, act, "bn_act_forward_train");
+}
+
+/* Evaluation: y = act((x - running_mean) * gamma / sqrt(running_var + eps) + beta). */
+template <int ACT>
 __global__ void k_bn_eval(int channels, size_t m, const float *x, const float *gamma,
                           const float *beta, float eps, const float *rmean, const float *rvar,
                           float *y)
@@ -224,14 +255,14 @@ __global__ void k_bn_eval(int channels, size_t m, const float *x, const float *g
         for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
              i += (size_t)gridDim.x * BN_THREADS) {
             float v = (xc[i] - mean) * scale + bt;
-            yc[i] = RELU ? fmaxf(v, 0.0f) : v;
+            yc[i] = bn_act<ACT>(v);
         }
     }
 }
 
 static vt_status bn_eval(vt_backend *b, int channels, size_t m, const float *x,
                          const float *gamma, const float *beta, float eps,
-                         const float *running_mean, const float *running_var, float *y, bool relu,
+                         const float *running_mean, const float *running_var, float *y, int act,
                          const char *op)
 {
     vt_cuda_backend *cb = vt_cuda(b);
@@ -239,12 +270,15 @@ static vt_status bn_eval(vt_backend *b, int channels, size_t m, const float *x,
     if (channels == 0 || m == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
     dim3 grid = bn_apply_grid(channels, m);
-    if (relu)
-        k_bn_eval<true><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, gamma, beta, eps,
-                                                             running_mean, running_var, y);
+    if (act == VT_ACT_RELU)
+        k_bn_eval<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, gamma, beta, eps, running_mean, running_var, y);
+    else if (act == VT_ACT_SILU)
+        k_bn_eval<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, gamma, beta, eps, running_mean, running_var, y);
     else
-        k_bn_eval<false><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, gamma, beta, eps,
-                                                              running_mean, running_var, y);
+        k_bn_eval<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, gamma, beta, eps, running_mean, running_var, y);
     return vt_cuda_check_launch(op);
 }
 
@@ -252,26 +286,30 @@ vt_status vt_cuda_bn_forward_eval(vt_backend *b, int channels, size_t m, const f
                                   const float *gamma, const float *beta, float eps,
                                   const float *running_mean, const float *running_var, float *y)
 {
-    return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y, false,
-                   "bn_forward_eval");
+    return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y,
+                   VT_ACT_NONE, "bn_forward_eval");
 }
 
-vt_status vt_cuda_bn_relu_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
-                                       const float *gamma, const float *beta, float eps,
-                                       const float *running_mean, const float *running_var,
-                                       float *y)
+vt_status vt_cuda_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
+                                      const float *x, const float *gamma, const float *beta,
+                                      float eps, const float *running_mean,
+                                      const float *running_var, float *y)
 {
-    return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y, true,
-                   "bn_relu_forward_eval");
+    vt_status st = bn_act_check(act, "bn_act_forward_eval");
+    if (st != VT_OK) return st;
+    return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y, act,
+                   "bn_act_forward_eval");
 }
 
-/* Backward.  With g = dy (masked by y > 0 when fused with the ReLU):
+/* Backward.  With g = dy through the fused activation (bn_act_grad; SiLU recomputes the BN's
+ * output v = (x - mean) * invstd * gamma + beta, as the forward computed it):
  *   dbeta = sum g,  dgamma = invstd * sum g*(x - mean),
  *   dx += gamma*invstd/m * (m*g - dbeta - xhat*dgamma).
  * Pass 1: per slice, the two sums -> part[2*(c*S + s)]. */
-template <bool RELU>
+template <int ACT>
 __global__ void k_bn_grad_sums(size_t m, int S, const float *x, const float *y,
-                               const float *mean, const float *dy, float *part)
+                               const float *mean, const float *invstd, const float *gamma,
+                               const float *beta, const float *dy, float *part)
 {
     __shared__ float sh[64];
     int c = blockIdx.y, s = blockIdx.x;
@@ -279,9 +317,11 @@ __global__ void k_bn_grad_sums(size_t m, int S, const float *x, const float *y,
     bn_slice(m, S, s, &lo, &hi);
     size_t off = (size_t)c * m;
     float mu = mean[c], sg = 0.0f, sgx = 0.0f;
+    float sc = ACT == VT_ACT_SILU ? invstd[c] * (gamma ? gamma[c] : 1.0f) : 0.0f;
+    float bt = ACT == VT_ACT_SILU && beta ? beta[c] : 0.0f;
     for (size_t i = lo + threadIdx.x; i < hi; i += BN_THREADS) {
-        float g = dy[off + i];
-        if (RELU && !(y[off + i] > 0.0f)) g = 0.0f;
+        float g = bn_act_grad<ACT>(dy[off + i], ACT == VT_ACT_RELU ? y[off + i] : 0.0f,
+                                   ACT == VT_ACT_SILU ? (x[off + i] - mu) * sc + bt : 0.0f);
         sg += g;
         sgx += g * (x[off + i] - mu);
     }
@@ -316,20 +356,22 @@ __global__ void k_bn_grad_stats(int S, const float *part, const float *gamma,
 }
 
 /* Pass 3: dx += k * (m*g - dbeta - xhat*dgamma). */
-template <bool RELU>
+template <int ACT>
 __global__ void k_bn_grad_apply(int channels, size_t m, const float *x, const float *y,
-                                const float *mean, const float *invstd, const float *dy,
-                                const float *coef, float *dx)
+                                const float *mean, const float *invstd, const float *gamma,
+                                const float *beta, const float *dy, const float *coef, float *dx)
 {
     float fm = (float)m;
     for (int c = blockIdx.y; c < channels; c += gridDim.y) {
         float k = coef[3 * c], sg = coef[3 * c + 1], dg = coef[3 * c + 2];
         float mu = mean[c], is = invstd[c];
+        float sc = ACT == VT_ACT_SILU ? is * (gamma ? gamma[c] : 1.0f) : 0.0f;
+        float bt = ACT == VT_ACT_SILU && beta ? beta[c] : 0.0f;
         size_t off = (size_t)c * m;
         for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
              i += (size_t)gridDim.x * BN_THREADS) {
-            float g = dy[off + i];
-            if (RELU && !(y[off + i] > 0.0f)) g = 0.0f;
+            float g = bn_act_grad<ACT>(dy[off + i], ACT == VT_ACT_RELU ? y[off + i] : 0.0f,
+                                       ACT == VT_ACT_SILU ? (x[off + i] - mu) * sc + bt : 0.0f);
             float xhat = (x[off + i] - mu) * is;
             dx[off + i] += k * (fm * g - sg - xhat * dg);
         }
@@ -337,9 +379,9 @@ __global__ void k_bn_grad_apply(int channels, size_t m, const float *x, const fl
 }
 
 static vt_status bn_back(vt_backend *b, int channels, size_t m, const float *x, const float *y,
-                         const float *gamma, const float *save_mean, const float *save_invstd,
-                         const float *dy, float *dx, float *dgamma, float *dbeta, bool relu,
-                         const char *op)
+                         const float *gamma, const float *beta, const float *save_mean,
+                         const float *save_invstd, const float *dy, float *dx, float *dgamma,
+                         float *dbeta, int act, const char *op)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (channels < 0 || m == 0)
@@ -356,12 +398,17 @@ static vt_status bn_back(vt_backend *b, int channels, size_t m, const float *x, 
         int nc = channels - c0 < 65535 ? channels - c0 : 65535;
         size_t off = (size_t)c0 * m;
         dim3 grid((unsigned)S, (unsigned)nc);
-        if (relu)
-            k_bn_grad_sums<true><<<grid, BN_THREADS, 0, cb->stream>>>(
-                m, S, x + off, y + off, save_mean + c0, dy + off, part + 2 * (size_t)c0 * S);
+        const float *g0 = gamma ? gamma + c0 : NULL, *b0 = beta ? beta + c0 : NULL;
+        float *p0 = part + 2 * (size_t)c0 * S;
+        if (act == VT_ACT_RELU)
+            k_bn_grad_sums<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(
+                m, S, x + off, y + off, save_mean + c0, save_invstd + c0, g0, b0, dy + off, p0);
+        else if (act == VT_ACT_SILU)
+            k_bn_grad_sums<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(
+                m, S, x + off, NULL, save_mean + c0, save_invstd + c0, g0, b0, dy + off, p0);
         else
-            k_bn_grad_sums<false><<<grid, BN_THREADS, 0, cb->stream>>>(
-                m, S, x + off, NULL, save_mean + c0, dy + off, part + 2 * (size_t)c0 * S);
+            k_bn_grad_sums<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(
+                m, S, x + off, NULL, save_mean + c0, save_invstd + c0, g0, b0, dy + off, p0);
         if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
     }
     k_bn_grad_stats<<<channels, BN_FIN_THREADS, 0, cb->stream>>>(
@@ -369,12 +416,15 @@ static vt_status bn_back(vt_backend *b, int channels, size_t m, const float *x, 
     if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
     if (!dx) return VT_OK;
     dim3 grid = bn_apply_grid(channels, m);
-    if (relu)
-        k_bn_grad_apply<true><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, y, save_mean, save_invstd, dy, coef, dx);
+    if (act == VT_ACT_RELU)
+        k_bn_grad_apply<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, y, save_mean, save_invstd, gamma, beta, dy, coef, dx);
+    else if (act == VT_ACT_SILU)
+        k_bn_grad_apply<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, NULL, save_mean, save_invstd, gamma, beta, dy, coef, dx);
     else
-        k_bn_grad_apply<false><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, NULL, save_mean, save_invstd, dy, coef, dx);
+        k_bn_grad_apply<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(
+            channels, m, x, NULL, save_mean, save_invstd, gamma, beta, dy, coef, dx);
     return vt_cuda_check_launch(op);
 }
 
@@ -383,15 +433,18 @@ vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float
                               const float *save_invstd, const float *dy, float *dx, float *dgamma,
                               float *dbeta)
 {
-    return bn_back(b, channels, m, x, NULL, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta,
-                   false, "bn_backward");
+    return bn_back(b, channels, m, x, NULL, gamma, NULL, save_mean, save_invstd, dy, dx, dgamma,
+                   dbeta, VT_ACT_NONE, "bn_backward");
 }
 
-vt_status vt_cuda_bn_relu_backward(vt_backend *b, int channels, size_t m, const float *x,
-                                   const float *y, const float *gamma, const float *save_mean,
-                                   const float *save_invstd, const float *dy, float *dx,
-                                   float *dgamma, float *dbeta)
+vt_status vt_cuda_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m,
+                                  const float *x, const float *y, const float *gamma,
+                                  const float *beta, const float *save_mean,
+                                  const float *save_invstd, const float *dy, float *dx,
+                                  float *dgamma, float *dbeta)
 {
-    return bn_back(b, channels, m, x, y, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta,
-                   true, "bn_relu_backward");
+    vt_status st = bn_act_check(act, "bn_act_backward");
+    if (st != VT_OK) return st;
+    return bn_back(b, channels, m, x, y, gamma, beta, save_mean, save_invstd, dy, dx, dgamma,
+                   dbeta, act, "bn_act_backward");
 }

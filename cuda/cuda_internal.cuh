@@ -192,18 +192,20 @@ vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float
                               const float *gamma, const float *save_mean,
                               const float *save_invstd, const float *dy, float *dx, float *dgamma,
                               float *dbeta);
-vt_status vt_cuda_bn_relu_forward_train(vt_backend *b, int channels, size_t m, const float *x,
-                                        const float *gamma, const float *beta, float eps,
-                                        float momentum, float *running_mean, float *running_var,
-                                        float *save_mean, float *save_invstd, float *y);
-vt_status vt_cuda_bn_relu_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
-                                       const float *gamma, const float *beta, float eps,
-                                       const float *running_mean, const float *running_var,
+vt_status vt_cuda_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
+                                       const float *x, const float *gamma, const float *beta,
+                                       float eps, float momentum, float *running_mean,
+                                       float *running_var, float *save_mean, float *save_invstd,
                                        float *y);
-vt_status vt_cuda_bn_relu_backward(vt_backend *b, int channels, size_t m, const float *x,
-                                   const float *y, const float *gamma, const float *save_mean,
-                                   const float *save_invstd, const float *dy, float *dx,
-                                   float *dgamma, float *dbeta);
+vt_status vt_cuda_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
+                                      const float *x, const float *gamma, const float *beta,
+                                      float eps, const float *running_mean,
+                                      const float *running_var, float *y);
+vt_status vt_cuda_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m,
+                                  const float *x, const float *y, const float *gamma,
+                                  const float *beta, const float *save_mean,
+                                  const float *save_invstd, const float *dy, float *dx,
+                                  float *dgamma, float *dbeta);
 
 /* ---- pool.cu ---- */
 vt_status vt_cuda_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,

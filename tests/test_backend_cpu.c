@@ -296,6 +296,55 @@ START_TEST(test_rows2d)
 }
 END_TEST
 
+/* SiLU and sigmoid (four lanes at a time with the backend's own exp) against libm in double,
+ * over the range where they change and beyond the clamp, odd lengths for the scalar tail; and
+ * the fused BN + SiLU forward against BN then SiLU. */
+START_TEST(test_silu_accuracy)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    enum { N = 20001 };
+    float *x = malloc(N * 4), *y = malloc(N * 4), *s = malloc(N * 4), *dx = malloc(N * 4),
+          *dy = malloc(N * 4);
+    for (int i = 0; i < N; i++) {
+        x[i] = -100.0f + 200.0f * (float)i / (N - 1);
+        if (i % 3 == 0) x[i] *= 0.05f; /* dense near 0 too */
+        dy[i] = 1.0f;
+        dx[i] = 0.5f;
+    }
+    ck_assert_int_eq(be->ops->act_forward(be, VT_ACT_SILU, 0, N, x, y), VT_OK);
+    ck_assert_int_eq(be->ops->act_forward(be, VT_ACT_SIGMOID, 0, N, x, s), VT_OK);
+    ck_assert_int_eq(be->ops->act_backward(be, VT_ACT_SILU, 0, N, x, y, dy, dx), VT_OK);
+    for (int i = 0; i < N; i++) {
+        double z = x[i], sg = 1.0 / (1.0 + exp(-z)), sl = z * sg;
+        double dsl = 0.5 + sg * (1.0 + z * (1.0 - sg));
+        ck_assert_msg(fabs(s[i] - sg) <= 3e-7 * sg + 1e-35, "sigmoid(%g) = %.9g, libm %.9g",
+                      z, (double)s[i], sg);
+        ck_assert_msg(fabs(y[i] - sl) <= 3e-7 * fabs(sl) + 1e-35, "silu(%g) = %.9g, libm %.9g",
+                      z, (double)y[i], sl);
+        ck_assert_msg(fabs(dx[i] - dsl) <= 1e-6 * fabs(dsl) + 1e-7, "silu'(%g) + 0.5 = %.9g, "
+                      "libm %.9g", z, (double)dx[i], dsl);
+    }
+    /* fused BN + SiLU (eval: running statistics) = BN then SiLU, to the last few bits */
+    float gamma[3] = {1.5f, -0.5f, 2.0f}, beta[3] = {0.25f, 1.0f, -3.0f}, rm[3] = {0.1f, -2, 7},
+          rv[3] = {4, 0.5f, 9};
+    size_t m = N / 3;
+    ck_assert_int_eq(be->ops->bn_act_forward_eval(be, VT_ACT_SILU, 3, m, x, gamma, beta, 1e-5f, rm,
+                                                  rv, y),
+                     VT_OK);
+    ck_assert_int_eq(be->ops->bn_forward_eval(be, 3, m, x, gamma, beta, 1e-5f, rm, rv, s), VT_OK);
+    ck_assert_int_eq(be->ops->act_forward(be, VT_ACT_SILU, 0, 3 * m, s, s), VT_OK);
+    for (size_t i = 0; i < 3 * m; i++)
+        ck_assert_msg(fabsf(y[i] - s[i]) <= 1e-6f * fabsf(s[i]) + 1e-30f, "fused %zu: %g vs %g",
+                      i, (double)y[i], (double)s[i]);
+    ck_assert_int_eq(be->ops->bn_act_forward_eval(be, VT_ACT_LEAKY, 3, m, x, gamma, beta, 1e-5f,
+                                                  rm, rv, y),
+                     VT_ERR_INVALID_ARGUMENT);
+    free(x), free(y), free(s), free(dx), free(dy);
+    vt_backend_destroy(be);
+}
+END_TEST
+
 /* The device layer: specs, the CPU's backend and what it does not offer. */
 START_TEST(test_device_layer)
 {
@@ -356,6 +405,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_conv_tiles);
     tcase_add_test(tc, test_rows2d);
+    tcase_add_test(tc, test_silu_accuracy);
     tcase_add_test(tc, test_device_layer);
     suite_add_tcase(s, tc);
     return s;

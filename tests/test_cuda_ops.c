@@ -507,19 +507,24 @@ END_TEST
 
 /* ---- batch norm ------------------------------------------------------------------------------ */
 
-/* Batch norm alone, or fused with the ReLU after it (fused = 1). */
-static void bn_case(int ch, size_t m, float shift, int fused)
+/* Batch norm alone (act = VT_ACT_NONE), or fused with the ReLU or SiLU after it. */
+static void bn_case(int ch, size_t m, float shift, vt_act act)
 {
     size_t n = (size_t)ch * m;
     char what[96];
     tbuf x = tb_rand(n, shift - 2, shift + 2), gamma = tb_rand(ch, 0.5f, 1.5f),
          beta = tb_rand(ch, -1, 1), rm = tb_rand(ch, -1, 1), rv = tb_rand(ch, 0.5f, 2),
          sm = tb_out(ch), si = tb_out(ch), y = tb_out(n);
-    BOTH((fused ? b->ops->bn_relu_forward_train : b->ops->bn_forward_train)(
-        b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, 0.1f, rm.d[be], rv.d[be], sm.d[be],
-        si.d[be], y.d[be]));
+    if (act) {
+        BOTH(b->ops->bn_act_forward_train(b, act, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f,
+                                          0.1f, rm.d[be], rv.d[be], sm.d[be], si.d[be],
+                                          y.d[be]));
+    } else {
+        BOTH(b->ops->bn_forward_train(b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, 0.1f,
+                                      rm.d[be], rv.d[be], sm.d[be], si.d[be], y.d[be]));
+    }
 #define BNCHK(buf, name)                                                                         \
-    snprintf(what, sizeof what, "bn%s C=%d m=%zu shift=%g: %s", fused ? "+relu" : "", ch, m,    \
+    snprintf(what, sizeof what, "bn act %d C=%d m=%zu shift=%g: %s", (int)act, ch, m,          \
              (double)shift, name);                                                              \
     expect_close(&buf, TOL_FP32, what)
     BNCHK(y, "train y");
@@ -529,12 +534,18 @@ static void bn_case(int ch, size_t m, float shift, int fused)
     BNCHK(rv, "running_var");
 
     tbuf ye = tb_out(n);
-    BOTH((fused ? b->ops->bn_relu_forward_eval : b->ops->bn_forward_eval)(
-        b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f, rm.d[be], rv.d[be], ye.d[be]));
+    if (act) {
+        BOTH(b->ops->bn_act_forward_eval(b, act, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f,
+                                         rm.d[be], rv.d[be], ye.d[be]));
+    } else {
+        BOTH(b->ops->bn_forward_eval(b, ch, m, x.d[be], gamma.d[be], beta.d[be], 1e-5f,
+                                     rm.d[be], rv.d[be], ye.d[be]));
+    }
     BNCHK(ye, "eval y");
 
     /* Backward from the CPU's saved statistics (and, fused, the CPU's output, whose signs pick
-     * the ReLU's mask) on both sides, to test backward alone. */
+     * the ReLU's mask; SiLU recomputes the BN's output from x, gamma and beta) on both sides,
+     * to test backward alone. */
     float *hm = tb_get(&sm, 0), *hi = tb_get(&si, 0), *hy = tb_get(&y, 0);
     tb_upload(&sm, hm);
     tb_upload(&si, hi);
@@ -543,9 +554,10 @@ static void bn_case(int ch, size_t m, float shift, int fused)
     free(hi);
     free(hy);
     tbuf dy = tb_rand(n, -1, 1), dx = tb_rand(n, -1, 1), dg = tb_out(ch), dbt = tb_out(ch);
-    if (fused) {
-        BOTH(b->ops->bn_relu_backward(b, ch, m, x.d[be], y.d[be], gamma.d[be], sm.d[be],
-                                      si.d[be], dy.d[be], dx.d[be], dg.d[be], dbt.d[be]));
+    if (act) {
+        BOTH(b->ops->bn_act_backward(b, act, ch, m, x.d[be], y.d[be], gamma.d[be], beta.d[be],
+                                     sm.d[be], si.d[be], dy.d[be], dx.d[be], dg.d[be],
+                                     dbt.d[be]));
     } else {
         BOTH(b->ops->bn_backward(b, ch, m, x.d[be], gamma.d[be], sm.d[be], si.d[be], dy.d[be],
                                  dx.d[be], dg.d[be], dbt.d[be]));
@@ -561,14 +573,25 @@ static void bn_case(int ch, size_t m, float shift, int fused)
 
 START_TEST(test_batchnorm)
 {
-    for (int fused = 0; fused < 2; fused++) {
-        bn_case(5, 2 * 7 * 9, 0.0f, fused);
-        bn_case(33, 3 * 13 * 13, 0.5f, fused);
-        bn_case(3, 2, 0.0f, fused);
+    const vt_act acts[3] = {VT_ACT_NONE, VT_ACT_RELU, VT_ACT_SILU};
+    for (int a = 0; a < 3; a++) {
+        vt_act act = acts[a];
+        bn_case(5, 2 * 7 * 9, 0.0f, act);
+        bn_case(33, 3 * 13 * 13, 0.5f, act);
+        bn_case(3, 2, 0.0f, act);
         /* large m with a non-zero mean: the variance must not cancel; many slices per channel */
-        bn_case(4, 200003, 3.0f, fused);
-        bn_case(64, 2 * 56 * 56 + 5, -1.0f, fused); /* slices of unequal length */
-        bn_case(1, 5000000, 10.0f, fused);          /* the most slices per channel */
+        bn_case(4, 200003, 3.0f, act);
+        bn_case(64, 2 * 56 * 56 + 5, -1.0f, act); /* slices of unequal length */
+        bn_case(1, 5000000, 10.0f, act);          /* the most slices per channel */
+    }
+    /* an activation the fused ops do not have is refused, on both backends */
+    for (int k = 0; k < 2; k++) {
+        float *p = B[k]->ops->alloc(B[k], 64 * sizeof(float));
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(B[k]->ops->bn_act_forward_eval(B[k], VT_ACT_SIGMOID, 1, 8, p, p + 8,
+                                                        p + 9, 1e-5f, p + 10, p + 11, p + 16),
+                         VT_ERR_INVALID_ARGUMENT);
+        B[k]->ops->free(B[k], p);
     }
 }
 END_TEST

@@ -176,7 +176,7 @@ START_TEST(cost_fused_relu)
     vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
-    d.fuse_bn_relu = 0;
+    d.fuse_bn_act = 0;
     ck_assert_double_gt(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 1e-3);
     vt_graph_free(&g);
 }

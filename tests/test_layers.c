@@ -159,6 +159,16 @@ static int b_block(vt_graph *g, int x)
     return vt_g_act(g, vt_g_add(g, y, x), VT_ACT_SILU, 0);
 }
 
+/* conv -> BN -> SiLU (fused into the BN) twice, one of them through a residual add: the det and
+ * seg families' blocks; the BN's beta reaches the SiLU's derivative, so its gradient checks
+ * the fused backward's recomputation */
+static int b_block_silu(vt_graph *g, int x)
+{
+    int y = vt_g_act(g, vt_g_bn(g, vt_g_conv(g, x, 3, 3, 1, 1, 1, 0)), VT_ACT_SILU, 0);
+    y = vt_g_act(g, vt_g_bn(g, vt_g_conv(g, y, 3, 3, 1, 1, 1, 0)), VT_ACT_SILU, 0);
+    return vt_g_act(g, vt_g_add(g, y, x), VT_ACT_SILU, 0);
+}
+
 static const gcase cases[] = {
     {"conv3x3", 3, 6, 5, 2, b_conv3, 1e-2},
     {"conv3x3-stride2", 3, 7, 7, 2, b_conv_s2, 1e-2},
@@ -182,6 +192,7 @@ static const gcase cases[] = {
     {"upsample2", 2, 3, 4, 2, b_upsample, 1e-2},
     {"flatcat", 2, 5, 6, 2, b_flatcat, 1e-2},
     {"conv-bn-relu-block", 3, 5, 5, 3, b_block, 3e-2},
+    {"conv-bn-silu-block", 3, 5, 5, 3, b_block_silu, 3e-2},
 };
 
 START_TEST(test_gradcheck) { run_case(&cases[_i], 0); }

@@ -25,7 +25,7 @@
 
 #include "core/core.h"
 
-#define VT_BACKEND_API_VERSION 3
+#define VT_BACKEND_API_VERSION 4
 
 typedef struct vt_backend vt_backend;
 
@@ -208,21 +208,26 @@ typedef struct vt_backend_ops {
                             float bc2);
 
     /* ---- optional fused ops (NULL: the executor runs the unfused sequence) ---- */
-    /* Batch norm followed by ReLU, y = max(0, bn(x)) (training / eval), and its backward:
-     * given y = that output and dy = dL/dy, the same as relu backward then bn_backward, without
-     * the intermediate gradient tensor. */
-    vt_status (*bn_relu_forward_train)(vt_backend *b, int channels, size_t m, const float *x,
-                                       const float *gamma, const float *beta, float eps,
-                                       float momentum, float *running_mean, float *running_var,
-                                       float *save_mean, float *save_invstd, float *y);
-    vt_status (*bn_relu_forward_eval)(vt_backend *b, int channels, size_t m, const float *x,
-                                      const float *gamma, const float *beta, float eps,
-                                      const float *running_mean, const float *running_var,
+    /* Batch norm followed by an activation, y = act(bn(x)) (training / eval), and its
+     * backward: the same as the activation's backward then bn_backward, without the
+     * intermediate gradient tensor and without the BN's own output.  act is VT_ACT_RELU or
+     * VT_ACT_SILU (anything else is refused).  Backward: y = the fused op's output (ReLU: its
+     * sign is the mask) and beta (SiLU: the BN's output is recomputed from x, the saved
+     * statistics, gamma and beta); dy = dL/dy; dx is added to, dgamma and dbeta assigned. */
+    vt_status (*bn_act_forward_train)(vt_backend *b, vt_act act, int channels, size_t m,
+                                      const float *x, const float *gamma, const float *beta,
+                                      float eps, float momentum, float *running_mean,
+                                      float *running_var, float *save_mean, float *save_invstd,
                                       float *y);
-    vt_status (*bn_relu_backward)(vt_backend *b, int channels, size_t m, const float *x,
-                                  const float *y, const float *gamma, const float *save_mean,
-                                  const float *save_invstd, const float *dy, float *dx,
-                                  float *dgamma, float *dbeta);
+    vt_status (*bn_act_forward_eval)(vt_backend *b, vt_act act, int channels, size_t m,
+                                     const float *x, const float *gamma, const float *beta,
+                                     float eps, const float *running_mean,
+                                     const float *running_var, float *y);
+    vt_status (*bn_act_backward)(vt_backend *b, vt_act act, int channels, size_t m,
+                                 const float *x, const float *y, const float *gamma,
+                                 const float *beta, const float *save_mean,
+                                 const float *save_invstd, const float *dy, float *dx,
+                                 float *dgamma, float *dbeta);
 
     /* 1 when backend memory is ordinary host memory (the CPU backend): callers may then write
      * into it directly instead of staging on the host and uploading. */

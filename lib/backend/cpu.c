@@ -221,6 +221,7 @@ typedef struct {
     float alpha;
     const float *x, *y, *dy;
     float *out;
+    const vt_cpu_act_kernels *k;
 } act_job;
 
 /* Elementwise kernels take restrict pointers as parameters (GCC honours those) and avoid
@@ -276,12 +277,8 @@ static void act_fwd_range(void *ctx, size_t b, size_t e)
         break;
     case VT_ACT_RELU: relu_fwd(n, x, y); break;
     case VT_ACT_LEAKY: leaky_fwd(n, J->alpha, x, y); break;
-    case VT_ACT_SILU:
-        for (size_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
-        break;
-    case VT_ACT_SIGMOID:
-        for (size_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
-        break;
+    case VT_ACT_SILU: J->k->silu_fwd(n, x, 1.0f, 0.0f, y); break;
+    case VT_ACT_SIGMOID: J->k->sigmoid_fwd(n, x, y); break;
     }
 }
 
@@ -295,12 +292,7 @@ static void act_bwd_range(void *ctx, size_t b, size_t e)
     case VT_ACT_NONE: add_into(n, dy, dx); break;
     case VT_ACT_RELU: relu_bwd(n, y, dy, dx); break; /* the output: the op may run in place */
     case VT_ACT_LEAKY: leaky_bwd(n, J->alpha, x, dy, dx); break;
-    case VT_ACT_SILU:
-        for (size_t i = 0; i < n; i++) {
-            float sg = 1.0f / (1.0f + expf(-x[i]));
-            dx[i] += dy[i] * sg * (1.0f + x[i] * (1.0f - sg));
-        }
-        break;
+    case VT_ACT_SILU: J->k->silu_bwd(n, x, dy, dx); break;
     case VT_ACT_SIGMOID:
         for (size_t i = 0; i < n; i++) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
         break;
@@ -310,7 +302,7 @@ static void act_bwd_range(void *ctx, size_t b, size_t e)
 static vt_status cpu_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
                                  float *y)
 {
-    act_job J = {act, alpha, x, NULL, NULL, y};
+    act_job J = {act, alpha, x, NULL, NULL, y, ACT_KERNELS(b)};
     vt_pool_run(POOL(b), n, GRAIN, act_fwd_range, &J);
     return VT_OK;
 }
@@ -318,7 +310,7 @@ static vt_status cpu_act_forward(vt_backend *b, vt_act act, float alpha, size_t 
 static vt_status cpu_act_backward(vt_backend *b, vt_act act, float alpha, size_t n,
                                   const float *x, const float *y, const float *dy, float *dx)
 {
-    act_job J = {act, alpha, x, y, dy, dx};
+    act_job J = {act, alpha, x, y, dy, dx, ACT_KERNELS(b)};
     vt_pool_run(POOL(b), n, GRAIN, act_bwd_range, &J);
     return VT_OK;
 }
@@ -329,7 +321,8 @@ typedef struct {
     size_t m;
     const float *x, *gamma, *beta, *mean, *invstd, *dy, *rm, *rv;
     const float *yr; /* fused ReLU backward: the op's output, the mask */
-    int relu;        /* fused ReLU */
+    vt_act act;      /* fused activation: VT_ACT_NONE (plain BN), RELU or SILU */
+    const vt_cpu_act_kernels *k;
     float eps, momentum;
     float *y, *dx, *dgamma, *dbeta, *save_mean, *save_invstd, *run_mean, *run_var;
 } bn_job;
@@ -400,6 +393,15 @@ static void affine_relu(size_t m, const float *restrict x, float scale, float sh
     }
 }
 
+/* y = act(x * scale + shift), the job's fused activation (none for a plain BN) */
+static void bn_apply(const bn_job *J, size_t m, const float *x, float scale, float shift,
+                     float *y)
+{
+    if (J->act == VT_ACT_RELU) affine_relu(m, x, scale, shift, y);
+    else if (J->act == VT_ACT_SILU) J->k->silu_fwd(m, x, scale, shift, y);
+    else affine(m, x, scale, shift, y);
+}
+
 static void bn_train_channels(void *ctx, size_t c0, size_t c1)
 {
     const bn_job *J = ctx;
@@ -413,8 +415,7 @@ static void bn_train_channels(void *ctx, size_t c0, size_t c1)
         float invstd = (float)(1.0 / sqrt(var + J->eps));
         float scale = J->gamma[c] * invstd, fm = (float)mean;
         float shift = J->beta[c] - fm * scale;
-        if (J->relu) affine_relu(m, x, scale, shift, y);
-        else affine(m, x, scale, shift, y);
+        bn_apply(J, m, x, scale, shift, y);
         J->save_mean[c] = fm;
         J->save_invstd[c] = invstd;
         double unbiased = m > 1 ? ss / (double)(m - 1) : var;
@@ -442,8 +443,7 @@ static void bn_eval_channels(void *ctx, size_t c0, size_t c1)
     for (size_t c = c0; c < c1; c++) {
         float invstd = 1.0f / sqrtf(J->rv[c] + J->eps);
         float scale = J->gamma[c] * invstd, shift = J->beta[c] - J->rm[c] * scale;
-        if (J->relu) affine_relu(J->m, J->x + c * J->m, scale, shift, J->y + c * J->m);
-        else affine(J->m, J->x + c * J->m, scale, shift, J->y + c * J->m);
+        bn_apply(J, J->m, J->x + c * J->m, scale, shift, J->y + c * J->m);
     }
 }
 
@@ -459,33 +459,30 @@ static vt_status cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, cons
     return VT_OK;
 }
 
-/* Sums of g and g*(x-mean) over a channel, g = dy (masked by y > 0 for a fused ReLU); 16
- * lanes as in mean_var. */
-static void bn_bwd_sums(size_t m, const float *restrict x, const float *restrict dy,
-                        const float *restrict yr, float mean, double *sdy, double *sdyx)
+/* Sums of g and g*(x-mean) over one block of at most BN_BLOCK values of a channel, g = dy
+ * (masked by yr > 0 for a fused ReLU), added to *sdy and *sdyx: 16 lanes as in mean_var. */
+enum { BN_BLOCK = 1024 };
+
+static void bn_bwd_block_sums(size_t n, const float *restrict x, const float *restrict dy,
+                              const float *restrict yr, float mean, double *sdy, double *sdyx)
 {
     const v4f mv = {mean, mean, mean, mean}, zero = {0};
-    double a = 0, c = 0;
-    for (size_t b = 0; b < m; b += 1024) {
-        size_t e = b + 1024 < m ? b + 1024 : m, i = b;
-        v4f s1[4] = {{0}}, s2[4] = {{0}};
-        for (; i + 16 <= e; i += 16)
-            for (int q = 0; q < 4; q++) {
-                v4f g = load4(dy + i + 4 * q);
-                if (yr) g = (v4f)((v4i)g & (load4(yr + i + 4 * q) > zero)); /* y > 0: -1 */
-                s1[q] += g;
-                s2[q] += g * (load4(x + i + 4 * q) - mv);
-            }
-        for (int j = 0; i < e; i++, j++) {
-            float g = yr && !(yr[i] > 0.0f) ? 0.0f : dy[i];
-            s1[j / 4][j % 4] += g;
-            s2[j / 4][j % 4] += g * (x[i] - mean);
+    v4f s1[4] = {{0}}, s2[4] = {{0}};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int q = 0; q < 4; q++) {
+            v4f g = load4(dy + i + 4 * q);
+            if (yr) g = (v4f)((v4i)g & (load4(yr + i + 4 * q) > zero)); /* y > 0: -1 */
+            s1[q] += g;
+            s2[q] += g * (load4(x + i + 4 * q) - mv);
         }
-        a += total4(s1);
-        c += total4(s2);
+    for (int j = 0; i < n; i++, j++) {
+        float g = yr && !(yr[i] > 0.0f) ? 0.0f : dy[i];
+        s1[j / 4][j % 4] += g;
+        s2[j / 4][j % 4] += g * (x[i] - mean);
     }
-    *sdy = a;
-    *sdyx = c;
+    *sdy += total4(s1);
+    *sdyx += total4(s2);
 }
 
 static void bn_bwd_dx(size_t m, const float *restrict x, const float *restrict dy,
@@ -500,25 +497,49 @@ static void bn_bwd_dx(size_t m, const float *restrict x, const float *restrict d
         for (size_t i = 0; i < m; i++) dx[i] += a * dy[i] + b1 * x[i] + b0;
 }
 
+/* The gradient reaching the BN's output, block by block: dy itself (plain BN, or ReLU, whose
+ * mask the two functions above apply), or for a fused SiLU g = dy * silu'(z) written to tmp,
+ * z = x * scale + shift recomputed with the forward's scale and shift. */
+static const float *bn_block_grad(const bn_job *J, size_t n, const float *x, const float *dy,
+                                  float scale, float shift, float *tmp)
+{
+    if (J->act != VT_ACT_SILU) return dy;
+    J->k->silu_grad(n, x, scale, shift, dy, tmp);
+    return tmp;
+}
+
 static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
 {
     const bn_job *J = ctx;
     size_t m = J->m;
+    float tmp[BN_BLOCK];
     for (size_t c = c0; c < c1; c++) {
         const float *x = J->x + c * m, *dy = J->dy + c * m;
-        const float *yr = J->yr ? J->yr + c * m : NULL;
+        const float *yr = J->act == VT_ACT_RELU ? J->yr + c * m : NULL;
         float mean = J->mean[c], invstd = J->invstd[c];
-        double sdy, sdyx;
-        bn_bwd_sums(m, x, dy, yr, mean, &sdy, &sdyx);
+        float scale = J->gamma[c] * invstd, shift = J->beta ? J->beta[c] - mean * scale : 0.0f;
+        double sdy = 0, sdyx = 0;
+        for (size_t b = 0; b < m; b += BN_BLOCK) {
+            size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
+            const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
+            bn_bwd_block_sums(n, x + b, g, yr ? yr + b : NULL, mean, &sdy, &sdyx);
+        }
         float dbeta = (float)sdy, dgamma = (float)(sdyx * invstd);
         J->dbeta[c] = dbeta;
         J->dgamma[c] = dgamma;
-        if (J->dx) {
-            /* dx += k * (m*g - dbeta - xhat*dgamma), xhat = (x-mean)*invstd, k = gamma*invstd/m */
-            float k = J->gamma[c] * invstd / (float)m;
-            float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
-                  b1 = -k * dgamma * invstd;
+        if (!J->dx) continue;
+        /* dx += k * (m*g - dbeta - xhat*dgamma), xhat = (x-mean)*invstd, k = gamma*invstd/m */
+        float k = J->gamma[c] * invstd / (float)m;
+        float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
+              b1 = -k * dgamma * invstd;
+        if (J->act != VT_ACT_SILU) {
             bn_bwd_dx(m, x, dy, yr, a, b1, b0, J->dx + c * m);
+            continue;
+        }
+        for (size_t b = 0; b < m; b += BN_BLOCK) { /* SiLU: the block's g once more */
+            size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
+            const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
+            bn_bwd_dx(n, x + b, g, NULL, a, b1, b0, J->dx + c * m + b);
         }
     }
 }
@@ -535,39 +556,55 @@ static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const fl
     return VT_OK;
 }
 
-static vt_status cpu_bn_relu_forward_train(vt_backend *b, int channels, size_t m,
-                                           const float *x, const float *gamma, const float *beta,
-                                           float eps, float momentum, float *running_mean,
-                                           float *running_var, float *save_mean,
-                                           float *save_invstd, float *y)
+static vt_status bn_act_check(vt_act act, const char *op)
 {
+    if (act == VT_ACT_RELU || act == VT_ACT_SILU) return VT_OK;
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: activation %d is not fused (ReLU or SiLU)", op,
+                   (int)act);
+}
+
+static vt_status cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
+                                          const float *x, const float *gamma, const float *beta,
+                                          float eps, float momentum, float *running_mean,
+                                          float *running_var, float *save_mean,
+                                          float *save_invstd, float *y)
+{
+    vt_status st = bn_act_check(act, "bn_act_forward_train");
+    if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
-                .run_mean = running_mean, .run_var = running_var, .relu = 1};
+                .run_mean = running_mean, .run_var = running_var, .act = act,
+                .k = ACT_KERNELS(b)};
     vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_train_channels,
                 &J);
     return VT_OK;
 }
 
-static vt_status cpu_bn_relu_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
-                                          const float *gamma, const float *beta, float eps,
-                                          const float *running_mean, const float *running_var,
-                                          float *y)
+static vt_status cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
+                                         const float *x, const float *gamma, const float *beta,
+                                         float eps, const float *running_mean,
+                                         const float *running_var, float *y)
 {
+    vt_status st = bn_act_check(act, "bn_act_forward_eval");
+    if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
-                .rv = running_var, .y = y, .relu = 1};
+                .rv = running_var, .y = y, .act = act, .k = ACT_KERNELS(b)};
     vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_eval_channels,
                 &J);
     return VT_OK;
 }
 
-static vt_status cpu_bn_relu_backward(vt_backend *b, int channels, size_t m, const float *x,
-                                      const float *y, const float *gamma, const float *save_mean,
-                                      const float *save_invstd, const float *dy, float *dx,
-                                      float *dgamma, float *dbeta)
+static vt_status cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m,
+                                     const float *x, const float *y, const float *gamma,
+                                     const float *beta, const float *save_mean,
+                                     const float *save_invstd, const float *dy, float *dx,
+                                     float *dgamma, float *dbeta)
 {
-    bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
-                .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta, .yr = y};
+    vt_status st = bn_act_check(act, "bn_act_backward");
+    if (st != VT_OK) return st;
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .mean = save_mean,
+                .invstd = save_invstd, .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta,
+                .yr = y, .act = act, .k = ACT_KERNELS(b)};
     vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_bwd_channels,
                 &J);
     return VT_OK;
@@ -998,9 +1035,9 @@ static const vt_backend_ops cpu_ops = {
     .det_loss = vt_cpu_det_loss,
     .sgd_step = cpu_sgd_step,
     .adamw_step = cpu_adamw_step,
-    .bn_relu_forward_train = cpu_bn_relu_forward_train,
-    .bn_relu_forward_eval = cpu_bn_relu_forward_eval,
-    .bn_relu_backward = cpu_bn_relu_backward,
+    .bn_act_forward_train = cpu_bn_act_forward_train,
+    .bn_act_forward_eval = cpu_bn_act_forward_eval,
+    .bn_act_backward = cpu_bn_act_backward,
     .host_memory = 1,
     .conv_columns = vt_cpu_conv_columns,
     .copy2d = cpu_copy2d,
@@ -1018,6 +1055,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
      * anyway, so the tile only needs to stay in L3; 1 MiB beat 512 KiB by 5% at batch 256
      * (A/B, small CNN, 16 pairs) and was even at batch 64 */
     b->conv_cap = (size_t)256 << 10;
+    b->act = vt_cpu_act_kernels_for_cpu();
     b->conv_min_cols = 256;
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {

@@ -5,6 +5,24 @@
 #include "backend/backend.h"
 #include "core/threads.h"
 
+/* Element-wise SiLU and sigmoid kernels (cpu_act.c), for one instruction set. */
+typedef struct vt_cpu_act_kernels {
+    void (*sigmoid_fwd)(size_t n, const float *restrict x, float *restrict y);
+    /* y = silu(x * scale + shift) */
+    void (*silu_fwd)(size_t n, const float *restrict x, float scale, float shift,
+                     float *restrict y);
+    /* g = dy * silu'(x * scale + shift) */
+    void (*silu_grad)(size_t n, const float *restrict x, float scale, float shift,
+                      const float *restrict dy, float *restrict g);
+    /* dx += dy * silu'(x) */
+    void (*silu_bwd)(size_t n, const float *restrict x, const float *restrict dy,
+                     float *restrict dx);
+} vt_cpu_act_kernels;
+
+/* The widest kernels this CPU runs (AVX2 + FMA on x86-64 where allowed, else the baseline).
+ * Static table; thread-safe. */
+const vt_cpu_act_kernels *vt_cpu_act_kernels_for_cpu(void);
+
 typedef struct cpu_backend {
     vt_backend base;
     vt_pool *pool;
@@ -12,6 +30,7 @@ typedef struct cpu_backend {
     size_t conv_min_cols; /* ... but at least this many columns */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
+    const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
 } cpu_backend;
 
 /* At least `bytes` of the backend's scratch (owned by the backend, valid until the next call);
@@ -20,6 +39,7 @@ typedef struct cpu_backend {
 void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 
 #define POOL(b) (((cpu_backend *)(b))->pool)
+#define ACT_KERNELS(b) (((const cpu_backend *)(b))->act)
 
 /* Below this many values an op runs on the calling thread: waking workers costs more. */
 enum { GRAIN = 16384 };

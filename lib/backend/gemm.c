@@ -105,8 +105,7 @@ static pthread_once_t G_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
-/* What the CPU and the OS allow: 1 AVX, 2 AVX2+FMA, 3 AVX-512 F/DQ/BW/VL (zmm state enabled). */
-static int x86_level(void)
+int vt_cpu_x86_level(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
@@ -122,7 +121,7 @@ static int x86_level(void)
     return avx512 && (lo & 0xe0) == 0xe0 ? 3 : 2;
 }
 #else
-static int x86_level(void) { return 0; }
+int vt_cpu_x86_level(void) { return 0; }
 #endif
 
 /* The instruction level a sub-configuration needs (BLIS's x86-64 family as Debian builds it);
@@ -145,7 +144,7 @@ static void choose_kernels(void)
 {
     bli_init();
     arch_t blis_id = bli_arch_query_id(), id = blis_id;
-    int level = x86_level();
+    int level = vt_cpu_x86_level();
     const char *env = getenv("VT_CPU_GEMM");
     char why[96] = "";
     if (env && *env && strcmp(env, "auto") != 0) {

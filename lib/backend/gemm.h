@@ -19,5 +19,8 @@ int vt_sgemm_uses_blas(void);
 /* What runs the products, e.g. "BLIS 0.9.0 skx (small products: haswell) (AVX-512; BLIS alone
  * picks haswell here)".  Static string.  Thread-safe. */
 const char *vt_sgemm_kernels(void);
+/* What the x86 CPU and the OS allow: 0 baseline, 1 AVX, 2 AVX2 + FMA, 3 AVX-512 F/DQ/BW/VL
+ * (zmm state enabled); 0 on other architectures.  Thread-safe. */
+int vt_cpu_x86_level(void);
 
 #endif

@@ -42,10 +42,11 @@ static vt_status probe_call(probe *q)
     }
     size_t n = (size_t)q->c * q->m;
     if (q->bn == 2) { /* the backend's fused BN + ReLU, as the executor runs them */
-        st = o->bn_relu_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8],
-                                      p[9], p[10], p[11], p[1]);
-        return st ? st : o->bn_relu_backward(q->b, q->c, q->m, p[0], p[1], p[6], p[10], p[11],
-                                             p[3], p[5], p[7], p[8]);
+        st = o->bn_act_forward_train(q->b, VT_ACT_RELU, q->c, q->m, p[0], p[6], p[7], 1e-5f,
+                                     0.1f, p[8], p[9], p[10], p[11], p[1]);
+        return st ? st
+                  : o->bn_act_backward(q->b, VT_ACT_RELU, q->c, q->m, p[0], p[1], p[6], p[7],
+                                       p[10], p[11], p[3], p[5], p[7], p[8]);
     }
     st = o->bn_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8], p[9], p[10],
                              p[11], p[1]);
@@ -140,7 +141,7 @@ static vt_status probe_device(const vt_device *dev, int plain_fp32, double probe
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
-    int fused = o->bn_relu_forward_train && o->bn_relu_backward;
+    int fused = o->bn_act_forward_train && o->bn_act_backward;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
     probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1, c3 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
@@ -154,7 +155,7 @@ static vt_status probe_device(const vt_device *dev, int plain_fp32, double probe
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
     dm->bw = (fused ? 10.0 : 17.0) * 4 * (double)bn.c * bn.m / tb;
-    dm->fuse_bn_relu = fused;
+    dm->fuse_bn_act = fused;
     dm->gemm_size_n = on_gpu;
     /* conv: t = F/(R*phi) + X*4/BW (+ the column passes, GPU; + the rows, CPU): the CPU's
      * three probes give R, s0 and row_s, a GPU's two R and s0 (its kernels have no rows) */
@@ -594,7 +595,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
     if (st == VT_OK && ferror(f)) st = vt_fail(VT_ERR_IO, "%s: read error", path);
     fclose(f);
     if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
-    c->dm.fuse_bn_relu = 1; /* both backends fuse BN + ReLU */
+    c->dm.fuse_bn_act = 1; /* both backends fuse BN + ReLU or SiLU */
     c->dm.col_passes = c->on_gpu ? VT_GPU_COL_PASSES : 0;
     c->dm.gemm_size_n = c->on_gpu;
     if (st == VT_OK && !ended)

@@ -185,13 +185,13 @@ void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
     }
 }
 
-/* Node i is a ReLU that the executor runs inside the batch norm before it (lib/nn/exec.c:
- * in place, the BN's only consumer). */
-int vt_est_relu_fused(const vt_graph *g, int i)
+/* Node i is a ReLU or SiLU that the executor runs inside the batch norm before it
+ * (lib/nn/exec.c: the BN's only consumer). */
+int vt_est_act_fused(const vt_graph *g, int i)
 {
     const vt_node *nd = &g->nodes[i];
-    if (nd->op != VT_OP_ACT || nd->act != VT_ACT_RELU || nd->in[0] <= 0 ||
-        g->nodes[nd->in[0]].op != VT_OP_BN)
+    if (nd->op != VT_OP_ACT || (nd->act != VT_ACT_RELU && nd->act != VT_ACT_SILU) ||
+        nd->in[0] <= 0 || g->nodes[nd->in[0]].op != VT_OP_BN)
         return 0;
     int uses = 0;
     for (int j = 1; j < g->n_nodes; j++)
@@ -230,7 +230,7 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
                             const vt_devmodel *d, int train)
 {
     if (lc->op == VT_OP_INPUT) return 0;
-    if (d->fuse_bn_relu && vt_est_relu_fused(g, i)) return 0;
+    if (d->fuse_bn_act && vt_est_act_fused(g, i)) return 0;
     double b = batch, F = vt_est_layer_flops(g, i, lc, train);
     double tmem = b * act_elems(lc, train) * d->act_bytes / d->bw;
     double overhead = train ? d->layer_s : FWD_LAYER_SHARE * d->layer_s;

@@ -63,8 +63,8 @@ typedef struct vt_devmodel {
     double step_s;    /* fixed seconds per step (loss, optimiser dispatch, synchronisation)  */
     double h2d_bw;    /* host-to-device bytes/s for the input batch; 0 on the CPU            */
     int act_bytes;    /* bytes per activation element (4, or 2 with bf16)                    */
-    int fuse_bn_relu; /* 1: a ReLU that is its batch norm's only consumer runs inside it, free
-                       * (both backends' fused op); 0: it is a layer of its own               */
+    int fuse_bn_act;  /* 1: a ReLU or SiLU that is its batch norm's only consumer runs inside
+                       * it, free (both backends' fused op); 0: it is a layer of its own     */
     int gemm_size_n;  /* 1: the GEMM size d is min(M, K, N) (GPU); 0: min(M, K) (CPU)         */
     double col_passes; /* passes over a convolution's im2col columns in a training step, each
                        * at `bw` (the CUDA backend writes and reads them three times each:
@@ -94,7 +94,7 @@ double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
 double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                         const vt_devmodel *d);
 /* Node i is a ReLU that the executor runs inside the batch norm before it. */
-int vt_est_relu_fused(const vt_graph *g, int i);
+int vt_est_act_fused(const vt_graph *g, int i);
 /* Bytes one layer moves per image, forward + backward (activations, gradients, im2col). */
 double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes);
 /* Seconds of node `i` of g (whose costs are lc) for `batch` images: a roofline max of compute

@@ -98,19 +98,25 @@ void vt_exec_destroy(vt_exec *e)
     free(e);
 }
 
-/* ReLU can overwrite its input in place when nobody else reads that input: its backward needs
- * only its output.  Saves one activation per conv-BN-ReLU block. */
-static int relu_in_place(const vt_graph *g, const unsigned char *consumers, int i)
+/* Node r is a ReLU or SiLU whose input is a BN read by nobody else: with the backend's fused
+ * ops (fuse) the pair runs as one op writing the activation's output over the BN's (see
+ * vt_exec_prepare). */
+static int act_fusable(const vt_graph *g, const unsigned char *consumers, int r)
 {
-    const vt_node *nd = &g->nodes[i];
-    return nd->op == VT_OP_ACT && nd->act == VT_ACT_RELU && nd->in[0] != 0 &&
-           consumers[nd->in[0]] == 1;
+    const vt_node *nd = &g->nodes[r];
+    return nd->op == VT_OP_ACT && (nd->act == VT_ACT_RELU || nd->act == VT_ACT_SILU) &&
+           nd->in[0] != 0 && consumers[nd->in[0]] == 1 && g->nodes[nd->in[0]].op == VT_OP_BN;
 }
 
-/* ReLU on node r's input in place and fused into the BN before it (see vt_exec_prepare). */
-static int relu_fusable(const vt_graph *g, const unsigned char *consumers, int r)
+/* Node i overwrites its input in place: a ReLU whose input nobody else reads (its backward
+ * needs only its output; saves one activation per conv-BN-ReLU block), or a fused BN +
+ * activation (the BN's own output is never written). */
+static int act_in_place(const vt_graph *g, const unsigned char *consumers, int i, int fuse)
 {
-    return relu_in_place(g, consumers, r) && g->nodes[g->nodes[r].in[0]].op == VT_OP_BN;
+    const vt_node *nd = &g->nodes[i];
+    if (fuse && act_fusable(g, consumers, i)) return 1;
+    return nd->op == VT_OP_ACT && nd->act == VT_ACT_RELU && nd->in[0] != 0 &&
+           consumers[nd->in[0]] == 1;
 }
 
 /* Times of the step: forward of node t at t, backward of node t at 2N-1-t; END: after it all. */
@@ -152,12 +158,13 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
             if (cons[i] < 255) cons[i]++;
             if (j > first[i]) first[i] = j;
         }
-    for (int i = 0; i < N; i++) root[i] = relu_in_place(g, cons, i) ? root[g->nodes[i].in[0]] : i;
+    for (int i = 0; i < N; i++)
+        root[i] = act_in_place(g, cons, i, fuse) ? root[g->nodes[i].in[0]] : i;
     for (int k = 0; k < M; k++) t0[k] = t1[k] = -1; /* t0 < 0: no interval */
-    /* activations: a group (a node and the in-place ReLUs on it) from its node's forward to its
-     * last reader: forward readers, and the backwards that read it (a conv, linear, BN or
-     * activation reads its input; an activation its output; a BN its output when its ReLU is
-     * fused, the fused op reading the ReLU's output as the mask).  The outputs (nobody reads
+    /* activations: a group (a node and the in-place activations on it) from its node's forward
+     * to its last reader: forward readers, and the backwards that read it (a conv, linear, BN or
+     * activation reads its input; an activation its output; a BN its output when its
+     * activation is fused, the fused op reading a ReLU's output as the mask).  The outputs (nobody reads
      * them: callers do, after the step) and the input live to the end. */
     for (int i = 0; i < N; i++)
         if (root[i] == i) t0[i] = t1[i] = T_FWD(i);
@@ -171,24 +178,24 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
                       nd->op == VT_OP_ACT) && t1[root[nd->in[0]]] < T_BWD(t))
             t1[root[nd->in[0]]] = T_BWD(t);
         if (nd->op == VT_OP_ACT && t1[r] < T_BWD(t)) t1[r] = T_BWD(t);
-        if (nd->op == VT_OP_BN && fuse && first[t] >= 0 && relu_fusable(g, cons, first[t]) &&
+        if (nd->op == VT_OP_BN && fuse && first[t] >= 0 && act_fusable(g, cons, first[t]) &&
             t1[r] < T_BWD(t))
             t1[r] = T_BWD(t);
     }
     /* gradients: node i's from the backward of its first writer (its highest-numbered
-     * consumer; zeroed just before) to its last reader: itself, or the BN a fused ReLU's
+     * consumer; zeroed just before) to its last reader: itself, or the BN a fused activation's
      * gradient feeds (that BN then has none).  The input's (input_grad: callers read it) and
      * the outputs' (the loss writes the seed before backward) live throughout. */
     for (int i = 0; i < N; i++) {
         if (i == 0 && !input_grad) continue;
         if (fuse && g->nodes[i].op == VT_OP_BN && first[i] >= 0 &&
-            relu_fusable(g, cons, first[i]))
+            act_fusable(g, cons, first[i]))
             continue;
-        int fused_bn = fuse && relu_fusable(g, cons, i) ? g->nodes[i].in[0] : -1;
+        int fused_bn = fuse && act_fusable(g, cons, i) ? g->nodes[i].in[0] : -1;
         t0[N + i] = first[i] >= 0 && i > 0 ? T_BWD(first[i]) : 0;
         t1[N + i] = i == 0 || first[i] < 0 ? T_END : T_BWD(fused_bn >= 0 ? fused_bn : i);
     }
-    if (!share) /* everything live throughout: no sharing (in-place ReLUs still share) */
+    if (!share) /* everything live throughout: no sharing (in-place activations still share) */
         for (int k = 0; k < M; k++)
             if (t0[k] >= 0) t0[k] = 0, t1[k] = T_END;
     /* offsets in one arena, greedy by size (largest first, ties by start then index): each
@@ -250,19 +257,19 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
     vt_graph *g = e->g;
     vt_backend *be = e->be;
     size_t ws = 0, own_ws = 0;
-    /* BN -> in-place ReLU runs as one fused op when the backend has it: one pass over the
+    /* BN -> ReLU or SiLU runs as one fused op when the backend has it: one pass over the
      * activation instead of two each way, and no gradient tensor between them. */
-    if (be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
-        be->ops->bn_relu_backward)
+    int fuse = be->ops->bn_act_forward_train && be->ops->bn_act_forward_eval &&
+               be->ops->bn_act_backward;
+    if (fuse)
         for (int i = 1; i < g->n_nodes; i++)
-            if (relu_fusable(g, e->consumers, i)) {
+            if (act_fusable(g, e->consumers, i)) {
                 g->nodes[i].fused = g->nodes[i].in[0];
                 g->nodes[g->nodes[i].in[0]].fused = i;
             }
     {
         /* activations and their gradients: buffers shared by liveness (vt_exec_plan) */
-        int N = g->n_nodes, fuse = be->ops->bn_relu_forward_train && be->ops->bn_relu_forward_eval &&
-                                   be->ops->bn_relu_backward;
+        int N = g->n_nodes;
         size_t n1 = (size_t)(N ? N : 1);
         double *elems = vt_malloc(n1 * sizeof *elems), *yo = vt_malloc(n1 * sizeof *yo),
                *dyo = vt_malloc(n1 * sizeof *dyo), arena = 0;
@@ -377,14 +384,21 @@ vt_status vt_exec_forward(vt_exec *e, int training)
         case VT_OP_BN: {
             size_t m = (size_t)n * nd->out.h * nd->out.w;
             float *rm = e->buffers + nd->buf_off, *rv = rm + nd->out.c;
-            if (training)
-                TRY((nd->fused ? o->bn_relu_forward_train : o->bn_forward_train)(
-                    be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off, nd->bn_eps,
-                    nd->bn_momentum, rm, rv, nd->save0, nd->save1, nd->y));
+            vt_act act = nd->fused ? g->nodes[nd->fused].act : VT_ACT_NONE;
+            if (training && nd->fused)
+                TRY(o->bn_act_forward_train(be, act, nd->out.c, m, in->y, P + nd->w_off,
+                                            P + nd->b_off, nd->bn_eps, nd->bn_momentum, rm, rv,
+                                            nd->save0, nd->save1, nd->y));
+            else if (training)
+                TRY(o->bn_forward_train(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
+                                        nd->bn_eps, nd->bn_momentum, rm, rv, nd->save0,
+                                        nd->save1, nd->y));
+            else if (nd->fused)
+                TRY(o->bn_act_forward_eval(be, act, nd->out.c, m, in->y, P + nd->w_off,
+                                           P + nd->b_off, nd->bn_eps, rm, rv, nd->y));
             else
-                TRY((nd->fused ? o->bn_relu_forward_eval : o->bn_forward_eval)(
-                    be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off, nd->bn_eps, rm, rv,
-                    nd->y));
+                TRY(o->bn_forward_eval(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
+                                       nd->bn_eps, rm, rv, nd->y));
             break;
         }
         case VT_OP_ACT:
@@ -505,10 +519,10 @@ vt_status vt_exec_backward(vt_exec *e, int out)
         case VT_OP_BN: {
             size_t m = (size_t)n * nd->out.h * nd->out.w;
             if (nd->fused) {
-                vt_node *relu = &g->nodes[nd->fused];
-                TRY(o->bn_relu_backward(be, nd->out.c, m, in->y, relu->y, P + nd->w_off,
-                                        nd->save0, nd->save1, relu->dy, dx, G + nd->w_off,
-                                        G + nd->b_off));
+                vt_node *act = &g->nodes[nd->fused];
+                TRY(o->bn_act_backward(be, act->act, nd->out.c, m, in->y, act->y, P + nd->w_off,
+                                       P + nd->b_off, nd->save0, nd->save1, act->dy, dx,
+                                       G + nd->w_off, G + nd->b_off));
             } else {
                 TRY(o->bn_backward(be, nd->out.c, m, in->y, P + nd->w_off, nd->save0, nd->save1,
                                    nd->dy, dx, G + nd->w_off, G + nd->b_off));

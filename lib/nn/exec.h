@@ -38,13 +38,14 @@ typedef struct vt_exec {
  * elems[i]: elements per image of node i's output (shapes as vt_graph_reshape sets them).
  *   - An activation lives from its node's forward to its last reader: forward readers, and the
  *     backwards that read it (a conv, linear, BN or activation reads its input; an activation
- *     its output; a BN with a fused ReLU its output, the ReLU's mask).  An in-place ReLU (one
- *     whose input nobody else reads) writes its input's buffer.  Node 0 (the input) and the
+ *     its output; a BN with a fused activation its output, a ReLU's mask).  An in-place
+ *     activation (a ReLU whose input nobody else reads, or with fuse a ReLU or SiLU fused into
+ *     the BN before it) writes its input's buffer.  Node 0 (the input) and the
  *     outputs (nodes nobody reads; callers read them after the step) live throughout.
  *   - A gradient lives from the backward of its first writer (its highest-numbered consumer,
- *     which zeroes it just before) to its last reader (its node; the BN that a fused ReLU's
- *     gradient feeds, that BN then having none).  fuse: the backend runs BN + in-place ReLU as
- *     one op.  Node 0 has one only with input_grad; it and the outputs' (where a loss writes
+ *     which zeroes it just before) to its last reader (its node; the BN that a fused
+ *     activation's gradient feeds, that BN then having none).  fuse: the backend runs BN +
+ *     ReLU or SiLU as one op.  Node 0 has one only with input_grad; it and the outputs' (where a loss writes
  *     the seed) live throughout.
  * The tensors go into one arena: greedily, largest first, each at the lowest offset where it
  * overlaps no tensor already placed whose interval overlaps its own; so a gradient of the early

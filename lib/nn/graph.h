@@ -57,7 +57,7 @@ typedef struct vt_node {
     float *save0, *save1; /* BN mean / invstd; dropout mask (save0)                     */
     int32_t *idx;      /* max-pool argmax                                               */
     void *ws;          /* conv: its own buffer kept from forward to backward, or NULL    */
-    int fused;         /* BN: index of the ReLU fused into it; ReLU: index of its BN; else 0 */
+    int fused;         /* BN: index of the ReLU/SiLU fused into it; that node: its BN; else 0 */
 } vt_node;
 
 typedef struct vt_graph {
