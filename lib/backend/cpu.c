@@ -841,36 +841,75 @@ static vt_status cpu_dropout_backward(vt_backend *b, size_t n, const float *mask
 
 /* ---------------------------------------------------------------- loss */
 
+typedef struct {
+    int classes;
+    size_t batch;
+    const float *logits;
+    const int32_t *labels;
+    float off, on, grad_scale;
+    double *part; /* per chunk: the loss of its labelled samples */
+    float *dlogits, *probs;
+} xent_job;
+
+enum { XENT_CHUNK = 2048 }; /* samples per chunk; chunk sums are added in chunk order */
+
+/* Samples of chunks [c0, c1): e_k = exp(l_k - max) once per class (kept in probs or dlogits
+ * when the caller asked for one of them), p_k = e_k / sum, loss -= q_k log p_k. */
+static void xent_chunks(void *ctx, size_t c0, size_t c1)
+{
+    const xent_job *J = ctx;
+    size_t B = J->batch;
+    float *keep = J->probs ? J->probs : J->dlogits;
+    for (size_t c = c0; c < c1; c++) {
+        size_t n1 = (c + 1) * XENT_CHUNK < B ? (c + 1) * XENT_CHUNK : B;
+        double total = 0;
+        for (size_t n = c * XENT_CHUNK; n < n1; n++) {
+            int lab = J->labels[n];
+            float mx = -FLT_MAX;
+            for (int k = 0; k < J->classes; k++) {
+                float v = J->logits[(size_t)k * B + n];
+                if (v > mx) mx = v;
+            }
+            double se = 0;
+            for (int k = 0; k < J->classes; k++) {
+                double e = exp((double)J->logits[(size_t)k * B + n] - mx);
+                if (keep) keep[(size_t)k * B + n] = (float)e;
+                se += e;
+            }
+            double lse = log(se) + mx, loss = 0, inv = 1.0 / se;
+            for (int k = 0; k < J->classes; k++) {
+                size_t at = (size_t)k * B + n;
+                double lp = J->logits[at] - lse;
+                float q = k == lab ? J->on : J->off;
+                loss -= q * lp;
+                if (!J->probs && !J->dlogits) continue;
+                float pk = (float)(keep[at] * inv);
+                if (J->probs) J->probs[at] = pk;
+                if (J->dlogits) J->dlogits[at] = lab < 0 ? 0.0f : (pk - q) * J->grad_scale;
+            }
+            if (lab >= 0) total += loss;
+        }
+        J->part[c] = total;
+    }
+}
+
 static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
                                   const int32_t *labels, float smoothing, float grad_scale,
                                   float *loss_sum, float *dlogits, float *probs)
 {
-    (void)b;
+    for (int n = 0; n < batch; n++)
+        if (labels[n] < -1 || labels[n] >= classes)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside 0..%d",
+                           labels[n], n, classes - 1);
+    size_t chunks = ((size_t)batch + XENT_CHUNK - 1) / XENT_CHUNK;
+    double *part = vt_cpu_scratch(b, (chunks ? chunks : 1) * sizeof(double));
+    if (!part) return VT_ERR_OUT_OF_MEMORY;
+    float off = smoothing / (float)classes;
+    xent_job J = {classes, (size_t)batch, logits, labels, off, 1.0f - smoothing + off,
+                  grad_scale, part, dlogits, probs};
+    vt_pool_run(POOL(b), chunks, 1, xent_chunks, &J);
     double total = 0;
-    float off = smoothing / (float)classes, on = 1.0f - smoothing + off;
-    for (int n = 0; n < batch; n++) {
-        int lab = labels[n];
-        if (lab < -1 || lab >= classes)
-            return vt_fail(VT_ERR_INVALID_ARGUMENT, "label %d of sample %d is outside 0..%d", lab,
-                           n, classes - 1);
-        float mx = -FLT_MAX;
-        for (int k = 0; k < classes; k++) {
-            float v = logits[(size_t)k * batch + n];
-            if (v > mx) mx = v;
-        }
-        double se = 0;
-        for (int k = 0; k < classes; k++) se += exp((double)logits[(size_t)k * batch + n] - mx);
-        double lse = log(se) + mx, loss = 0;
-        for (int k = 0; k < classes; k++) {
-            double lp = logits[(size_t)k * batch + n] - lse;
-            float q = k == lab ? on : off;
-            loss -= q * lp;
-            float pk = (float)exp(lp);
-            if (probs) probs[(size_t)k * batch + n] = pk;
-            if (dlogits) dlogits[(size_t)k * batch + n] = lab < 0 ? 0.0f : (pk - q) * grad_scale;
-        }
-        if (lab >= 0) total += loss;
-    }
+    for (size_t c = 0; c < chunks; c++) total += part[c];
     *loss_sum = (float)total;
     return VT_OK;
 }
