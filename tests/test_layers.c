@@ -359,6 +359,35 @@ START_TEST(test_xent_grad)
     ck_assert_int_eq(be->ops->softmax_xent(be, K, N, logits, labels, 0, 1, &loss, d, NULL),
                      VT_ERR_INVALID_ARGUMENT);
     vt_backend_destroy(be);
+
+    /* Many samples (pixels of a segmentation batch: several chunks over two threads, a partial
+     * block, ignored labels, large logits) against the formula in double. */
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    enum { K2 = 7, N2 = 5003 };
+    float *lg = malloc(sizeof(float) * K2 * N2), *pr = malloc(sizeof(float) * K2 * N2),
+          *dl = malloc(sizeof(float) * K2 * N2);
+    int32_t *lb = malloc(sizeof(int32_t) * N2);
+    for (int i = 0; i < K2 * N2; i++) lg[i] = (float)vt_rng_normal(&r) * 8;
+    for (int n = 0; n < N2; n++) lb[n] = n % 11 == 0 ? -1 : (int32_t)(vt_rng_next(&r) % K2);
+    ck_assert_int_eq(be->ops->softmax_xent(be, K2, N2, lg, lb, 0.1f, 0.5f, &loss, dl, pr), VT_OK);
+    double want = 0;
+    for (int n = 0; n < N2; n++) {
+        double mx = -1e30, se = 0;
+        for (int k = 0; k < K2; k++) mx = fmax(mx, lg[k * N2 + n]);
+        for (int k = 0; k < K2; k++) se += exp(lg[k * N2 + n] - mx);
+        for (int k = 0; k < K2; k++) {
+            double p = exp(lg[k * N2 + n] - mx) / se, q = (k == lb[n] ? 0.9 : 0.0) + 0.1 / K2;
+            ck_assert_msg(fabs(pr[k * N2 + n] - p) < 1e-6, "p[%d][%d] = %g, want %g", k, n,
+                          (double)pr[k * N2 + n], p);
+            double g = lb[n] < 0 ? 0 : (p - q) * 0.5;
+            ck_assert_msg(fabs(dl[k * N2 + n] - g) < 1e-6, "d[%d][%d] = %g, want %g", k, n,
+                          (double)dl[k * N2 + n], g);
+            if (lb[n] >= 0) want -= q * (lg[k * N2 + n] - mx - log(se));
+        }
+    }
+    ck_assert_msg(fabs(loss - want) < 1e-5 * want, "loss %g, want %g", (double)loss, want);
+    free(lg), free(pr), free(dl), free(lb);
+    vt_backend_destroy(be);
 }
 END_TEST
 

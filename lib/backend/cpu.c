@@ -849,45 +849,61 @@ typedef struct {
     float off, on, grad_scale;
     double *part; /* per chunk: the loss of its labelled samples */
     float *dlogits, *probs;
+    const vt_cpu_act_kernels *k;
 } xent_job;
 
-enum { XENT_CHUNK = 2048 }; /* samples per chunk; chunk sums are added in chunk order */
+enum { XENT_CHUNK = 2048, XENT_BLOCK = 256 }; /* chunk sums are added in chunk order */
 
-/* Samples of chunks [c0, c1): e_k = exp(l_k - max) once per class (kept in probs or dlogits
- * when the caller asked for one of them), p_k = e_k / sum, loss -= q_k log p_k. */
+/* Samples of chunks [c0, c1), XENT_BLOCK at a time: mx = max_k l_k, e_k = exp(l_k - mx) (the
+ * backend's vector exp; kept in probs or dlogits when the caller asked for one, else in a
+ * local row), p_k = e_k / sum_k e_k; the loss, -sum_k q_k log p_k = lse - sum_k q_k l_k with
+ * lse = log(sum_k e_k) + mx (the q_k add up to 1), in double. */
 static void xent_chunks(void *ctx, size_t c0, size_t c1)
 {
     const xent_job *J = ctx;
     size_t B = J->batch;
-    float *keep = J->probs ? J->probs : J->dlogits;
+    int C = J->classes;
+    float mx[XENT_BLOCK], se[XENT_BLOCK], row[XENT_BLOCK];
     for (size_t c = c0; c < c1; c++) {
-        size_t n1 = (c + 1) * XENT_CHUNK < B ? (c + 1) * XENT_CHUNK : B;
+        size_t end = (c + 1) * XENT_CHUNK < B ? (c + 1) * XENT_CHUNK : B;
         double total = 0;
-        for (size_t n = c * XENT_CHUNK; n < n1; n++) {
-            int lab = J->labels[n];
-            float mx = -FLT_MAX;
-            for (int k = 0; k < J->classes; k++) {
-                float v = J->logits[(size_t)k * B + n];
-                if (v > mx) mx = v;
+        for (size_t n0 = c * XENT_CHUNK; n0 < end; n0 += XENT_BLOCK) {
+            size_t S = end - n0 < XENT_BLOCK ? end - n0 : XENT_BLOCK;
+            const float *l0 = J->logits + n0;
+            for (size_t s = 0; s < S; s++) mx[s] = l0[s], se[s] = 0.0f;
+            for (int k = 1; k < C; k++)
+                for (size_t s = 0; s < S; s++) {
+                    float v = l0[(size_t)k * B + s];
+                    mx[s] = v > mx[s] ? v : mx[s];
+                }
+            float *keep = J->probs ? J->probs + n0 : J->dlogits ? J->dlogits + n0 : NULL;
+            for (int k = 0; k < C; k++) {
+                float *e = keep ? keep + (size_t)k * B : row;
+                J->k->exp_diff(S, l0 + (size_t)k * B, mx, e);
+                for (size_t s = 0; s < S; s++) se[s] += e[s];
             }
-            double se = 0;
-            for (int k = 0; k < J->classes; k++) {
-                double e = exp((double)J->logits[(size_t)k * B + n] - mx);
-                if (keep) keep[(size_t)k * B + n] = (float)e;
-                se += e;
+            for (size_t s = 0; s < S; s++) {
+                int lab = J->labels[n0 + s];
+                if (lab < 0) continue;
+                double ql = 0;
+                for (int k = 0; k < C; k++) ql += (double)l0[(size_t)k * B + s];
+                ql = J->off * ql + (J->on - J->off) * (double)l0[(size_t)lab * B + s];
+                total += log((double)se[s]) + mx[s] - ql;
             }
-            double lse = log(se) + mx, loss = 0, inv = 1.0 / se;
-            for (int k = 0; k < J->classes; k++) {
-                size_t at = (size_t)k * B + n;
-                double lp = J->logits[at] - lse;
-                float q = k == lab ? J->on : J->off;
-                loss -= q * lp;
-                if (!J->probs && !J->dlogits) continue;
-                float pk = (float)(keep[at] * inv);
-                if (J->probs) J->probs[at] = pk;
-                if (J->dlogits) J->dlogits[at] = lab < 0 ? 0.0f : (pk - q) * J->grad_scale;
+            if (!keep) continue;
+            for (size_t s = 0; s < S; s++) se[s] = 1.0f / se[s];
+            for (int k = 0; k < C; k++) {
+                float *e = keep + (size_t)k * B;
+                float *pr = J->probs ? J->probs + n0 + (size_t)k * B : NULL;
+                float *dl = J->dlogits ? J->dlogits + n0 + (size_t)k * B : NULL;
+                for (size_t s = 0; s < S; s++) {
+                    float pk = e[s] * se[s];
+                    int lab = J->labels[n0 + s];
+                    float q = k == lab ? J->on : J->off;
+                    if (pr) pr[s] = pk;
+                    if (dl) dl[s] = lab < 0 ? 0.0f : (pk - q) * J->grad_scale;
+                }
             }
-            if (lab >= 0) total += loss;
         }
         J->part[c] = total;
     }
@@ -906,7 +922,7 @@ static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const f
     if (!part) return VT_ERR_OUT_OF_MEMORY;
     float off = smoothing / (float)classes;
     xent_job J = {classes, (size_t)batch, logits, labels, off, 1.0f - smoothing + off,
-                  grad_scale, part, dlogits, probs};
+                  grad_scale, part, dlogits, probs, ACT_KERNELS(b)};
     vt_pool_run(POOL(b), chunks, 1, xent_chunks, &J);
     double total = 0;
     for (size_t c = 0; c < chunks; c++) total += part[c];

@@ -5,7 +5,7 @@
 #include "backend/backend.h"
 #include "core/threads.h"
 
-/* Element-wise SiLU and sigmoid kernels (cpu_act.c), for one instruction set. */
+/* Element-wise SiLU, sigmoid and exponential kernels (cpu_act.c), for one instruction set. */
 typedef struct vt_cpu_act_kernels {
     void (*sigmoid_fwd)(size_t n, const float *restrict x, float *restrict y);
     /* y = silu(x * scale + shift) */
@@ -17,6 +17,9 @@ typedef struct vt_cpu_act_kernels {
     /* dx += dy * silu'(x) */
     void (*silu_bwd)(size_t n, const float *restrict x, const float *restrict dy,
                      float *restrict dx);
+    /* y = e^(x - m) elementwise, x - m <= 0 (softmax) */
+    void (*exp_diff)(size_t n, const float *restrict x, const float *restrict m,
+                     float *restrict y);
 } vt_cpu_act_kernels;
 
 /* The widest kernels this CPU runs (AVX2 + FMA on x86-64 where allowed, else the baseline).
