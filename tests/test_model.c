@@ -499,6 +499,7 @@ START_TEST(test_ckpt_layout_revision)
     expect_crafted_fail("det-n rev=1");
     /* a classifier has had one layout: no rev is revision 1, as every old file says */
     ck_assert_int_eq(vt_arch_revision("cnn-small"), 1);
+    ck_assert_int_eq(vt_arch_revision("seg-n"), 3); /* the feature-pyramid decoder */
 }
 END_TEST
 
