@@ -180,7 +180,8 @@ START_TEST(test_params)
 {
     vt_aug_params p;
     vt_aug_params_default(&p);
-    /* the Ultralytics defaults the header documents */
+    /* the defaults the header documents: the training options' (Ultralytics' values, except
+     * erasing and the random resized crop, off for classification by default) */
     ck_assert_float_eq(p.hsv_h, 0.015f);
     ck_assert_float_eq(p.hsv_s, 0.7f);
     ck_assert_float_eq(p.hsv_v, 0.4f);
@@ -190,8 +191,11 @@ START_TEST(test_params)
     ck_assert_float_eq(p.mosaic, 1.0f);
     ck_assert_float_eq(p.degrees + p.shear + p.perspective + p.flipud + p.mixup, 0.0f);
     ck_assert_int_eq(p.close_mosaic, 10);
-    ck_assert_float_eq(p.erasing, 0.4f);
-    ck_assert_float_eq(p.crop_scale_min, 0.08f);
+    ck_assert_float_eq(p.erasing, 0.0f);
+    ck_assert_float_eq(p.crop_scale_min, 1.0f);
+    /* every field an option sets has that option's default, from the one table */
+    ck_assert_float_eq(p.hsv_s, (float)vt_optdef_by_id(VT_OPT_HSV_S)->def_num);
+    ck_assert_int_eq(p.close_mosaic, (int)vt_optdef_by_id(VT_OPT_CLOSE_MOSAIC)->def_num);
     ck_assert_float_eq_tol(p.crop_ratio_min, 0.75f, 1e-6);
     ck_assert_float_eq_tol(p.crop_ratio_max, 4.0f / 3.0f, 1e-6);
     ck_assert_int_eq(vt_aug_params_check(&p), VT_OK);

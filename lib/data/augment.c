@@ -13,26 +13,43 @@
 
 /* ---- parameters -------------------------------------------------------------------------- */
 
-void vt_aug_params_default(vt_aug_params *p)
+/* The fields a training option sets: the option's id, the field, whether it is an int. */
+static const struct {
+    int id;
+    size_t off;
+    int is_int;
+} opt_fields[] = {
+    {VT_OPT_HSV_H, offsetof(vt_aug_params, hsv_h), 0},
+    {VT_OPT_HSV_S, offsetof(vt_aug_params, hsv_s), 0},
+    {VT_OPT_HSV_V, offsetof(vt_aug_params, hsv_v), 0},
+    {VT_OPT_DEGREES, offsetof(vt_aug_params, degrees), 0},
+    {VT_OPT_TRANSLATE, offsetof(vt_aug_params, translate), 0},
+    {VT_OPT_SCALE, offsetof(vt_aug_params, scale), 0},
+    {VT_OPT_SHEAR, offsetof(vt_aug_params, shear), 0},
+    {VT_OPT_PERSPECTIVE, offsetof(vt_aug_params, perspective), 0},
+    {VT_OPT_FLIPUD, offsetof(vt_aug_params, flipud), 0},
+    {VT_OPT_FLIPLR, offsetof(vt_aug_params, fliplr), 0},
+    {VT_OPT_MOSAIC, offsetof(vt_aug_params, mosaic), 0},
+    {VT_OPT_MIXUP, offsetof(vt_aug_params, mixup), 0},
+    {VT_OPT_CLOSE_MOSAIC, offsetof(vt_aug_params, close_mosaic), 1},
+    {VT_OPT_ERASING, offsetof(vt_aug_params, erasing), 0},
+    {VT_OPT_CROP_SCALE, offsetof(vt_aug_params, crop_scale_min), 0},
+};
+
+void vt_aug_params_from_options(vt_aug_params *p, const vt_optvals *opts)
 {
-    p->hsv_h = 0.015f;
-    p->hsv_s = 0.7f;
-    p->hsv_v = 0.4f;
-    p->degrees = 0.0f;
-    p->translate = 0.1f;
-    p->scale = 0.5f;
-    p->shear = 0.0f;
-    p->perspective = 0.0f;
-    p->flipud = 0.0f;
-    p->fliplr = 0.5f;
-    p->mosaic = 1.0f;
-    p->mixup = 0.0f;
-    p->close_mosaic = 10;
-    p->erasing = 0.4f;
-    p->crop_scale_min = 0.08f;
+    for (size_t i = 0; i < sizeof opt_fields / sizeof opt_fields[0]; i++) {
+        double v = opts ? vt_opt_num(opts, opt_fields[i].id)
+                        : vt_optdef_by_id(opt_fields[i].id)->def_num;
+        char *field = (char *)p + opt_fields[i].off;
+        if (opt_fields[i].is_int) *(int *)(void *)field = (int)v;
+        else *(float *)(void *)field = (float)v;
+    }
     p->crop_ratio_min = 3.0f / 4.0f;
     p->crop_ratio_max = 4.0f / 3.0f;
 }
+
+void vt_aug_params_default(vt_aug_params *p) { vt_aug_params_from_options(p, NULL); }
 
 /* Ranges: min and max inclusive unless the flag says the bound itself is refused. */
 enum { OPEN_MIN = 1, OPEN_MAX = 2, INTEGER = 4 };

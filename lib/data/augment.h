@@ -27,6 +27,7 @@
 #include "image/image.h"
 
 /* ---- parameters ----------------------------------------------------------------------------
+ * The defaults are the training options' (lib/core/options.c), read from its table.
  * key            default  range       meaning (tasks: D detect/segment, C classify)
  * hsv_h          0.015    [0, 1]      hue shift, fraction of the colour circle, drawn in +-g (D C)
  * hsv_s          0.7      [0, 1]      saturation gain drawn in [1-g, 1+g] (D C)
@@ -41,8 +42,8 @@
  * mosaic         1.0      [0, 1]      probability of a 4-image mosaic (D; the loader draws it)
  * mixup          0        [0, 1]      probability of mixing in a second sample (D; loader)
  * close_mosaic   10       [0, 1e6]    epochs at the end without mosaic (D; the loader uses it)
- * erasing        0.4      [0, 1]      probability of random erasing (C)
- * crop_scale_min 0.08     (0, 1]      random resized crop: smallest area fraction (C)
+ * erasing        0        [0, 1]      probability of random erasing (C)
+ * crop_scale_min 1        (0, 1]      random resized crop: smallest area fraction, 1 = off (C)
  * crop_ratio_min 0.75     (0, 100]    random resized crop: aspect ratio (w/h) range (C)
  * crop_ratio_max 1.3333   (0, 100]    (crop_ratio_min <= crop_ratio_max, see _check) */
 typedef struct vt_aug_params {
@@ -55,6 +56,10 @@ typedef struct vt_aug_params {
     float crop_scale_min, crop_ratio_min, crop_ratio_max;
 } vt_aug_params;
 
+/* The option defaults (opts NULL), or the values of the training options in opts: one mapping
+ * from the option ids to the fields.  crop_ratio_min/max, which no option sets, are 3/4 and
+ * 4/3. */
+void vt_aug_params_from_options(vt_aug_params *p, const vt_optvals *opts);
 void vt_aug_params_default(vt_aug_params *p);
 /* Set one parameter from text.  VT_ERR_UNKNOWN_OPTION for an unknown key (the message lists the
  * valid ones), VT_ERR_OPTION_VALUE for a non-number or a value out of its range; *p is unchanged

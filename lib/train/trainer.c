@@ -240,23 +240,7 @@ int vt_trainer_imgsz(const vt_trainer *t) { return imgsz_of(t); }
 
 void vt_trainer_aug_params(const vt_trainer *t, vt_aug_params *p)
 {
-    const vt_optvals *o = &t->opts;
-    vt_aug_params_default(p);
-    p->hsv_h = (float)vt_opt_num(o, VT_OPT_HSV_H);
-    p->hsv_s = (float)vt_opt_num(o, VT_OPT_HSV_S);
-    p->hsv_v = (float)vt_opt_num(o, VT_OPT_HSV_V);
-    p->degrees = (float)vt_opt_num(o, VT_OPT_DEGREES);
-    p->translate = (float)vt_opt_num(o, VT_OPT_TRANSLATE);
-    p->scale = (float)vt_opt_num(o, VT_OPT_SCALE);
-    p->shear = (float)vt_opt_num(o, VT_OPT_SHEAR);
-    p->perspective = (float)vt_opt_num(o, VT_OPT_PERSPECTIVE);
-    p->flipud = (float)vt_opt_num(o, VT_OPT_FLIPUD);
-    p->fliplr = (float)vt_opt_num(o, VT_OPT_FLIPLR);
-    p->mosaic = (float)vt_opt_num(o, VT_OPT_MOSAIC);
-    p->mixup = (float)vt_opt_num(o, VT_OPT_MIXUP);
-    p->close_mosaic = (int)vt_opt_num(o, VT_OPT_CLOSE_MOSAIC);
-    p->erasing = (float)vt_opt_num(o, VT_OPT_ERASING);
-    p->crop_scale_min = (float)vt_opt_num(o, VT_OPT_CROP_SCALE);
+    vt_aug_params_from_options(p, &t->opts);
 }
 
 static vt_status open_backend(vt_trainer *t)
