@@ -393,6 +393,10 @@ static void affine_relu(size_t m, const float *restrict x, float scale, float sh
     }
 }
 
+/* Channels per pool task: enough for GRAIN values, so that the maps of a small feature size (a
+ * 16 x 16 map at batch 16 is 4,096 values a channel) still spread over the threads. */
+static size_t bn_grain(size_t m) { return m >= GRAIN ? 1 : (GRAIN + m - 1) / m; }
+
 /* y = act(x * scale + shift), the job's fused activation (none for a plain BN) */
 static void bn_apply(const bn_job *J, size_t m, const float *x, float scale, float shift,
                      float *y)
@@ -432,7 +436,7 @@ static vt_status cpu_bn_forward_train(vt_backend *b, int channels, size_t m, con
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
                 .run_mean = running_mean, .run_var = running_var};
-    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_train_channels,
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_train_channels,
                 &J);
     return VT_OK;
 }
@@ -454,7 +458,7 @@ static vt_status cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, cons
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
                 .rv = running_var, .y = y};
-    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_eval_channels,
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_eval_channels,
                 &J);
     return VT_OK;
 }
@@ -551,7 +555,7 @@ static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const fl
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
                 .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
-    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_bwd_channels,
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_bwd_channels,
                 &J);
     return VT_OK;
 }
@@ -575,7 +579,7 @@ static vt_status cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channel
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
                 .run_mean = running_mean, .run_var = running_var, .act = act,
                 .k = ACT_KERNELS(b)};
-    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_train_channels,
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_train_channels,
                 &J);
     return VT_OK;
 }
@@ -589,7 +593,7 @@ static vt_status cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels
     if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
                 .rv = running_var, .y = y, .act = act, .k = ACT_KERNELS(b)};
-    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_eval_channels,
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_eval_channels,
                 &J);
     return VT_OK;
 }
@@ -605,7 +609,7 @@ static vt_status cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, si
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .mean = save_mean,
                 .invstd = save_invstd, .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta,
                 .yr = y, .act = act, .k = ACT_KERNELS(b)};
-    vt_pool_run(POOL(b), (size_t)channels, m >= GRAIN ? 1 : (size_t)channels, bn_bwd_channels,
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_bwd_channels,
                 &J);
     return VT_OK;
 }
