@@ -471,35 +471,37 @@ START_TEST(test_ckpt_bad_sections)
 }
 END_TEST
 
-/* A det-n written before its layout changed (no "rev", or rev=1: ReLU) has the same parameter
- * count as today's but computes something else: refused, naming the revisions; rev=2 loads. */
+/* A det-s written before its layout changed (no "rev", or rev=1: ReLU) has the same parameter
+ * count as today's but computes something else: refused, naming the revisions; rev=2 loads.
+ * det-n and seg-* are at revision 3 (their widths or decoder changed since). */
 START_TEST(test_ckpt_layout_revision)
 {
     vt_graph g;
     vt_task task;
     int out;
-    ck_assert_int_eq(vt_arch_build(&g, "det-n", 3, 3, 64, 0, &task, &out), VT_OK);
+    ck_assert_int_eq(vt_arch_build(&g, "det-s", 3, 3, 64, 0, &task, &out), VT_OK);
     long np = (long)g.n_params, nb = (long)g.n_buffers;
     vt_graph_free(&g);
-    const char *base = "arch=det-n\ntask=2\nnum_classes=3\nchannels=3\nimgsz=64\ndropout=0\n"
+    const char *base = "arch=det-s\ntask=2\nnum_classes=3\nchannels=3\nimgsz=64\ndropout=0\n"
                        "seed=0\n";
     char meta[256];
     snprintf(meta, sizeof meta, "%srev=2\n", base);
     write_sections(meta, 0, NULL, 1, np, nb);
     vt_model *m;
-    ck_assert_msg(vt_model_load(&m, vt_test_path("crafted.vtm")) == VT_OK, "rev=2 det-n: %s",
+    ck_assert_msg(vt_model_load(&m, vt_test_path("crafted.vtm")) == VT_OK, "rev=2 det-s: %s",
                   vt_last_error());
     vt_model_destroy(m);
     write_sections(base, 0, NULL, 1, np, nb);
-    expect_crafted_fail("det-n without rev");
+    expect_crafted_fail("det-s without rev");
     ck_assert_msg(strstr(vt_last_error(), "revision 1") && strstr(vt_last_error(), "revision 2"),
                   "message '%s' does not name both revisions", vt_last_error());
     snprintf(meta, sizeof meta, "%srev=1\n", base);
     write_sections(meta, 0, NULL, 1, np, nb);
-    expect_crafted_fail("det-n rev=1");
+    expect_crafted_fail("det-s rev=1");
     /* a classifier has had one layout: no rev is revision 1, as every old file says */
     ck_assert_int_eq(vt_arch_revision("cnn-small"), 1);
     ck_assert_int_eq(vt_arch_revision("seg-n"), 3); /* the feature-pyramid decoder */
+    ck_assert_int_eq(vt_arch_revision("det-n"), 3); /* neck and head 96 wide */
 }
 END_TEST
 

@@ -15,7 +15,8 @@
  * det-{n,s,m}: an anchor-free single-stage detector (lib/backend/det_loss_math.h has its head
  *   layout, target assignment and loss); every conv BN and every residual add is followed by
  *   SiLU (mAP50-95 on the benchmark's set: 0.570 all ReLU, 0.675 SiLU but ReLU after the adds,
- *   0.689 all SiLU; bench/README.md):
+ *   0.689 all SiLU; det-n's neck and head 96 wide instead of 64: 0.683 -> 0.725 (seed 1),
+ *   0.681 -> 0.712 (seed 2); bench/README.md):
  *   backbone  stem conv3x3/2 (c0), then stages i = 1..4: conv3x3/2 (c_i) BN ReLU + d_i basic
  *             blocks; stage outputs C3, C4, C5 at strides 8, 16, 32
  *   neck      FPN top-down: P5 = cbr1x1(C5, f); P4 = cbr3x3(concat(up(P5), C4), f);
@@ -25,7 +26,7 @@
  *             (one grid level: objects of every size are predicted from P3, which sees C4
  *             and C5 through the top-down path; a three-level PAN head at strides 8/16/32
  *             measured worse on the benchmark's 128 px set, see bench/README.md)
- *   n: c 16/32/64/128/256, d 0/1/1/1, f 64;  s: 32/64/128/256/512, d 1/1/1/1, f 128;
+ *   n: c 16/32/64/128/256, d 0/1/1/1, f 96;  s: 32/64/128/256/512, d 1/1/1/1, f 128;
  *   m: 48/96/192/384/576, d 1/2/2/1, f 192.  imgsz must be a multiple of 32.
  * seg-{n,s,m}: a U-Net-style semantic segmentation network on the same encoder (SiLU as det):
  *   encoder   stem conv3x3/2 (c0) = E1, then stages i = 1..4 as det (E2..E5 at strides 4..32)
@@ -190,10 +191,11 @@ int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT
 int vt_arch_is_detector(const char *arch) { return strncmp(arch, "det-", 4) == 0; }
 int vt_arch_is_segmenter(const char *arch) { return strncmp(arch, "seg-", 4) == 0; }
 /* Revision 2 of det-* and seg-*: SiLU activations (revision 1: ReLU, same parameters);
- * revision 3 of seg-*: the feature-pyramid decoder without a full-resolution convolution. */
+ * revision 3 of seg-*: the feature-pyramid decoder without a full-resolution convolution;
+ * revision 3 of det-n: neck and head 96 wide (64 before). */
 int vt_arch_revision(const char *arch)
 {
-    if (vt_arch_is_segmenter(arch)) return 3;
+    if (vt_arch_is_segmenter(arch) || strcmp(arch, "det-n") == 0) return 3;
     return vt_arch_is_detector(arch) ? 2 : 1;
 }
 
@@ -226,7 +228,7 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
             const int *c = arch[4] == 'n' ? cn : arch[4] == 's' ? cs : cm;
             const int *d = arch[4] == 'n' ? dn4 : arch[4] == 's' ? ds4 : dm4;
             out = build_seg(g, c, d, num_classes, channels, imgsz);
-        } else if (arch[4] == 'n') out = build_det(g, cn, dn4, 64, num_classes, channels, imgsz);
+        } else if (arch[4] == 'n') out = build_det(g, cn, dn4, 96, num_classes, channels, imgsz);
         else if (arch[4] == 's') out = build_det(g, cs, ds4, 128, num_classes, channels, imgsz);
         else out = build_det(g, cm, dm4, 192, num_classes, channels, imgsz);
         if (out >= 0) {
