@@ -222,20 +222,13 @@ vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const 
                     save_mean, save_invstd, y, VT_ACT_NONE, "bn_forward_train");
 }
 
-static vt_status bn_act_check(vt_act act, const char *op)
-{
-    if (act == VT_ACT_RELU || act == VT_ACT_SILU) return VT_OK;
-    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: activation %d is not fused (ReLU or SiLU)", op,
-                   (int)act);
-}
-
 vt_status vt_cuda_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
                                        const float *x, const float *gamma, const float *beta,
                                        float eps, float momentum, float *running_mean,
                                        float *running_var, float *save_mean, float *save_invstd,
                                        float *y)
 {
-    vt_status st = bn_act_check(act, "bn_act_forward_train");
+    vt_status st = vt_bn_act_check(act, "bn_act_forward_train");
     if (st != VT_OK) return st;
     return bn_train(b, channels, m, x, gamma, beta, eps, momentum, running_mean, running_var,
                     save_mean, save_invstd, y, act, "bn_act_forward_train");
@@ -295,7 +288,7 @@ vt_status vt_cuda_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, s
                                       float eps, const float *running_mean,
                                       const float *running_var, float *y)
 {
-    vt_status st = bn_act_check(act, "bn_act_forward_eval");
+    vt_status st = vt_bn_act_check(act, "bn_act_forward_eval");
     if (st != VT_OK) return st;
     return bn_eval(b, channels, m, x, gamma, beta, eps, running_mean, running_var, y, act,
                    "bn_act_forward_eval");
@@ -443,7 +436,7 @@ vt_status vt_cuda_bn_act_backward(vt_backend *b, vt_act act, int channels, size_
                                   const float *save_invstd, const float *dy, float *dx,
                                   float *dgamma, float *dbeta)
 {
-    vt_status st = bn_act_check(act, "bn_act_backward");
+    vt_status st = vt_bn_act_check(act, "bn_act_backward");
     if (st != VT_OK) return st;
     return bn_back(b, channels, m, x, y, gamma, beta, save_mean, save_invstd, dy, dx, dgamma,
                    dbeta, act, "bn_act_backward");

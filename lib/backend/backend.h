@@ -276,4 +276,12 @@ static inline void vt_backend_destroy(vt_backend *b)
     if (b) b->ops->destroy(b);
 }
 
+/* The activations the fused bn_act_* ops take (ReLU, SiLU): VT_OK, else the error set for op. */
+static inline vt_status vt_bn_act_check(vt_act act, const char *op)
+{
+    if (act == VT_ACT_RELU || act == VT_ACT_SILU) return VT_OK;
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: activation %d is not fused (ReLU or SiLU)", op,
+                   (int)act);
+}
+
 #endif

@@ -560,20 +560,13 @@ static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const fl
     return VT_OK;
 }
 
-static vt_status bn_act_check(vt_act act, const char *op)
-{
-    if (act == VT_ACT_RELU || act == VT_ACT_SILU) return VT_OK;
-    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: activation %d is not fused (ReLU or SiLU)", op,
-                   (int)act);
-}
-
 static vt_status cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
                                           const float *x, const float *gamma, const float *beta,
                                           float eps, float momentum, float *running_mean,
                                           float *running_var, float *save_mean,
                                           float *save_invstd, float *y)
 {
-    vt_status st = bn_act_check(act, "bn_act_forward_train");
+    vt_status st = vt_bn_act_check(act, "bn_act_forward_train");
     if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
@@ -589,7 +582,7 @@ static vt_status cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels
                                          float eps, const float *running_mean,
                                          const float *running_var, float *y)
 {
-    vt_status st = bn_act_check(act, "bn_act_forward_eval");
+    vt_status st = vt_bn_act_check(act, "bn_act_forward_eval");
     if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
                 .rv = running_var, .y = y, .act = act, .k = ACT_KERNELS(b)};
@@ -604,7 +597,7 @@ static vt_status cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, si
                                      const float *save_invstd, const float *dy, float *dx,
                                      float *dgamma, float *dbeta)
 {
-    vt_status st = bn_act_check(act, "bn_act_backward");
+    vt_status st = vt_bn_act_check(act, "bn_act_backward");
     if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .mean = save_mean,
                 .invstd = save_invstd, .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta,
