@@ -1,7 +1,7 @@
 /* The CPU backend's SiLU, sigmoid and softmax-exponential kernels, built for the baseline
  * instruction set and, on x86-64, once more for AVX2 + FMA (eight lanes and fused
- * multiply-adds); the second is used where the CPU and the OS allow it.  The two give results that differ in the last bits, each
- * the same from run to run. */
+ * multiply-adds); the second is used where the CPU and the OS allow it.  The two give results
+ * that differ in the last bits, each the same from run to run. */
 #include <stdint.h>
 #include <string.h>
 

@@ -86,23 +86,8 @@ void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int 
     free(bp);
 }
 
-#if VT_HAVE_BLIS
-/* Which kernels run the products.  BLIS picks a sub-configuration from the CPU at start-up,
- * but falls back to 'haswell' (AVX2) on AVX-512 processors whose brand string it cannot map to
- * a number of FMA units (virtual machines report "Intel(R) Xeon(R) Processor"): 68.8 vs 99.7
- * GFLOP/s for a conv tile here.  BLIS is linked statically (meson.build), so the library can
- * hand each call the context of the sub-configuration it chooses, without touching the process
- * environment (BLIS itself reads BLIS_ARCH_TYPE, ours is VT_CPU_GEMM, docs/performance.md). */
-typedef struct {
-    int portable;  /* VT_CPU_GEMM=portable: BLIS is not called */
-    cntx_t *packed; /* the chosen sub-configuration's context */
-    cntx_t *sup;    /* its small/unpacked kernels: skx has only reference ones, haswell's serve */
-    char desc[192];
-} gemm_choice;
-
-static gemm_choice G;
-static pthread_once_t G_once = PTHREAD_ONCE_INIT;
-
+/* What the CPU and the OS allow (gemm.h); also used to pick the activation kernels
+ * (cpu_act.c), so it is built with or without BLIS. */
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 int vt_cpu_x86_level(void)
@@ -123,6 +108,24 @@ int vt_cpu_x86_level(void)
 #else
 int vt_cpu_x86_level(void) { return 0; }
 #endif
+
+#if VT_HAVE_BLIS
+/* Which kernels run the products.  BLIS picks a sub-configuration from the CPU at start-up,
+ * but falls back to 'haswell' (AVX2) on AVX-512 processors whose brand string it cannot map to
+ * a number of FMA units (virtual machines report "Intel(R) Xeon(R) Processor"): 68.8 vs 99.7
+ * GFLOP/s for a conv tile here.  BLIS is linked statically (meson.build), so the library can
+ * hand each call the context of the sub-configuration it chooses, without touching the process
+ * environment (BLIS itself reads BLIS_ARCH_TYPE, ours is VT_CPU_GEMM, docs/performance.md). */
+typedef struct {
+    int portable;  /* VT_CPU_GEMM=portable: BLIS is not called */
+    cntx_t *packed; /* the chosen sub-configuration's context */
+    cntx_t *sup;    /* its small/unpacked kernels: skx has only reference ones, haswell's serve */
+    char desc[192];
+} gemm_choice;
+
+static gemm_choice G;
+static pthread_once_t G_once = PTHREAD_ONCE_INIT;
+
 
 /* The instruction level a sub-configuration needs (BLIS's x86-64 family as Debian builds it);
  * -1 for those not offered (other vendors' extensions, Xeon Phi). */

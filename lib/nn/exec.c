@@ -164,8 +164,8 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
     /* activations: a group (a node and the in-place activations on it) from its node's forward
      * to its last reader: forward readers, and the backwards that read it (a conv, linear, BN or
      * activation reads its input; an activation its output; a BN its output when its
-     * activation is fused, the fused op reading a ReLU's output as the mask).  The outputs (nobody reads
-     * them: callers do, after the step) and the input live to the end. */
+     * activation is fused, the fused op reading a ReLU's output as the mask).  The outputs
+     * (nobody reads them: callers do, after the step) and the input live to the end. */
     for (int i = 0; i < N; i++)
         if (root[i] == i) t0[i] = t1[i] = T_FWD(i);
     for (int t = 0; t < N; t++) {
