@@ -7,10 +7,10 @@
 
 /* Element-wise SiLU, sigmoid and exponential kernels (cpu_act.c), for one instruction set. */
 typedef struct vt_cpu_act_kernels {
-    void (*sigmoid_fwd)(size_t n, const float *restrict x, float *restrict y);
-    /* y = silu(x * scale + shift) */
-    void (*silu_fwd)(size_t n, const float *restrict x, float scale, float shift,
-                     float *restrict y);
+    /* y = sigmoid(x); y may be x */
+    void (*sigmoid_fwd)(size_t n, const float *x, float *y);
+    /* y = silu(x * scale + shift); y may be x */
+    void (*silu_fwd)(size_t n, const float *x, float scale, float shift, float *y);
     /* g = dy * silu'(x * scale + shift) */
     void (*silu_grad)(size_t n, const float *restrict x, float scale, float shift,
                       const float *restrict dy, float *restrict g);
