@@ -281,7 +281,7 @@ vt_status vt_seg_load_mask(const char *path, int nc, int ignore, vt_image *out, 
 
 int vt_seg_ignore_value(const vt_dataset *ds)
 {
-    return ds && ds->task == VT_TASK_SEGMENT ? ds->ignore_value : -1;
+    return ds && ds->labels->masks ? ds->ignore_value : -1;
 }
 
 static const vt_split_list *seg_split(const vt_dataset *ds, vt_split s, int i)
@@ -298,7 +298,7 @@ vt_status vt_seg_image_mask(const vt_dataset *ds, vt_split split, int i, int w, 
     if (!sl || !mask || w < 1 || h < 1)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "segmentation mask: no image %d, or a bad buffer "
                        "or size (%dx%d)", i, w, h);
-    if (ds->task != VT_TASK_SEGMENT)
+    if (!ds->labels->masks)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: not a segmentation dataset", ds->root);
     if (sl->mask_paths) {
         vt_image m;
