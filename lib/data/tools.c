@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
+#include "core/buffer.h"
 #include "data/detect_data.h"
 #include "image/image.h"
 #include "image/plot.h"
@@ -399,9 +400,9 @@ VT_API vt_status vt_dataset_class_histogram(const vt_dataset *ds, vt_split split
 {
     if (!ds || !counts || (unsigned)split >= 3)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_class_histogram: bad argument");
-    if (n < ds->num_classes)
-        return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "vt_dataset_class_histogram: %d entries for %d "
-                       "classes", n, ds->num_classes);
+    static const char call[] = "vt_dataset_class_histogram";
+    vt_status st = vt_buffer_fits_int(call, counts, n, (size_t)ds->num_classes, "counts");
+    if (st) return st;
     memset(counts, 0, (size_t)n * sizeof *counts);
     const vt_split_list *sl = &ds->split[split];
     if (sl->labels) {
