@@ -36,7 +36,24 @@ typedef struct call_case {
     int text;      /* a NUL-terminated result, capacity in bytes */
     vt_status (*fill)(fixture *f, void *buf, size_t cap, size_t *size);
     size_t (*needed)(fixture *f);
+    /* whether the bytes of buf (of `bytes`) past a result of `needed` units in a capacity of
+     * `cap` are all still the sentinel; NULL: those past needed * unit */
+    int (*untouched)(const uint8_t *buf, size_t bytes, size_t cap, size_t needed, size_t unit);
 } call_case;
+
+/* The index of the first byte of p[0..n) that is not the sentinel, or n. */
+static size_t first_changed(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && p[i] == SENTINEL) i++;
+    return i;
+}
+
+static int untouched(const uint8_t *buf, size_t bytes, size_t cap, size_t needed, size_t unit)
+{
+    (void)cap;
+    return first_changed(buf + needed * unit, bytes - needed * unit) == bytes - needed * unit;
+}
 
 static vt_status polygon(fixture *f, void *buf, size_t cap, size_t *size)
 {
@@ -60,6 +77,19 @@ static vt_status detect(fixture *f, void *buf, size_t cap, size_t *size, int pix
                                       (int)cap, &n);
     *size = (size_t)n;
     return st;
+}
+/* ... so the unused ends of all three arrays, and what lies past them, must be untouched. */
+static int detect_untouched(const uint8_t *buf, size_t bytes, size_t cap, size_t needed,
+                            size_t unit)
+{
+    (void)unit;
+    size_t ends[3][2] = {{4 * needed, 4 * cap},            /* classes */
+                         {4 * (cap + needed), 8 * cap},    /* scores */
+                         {4 * (2 * cap + 4 * needed), bytes}}; /* boxes and beyond */
+    for (int a = 0; a < 3; a++)
+        if (first_changed(buf + ends[a][0], ends[a][1] - ends[a][0]) != ends[a][1] - ends[a][0])
+            return 0;
+    return 1;
 }
 static vt_status detect_file(fixture *f, void *buf, size_t cap, size_t *size)
 {
@@ -134,25 +164,17 @@ static size_t forward_floats(fixture *f)
 }
 
 static const call_case calls[] = {
-    {"vt_dataset_polygon", 2 * sizeof(float), 1, 0, polygon, NULL},
-    {"vt_model_detect_file", 6 * 4, 1, 0, detect_file, NULL},
-    {"vt_model_detect_pixels", 6 * 4, 1, 0, detect_pixels, NULL},
-    {"vt_model_segment_file", 1, 1, 0, segment_file, image_pixels},
-    {"vt_checkpoint_args", 1, 1, 1, checkpoint_args, NULL},
-    {"vt_estimator_rank", sizeof(int), 1, 0, rank, catalog_size},
-    {"vt_model_predict_file", sizeof(float), 0, 0, predict_file, classes},
-    {"vt_model_predict_pixels", sizeof(float), 0, 0, predict_pixels, classes},
-    {"vt_dataset_class_histogram", sizeof(int64_t), 0, 0, class_histogram, dataset_classes},
-    {"vt_model_forward", sizeof(float), 0, 0, forward, forward_floats},
+    {"vt_dataset_polygon", 2 * sizeof(float), 1, 0, polygon, NULL, NULL},
+    {"vt_model_detect_file", 6 * 4, 1, 0, detect_file, NULL, detect_untouched},
+    {"vt_model_detect_pixels", 6 * 4, 1, 0, detect_pixels, NULL, detect_untouched},
+    {"vt_model_segment_file", 1, 1, 0, segment_file, image_pixels, NULL},
+    {"vt_checkpoint_args", 1, 1, 1, checkpoint_args, NULL, NULL},
+    {"vt_estimator_rank", sizeof(int), 1, 0, rank, catalog_size, NULL},
+    {"vt_model_predict_file", sizeof(float), 0, 0, predict_file, classes, NULL},
+    {"vt_model_predict_pixels", sizeof(float), 0, 0, predict_pixels, classes, NULL},
+    {"vt_dataset_class_histogram", sizeof(int64_t), 0, 0, class_histogram, dataset_classes, NULL},
+    {"vt_model_forward", sizeof(float), 0, 0, forward, forward_floats, NULL},
 };
-
-/* The index of the first byte of p[0..n) that is not the sentinel, or n. */
-static size_t first_changed(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && p[i] == SENTINEL) i++;
-    return i;
-}
 
 static void check_message(const call_case *c, size_t needed, size_t cap)
 {
@@ -182,24 +204,27 @@ static void check_rule(fixture *f, const call_case *c)
     ck_assert_msg(needed >= 2, "%s: the case needs a result of 2 or more units, not %zu",
                   c->call, needed);
 
-    /* exactly the size: filled, and nothing past it written */
-    size_t bytes = (needed + 1) * c->unit;
+    /* exactly the size, then one unit more: filled, and nothing past the result written */
+    size_t bytes = (needed + 2) * c->unit;
     uint8_t *buf = malloc(bytes);
     ck_assert_ptr_nonnull(buf);
-    memset(buf, SENTINEL, bytes);
-    size = 12345;
-    st = c->fill(f, buf, needed, &size);
-    ck_assert_msg(st == VT_OK, "%s: exact size %zu gave %d: %s", c->call, needed, st,
-                  vt_last_error());
-    if (c->has_size) ck_assert_msg(size == needed, "%s: out-size %zu after a fill of %zu",
-                                   c->call, size, needed);
-    ck_assert_msg(first_changed(buf, needed * c->unit) < needed * c->unit,
-                  "%s: nothing written", c->call);
-    ck_assert_msg(first_changed(buf + needed * c->unit, c->unit) == c->unit,
-                  "%s: written past the result", c->call);
-    if (c->text)
-        ck_assert_msg(strlen((char *)buf) + 1 == needed, "%s: text of %zu bytes, %zu said",
-                      c->call, strlen((char *)buf) + 1, needed);
+    for (size_t cap = needed; cap <= needed + 1; cap++) {
+        memset(buf, SENTINEL, bytes);
+        size = 12345;
+        st = c->fill(f, buf, cap, &size);
+        ck_assert_msg(st == VT_OK, "%s: capacity %zu for %zu gave %d: %s", c->call, cap, needed,
+                      st, vt_last_error());
+        if (c->has_size)
+            ck_assert_msg(size == needed, "%s: out-size %zu after a fill of %zu", c->call, size,
+                          needed);
+        if (c->text)
+            ck_assert_msg(strlen((char *)buf) + 1 == needed, "%s: text of %zu bytes, %zu said",
+                          c->call, strlen((char *)buf) + 1, needed);
+        ck_assert_msg(first_changed(buf, needed * c->unit) < needed * c->unit,
+                      "%s: nothing written", c->call);
+        ck_assert_msg((c->untouched ? c->untouched : untouched)(buf, bytes, cap, needed, c->unit),
+                      "%s: capacity %zu: written past the result", c->call, cap);
+    }
 
     /* one unit less: refused, the buffer as it was ("" for text) */
     memset(buf, SENTINEL, bytes);

@@ -595,8 +595,7 @@ typedef enum vt_box_measure {
 
 /* Instances per class of a split: counts[c] for c < vt_dataset_num_classes (boxes for
  * detection, images for classification).  counts fills per the buffer rule (see top), with n
- * its capacity and the class count as its fixed size; entries c >= the class count are set
- * to 0. */
+ * its capacity and the class count its fixed size. */
 VT_API vt_status vt_dataset_class_histogram(const vt_dataset *ds, vt_split split, int64_t *counts,
                                             int n);
 /* Histogram of a box measure over the boxes of a split: nbins (1..10000) equal bins over 0..1,

@@ -403,7 +403,7 @@ VT_API vt_status vt_dataset_class_histogram(const vt_dataset *ds, vt_split split
     static const char call[] = "vt_dataset_class_histogram";
     vt_status st = vt_buffer_fits_int(call, counts, n, (size_t)ds->num_classes, "counts");
     if (st) return st;
-    memset(counts, 0, (size_t)n * sizeof *counts);
+    memset(counts, 0, (size_t)ds->num_classes * sizeof *counts);
     const vt_split_list *sl = &ds->split[split];
     if (sl->labels) {
         for (int i = 0; i < sl->n; i++)
