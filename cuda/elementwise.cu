@@ -3,6 +3,7 @@
  * All are memory-bound grid-stride loops; formulas follow the CPU backend's so results agree to
  * rounding (nvcc contracts a*b+c into FMAs, the reason they are not bit-identical). */
 #include "cuda_internal.cuh"
+#include "backend/optim_math.h"
 
 /* ---- fill / axpy / add ------------------------------------------------------------------- */
 
@@ -38,19 +39,12 @@ vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, flo
 
 /* ---- strided 2-D copy / axpy (a flatcat's forward and backward) -------------------------- */
 
-static vt_status check_pitches(const char *op, size_t cols, size_t a, size_t b)
-{
-    if (a >= cols && b >= cols) return VT_OK;
-    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
-                   a, b, cols);
-}
-
 vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
                          size_t src_pitch, float *dst, size_t dst_pitch)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (rows == 0 || cols == 0) return VT_OK;
-    vt_status st = check_pitches("copy2d", cols, src_pitch, dst_pitch);
+    vt_status st = vt_pitch_check("copy2d", cols, src_pitch, dst_pitch);
     if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
     /* the copy engine does the strided copy; pitches in bytes */
@@ -76,7 +70,7 @@ vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, c
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (rows == 0 || cols == 0) return VT_OK;
-    vt_status st = check_pitches("axpy2d", cols, x_pitch, y_pitch);
+    vt_status st = vt_pitch_check("axpy2d", cols, x_pitch, y_pitch);
     if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
     return vt_cuda_launch(cb, rows * cols, "axpy2d", k_axpy2d,
@@ -220,13 +214,7 @@ vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, c
 __global__ void k_sgd(size_t n, float *p, const float *g, float *m, float lr, float momentum,
                       float wd, int nesterov)
 {
-    VT_GRID_STRIDE(i, n)
-    {
-        float gi = g[i] + wd * p[i];
-        float mi = momentum * m[i] + gi;
-        m[i] = mi;
-        p[i] -= lr * (nesterov ? gi + momentum * mi : mi);
-    }
+    VT_GRID_STRIDE(i, n) vt_sgd_update(&p[i], g[i], &m[i], lr, momentum, wd, nesterov);
 }
 
 vt_status vt_cuda_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
@@ -242,15 +230,7 @@ __global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, 
                         float beta1, float beta2, float eps, float wd, float bc1, float bc2)
 {
     VT_GRID_STRIDE(i, n)
-    {
-        float pi = p[i], gi = g[i];
-        pi -= lr * wd * pi;
-        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
-    }
+        vt_adamw_update(&p[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
 }
 
 vt_status vt_cuda_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,

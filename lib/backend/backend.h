@@ -112,4 +112,13 @@ static inline vt_status vt_bn_act_check(vt_act act, const char *op)
                    (int)act);
 }
 
+/* The pitches of copy2d and axpy2d (floats) each hold a row of cols: VT_OK, else the error set
+ * for op. */
+static inline vt_status vt_pitch_check(const char *op, size_t cols, size_t pitch_a, size_t pitch_b)
+{
+    if (pitch_a >= cols && pitch_b >= cols) return VT_OK;
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
+                   pitch_a, pitch_b, cols);
+}
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/gemm.h"
+#include "backend/optim_math.h"
 #include "backend/seg_loss_math.h"
 #include "core/threads.h"
 
@@ -163,18 +164,12 @@ static void axpy2d_rows(void *ctx, size_t b, size_t e)
     }
 }
 
-static vt_status pitch_fail(const char *op, size_t cols, size_t xp, size_t yp)
-{
-    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
-                   xp, yp, cols);
-}
-
 vt_status vt_cpu_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src, size_t src_pitch,
                         float *dst, size_t dst_pitch)
 {
     if (!rows || !cols) return VT_OK;
-    if (src_pitch < cols || dst_pitch < cols)
-        return pitch_fail("copy2d", cols, src_pitch, dst_pitch);
+    vt_status st = vt_pitch_check("copy2d", cols, src_pitch, dst_pitch);
+    if (st != VT_OK) return st;
     rows_job J = {src, dst, cols, src_pitch, dst_pitch, 0};
     vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, copy2d_rows, &J);
     return VT_OK;
@@ -184,7 +179,8 @@ vt_status vt_cpu_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, co
                         size_t x_pitch, float *y, size_t y_pitch)
 {
     if (!rows || !cols) return VT_OK;
-    if (x_pitch < cols || y_pitch < cols) return pitch_fail("axpy2d", cols, x_pitch, y_pitch);
+    vt_status st = vt_pitch_check("axpy2d", cols, x_pitch, y_pitch);
+    if (st != VT_OK) return st;
     rows_job J = {x, y, cols, x_pitch, y_pitch, alpha};
     vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, axpy2d_rows, &J);
     return VT_OK;
@@ -1000,12 +996,8 @@ typedef struct {
 static void sgd_range(void *ctx, size_t b, size_t e)
 {
     const opt_job *J = ctx;
-    for (size_t i = b; i < e; i++) {
-        float g = J->g[i] + J->wd * J->p[i];
-        float m = J->mom * J->m[i] + g;
-        J->m[i] = m;
-        J->p[i] -= J->lr * (J->nesterov ? g + J->mom * m : m);
-    }
+    for (size_t i = b; i < e; i++)
+        vt_sgd_update(&J->p[i], J->g[i], &J->m[i], J->lr, J->mom, J->wd, J->nesterov);
 }
 
 vt_status vt_cpu_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
@@ -1020,15 +1012,9 @@ vt_status vt_cpu_sgd_step(vt_backend *b, size_t n, float *p, const float *g, flo
 static void adamw_range(void *ctx, size_t b, size_t e)
 {
     const opt_job *J = ctx;
-    for (size_t i = b; i < e; i++) {
-        float g = J->g[i];
-        float p = J->p[i] * (1.0f - J->lr * J->wd);
-        float m = J->b1 * J->m[i] + (1.0f - J->b1) * g;
-        float v = J->b2 * J->v[i] + (1.0f - J->b2) * g * g;
-        J->m[i] = m;
-        J->v[i] = v;
-        J->p[i] = p - J->lr * (m / J->bc1) / (sqrtf(v / J->bc2) + J->eps);
-    }
+    for (size_t i = b; i < e; i++)
+        vt_adamw_update(&J->p[i], J->g[i], &J->m[i], &J->v[i], J->lr, J->b1, J->b2, J->eps, J->wd,
+                        J->bc1, J->bc2);
 }
 
 vt_status vt_cpu_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
