@@ -104,6 +104,17 @@ static inline void vt_backend_destroy(vt_backend *b)
     if (b) b->ops->destroy(b);
 }
 
+/* The name of the first op every backend must offer (not VT_BACKEND_OPTIONAL_OP in
+ * backend_ops.inc) that `ops` leaves NULL; NULL when the table is complete. */
+static inline const char *vt_backend_missing_op(const vt_backend_ops *ops)
+{
+#define VT_BACKEND_OP(ret, op, params)                                                           \
+    if (!ops->op) return #op;
+#define VT_BACKEND_OPTIONAL_OP(ret, op, params)
+#include "backend/backend_ops.inc"
+    return NULL;
+}
+
 /* The activations the fused bn_act_* ops take (ReLU, SiLU): VT_OK, else the error set for op. */
 static inline vt_status vt_bn_act_check(vt_act act, const char *op)
 {
