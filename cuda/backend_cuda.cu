@@ -210,54 +210,21 @@ vt_status vt_cuda_gemm(vt_backend *b, int transa, int transb, int m, int n, int 
 
 /* ---- lifetime ---------------------------------------------------------------------------- */
 
+/* The table, member by member in backend_ops.inc's order: vt_cuda_<op> for every required op;
+ * the optional ops and the data member as named here. */
+#define VT_CUDA_OPTIONAL_bn_act_forward_train vt_cuda_bn_act_forward_train
+#define VT_CUDA_OPTIONAL_bn_act_forward_eval vt_cuda_bn_act_forward_eval
+#define VT_CUDA_OPTIONAL_bn_act_backward vt_cuda_bn_act_backward
+#define VT_CUDA_OPTIONAL_conv_columns nullptr /* each pass builds its own columns */
+#define VT_CUDA_FIELD_host_memory 0           /* device memory, written through upload */
+
 static const vt_backend_ops cuda_ops = {
     VT_BACKEND_API_VERSION,
     "cuda",
-    vt_cuda_destroy,
-    vt_cuda_alloc,
-    vt_cuda_free,
-    vt_cuda_upload,
-    vt_cuda_upload_rows,
-    vt_cuda_download,
-    vt_cuda_copy,
-    vt_cuda_fill,
-    vt_cuda_synchronize,
-    vt_cuda_gemm,
-    vt_cuda_axpy,
-    vt_cuda_add,
-    vt_cuda_bias_add,
-    vt_cuda_channel_sum,
-    vt_cuda_conv_workspace,
-    vt_cuda_conv_forward,
-    vt_cuda_conv_backward,
-    vt_cuda_act_forward,
-    vt_cuda_act_backward,
-    vt_cuda_bn_forward_train,
-    vt_cuda_bn_forward_eval,
-    vt_cuda_bn_backward,
-    vt_cuda_maxpool_forward,
-    vt_cuda_maxpool_backward,
-    vt_cuda_avgpool_forward,
-    vt_cuda_avgpool_backward,
-    vt_cuda_gap_forward,
-    vt_cuda_gap_backward,
-    vt_cuda_upsample2_forward,
-    vt_cuda_upsample2_backward,
-    vt_cuda_dropout_forward,
-    vt_cuda_dropout_backward,
-    vt_cuda_softmax_xent,
-    vt_cuda_det_loss,
-    vt_cuda_sgd_step,
-    vt_cuda_adamw_step,
-    /* optional fused ops: batch norm + ReLU */
-    vt_cuda_bn_act_forward_train,
-    vt_cuda_bn_act_forward_eval,
-    vt_cuda_bn_act_backward,
-    0,       /* host_memory: device memory, written through upload */
-    nullptr, /* conv_columns: each pass builds its own */
-    vt_cuda_copy2d,
-    vt_cuda_axpy2d,
-    vt_cuda_softmax_dice,
+#define VT_BACKEND_OP(ret, op, params) vt_cuda_##op,
+#define VT_BACKEND_OPTIONAL_OP(ret, op, params) VT_CUDA_OPTIONAL_##op,
+#define VT_BACKEND_FIELD(type, member) VT_CUDA_FIELD_##member,
+#include "backend/backend_ops.inc"
 };
 
 void vt_cuda_destroy(vt_backend *b)
