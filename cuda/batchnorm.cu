@@ -166,6 +166,19 @@ template <int ACT> __device__ __forceinline__ float bn_act_grad(float g, float y
     return g;
 }
 
+/* The element-wise pass over the block's share of one channel's run of m values:
+ * yc = act((xc - mean) * scale + bt).  yc may alias xc. */
+template <int ACT>
+__device__ __forceinline__ void bn_apply_channel(size_t m, const float *xc, float mean,
+                                                 float scale, float bt, float *yc)
+{
+    for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
+         i += (size_t)gridDim.x * BN_THREADS) {
+        float v = (xc[i] - mean) * scale + bt;
+        yc[i] = bn_act<ACT>(v);
+    }
+}
+
 /* y = act((x - mean) * scale + beta).  y may alias x. */
 template <int ACT>
 __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *coef,
@@ -173,13 +186,7 @@ __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *
 {
     for (int c = blockIdx.y; c < channels; c += gridDim.y) {
         float mean = coef[2 * c], scale = coef[2 * c + 1], bt = beta ? beta[c] : 0.0f;
-        const float *xc = x + (size_t)c * m;
-        float *yc = y + (size_t)c * m;
-        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
-             i += (size_t)gridDim.x * BN_THREADS) {
-            float v = (xc[i] - mean) * scale + bt;
-            yc[i] = bn_act<ACT>(v);
-        }
+        bn_apply_channel<ACT>(m, x + (size_t)c * m, mean, scale, bt, y + (size_t)c * m);
     }
 }
 
@@ -244,13 +251,7 @@ __global__ void k_bn_eval(int channels, size_t m, const float *x, const float *g
     for (int c = blockIdx.y; c < channels; c += gridDim.y) {
         float mean = rmean[c], scale = (gamma ? gamma[c] : 1.0f) / sqrtf(rvar[c] + eps);
         float bt = beta ? beta[c] : 0.0f;
-        const float *xc = x + (size_t)c * m;
-        float *yc = y + (size_t)c * m;
-        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
-             i += (size_t)gridDim.x * BN_THREADS) {
-            float v = (xc[i] - mean) * scale + bt;
-            yc[i] = bn_act<ACT>(v);
-        }
+        bn_apply_channel<ACT>(m, x + (size_t)c * m, mean, scale, bt, y + (size_t)c * m);
     }
 }
 
