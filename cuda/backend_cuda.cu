@@ -90,7 +90,7 @@ extern "C" vt_status vt_cuda_device_info(int device, char *name, size_t name_cap
 
 /* ---- transfers --------------------------------------------------------------------------- */
 
-static vt_status cuda_upload(vt_backend *b, void *dst, const void *src_host, size_t bytes)
+vt_status vt_cuda_upload(vt_backend *b, void *dst, const void *src_host, size_t bytes)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (bytes == 0) return VT_OK;
@@ -103,8 +103,8 @@ static vt_status cuda_upload(vt_backend *b, void *dst, const void *src_host, siz
     return VT_OK;
 }
 
-static vt_status cuda_upload_rows(vt_backend *b, void *dst, size_t dpitch, const void *src_host,
-                                  size_t spitch, size_t row_bytes, size_t rows)
+vt_status vt_cuda_upload_rows(vt_backend *b, void *dst, size_t dpitch, const void *src_host,
+                              size_t spitch, size_t row_bytes, size_t rows)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (row_bytes == 0 || rows == 0) return VT_OK;
@@ -120,7 +120,7 @@ static vt_status cuda_upload_rows(vt_backend *b, void *dst, size_t dpitch, const
     return VT_OK;
 }
 
-static vt_status cuda_download(vt_backend *b, void *dst_host, const void *src, size_t bytes)
+vt_status vt_cuda_download(vt_backend *b, void *dst_host, const void *src, size_t bytes)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (bytes == 0) return VT_OK;
@@ -133,7 +133,7 @@ static vt_status cuda_download(vt_backend *b, void *dst_host, const void *src, s
     return VT_OK;
 }
 
-static vt_status cuda_copy(vt_backend *b, void *dst, const void *src, size_t bytes)
+vt_status vt_cuda_copy(vt_backend *b, void *dst, const void *src, size_t bytes)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (bytes == 0 || dst == src) return VT_OK;
@@ -144,7 +144,7 @@ static vt_status cuda_copy(vt_backend *b, void *dst, const void *src, size_t byt
     return VT_OK;
 }
 
-static vt_status cuda_synchronize(vt_backend *b)
+vt_status vt_cuda_synchronize(vt_backend *b)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     VT_CUDA_GUARD(cb);
@@ -178,7 +178,7 @@ vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int 
     if (m == 0 || n == 0 || batch == 0) return VT_OK;
     if (k == 0) {
         size_t total = (size_t)m * n * batch;
-        return VT_CUDA_LAUNCH(cb, total, "gemm (k = 0 scale)", k_scale_matrix, c, m, n, ldc,
+        return vt_cuda_launch(cb, total, "gemm (k = 0 scale)", k_scale_matrix, c, m, n, ldc,
                               stride_c, batch, beta);
     }
     /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands and
@@ -198,9 +198,9 @@ vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int 
     return VT_OK;
 }
 
-static vt_status cuda_gemm(vt_backend *b, int transa, int transb, int m, int n, int k, float alpha,
-                           const float *a, int lda, const float *bm, int ldb, float beta, float *c,
-                           int ldc)
+vt_status vt_cuda_gemm(vt_backend *b, int transa, int transb, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *bm, int ldb, float beta, float *c,
+                       int ldc)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     VT_CUDA_GUARD(cb);
@@ -210,59 +210,24 @@ static vt_status cuda_gemm(vt_backend *b, int transa, int transb, int m, int n, 
 
 /* ---- lifetime ---------------------------------------------------------------------------- */
 
-static void cuda_destroy(vt_backend *b);
+/* The table, member by member in backend_ops.inc's order: vt_cuda_<op> for every required op;
+ * the optional ops and the data member as named here. */
+#define VT_CUDA_OPTIONAL_bn_act_forward_train vt_cuda_bn_act_forward_train
+#define VT_CUDA_OPTIONAL_bn_act_forward_eval vt_cuda_bn_act_forward_eval
+#define VT_CUDA_OPTIONAL_bn_act_backward vt_cuda_bn_act_backward
+#define VT_CUDA_OPTIONAL_conv_columns nullptr /* each pass builds its own columns */
+#define VT_CUDA_FIELD_host_memory 0           /* device memory, written through upload */
 
 static const vt_backend_ops cuda_ops = {
     VT_BACKEND_API_VERSION,
     "cuda",
-    cuda_destroy,
-    vt_cuda_alloc,
-    vt_cuda_free,
-    cuda_upload,
-    cuda_upload_rows,
-    cuda_download,
-    cuda_copy,
-    vt_cuda_fill,
-    cuda_synchronize,
-    cuda_gemm,
-    vt_cuda_axpy,
-    vt_cuda_add,
-    vt_cuda_bias_add,
-    vt_cuda_channel_sum,
-    vt_cuda_conv_workspace,
-    vt_cuda_conv_forward,
-    vt_cuda_conv_backward,
-    vt_cuda_act_forward,
-    vt_cuda_act_backward,
-    vt_cuda_bn_forward_train,
-    vt_cuda_bn_forward_eval,
-    vt_cuda_bn_backward,
-    vt_cuda_maxpool_forward,
-    vt_cuda_maxpool_backward,
-    vt_cuda_avgpool_forward,
-    vt_cuda_avgpool_backward,
-    vt_cuda_gap_forward,
-    vt_cuda_gap_backward,
-    vt_cuda_upsample2_forward,
-    vt_cuda_upsample2_backward,
-    vt_cuda_dropout_forward,
-    vt_cuda_dropout_backward,
-    vt_cuda_softmax_xent,
-    vt_cuda_det_loss,
-    vt_cuda_sgd_step,
-    vt_cuda_adamw_step,
-    /* optional fused ops: batch norm + ReLU */
-    vt_cuda_bn_act_forward_train,
-    vt_cuda_bn_act_forward_eval,
-    vt_cuda_bn_act_backward,
-    0,       /* host_memory: device memory, written through upload */
-    nullptr, /* conv_columns: each pass builds its own */
-    vt_cuda_copy2d,
-    vt_cuda_axpy2d,
-    vt_cuda_softmax_dice,
+#define VT_BACKEND_OP(ret, op, params) vt_cuda_##op,
+#define VT_BACKEND_OPTIONAL_OP(ret, op, params) VT_CUDA_OPTIONAL_##op,
+#define VT_BACKEND_FIELD(type, member) VT_CUDA_FIELD_##member,
+#include "backend/backend_ops.inc"
 };
 
-static void cuda_destroy(vt_backend *b)
+void vt_cuda_destroy(vt_backend *b)
 {
     if (!b) return;
     vt_cuda_backend *cb = vt_cuda(b);
@@ -321,7 +286,7 @@ extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
         }
     }
     if (st != VT_OK) {
-        cuda_destroy(&cb->base);
+        vt_cuda_destroy(&cb->base);
         return st;
     }
     *out = &cb->base;

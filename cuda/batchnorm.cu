@@ -44,6 +44,13 @@ static dim3 bn_apply_grid(int channels, size_t m)
     return dim3((unsigned)(bx < 1 ? 1 : bx), (unsigned)(channels < 65535 ? channels : 65535));
 }
 
+/* The instance of a kernel template for the fused activation act (VT_ACT_RELU, VT_ACT_SILU;
+ * anything else: none). */
+#define BN_FOR_ACT(kernel, act)                                                                  \
+    ((act) == VT_ACT_RELU   ? kernel<VT_ACT_RELU>                                                \
+     : (act) == VT_ACT_SILU ? kernel<VT_ACT_SILU>                                                \
+                            : kernel<VT_ACT_NONE>)
+
 /* (count, mean, M2) of a set of values, merged pairwise (Chan et al.). */
 struct bn_moments {
     float n, mean, m2;
@@ -159,6 +166,19 @@ template <int ACT> __device__ __forceinline__ float bn_act_grad(float g, float y
     return g;
 }
 
+/* The element-wise pass over the block's share of one channel's run of m values:
+ * yc = act((xc - mean) * scale + bt).  yc may alias xc. */
+template <int ACT>
+__device__ __forceinline__ void bn_apply_channel(size_t m, const float *xc, float mean,
+                                                 float scale, float bt, float *yc)
+{
+    for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
+         i += (size_t)gridDim.x * BN_THREADS) {
+        float v = (xc[i] - mean) * scale + bt;
+        yc[i] = bn_act<ACT>(v);
+    }
+}
+
 /* y = act((x - mean) * scale + beta).  y may alias x. */
 template <int ACT>
 __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *coef,
@@ -166,13 +186,7 @@ __global__ void k_bn_apply(int channels, size_t m, const float *x, const float *
 {
     for (int c = blockIdx.y; c < channels; c += gridDim.y) {
         float mean = coef[2 * c], scale = coef[2 * c + 1], bt = beta ? beta[c] : 0.0f;
-        const float *xc = x + (size_t)c * m;
-        float *yc = y + (size_t)c * m;
-        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
-             i += (size_t)gridDim.x * BN_THREADS) {
-            float v = (xc[i] - mean) * scale + bt;
-            yc[i] = bn_act<ACT>(v);
-        }
+        bn_apply_channel<ACT>(m, x + (size_t)c * m, mean, scale, bt, y + (size_t)c * m);
     }
 }
 
@@ -195,22 +209,16 @@ static vt_status bn_train(vt_backend *b, int channels, size_t m, const float *x,
     /* gridDim.y is at most 65535: channels beyond it go in further launches. */
     for (int c0 = 0; c0 < channels; c0 += 65535) {
         int nc = channels - c0 < 65535 ? channels - c0 : 65535;
-        k_bn_moments<<<dim3((unsigned)S, (unsigned)nc), BN_THREADS, 0, cb->stream>>>(
-            m, S, x + (size_t)c0 * m, part + (size_t)c0 * S);
-        if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
+        st = vt_cuda_launch_shape(cb, dim3((unsigned)S, (unsigned)nc), BN_THREADS, 0, op,
+                                  k_bn_moments, m, S, x + (size_t)c0 * m, part + (size_t)c0 * S);
+        if (st != VT_OK) return st;
     }
-    k_bn_stats<<<channels, BN_FIN_THREADS, 0, cb->stream>>>(
-        m, S, part, gamma, eps, momentum, running_mean, running_var, save_mean, save_invstd,
-        coef);
-    if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
-    dim3 grid = bn_apply_grid(channels, m);
-    if (act == VT_ACT_RELU)
-        k_bn_apply<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
-    else if (act == VT_ACT_SILU)
-        k_bn_apply<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
-    else
-        k_bn_apply<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(channels, m, x, coef, beta, y);
-    return vt_cuda_check_launch(op);
+    st = vt_cuda_launch_shape(cb, channels, BN_FIN_THREADS, 0, op, k_bn_stats, m, S, part, gamma,
+                              eps, momentum, running_mean, running_var, save_mean, save_invstd,
+                              coef);
+    if (st != VT_OK) return st;
+    return vt_cuda_launch_shape(cb, bn_apply_grid(channels, m), BN_THREADS, 0, op,
+                                BN_FOR_ACT(k_bn_apply, act), channels, m, x, coef, beta, y);
 }
 
 vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
@@ -243,13 +251,7 @@ __global__ void k_bn_eval(int channels, size_t m, const float *x, const float *g
     for (int c = blockIdx.y; c < channels; c += gridDim.y) {
         float mean = rmean[c], scale = (gamma ? gamma[c] : 1.0f) / sqrtf(rvar[c] + eps);
         float bt = beta ? beta[c] : 0.0f;
-        const float *xc = x + (size_t)c * m;
-        float *yc = y + (size_t)c * m;
-        for (size_t i = blockIdx.x * (size_t)BN_THREADS + threadIdx.x; i < m;
-             i += (size_t)gridDim.x * BN_THREADS) {
-            float v = (xc[i] - mean) * scale + bt;
-            yc[i] = bn_act<ACT>(v);
-        }
+        bn_apply_channel<ACT>(m, x + (size_t)c * m, mean, scale, bt, y + (size_t)c * m);
     }
 }
 
@@ -262,17 +264,9 @@ static vt_status bn_eval(vt_backend *b, int channels, size_t m, const float *x,
     if (channels < 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: channels < 0", op);
     if (channels == 0 || m == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    dim3 grid = bn_apply_grid(channels, m);
-    if (act == VT_ACT_RELU)
-        k_bn_eval<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, gamma, beta, eps, running_mean, running_var, y);
-    else if (act == VT_ACT_SILU)
-        k_bn_eval<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, gamma, beta, eps, running_mean, running_var, y);
-    else
-        k_bn_eval<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, gamma, beta, eps, running_mean, running_var, y);
-    return vt_cuda_check_launch(op);
+    return vt_cuda_launch_shape(cb, bn_apply_grid(channels, m), BN_THREADS, 0, op,
+                                BN_FOR_ACT(k_bn_eval, act), channels, m, x, gamma, beta, eps,
+                                running_mean, running_var, y);
 }
 
 vt_status vt_cuda_bn_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
@@ -393,32 +387,20 @@ static vt_status bn_back(vt_backend *b, int channels, size_t m, const float *x, 
         dim3 grid((unsigned)S, (unsigned)nc);
         const float *g0 = gamma ? gamma + c0 : NULL, *b0 = beta ? beta + c0 : NULL;
         float *p0 = part + 2 * (size_t)c0 * S;
-        if (act == VT_ACT_RELU)
-            k_bn_grad_sums<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(
-                m, S, x + off, y + off, save_mean + c0, save_invstd + c0, g0, b0, dy + off, p0);
-        else if (act == VT_ACT_SILU)
-            k_bn_grad_sums<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(
-                m, S, x + off, NULL, save_mean + c0, save_invstd + c0, g0, b0, dy + off, p0);
-        else
-            k_bn_grad_sums<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(
-                m, S, x + off, NULL, save_mean + c0, save_invstd + c0, g0, b0, dy + off, p0);
-        if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
+        /* only the ReLU reads y (its mask); the others get NULL */
+        const float *y0 = act == VT_ACT_RELU ? y + off : nullptr;
+        st = vt_cuda_launch_shape(cb, grid, BN_THREADS, 0, op, BN_FOR_ACT(k_bn_grad_sums, act), m,
+                                  S, x + off, y0, save_mean + c0, save_invstd + c0, g0, b0,
+                                  dy + off, p0);
+        if (st != VT_OK) return st;
     }
-    k_bn_grad_stats<<<channels, BN_FIN_THREADS, 0, cb->stream>>>(
-        S, part, gamma, save_invstd, 1.0f / (float)m, dgamma, dbeta, coef);
-    if ((st = vt_cuda_check_launch(op)) != VT_OK) return st;
-    if (!dx) return VT_OK;
-    dim3 grid = bn_apply_grid(channels, m);
-    if (act == VT_ACT_RELU)
-        k_bn_grad_apply<VT_ACT_RELU><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, y, save_mean, save_invstd, gamma, beta, dy, coef, dx);
-    else if (act == VT_ACT_SILU)
-        k_bn_grad_apply<VT_ACT_SILU><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, NULL, save_mean, save_invstd, gamma, beta, dy, coef, dx);
-    else
-        k_bn_grad_apply<VT_ACT_NONE><<<grid, BN_THREADS, 0, cb->stream>>>(
-            channels, m, x, NULL, save_mean, save_invstd, gamma, beta, dy, coef, dx);
-    return vt_cuda_check_launch(op);
+    st = vt_cuda_launch_shape(cb, channels, BN_FIN_THREADS, 0, op, k_bn_grad_stats, S, part,
+                              gamma, save_invstd, 1.0f / (float)m, dgamma, dbeta, coef);
+    if (st != VT_OK || !dx) return st;
+    return vt_cuda_launch_shape(cb, bn_apply_grid(channels, m), BN_THREADS, 0, op,
+                                BN_FOR_ACT(k_bn_grad_apply, act), channels, m, x,
+                                act == VT_ACT_RELU ? y : nullptr, save_mean, save_invstd, gamma,
+                                beta, dy, coef, dx);
 }
 
 vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float *x,

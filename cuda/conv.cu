@@ -131,31 +131,20 @@ static vt_status launch_im2col(vt_cuda_backend *cb, const vt_conv_desc *d, int n
                                const float *x, float *col)
 {
     size_t total = (size_t)d->cin * nb * d->ho * d->wo;
-    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
-    if (fits_u32(d, nb))
-        k_im2col<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, x, col);
-    else
-        k_im2col<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, x, col);
-    return vt_cuda_check_launch("conv im2col");
+    auto kernel = fits_u32(d, nb) ? k_im2col<uint32_t> : k_im2col<size_t>;
+    return vt_cuda_launch(cb, total, "conv im2col", kernel, *d, n0, nb, x, col);
 }
 
 static vt_status launch_col2im(vt_cuda_backend *cb, const vt_conv_desc *d, int n0, int nb,
                                const float *col, float *dx)
 {
     size_t total = (size_t)d->cin * nb * d->h * d->w;
-    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
     int s = d->sh == d->sw && d->sh <= 2 ? d->sh : 0;
-    if (fits_u32(d, nb)) {
-        if (s == 1)
-            k_col2im_add<uint32_t, 1><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
-        else if (s == 2)
-            k_col2im_add<uint32_t, 2><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
-        else
-            k_col2im_add<uint32_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
-    } else {
-        k_col2im_add<size_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, n0, nb, col, dx);
-    }
-    return vt_cuda_check_launch("conv col2im");
+    auto kernel = !fits_u32(d, nb) ? k_col2im_add<size_t, 0>
+                  : s == 1         ? k_col2im_add<uint32_t, 1>
+                  : s == 2         ? k_col2im_add<uint32_t, 2>
+                                   : k_col2im_add<uint32_t, 0>;
+    return vt_cuda_launch(cb, total, "conv col2im", kernel, *d, n0, nb, col, dx);
 }
 
 /* cuBLAS takes int sizes and leading dimensions. */

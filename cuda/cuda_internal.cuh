@@ -114,20 +114,42 @@ static inline unsigned vt_cuda_grid(const vt_cuda_backend *cb, size_t n, unsigne
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                      \
          i += (size_t)gridDim.x * blockDim.x)
 
-/* The launch of a grid-stride kernel over n elements on the backend's stream, and its check:
- * an expression whose value is the op's vt_status (a launch error names `what`). */
-#define VT_CUDA_LAUNCH(cb, n, what, kernel, ...)                                                 \
-    (kernel<<<vt_cuda_grid((cb), (n), VT_CUDA_THREADS), VT_CUDA_THREADS, 0, (cb)->stream>>>(    \
-         __VA_ARGS__),                                                                           \
-     vt_cuda_check_launch(what))
+/* Every kernel launch of the backend goes through these two: the launch on the backend's stream
+ * and its check, as one call whose value is the op's vt_status (a launch error names `what`).
+ * The arguments are converted to the kernel's parameter types as a direct launch would; a
+ * literal NULL does not convert from its integer type, so pass nullptr or a typed pointer.
+ *
+ * Explicit geometry: block-reduce kernels (one block per channel or slice), 2-D grids, one-block
+ * and one-thread kernels. */
+template <typename... Params, typename... Args>
+static inline vt_status vt_cuda_launch_shape(const vt_cuda_backend *cb, dim3 grid, dim3 block,
+                                             size_t shared_bytes, const char *what,
+                                             void (*kernel)(Params...), Args... args)
+{
+    kernel<<<grid, block, shared_bytes, cb->stream>>>(args...);
+    return vt_cuda_check_launch(what);
+}
+
+/* A grid-stride kernel over n elements (n > 0: callers return before launching nothing):
+ * VT_CUDA_THREADS a block, vt_cuda_grid blocks, no dynamic shared memory. */
+template <typename... Params, typename... Args>
+static inline vt_status vt_cuda_launch(const vt_cuda_backend *cb, size_t n, const char *what,
+                                       void (*kernel)(Params...), Args... args)
+{
+    return vt_cuda_launch_shape(cb, vt_cuda_grid(cb, n, VT_CUDA_THREADS), VT_CUDA_THREADS, 0, what,
+                                kernel, args...);
+}
 
 /* Default cap of the im2col buffer: big enough that typical layers run as one GEMM over the
  * whole batch, small enough to leave the memory to activations. */
 #define VT_CONV_COL_CAP ((size_t)256 << 20)
 
+/* ---- the ops: vt_cuda_<op>, defined by concern in the .cu files (conv_columns is not offered:
+ * NULL in the table) ---- */
+#define VT_BACKEND_OP(ret, op, params) ret vt_cuda_##op params;
+#include "backend/backend_ops.inc"
+
 /* ---- alloc.cu ---- */
-void *vt_cuda_alloc(vt_backend *b, size_t bytes);
-void vt_cuda_free(vt_backend *b, void *p);
 void vt_cuda_cache_release(vt_cuda_backend *cb); /* frees every cached (not in-use) block */
 void vt_cuda_cache_destroy(vt_cuda_backend *cb); /* frees everything */
 /* Ensure cb->scratch holds at least `bytes`. */
@@ -140,92 +162,5 @@ vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int 
                                float alpha, const float *a, int lda, long long stride_a,
                                const float *bm, int ldb, long long stride_b, float beta, float *c,
                                int ldc, long long stride_c, int batch);
-
-/* ---- elementwise.cu ---- */
-vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value);
-vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y);
-vt_status vt_cuda_add(vt_backend *b, size_t n, const float *a, const float *c, float *y);
-vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
-                         size_t src_pitch, float *dst, size_t dst_pitch);
-vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
-                         size_t x_pitch, float *y, size_t y_pitch);
-vt_status vt_cuda_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
-                              float *y);
-vt_status vt_cuda_act_backward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
-                               const float *y, const float *dy, float *dx);
-vt_status vt_cuda_dropout_forward(vt_backend *b, size_t n, float p, uint64_t seed, const float *x,
-                                  float *y, float *mask);
-vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, const float *dy,
-                                   float *dx);
-vt_status vt_cuda_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
-                           float momentum, float wd, int nesterov);
-vt_status vt_cuda_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
-                             float lr, float beta1, float beta2, float eps, float wd, float bc1,
-                             float bc2);
-
-/* ---- reduce.cu ---- */
-vt_status vt_cuda_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y);
-vt_status vt_cuda_channel_sum(vt_backend *b, int channels, size_t m, const float *x, float *out);
-vt_status vt_cuda_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x, float *y);
-vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy,
-                               float *dx);
-vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
-                               const int32_t *labels, float smoothing, float grad_scale,
-                               float *loss_sum, float *dlogits, float *probs);
-vt_status vt_cuda_softmax_dice(vt_backend *b, int classes, int batch, const float *probs,
-                               const int32_t *labels, float weight, float *loss, float *dlogits);
-
-/* ---- detect.cu ---- */
-vt_status vt_cuda_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
-                           const float *gt, int32_t *assign, float *score, float *loss,
-                           float *dpred);
-
-/* ---- batchnorm.cu ---- */
-vt_status vt_cuda_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
-                                   const float *gamma, const float *beta, float eps,
-                                   float momentum, float *running_mean, float *running_var,
-                                   float *save_mean, float *save_invstd, float *y);
-vt_status vt_cuda_bn_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
-                                  const float *gamma, const float *beta, float eps,
-                                  const float *running_mean, const float *running_var, float *y);
-vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
-                              const float *gamma, const float *save_mean,
-                              const float *save_invstd, const float *dy, float *dx, float *dgamma,
-                              float *dbeta);
-vt_status vt_cuda_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
-                                       const float *x, const float *gamma, const float *beta,
-                                       float eps, float momentum, float *running_mean,
-                                       float *running_var, float *save_mean, float *save_invstd,
-                                       float *y);
-vt_status vt_cuda_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
-                                      const float *x, const float *gamma, const float *beta,
-                                      float eps, const float *running_mean,
-                                      const float *running_var, float *y);
-vt_status vt_cuda_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m,
-                                  const float *x, const float *y, const float *gamma,
-                                  const float *beta, const float *save_mean,
-                                  const float *save_invstd, const float *dy, float *dx,
-                                  float *dgamma, float *dbeta);
-
-/* ---- pool.cu ---- */
-vt_status vt_cuda_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,
-                                  int32_t *idx);
-vt_status vt_cuda_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
-                                   const float *dy, float *dx);
-vt_status vt_cuda_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y);
-vt_status vt_cuda_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const float *dy,
-                                   float *dx);
-vt_status vt_cuda_upsample2_forward(vt_backend *b, size_t planes, int h, int w, const float *x,
-                                    float *y);
-vt_status vt_cuda_upsample2_backward(vt_backend *b, size_t planes, int h, int w, const float *dy,
-                                     float *dx);
-
-/* ---- conv.cu ---- */
-size_t vt_cuda_conv_workspace(vt_backend *b, const vt_conv_desc *d);
-vt_status vt_cuda_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
-                               const float *w, const float *bias, float *y, void *ws);
-vt_status vt_cuda_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,
-                                const float *w, const float *dy, float *dx, float *dw, float *db,
-                                void *ws);
 
 #endif

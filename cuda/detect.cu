@@ -87,14 +87,17 @@ vt_status vt_cuda_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float
     float *box = (float *)cb->scratch, *cls = box + cells;
     int threads = 256;
     unsigned blocks = (unsigned)((cells + threads - 1) / threads);
-    k_det_assign<<<(unsigned)((d->n + 63) / 64), 64, 0, cb->stream>>>(*d, A, pred, gt, assign,
-                                                                    score);
-    if ((st = vt_cuda_check_launch("det_loss (assign)")) != VT_OK) return st;
-    k_det_count<<<1, 1024, 0, cb->stream>>>(cells, assign, score, loss);
-    if ((st = vt_cuda_check_launch("det_loss (count)")) != VT_OK) return st;
-    k_det_loss<<<blocks, threads, 0, cb->stream>>>(*d, A, pred, gt, assign, score, loss, box, cls,
-                                                   dpred);
-    if ((st = vt_cuda_check_launch("det_loss")) != VT_OK) return st;
-    k_det_sum<<<1, 1024, 0, cb->stream>>>(cells, box, cls, loss);
-    return vt_cuda_check_launch("det_loss (sum)");
+    /* one thread per image, 64 a block */
+    st = vt_cuda_launch_shape(cb, (unsigned)((d->n + 63) / 64), 64, 0, "det_loss (assign)",
+                              k_det_assign, *d, A, pred, gt, assign, score);
+    if (st != VT_OK) return st;
+    st = vt_cuda_launch_shape(cb, 1, 1024, 0, "det_loss (count)", k_det_count, cells, assign,
+                              score, loss);
+    if (st != VT_OK) return st;
+    /* one thread per anchor */
+    st = vt_cuda_launch_shape(cb, blocks, threads, 0, "det_loss", k_det_loss, *d, A, pred, gt,
+                              assign, score, loss, box, cls, dpred);
+    if (st != VT_OK) return st;
+    return vt_cuda_launch_shape(cb, 1, 1024, 0, "det_loss (sum)", k_det_sum, cells, box, cls,
+                                loss);
 }

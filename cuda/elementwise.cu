@@ -3,6 +3,7 @@
  * All are memory-bound grid-stride loops; formulas follow the CPU backend's so results agree to
  * rounding (nvcc contracts a*b+c into FMAs, the reason they are not bit-identical). */
 #include "cuda_internal.cuh"
+#include "backend/optim_math.h"
 
 /* ---- fill / axpy / add ------------------------------------------------------------------- */
 
@@ -20,7 +21,7 @@ vt_status vt_cuda_fill(vt_backend *b, float *x, size_t n, float value)
         VT_CUDA_TRY(cudaMemsetAsync(x, 0, n * sizeof(float), cb->stream), "fill (cudaMemsetAsync)");
         return VT_OK;
     }
-    return VT_CUDA_LAUNCH(cb, n, "fill", k_fill, x, n, value);
+    return vt_cuda_launch(cb, n, "fill", k_fill, x, n, value);
 }
 
 __global__ void k_axpy(size_t n, float alpha, const float *x, float *y)
@@ -33,24 +34,17 @@ vt_status vt_cuda_axpy(vt_backend *b, size_t n, float alpha, const float *x, flo
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "axpy", k_axpy, n, alpha, x, y);
+    return vt_cuda_launch(cb, n, "axpy", k_axpy, n, alpha, x, y);
 }
 
 /* ---- strided 2-D copy / axpy (a flatcat's forward and backward) -------------------------- */
-
-static vt_status check_pitches(const char *op, size_t cols, size_t a, size_t b)
-{
-    if (a >= cols && b >= cols) return VT_OK;
-    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
-                   a, b, cols);
-}
 
 vt_status vt_cuda_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
                          size_t src_pitch, float *dst, size_t dst_pitch)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (rows == 0 || cols == 0) return VT_OK;
-    vt_status st = check_pitches("copy2d", cols, src_pitch, dst_pitch);
+    vt_status st = vt_pitch_check("copy2d", cols, src_pitch, dst_pitch);
     if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
     /* the copy engine does the strided copy; pitches in bytes */
@@ -76,10 +70,10 @@ vt_status vt_cuda_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, c
 {
     vt_cuda_backend *cb = vt_cuda(b);
     if (rows == 0 || cols == 0) return VT_OK;
-    vt_status st = check_pitches("axpy2d", cols, x_pitch, y_pitch);
+    vt_status st = vt_pitch_check("axpy2d", cols, x_pitch, y_pitch);
     if (st != VT_OK) return st;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, rows * cols, "axpy2d", k_axpy2d,
+    return vt_cuda_launch(cb, rows * cols, "axpy2d", k_axpy2d,
                           rows, cols, alpha, x, x_pitch, y, y_pitch);
 }
 
@@ -94,7 +88,7 @@ vt_status vt_cuda_add(vt_backend *b, size_t n, const float *a, const float *c, f
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "add", k_add, n, a, c, y);
+    return vt_cuda_launch(cb, n, "add", k_add, n, a, c, y);
 }
 
 /* ---- activations ------------------------------------------------------------------------- */
@@ -128,7 +122,7 @@ vt_status vt_cuda_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, 
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_forward: unknown activation %d", (int)act);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "act_forward", k_act_forward, (int)act, alpha, n, x, y);
+    return vt_cuda_launch(cb, n, "act_forward", k_act_forward, (int)act, alpha, n, x, y);
 }
 
 /* The derivative is taken from the output y where that is exact (relu, leaky: y > 0 iff x > 0
@@ -171,7 +165,7 @@ vt_status vt_cuda_act_backward(vt_backend *b, vt_act act, float alpha, size_t n,
     if (act != VT_ACT_NONE && !x && !y)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "act_backward: both x and y are NULL");
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "act_backward", k_act_backward, (int)act, alpha, n, x, y, dy, dx);
+    return vt_cuda_launch(cb, n, "act_backward", k_act_backward, (int)act, alpha, n, x, y, dy, dx);
 }
 
 /* ---- dropout ----------------------------------------------------------------------------- */
@@ -197,7 +191,7 @@ vt_status vt_cuda_dropout_forward(vt_backend *b, size_t n, float p, uint64_t see
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
     float scale = 1.0f / (1.0f - p);
-    return VT_CUDA_LAUNCH(cb, n, "dropout_forward", k_dropout_forward,
+    return vt_cuda_launch(cb, n, "dropout_forward", k_dropout_forward,
                           n, p, scale, seed, x, y, mask);
 }
 
@@ -212,7 +206,7 @@ vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, c
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0 || !dx) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "dropout_backward", k_dropout_backward, n, mask, dy, dx);
+    return vt_cuda_launch(cb, n, "dropout_backward", k_dropout_backward, n, mask, dy, dx);
 }
 
 /* ---- optimisers -------------------------------------------------------------------------- */
@@ -220,13 +214,7 @@ vt_status vt_cuda_dropout_backward(vt_backend *b, size_t n, const float *mask, c
 __global__ void k_sgd(size_t n, float *p, const float *g, float *m, float lr, float momentum,
                       float wd, int nesterov)
 {
-    VT_GRID_STRIDE(i, n)
-    {
-        float gi = g[i] + wd * p[i];
-        float mi = momentum * m[i] + gi;
-        m[i] = mi;
-        p[i] -= lr * (nesterov ? gi + momentum * mi : mi);
-    }
+    VT_GRID_STRIDE(i, n) vt_sgd_update(&p[i], g[i], &m[i], lr, momentum, wd, nesterov);
 }
 
 vt_status vt_cuda_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
@@ -235,22 +223,14 @@ vt_status vt_cuda_sgd_step(vt_backend *b, size_t n, float *p, const float *g, fl
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "sgd_step", k_sgd, n, p, g, m, lr, momentum, wd, nesterov);
+    return vt_cuda_launch(cb, n, "sgd_step", k_sgd, n, p, g, m, lr, momentum, wd, nesterov);
 }
 
 __global__ void k_adamw(size_t n, float *p, const float *g, float *m, float *v, float lr,
                         float beta1, float beta2, float eps, float wd, float bc1, float bc2)
 {
     VT_GRID_STRIDE(i, n)
-    {
-        float pi = p[i], gi = g[i];
-        pi -= lr * wd * pi;
-        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
-    }
+        vt_adamw_update(&p[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, wd, bc1, bc2);
 }
 
 vt_status vt_cuda_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
@@ -260,6 +240,6 @@ vt_status vt_cuda_adamw_step(vt_backend *b, size_t n, float *p, const float *g, 
     vt_cuda_backend *cb = vt_cuda(b);
     if (n == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, n, "adamw_step", k_adamw,
+    return vt_cuda_launch(cb, n, "adamw_step", k_adamw,
                           n, p, g, m, v, lr, beta1, beta2, eps, wd, bc1, bc2);
 }

@@ -68,12 +68,8 @@ vt_status vt_cuda_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const fl
     size_t total = (size_t)d->planes * d->ho * d->wo;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
-    if (pool_fits_u32(d))
-        k_maxpool_fwd<uint32_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, x, y, idx);
-    else
-        k_maxpool_fwd<size_t><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, x, y, idx);
-    return vt_cuda_check_launch("maxpool_forward");
+    auto kernel = pool_fits_u32(d) ? k_maxpool_fwd<uint32_t> : k_maxpool_fwd<size_t>;
+    return vt_cuda_launch(cb, total, "maxpool_forward", kernel, *d, x, y, idx);
 }
 
 /* S: the stride when it is 2 (a compile-time constant: no division in covering()), else 0. */
@@ -111,14 +107,10 @@ vt_status vt_cuda_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const i
     size_t total = (size_t)d->planes * d->h * d->w;
     if (total == 0 || !dx || d->ho == 0 || d->wo == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    unsigned grid = vt_cuda_grid(cb, total, VT_CUDA_THREADS);
-    if (pool_fits_u32(d) && d->s == 2)
-        k_maxpool_bwd<uint32_t, 2><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
-    else if (pool_fits_u32(d))
-        k_maxpool_bwd<uint32_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
-    else
-        k_maxpool_bwd<size_t, 0><<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(*d, idx, dy, dx);
-    return vt_cuda_check_launch("maxpool_backward");
+    auto kernel = !pool_fits_u32(d) ? k_maxpool_bwd<size_t, 0>
+                  : d->s == 2       ? k_maxpool_bwd<uint32_t, 2>
+                                    : k_maxpool_bwd<uint32_t, 0>;
+    return vt_cuda_launch(cb, total, "maxpool_backward", kernel, *d, idx, dy, dx);
 }
 
 __global__ void k_avgpool_fwd(vt_pool_desc d, const float *x, float *y)
@@ -152,7 +144,7 @@ vt_status vt_cuda_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const fl
     size_t total = (size_t)d->planes * d->ho * d->wo;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, total, "avgpool_forward", k_avgpool_fwd, *d, x, y);
+    return vt_cuda_launch(cb, total, "avgpool_forward", k_avgpool_fwd, *d, x, y);
 }
 
 __global__ void k_avgpool_bwd(vt_pool_desc d, const float *dy, float *dx)
@@ -184,7 +176,7 @@ vt_status vt_cuda_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const f
     size_t total = (size_t)d->planes * d->h * d->w;
     if (total == 0 || !dx || d->ho == 0 || d->wo == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, total, "avgpool_backward", k_avgpool_bwd, *d, dy, dx);
+    return vt_cuda_launch(cb, total, "avgpool_backward", k_avgpool_bwd, *d, dy, dx);
 }
 
 /* ---- nearest x2 upsampling --------------------------------------------------------------- */
@@ -209,7 +201,7 @@ vt_status vt_cuda_upsample2_forward(vt_backend *b, size_t planes, int h, int w, 
     size_t total = planes * 4 * (size_t)h * w;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, total, "upsample2_forward", k_up2_fwd, planes, h, w, x, y);
+    return vt_cuda_launch(cb, total, "upsample2_forward", k_up2_fwd, planes, h, w, x, y);
 }
 
 __global__ void k_up2_bwd(size_t planes, int h, int w, const float *dy, float *dx)
@@ -239,5 +231,5 @@ vt_status vt_cuda_upsample2_backward(vt_backend *b, size_t planes, int h, int w,
     size_t total = planes * (size_t)h * w;
     if (total == 0 || !dx) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, total, "upsample2_backward", k_up2_bwd, planes, h, w, dy, dx);
+    return vt_cuda_launch(cb, total, "upsample2_backward", k_up2_bwd, planes, h, w, dy, dx);
 }

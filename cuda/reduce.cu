@@ -20,7 +20,7 @@ vt_status vt_cuda_bias_add(vt_backend *b, int channels, size_t m, const float *b
     size_t total = (size_t)channels * m;
     if (total == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, total, "bias_add", k_bias_add, total, m, bias, y);
+    return vt_cuda_launch(cb, total, "bias_add", k_bias_add, total, m, bias, y);
 }
 
 /* One block per channel: a channel is one contiguous run of m values. */
@@ -41,8 +41,8 @@ vt_status vt_cuda_channel_sum(vt_backend *b, int channels, size_t m, const float
     if (channels == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
     if (m == 0) return vt_cuda_fill(b, out, (size_t)channels, 0.0f);
-    k_channel_sum<<<channels, RED_THREADS, 0, cb->stream>>>(m, x, out);
-    return vt_cuda_check_launch("channel_sum");
+    return vt_cuda_launch_shape(cb, channels, RED_THREADS, 0, "channel_sum", k_channel_sum, m, x,
+                                out);
 }
 
 /* ---- global average pool ----------------------------------------------------------------- */
@@ -68,9 +68,8 @@ vt_status vt_cuda_gap_forward(vt_backend *b, size_t planes, size_t hw, const flo
     if (planes == 0) return VT_OK;
     if (hw == 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "gap_forward: empty planes");
     VT_CUDA_GUARD(cb);
-    unsigned grid = vt_cuda_grid(cb, planes * 32, VT_CUDA_THREADS);
-    k_gap_forward<<<grid, VT_CUDA_THREADS, 0, cb->stream>>>(planes, hw, x, y);
-    return vt_cuda_check_launch("gap_forward");
+    /* one warp per plane: 32 threads of the grid-stride geometry each */
+    return vt_cuda_launch(cb, planes * 32, "gap_forward", k_gap_forward, planes, hw, x, y);
 }
 
 __global__ void k_gap_backward(size_t total, size_t hw, const float *dy, float *dx)
@@ -85,7 +84,7 @@ vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const fl
     size_t total = planes * hw;
     if (total == 0 || !dx) return VT_OK;
     VT_CUDA_GUARD(cb);
-    return VT_CUDA_LAUNCH(cb, total, "gap_backward", k_gap_backward, total, hw, dy, dx);
+    return vt_cuda_launch(cb, total, "gap_backward", k_gap_backward, total, hw, dy, dx);
 }
 
 /* ---- softmax cross-entropy --------------------------------------------------------------- */
@@ -151,13 +150,13 @@ vt_status vt_cuda_softmax_xent(vt_backend *b, int classes, int batch, const floa
     vt_status st = vt_cuda_scratch(cb, (size_t)batch * sizeof(float));
     if (st != VT_OK) return st;
     float *sample_loss = (float *)cb->scratch;
-    int threads = 128;
-    k_softmax_xent<<<(batch + threads - 1) / threads, threads, 0, cb->stream>>>(
-        classes, batch, logits, labels, smoothing, grad_scale, sample_loss, dlogits, probs);
-    if ((st = vt_cuda_check_launch("softmax_xent")) != VT_OK) return st;
-    if (!loss_sum) return VT_OK;
-    k_sum_losses<<<1, 1024, 0, cb->stream>>>(batch, sample_loss, loss_sum);
-    return vt_cuda_check_launch("softmax_xent (loss sum)");
+    int threads = 128; /* one thread per sample */
+    st = vt_cuda_launch_shape(cb, (batch + threads - 1) / threads, threads, 0, "softmax_xent",
+                              k_softmax_xent, classes, batch, logits, labels, smoothing,
+                              grad_scale, sample_loss, dlogits, probs);
+    if (st != VT_OK || !loss_sum) return st;
+    return vt_cuda_launch_shape(cb, 1, 1024, 0, "softmax_xent (loss sum)", k_sum_losses, batch,
+                                sample_loss, loss_sum);
 }
 
 /* ---- softmax Dice (lib/backend/seg_loss_math.h) ------------------------------------------- */
@@ -214,12 +213,12 @@ vt_status vt_cuda_softmax_dice(vt_backend *b, int classes, int batch, const floa
     vt_status st = vt_cuda_scratch(cb, (size_t)classes * 4 * sizeof(float));
     if (st != VT_OK) return st;
     float *sums = (float *)cb->scratch, *ab = sums + 2 * classes;
-    k_dice_sums<<<classes, RED_THREADS, 0, cb->stream>>>(batch, probs, labels, sums);
-    if ((st = vt_cuda_check_launch("softmax_dice (sums)")) != VT_OK) return st;
-    k_dice_coef<<<1, 1, 0, cb->stream>>>(classes, weight, sums, ab, loss);
-    if ((st = vt_cuda_check_launch("softmax_dice (coefficients)")) != VT_OK) return st;
-    if (!dlogits || batch == 0) return VT_OK;
-    k_dice_grad<<<vt_cuda_grid(cb, (size_t)batch, VT_CUDA_THREADS), VT_CUDA_THREADS, 0,
-                  cb->stream>>>(classes, batch, probs, labels, ab, dlogits);
-    return vt_cuda_check_launch("softmax_dice (gradient)");
+    st = vt_cuda_launch_shape(cb, classes, RED_THREADS, 0, "softmax_dice (sums)", k_dice_sums,
+                              batch, probs, labels, sums);
+    if (st != VT_OK) return st;
+    st = vt_cuda_launch_shape(cb, 1, 1, 0, "softmax_dice (coefficients)", k_dice_coef, classes,
+                              weight, sums, ab, loss);
+    if (st != VT_OK || !dlogits || batch == 0) return st;
+    return vt_cuda_launch(cb, (size_t)batch, "softmax_dice (gradient)", k_dice_grad, classes,
+                          batch, probs, labels, ab, dlogits);
 }

@@ -260,6 +260,33 @@ START_TEST(test_conv_tiles)
 }
 END_TEST
 
+/* The CPU table offers every op of backend_ops.inc, the optional ones too, and
+ * vt_backend_missing_op names a required op that a table leaves NULL but not an optional one. */
+START_TEST(test_ops_table)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 1), VT_OK);
+    const vt_backend_ops *ops = be->ops;
+    ck_assert_int_eq(ops->api_version, VT_BACKEND_API_VERSION);
+    ck_assert_str_eq(ops->name, "cpu");
+    ck_assert_int_eq(ops->host_memory, 1);
+    const char *missing = vt_backend_missing_op(ops);
+    ck_assert_msg(missing == NULL, "vt_backend_missing_op: the CPU backend has no %s op", missing);
+#define VT_BACKEND_OP(ret, op, params)                                                           \
+    ck_assert_msg(ops->op != NULL, "the CPU backend has no %s op", #op);
+#include "backend/backend_ops.inc"
+    vt_backend_ops t = *ops;
+    t.conv_columns = NULL;
+    t.bn_act_backward = NULL;
+    ck_assert_ptr_null(vt_backend_missing_op(&t));
+    t.softmax_dice = NULL;
+    ck_assert_str_eq(vt_backend_missing_op(&t), "softmax_dice");
+    t.destroy = NULL;
+    ck_assert_str_eq(vt_backend_missing_op(&t), "destroy");
+    vt_backend_destroy(be);
+}
+END_TEST
+
 /* copy2d and axpy2d against plain loops, one thread and split over four (1000 rows of 100:
  * several ranges); the gaps between destination rows keep their contents. */
 START_TEST(test_rows2d)
@@ -405,6 +432,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_conv_tiles);
     tcase_add_test(tc, test_rows2d);
+    tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);
     tcase_add_test(tc, test_device_layer);
     suite_add_tcase(s, tc);

@@ -167,6 +167,8 @@ START_TEST(test_device_info)
     ck_assert_ptr_null(bad);
     ck_assert_str_eq(B[1]->ops->name, "cuda");
     ck_assert_int_eq(B[1]->ops->api_version, VT_BACKEND_API_VERSION);
+    const char *missing = vt_backend_missing_op(B[1]->ops);
+    ck_assert_msg(missing == NULL, "the CUDA backend has no %s op", missing);
 }
 END_TEST
 

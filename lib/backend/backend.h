@@ -80,182 +80,10 @@ typedef struct vt_backend_ops {
     int api_version; /* VT_BACKEND_API_VERSION */
     const char *name; /* "cpu", "cuda" */
 
-    void (*destroy)(vt_backend *b);
-
-    /* ---- memory ---- */
-    void *(*alloc)(vt_backend *b, size_t bytes); /* NULL + error set on failure; 64B aligned */
-    void (*free)(vt_backend *b, void *p);        /* NULL ok */
-    vt_status (*upload)(vt_backend *b, void *dst, const void *src_host, size_t bytes);
-    /* `rows` rows of row_bytes each, from host memory (starting spitch bytes apart) to backend
-     * memory (dpitch apart): a strided upload, e.g. one channel of an NCHW batch into CNHW.
-     * The caller may reuse src_host when it returns, as with upload. */
-    vt_status (*upload_rows)(vt_backend *b, void *dst, size_t dpitch, const void *src_host,
-                             size_t spitch, size_t row_bytes, size_t rows);
-    vt_status (*download)(vt_backend *b, void *dst_host, const void *src, size_t bytes);
-    vt_status (*copy)(vt_backend *b, void *dst, const void *src, size_t bytes);
-    vt_status (*fill)(vt_backend *b, float *x, size_t n, float value);
-    vt_status (*synchronize)(vt_backend *b);
-
-    /* ---- dense algebra ---- */
-    /* Row-major C[m][n] = alpha * op(A) * op(B) + beta * C, op = transpose when trans* != 0;
-     * A is m x k (k x m if transa), lda its row stride; likewise B, C. */
-    vt_status (*gemm)(vt_backend *b, int transa, int transb, int m, int n, int k, float alpha,
-                      const float *a, int lda, const float *bm, int ldb, float beta, float *c,
-                      int ldc);
-    /* y += alpha * x */
-    vt_status (*axpy)(vt_backend *b, size_t n, float alpha, const float *x, float *y);
-    /* y = a + c (elementwise; y may alias a or c) */
-    vt_status (*add)(vt_backend *b, size_t n, const float *a, const float *c, float *y);
-    /* y[ch][i] += bias[ch] for ch < channels, i < m (a CNHW tensor with m = N*H*W) */
-    vt_status (*bias_add)(vt_backend *b, int channels, size_t m, const float *bias, float *y);
-    /* out[ch] = sum_i x[ch][i] (assign) */
-    vt_status (*channel_sum)(vt_backend *b, int channels, size_t m, const float *x, float *out);
-
-    /* ---- convolution (CNHW; x: cin*n*h*w, y: cout*n*ho*wo) ---- */
-    /* Bytes of scratch memory the two conv calls need for this shape (may be 0). */
-    size_t (*conv_workspace)(vt_backend *b, const vt_conv_desc *d);
-    /* y = conv(x, w) (+ bias[cout] if bias != NULL). */
-    vt_status (*conv_forward)(vt_backend *b, const vt_conv_desc *d, const float *x,
-                              const float *w, const float *bias, float *y, void *ws);
-    /* dw = dL/dw (assign), db = dL/dbias (assign, if db != NULL), dx += dL/dx (if dx != NULL). */
-    vt_status (*conv_backward)(vt_backend *b, const vt_conv_desc *d, const float *x,
-                               const float *w, const float *dy, float *dx, float *dw, float *db,
-                               void *ws);
-
-    /* ---- activations (elementwise, n values) ---- */
-    /* y = f(x); y may alias x. */
-    vt_status (*act_forward)(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
-                             float *y);
-    /* dx += dy * f'(x); x is the activation's input, y its output (either may be used). */
-    vt_status (*act_backward)(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
-                              const float *y, const float *dy, float *dx);
-
-    /* ---- batch norm over CNHW (channels C, m = N*H*W values per channel) ---- */
-    /* Training: batch statistics; saves mean and invstd = 1/sqrt(var + eps) (biased var) for
-     * backward; updates running_mean/var with running = (1-momentum)*running + momentum*batch
-     * (running_var uses the unbiased variance). */
-    vt_status (*bn_forward_train)(vt_backend *b, int channels, size_t m, const float *x,
-                                  const float *gamma, const float *beta, float eps,
-                                  float momentum, float *running_mean, float *running_var,
-                                  float *save_mean, float *save_invstd, float *y);
-    vt_status (*bn_forward_eval)(vt_backend *b, int channels, size_t m, const float *x,
-                                 const float *gamma, const float *beta, float eps,
-                                 const float *running_mean, const float *running_var, float *y);
-    /* dgamma, dbeta assigned; dx accumulated. */
-    vt_status (*bn_backward)(vt_backend *b, int channels, size_t m, const float *x,
-                             const float *gamma, const float *save_mean, const float *save_invstd,
-                             const float *dy, float *dx, float *dgamma, float *dbeta);
-
-    /* ---- pooling ---- */
-    /* Max pool: idx (int32, planes*ho*wo) records the argmax offset within the plane. */
-    vt_status (*maxpool_forward)(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,
-                                 int32_t *idx);
-    vt_status (*maxpool_backward)(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
-                                  const float *dy, float *dx);
-    /* Average pool; padded cells count as zeros (count_include_pad). */
-    vt_status (*avgpool_forward)(vt_backend *b, const vt_pool_desc *d, const float *x, float *y);
-    vt_status (*avgpool_backward)(vt_backend *b, const vt_pool_desc *d, const float *dy,
-                                  float *dx);
-    /* Global average pool: y[plane] = mean of the plane's hw values. */
-    vt_status (*gap_forward)(vt_backend *b, size_t planes, size_t hw, const float *x, float *y);
-    vt_status (*gap_backward)(vt_backend *b, size_t planes, size_t hw, const float *dy,
-                              float *dx);
-    /* Nearest-neighbour x2 upsampling of each h x w plane to 2h x 2w. */
-    vt_status (*upsample2_forward)(vt_backend *b, size_t planes, int h, int w, const float *x,
-                                   float *y);
-    vt_status (*upsample2_backward)(vt_backend *b, size_t planes, int h, int w, const float *dy,
-                                    float *dx);
-
-    /* ---- dropout: keep with prob 1-p, scale kept values by 1/(1-p) ---- */
-    /* mask[i] = (vt_hash_uniform(seed, i) >= p) ? 1/(1-p) : 0; y = x * mask. */
-    vt_status (*dropout_forward)(vt_backend *b, size_t n, float p, uint64_t seed, const float *x,
-                                 float *y, float *mask);
-    /* dx += dy * mask */
-    vt_status (*dropout_backward)(vt_backend *b, size_t n, const float *mask, const float *dy,
-                                  float *dx);
-
-    /* ---- loss ---- */
-    /* Softmax cross-entropy with label smoothing s over logits laid out [classes][batch]
-     * (CNHW with h = w = 1).  Target q = (1-s)*onehot + s/classes.  Writes:
-     *   loss_sum[0] = sum over the batch of the per-sample loss (one float, backend memory),
-     *   dlogits (if non-NULL) = (softmax - q) * grad_scale   (ASSIGNED; pass 1/batch for mean),
-     *   probs (if non-NULL) = softmax, same layout.
-     * labels: int32 class ids in backend memory; -1 marks a sample to ignore (no loss, zero
-     * gradient: segmentation's `ignore` pixels); another id outside 0..classes-1 is an error on
-     * the CPU backend and ignored the same way on devices. */
-    vt_status (*softmax_xent)(vt_backend *b, int classes, int batch, const float *logits,
-                              const int32_t *labels, float smoothing, float grad_scale,
-                              float *loss_sum, float *dlogits, float *probs);
-
-    /* Detection loss.  pred: (4+nc) x n x A (A anchors per image, see vt_det_loss_desc); gt:
-     * n x max_gt records of 5 floats (class, x0, y0, x1, y1 in input pixels); assign (int32)
-     * and score (float): n*A each, receive every anchor's assigned ground truth (-1: none) and
-     * its target score (unless d->reuse_targets).  loss: 4 floats, ASSIGNED: the box term, the
-     * class term, the number of positive anchors and the target-score sum that normalises both
-     * terms.  dpred (if non-NULL): dL/dpred, ASSIGNED, with the targets held constant. */
-    vt_status (*det_loss)(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
-                          const float *gt, int32_t *assign, float *score, float *loss,
-                          float *dpred);
-
-    /* ---- optimisers (flat parameter arrays) ---- */
-    /* g' = g + wd*p;  m = momentum*m + g';  p -= lr * (nesterov ? g' + momentum*m : m) */
-    vt_status (*sgd_step)(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
-                          float momentum, float wd, int nesterov);
-    /* AdamW: p -= lr*wd*p;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;
-     *        p -= lr * (m/bc1) / (sqrt(v/bc2) + eps)   with bc1 = 1-b1^t, bc2 = 1-b2^t. */
-    vt_status (*adamw_step)(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
-                            float lr, float beta1, float beta2, float eps, float wd, float bc1,
-                            float bc2);
-
-    /* ---- optional fused ops (NULL: the executor runs the unfused sequence) ---- */
-    /* Batch norm followed by an activation, y = act(bn(x)) (training / eval), and its
-     * backward: the same as the activation's backward then bn_backward, without the
-     * intermediate gradient tensor and without the BN's own output.  act is VT_ACT_RELU or
-     * VT_ACT_SILU (anything else is refused).  Backward: y = the fused op's output (ReLU: its
-     * sign is the mask) and beta (SiLU: the BN's output is recomputed from x, the saved
-     * statistics, gamma and beta); dy = dL/dy; dx is added to, dgamma and dbeta assigned. */
-    vt_status (*bn_act_forward_train)(vt_backend *b, vt_act act, int channels, size_t m,
-                                      const float *x, const float *gamma, const float *beta,
-                                      float eps, float momentum, float *running_mean,
-                                      float *running_var, float *save_mean, float *save_invstd,
-                                      float *y);
-    vt_status (*bn_act_forward_eval)(vt_backend *b, vt_act act, int channels, size_t m,
-                                     const float *x, const float *gamma, const float *beta,
-                                     float eps, const float *running_mean,
-                                     const float *running_var, float *y);
-    vt_status (*bn_act_backward)(vt_backend *b, vt_act act, int channels, size_t m,
-                                 const float *x, const float *y, const float *gamma,
-                                 const float *beta, const float *save_mean,
-                                 const float *save_invstd, const float *dy, float *dx,
-                                 float *dgamma, float *dbeta);
-
-    /* 1 when backend memory is ordinary host memory (the CPU backend): callers may then write
-     * into it directly instead of staging on the host and uploading. */
-    int host_memory;
-
-    /* Optional (NULL: not offered).  Bytes of a buffer that, passed as the `ws` of both
-     * conv_forward and conv_backward of one layer with d->keep_columns = 1 and left untouched
-     * in between, lets backward reuse what forward computed there (the CPU backend's im2col
-     * columns of the whole batch); 0 when the backend would not use one for this shape. */
-    size_t (*conv_columns)(vt_backend *b, const vt_conv_desc *d);
-
-    /* ---- strided 2-D (API version 2; appended so positional tables stay valid) ---- */
-    /* rows x cols floats, pitches in floats (>= cols): dst[r*dst_pitch + j] =
-     * src[r*src_pitch + j].  The regions must not overlap. */
-    vt_status (*copy2d)(vt_backend *b, size_t rows, size_t cols, const float *src,
-                        size_t src_pitch, float *dst, size_t dst_pitch);
-    /* y[r*y_pitch + j] += alpha * x[r*x_pitch + j] (a flatcat's input gradients) */
-    vt_status (*axpy2d)(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
-                        size_t x_pitch, float *y, size_t y_pitch);
-
-    /* ---- segmentation Dice term (API version 3; formula in backend/seg_loss_math.h) ---- */
-    /* probs: softmax probabilities laid out [classes][batch] (softmax_xent's probs), labels as
-     * softmax_xent's (-1 = ignored; another id outside 0..classes-1 is an error on the CPU).
-     * loss[0] = weight * (1 - mean over classes of the soft Dice), ASSIGNED (one float,
-     * backend memory); dlogits (if non-NULL) += its gradient w.r.t. the logits (ADDED onto
-     * softmax_xent's assigned gradient; ignored pixels get nothing). */
-    vt_status (*softmax_dice)(vt_backend *b, int classes, int batch, const float *probs,
-                              const int32_t *labels, float weight, float *loss, float *dlogits);
+    /* The ops, documented one by one in backend_ops.inc. */
+#define VT_BACKEND_OP(ret, op, params) ret(*op) params;
+#define VT_BACKEND_FIELD(type, member) type member;
+#include "backend/backend_ops.inc"
 } vt_backend_ops;
 
 struct vt_backend {
@@ -276,12 +104,32 @@ static inline void vt_backend_destroy(vt_backend *b)
     if (b) b->ops->destroy(b);
 }
 
+/* The name of the first op every backend must offer (not VT_BACKEND_OPTIONAL_OP in
+ * backend_ops.inc) that `ops` leaves NULL; NULL when the table is complete. */
+static inline const char *vt_backend_missing_op(const vt_backend_ops *ops)
+{
+#define VT_BACKEND_OP(ret, op, params)                                                           \
+    if (!ops->op) return #op;
+#define VT_BACKEND_OPTIONAL_OP(ret, op, params)
+#include "backend/backend_ops.inc"
+    return NULL;
+}
+
 /* The activations the fused bn_act_* ops take (ReLU, SiLU): VT_OK, else the error set for op. */
 static inline vt_status vt_bn_act_check(vt_act act, const char *op)
 {
     if (act == VT_ACT_RELU || act == VT_ACT_SILU) return VT_OK;
     return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: activation %d is not fused (ReLU or SiLU)", op,
                    (int)act);
+}
+
+/* The pitches of copy2d and axpy2d (floats) each hold a row of cols: VT_OK, else the error set
+ * for op. */
+static inline vt_status vt_pitch_check(const char *op, size_t cols, size_t pitch_a, size_t pitch_b)
+{
+    if (pitch_a >= cols && pitch_b >= cols) return VT_OK;
+    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
+                   pitch_a, pitch_b, cols);
 }
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/gemm.h"
+#include "backend/optim_math.h"
 #include "backend/seg_loss_math.h"
 #include "core/threads.h"
 
@@ -14,7 +15,7 @@
 
 /* ---------------------------------------------------------------- memory */
 
-static void cpu_destroy(vt_backend *b)
+void vt_cpu_destroy(vt_backend *b)
 {
     if (!b) return;
     vt_pool_destroy(POOL(b));
@@ -35,27 +36,27 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes)
     return cb->scratch;
 }
 
-static void *cpu_alloc(vt_backend *b, size_t bytes)
+void *vt_cpu_alloc(vt_backend *b, size_t bytes)
 {
     (void)b;
     return vt_malloc_aligned(bytes);
 }
 
-static void cpu_free(vt_backend *b, void *p)
+void vt_cpu_free(vt_backend *b, void *p)
 {
     (void)b;
     vt_free_aligned(p);
 }
 
-static vt_status cpu_copy(vt_backend *b, void *dst, const void *src, size_t bytes)
+vt_status vt_cpu_copy(vt_backend *b, void *dst, const void *src, size_t bytes)
 {
     (void)b;
     if (bytes && dst != src) memmove(dst, src, bytes);
     return VT_OK;
 }
 
-static vt_status cpu_upload_rows(vt_backend *b, void *dst, size_t dpitch, const void *src,
-                                 size_t spitch, size_t row_bytes, size_t rows)
+vt_status vt_cpu_upload_rows(vt_backend *b, void *dst, size_t dpitch, const void *src,
+                             size_t spitch, size_t row_bytes, size_t rows)
 {
     (void)b;
     for (size_t r = 0; r < rows; r++)
@@ -80,14 +81,14 @@ static void fill_range(void *ctx, size_t b, size_t e)
 
 /* Split over the pool: zeroing the executor's gradient buffers (megabytes per step) is
  * memory-bound, and one core does not reach the memory bandwidth on its own. */
-static vt_status cpu_fill(vt_backend *b, float *x, size_t n, float v)
+vt_status vt_cpu_fill(vt_backend *b, float *x, size_t n, float v)
 {
     fill_job J = {x, v};
     vt_pool_run(POOL(b), n, 16 * GRAIN, fill_range, &J);
     return VT_OK;
 }
 
-static vt_status cpu_sync(vt_backend *b)
+vt_status vt_cpu_synchronize(vt_backend *b)
 {
     (void)b;
     return VT_OK;
@@ -95,9 +96,9 @@ static vt_status cpu_sync(vt_backend *b)
 
 /* ---------------------------------------------------------------- algebra */
 
-static vt_status cpu_gemm(vt_backend *b, int ta, int tb, int m, int n, int k, float alpha,
-                          const float *a, int lda, const float *bm, int ldb, float beta, float *c,
-                          int ldc)
+vt_status vt_cpu_gemm(vt_backend *b, int ta, int tb, int m, int n, int k, float alpha,
+                      const float *a, int lda, const float *bm, int ldb, float beta, float *c,
+                      int ldc)
 {
     vt_sgemm(POOL(b), ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
     return VT_OK;
@@ -117,7 +118,7 @@ static void axpy_range(void *ctx, size_t b, size_t e)
     for (size_t i = b; i < e; i++) y[i] += J->alpha * x[i];
 }
 
-static vt_status cpu_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y)
+vt_status vt_cpu_axpy(vt_backend *b, size_t n, float alpha, const float *x, float *y)
 {
     ew_job J = {x, NULL, y, alpha};
     vt_pool_run(POOL(b), n, GRAIN, axpy_range, &J);
@@ -130,7 +131,7 @@ static void add_range(void *ctx, size_t b, size_t e)
     for (size_t i = b; i < e; i++) J->y[i] = J->x[i] + J->x2[i];
 }
 
-static vt_status cpu_add(vt_backend *b, size_t n, const float *a, const float *c, float *y)
+vt_status vt_cpu_add(vt_backend *b, size_t n, const float *a, const float *c, float *y)
 {
     ew_job J = {a, c, y, 0};
     vt_pool_run(POOL(b), n, GRAIN, add_range, &J);
@@ -163,28 +164,23 @@ static void axpy2d_rows(void *ctx, size_t b, size_t e)
     }
 }
 
-static vt_status pitch_fail(const char *op, size_t cols, size_t xp, size_t yp)
-{
-    return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: a pitch (%zu, %zu) is less than a row (%zu)", op,
-                   xp, yp, cols);
-}
-
-static vt_status cpu_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src,
-                            size_t src_pitch, float *dst, size_t dst_pitch)
+vt_status vt_cpu_copy2d(vt_backend *b, size_t rows, size_t cols, const float *src, size_t src_pitch,
+                        float *dst, size_t dst_pitch)
 {
     if (!rows || !cols) return VT_OK;
-    if (src_pitch < cols || dst_pitch < cols)
-        return pitch_fail("copy2d", cols, src_pitch, dst_pitch);
+    vt_status st = vt_pitch_check("copy2d", cols, src_pitch, dst_pitch);
+    if (st != VT_OK) return st;
     rows_job J = {src, dst, cols, src_pitch, dst_pitch, 0};
     vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, copy2d_rows, &J);
     return VT_OK;
 }
 
-static vt_status cpu_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha,
-                            const float *x, size_t x_pitch, float *y, size_t y_pitch)
+vt_status vt_cpu_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, const float *x,
+                        size_t x_pitch, float *y, size_t y_pitch)
 {
     if (!rows || !cols) return VT_OK;
-    if (x_pitch < cols || y_pitch < cols) return pitch_fail("axpy2d", cols, x_pitch, y_pitch);
+    vt_status st = vt_pitch_check("axpy2d", cols, x_pitch, y_pitch);
+    if (st != VT_OK) return st;
     rows_job J = {x, y, cols, x_pitch, y_pitch, alpha};
     vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, axpy2d_rows, &J);
     return VT_OK;
@@ -299,16 +295,16 @@ static void act_bwd_range(void *ctx, size_t b, size_t e)
     }
 }
 
-static vt_status cpu_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
-                                 float *y)
+vt_status vt_cpu_act_forward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
+                             float *y)
 {
     act_job J = {act, alpha, x, NULL, NULL, y, ACT_KERNELS(b)};
     vt_pool_run(POOL(b), n, GRAIN, act_fwd_range, &J);
     return VT_OK;
 }
 
-static vt_status cpu_act_backward(vt_backend *b, vt_act act, float alpha, size_t n,
-                                  const float *x, const float *y, const float *dy, float *dx)
+vt_status vt_cpu_act_backward(vt_backend *b, vt_act act, float alpha, size_t n, const float *x,
+                              const float *y, const float *dy, float *dx)
 {
     act_job J = {act, alpha, x, y, dy, dx, ACT_KERNELS(b)};
     vt_pool_run(POOL(b), n, GRAIN, act_bwd_range, &J);
@@ -428,10 +424,10 @@ static void bn_train_channels(void *ctx, size_t c0, size_t c1)
     }
 }
 
-static vt_status cpu_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
-                                      const float *gamma, const float *beta, float eps,
-                                      float momentum, float *running_mean, float *running_var,
-                                      float *save_mean, float *save_invstd, float *y)
+vt_status vt_cpu_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
+                                  const float *gamma, const float *beta, float eps, float momentum,
+                                  float *running_mean, float *running_var, float *save_mean,
+                                  float *save_invstd, float *y)
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
@@ -451,10 +447,9 @@ static void bn_eval_channels(void *ctx, size_t c0, size_t c1)
     }
 }
 
-static vt_status cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
-                                     const float *gamma, const float *beta, float eps,
-                                     const float *running_mean, const float *running_var,
-                                     float *y)
+vt_status vt_cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, const float *x,
+                                 const float *gamma, const float *beta, float eps,
+                                 const float *running_mean, const float *running_var, float *y)
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
                 .rv = running_var, .y = y};
@@ -548,10 +543,9 @@ static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
     }
 }
 
-static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
-                                 const float *gamma, const float *save_mean,
-                                 const float *save_invstd, const float *dy, float *dx,
-                                 float *dgamma, float *dbeta)
+vt_status vt_cpu_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
+                             const float *gamma, const float *save_mean, const float *save_invstd,
+                             const float *dy, float *dx, float *dgamma, float *dbeta)
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
                 .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
@@ -560,11 +554,11 @@ static vt_status cpu_bn_backward(vt_backend *b, int channels, size_t m, const fl
     return VT_OK;
 }
 
-static vt_status cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
-                                          const float *x, const float *gamma, const float *beta,
-                                          float eps, float momentum, float *running_mean,
-                                          float *running_var, float *save_mean,
-                                          float *save_invstd, float *y)
+vt_status vt_cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
+                                      const float *x, const float *gamma, const float *beta,
+                                      float eps, float momentum, float *running_mean,
+                                      float *running_var, float *save_mean, float *save_invstd,
+                                      float *y)
 {
     vt_status st = vt_bn_act_check(act, "bn_act_forward_train");
     if (st != VT_OK) return st;
@@ -577,10 +571,10 @@ static vt_status cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channel
     return VT_OK;
 }
 
-static vt_status cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
-                                         const float *x, const float *gamma, const float *beta,
-                                         float eps, const float *running_mean,
-                                         const float *running_var, float *y)
+vt_status vt_cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
+                                     const float *x, const float *gamma, const float *beta,
+                                     float eps, const float *running_mean, const float *running_var,
+                                     float *y)
 {
     vt_status st = vt_bn_act_check(act, "bn_act_forward_eval");
     if (st != VT_OK) return st;
@@ -591,11 +585,10 @@ static vt_status cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels
     return VT_OK;
 }
 
-static vt_status cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m,
-                                     const float *x, const float *y, const float *gamma,
-                                     const float *beta, const float *save_mean,
-                                     const float *save_invstd, const float *dy, float *dx,
-                                     float *dgamma, float *dbeta)
+vt_status vt_cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m, const float *x,
+                                 const float *y, const float *gamma, const float *beta,
+                                 const float *save_mean, const float *save_invstd, const float *dy,
+                                 float *dx, float *dgamma, float *dbeta)
 {
     vt_status st = vt_bn_act_check(act, "bn_act_backward");
     if (st != VT_OK) return st;
@@ -682,8 +675,8 @@ static void maxpool2_planes(void *ctx, size_t p0, size_t p1)
     }
 }
 
-static vt_status cpu_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x,
-                                     float *y, int32_t *idx)
+vt_status vt_cpu_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,
+                                 int32_t *idx)
 {
     pool_job J = {d, x, NULL, y, NULL, idx, NULL};
     int fast = d->k == 2 && d->s == 2 && d->p == 0 && d->ho * 2 <= d->h && d->wo * 2 <= d->w;
@@ -705,8 +698,8 @@ static void maxpool_bwd_planes(void *ctx, size_t p0, size_t p1)
     }
 }
 
-static vt_status cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
-                                      const float *dy, float *dx)
+vt_status vt_cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
+                                  const float *dy, float *dx)
 {
     pool_job J = {d, NULL, dy, NULL, dx, NULL, idx};
     vt_pool_run(POOL(b), (size_t)d->planes, 8, maxpool_bwd_planes, &J);
@@ -739,24 +732,21 @@ static void avgpool_planes(void *ctx, size_t p0, size_t p1)
     }
 }
 
-static vt_status cpu_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x,
-                                     float *y)
+vt_status vt_cpu_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y)
 {
     pool_job J = {d, x, NULL, y, NULL, NULL, NULL};
     vt_pool_run(POOL(b), (size_t)d->planes, 8, avgpool_planes, &J);
     return VT_OK;
 }
 
-static vt_status cpu_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const float *dy,
-                                      float *dx)
+vt_status vt_cpu_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const float *dy, float *dx)
 {
     pool_job J = {d, NULL, dy, NULL, dx, NULL, NULL};
     vt_pool_run(POOL(b), (size_t)d->planes, 8, avgpool_planes, &J);
     return VT_OK;
 }
 
-static vt_status cpu_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x,
-                                 float *y)
+vt_status vt_cpu_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x, float *y)
 {
     (void)b;
     for (size_t p = 0; p < planes; p++) {
@@ -768,8 +758,7 @@ static vt_status cpu_gap_forward(vt_backend *b, size_t planes, size_t hw, const 
     return VT_OK;
 }
 
-static vt_status cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy,
-                                  float *dx)
+vt_status vt_cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy, float *dx)
 {
     (void)b;
     for (size_t p = 0; p < planes; p++) {
@@ -780,8 +769,8 @@ static vt_status cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const
     return VT_OK;
 }
 
-static vt_status cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int w, const float *x,
-                                       float *y)
+vt_status vt_cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int w, const float *x,
+                                   float *y)
 {
     (void)b;
     size_t W2 = (size_t)2 * w;
@@ -797,8 +786,8 @@ static vt_status cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int 
     return VT_OK;
 }
 
-static vt_status cpu_upsample2_backward(vt_backend *b, size_t planes, int h, int w,
-                                        const float *dy, float *dx)
+vt_status vt_cpu_upsample2_backward(vt_backend *b, size_t planes, int h, int w, const float *dy,
+                                    float *dx)
 {
     (void)b;
     size_t W2 = (size_t)2 * w;
@@ -816,8 +805,8 @@ static vt_status cpu_upsample2_backward(vt_backend *b, size_t planes, int h, int
 
 /* ---------------------------------------------------------------- dropout */
 
-static vt_status cpu_dropout_forward(vt_backend *b, size_t n, float p, uint64_t seed,
-                                     const float *x, float *y, float *mask)
+vt_status vt_cpu_dropout_forward(vt_backend *b, size_t n, float p, uint64_t seed, const float *x,
+                                 float *y, float *mask)
 {
     (void)b;
     float keep = 1.0f / (1.0f - p);
@@ -828,8 +817,8 @@ static vt_status cpu_dropout_forward(vt_backend *b, size_t n, float p, uint64_t 
     return VT_OK;
 }
 
-static vt_status cpu_dropout_backward(vt_backend *b, size_t n, const float *mask, const float *dy,
-                                      float *dx)
+vt_status vt_cpu_dropout_backward(vt_backend *b, size_t n, const float *mask, const float *dy,
+                                  float *dx)
 {
     (void)b;
     for (size_t i = 0; i < n; i++) dx[i] += dy[i] * mask[i];
@@ -906,9 +895,9 @@ static void xent_chunks(void *ctx, size_t c0, size_t c1)
     }
 }
 
-static vt_status cpu_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
-                                  const int32_t *labels, float smoothing, float grad_scale,
-                                  float *loss_sum, float *dlogits, float *probs)
+vt_status vt_cpu_softmax_xent(vt_backend *b, int classes, int batch, const float *logits,
+                              const int32_t *labels, float smoothing, float grad_scale,
+                              float *loss_sum, float *dlogits, float *probs)
 {
     for (int n = 0; n < batch; n++)
         if (labels[n] < -1 || labels[n] >= classes)
@@ -964,8 +953,8 @@ static void dice_grad(void *ctx, size_t i0, size_t i1)
                                J->dlogits + i);
 }
 
-static vt_status cpu_softmax_dice(vt_backend *b, int classes, int batch, const float *probs,
-                                  const int32_t *labels, float weight, float *loss, float *dlogits)
+vt_status vt_cpu_softmax_dice(vt_backend *b, int classes, int batch, const float *probs,
+                              const int32_t *labels, float weight, float *loss, float *dlogits)
 {
     if (classes < 1 || batch < 0)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "softmax_dice: classes=%d batch=%d", classes,
@@ -1007,16 +996,12 @@ typedef struct {
 static void sgd_range(void *ctx, size_t b, size_t e)
 {
     const opt_job *J = ctx;
-    for (size_t i = b; i < e; i++) {
-        float g = J->g[i] + J->wd * J->p[i];
-        float m = J->mom * J->m[i] + g;
-        J->m[i] = m;
-        J->p[i] -= J->lr * (J->nesterov ? g + J->mom * m : m);
-    }
+    for (size_t i = b; i < e; i++)
+        vt_sgd_update(&J->p[i], J->g[i], &J->m[i], J->lr, J->mom, J->wd, J->nesterov);
 }
 
-static vt_status cpu_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m,
-                              float lr, float momentum, float wd, int nesterov)
+vt_status vt_cpu_sgd_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float lr,
+                          float momentum, float wd, int nesterov)
 {
     opt_job J = {.p = p, .m = m, .g = g, .lr = lr, .mom = momentum, .wd = wd,
                  .nesterov = nesterov};
@@ -1027,20 +1012,14 @@ static vt_status cpu_sgd_step(vt_backend *b, size_t n, float *p, const float *g,
 static void adamw_range(void *ctx, size_t b, size_t e)
 {
     const opt_job *J = ctx;
-    for (size_t i = b; i < e; i++) {
-        float g = J->g[i];
-        float p = J->p[i] * (1.0f - J->lr * J->wd);
-        float m = J->b1 * J->m[i] + (1.0f - J->b1) * g;
-        float v = J->b2 * J->v[i] + (1.0f - J->b2) * g * g;
-        J->m[i] = m;
-        J->v[i] = v;
-        J->p[i] = p - J->lr * (m / J->bc1) / (sqrtf(v / J->bc2) + J->eps);
-    }
+    for (size_t i = b; i < e; i++)
+        vt_adamw_update(&J->p[i], J->g[i], &J->m[i], &J->v[i], J->lr, J->b1, J->b2, J->eps, J->wd,
+                        J->bc1, J->bc2);
 }
 
-static vt_status cpu_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m,
-                                float *v, float lr, float beta1, float beta2, float eps, float wd,
-                                float bc1, float bc2)
+vt_status vt_cpu_adamw_step(vt_backend *b, size_t n, float *p, const float *g, float *m, float *v,
+                            float lr, float beta1, float beta2, float eps, float wd, float bc1,
+                            float bc2)
 {
     opt_job J = {.p = p, .m = m, .v = v, .g = g, .lr = lr, .wd = wd, .b1 = beta1, .b2 = beta2,
                  .eps = eps, .bc1 = bc1, .bc2 = bc2};
@@ -1051,50 +1030,50 @@ static vt_status cpu_adamw_step(vt_backend *b, size_t n, float *p, const float *
 static const vt_backend_ops cpu_ops = {
     .api_version = VT_BACKEND_API_VERSION,
     .name = "cpu",
-    .destroy = cpu_destroy,
-    .alloc = cpu_alloc,
-    .free = cpu_free,
-    .upload = cpu_copy,
-    .upload_rows = cpu_upload_rows,
-    .download = cpu_copy,
-    .copy = cpu_copy,
-    .fill = cpu_fill,
-    .synchronize = cpu_sync,
-    .gemm = cpu_gemm,
-    .axpy = cpu_axpy,
-    .add = cpu_add,
+    .destroy = vt_cpu_destroy,
+    .alloc = vt_cpu_alloc,
+    .free = vt_cpu_free,
+    .upload = vt_cpu_copy,
+    .upload_rows = vt_cpu_upload_rows,
+    .download = vt_cpu_copy,
+    .copy = vt_cpu_copy,
+    .fill = vt_cpu_fill,
+    .synchronize = vt_cpu_synchronize,
+    .gemm = vt_cpu_gemm,
+    .axpy = vt_cpu_axpy,
+    .add = vt_cpu_add,
     .bias_add = vt_cpu_bias_add,
     .channel_sum = vt_cpu_channel_sum,
     .conv_workspace = vt_cpu_conv_workspace,
     .conv_forward = vt_cpu_conv_forward,
     .conv_backward = vt_cpu_conv_backward,
-    .act_forward = cpu_act_forward,
-    .act_backward = cpu_act_backward,
-    .bn_forward_train = cpu_bn_forward_train,
-    .bn_forward_eval = cpu_bn_forward_eval,
-    .bn_backward = cpu_bn_backward,
-    .maxpool_forward = cpu_maxpool_forward,
-    .maxpool_backward = cpu_maxpool_backward,
-    .avgpool_forward = cpu_avgpool_forward,
-    .avgpool_backward = cpu_avgpool_backward,
-    .gap_forward = cpu_gap_forward,
-    .gap_backward = cpu_gap_backward,
-    .upsample2_forward = cpu_upsample2_forward,
-    .upsample2_backward = cpu_upsample2_backward,
-    .dropout_forward = cpu_dropout_forward,
-    .dropout_backward = cpu_dropout_backward,
-    .softmax_xent = cpu_softmax_xent,
+    .act_forward = vt_cpu_act_forward,
+    .act_backward = vt_cpu_act_backward,
+    .bn_forward_train = vt_cpu_bn_forward_train,
+    .bn_forward_eval = vt_cpu_bn_forward_eval,
+    .bn_backward = vt_cpu_bn_backward,
+    .maxpool_forward = vt_cpu_maxpool_forward,
+    .maxpool_backward = vt_cpu_maxpool_backward,
+    .avgpool_forward = vt_cpu_avgpool_forward,
+    .avgpool_backward = vt_cpu_avgpool_backward,
+    .gap_forward = vt_cpu_gap_forward,
+    .gap_backward = vt_cpu_gap_backward,
+    .upsample2_forward = vt_cpu_upsample2_forward,
+    .upsample2_backward = vt_cpu_upsample2_backward,
+    .dropout_forward = vt_cpu_dropout_forward,
+    .dropout_backward = vt_cpu_dropout_backward,
+    .softmax_xent = vt_cpu_softmax_xent,
     .det_loss = vt_cpu_det_loss,
-    .sgd_step = cpu_sgd_step,
-    .adamw_step = cpu_adamw_step,
-    .bn_act_forward_train = cpu_bn_act_forward_train,
-    .bn_act_forward_eval = cpu_bn_act_forward_eval,
-    .bn_act_backward = cpu_bn_act_backward,
+    .sgd_step = vt_cpu_sgd_step,
+    .adamw_step = vt_cpu_adamw_step,
+    .bn_act_forward_train = vt_cpu_bn_act_forward_train,
+    .bn_act_forward_eval = vt_cpu_bn_act_forward_eval,
+    .bn_act_backward = vt_cpu_bn_act_backward,
     .host_memory = 1,
     .conv_columns = vt_cpu_conv_columns,
-    .copy2d = cpu_copy2d,
-    .axpy2d = cpu_axpy2d,
-    .softmax_dice = cpu_softmax_dice,
+    .copy2d = vt_cpu_copy2d,
+    .axpy2d = vt_cpu_axpy2d,
+    .softmax_dice = vt_cpu_softmax_dice,
 };
 
 vt_status vt_backend_cpu_create(vt_backend **out, int threads)

@@ -47,18 +47,9 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 /* Below this many values an op runs on the calling thread: waking workers costs more. */
 enum { GRAIN = 16384 };
 
-vt_status vt_cpu_bias_add(vt_backend *b, int channels, size_t m, const float *bias, float *y);
-vt_status vt_cpu_channel_sum(vt_backend *b, int channels, size_t m, const float *x, float *out);
-size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d);
-size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d);
-vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
-                              const float *w, const float *bias, float *y, void *ws);
-vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float *x,
-                               const float *w, const float *dy, float *dx, float *dw, float *db,
-                               void *ws);
-
-vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float *pred,
-                          const float *gt, int32_t *assign, float *score, float *loss,
-                          float *dpred);
+/* The ops (vt_cpu_<op>, defined in cpu.c, cpu_conv.c and cpu_detect.c; vt_cpu_copy serves as
+ * upload and download too). */
+#define VT_BACKEND_OP(ret, op, params) ret vt_cpu_##op params;
+#include "backend/backend_ops.inc"
 
 #endif

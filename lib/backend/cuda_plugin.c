@@ -161,7 +161,18 @@ vt_status vt_backend_cuda_create(vt_backend **out, int device)
     if (out) *out = NULL;
     const vt_cuda_plugin *p = module();
     if (!p) return vt_fail(VT_ERR_DEVICE, "device=%d: %s", device, reason());
-    return p->backend_create(out, device);
+    vt_status st = p->backend_create(out, device);
+    if (st != VT_OK || !out || !*out) return st;
+    /* The module's table has the core's size (checked at load); a required op left NULL (a
+     * module built from other sources) would crash the first layer that calls it. */
+    const char *missing = vt_backend_missing_op((*out)->ops);
+    if (missing) {
+        vt_backend_destroy(*out);
+        *out = NULL;
+        return vt_fail(VT_ERR_DEVICE, "device=%d: the CUDA module's backend has no %s op", device,
+                       missing);
+    }
+    return VT_OK;
 }
 
 void vt_backend_cuda_set_fp32(vt_backend *b, int plain_fp32)

@@ -34,12 +34,7 @@
 #include <math.h>
 
 #include "backend/backend.h"
-
-#ifdef __CUDACC__
-#define VT_HD __host__ __device__ static inline
-#else
-#define VT_HD static inline
-#endif
+#include "backend/host_device.h"
 
 #define VT_DET_LOG_MIN (-6.0f)
 #define VT_DET_LOG_MAX (7.0f)

@@ -17,20 +17,17 @@
 #ifndef VT_SEG_LOSS_MATH_H
 #define VT_SEG_LOSS_MATH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define VT_SEG_HD __host__ __device__ static inline
-#else
-#define VT_SEG_HD static inline
-#endif
+#include "backend/host_device.h"
 
 /* D_k, the smoothed soft Dice of a class from its sums I_k and C_k. */
-VT_SEG_HD double vt_dice_class(double inter, double card) { return (2.0 * inter + 1.0) / (card + 1.0); }
+VT_HD double vt_dice_class(double inter, double card) { return (2.0 * inter + 1.0) / (card + 1.0); }
 
 /* The coefficients of class k from its sums I_k and C_k. */
-VT_SEG_HD void vt_dice_coef(int classes, float weight, double inter, double card, float *a,
-                            float *b)
+VT_HD void vt_dice_coef(int classes, float weight, double inter, double card, float *a,
+                        float *b)
 {
     double d = card + 1.0;
     *a = (float)(-2.0 * weight / (classes * d));
@@ -39,8 +36,8 @@ VT_SEG_HD void vt_dice_coef(int classes, float weight, double inter, double card
 
 /* The Dice gradient of pixel i (probabilities p[k * stride], label y >= 0), ADDED to
  * dz[k * stride]; ab holds A_k, B_k pairs. */
-VT_SEG_HD void vt_dice_pixel_grad(int classes, const float *p, size_t stride, int32_t y,
-                                  const float *ab, float *dz)
+VT_HD void vt_dice_pixel_grad(int classes, const float *p, size_t stride, int32_t y,
+                              const float *ab, float *dz)
 {
     float dot = 0.0f;
     for (int k = 0; k < classes; k++) dot += p[(size_t)k * stride] * (ab[2 * k + 1] + (k == y ? ab[2 * k] : 0.0f));
