@@ -152,9 +152,21 @@ typedef enum vt_split {
     VT_SPLIT_TEST = 2
 } vt_split;
 
-/* Option keys.  Values are grouped by the handle that takes them and never renumbered:
- * 100..299 are vt_trainer options, 300..399 options of vt_model_create's options string.
- * A key may exist in both groups ("imgsz", "seed"). */
+/* Option keys: one table describes every setting of every handle and of every call that takes
+ * a "key=value" options string, with its type, range, default and help (vt_option_info,
+ * vt_option_default); vt_option_scope tells which handle or call takes it.  Values are grouped
+ * by that handle or call and never renumbered:
+ *   100..299  vt_trainer (vt_trainer_set*, vt_trainer_set)
+ *   300..399  vt_model_create's options string
+ *   500..599  vt_estimator (vt_estimator_set*, vt_estimator_set); once an enum of its own
+ *             (vt_est_option, now a name of this type)
+ *   600..699  vt_dataset_open_ex and vt_dataset_validate's options strings
+ *   700..799  vt_dataset_split and vt_dataset_subset's options strings
+ *   800..899  vt_synth_generate's options string (800.. classification, 820.. detection and
+ *             segmentation: the ranges differ)
+ *   900..999  vt_estimator_calibrate's options string
+ * A key may exist in several groups ("imgsz", "seed", "epochs"); within one handle or call a
+ * key is unique.  Ranges below are inclusive; "0 = ..." marks a 0 accepted outside the range. */
 typedef enum vt_option {
     /* vt_trainer: schedule and optimisation */
     VT_OPT_EPOCHS = 100,          /* int   >= 1, default 10                                   */
@@ -242,7 +254,78 @@ typedef enum vt_option {
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
     VT_OPT_MODEL_IMGSZ = 301,     /* int 8..4096, the model's image size, default 224 ("imgsz") */
     VT_OPT_DROPOUT = 302,         /* float 0..<1 before the classifier, default 0               */
-    VT_OPT_MODEL_SEED = 303       /* int >= 0, weight initialisation seed, default 0 ("seed")   */
+    VT_OPT_MODEL_SEED = 303,      /* int >= 0, weight initialisation seed, default 0 ("seed")   */
+
+    /* vt_estimator settings (the key in parentheses where it differs from the name) */
+    VT_OPT_EST_MODEL = 500,       /* string architecture ("cls-n"...) when no model handle is set,
+                                   * default "cls-n" ("model")                                  */
+    VT_OPT_EST_CLASSES = 501,     /* int 2..100000, default 10 ("classes")                      */
+    VT_OPT_EST_TRAIN_IMAGES = 502,/* int >= 1, default 1000 ("train")                           */
+    VT_OPT_EST_VAL_IMAGES = 503,  /* int >= 0, default 0 ("val")                                */
+    VT_OPT_EST_EPOCHS = 504,      /* int >= 1, default 100 ("epochs")                           */
+    VT_OPT_EST_BATCH = 505,       /* int >= 1, total over all GPUs, default 16 ("batch")         */
+    VT_OPT_EST_IMGSZ = 506,       /* int 8..4096, default 640 ("imgsz")                          */
+    VT_OPT_EST_PRECISION = 507,   /* string "fp32" | "tf32" | "bf16" | "fp16" | "amp" (= bf16),
+                                   * default "tf32" like the trainer's VT_OPT_PRECISION.  Each
+                                   * GPU runs the nearest precision it has: tf32 -> fp32 without
+                                   * TF32 (before Ampere); bf16 -> fp16 on Volta/Turing (their
+                                   * tensor cores have fp16, not bf16), else fp32; the CPU fp32.
+                                   * VT_EST_PRECISION says which one an estimate used
+                                   * ("precision")                                              */
+    VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
+    VT_OPT_EST_VAL_EACH = 509,        /* int 0|1 validate after each epoch, default 1 ("val_each")  */
+    VT_OPT_EST_WORKERS = 510,     /* int 0..256 loader threads, default 8 ("workers")            */
+    VT_OPT_EST_GPU = 511,         /* string: a catalog name or abbreviation (vt_catalog_find),
+                                   * "local" (the calibrated device) or "cpu", default "local"
+                                   * ("gpu")                                                    */
+    VT_OPT_EST_NUM_GPUS = 512,    /* int 1..64 data-parallel GPUs, default 1 ("gpus")            */
+    VT_OPT_EST_CHANNELS = 513,    /* int 1|3, default 3 ("channels")                             */
+    VT_OPT_EST_LOAD_MS = 514,     /* float >= 0: one worker's milliseconds to decode and augment
+                                   * one image; 0 = the built-in model (see estimate.c)         */
+    VT_OPT_EST_STARTUP_S = 515,   /* float >= 0 seconds of start-up; < 0 (default) = 30 on a GPU,
+                                   * 1 on the CPU ("startup")                                   */
+    VT_OPT_EST_DEADLINE_H = 516,  /* float >= 0 hours, 0 = none; for VT_RANK_COST_WITHIN_DEADLINE */
+    VT_OPT_EST_BUDGET_USD = 517,  /* float >= 0, 0 = none; for VT_RANK_TIME_WITHIN_BUDGET       */
+    VT_OPT_EST_LOCAL_PRICE = 518, /* float >= 0 USD per hour of the local device, default 0     */
+    VT_OPT_EST_OPTIMIZER = 519,   /* string "sgd" | "adamw" (optimiser state memory), default sgd */
+    VT_OPT_EST_MEMORY_FRACTION = 520, /* float 0.1..1 of device memory usable, default 0.9       */
+
+    /* vt_dataset_open_ex / vt_dataset_validate options */
+    VT_OPT_DS_POLICY = 600,       /* string "drop" | "skip" | "fail", default "drop" ("policy"):
+                                   * what an image with a problem does (see vt_dataset_open_ex) */
+    VT_OPT_DS_DECODE = 601,       /* int 0|1, default 0 ("decode"): decode every image while
+                                   * opening; vt_dataset_open_ex only (validation always does) */
+    VT_OPT_DS_MIN_SIZE = 602,     /* int 1..65535 pixels, default 10 ("min_size")               */
+    VT_OPT_DS_WORKERS = 603,      /* int 0..64 decoding threads, default 4 ("workers")          */
+
+    /* vt_dataset_split / vt_dataset_subset options */
+    VT_OPT_SPLIT_VAL = 700,       /* float 0..1, default 0.2 ("val"): split's share of val      */
+    VT_OPT_SUBSET_FRACTION = 701, /* float 0..1, default 0 = use count ("fraction")             */
+    VT_OPT_SUBSET_COUNT = 702,    /* int 1..2147483647 images per split, default 0 = use
+                                   * fraction ("count")                                        */
+    VT_OPT_SPLIT_SEED = 703,      /* int 0..2^53-1, default 0 ("seed"): both calls              */
+
+    /* vt_synth_generate options, VT_TASK_CLASSIFY */
+    VT_OPT_SYNTH_CLASSES = 800,   /* int 2..8, default 4 ("classes")                           */
+    VT_OPT_SYNTH_TRAIN = 801,     /* int 1..1000000 images per class, default 100 ("train")    */
+    VT_OPT_SYNTH_VAL = 802,       /* int 0..1000000 images per class, default 40 ("val")       */
+    VT_OPT_SYNTH_IMGSZ = 803,     /* int 16..512, default 32 ("imgsz")                          */
+    VT_OPT_SYNTH_SEED = 804,      /* int 0..2^53-1, default 0 ("seed")                          */
+    /* vt_synth_generate options, VT_TASK_DETECT and VT_TASK_SEGMENT */
+    VT_OPT_SYNTH_DET_CLASSES = 820,     /* int 3..8, default 3 ("classes")                     */
+    VT_OPT_SYNTH_DET_TRAIN = 821,       /* int 1..1000000 images, default 200 ("train")        */
+    VT_OPT_SYNTH_DET_VAL = 822,         /* int 0..1000000 images, default 50 ("val")           */
+    VT_OPT_SYNTH_DET_IMGSZ = 823,       /* int 32..1024, default 160 ("imgsz")                 */
+    VT_OPT_SYNTH_DET_SEED = 824,        /* int 0..2^53-1, default 0 ("seed")                   */
+    VT_OPT_SYNTH_DET_MAX_OBJECTS = 825, /* int 0..64 shapes per image, default 6 ("max_objects") */
+
+    /* vt_estimator_calibrate options */
+    VT_OPT_CAL_BATCHES = 900,     /* string "B1,B2[,B3]", 1 to 3 batch sizes >= 2, default ""
+                                   * = batch/4, batch/2, batch of VT_OPT_EST_BATCH ("batches") */
+    VT_OPT_CAL_SECONDS = 901,     /* float 0.1..3600, measurement budget, default 10 ("seconds") */
+    VT_OPT_CAL_GPU = 902,         /* string, catalog name of the local GPU, default "" =
+                                   * VT_OPT_EST_GPU if it names one ("gpu")                     */
+    VT_OPT_CAL_PROBE_MAX = 903    /* int 0|1, default 1 ("probe_max")                            */
 } vt_option;
 
 typedef enum vt_option_type {
@@ -260,6 +343,30 @@ VT_API vt_status vt_option_info(vt_option option, const char **key, vt_option_ty
 /* Iterate over all options: pass 0 to get the first, then the previous result; returns 0 after
  * the last.  Thread-safe. */
 VT_API int vt_option_next(int previous);
+
+/* Which handles and calls take an option (a bit set: an option may serve two calls). */
+typedef enum vt_option_scope {
+    VT_SCOPE_TRAINER = 1,           /* vt_trainer_set_int/_float/_string, vt_trainer_set       */
+    VT_SCOPE_MODEL = 2,             /* vt_model_create's options string                        */
+    VT_SCOPE_ESTIMATOR = 4,         /* vt_estimator_set_int/_float/_string, vt_estimator_set   */
+    VT_SCOPE_DATASET_OPEN = 8,      /* vt_dataset_open_ex's options string                     */
+    VT_SCOPE_DATASET_VALIDATE = 16, /* vt_dataset_validate's options string                    */
+    VT_SCOPE_DATASET_SPLIT = 32,    /* vt_dataset_split's options string                       */
+    VT_SCOPE_DATASET_SUBSET = 64,   /* vt_dataset_subset's options string                      */
+    VT_SCOPE_SYNTH_CLASSIFY = 128,  /* vt_synth_generate with VT_TASK_CLASSIFY                 */
+    VT_SCOPE_SYNTH_DETECT = 256,    /* vt_synth_generate with VT_TASK_DETECT or VT_TASK_SEGMENT */
+    VT_SCOPE_CALIBRATE = 512        /* vt_estimator_calibrate's options string                 */
+} vt_option_scope;
+
+/* The vt_option_scope bits of an option: where its key is accepted; 0 for an unknown option.
+ * Thread-safe. */
+VT_API int vt_option_scopes(vt_option option);
+
+/* The default of an option: *number for int and float options (0 for strings), *string for
+ * string options ("" for numbers; static).  An int or float default of 0 may lie outside
+ * [min, max]: 0 then means "chosen by the library" (the help text says how), e.g. lr0, imgsz.
+ * Any out-pointer may be NULL.  VT_ERR_INVALID_ARGUMENT for an unknown option.  Thread-safe. */
+VT_API vt_status vt_option_default(vt_option option, double *number, const char **string);
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
@@ -996,42 +1103,10 @@ VT_API const char *vt_catalog_last_error(const vt_catalog *catalog);
 
 typedef struct vt_estimator vt_estimator;
 
-/* Estimator settings.  The numbers continue the vt_option ranges (they may be folded into
- * vt_option when merged; they never collide with it).  Every setting has a default. */
-typedef enum vt_est_option {
-    VT_OPT_EST_MODEL = 500,       /* string architecture ("cls-n"...) when no model handle is set,
-                                   * default "cls-n" ("model")                                  */
-    VT_OPT_EST_CLASSES = 501,     /* int 2..100000, default 10 ("classes")                      */
-    VT_OPT_EST_TRAIN_IMAGES = 502,/* int >= 1, default 1000 ("train")                           */
-    VT_OPT_EST_VAL_IMAGES = 503,  /* int >= 0, default 0 ("val")                                */
-    VT_OPT_EST_EPOCHS = 504,      /* int >= 1, default 100 ("epochs")                           */
-    VT_OPT_EST_BATCH = 505,       /* int >= 1, total over all GPUs, default 16 ("batch")         */
-    VT_OPT_EST_IMGSZ = 506,       /* int 8..4096, default 640 ("imgsz")                          */
-    VT_OPT_EST_PRECISION = 507,   /* string "fp32" | "tf32" | "bf16" | "fp16" | "amp" (= bf16),
-                                   * default "tf32" like the trainer's VT_OPT_PRECISION.  Each
-                                   * GPU runs the nearest precision it has: tf32 -> fp32 without
-                                   * TF32 (before Ampere); bf16 -> fp16 on Volta/Turing (their
-                                   * tensor cores have fp16, not bf16), else fp32; the CPU fp32.
-                                   * VT_EST_PRECISION says which one an estimate used
-                                   * ("precision")                                              */
-    VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
-    VT_OPT_EST_VAL_EACH = 509,        /* int 0|1 validate after each epoch, default 1 ("val_each")  */
-    VT_OPT_EST_WORKERS = 510,     /* int 0..256 loader threads, default 8 ("workers")            */
-    VT_OPT_EST_GPU = 511,         /* string: a catalog name or abbreviation (vt_catalog_find),
-                                   * "local" (the calibrated device) or "cpu", default "local"
-                                   * ("gpu")                                                    */
-    VT_OPT_EST_NUM_GPUS = 512,    /* int 1..64 data-parallel GPUs, default 1 ("gpus")            */
-    VT_OPT_EST_CHANNELS = 513,    /* int 1|3, default 3 ("channels")                             */
-    VT_OPT_EST_LOAD_MS = 514,     /* float >= 0: one worker's milliseconds to decode and augment
-                                   * one image; 0 = the built-in model (see estimate.c)         */
-    VT_OPT_EST_STARTUP_S = 515,   /* float >= 0 seconds of start-up; < 0 (default) = 30 on a GPU,
-                                   * 1 on the CPU ("startup")                                   */
-    VT_OPT_EST_DEADLINE_H = 516,  /* float >= 0 hours, 0 = none; for VT_RANK_COST_WITHIN_DEADLINE */
-    VT_OPT_EST_BUDGET_USD = 517,  /* float >= 0, 0 = none; for VT_RANK_TIME_WITHIN_BUDGET       */
-    VT_OPT_EST_LOCAL_PRICE = 518, /* float >= 0 USD per hour of the local device, default 0     */
-    VT_OPT_EST_OPTIMIZER = 519,   /* string "sgd" | "adamw" (optimiser state memory), default sgd */
-    VT_OPT_EST_MEMORY_FRACTION = 520 /* float 0.1..1 of device memory usable, default 0.9       */
-} vt_est_option;
+/* Estimator settings are the vt_option values 500..520 (VT_OPT_EST_*, see vt_option);
+ * vt_est_option is their former enum's name, kept so that existing sources compile
+ * unchanged (the values and the setters' ABI are the same: an enum is an int). */
+typedef vt_option vt_est_option;
 
 /* Results of the last vt_estimator_run() (or, per GPU, of vt_estimator_rank()). */
 typedef enum vt_est_result {
@@ -1097,14 +1172,15 @@ VT_API void vt_estimator_destroy(vt_estimator *estimator);
 /* The estimator's catalog, to override prices or load a CSV into.  Owned by the estimator. */
 VT_API vt_catalog *vt_estimator_catalog(vt_estimator *estimator);
 
-/* Settings (see vt_est_option).  Unknown keys: VT_ERR_UNKNOWN_OPTION; bad values:
- * VT_ERR_OPTION_VALUE, the message giving the valid range.  vt_estimator_set() takes
- * "key=value" with the key names given in vt_est_option ("epochs=100", "gpu=H100-SXM"). */
-VT_API vt_status vt_estimator_set_int(vt_estimator *estimator, vt_est_option option,
+/* Settings: the VT_OPT_EST_* options (500..599, VT_SCOPE_ESTIMATOR), validated against the
+ * option table like the trainer's.  Other options: VT_ERR_UNKNOWN_OPTION; bad values:
+ * VT_ERR_OPTION_VALUE, the message naming the key and its valid range.  vt_estimator_set()
+ * takes "key=value" with the keys given in vt_option ("epochs=100", "gpu=H100-SXM"). */
+VT_API vt_status vt_estimator_set_int(vt_estimator *estimator, vt_option option,
                                       int64_t value);
-VT_API vt_status vt_estimator_set_float(vt_estimator *estimator, vt_est_option option,
+VT_API vt_status vt_estimator_set_float(vt_estimator *estimator, vt_option option,
                                         double value);
-VT_API vt_status vt_estimator_set_string(vt_estimator *estimator, vt_est_option option,
+VT_API vt_status vt_estimator_set_string(vt_estimator *estimator, vt_option option,
                                          const char *value);
 VT_API vt_status vt_estimator_set(vt_estimator *estimator, const char *key_value);
 

@@ -73,8 +73,15 @@ static inline float vt_hash_uniform(uint64_t seed, uint64_t index)
 
 /* ---- options ---------------------------------------------------------------------------- */
 
-enum { VT_SCOPE_TRAINER = 1, VT_SCOPE_MODEL = 2 };
+/* Scopes are the public vt_option_scope bits (VT_SCOPE_TRAINER, ...). */
 
+/* Flags of an option. */
+enum {
+    VT_OPTF_ZERO_AUTO = 1 /* 0 is accepted outside [min, max]: "chosen by the library" */
+};
+
+/* One option: the single definition of its key, type, range, default and help.  For strings,
+ * min and max bound the length (max 0: VT_OPT_STR_MAX - 1); vt_option_info reports 0 for both. */
 typedef struct vt_optdef {
     int id;
     const char *key;
@@ -83,18 +90,22 @@ typedef struct vt_optdef {
     double def_num;
     const char *def_str;
     const char *const *choices; /* NULL-terminated list for enumerated strings, or NULL */
-    int scope;
+    int scope;                  /* vt_option_scope bits */
     const char *help;
+    int flags;                  /* VT_OPTF_* */
 } vt_optdef;
 
 /* String values hold paths (project, resume), hence the length. */
 #define VT_OPT_STR_MAX 1024
-#define VT_OPT_SLOTS 64
+#define VT_OPT_SLOTS 128    /* options in the table */
+#define VT_OPT_STR_SLOTS 24 /* string options in the table */
 
+/* The values of one handle's or call's options (those of `scope`); all slots hold the table's
+ * defaults until set. */
 typedef struct vt_optvals {
     int scope;
     double num[VT_OPT_SLOTS];
-    char str[VT_OPT_SLOTS][VT_OPT_STR_MAX];
+    char str[VT_OPT_STR_SLOTS][VT_OPT_STR_MAX];
     unsigned char set[VT_OPT_SLOTS]; /* 1 once set explicitly */
 } vt_optvals;
 
@@ -102,6 +113,8 @@ const vt_optdef *vt_optdef_by_id(int id);
 const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen);
 /* Index of an option in vt_optvals arrays (< VT_OPT_SLOTS). */
 int vt_opt_index(const vt_optdef *d);
+/* The option of `scope` with this key, or NULL. */
+const vt_optdef *vt_optdef_in_scope(const char *key, size_t keylen, int scope);
 void vt_optvals_init(vt_optvals *v, int scope);
 vt_status vt_optvals_set_num(vt_optvals *v, int id, double value);
 vt_status vt_optvals_set_str(vt_optvals *v, int id, const char *value);
@@ -109,12 +122,18 @@ vt_status vt_optvals_set_str(vt_optvals *v, int id, const char *value);
 vt_status vt_optvals_set_kv(vt_optvals *v, const char *kv);
 /* Space-separated "k=v k=v" list (NULL or "" is fine). */
 vt_status vt_optvals_set_list(vt_optvals *v, const char *list);
+/* The one parser of the calls that take an options string: `v` gets the defaults of `scope`,
+ * then each "k=v" of `list` (NULL or "" is fine), checked against the table: unknown keys give
+ * VT_ERR_UNKNOWN_OPTION listing the scope's keys, bad values VT_ERR_OPTION_VALUE naming the key
+ * and its range.  `v` may be large: callers keep it on the heap or in a handle. */
+vt_status vt_optvals_parse(vt_optvals *v, int scope, const char *list);
+/* vt_optvals_parse into a new vt_optvals (free() it); *out is NULL on failure. */
+vt_status vt_optvals_parse_new(vt_optvals **out, int scope, const char *list);
 double vt_opt_num(const vt_optvals *v, int id);
 const char *vt_opt_str(const vt_optvals *v, int id);
 int vt_opt_isset(const vt_optvals *v, int id);
 
-/* Generic "k=v k=v" parsing for small option strings of functions that take them
- * (vt_synth_generate): calls fn for each pair; fn returns a status. */
+/* Generic "k=v k=v" splitting: calls fn for each pair; fn returns a status. */
 typedef vt_status (*vt_kv_fn)(void *ctx, const char *key, const char *value);
 vt_status vt_parse_kv_list(const char *list, vt_kv_fn fn, void *ctx);
 /* Strict number parsing: the whole string must be a number; errors name the key. */

@@ -1,6 +1,7 @@
 /* The option table and the typed / key=value setters built on it.  One table serves every
- * handle; each option belongs to one scope (trainer or model), and the same key may exist in
- * two scopes (imgsz, seed). */
+ * handle and every call that takes an options string: each option belongs to the scopes (a
+ * vt_option_scope bit set) of the handles or calls that take it, and the same key may exist in
+ * several scopes (imgsz, seed).  A new option is one line here plus its vt_option value. */
 #include "core/core.h"
 
 #include <ctype.h>
@@ -14,115 +15,205 @@
 static const char *const optimizer_choices[] = {"sgd", "adamw", NULL};
 static const char *const precision_choices[] = {"tf32", "fp32", NULL};
 static const char *const cache_choices[] = {"none", "ram", NULL};
+static const char *const est_precision_choices[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
+static const char *const policy_choices[] = {"drop", "skip", "fail", NULL};
+
+#define SEED_MAX 9007199254740991.0 /* 2^53 - 1: every seed is exact in a double */
+#define EST_NAME_MAX 63             /* the estimator's names (model, gpu) */
 
 #define T VT_SCOPE_TRAINER
 #define M VT_SCOPE_MODEL
 #define I VT_OPTION_INT
 #define F VT_OPTION_FLOAT
 #define S VT_OPTION_STRING
+#define E VT_SCOPE_ESTIMATOR
+#define DS (VT_SCOPE_DATASET_OPEN | VT_SCOPE_DATASET_VALIDATE)
+#define SYC VT_SCOPE_SYNTH_CLASSIFY
+#define SYD VT_SCOPE_SYNTH_DETECT
+#define CAL VT_SCOPE_CALIBRATE
+#define AUTO VT_OPTF_ZERO_AUTO
 
 static const vt_optdef table[] = {
-    {VT_OPT_EPOCHS, "epochs", I, 1, 100000, 10, NULL, NULL, T, "number of training epochs"},
-    {VT_OPT_BATCH, "batch", I, 1, 65536, 32, NULL, NULL, T, "images per training step"},
+    {VT_OPT_EPOCHS, "epochs", I, 1, 100000, 10, NULL, NULL, T, "number of training epochs", 0},
+    {VT_OPT_BATCH, "batch", I, 1, 65536, 32, NULL, NULL, T, "images per training step", 0},
     {VT_OPT_IMGSZ, "imgsz", I, 8, 4096, 0, NULL, NULL, T,
-     "training image size in pixels (0 = the model's)"},
+     "training image size in pixels (0 = the model's)", AUTO},
     {VT_OPT_OPTIMIZER, "optimizer", S, 0, 0, 0, "sgd", optimizer_choices, T,
-     "optimizer: sgd or adamw"},
+     "optimizer: sgd or adamw", 0},
     {VT_OPT_LR0, "lr0", F, 1e-8, 10, 0, NULL, NULL, T,
-     "initial learning rate (0 = 0.01 for sgd, 0.001 for adamw)"},
-    {VT_OPT_LRF, "lrf", F, 0, 1, 0.01, NULL, NULL, T, "final learning rate as a fraction of lr0"},
+     "initial learning rate (0 = 0.01 for sgd, 0.001 for adamw)", AUTO},
+    {VT_OPT_LRF, "lrf", F, 0, 1, 0.01, NULL, NULL, T, "final learning rate as a fraction of lr0", 0},
     {VT_OPT_MOMENTUM, "momentum", F, 0, 0.9999, 0.9, NULL, NULL, T,
-     "SGD momentum / AdamW beta1"},
+     "SGD momentum / AdamW beta1", 0},
     {VT_OPT_WEIGHT_DECAY, "weight_decay", F, 0, 1, 5e-4, NULL, NULL, T,
-     "weight decay (not applied to biases and batch-norm)"},
-    {VT_OPT_NESTEROV, "nesterov", I, 0, 1, 1, NULL, NULL, T, "Nesterov momentum for SGD (0/1)"},
+     "weight decay (not applied to biases and batch-norm)", 0},
+    {VT_OPT_NESTEROV, "nesterov", I, 0, 1, 1, NULL, NULL, T, "Nesterov momentum for SGD (0/1)", 0},
     {VT_OPT_WARMUP_EPOCHS, "warmup_epochs", F, 0, 1000, 1, NULL, NULL, T,
-     "epochs of linear learning-rate warm-up"},
+     "epochs of linear learning-rate warm-up", 0},
     {VT_OPT_COS_LR, "cos_lr", I, 0, 1, 1, NULL, NULL, T,
-     "cosine (1) or linear (0) learning-rate decay"},
+     "cosine (1) or linear (0) learning-rate decay", 0},
     {VT_OPT_LABEL_SMOOTHING, "label_smoothing", F, 0, 0.99, 0, NULL, NULL, T,
-     "label smoothing of the classification loss"},
-    {VT_OPT_SEED, "seed", I, 0, 9007199254740991.0, 0, NULL, NULL, T,
-     "seed for shuffling, augmentation and dropout"},
-    {VT_OPT_DEVICE, "device", S, 0, 0, 0, "cpu", NULL, T, "cpu, or a GPU index (0, 1, ...)"},
+     "label smoothing of the classification loss", 0},
+    {VT_OPT_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL, T,
+     "seed for shuffling, augmentation and dropout", 0},
+    {VT_OPT_DEVICE, "device", S, 0, 0, 0, "cpu", NULL, T, "cpu, or a GPU index (0, 1, ...)", 0},
     {VT_OPT_WORKERS, "workers", I, 0, 64, 2, NULL, NULL, T,
-     "image decoding threads (0 = in the training thread)"},
-    {VT_OPT_FLIPLR, "fliplr", F, 0, 1, 0.5, NULL, NULL, T, "probability of a horizontal flip"},
-    {VT_OPT_VAL, "val", I, 0, 1, 1, NULL, NULL, T, "validate after every epoch (0/1)"},
+     "image decoding threads (0 = in the training thread)", 0},
+    {VT_OPT_FLIPLR, "fliplr", F, 0, 1, 0.5, NULL, NULL, T, "probability of a horizontal flip", 0},
+    {VT_OPT_VAL, "val", I, 0, 1, 1, NULL, NULL, T, "validate after every epoch (0/1)", 0},
     {VT_OPT_PRECISION, "precision", S, 0, 0, 0, "tf32", precision_choices, T,
-     "GPU matrix math: tf32 (tensor cores) or fp32"},
+     "GPU matrix math: tf32 (tensor cores) or fp32", 0},
     {VT_OPT_PROJECT, "project", S, 0, 0, 0, "runs", NULL, T,
-     "folder holding the run folders (<project>/<task>/<name>)"},
+     "folder holding the run folders (<project>/<task>/<name>)", 0},
     {VT_OPT_NAME, "name", S, 0, 0, 0, "train", NULL, T,
-     "run folder name (name2, name3... when it exists, unless exist_ok=1)"},
-    {VT_OPT_EXIST_OK, "exist_ok", I, 0, 1, 0, NULL, NULL, T, "reuse an existing run folder (0/1)"},
+     "run folder name (name2, name3... when it exists, unless exist_ok=1)", 0},
+    {VT_OPT_EXIST_OK, "exist_ok", I, 0, 1, 0, NULL, NULL, T, "reuse an existing run folder (0/1)", 0},
     {VT_OPT_SAVE, "save", I, 0, 1, 1, NULL, NULL, T,
-     "write the run folder: checkpoints, args, results, plots (0/1)"},
+     "write the run folder: checkpoints, args, results, plots (0/1)", 0},
     {VT_OPT_SAVE_PERIOD, "save_period", I, -1, 100000, -1, NULL, NULL, T,
-     "also keep a checkpoint every N epochs (-1 = off)"},
+     "also keep a checkpoint every N epochs (-1 = off)", 0},
     {VT_OPT_RESUME, "resume", S, 0, 0, 0, "", NULL, T,
-     "checkpoint to continue training from (weights/last.vtm)"},
+     "checkpoint to continue training from (weights/last.vtm)", 0},
     {VT_OPT_PATIENCE, "patience", I, 1, 1000000, 100, NULL, NULL, T,
-     "stop after this many epochs without a better fitness"},
+     "stop after this many epochs without a better fitness", 0},
     {VT_OPT_TIME, "time", F, 0, 1e6, 0, NULL, NULL, T,
-     "time budget in hours (0 = none); stops and saves before exceeding it"},
+     "time budget in hours (0 = none); stops and saves before exceeding it", 0},
     {VT_OPT_EMA, "ema", I, 0, 1, 0, NULL, NULL, T,
-     "exponential moving average of the weights (0/1)"},
+     "exponential moving average of the weights (0/1)", 0},
     {VT_OPT_EMA_DECAY, "ema_decay", F, 0, 0.999999, 0.9999, NULL, NULL, T,
-     "EMA decay (ramped up over the first ~2000 steps)"},
+     "EMA decay (ramped up over the first ~2000 steps)", 0},
     {VT_OPT_PRICE, "price", F, 0, 1e6, 0, NULL, NULL, T,
-     "USD per device-hour, for the cost shown in progress"},
+     "USD per device-hour, for the cost shown in progress", 0},
     {VT_OPT_PLOTS, "plots", I, 0, 1, 1, NULL, NULL, T,
-     "draw results.png and confusion_matrix.png (0/1)"},
+     "draw results.png and confusion_matrix.png (0/1)", 0},
     /* augmentation (Ultralytics names and defaults; lib/data/augment.h has the details) */
     {VT_OPT_HSV_H, "hsv_h", F, 0, 1, 0.015, NULL, NULL, T,
-     "hue shift, fraction of the colour circle"},
-    {VT_OPT_HSV_S, "hsv_s", F, 0, 1, 0.7, NULL, NULL, T, "saturation gain range"},
-    {VT_OPT_HSV_V, "hsv_v", F, 0, 1, 0.4, NULL, NULL, T, "value (brightness) gain range"},
-    {VT_OPT_DEGREES, "degrees", F, 0, 180, 0, NULL, NULL, T, "rotation range in degrees (detect)"},
+     "hue shift, fraction of the colour circle", 0},
+    {VT_OPT_HSV_S, "hsv_s", F, 0, 1, 0.7, NULL, NULL, T, "saturation gain range", 0},
+    {VT_OPT_HSV_V, "hsv_v", F, 0, 1, 0.4, NULL, NULL, T, "value (brightness) gain range", 0},
+    {VT_OPT_DEGREES, "degrees", F, 0, 180, 0, NULL, NULL, T, "rotation range in degrees (detect)", 0},
     {VT_OPT_TRANSLATE, "translate", F, 0, 1, 0.1, NULL, NULL, T,
-     "translation range, fraction of the image (detect)"},
-    {VT_OPT_SCALE, "scale", F, 0, 0.99, 0.5, NULL, NULL, T, "scale gain range (detect)"},
-    {VT_OPT_SHEAR, "shear", F, 0, 89, 0, NULL, NULL, T, "shear range in degrees (detect)"},
+     "translation range, fraction of the image (detect)", 0},
+    {VT_OPT_SCALE, "scale", F, 0, 0.99, 0.5, NULL, NULL, T, "scale gain range (detect)", 0},
+    {VT_OPT_SHEAR, "shear", F, 0, 89, 0, NULL, NULL, T, "shear range in degrees (detect)", 0},
     {VT_OPT_PERSPECTIVE, "perspective", F, 0, 0.001, 0, NULL, NULL, T,
-     "perspective range (detect)"},
-    {VT_OPT_FLIPUD, "flipud", F, 0, 1, 0, NULL, NULL, T, "probability of a vertical flip"},
+     "perspective range (detect)", 0},
+    {VT_OPT_FLIPUD, "flipud", F, 0, 1, 0, NULL, NULL, T, "probability of a vertical flip", 0},
     {VT_OPT_MOSAIC, "mosaic", F, 0, 1, 1, NULL, NULL, T,
-     "probability of a 4-image mosaic (detect)"},
+     "probability of a 4-image mosaic (detect)", 0},
     {VT_OPT_MIXUP, "mixup", F, 0, 1, 0, NULL, NULL, T,
-     "probability of mixing in a second image (detect)"},
+     "probability of mixing in a second image (detect)", 0},
     {VT_OPT_CLOSE_MOSAIC, "close_mosaic", I, 0, 100000, 10, NULL, NULL, T,
-     "last epochs trained without mosaic (detect)"},
+     "last epochs trained without mosaic (detect)", 0},
     {VT_OPT_ERASING, "erasing", F, 0, 1, 0, NULL, NULL, T,
-     "probability of random erasing (classify)"},
+     "probability of random erasing (classify)", 0},
     {VT_OPT_CROP_SCALE, "crop_scale", F, 0.01, 1, 1, NULL, NULL, T,
-     "random resized crop: smallest area fraction, 1 = off (classify)"},
+     "random resized crop: smallest area fraction, 1 = off (classify)", 0},
     /* data loading */
     {VT_OPT_PREFETCH, "prefetch", I, 0, 8, 2, NULL, NULL, T,
-     "training batches loaded ahead while one trains (0 = none)"},
+     "training batches loaded ahead while one trains (0 = none)", 0},
     {VT_OPT_CACHE, "cache", S, 0, 0, 0, "none", cache_choices, T,
-     "keep decoded training images in RAM: none or ram"},
+     "keep decoded training images in RAM: none or ram", 0},
     {VT_OPT_CACHE_BYTES, "cache_bytes", I, 0, 9007199254740991.0, 4294967296.0, NULL, NULL, T,
-     "byte cap of cache=ram (images beyond it are read again each epoch)"},
+     "byte cap of cache=ram (images beyond it are read again each epoch)", 0},
     {VT_OPT_FRACTION, "fraction", F, 0, 1, 1, NULL, NULL, T,
-     "fraction of the training images to train on (a seeded subset, at least 2)"},
+     "fraction of the training images to train on (a seeded subset, at least 2)", 0},
     /* logging */
     {VT_OPT_TENSORBOARD, "tensorboard", I, 0, 1, 1, NULL, NULL, T,
-     "write a TensorBoard events file in the run folder (0/1)"},
+     "write a TensorBoard events file in the run folder (0/1)", 0},
     {VT_OPT_DICE, "dice", F, 0, 10, 1, NULL, NULL, T,
-     "weight of the soft Dice term of the segmentation loss (0 = cross-entropy only)"},
-    {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)"},
-    {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size"},
+     "weight of the soft Dice term of the segmentation loss (0 = cross-entropy only)", 0},
+    {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)", 0},
+    {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size", 0},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,
-     "dropout probability before the classifier"},
-    {VT_OPT_MODEL_SEED, "seed", I, 0, 9007199254740991.0, 0, NULL, NULL, M,
-     "weight initialisation seed"},
+     "dropout probability before the classifier", 0},
+    {VT_OPT_MODEL_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL, M,
+     "weight initialisation seed", 0},
+    /* the estimator (vt_estimator_set) */
+    {VT_OPT_EST_MODEL, "model", S, 1, EST_NAME_MAX, 0, "cls-n", NULL, E,
+     "architecture to estimate when no model is given (cls-n, det-s, seg-m...)", 0},
+    {VT_OPT_EST_CLASSES, "classes", I, 2, 100000, 10, NULL, NULL, E, "number of classes", 0},
+    {VT_OPT_EST_TRAIN_IMAGES, "train", I, 1, 1e12, 1000, NULL, NULL, E, "training images", 0},
+    {VT_OPT_EST_VAL_IMAGES, "val", I, 0, 1e12, 0, NULL, NULL, E, "validation images", 0},
+    {VT_OPT_EST_EPOCHS, "epochs", I, 1, 1e6, 100, NULL, NULL, E, "training epochs", 0},
+    {VT_OPT_EST_BATCH, "batch", I, 1, 1e6, 16, NULL, NULL, E, "total batch over all GPUs", 0},
+    {VT_OPT_EST_IMGSZ, "imgsz", I, 8, 4096, 640, NULL, NULL, E, "image size in pixels", 0},
+    {VT_OPT_EST_PRECISION, "precision", S, 0, 0, 0, "tf32", est_precision_choices, E,
+     "precision asked for: fp32, tf32, bf16, fp16 or amp (= bf16)", 0},
+    {VT_OPT_EST_MOSAIC, "mosaic", F, 0, 1, 0, NULL, NULL, E,
+     "probability of a 4-image mosaic (loading cost)", 0},
+    {VT_OPT_EST_VAL_EACH, "val_each", I, 0, 1, 1, NULL, NULL, E,
+     "validate after every epoch (0/1)", 0},
+    {VT_OPT_EST_WORKERS, "workers", I, 0, 256, 8, NULL, NULL, E, "image loading threads", 0},
+    {VT_OPT_EST_GPU, "gpu", S, 1, EST_NAME_MAX, 0, "local", NULL, E,
+     "catalog GPU name or abbreviation, local (the calibrated device) or cpu", 0},
+    {VT_OPT_EST_NUM_GPUS, "gpus", I, 1, 64, 1, NULL, NULL, E, "data-parallel GPUs", 0},
+    {VT_OPT_EST_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, E, "input channels (1 or 3)", 0},
+    {VT_OPT_EST_LOAD_MS, "load_ms", F, 0, 1e6, 0, NULL, NULL, E,
+     "one worker's milliseconds to load one image (0 = the built-in model)", 0},
+    {VT_OPT_EST_STARTUP_S, "startup", F, -1, 1e9, -1, NULL, NULL, E,
+     "start-up seconds (< 0 = 30 on a GPU, 1 on the CPU)", 0},
+    {VT_OPT_EST_DEADLINE_H, "deadline_h", F, 0, 1e9, 0, NULL, NULL, E,
+     "deadline in hours for ranking by cost within it (0 = none)", 0},
+    {VT_OPT_EST_BUDGET_USD, "budget_usd", F, 0, 1e12, 0, NULL, NULL, E,
+     "budget in USD for ranking by time within it (0 = none)", 0},
+    {VT_OPT_EST_LOCAL_PRICE, "local_price", F, 0, 1e6, 0, NULL, NULL, E,
+     "USD per hour of the local device", 0},
+    {VT_OPT_EST_OPTIMIZER, "optimizer", S, 0, 0, 0, "sgd", optimizer_choices, E,
+     "optimizer whose state is counted: sgd or adamw", 0},
+    {VT_OPT_EST_MEMORY_FRACTION, "memory_fraction", F, 0.1, 1, 0.9, NULL, NULL, E,
+     "fraction of device memory usable", 0},
+    /* vt_dataset_open_ex / vt_dataset_validate */
+    {VT_OPT_DS_POLICY, "policy", S, 0, 0, 0, "drop", policy_choices, DS,
+     "an image with a problem: drop it, skip its bad labels, or fail", 0},
+    {VT_OPT_DS_DECODE, "decode", I, 0, 1, 0, NULL, NULL, VT_SCOPE_DATASET_OPEN,
+     "decode every image while opening (0/1)", 0},
+    {VT_OPT_DS_MIN_SIZE, "min_size", I, 1, 65535, 10, NULL, NULL, DS,
+     "smallest image side in pixels", 0},
+    {VT_OPT_DS_WORKERS, "workers", I, 0, 64, 4, NULL, NULL, DS, "image decoding threads", 0},
+    /* vt_dataset_split / vt_dataset_subset */
+    {VT_OPT_SPLIT_VAL, "val", F, 0, 1, 0.2, NULL, NULL, VT_SCOPE_DATASET_SPLIT,
+     "share of the training images moved to val", 0},
+    {VT_OPT_SUBSET_FRACTION, "fraction", F, 0, 1, 0, NULL, NULL, VT_SCOPE_DATASET_SUBSET,
+     "share of each split's images to keep (0 = use count)", 0},
+    {VT_OPT_SUBSET_COUNT, "count", I, 1, 2147483647.0, 0, NULL, NULL, VT_SCOPE_DATASET_SUBSET,
+     "images to keep per split (0 = use fraction)", AUTO},
+    {VT_OPT_SPLIT_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL,
+     VT_SCOPE_DATASET_SPLIT | VT_SCOPE_DATASET_SUBSET, "seed of the random choice", 0},
+    /* vt_synth_generate, classification */
+    {VT_OPT_SYNTH_CLASSES, "classes", I, 2, 8, 4, NULL, NULL, SYC, "shape classes", 0},
+    {VT_OPT_SYNTH_TRAIN, "train", I, 1, 1e6, 100, NULL, NULL, SYC, "training images per class", 0},
+    {VT_OPT_SYNTH_VAL, "val", I, 0, 1e6, 40, NULL, NULL, SYC, "validation images per class", 0},
+    {VT_OPT_SYNTH_IMGSZ, "imgsz", I, 16, 512, 32, NULL, NULL, SYC, "image size in pixels", 0},
+    {VT_OPT_SYNTH_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL, SYC, "seed of the images", 0},
+    /* vt_synth_generate, detection and segmentation */
+    {VT_OPT_SYNTH_DET_CLASSES, "classes", I, 3, 8, 3, NULL, NULL, SYD, "shape classes", 0},
+    {VT_OPT_SYNTH_DET_TRAIN, "train", I, 1, 1e6, 200, NULL, NULL, SYD, "training images", 0},
+    {VT_OPT_SYNTH_DET_VAL, "val", I, 0, 1e6, 50, NULL, NULL, SYD, "validation images", 0},
+    {VT_OPT_SYNTH_DET_IMGSZ, "imgsz", I, 32, 1024, 160, NULL, NULL, SYD, "image size in pixels", 0},
+    {VT_OPT_SYNTH_DET_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL, SYD, "seed of the images", 0},
+    {VT_OPT_SYNTH_DET_MAX_OBJECTS, "max_objects", I, 0, 64, 6, NULL, NULL, SYD,
+     "most shapes in one image", 0},
+    /* vt_estimator_calibrate */
+    {VT_OPT_CAL_BATCHES, "batches", S, 0, 0, 0, "", NULL, CAL,
+     "1 to 3 batch sizes >= 2, B1,B2[,B3] (empty = batch/4, batch/2, batch)", 0},
+    {VT_OPT_CAL_SECONDS, "seconds", F, 0.1, 3600, 10, NULL, NULL, CAL, "measurement budget", 0},
+    {VT_OPT_CAL_GPU, "gpu", S, 0, 0, 0, "", NULL, CAL,
+     "catalog name of the local GPU (empty = the estimator's gpu if it names one)", 0},
+    {VT_OPT_CAL_PROBE_MAX, "probe_max", I, 0, 1, 1, NULL, NULL, CAL,
+     "verify the largest batch predicted to fit with one step (GPU, 0/1)", 0},
 };
 #undef T
 #undef M
 #undef I
 #undef F
 #undef S
+#undef E
+#undef DS
+#undef SYC
+#undef SYD
+#undef CAL
+#undef AUTO
 
 #define N_OPTS ((int)(sizeof table / sizeof table[0]))
 _Static_assert(sizeof table / sizeof table[0] <= VT_OPT_SLOTS, "vt_optvals holds VT_OPT_SLOTS options");
@@ -134,7 +225,7 @@ const vt_optdef *vt_optdef_by_id(int id)
     return NULL;
 }
 
-static const vt_optdef *by_key_scope(const char *key, size_t len, int scope)
+const vt_optdef *vt_optdef_in_scope(const char *key, size_t len, int scope)
 {
     for (int i = 0; i < N_OPTS; i++)
         if ((table[i].scope & scope) && strlen(table[i].key) == len &&
@@ -145,10 +236,18 @@ static const vt_optdef *by_key_scope(const char *key, size_t len, int scope)
 
 const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen)
 {
-    return by_key_scope(key, keylen, ~0);
+    return vt_optdef_in_scope(key, keylen, ~0);
 }
 
 int vt_opt_index(const vt_optdef *d) { return (int)(d - table); }
+
+/* Index of a string option among the table's string options (vt_optvals.str). */
+static int str_slot(const vt_optdef *d)
+{
+    int k = 0;
+    for (const vt_optdef *o = table; o < d; o++) k += o->type == VT_OPTION_STRING;
+    return k;
+}
 
 VT_API vt_status vt_option_info(vt_option option, const char **key, vt_option_type *type,
                                 double *min_value, double *max_value, const char **help)
@@ -160,6 +259,21 @@ VT_API vt_status vt_option_info(vt_option option, const char **key, vt_option_ty
     if (min_value) *min_value = d->type == VT_OPTION_STRING ? 0 : d->min;
     if (max_value) *max_value = d->type == VT_OPTION_STRING ? 0 : d->max;
     if (help) *help = d->help;
+    return VT_OK;
+}
+
+VT_API int vt_option_scopes(vt_option option)
+{
+    const vt_optdef *d = vt_optdef_by_id(option);
+    return d ? d->scope : 0;
+}
+
+VT_API vt_status vt_option_default(vt_option option, double *number, const char **string)
+{
+    const vt_optdef *d = vt_optdef_by_id(option);
+    if (!d) return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown option id %d", (int)option);
+    if (number) *number = d->type == VT_OPTION_STRING ? 0 : d->def_num;
+    if (string) *string = d->type == VT_OPTION_STRING && d->def_str ? d->def_str : "";
     return VT_OK;
 }
 
@@ -175,9 +289,14 @@ void vt_optvals_init(vt_optvals *v, int scope)
 {
     memset(v, 0, sizeof *v);
     v->scope = scope;
-    for (int i = 0; i < N_OPTS; i++) {
+    for (int i = 0, k = 0; i < N_OPTS; i++) {
         v->num[i] = table[i].def_num;
-        if (table[i].def_str) snprintf(v->str[i], VT_OPT_STR_MAX, "%s", table[i].def_str);
+        if (table[i].type != VT_OPTION_STRING) continue;
+        /* the table has more string options than vt_optvals holds: a build-time mistake that
+         * test_core's option walk catches (vt_opt_str returns "" for them) */
+        if (k < VT_OPT_STR_SLOTS && table[i].def_str)
+            snprintf(v->str[k], VT_OPT_STR_MAX, "%s", table[i].def_str);
+        k++;
     }
 }
 
@@ -209,8 +328,8 @@ static const vt_optdef *scoped(const vt_optvals *v, int id, vt_status *st)
 static vt_status check_range(const vt_optdef *d, double value)
 {
     if (isnan(value) || value < d->min || value > d->max)
-        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g is out of range [%g, %g]", d->key, value,
-                       d->min, d->max);
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%.15g is out of range [%.15g, %.15g]", d->key,
+                       value, d->min, d->max);
     if (d->type == VT_OPTION_INT && value != floor(value))
         return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g must be an integer", d->key, value);
     return VT_OK;
@@ -223,15 +342,15 @@ vt_status vt_optvals_set_num(vt_optvals *v, int id, double value)
     if (!d) return st;
     if (d->type == VT_OPTION_STRING)
         return vt_fail(VT_ERR_OPTION_VALUE, "%s takes a string, not a number", d->key);
-    /* lr0 uses 0 as "the optimizer's default" */
-    if (!(d->id == VT_OPT_LR0 && value == 0) && !(d->id == VT_OPT_IMGSZ && value == 0)) {
+    /* 0 = "the library chooses" where the table says so (lr0: the optimizer's default) */
+    if (!((d->flags & VT_OPTF_ZERO_AUTO) && value == 0)) {
         st = check_range(d, value);
         if (st) return st;
     }
     if (d->id == VT_OPT_SAVE_PERIOD && value == 0)
         return vt_fail(VT_ERR_OPTION_VALUE, "save_period=0 is not valid; use -1 (off) or N >= 1");
     /* the range 1..3 admits 2, which no image has */
-    if (d->id == VT_OPT_CHANNELS && value != 1 && value != 3)
+    if ((d->id == VT_OPT_CHANNELS || d->id == VT_OPT_EST_CHANNELS) && value != 1 && value != 3)
         return vt_fail(VT_ERR_OPTION_VALUE, "channels=%g is not valid; use 1 (gray) or 3 (RGB)",
                        value);
     int i = vt_opt_index(d);
@@ -242,9 +361,13 @@ vt_status vt_optvals_set_num(vt_optvals *v, int id, double value)
 
 static vt_status check_string(const vt_optdef *d, const char *value)
 {
-    if (strlen(value) >= VT_OPT_STR_MAX)
-        return vt_fail(VT_ERR_OPTION_VALUE, "%s: value too long (at most %d characters)", d->key,
-                       VT_OPT_STR_MAX - 1);
+    size_t len = strlen(value), most = d->max > 0 ? (size_t)d->max : VT_OPT_STR_MAX - 1;
+    if (len > most)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s: value too long (at most %zu characters)", d->key,
+                       most);
+    if (len < (size_t)d->min)
+        return vt_fail(VT_ERR_OPTION_VALUE, "%s: value too short (at least %.0f characters)",
+                       d->key, d->min);
     if (d->choices) {
         for (const char *const *c = d->choices; *c; c++)
             if (strcmp(*c, value) == 0) return VT_OK;
@@ -281,8 +404,10 @@ vt_status vt_optvals_set_str(vt_optvals *v, int id, const char *value)
     }
     st = check_string(d, value);
     if (st) return st;
-    int i = vt_opt_index(d);
-    snprintf(v->str[i], VT_OPT_STR_MAX, "%s", value);
+    int i = vt_opt_index(d), k = str_slot(d);
+    if (k >= VT_OPT_STR_SLOTS)
+        return vt_fail(VT_ERR_INTERNAL, "%s: no room for string options (VT_OPT_STR_SLOTS)", d->key);
+    snprintf(v->str[k], VT_OPT_STR_MAX, "%s", value);
     v->set[i] = 1;
     return VT_OK;
 }
@@ -293,7 +418,7 @@ vt_status vt_optvals_set_kv(vt_optvals *v, const char *kv)
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv)
         return vt_fail(VT_ERR_OPTION_VALUE, "'%s' is not of the form key=value", kv);
-    const vt_optdef *d = by_key_scope(kv, (size_t)(eq - kv), v->scope);
+    const vt_optdef *d = vt_optdef_in_scope(kv, (size_t)(eq - kv), v->scope);
     if (!d) {
         char keys[1024];
         list_keys(v->scope, keys, sizeof keys);
@@ -320,6 +445,24 @@ vt_status vt_optvals_set_list(vt_optvals *v, const char *list)
     return vt_parse_kv_list(list, set_pair, &c);
 }
 
+vt_status vt_optvals_parse(vt_optvals *v, int scope, const char *list)
+{
+    vt_optvals_init(v, scope);
+    return vt_optvals_set_list(v, list);
+}
+
+vt_status vt_optvals_parse_new(vt_optvals **out, int scope, const char *list)
+{
+    *out = vt_malloc(sizeof **out);
+    if (!*out) return VT_ERR_OUT_OF_MEMORY;
+    vt_status st = vt_optvals_parse(*out, scope, list);
+    if (st) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 double vt_opt_num(const vt_optvals *v, int id)
 {
     const vt_optdef *d = vt_optdef_by_id(id);
@@ -329,7 +472,8 @@ double vt_opt_num(const vt_optvals *v, int id)
 const char *vt_opt_str(const vt_optvals *v, int id)
 {
     const vt_optdef *d = vt_optdef_by_id(id);
-    return d ? v->str[vt_opt_index(d)] : "";
+    int k = d && d->type == VT_OPTION_STRING ? str_slot(d) : VT_OPT_STR_SLOTS;
+    return k < VT_OPT_STR_SLOTS ? v->str[k] : "";
 }
 
 int vt_opt_isset(const vt_optvals *v, int id)

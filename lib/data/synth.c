@@ -324,18 +324,6 @@ typedef struct synth_opts {
     long long classes, train, val, imgsz, seed;
 } synth_opts;
 
-static vt_status synth_opt(void *ctx, const char *key, const char *value)
-{
-    synth_opts *o = ctx;
-    if (!strcmp(key, "classes")) return vt_parse_int(key, value, 2, VT_SHAPE_COUNT, &o->classes);
-    if (!strcmp(key, "train")) return vt_parse_int(key, value, 1, 1000000, &o->train);
-    if (!strcmp(key, "val")) return vt_parse_int(key, value, 0, 1000000, &o->val);
-    if (!strcmp(key, "imgsz")) return vt_parse_int(key, value, 16, 512, &o->imgsz);
-    if (!strcmp(key, "seed")) return vt_parse_int(key, value, 0, INT64_MAX, &o->seed);
-    return vt_fail(VT_ERR_UNKNOWN_OPTION,
-                   "unknown option '%s' (valid: classes, train, val, imgsz, seed)", key);
-}
-
 static uint64_t image_seed(uint64_t seed, int split, int cls, int index)
 {
     /* vt_rng_seed runs splitmix64 over this, so a simple injective packing suffices. */
@@ -392,12 +380,19 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: dir is NULL or empty");
     if (task == VT_TASK_DETECT) return vt_synth_detect(dir, options); /* own options */
     if (task == VT_TASK_SEGMENT) return vt_synth_segment(dir, options); /* the same options */
-    synth_opts o = {4, 100, 40, 32, 0};
-    vt_status st = vt_parse_kv_list(options, synth_opt, &o);
+    /* keys, ranges and defaults: the VT_OPT_SYNTH_* lines of the option table */
+    vt_optvals *v;
+    vt_status st = vt_optvals_parse_new(&v, VT_SCOPE_SYNTH_CLASSIFY, options);
     if (st != VT_OK) {
         vt_fail_context("vt_synth_generate");
         return st;
     }
+    synth_opts o = {(long long)vt_opt_num(v, VT_OPT_SYNTH_CLASSES),
+                    (long long)vt_opt_num(v, VT_OPT_SYNTH_TRAIN),
+                    (long long)vt_opt_num(v, VT_OPT_SYNTH_VAL),
+                    (long long)vt_opt_num(v, VT_OPT_SYNTH_IMGSZ),
+                    (long long)vt_opt_num(v, VT_OPT_SYNTH_SEED)};
+    free(v);
     switch (task) {
     case VT_TASK_CLASSIFY: return synth_classify(dir, &o);
     default:

@@ -37,19 +37,6 @@ typedef struct det_opts {
     long long classes, train, val, imgsz, seed, max_objects;
 } det_opts;
 
-static vt_status det_opt(void *ctx, const char *key, const char *value)
-{
-    det_opts *o = ctx;
-    if (!strcmp(key, "classes")) return vt_parse_int(key, value, 3, VT_SHAPE_COUNT, &o->classes);
-    if (!strcmp(key, "train")) return vt_parse_int(key, value, 1, 1000000, &o->train);
-    if (!strcmp(key, "val")) return vt_parse_int(key, value, 0, 1000000, &o->val);
-    if (!strcmp(key, "imgsz")) return vt_parse_int(key, value, 32, 1024, &o->imgsz);
-    if (!strcmp(key, "seed")) return vt_parse_int(key, value, 0, INT64_MAX, &o->seed);
-    if (!strcmp(key, "max_objects")) return vt_parse_int(key, value, 0, 64, &o->max_objects);
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown option '%s' (valid for detection: classes, "
-                   "train, val, imgsz, seed, max_objects)", key);
-}
-
 static uint8_t clamp_u8(float v) { return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)(v + 0.5f); }
 
 static float luma3(const float *c) { return 0.299f * c[0] + 0.587f * c[1] + 0.114f * c[2]; }
@@ -308,12 +295,20 @@ static vt_status write_yaml(const char *path, const det_opts *o, int seg)
 
 static vt_status synth_run(const char *dir, const char *options, int seg)
 {
-    det_opts o = {3, 200, 50, 160, 0, 6};
-    vt_status st = vt_parse_kv_list(options, det_opt, &o);
+    /* keys, ranges and defaults: the VT_OPT_SYNTH_DET_* lines of the option table */
+    vt_optvals *v;
+    vt_status st = vt_optvals_parse_new(&v, VT_SCOPE_SYNTH_DETECT, options);
     if (st) {
         vt_fail_context("vt_synth_generate");
         return st;
     }
+    det_opts o = {(long long)vt_opt_num(v, VT_OPT_SYNTH_DET_CLASSES),
+                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_TRAIN),
+                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_VAL),
+                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_IMGSZ),
+                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_SEED),
+                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_MAX_OBJECTS)};
+    free(v);
     static const char *const splits[2] = {"train", "val"};
     const long long counts[2] = {o.train, o.val};
     const int n = (int)o.imgsz;

@@ -4,7 +4,6 @@
  * modified. */
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,23 +241,24 @@ static int *all_indices(int n)
     return out;
 }
 
+/* The options of split and subset: the VT_OPT_SPLIT_* / VT_OPT_SUBSET_* lines of the option
+ * table give their keys, ranges and defaults. */
 typedef struct tool_opts {
     double val, fraction;
     long long count, seed;
-    int is_split;
 } tool_opts;
 
-static vt_status on_tool_opt(void *ctx, const char *key, const char *value)
+static vt_status parse_tool_opts(const char *options, int scope, tool_opts *o)
 {
-    tool_opts *o = ctx;
-    if (o->is_split && !strcmp(key, "val")) return vt_parse_double(key, value, 0, 1, &o->val);
-    if (!o->is_split && !strcmp(key, "fraction"))
-        return vt_parse_double(key, value, 0, 1, &o->fraction);
-    if (!o->is_split && !strcmp(key, "count"))
-        return vt_parse_int(key, value, 1, INT_MAX, &o->count);
-    if (!strcmp(key, "seed")) return vt_parse_int(key, value, 0, LLONG_MAX, &o->seed);
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown option '%s'; valid: %s", key,
-                   o->is_split ? "val, seed" : "fraction, count, seed");
+    vt_optvals *v;
+    vt_status st = vt_optvals_parse_new(&v, scope, options);
+    if (st) return st;
+    o->val = vt_opt_num(v, VT_OPT_SPLIT_VAL);
+    o->fraction = vt_opt_num(v, VT_OPT_SUBSET_FRACTION);
+    o->count = (long long)vt_opt_num(v, VT_OPT_SUBSET_COUNT);
+    o->seed = (long long)vt_opt_num(v, VT_OPT_SPLIT_SEED);
+    free(v);
+    return VT_OK;
 }
 
 VT_API vt_status vt_dataset_split(const vt_dataset *ds, const char *out_dir, const char *options)
@@ -266,8 +266,8 @@ VT_API vt_status vt_dataset_split(const vt_dataset *ds, const char *out_dir, con
     if (!out_dir) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_split: out_dir is NULL");
     vt_status st = require_yolo(ds, "split");
     if (st) return st;
-    tool_opts o = {0.2, 0, 0, 0, 1};
-    if ((st = vt_parse_kv_list(options, on_tool_opt, &o))) return st;
+    tool_opts o;
+    if ((st = parse_tool_opts(options, VT_SCOPE_DATASET_SPLIT, &o))) return st;
     int n = ds->split[VT_SPLIT_TRAIN].n;
     int k = (int)lround(o.val * n);
     if (k < 1 || k > n - 1)
@@ -292,8 +292,8 @@ VT_API vt_status vt_dataset_subset(const vt_dataset *ds, const char *out_dir, co
     if (!out_dir) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_subset: out_dir is NULL");
     vt_status st = require_yolo(ds, "subset");
     if (st) return st;
-    tool_opts o = {0, 0, 0, 0, 0};
-    if ((st = vt_parse_kv_list(options, on_tool_opt, &o))) return st;
+    tool_opts o;
+    if ((st = parse_tool_opts(options, VT_SCOPE_DATASET_SUBSET, &o))) return st;
     if ((o.fraction > 0) == (o.count > 0))
         return vt_fail(VT_ERR_OPTION_VALUE, "subset: give either fraction=F (0 < F <= 1) or "
                        "count=N, not both");

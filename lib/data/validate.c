@@ -44,50 +44,22 @@ VT_API const char *vt_problem_code_name(int code)
 
 /* ---- options ------------------------------------------------------------------------------ */
 
-typedef struct opt_ctx {
-    vt_ds_options *o;
-    int allow_decode;
-} opt_ctx;
-
-static vt_status on_option(void *ctx, const char *key, const char *value)
-{
-    opt_ctx *c = ctx;
-    long long v;
-    vt_status st;
-    if (!strcmp(key, "policy")) {
-        if (!strcmp(value, "drop")) c->o->policy = VT_DS_POLICY_DROP;
-        else if (!strcmp(value, "skip")) c->o->policy = VT_DS_POLICY_SKIP;
-        else if (!strcmp(value, "fail")) c->o->policy = VT_DS_POLICY_FAIL;
-        else return vt_fail(VT_ERR_OPTION_VALUE, "policy=%s: expected drop, skip or fail", value);
-        return VT_OK;
-    }
-    if (!strcmp(key, "decode") && c->allow_decode) {
-        if ((st = vt_parse_int(key, value, 0, 1, &v))) return st;
-        c->o->decode = (int)v;
-        return VT_OK;
-    }
-    if (!strcmp(key, "min_size")) {
-        if ((st = vt_parse_int(key, value, 1, 65535, &v))) return st;
-        c->o->min_size = (int)v;
-        return VT_OK;
-    }
-    if (!strcmp(key, "workers")) {
-        if ((st = vt_parse_int(key, value, 0, 64, &v))) return st;
-        c->o->workers = (int)v;
-        return VT_OK;
-    }
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown dataset option '%s'; valid: policy, %smin_size, "
-                   "workers", key, c->allow_decode ? "decode, " : "");
-}
-
+/* The keys, ranges and defaults are the VT_OPT_DS_* lines of the option table. */
 vt_status vt_ds_options_parse(const char *options, vt_ds_options *o, int allow_decode)
 {
-    o->policy = VT_DS_POLICY_DROP;
-    o->decode = !allow_decode; /* validation always decodes */
-    o->min_size = 10;
-    o->workers = 4;
-    opt_ctx c = {o, allow_decode};
-    return vt_parse_kv_list(options, on_option, &c);
+    vt_optvals *v;
+    vt_status st = vt_optvals_parse_new(
+        &v, allow_decode ? VT_SCOPE_DATASET_OPEN : VT_SCOPE_DATASET_VALIDATE, options);
+    if (st) return st;
+    const char *policy = vt_opt_str(v, VT_OPT_DS_POLICY);
+    o->policy = !strcmp(policy, "skip")   ? VT_DS_POLICY_SKIP
+                : !strcmp(policy, "fail") ? VT_DS_POLICY_FAIL
+                                          : VT_DS_POLICY_DROP;
+    o->decode = allow_decode ? (int)vt_opt_num(v, VT_OPT_DS_DECODE) : 1; /* validation decodes */
+    o->min_size = (int)vt_opt_num(v, VT_OPT_DS_MIN_SIZE);
+    o->workers = (int)vt_opt_num(v, VT_OPT_DS_WORKERS);
+    free(v);
+    return VT_OK;
 }
 
 /* ---- decoding every image ------------------------------------------------------------------ */

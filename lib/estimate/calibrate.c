@@ -312,47 +312,51 @@ typedef struct cal_opts {
     int probe_max;
 } cal_opts;
 
-static vt_status cal_opt_kv(void *ctx, const char *key, const char *value)
+/* batches=B1,B2[,B3]: the one value the option table cannot check by itself. */
+static vt_status parse_batches(const char *value, cal_opts *o)
 {
-    cal_opts *o = ctx;
-    if (strcmp(key, "batches") == 0) {
-        o->nb = 0;
-        const char *p = value;
-        while (*p) {
-            char *end;
-            long v = strtol(p, &end, 10);
-            if (end == p || v < 2 || v > 1000000 || o->nb == 3 || (*end && *end != ','))
-                return vt_fail(VT_ERR_OPTION_VALUE, "batches=%s: expects 1 to 3 batch sizes "
-                               "of at least 2, like 8,16,32", value);
-            o->batches[o->nb++] = (int)v;
-            p = *end ? end + 1 : end;
-        }
-        return o->nb ? VT_OK : vt_fail(VT_ERR_OPTION_VALUE, "batches: empty");
+    int nb = 0;
+    const char *p = value;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 2 || v > 1000000 || nb == 3 || (*end && *end != ','))
+            return vt_fail(VT_ERR_OPTION_VALUE, "batches=%s: expects 1 to 3 batch sizes "
+                           "of at least 2, like 8,16,32", value);
+        o->batches[nb++] = (int)v;
+        p = *end ? end + 1 : end;
     }
-    if (strcmp(key, "seconds") == 0) return vt_parse_double(key, value, 0.1, 3600, &o->seconds);
-    if (strcmp(key, "gpu") == 0) {
-        snprintf(o->gpu, sizeof o->gpu, "%s", value);
-        return VT_OK;
+    o->nb = nb;
+    return VT_OK;
+}
+
+/* The keys, types, ranges and defaults are the VT_OPT_CAL_* lines of the option table. */
+static vt_status parse_cal_opts(const char *options, cal_opts *o)
+{
+    vt_optvals *v;
+    vt_status st = vt_optvals_parse_new(&v, VT_SCOPE_CALIBRATE, options);
+    if (st) return st;
+    if (vt_opt_isset(v, VT_OPT_CAL_BATCHES)) {
+        st = *vt_opt_str(v, VT_OPT_CAL_BATCHES)
+                 ? parse_batches(vt_opt_str(v, VT_OPT_CAL_BATCHES), o)
+                 : vt_fail(VT_ERR_OPTION_VALUE, "batches: empty");
     }
-    if (strcmp(key, "probe_max") == 0) {
-        long long v;
-        vt_status st = vt_parse_int(key, value, 0, 1, &v);
-        o->probe_max = (int)v;
-        return st;
-    }
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown calibration option '%s'; valid: batches, "
-                   "seconds, gpu, probe_max", key);
+    o->seconds = vt_opt_num(v, VT_OPT_CAL_SECONDS);
+    snprintf(o->gpu, sizeof o->gpu, "%s", vt_opt_str(v, VT_OPT_CAL_GPU));
+    o->probe_max = (int)vt_opt_num(v, VT_OPT_CAL_PROBE_MAX);
+    free(v);
+    return st;
 }
 
 static vt_status calibrate(vt_estimator *e, const char *device, const char *options)
 {
-    cal_opts co = {{0}, 0, 10.0, "", 1};
+    cal_opts co = {{0}, 0, 0, "", 0};
     int B = (int)OPT(e, VT_OPT_EST_BATCH);
     /* a training step needs at least 2 images (batch-norm statistics) */
     int defb[3] = {B / 4 > 2 ? B / 4 : 2, B / 2 > 2 ? B / 2 : 2, B > 2 ? B : 2};
     for (int i = 0; i < 3; i++)
         if (co.nb == 0 || defb[i] != co.batches[co.nb - 1]) co.batches[co.nb++] = defb[i];
-    vt_status st = vt_parse_kv_list(options, cal_opt_kv, &co);
+    vt_status st = parse_cal_opts(options, &co);
     if (st != VT_OK) return st;
     vt_device devc;
     if ((st = vt_device_parse(device, &devc)) != VT_OK) return st;

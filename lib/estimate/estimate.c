@@ -108,38 +108,7 @@ static const double cpu_calibrated_range[2] = {0.85, 1.15};
 
 static const double gpu_eff[4] = {0.45, 0.22, 0.18, 0.18}; /* by vt_prec; fp16 as bf16 */
 const char *const vt_est_prec_names[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
-static const char *const opt_names[] = {"sgd", "adamw", NULL};
-
-enum { T_INT = 1, T_FLOAT = 2, T_STR = 3 };
-static const struct optdef {
-    const char *key;
-    int type;
-    double min, max, def;
-    const char *def_str;
-    const char *const *choices;
-} opts[NOPT] = {
-    {"model", T_STR, 0, 0, 0, "cls-n", NULL},
-    {"classes", T_INT, 2, 100000, 10, NULL, NULL},
-    {"train", T_INT, 1, 1e12, 1000, NULL, NULL},
-    {"val", T_INT, 0, 1e12, 0, NULL, NULL},
-    {"epochs", T_INT, 1, 1e6, 100, NULL, NULL},
-    {"batch", T_INT, 1, 1e6, 16, NULL, NULL},
-    {"imgsz", T_INT, 8, 4096, 640, NULL, NULL},
-    {"precision", T_STR, 0, 0, 0, "tf32", vt_est_prec_names},
-    {"mosaic", T_FLOAT, 0, 1, 0, NULL, NULL},
-    {"val_each", T_INT, 0, 1, 1, NULL, NULL},
-    {"workers", T_INT, 0, 256, 8, NULL, NULL},
-    {"gpu", T_STR, 0, 0, 0, "local", NULL},
-    {"gpus", T_INT, 1, 64, 1, NULL, NULL},
-    {"channels", T_INT, 1, 3, 3, NULL, NULL},
-    {"load_ms", T_FLOAT, 0, 1e6, 0, NULL, NULL},
-    {"startup", T_FLOAT, -1, 1e9, -1, NULL, NULL},
-    {"deadline_h", T_FLOAT, 0, 1e9, 0, NULL, NULL},
-    {"budget_usd", T_FLOAT, 0, 1e12, 0, NULL, NULL},
-    {"local_price", T_FLOAT, 0, 1e6, 0, NULL, NULL},
-    {"optimizer", T_STR, 0, 0, 0, "sgd", opt_names},
-    {"memory_fraction", T_FLOAT, 0.1, 1, 0.9, NULL, NULL},
-};
+/* The settings' keys, types, ranges and defaults: the VT_OPT_EST_* lines of lib/core/options.c. */
 
 /* ---- the cost model ------------------------------------------------------------------------ */
 
@@ -742,10 +711,7 @@ VT_API vt_status vt_estimator_create(vt_estimator **out)
         free(e);
         return VT_ERR_OUT_OF_MEMORY;
     }
-    for (int i = 0; i < NOPT; i++) {
-        e->num[i] = opts[i].def;
-        snprintf(e->str[i], STR_MAX, "%s", opts[i].def_str ? opts[i].def_str : "");
-    }
+    vt_optvals_init(&e->opts, VT_SCOPE_ESTIMATOR);
     *out = e;
     return VT_OK;
 }
@@ -781,88 +747,28 @@ VT_API int vt_estimator_is_calibrated(const vt_estimator *e)
     return e && e->cal.valid;
 }
 
-static const struct optdef *find_opt(int id)
-{
-    return id >= 500 && id < 500 + NOPT ? &opts[id - 500] : NULL;
-}
-
-static vt_status set_num(vt_estimator *e, vt_est_option id, double v)
-{
-    const struct optdef *d = find_opt((int)id);
-    if (!d) return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown estimator option %d", (int)id);
-    if (d->type == T_STR)
-        return vt_fail(VT_ERR_OPTION_VALUE, "%s: expects a string", d->key);
-    if (!isfinite(v) || v < d->min || v > d->max || (d->type == T_INT && v != floor(v)))
-        return vt_fail(VT_ERR_OPTION_VALUE, "%s=%g: expects %s in %g..%g", d->key, v,
-                       d->type == T_INT ? "an integer" : "a number", d->min, d->max);
-    if (id == VT_OPT_EST_CHANNELS && v == 2)
-        return vt_fail(VT_ERR_OPTION_VALUE, "channels=2: expects 1 or 3");
-    e->num[id - 500] = v;
-    return VT_OK;
-}
-
-static vt_status set_str(vt_estimator *e, vt_est_option id, const char *v)
-{
-    const struct optdef *d = find_opt((int)id);
-    if (!d) return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown estimator option %d", (int)id);
-    if (!v) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: value is NULL", d->key);
-    if (d->type != T_STR) {
-        double x;
-        vt_status st = vt_parse_double(d->key, v, d->min, d->max, &x);
-        return st == VT_OK ? set_num(e, id, x) : st;
-    }
-    if (!*v || strlen(v) >= STR_MAX)
-        return vt_fail(VT_ERR_OPTION_VALUE, "%s: expects 1..%d characters", d->key, STR_MAX - 1);
-    if (d->choices) {
-        int k = 0;
-        while (d->choices[k] && strcmp(d->choices[k], v) != 0) k++;
-        if (!d->choices[k])
-            return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: expects %s", d->key, v,
-                           d->choices == vt_est_prec_names ? "fp32, tf32, bf16, fp16 or amp"
-                                                    : "sgd or adamw");
-    }
-    snprintf(e->str[id - 500], STR_MAX, "%s", v);
-    return VT_OK;
-}
-
-VT_API vt_status vt_estimator_set_int(vt_estimator *e, vt_est_option o, int64_t v)
+VT_API vt_status vt_estimator_set_int(vt_estimator *e, vt_option o, int64_t v)
 {
     if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
-    return vt_err_capture(e->err, set_num(e, o, (double)v));
+    return vt_err_capture(e->err, vt_optvals_set_num(&e->opts, o, (double)v));
 }
 
-VT_API vt_status vt_estimator_set_float(vt_estimator *e, vt_est_option o, double v)
+VT_API vt_status vt_estimator_set_float(vt_estimator *e, vt_option o, double v)
 {
     if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
-    const struct optdef *d = find_opt((int)o);
-    if (d && d->type == T_INT && v != floor(v))
-        return vt_err_capture(e->err, vt_fail(VT_ERR_OPTION_VALUE, "%s: expects an integer",
-                                              d->key));
-    return vt_err_capture(e->err, set_num(e, o, v));
+    return vt_err_capture(e->err, vt_optvals_set_num(&e->opts, o, v));
 }
 
-VT_API vt_status vt_estimator_set_string(vt_estimator *e, vt_est_option o, const char *v)
+VT_API vt_status vt_estimator_set_string(vt_estimator *e, vt_option o, const char *v)
 {
     if (!e) return vt_fail(VT_ERR_INVALID_ARGUMENT, "estimator is NULL");
-    return vt_err_capture(e->err, set_str(e, o, v));
+    return vt_err_capture(e->err, vt_optvals_set_str(&e->opts, o, v));
 }
 
 VT_API vt_status vt_estimator_set(vt_estimator *e, const char *kv)
 {
     if (!e || !kv) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_set: NULL argument");
-    const char *eq = strchr(kv, '=');
-    size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
-    for (int i = 0; i < NOPT; i++)
-        if (strlen(opts[i].key) == klen && strncmp(opts[i].key, kv, klen) == 0) {
-            if (!eq)
-                return vt_err_capture(e->err, vt_fail(VT_ERR_OPTION_VALUE, "%s: expects %s=VALUE",
-                                                      opts[i].key, opts[i].key));
-            return vt_err_capture(e->err, set_str(e, (vt_est_option)(500 + i), eq + 1));
-        }
-    return vt_err_capture(e->err, vt_fail(VT_ERR_UNKNOWN_OPTION,
-        "unknown estimator option '%.*s'; valid: model, classes, train, val, epochs, batch, "
-        "imgsz, precision, mosaic, val_each, workers, gpu, gpus, channels, load_ms, startup, "
-        "deadline_h, budget_usd, local_price, optimizer, memory_fraction", (int)klen, kv));
+    return vt_err_capture(e->err, vt_optvals_set_kv(&e->opts, kv));
 }
 
 VT_API vt_status vt_estimator_set_model(vt_estimator *e, const vt_model *m)
@@ -884,11 +790,13 @@ VT_API vt_status vt_estimator_set_dataset(vt_estimator *e, const vt_dataset *ds)
     int ntrain = vt_dataset_num_images(ds, VT_SPLIT_TRAIN);
     if (ntrain < 1)
         return vt_err_capture(e->err, vt_fail(VT_ERR_DATASET, "the dataset has no training images"));
-    OPT(e, VT_OPT_EST_TRAIN_IMAGES) = ntrain;
-    OPT(e, VT_OPT_EST_VAL_IMAGES) = vt_dataset_num_images(ds, VT_SPLIT_VAL);
-    if (!e->have_model && vt_dataset_num_classes(ds) >= 2)
-        OPT(e, VT_OPT_EST_CLASSES) = vt_dataset_num_classes(ds);
-    return VT_OK;
+    vt_status st = vt_optvals_set_num(&e->opts, VT_OPT_EST_TRAIN_IMAGES, ntrain);
+    if (!st)
+        st = vt_optvals_set_num(&e->opts, VT_OPT_EST_VAL_IMAGES,
+                                vt_dataset_num_images(ds, VT_SPLIT_VAL));
+    if (!st && !e->have_model && vt_dataset_num_classes(ds) >= 2)
+        st = vt_optvals_set_num(&e->opts, VT_OPT_EST_CLASSES, vt_dataset_num_classes(ds));
+    return vt_err_capture(e->err, st);
 }
 
 VT_API const char *vt_estimate_dataset_advice(int64_t n)

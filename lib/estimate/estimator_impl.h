@@ -6,7 +6,6 @@
 #include "estimate/estimate.h"
 #include "nn/graph.h"
 
-#define NOPT 21
 #define NRES 32 /* result slots: bits of vt_est_out.have */
 #define STR_MAX 64
 #define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
@@ -39,8 +38,7 @@ struct vt_estimator {
     char err[VT_ERRMSG_MAX];
     vt_logger log;
     vt_catalog cat;
-    double num[NOPT];
-    char str[NOPT][STR_MAX];
+    vt_optvals opts; /* VT_SCOPE_ESTIMATOR: the VT_OPT_EST_* settings */
     int have_model, m_classes, m_channels;
     char m_arch[32];
     float m_dropout;
@@ -53,8 +51,8 @@ struct vt_estimator {
     int rank_by;
 };
 
-#define OPT(e, id) ((e)->num[(id) - 500])
-#define OSTR(e, id) ((e)->str[(id) - 500])
+#define OPT(e, id) vt_opt_num(&(e)->opts, id)
+#define OSTR(e, id) vt_opt_str(&(e)->opts, id)
 
 
 extern const char *const vt_est_prec_names[];
