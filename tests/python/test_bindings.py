@@ -133,6 +133,23 @@ class TestOptions(unittest.TestCase):
         self.assertEqual({o.target for o in opts}, {"trainer", "model"})
         self.assertIn("dropout", [o.key for o in opts if o.target == "model"])
 
+    def test_option_scopes_and_defaults(self):
+        every = vt.options("all")
+        self.assertGreater(len(every), len(vt.options()))
+        est = vt.options(vt.OptionScope.ESTIMATOR)
+        self.assertIn("memory_fraction", [o.key for o in est])
+        self.assertEqual({o.target for o in est}, {"estimator"})
+        self.assertEqual(vt.option_info("epochs").default, 10)
+        self.assertEqual(vt.option_info("epochs", vt.OptionScope.ESTIMATOR).default, 100)
+        self.assertEqual(vt.option_info("policy", vt.OptionScope.DATASET_VALIDATE).default, "drop")
+        split_seed = vt.option_info("seed", vt.OptionScope.DATASET_SPLIT)
+        self.assertEqual(split_seed.scopes,
+                         vt.OptionScope.DATASET_SPLIT | vt.OptionScope.DATASET_SUBSET)
+        for o in every:
+            self.assertTrue(o.scopes, o.key)
+            if o.type != vt.OptionType.STRING and o.default != 0:
+                self.assertTrue(o.min <= o.default <= o.max, o.key)
+
     def test_option_info(self):
         info = vt.option_info("epochs")
         self.assertEqual(info.id, 100)

@@ -217,6 +217,7 @@ BOUND_ENUMS = {
     "vt_task": (_core.Task, ("VT_TASK_",)),
     "vt_split": (_core.Split, ("VT_SPLIT_",)),
     "vt_option_type": (_core.OptionType, ("VT_OPTION_",)),
+    "vt_option_scope": (_core.OptionScope, ("VT_SCOPE_",)),
     "vt_problem_code": (_core.ProblemCode, ("VT_PROBLEM_",)),
     "vt_count": (_validate.Count, ("VT_COUNT_",)),
     "vt_box_measure": (_core._BOX_MEASURES, ("VT_BOX_",)),
@@ -234,7 +235,6 @@ BOUND_ENUMS = {
 # Enums the binding does not mirror, and why.
 UNBOUND_ENUMS = {
     "vt_option": "options are looked up by key at run time (vt_option_next, vt_option_info)",
-    "vt_est_option": "the estimator is set in key=value form (vt_estimator_set)",
 }
 # Single values the binding copies from the header.
 BOUND_CONSTANTS = {

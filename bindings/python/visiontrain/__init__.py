@@ -27,7 +27,8 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
                      InvalidArgumentError, LibraryNotFoundError, NotFoundError, NumericError,
                      OptionError, OptionValueError, OutOfMemoryError, Status, UnknownOptionError,
                      UnsupportedError, VisionTrainError)
-from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, OptionInfo, OptionType,
+from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, OptionInfo, OptionScope,
+                    OptionType,
                     Polygon,
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
                     abi_version, checkpoint_args, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
@@ -45,7 +46,7 @@ __all__ = [
     "cpu_kernels", "checkpoint_args",
     "options", "option_info", "synth_generate", "devices", "device_count", "no_gpu_reason",
     "dataset_advice",
-    "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "Box",
+    "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "OptionScope", "Box",
     "Results", "Boxes", "Probs", "Masks",
     "Polygon", "Problem",
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",

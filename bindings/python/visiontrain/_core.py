@@ -112,6 +112,20 @@ class OptionType(enum.IntEnum):
     STRING = 3
 
 
+class OptionScope(enum.IntFlag):
+    """Which handle or call takes an option (OptionInfo.scopes; an option may serve two)."""
+    TRAINER = 1            # Trainer.set(), Trainer(...)
+    MODEL = 2              # Model(arch, n, **options)
+    ESTIMATOR = 4          # Estimator.set()
+    DATASET_OPEN = 8       # Dataset(path, **options)
+    DATASET_VALIDATE = 16  # validate(path, **options)
+    DATASET_SPLIT = 32     # Dataset.split(out_dir, val, seed)
+    DATASET_SUBSET = 64    # Dataset.subset(out_dir, fraction, count, seed)
+    SYNTH_CLASSIFY = 128   # synth_generate(dir, "classify", **options)
+    SYNTH_DETECT = 256     # synth_generate(dir, "detect" or "segment", **options)
+    CALIBRATE = 512        # Estimator.calibrate(device, **options)
+
+
 _TASK_NOUNS = {Task.CLASSIFY: "classification", Task.DETECT: "detection",
                Task.SEGMENT: "segmentation"}
 _TASK_METHODS = {Task.CLASSIFY: "classify()", Task.DETECT: "detect()", Task.SEGMENT: "segment()"}
@@ -399,20 +413,36 @@ def abi_version():
 
 class OptionInfo(collections.namedtuple("OptionInfo", "key id type min max help")):
     """An option: key (as in key=value), id (vt_option value), type (OptionType), min and max
-    (numeric bounds; 0 for strings), help (one line).  ``target`` is "trainer" for
-    Trainer.set() options and "model" for Model(...) options (a key such as imgsz or seed can
-    exist for both)."""
+    (numeric bounds; 0 for strings), help (one line).  ``scopes`` (OptionScope) says which
+    handles or calls take it, ``target`` names the first of them in lower case ("trainer" for
+    Trainer.set() options, "model" for Model(...) options, "estimator", "dataset_open"...; a key
+    such as imgsz or seed can exist for several), ``default`` is its default value."""
     __slots__ = ()
 
     @property
+    def scopes(self):
+        return OptionScope(_native.lib().vt_option_scopes(self.id))
+
+    @property
     def target(self):
-        return "model" if self.id >= _MODEL_OPTIONS_FROM else "trainer"
+        bits = int(self.scopes)
+        return OptionScope(bits & -bits).name.lower() if bits else ""
+
+    @property
+    def default(self):
+        num = ctypes.c_double()
+        text = ctypes.c_char_p()
+        _check(_native.lib().vt_option_default(self.id, ctypes.byref(num), ctypes.byref(text)))
+        if self.type == OptionType.STRING:
+            return _text(text.value)
+        return int(num.value) if self.type == OptionType.INT else num.value
 
 
-def option_info(option):
-    """Describe one option, by vt_option number or key."""
+def option_info(option, scope=None):
+    """Describe one option, by vt_option number or key (a key is looked up among
+    options(scope): the trainer's first, then the model's, by default)."""
     if isinstance(option, str):
-        for info in options():
+        for info in options(scope):
             if info.key == option:
                 return info
         raise exception_for(Status.UNKNOWN_OPTION)("unknown option %r" % option,
@@ -432,15 +462,23 @@ def option_info(option):
     return OptionInfo(_text(key.value), int(option), t, lo.value, hi.value, _text(hlp.value))
 
 
-def options():
-    """All options the library knows (trainer options and vt_model_create() options)."""
+def options(scope=None):
+    """The options the library knows, in vt_option order: by default those of the trainer and
+    of vt_model_create(); with ``scope`` (an OptionScope, several or'ed together, or "all")
+    those that any of its handles or calls take, e.g.
+    options(OptionScope.ESTIMATOR) or options(OptionScope.SYNTH_DETECT)."""
+    if scope is None:
+        scope = OptionScope.TRAINER | OptionScope.MODEL
+    elif scope == "all":
+        scope = ~0
     lib = _native.lib()
     out = []
     seen = set()
     opt = lib.vt_option_next(0)
     while opt != 0 and opt not in seen:
         seen.add(opt)
-        out.append(option_info(opt))
+        if lib.vt_option_scopes(opt) & int(scope):
+            out.append(option_info(opt))
         opt = lib.vt_option_next(opt)
     return out
 

@@ -48,6 +48,8 @@ PROTOTYPES = {
     "vt_option_info": (c_status, [c_enum, POINTER(c_char_p), POINTER(c_enum), POINTER(c_double),
                                   POINTER(c_double), POINTER(c_char_p)]),
     "vt_option_next": (c_int, [c_int]),
+    "vt_option_scopes": (c_int, [c_enum]),
+    "vt_option_default": (c_status, [c_enum, POINTER(c_double), POINTER(c_char_p)]),
     # devices
     "vt_cpu_kernels": (c_char_p, []),
     "vt_device_count": (c_int, []),
