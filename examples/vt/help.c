@@ -12,7 +12,9 @@ static const char *trainer_keys(void)
     size_t used = 0, line = 0;
     for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
         const char *key;
-        if (id >= 300 || vt_option_info((vt_option)id, &key, NULL, NULL, NULL, NULL)) continue;
+        if (!(vt_option_scopes((vt_option)id) & VT_SCOPE_TRAINER) ||
+            vt_option_info((vt_option)id, &key, NULL, NULL, NULL, NULL))
+            continue;
         const char *sep = !used ? "" : line + strlen(key) > 70 ? ",\n  " : ", ";
         if (!strcmp(sep, ",\n  ")) line = 0;
         line += strlen(key) + 2;

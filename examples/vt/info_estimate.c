@@ -11,6 +11,49 @@
 
 /* ---- info ------------------------------------------------------------------------------- */
 
+/* Every option of the library's one table, by the handle or call that takes it. */
+static void print_options(void)
+{
+    static const struct {
+        int scope;
+        const char *title;
+    } groups[] = {
+        {VT_SCOPE_TRAINER, "training options (vt train/val key=value)"},
+        {VT_SCOPE_MODEL, "model options (vt train, for a new model)"},
+        {VT_SCOPE_ESTIMATOR, "estimator settings (vt estimate key=value, see 'vt help estimate')"},
+        {VT_SCOPE_DATASET_OPEN, "opening a dataset (vt train/val; vt_dataset_open_ex)"},
+        {VT_SCOPE_DATASET_VALIDATE, "validating a dataset (vt check; vt_dataset_validate)"},
+        {VT_SCOPE_DATASET_SPLIT, "vt dataset split (vt_dataset_split)"},
+        {VT_SCOPE_DATASET_SUBSET, "vt dataset subset (vt_dataset_subset)"},
+        {VT_SCOPE_SYNTH_CLASSIFY, "vt synth task=classify (vt_synth_generate)"},
+        {VT_SCOPE_SYNTH_DETECT, "vt synth task=detect|segment (vt_synth_generate)"},
+        {VT_SCOPE_CALIBRATE, "calibration (vt estimate calibrate=1, local_gpu= for gpu=; "
+                             "vt_estimator_calibrate)"},
+    };
+    printf("\noptions: key, type, range, default, meaning\n");
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        printf("%s:\n", groups[g].title);
+        for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
+            if (!(vt_option_scopes((vt_option)id) & groups[g].scope)) continue;
+            const char *key, *help, *def_str;
+            vt_option_type type;
+            double lo, hi, def;
+            if (vt_option_info((vt_option)id, &key, &type, &lo, &hi, &help) ||
+                vt_option_default((vt_option)id, &def, &def_str))
+                continue;
+            char range[64] = "", dflt[64];
+            if (type != VT_OPTION_STRING)
+                snprintf(range, sizeof range, lo == floor(lo) && hi == floor(hi) && hi < 1e18
+                         ? "%.0f..%.0f" : "%g..%g", lo, hi);
+            if (type == VT_OPTION_STRING) snprintf(dflt, sizeof dflt, "%s", *def_str ? def_str : "''");
+            else snprintf(dflt, sizeof dflt, "%.15g", def);
+            printf("  %-16s %-6s %-20s %-8s %s\n", key,
+                   type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
+                   range, dflt, help);
+        }
+    }
+}
+
 static void print_catalog(const vt_catalog *cat)
 {
     int n = vt_catalog_count(cat);
@@ -78,25 +121,7 @@ int cmd_info(args *a)
     printf("\n");
     print_catalog(cat);
     vt_catalog_destroy(cat);
-    printf("\ntraining options (vt train/val key=value):\n");
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass) printf("model options (vt train, for a new model):\n");
-        for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
-            if ((id >= 300) != pass) continue;
-            const char *key, *help;
-            vt_option_type type;
-            double lo, hi;
-            if (vt_option_info((vt_option)id, &key, &type, &lo, &hi, &help)) continue;
-            char range[64] = "";
-            if (type != VT_OPTION_STRING)
-                snprintf(range, sizeof range, lo == floor(lo) && hi == floor(hi) && hi < 1e18
-                         ? "%.0f..%.0f" : "%g..%g", lo, hi);
-            printf("  %-16s %-6s %-20s %s\n", key,
-                   type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
-                   range, help);
-        }
-    }
-    printf("estimator keys: see 'vt help estimate'\n");
+    print_options();
     return 0;
 }
 
