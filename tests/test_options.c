@@ -1,7 +1,7 @@
 /* The one option table (lib/core/options.c) as seen by every handle and every call that takes
  * settings: the estimator's VT_OPT_EST_* and the keys of the "key=value" options strings of
  * vt_dataset_open_ex, vt_dataset_validate, vt_dataset_split, vt_dataset_subset,
- * vt_synth_generate and vt_estimator_calibrate.  Each key is found by vt_option_next, its info
+ * vt_synth_generate, vt_estimator_calibrate and vt_model_export.  Each key is found by vt_option_next, its info
  * round-trips, its default lies in its range, and the calls check values against the table. */
 #include <check.h>
 #include <math.h>
@@ -64,6 +64,14 @@ static const struct {
     {VT_OPT_CAL_SECONDS, VT_SCOPE_CALIBRATE, "seconds"},
     {VT_OPT_CAL_GPU, VT_SCOPE_CALIBRATE, "gpu"},
     {VT_OPT_CAL_PROBE_MAX, VT_SCOPE_CALIBRATE, "probe_max"},
+    {VT_OPT_EXPORT_OPSET, VT_SCOPE_EXPORT, "opset"},
+    {VT_OPT_EXPORT_BATCH, VT_SCOPE_EXPORT, "batch"},
+    {VT_OPT_EXPORT_NMS, VT_SCOPE_EXPORT, "nms"},
+    {VT_OPT_EXPORT_CONF, VT_SCOPE_EXPORT, "conf"},
+    {VT_OPT_EXPORT_IOU, VT_SCOPE_EXPORT, "iou"},
+    {VT_OPT_EXPORT_MAX_DET, VT_SCOPE_EXPORT, "max_det"},
+    {VT_OPT_EXPORT_HALF, VT_SCOPE_EXPORT, "half"},
+    {VT_OPT_EXPORT_FOLD, VT_SCOPE_EXPORT, "fold"},
 };
 #define N_EXPECTED ((int)(sizeof expected / sizeof expected[0]))
 
@@ -71,7 +79,7 @@ static const int all_scopes[] = {
     VT_SCOPE_TRAINER,        VT_SCOPE_MODEL,          VT_SCOPE_ESTIMATOR,
     VT_SCOPE_DATASET_OPEN,   VT_SCOPE_DATASET_VALIDATE, VT_SCOPE_DATASET_SPLIT,
     VT_SCOPE_DATASET_SUBSET, VT_SCOPE_SYNTH_CLASSIFY, VT_SCOPE_SYNTH_DETECT,
-    VT_SCOPE_CALIBRATE,
+    VT_SCOPE_CALIBRATE,      VT_SCOPE_EXPORT,
 };
 #define N_SCOPES ((int)(sizeof all_scopes / sizeof all_scopes[0]))
 
@@ -277,6 +285,16 @@ START_TEST(test_calls_check_against_the_table)
     ck_assert_msg(st == VT_ERR_UNKNOWN_OPTION && strstr(vt_last_error(), "probe_max"),
                   "speed=11: %d '%s'", st, vt_last_error());
     vt_estimator_destroy(e);
+
+    /* vt_model_export checks its options before writing anything (every build) */
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "cls-n", 2, "imgsz=32"), VT_OK);
+    st = vt_model_export(m, vt_test_path("m.onnx"), VT_EXPORT_ONNX, "max_det=0");
+    expect_range_error(st, vt_model_last_error(m), VT_OPT_EXPORT_MAX_DET, "0", "vt_model_export");
+    st = vt_model_export(m, vt_test_path("m.onnx"), VT_EXPORT_ONNX, "batch=dynamic opset=22");
+    expect_range_error(st, vt_model_last_error(m), VT_OPT_EXPORT_OPSET, "22",
+                       "vt_model_export opset=22");
+    vt_model_destroy(m);
 }
 END_TEST
 

@@ -29,6 +29,7 @@ static void print_options(void)
         {VT_SCOPE_SYNTH_DETECT, "vt synth task=detect|segment (vt_synth_generate)"},
         {VT_SCOPE_CALIBRATE, "calibration (vt estimate calibrate=1, local_gpu= for gpu=; "
                              "vt_estimator_calibrate)"},
+        {VT_SCOPE_EXPORT, "vt export (vt_model_export)"},
     };
     printf("\noptions: key, type, range, default, meaning\n");
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {

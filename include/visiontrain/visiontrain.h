@@ -165,6 +165,7 @@ typedef enum vt_split {
  *   800..899  vt_synth_generate's options string (800.. classification, 820.. detection and
  *             segmentation: the ranges differ)
  *   900..999  vt_estimator_calibrate's options string
+ *   1000..1099 vt_model_export's options string
  * A key may exist in several groups ("imgsz", "seed", "epochs"); within one handle or call a
  * key is unique.  Ranges below are inclusive; "0 = ..." marks a 0 accepted outside the range. */
 typedef enum vt_option {
@@ -325,7 +326,18 @@ typedef enum vt_option {
     VT_OPT_CAL_SECONDS = 901,     /* float 0.1..3600, measurement budget, default 10 ("seconds") */
     VT_OPT_CAL_GPU = 902,         /* string, catalog name of the local GPU, default "" =
                                    * VT_OPT_EST_GPU if it names one ("gpu")                     */
-    VT_OPT_CAL_PROBE_MAX = 903    /* int 0|1, default 1 ("probe_max")                            */
+    VT_OPT_CAL_PROBE_MAX = 903,   /* int 0|1, default 1 ("probe_max")                            */
+
+    /* vt_model_export options */
+    VT_OPT_EXPORT_OPSET = 1000,   /* int 13..21, default 17 ("opset")                            */
+    VT_OPT_EXPORT_BATCH = 1001,   /* int 1..65536, default 1 ("batch"); the word "dynamic" is
+                                   * also accepted (a batch dimension of any size)              */
+    VT_OPT_EXPORT_NMS = 1002,     /* int 0|1, default 0 ("nms")                                  */
+    VT_OPT_EXPORT_CONF = 1003,    /* float 0..1, default 0.25 ("conf")                           */
+    VT_OPT_EXPORT_IOU = 1004,     /* float 0..1, default 0.7 ("iou")                             */
+    VT_OPT_EXPORT_MAX_DET = 1005, /* int 1..100000, default 300 ("max_det")                      */
+    VT_OPT_EXPORT_HALF = 1006,    /* int 0|1, default 0 ("half"; 1 is not supported yet)         */
+    VT_OPT_EXPORT_FOLD = 1007     /* int 0|1, default 1 ("fold")                                 */
 } vt_option;
 
 typedef enum vt_option_type {
@@ -355,7 +367,8 @@ typedef enum vt_option_scope {
     VT_SCOPE_DATASET_SUBSET = 64,   /* vt_dataset_subset's options string                      */
     VT_SCOPE_SYNTH_CLASSIFY = 128,  /* vt_synth_generate with VT_TASK_CLASSIFY                 */
     VT_SCOPE_SYNTH_DETECT = 256,    /* vt_synth_generate with VT_TASK_DETECT or VT_TASK_SEGMENT */
-    VT_SCOPE_CALIBRATE = 512        /* vt_estimator_calibrate's options string                 */
+    VT_SCOPE_CALIBRATE = 512,       /* vt_estimator_calibrate's options string                 */
+    VT_SCOPE_EXPORT = 1024          /* vt_model_export's options string                        */
 } vt_option_scope;
 
 /* The vt_option_scope bits of an option: where its key is accepted; 0 for an unknown option.

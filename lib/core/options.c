@@ -31,6 +31,7 @@ static const char *const policy_choices[] = {"drop", "skip", "fail", NULL};
 #define SYC VT_SCOPE_SYNTH_CLASSIFY
 #define SYD VT_SCOPE_SYNTH_DETECT
 #define CAL VT_SCOPE_CALIBRATE
+#define X VT_SCOPE_EXPORT
 #define AUTO VT_OPTF_ZERO_AUTO
 
 static const vt_optdef table[] = {
@@ -202,6 +203,21 @@ static const vt_optdef table[] = {
      "catalog name of the local GPU (empty = the estimator's gpu if it names one)", 0},
     {VT_OPT_CAL_PROBE_MAX, "probe_max", I, 0, 1, 1, NULL, NULL, CAL,
      "verify the largest batch predicted to fit with one step (GPU, 0/1)", 0},
+    /* vt_model_export */
+    {VT_OPT_EXPORT_OPSET, "opset", I, 13, 21, 17, NULL, NULL, X, "ONNX opset", 0},
+    {VT_OPT_EXPORT_BATCH, "batch", I, 1, 65536, 1, NULL, NULL, X,
+     "batch dimension of the exported graph (or dynamic)", 0},
+    {VT_OPT_EXPORT_NMS, "nms", I, 0, 1, 0, NULL, NULL, X,
+     "detectors: decoded, NMS'd detections as outputs (needs batch=1, 0/1)", 0},
+    {VT_OPT_EXPORT_CONF, "conf", F, 0, 1, 0.25, NULL, NULL, X,
+     "with nms=1: lowest detection confidence", 0},
+    {VT_OPT_EXPORT_IOU, "iou", F, 0, 1, 0.7, NULL, NULL, X, "with nms=1: NMS IoU threshold", 0},
+    {VT_OPT_EXPORT_MAX_DET, "max_det", I, 1, 100000, 300, NULL, NULL, X,
+     "with nms=1: most detections per image", 0},
+    {VT_OPT_EXPORT_HALF, "half", I, 0, 1, 0, NULL, NULL, X,
+     "float16 export (not supported yet: 0 only)", 0},
+    {VT_OPT_EXPORT_FOLD, "fold", I, 0, 1, 1, NULL, NULL, X,
+     "fold batch norms into the convolutions (0: BatchNormalization nodes)", 0},
 };
 #undef T
 #undef M
@@ -213,6 +229,7 @@ static const vt_optdef table[] = {
 #undef SYC
 #undef SYD
 #undef CAL
+#undef X
 #undef AUTO
 
 #define N_OPTS ((int)(sizeof table / sizeof table[0]))

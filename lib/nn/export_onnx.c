@@ -27,25 +27,40 @@ typedef struct xopts {
     double conf, iou;
 } xopts;
 
-static vt_status set_opt(void *ctx, const char *key, const char *value)
+/* The keys, ranges and defaults are the VT_OPT_EXPORT_* lines of the option table; the word
+ * batch=dynamic is this call's own. */
+typedef struct xparse {
+    vt_optvals *v;
+    int dynamic;
+} xparse;
+
+static vt_status export_pair(void *ctx, const char *key, const char *value)
 {
-    xopts *o = ctx;
-    if (!strcmp(key, "opset")) return vt_parse_int(key, value, 13, 21, &o->opset);
-    if (!strcmp(key, "batch")) {
-        if (!strcmp(value, "dynamic")) {
-            o->batch = 0;
-            return VT_OK;
-        }
-        return vt_parse_int(key, value, 1, 65536, &o->batch);
-    }
-    if (!strcmp(key, "nms")) return vt_parse_int(key, value, 0, 1, &o->nms);
-    if (!strcmp(key, "half")) return vt_parse_int(key, value, 0, 1, &o->half);
-    if (!strcmp(key, "fold")) return vt_parse_int(key, value, 0, 1, &o->fold);
-    if (!strcmp(key, "max_det")) return vt_parse_int(key, value, 1, 100000, &o->max_det);
-    if (!strcmp(key, "conf")) return vt_parse_double(key, value, 0, 1, &o->conf);
-    if (!strcmp(key, "iou")) return vt_parse_double(key, value, 0, 1, &o->iou);
-    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown export option '%s' (valid: opset, batch, nms, "
-                   "conf, iou, max_det, half, fold)", key);
+    xparse *p = ctx;
+    int is_batch = !strcmp(key, "batch");
+    if (is_batch) p->dynamic = !strcmp(value, "dynamic");
+    if (p->dynamic && is_batch) return VT_OK;
+    char kv[VT_OPT_STR_MAX + 160];
+    snprintf(kv, sizeof kv, "%s=%s", key, value);
+    return vt_optvals_set_kv(p->v, kv);
+}
+
+static vt_status parse_export_opts(const char *options, xopts *x)
+{
+    xparse p = {vt_malloc(sizeof(vt_optvals)), 0};
+    if (!p.v) return VT_ERR_OUT_OF_MEMORY;
+    vt_optvals_init(p.v, VT_SCOPE_EXPORT);
+    vt_status st = vt_parse_kv_list(options, export_pair, &p);
+    x->opset = (long long)vt_opt_num(p.v, VT_OPT_EXPORT_OPSET);
+    x->batch = p.dynamic ? 0 : (long long)vt_opt_num(p.v, VT_OPT_EXPORT_BATCH);
+    x->nms = (long long)vt_opt_num(p.v, VT_OPT_EXPORT_NMS);
+    x->half = (long long)vt_opt_num(p.v, VT_OPT_EXPORT_HALF);
+    x->max_det = (long long)vt_opt_num(p.v, VT_OPT_EXPORT_MAX_DET);
+    x->fold = (long long)vt_opt_num(p.v, VT_OPT_EXPORT_FOLD);
+    x->conf = vt_opt_num(p.v, VT_OPT_EXPORT_CONF);
+    x->iou = vt_opt_num(p.v, VT_OPT_EXPORT_IOU);
+    free(p.v);
+    return st;
 }
 
 #if VT_HAVE_ONNX
@@ -775,8 +790,8 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
                                               "vt_model_export: unknown format %d (known: 1 = "
                                               "VT_EXPORT_ONNX)", (int)format));
     /* options are checked in every build, so a bad one reads the same with or without ONNX */
-    xopts x = {17, 1, 0, 0, 300, 1, 0.25, 0.7};
-    vt_status st = vt_parse_kv_list(options, set_opt, &x);
+    xopts x;
+    vt_status st = parse_export_opts(options, &x);
     if (!st && x.half)
         st = vt_fail(VT_ERR_UNSUPPORTED, "half=1 (float16 export) is not supported yet; the "
                      "export is float32");

@@ -124,6 +124,7 @@ class OptionScope(enum.IntFlag):
     SYNTH_CLASSIFY = 128   # synth_generate(dir, "classify", **options)
     SYNTH_DETECT = 256     # synth_generate(dir, "detect" or "segment", **options)
     CALIBRATE = 512        # Estimator.calibrate(device, **options)
+    EXPORT = 1024          # Model.export(path, format, **options)
 
 
 _TASK_NOUNS = {Task.CLASSIFY: "classification", Task.DETECT: "detection",
