@@ -596,8 +596,8 @@ VT_API vt_status vt_dataset_mask(const vt_dataset *dataset, vt_split split, int 
 /* ---- dataset policies and validation ------------------------------------------------------ *
  *
  * vt_dataset_open_ex() opens a dataset as vt_dataset_open() does, with options (NULL or
- * space-separated key=value; unknown keys: VT_ERR_UNKNOWN_OPTION, bad values:
- * VT_ERR_OPTION_VALUE):
+ * space-separated key=value, the VT_OPT_DS_* options of vt_option; unknown keys:
+ * VT_ERR_UNKNOWN_OPTION, bad values: VT_ERR_OPTION_VALUE):
  *   policy=drop  (default) a bad box or entry is dropped and the rest of its image kept: with
  *                no other option this is exactly vt_dataset_open().
  *   policy=skip  an image with any label problem is left out of its split altogether.
@@ -688,14 +688,14 @@ VT_API int64_t vt_dataset_count(const vt_dataset *dataset, vt_count what, vt_spl
  * images of `ds` are listed: a dataset opened with policy=skip or decode=1 yields clean lists. */
 
 /* Split the train images of `ds` into a new train and val: options "val=0.2 seed=0" (val
- * fraction 0 < val < 1, at least one image each side).  The images are shuffled with the seed
+ * fraction 0 < val < 1, at least one image each side; VT_OPT_SPLIT_VAL, VT_OPT_SPLIT_SEED).  The images are shuffled with the seed
  * (same dataset and seed => same lists), the first round(val*n) go to val; each list keeps the
  * dataset's order.  The original val split is not used; a test split is listed as is. */
 VT_API vt_status vt_dataset_split(const vt_dataset *ds, const char *out_dir, const char *options);
 
 /* A deterministic subset of every split: options "fraction=F" (0 < F <= 1, round(F*n) images,
  * at least 1 of a non-empty split) or "count=N" (N >= 1: min(N, n) images of each split), and
- * "seed=0".  The same seed picks the same images; each list keeps the dataset's order. */
+ * "seed=0" (VT_OPT_SUBSET_*, VT_OPT_SPLIT_SEED).  The same seed picks the same images; each list keeps the dataset's order. */
 VT_API vt_status vt_dataset_subset(const vt_dataset *ds, const char *out_dir,
                                    const char *options);
 
@@ -727,7 +727,8 @@ VT_API vt_status vt_dataset_box_histogram(const vt_dataset *ds, vt_split split,
 VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_path);
 
 /* Write a synthetic dataset under `dir` (created; must not already hold a dataset) for tests,
- * demos and benchmarks.  `options` is NULL or space-separated key=value pairs:
+ * demos and benchmarks.  `options` is NULL or space-separated key=value pairs (the
+ * VT_OPT_SYNTH_* options of vt_option):
  *   classes=4 (2..8)  train=100  val=40  (images per class)  imgsz=32 (16..512)  seed=0
  * Classification: ImageFolder layout with PNG images of coloured shapes on noisy backgrounds,
  * one shape kind per class.
@@ -861,7 +862,7 @@ typedef enum vt_export_format {
  * [0, 1] as vt_model_forward takes them (resize or letterbox is the caller's); outputs as
  * vt_model_forward: "probs" [N, num_classes], "head" [N, 4 + num_classes, imgsz/8, imgsz/8],
  * "logits" [N, num_classes, imgsz, imgsz].  The contract is also written into the file's
- * metadata_props.  options: NULL or space-separated key=value among
+ * metadata_props.  options: NULL or space-separated key=value (VT_OPT_EXPORT_*) among
  *   opset=13..21 (default 17)   batch=N (1..65536, default 1) | dynamic
  *   nms=0|1 (detectors; 1: decoded, NMS'd detections "boxes" [K, 4] x0 y0 x1 y1 in input
  *            pixels, "scores" [K], "classes" [K] int64, best first, as vt_model_detect_*;
@@ -1253,7 +1254,7 @@ VT_API vt_status vt_estimator_pick(const vt_estimator *estimator, vt_est_pick pi
  * ("cpu" or a CUDA index "0", "1"...), and fit the efficiency terms of the cost model (the
  * formula is in the README).  On the CPU the batch sizes take turns, so their trainers are held
  * at once; on a GPU one at a time.
- * options: NULL or space-separated key=value among
+ * options: NULL or space-separated key=value (VT_OPT_CAL_*) among
  *   batches=B1,B2[,B3]  (default: batch/4, batch/2, batch of VT_OPT_EST_BATCH, at least 1)
  *   seconds=S           (measurement budget, default 10)
  *   gpu=NAME            (the catalog name of the local GPU, needed to extrapolate to others and
