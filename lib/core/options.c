@@ -317,6 +317,23 @@ void vt_optvals_init(vt_optvals *v, int scope)
     }
 }
 
+/* What a scope's unknown-key message calls its options ("unknown export option 'x'"). */
+static const char *scope_noun(int scope)
+{
+    switch (scope) {
+    case VT_SCOPE_ESTIMATOR: return "estimator ";
+    case VT_SCOPE_DATASET_OPEN:
+    case VT_SCOPE_DATASET_VALIDATE: return "dataset ";
+    case VT_SCOPE_DATASET_SPLIT: return "split ";
+    case VT_SCOPE_DATASET_SUBSET: return "subset ";
+    case VT_SCOPE_SYNTH_CLASSIFY:
+    case VT_SCOPE_SYNTH_DETECT: return "synthetic dataset ";
+    case VT_SCOPE_CALIBRATE: return "calibration ";
+    case VT_SCOPE_EXPORT: return "export ";
+    default: return ""; /* the trainer's and the model's: plain "option" */
+    }
+}
+
 /* The list of keys valid in a scope, for error messages. */
 static void list_keys(int scope, char *buf, size_t cap)
 {
@@ -439,8 +456,8 @@ vt_status vt_optvals_set_kv(vt_optvals *v, const char *kv)
     if (!d) {
         char keys[1024];
         list_keys(v->scope, keys, sizeof keys);
-        return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown option '%.*s'; valid options: %s",
-                       (int)(eq - kv), kv, keys);
+        return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown %soption '%.*s'; valid options: %s",
+                       scope_noun(v->scope), (int)(eq - kv), kv, keys);
     }
     return vt_optvals_set_str(v, d->id, eq + 1);
 }
