@@ -110,7 +110,6 @@ typedef struct vt_optvals {
 } vt_optvals;
 
 const vt_optdef *vt_optdef_by_id(int id);
-const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen);
 /* Index of an option in vt_optvals arrays (< VT_OPT_SLOTS). */
 int vt_opt_index(const vt_optdef *d);
 /* The option of `scope` with this key, or NULL. */

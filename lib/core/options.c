@@ -251,11 +251,6 @@ const vt_optdef *vt_optdef_in_scope(const char *key, size_t len, int scope)
     return NULL;
 }
 
-const vt_optdef *vt_optdef_by_key(const char *key, size_t keylen)
-{
-    return vt_optdef_in_scope(key, keylen, ~0);
-}
-
 int vt_opt_index(const vt_optdef *d) { return (int)(d - table); }
 
 /* Index of a string option among the table's string options (vt_optvals.str). */

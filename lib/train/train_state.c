@@ -142,12 +142,7 @@ static vt_status options_text(const vt_optvals *o, const vt_trainer *t, const ch
 
 static const vt_optdef *trainer_opt(const char *key, size_t len)
 {
-    for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
-        const vt_optdef *d = vt_optdef_by_id(id);
-        if ((d->scope & VT_SCOPE_TRAINER) && strlen(d->key) == len && memcmp(d->key, key, len) == 0)
-            return d;
-    }
-    return NULL;
+    return vt_optdef_in_scope(key, len, VT_SCOPE_TRAINER);
 }
 
 /* ---- run folder ---- */
