@@ -154,7 +154,7 @@ typedef enum vt_split {
 
 /* Option keys: one table describes every setting of every handle and of every call that takes
  * a "key=value" options string, with its type, range, default and help (vt_option_info,
- * vt_option_default); vt_option_scope tells which handle or call takes it.  Values are grouped
+ * vt_option_default); vt_option_scopes tells which handle or call takes it.  Values are grouped
  * by that handle or call and never renumbered:
  *   100..299  vt_trainer (vt_trainer_set*, vt_trainer_set)
  *   300..399  vt_model_create's options string
@@ -274,7 +274,7 @@ typedef enum vt_option {
                                    * VT_EST_PRECISION says which one an estimate used
                                    * ("precision")                                              */
     VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
-    VT_OPT_EST_VAL_EACH = 509,        /* int 0|1 validate after each epoch, default 1 ("val_each")  */
+    VT_OPT_EST_VAL_EACH = 509,    /* int 0|1 validate after each epoch, default 1 ("val_each")   */
     VT_OPT_EST_WORKERS = 510,     /* int 0..256 loader threads, default 8 ("workers")            */
     VT_OPT_EST_GPU = 511,         /* string: a catalog name or abbreviation (vt_catalog_find),
                                    * "local" (the calibrated device) or "cpu", default "local"
