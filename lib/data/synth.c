@@ -21,6 +21,7 @@
 
 #include "core/core.h"
 #include "image/image.h"
+#include "data/dataset.h"
 #include "data/shapes.h"
 #include "data/synth_detect.h"
 
@@ -378,8 +379,11 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
 {
     if (!dir || !*dir)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: dir is NULL or empty");
-    if (task == VT_TASK_DETECT) return vt_synth_detect(dir, options); /* own options */
-    if (task == VT_TASK_SEGMENT) return vt_synth_segment(dir, options); /* the same options */
+    const vt_labels *labels = vt_task_labels(task);
+    if (!labels)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: unknown task %d", (int)task);
+    if (labels->masks) return vt_synth_segment(dir, options); /* the detection options */
+    if (labels->boxes) return vt_synth_detect(dir, options);  /* own options */
     /* keys, ranges and defaults: the VT_OPT_SYNTH_* lines of the option table */
     vt_optvals *v;
     vt_status st = vt_optvals_parse_new(&v, VT_SCOPE_SYNTH_CLASSIFY, options);
@@ -393,9 +397,5 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
                     (long long)vt_opt_num(v, VT_OPT_SYNTH_IMGSZ),
                     (long long)vt_opt_num(v, VT_OPT_SYNTH_SEED)};
     free(v);
-    switch (task) {
-    case VT_TASK_CLASSIFY: return synth_classify(dir, &o);
-    default:
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: unknown task %d", (int)task);
-    }
+    return synth_classify(dir, &o); /* one class per image */
 }

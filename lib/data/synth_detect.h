@@ -6,10 +6,10 @@
 
 #include "core/core.h"
 
-/* vt_synth_generate(dir, VT_TASK_DETECT, options). */
+/* vt_synth_generate for a task labelled with boxes. */
 vt_status vt_synth_detect(const char *dir, const char *options);
 
-/* vt_synth_generate(dir, VT_TASK_SEGMENT, options): the detection images with YOLO-seg
+/* vt_synth_generate for a task labelled with masks: the detection images with YOLO-seg
  * polygons and mask PNGs. */
 vt_status vt_synth_segment(const char *dir, const char *options);
 
