@@ -18,7 +18,7 @@
 typedef struct limited {
     vt_backend_ops ops; /* first member: b->ops points here */
     const vt_backend_ops *real;
-    size_t limit, held;
+    size_t limit, held, peak;
     struct block {
         void *p;
         size_t n;
@@ -47,6 +47,7 @@ static void *limited_alloc(vt_backend *b, size_t bytes)
     if (p) {
         l->blocks[l->nblocks++] = (struct block){p, bytes};
         l->held += bytes;
+        if (l->held > l->peak) l->peak = l->held;
     }
     return p;
 }
@@ -152,8 +153,10 @@ static vt_status check_batch(vt_trainer *t, const int *subset, int *b, vt_autoba
         st = trial_step(t, L, subset, *b, checked);
         if (test && test->ntried < VT_AUTOBATCH_MAX_TRIES) {
             test->tried[test->ntried] = *b;
+            test->peak[test->ntried] = lim ? lim->peak : 0;
             test->fitted[test->ntried++] = st == VT_OK;
         }
+        if (lim) lim->peak = lim->held;
         if (!is_oom(st) || *b <= 2) break;
         vt_log(&t->log, VT_LOG_DEBUG, "batch=-1: batch %d ran out of memory (%s); trying %d", *b,
                vt_last_error(), *b / 2 > 2 ? *b / 2 : 2);

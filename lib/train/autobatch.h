@@ -30,6 +30,7 @@ typedef struct vt_autobatch_test {
     int ntried;          /* out: the batches stepped, in order, and whether each fitted */
     int tried[VT_AUTOBATCH_MAX_TRIES];
     unsigned char fitted[VT_AUTOBATCH_MAX_TRIES];
+    size_t peak[VT_AUTOBATCH_MAX_TRIES]; /* with alloc_limit: the most bytes each step held */
 } vt_autobatch_test;
 
 /* Choose the batch for training the first ntrain images of `subset` (the run's training
