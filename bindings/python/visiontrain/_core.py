@@ -1372,7 +1372,9 @@ class Trainer(_Closable):
     def metric(self, name, default=NotImplemented):
         """The latest value of a metric ("loss", "val_loss", "top1", "top5", "lr",
         "images_per_sec", "epoch_seconds", "eta_seconds", "cost_usd", "data_wait_seconds",
-        "best_fitness", "fitness", "device_memory_bytes", or a Metric).  Raises NotFoundError
+        "best_fitness", "fitness", "device_memory_bytes", the GPU's "gpu_util",
+        "gpu_memory_used_bytes", "gpu_memory_total_bytes", "gpu_power_w", "gpu_temp_c", or a
+        Metric).  Raises NotFoundError
         when there is none yet, unless ``default`` is given."""
         value = ctypes.c_double()
         st = self._lib.vt_trainer_metric(self._ptr(), _metric(name), ctypes.byref(value))
