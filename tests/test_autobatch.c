@@ -189,7 +189,8 @@ START_TEST(test_shrinks_on_out_of_memory)
     /* what a step of 6 holds */
     open_fixture(&f, ds);
     memset(&test, 0, sizeof test);
-    test.memory_bytes = (model_bytes(f.m, 6) + 0.5 * (model_bytes(f.m, 7) - model_bytes(f.m, 6))) / 0.6;
+    double m6 = model_bytes(f.m, 6), m7 = model_bytes(f.m, 7);
+    test.memory_bytes = (m6 + 0.5 * (m7 - m6)) / 0.6;
     test.alloc_limit = (size_t)1 << 40;
     ck_assert_int_eq(vt_autobatch(f.t, f.subset, 20, &test, &b), VT_OK);
     ck_assert_int_eq(b, 6);

@@ -141,12 +141,12 @@ typedef enum vt_option {
     VT_OPT_EPOCHS = 100,          /* int   >= 1, default 10                                   */
     VT_OPT_BATCH = 101,           /* int   >= 1, default 32; -1 = automatic: the largest batch
                                      whose training fits autobatch_fraction of the device's
-                                     memory (host memory on the CPU), by the memory model of the
-                                     estimator, capped at the training images (and at 512 on the
-                                     CPU), then checked by one real training step and halved
-                                     while that step runs out of memory.  The run logs the
-                                     choice and the option then holds it (args.yaml,
-                                     vt_trainer_get_float)                                       */
+                                     memory (available host memory on the CPU) by the
+                                     estimator's memory model, capped at the training images
+                                     and at 1024 (512 on the CPU), then checked by one real
+                                     training step and halved while that step runs out of
+                                     memory.  The run logs the choice and the option then holds
+                                     it (args.yaml, vt_trainer_get_float)                       */
     VT_OPT_IMGSZ = 102,           /* int   8..4096, default: the model's image size            */
     VT_OPT_OPTIMIZER = 103,       /* string "sgd" | "adamw", default "sgd"                   */
     VT_OPT_LR0 = 104,             /* float > 0, initial learning rate, default 0.01 (adamw: 0.001) */

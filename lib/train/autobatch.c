@@ -190,7 +190,8 @@ vt_status vt_autobatch(vt_trainer *t, const int *subset, int ntrain, vt_autobatc
     if (gpu) vt_device_memory(&t->dev, t->be, &held, &peak);
     double budget = gpu ? fmin(frac * (double)total, (double)avail + (double)held)
                         : frac * (double)avail;
-    int cap = gpu || ntrain < VT_AUTOBATCH_CPU_MAX ? ntrain : VT_AUTOBATCH_CPU_MAX;
+    int most = gpu ? VT_AUTOBATCH_GPU_MAX : VT_AUTOBATCH_CPU_MAX;
+    int cap = ntrain < most ? ntrain : most;
     int states = strcmp(vt_opt_str(&t->opts, VT_OPT_OPTIMIZER), "adamw") == 0 ? 2 : 1;
     int sz = vt_trainer_imgsz(t);
     double bytes;
@@ -217,9 +218,10 @@ vt_status vt_autobatch(vt_trainer *t, const int *subset, int ntrain, vt_autobatc
     *batch = b;
     vt_log(&t->log, VT_LOG_INFO,
            "batch=-1: batch %d (memory model: %d images in %.3g GB, within autobatch_fraction=%g "
-           "%s, %.3g GB%s%s; %s)", b, modelled, bytes / 1e9, frac, where, budget / 1e9,
-           !gpu && modelled == VT_AUTOBATCH_CPU_MAX ? ", capped at 512 on the CPU" : "",
-           modelled == ntrain ? ", capped at the training images" : "",
+           "%s, %.3g GB%s; %s)", b, modelled, bytes / 1e9, frac, where, budget / 1e9,
+           modelled == ntrain ? ", capped at the training images"
+           : modelled == most ? (gpu ? ", capped at 1024" : ", capped at 512 on the CPU")
+                              : "",
            !checked      ? "not checked: its images could not be read"
            : halvings    ? "halved after running out of memory, then a step fitted"
                          : "a training step at it fitted");
