@@ -91,7 +91,7 @@ int cmd_info(args *a)
             if (type != VT_OPTION_STRING)
                 snprintf(range, sizeof range, lo == floor(lo) && hi == floor(hi) && hi < 1e18
                          ? "%.0f..%.0f" : "%g..%g", lo, hi);
-            printf("  %-16s %-6s %-20s %s\n", key,
+            printf("  %-18s %-6s %-20s %s\n", key,
                    type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
                    range, help);
         }
