@@ -9,6 +9,7 @@
 #include "backend/device.h"
 #include "nvml.h"
 #include "testutil.h"
+#include "train/gpu_metrics.h"
 #include "train/results.h"
 #include "train/trainer_impl.h"
 
@@ -102,6 +103,77 @@ START_TEST(test_device_layer)
     ck_assert_int_eq(vt_device_capacity(&cpu, &total, &avail), VT_OK);
     ck_assert_msg(total > ((size_t)64 << 20) && avail > 0 && avail <= total,
                   "host memory %zu, available %zu", total, avail);
+}
+END_TEST
+
+/* The trainer's side (lib/train/gpu_metrics.c) on a fake GPU device: the figures it gives go
+ * into the progress record, those it does not are absent, at most one sample a second. */
+static int fake_calls;
+static unsigned fake_have;
+
+static unsigned fake_metrics(int index, vt_gpu_metrics *out)
+{
+    ck_assert_int_eq(index, 3);
+    fake_calls++;
+    out->have = fake_have;
+    out->util_pct = 50;
+    out->mem_used_bytes = 1e9;
+    out->mem_total_bytes = 2e9;
+    out->power_w = 300;
+    out->temp_c = 70;
+    return out->have;
+}
+
+START_TEST(test_trainer_samples)
+{
+    static const vt_device_iface fake_gpu = {.name = "fakegpu", .kind = VT_DEVICE_KIND_GPU,
+                                             .max_index = 7, .metrics = fake_metrics};
+    vt_model *m;
+    vt_trainer *t;
+    ck_assert_int_eq(vt_model_create(&m, "cls-n", 2, "imgsz=16"), VT_OK);
+    ck_assert_int_eq(vt_trainer_create(&t, m, NULL), VT_OK);
+    vt_backend *cpu;
+    ck_assert_int_eq(vt_backend_cpu_create(&cpu, 1), VT_OK);
+    ck_assert_int_eq(vt_device_parse("cpu", &t->dev), VT_OK);
+    t->be = cpu;
+    fake_calls = 0;
+    vt_train_gpu_sample(t); /* the CPU: nothing asked, nothing set */
+    ck_assert_int_eq(vt_train_gpu_begin(t), VT_OK);
+    ck_assert_int_eq(t->results.gpu_col, 0);
+    ck_assert_int_eq(fake_calls, 0);
+    double v;
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_UTIL, &v), VT_ERR_NOT_FOUND);
+
+    t->dev = (vt_device){&fake_gpu, 3};
+    ck_assert_int_eq(vt_train_gpu_begin(t), VT_OK);
+    ck_assert_int_gt(t->results.gpu_col, 0);
+    fake_have = VT_GPU_HAVE_UTIL | VT_GPU_HAVE_MEMORY | VT_GPU_HAVE_TEMP;
+    vt_train_gpu_sample(t);
+    ck_assert_int_eq(fake_calls, 1);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_UTIL, &v), VT_OK);
+    ck_assert_double_eq(v, 50);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_MEMORY_USED_BYTES, &v), VT_OK);
+    ck_assert_double_eq(v, 1e9);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_MEMORY_TOTAL_BYTES, &v), VT_OK);
+    ck_assert_double_eq(v, 2e9);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_TEMP_C, &v), VT_OK);
+    ck_assert_double_eq(v, 70);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_POWER_W, &v), VT_ERR_NOT_FOUND);
+    /* within the second: not asked again */
+    fake_have = 0;
+    for (int i = 0; i < 100; i++) vt_train_gpu_sample(t);
+    ck_assert_int_eq(fake_calls, 1);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_UTIL, &v), VT_OK);
+    /* a second later: asked; NVML gone, the figures are absent */
+    t->gpu_sampled_at -= 1.0;
+    vt_train_gpu_sample(t);
+    ck_assert_int_eq(fake_calls, 2);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_UTIL, &v), VT_ERR_NOT_FOUND);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_GPU_TEMP_C, &v), VT_ERR_NOT_FOUND);
+    t->be = NULL;
+    vt_backend_destroy(cpu);
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
 }
 END_TEST
 
@@ -199,6 +271,7 @@ int main(void)
     tcase_add_test(tc, test_fake_nvml_figures);
     tcase_add_test(tc, test_nvml_missing);
     tcase_add_test(tc, test_device_layer);
+    tcase_add_test(tc, test_trainer_samples);
     tcase_add_test(tc, test_results_gpu_columns);
     suite_add_tcase(s, tc);
     return vt_test_run(s);
