@@ -177,7 +177,7 @@ START_TEST(test_run_folder)
     /* the checkpoint's run arguments: enough to resume from the file alone */
     snprintf(p, sizeof p, "%s/weights/last.vtm", rd);
     size_t need = 0;
-    ck_assert_int_eq(vt_checkpoint_args(p, NULL, 0, &need), VT_ERR_BUFFER_TOO_SMALL);
+    ck_assert_int_eq(vt_checkpoint_args(p, NULL, 0, &need), VT_OK); /* a size query */
     ck_assert(need > 100);
     char *ca = malloc(need);
     ck_assert_int_eq(vt_checkpoint_args(p, ca, need - 1, NULL), VT_ERR_BUFFER_TOO_SMALL);

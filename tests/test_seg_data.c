@@ -268,14 +268,13 @@ START_TEST(test_yolo_seg)
     ck_assert_int_eq(vt_dataset_polygon(ds, VT_SPLIT_TRAIN, 0, 1, NULL, xy, 4, &np), VT_OK);
     const float tri[6] = {0.6f, 0.6f, 1.0f, 0.6f, 0.8f, 1.0f};
     for (int k = 0; k < 6; k++) ck_assert_float_eq(xy[k], tri[k]);
-    /* query then fill: too small a buffer gets the first points and says so */
+    /* size query, then fill: too small a buffer gets nothing, and the count */
     memset(xy, 0, sizeof xy);
     ck_assert_int_eq(vt_dataset_polygon(ds, VT_SPLIT_TRAIN, 0, 0, &cls, xy, 2, &np),
                      VT_ERR_BUFFER_TOO_SMALL);
     ck_assert_int_eq(np, 4);
     ck_assert_int_eq(cls, 2);
-    ck_assert_float_eq(xy[2], 0.5f);
-    ck_assert_float_eq(xy[4], 0.0f);
+    for (int k = 0; k < 8; k++) ck_assert_float_eq(xy[k], 0.0f);
     ck_assert_int_eq(vt_dataset_polygon(ds, VT_SPLIT_TRAIN, 0, 2, &cls, NULL, 0, &np),
                      VT_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(vt_dataset_polygon(ds, VT_SPLIT_TRAIN, 1, 0, &cls, NULL, 0, &np),

@@ -94,7 +94,7 @@ int main(int argc, char **argv)
     if (!image) image = vt_dataset_image_path(ds, VT_SPLIT_VAL, 0);
     int n = 0;
     vt_status st = vt_model_detect_file(model, image, 0.25f, 0.7f, 100, NULL, NULL, NULL, 0, &n);
-    if (st != VT_OK && st != VT_ERR_BUFFER_TOO_SMALL) {
+    if (st != VT_OK) {
         fprintf(stderr, "%s\n", vt_model_last_error(model));
         goto out;
     }

@@ -111,8 +111,8 @@ static int read_ckpt_args(const char *cmd, const char *path, ckpt_args *ca)
 {
     memset(ca, 0, sizeof *ca);
     size_t n = 0;
-    vt_status st = vt_checkpoint_args(path, NULL, 0, &n);
-    if (st != VT_ERR_BUFFER_TOO_SMALL) return fail(cmd, st ? st : VT_ERR_INTERNAL, NULL);
+    vt_status st = vt_checkpoint_args(path, NULL, 0, &n); /* the size */
+    if (st) return fail(cmd, st, NULL);
     if (!(ca->text = malloc(n))) return fail(cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
     if ((st = vt_checkpoint_args(path, ca->text, n, &n))) return fail(cmd, st, NULL);
     ca->data = ck_get(ca->text, "data");

@@ -169,9 +169,8 @@ static int detect_one(vt_model *m, const char *path, float conf, float iou, int 
 static int segment_one(vt_model *m, const char *path, const char *out, int color)
 {
     int w = 0, h = 0;
-    vt_status st = vt_model_segment_file(m, path, NULL, 0, &w, &h);
-    if (st != VT_ERR_BUFFER_TOO_SMALL) return fail("predict", st ? st : VT_ERR_INTERNAL,
-                                                   vt_model_last_error(m));
+    vt_status st = vt_model_segment_file(m, path, NULL, 0, &w, &h); /* the size */
+    if (st) return fail("predict", st, vt_model_last_error(m));
     uint8_t *mask = malloc((size_t)w * h);
     if (!mask) return fail("predict", VT_ERR_OUT_OF_MEMORY, "out of memory");
     st = vt_model_segment_file(m, path, mask, (size_t)w * h, &w, &h);

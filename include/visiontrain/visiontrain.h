@@ -29,6 +29,25 @@
  *   owned by the handle that returned them (valid until it is destroyed unless stated otherwise).
  *   A vt_trainer borrows its model and dataset: both must outlive it.
  *
+ * Buffers.  A call that fills a caller's buffer ("fills per the buffer rule") takes the buffer,
+ *   its capacity (elements, or bytes for text) and an out-size pointer, and works as "size
+ *   query, then fill":
+ *   - the out-size, when non-NULL, is always set to the full size of the result (elements, or
+ *     bytes with the NUL for text), whatever the call returns; 0 when the call fails before it
+ *     knows the size (a bad argument, a file that cannot be read);
+ *   - buffer NULL with capacity 0 is a size query: VT_OK, nothing written;
+ *   - a buffer too small for the whole result: VT_ERR_BUFFER_TOO_SMALL and nothing written
+ *     (except that a text buffer of capacity >= 1 gets "", so it is never left unterminated),
+ *     the message naming the call, the size needed and the capacity given;
+ *   - buffer NULL with a capacity > 0, or a negative capacity: VT_ERR_INVALID_ARGUMENT.
+ *   On success exactly the result is written; elements past it are left as they were.  A call
+ *   whose result has a size fixed in advance, given by another call (vt_model_predict_*: the
+ *   class count; vt_dataset_class_histogram; vt_model_forward: vt_model_output_shape), has no
+ *   out-size and no size query (a NULL buffer is VT_ERR_INVALID_ARGUMENT); the rest holds.
+ *   The one exception is vt_device_info(), whose GPU name is a display string truncated to fit.
+ *   Buffers sized by the call's own arguments (vt_dataset_mask, vt_model_segment_pixels,
+ *   vt_dataset_box_histogram) have no capacity.  The library keeps no pointer to a buffer.
+ *
  * Options.  Settings are typed and enum-keyed (vt_option), in the style of zstd: set through
  *   vt_trainer_set_int/_float/_string, or in "key=value" form through vt_trainer_set(), which
  *   the CLI and the Python bindings use.  Unknown keys fail with VT_ERR_UNKNOWN_OPTION, bad or out
@@ -270,8 +289,10 @@ VT_API const char *vt_cpu_kernels(void);
  * asks for a GPU never loads either.  Thread-safe. */
 VT_API int vt_device_count(void);
 
-/* Describe GPU `device` (0-based): its name (truncated to name_cap-1 bytes, NUL-terminated),
- * compute capability and total/free memory in bytes.  Any out-pointer may be NULL.
+/* Describe GPU `device` (0-based): its name, compute capability and total/free memory in bytes.
+ * The name is the one exception to the buffer rule (see top): it is truncated to name_cap-1
+ * bytes and NUL-terminated (name NULL with name_cap 0 skips it; NULL with name_cap > 0 is
+ * VT_ERR_INVALID_ARGUMENT).  Any other out-pointer may be NULL.
  * VT_ERR_DEVICE when the device does not exist or the driver fails; when there is no GPU at
  * all, the message says why (no CUDA in this build, the module or a CUDA library missing, no
  * driver).  Thread-safe. */
@@ -434,11 +455,10 @@ VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char
 /* Number of polygons of image i (0 for an out-of-range index or a dataset without polygons). */
 VT_API int vt_dataset_num_polygons(const vt_dataset *dataset, vt_split split, int i);
 
-/* Polygon k of image i: its class (dataset class id, >= 1), its point count, and its points as
- * x, y pairs normalised to 0..1.  Query then fill: *npts is always set; xy may be NULL (or cap
- * 0) to ask only for the count; otherwise xy holds cap points (2*cap floats), and when
- * cap < *npts the first cap points are written and VT_ERR_BUFFER_TOO_SMALL is returned.  cls and
- * npts may be NULL.  VT_ERR_INVALID_ARGUMENT for an index out of range. */
+/* Polygon k of image i: its class (dataset class id, >= 1) into *cls, and its points as x, y
+ * pairs normalised to 0..1 into xy, which fills per the buffer rule (see top): cap and *npts
+ * count points (2 floats each).  cls and npts may be NULL.  VT_ERR_INVALID_ARGUMENT for an
+ * index out of range. */
 VT_API vt_status vt_dataset_polygon(const vt_dataset *dataset, vt_split split, int i, int k,
                                     int *cls, float *xy, int cap, int *npts);
 
@@ -584,7 +604,8 @@ typedef enum vt_box_measure {
 } vt_box_measure;
 
 /* Instances per class of a split: counts[c] for c < vt_dataset_num_classes (boxes for
- * detection, images for classification).  VT_ERR_BUFFER_TOO_SMALL when n is smaller. */
+ * detection, images for classification).  counts fills per the buffer rule (see top), with n
+ * its capacity and the class count its fixed size. */
 VT_API vt_status vt_dataset_class_histogram(const vt_dataset *ds, vt_split split, int64_t *counts,
                                             int n);
 /* Histogram of a box measure over the boxes of a split: nbins (1..10000) equal bins over 0..1,
@@ -662,8 +683,8 @@ VT_API uint64_t vt_model_num_params(const vt_model *model);
  * two), computed from the model's layer list.  0 on a bad argument. */
 VT_API double vt_model_flops(const vt_model *model, int imgsz);
 
-/* Classify one image.  Writes the softmax probability of every class into scores[0..n-1];
- * n must be at least vt_model_num_classes() (VT_ERR_BUFFER_TOO_SMALL otherwise).
+/* Classify one image.  Writes the softmax probability of every class into scores, which fills
+ * per the buffer rule (see top), with n its capacity and vt_model_num_classes() its fixed size.
  * _file decodes a PNG or JPEG; _pixels takes 8-bit interleaved pixels (channels 1, 3 or 4,
  * rows `stride` bytes apart).  The image is resized to the model's image size. */
 VT_API vt_status vt_model_predict_file(vt_model *model, const char *path, float *scores, int n);
@@ -676,10 +697,10 @@ VT_API vt_status vt_model_predict_pixels(vt_model *model, const uint8_t *pixels,
  * with a score >= conf survive class-aware NMS at IoU threshold `iou`, at most max_det of them
  * (<= 0: 300), best score first.  Detection k is classes[k], scores[k] (0..1) and the corners
  * boxes[4k..4k+3] = x0, y0, x1, y1 in the image's own pixels.  Typical values: conf 0.25,
- * iou 0.7.  *count receives the number of detections; when it is larger than cap the first cap
- * are written and VT_ERR_BUFFER_TOO_SMALL is returned, so cap = 0 with NULL arrays asks for the
- * count.  The arrays are the caller's.  _file decodes a PNG or JPEG; _pixels takes 8-bit
- * interleaved pixels like vt_model_predict_pixels. */
+ * iou 0.7.  The three arrays fill as one buffer per the buffer rule (see top): cap and *count
+ * count detections (count is required), the buffer is NULL unless all three arrays are given,
+ * and a size query runs the model as a fill does.  _file decodes a PNG or JPEG; _pixels takes
+ * 8-bit interleaved pixels like vt_model_predict_pixels. */
 VT_API vt_status vt_model_detect_file(vt_model *model, const char *path, float conf, float iou,
                                       int max_det, int *classes, float *scores, float *boxes,
                                       int cap, int *count);
@@ -691,10 +712,9 @@ VT_API vt_status vt_model_detect_pixels(vt_model *model, const uint8_t *pixels, 
 /* Segment one image with a segmentation model ("seg-..."; VT_ERR_UNSUPPORTED for other tasks):
  * the class id of every pixel of the image at its own size, row-major, one byte a pixel.  The
  * image is letterboxed to the model's image size; each pixel takes the best class of the
- * network's output pixel it falls on.  _file: mask holds cap bytes; *width and *height receive
- * the image's size, and when cap < width * height nothing is written and
- * VT_ERR_BUFFER_TOO_SMALL is returned (cap 0 and mask NULL ask for the size).  _pixels: mask
- * holds width * height bytes.  The mask buffer is the caller's. */
+ * network's output pixel it falls on.  _file: mask fills per the buffer rule (see top), cap in
+ * bytes; its out-size is *width x *height (both required), the image's size, read from the
+ * file without running the model on a size query.  _pixels: mask holds width * height bytes. */
 VT_API vt_status vt_model_segment_file(vt_model *model, const char *path, uint8_t *mask,
                                        size_t cap, int *width, int *height);
 VT_API vt_status vt_model_segment_pixels(vt_model *model, const uint8_t *pixels, int width,
@@ -710,8 +730,8 @@ VT_API vt_status vt_model_output_shape(const vt_model *model, int *c, int *h, in
 /* Run the inference network (batch norm with its running statistics, no dropout) on n images
  * the caller has prepared: input holds n x channels x imgsz x imgsz floats (NCHW), normally
  * 8-bit pixels / 255 after the resize or letterbox the predict functions do.  Writes n images
- * of vt_model_output_shape() into output (cap floats; VT_ERR_BUFFER_TOO_SMALL, nothing
- * written, when it is smaller): classifiers the softmax probabilities (as
+ * of vt_model_output_shape() into output, which fills per the buffer rule (see top) with cap
+ * floats and n x c x h x w its fixed size: classifiers the softmax probabilities (as
  * vt_model_predict_*), detectors the raw head (per cell dx, dy, lw, lh and one logit per
  * class; see the README), segmenters the per-pixel class logits.  These are exactly the
  * outputs of the model exported with vt_model_export (no NMS), which is how the export is
@@ -884,10 +904,9 @@ VT_API vt_status vt_trainer_run(vt_trainer *trainer);
  * lines, so that a caller can resume from the file alone: first data (the dataset's absolute
  * path; absent in checkpoints written before it was recorded), task ("classify", "detect",
  * "segment"), model (the architecture), num_classes, channels, imgsz and dropout of the model,
- * then every trainer option saved in the checkpoint except imgsz and resume.  buf receives the
- * NUL-terminated text and *len (when non-NULL) its size with the NUL; when cap is smaller,
- * nothing is written and VT_ERR_BUFFER_TOO_SMALL is returned (cap 0 and buf NULL ask for the
- * size).  VT_ERR_CHECKPOINT for a file that is no training checkpoint (a vt_model_save file). */
+ * then every trainer option saved in the checkpoint except imgsz and resume.  buf fills with
+ * the NUL-terminated text per the buffer rule (see top), cap and *len in bytes with the NUL.
+ * VT_ERR_CHECKPOINT for a file that is no training checkpoint (a vt_model_save file). */
 VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, size_t *len);
 
 /* The run folder of the current or last vt_trainer_run() ("" before one, or with save=0).
@@ -1121,9 +1140,10 @@ VT_API vt_status vt_estimator_run(vt_estimator *estimator);
 VT_API vt_status vt_estimator_result(const vt_estimator *estimator, vt_est_result result,
                                      double *value);
 
-/* Estimate the run on every catalog GPU and rank them.  Writes up to `cap` catalog indices into
- * order (best first) and the catalog size into *count; order may be NULL to ask for the size
- * (VT_ERR_BUFFER_TOO_SMALL when 0 < cap < *count, with the first cap written).  Ranking:
+/* Estimate the run on every catalog GPU and rank them.  order fills with the catalog indices,
+ * best first, per the buffer rule (see top): cap and *count (required) count GPUs, *count is the
+ * catalog size, and a size query ranks as a fill does (vt_estimator_rank_result works after
+ * either).  Ranking:
  * GPUs that fit and meet the deadline/budget, by the key; then those that fit but miss it; then
  * those where the run does not fit; GPUs without a price come after priced ones when ranking by
  * cost.  Those missing the limit are ordered by how near they come to it: by time for a

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/buffer.h"
 #include "backend/cuda_device.h"
 #include "backend/gemm.h"
 
@@ -176,9 +177,13 @@ VT_API int vt_device_count(void)
 VT_API vt_status vt_device_info(int device, char *name, size_t name_cap, int *cc_major,
                                 int *cc_minor, uint64_t *total_bytes, uint64_t *free_bytes)
 {
+    /* The one exception to the buffer rule: the name is truncated to fit (the CUDA module
+     * does that); a capacity without a buffer is still an error. */
     size_t total = 0, avail = 0;
-    vt_status st = vt_cuda_device_info(device, name, name_cap, cc_major, cc_minor,
-                                       total_bytes ? &total : NULL, free_bytes ? &avail : NULL);
+    vt_status st = vt_buffer_args("vt_device_info", name, name_cap);
+    if (st) return st;
+    st = vt_cuda_device_info(device, name, name_cap, cc_major, cc_minor,
+                             total_bytes ? &total : NULL, free_bytes ? &avail : NULL);
     if (st) return st;
     if (total_bytes) *total_bytes = total;
     if (free_bytes) *free_bytes = avail;

@@ -222,18 +222,34 @@ VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *pat
     return vt_dataset_load(out, task, path, VT_DS_POLICY_DROP, 0);
 }
 
+static const vt_labels task_labels[] = {
+    {VT_TASK_CLASSIFY, .image_class = 1},
+    {VT_TASK_DETECT, .boxes = 1},
+    {VT_TASK_SEGMENT, .masks = 1},
+};
+
+const vt_labels *vt_task_labels(vt_task task)
+{
+    for (size_t i = 0; i < sizeof task_labels / sizeof task_labels[0]; i++)
+        if (task_labels[i].task == task) return &task_labels[i];
+    return NULL;
+}
+
 vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int policy,
                           int lenient)
 {
     *out = NULL;
-    /* Segmentation datasets share the detection layouts (data.yaml, COCO JSON). */
-    if (task == VT_TASK_DETECT || task == VT_TASK_SEGMENT) {
+    const vt_labels *labels = vt_task_labels(task);
+    if (!labels) return vt_fail(VT_ERR_UNSUPPORTED, "%s: unknown task %d", path, (int)task);
+    /* Boxes and masks share the detection layouts (data.yaml, COCO JSON). */
+    if (!labels->image_class) {
         vt_dataset *ds = vt_calloc(1, sizeof *ds);
         if (!ds || !(ds->root = vt_strdup(path))) {
             free(ds);
             return VT_ERR_OUT_OF_MEMORY;
         }
         ds->task = task;
+        ds->labels = labels;
         ds->policy = policy;
         ds->lenient = lenient;
         ds->ignore_value = 255;
@@ -245,8 +261,6 @@ vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int 
         *out = ds;
         return VT_OK;
     }
-    if (task != VT_TASK_CLASSIFY)
-        return vt_fail(VT_ERR_UNSUPPORTED, "%s: unknown task %d", path, (int)task);
     if (!is_dir(path)) {
         struct stat sb;
         if (stat(path, &sb) != 0)
@@ -259,6 +273,7 @@ vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int 
         return VT_ERR_OUT_OF_MEMORY;
     }
     ds->task = task;
+    ds->labels = labels;
     ds->policy = policy;
     ds->lenient = lenient;
     char *train = join(path, "train");

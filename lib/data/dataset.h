@@ -48,9 +48,26 @@ typedef struct vt_ds_problem {
 /* What happens to a problem (vt_dataset_open_ex's policy=). */
 enum { VT_DS_POLICY_DROP = 0, VT_DS_POLICY_SKIP = 1, VT_DS_POLICY_FAIL = 2 };
 
+/* What a task's dataset is labelled with.  The format readers, the tools and the loader test
+ * these, never the task: vt_task_labels (dataset.c) is the one place lib/data maps a task to
+ * its labels, so a new task that labels like an existing one (or combines them: instance
+ * segmentation = boxes + masks) is one line there. */
+typedef struct vt_labels {
+    vt_task task;
+    unsigned char image_class; /* one class per image: the ImageFolder layout */
+    unsigned char boxes;       /* objects' boxes: data.yaml / COCO layouts */
+    unsigned char masks;       /* per-pixel class masks, from polygons (class 0 is the added
+                                * "background") or from mask PNGs; `masks:`/`ignore:` in
+                                * data.yaml, COCO categories shift by one */
+} vt_labels;
+
+/* The labels of a task's datasets, NULL for an unknown task. */
+const vt_labels *vt_task_labels(vt_task task);
+
 struct vt_dataset {
     char err[VT_ERRMSG_MAX];
     vt_task task;
+    const vt_labels *labels; /* vt_task_labels(task), never NULL once opened */
     char *root;
     int num_classes;
     char **class_names;

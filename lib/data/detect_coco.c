@@ -282,7 +282,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     size_t dlen = slash ? (size_t)(slash - file) : 1;
     char *imgdir = vt_malloc(dlen + 16);
     coco_img *im = vt_calloc((size_t)ni + 1, sizeof *im);
-    int cap_ann = na + 1, seg = ds->task == VT_TASK_SEGMENT;
+    int cap_ann = na + 1, seg = ds->labels->masks;
     coco_ann *an = vt_calloc((size_t)cap_ann, sizeof *an);
     pt_buf pts = {0};
     int *entries = NULL; /* allocated once the annotation count is known */
@@ -499,7 +499,7 @@ vt_status vt_coco_load(vt_dataset *ds, const char *file)
         }
     }
     /* segmentation: class 0 is the background, category k is class k + 1 */
-    if (!st && ds->task == VT_TASK_SEGMENT) st = vt_seg_add_background(ds, file);
+    if (!st && ds->labels->masks) st = vt_seg_add_background(ds, file);
     if (!st) st = load_split(ds, file, root, cats, ncat, &ds->split[VT_SPLIT_TRAIN]);
     json_object_put(root);
     if (!st) vfile = val_sibling(file);
@@ -515,7 +515,7 @@ vt_status vt_coco_load(vt_dataset *ds, const char *file)
         int same = !st && nvcat == ncat;
         for (int i = 0; same && i < ncat; i++)
             same = vcats[i].id == cats[i].id &&
-                   !strcmp(vcats[i].name, ds->class_names[i + (ds->task == VT_TASK_SEGMENT)]);
+                   !strcmp(vcats[i].name, ds->class_names[i + ds->labels->masks]);
         if (!st && !same)
             st = vt_fail(VT_ERR_DATASET, "%s: its categories differ from those of %s", vfile, file);
         if (!st) st = load_split(ds, vfile, vroot, cats, ncat, &ds->split[VT_SPLIT_VAL]);

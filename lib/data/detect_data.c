@@ -650,9 +650,9 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
     if (st) return st;
     int nc = ds->num_classes; /* object classes as the label files number them */
     const char *masks = NULL;
-    if (ds->task == VT_TASK_SEGMENT) {
-        /* `masks` and `ignore` only mean something to segmentation; detection ignores them as
-         * it ignores any other key. */
+    if (ds->labels->masks) {
+        /* `masks` and `ignore` only mean something to mask labels; boxes ignore them as they
+         * ignore any other key. */
         if (val[6] && !y_is_null(val[6])) {
             masks = y_scalar(val[6]);
             if (!masks || !*masks || strchr(masks, '/'))
@@ -690,7 +690,7 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
     label_ctx lc = {0};
     lc.ds = ds;
     lc.nc = nc;
-    lc.seg = ds->task == VT_TASK_SEGMENT;
+    lc.seg = ds->labels->masks;
     lc.masks = masks;
     if (!st && y_is_null(val[1]))
         st = vt_fail(VT_ERR_DATASET, "%s: no 'train' key (the training images)", y->file);

@@ -273,22 +273,17 @@ static int cache_put(cache *c, int idx, const vt_image *img)
 
 static void *producer_main(void *arg);
 
-/* The pipeline a dataset of each built-in task trains with, for loaders that do not name one. */
-static vt_sample_kind task_sample_kind(vt_task task)
+/* The pipeline a dataset trains with by its labels, for loaders that do not name one. */
+static vt_sample_kind labels_sample_kind(const vt_labels *labels)
 {
-    switch (task) {
-    case VT_TASK_CLASSIFY: return VT_SAMPLE_LABEL;
-    case VT_TASK_DETECT: return VT_SAMPLE_BOXES;
-    case VT_TASK_SEGMENT: return VT_SAMPLE_MASK;
-    }
-    return VT_SAMPLE_AUTO;
+    return labels->masks ? VT_SAMPLE_MASK : labels->boxes ? VT_SAMPLE_BOXES : VT_SAMPLE_LABEL;
 }
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,
                            const vt_loader_config *cfg)
 {
     *out = NULL;
-    vt_sample_kind kind = cfg->sample ? cfg->sample : task_sample_kind(ds->task);
+    vt_sample_kind kind = cfg->sample ? cfg->sample : labels_sample_kind(ds->labels);
     const vt_split_list *sl = &ds->split[split];
     /* what the pipeline reads must be there (an empty split has nothing to read) */
     int have = kind == VT_SAMPLE_LABEL   ? sl->labels || !sl->n

@@ -7,6 +7,7 @@
  * right/bottom edges out) makes two polygons that share an edge cover disjoint pixels. */
 #include "data/seg_mask.h"
 
+#include "core/buffer.h"
 #include "data/augment.h"
 
 #include <errno.h>
@@ -281,7 +282,7 @@ vt_status vt_seg_load_mask(const char *path, int nc, int ignore, vt_image *out, 
 
 int vt_seg_ignore_value(const vt_dataset *ds)
 {
-    return ds && ds->task == VT_TASK_SEGMENT ? ds->ignore_value : -1;
+    return ds && ds->labels->masks ? ds->ignore_value : -1;
 }
 
 static const vt_split_list *seg_split(const vt_dataset *ds, vt_split s, int i)
@@ -298,7 +299,7 @@ vt_status vt_seg_image_mask(const vt_dataset *ds, vt_split split, int i, int w, 
     if (!sl || !mask || w < 1 || h < 1)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "segmentation mask: no image %d, or a bad buffer "
                        "or size (%dx%d)", i, w, h);
-    if (ds->task != VT_TASK_SEGMENT)
+    if (!ds->labels->masks)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: not a segmentation dataset", ds->root);
     if (sl->mask_paths) {
         vt_image m;
@@ -331,19 +332,17 @@ VT_API int vt_dataset_num_polygons(const vt_dataset *ds, vt_split split, int i)
 VT_API vt_status vt_dataset_polygon(const vt_dataset *ds, vt_split split, int i, int k, int *cls,
                                     float *xy, int cap, int *npts)
 {
+    static const char call[] = "vt_dataset_polygon";
+    if (npts) *npts = 0;
     const vt_split_list *sl = seg_split(ds, split, i);
-    if (!sl || !sl->polys || k < 0 || k >= sl->box_start[i + 1] - sl->box_start[i] || cap < 0)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_polygon: no polygon %d of image %d",
-                       k, i);
+    if (!sl || !sl->polys || k < 0 || k >= sl->box_start[i + 1] - sl->box_start[i])
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: no polygon %d of image %d", call, k, i);
     const vt_seg_poly *p = &sl->polys[sl->box_start[i] + k];
     if (cls) *cls = p->cls;
     if (npts) *npts = p->npts;
-    if (!xy || cap == 0) return VT_OK;
-    int n = cap < p->npts ? cap : p->npts;
-    memcpy(xy, sl->poly_xy + 2 * (size_t)p->off, (size_t)n * 2 * sizeof *xy);
-    if (cap < p->npts)
-        return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "vt_dataset_polygon: %d points, the buffer holds "
-                       "%d", p->npts, cap);
+    vt_status st = vt_buffer_fits_int(call, xy, cap, (size_t)p->npts, "points");
+    if (st || !xy) return st;
+    memcpy(xy, sl->poly_xy + 2 * (size_t)p->off, (size_t)p->npts * 2 * sizeof *xy);
     return VT_OK;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
+#include "core/buffer.h"
 #include "data/detect_data.h"
 #include "image/image.h"
 #include "image/plot.h"
@@ -94,7 +95,7 @@ static char *join2(const char *a, const char *b)
 static vt_status require_yolo(const vt_dataset *ds, const char *tool)
 {
     if (!ds) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: dataset is NULL", tool);
-    if (ds->task == VT_TASK_CLASSIFY)
+    if (ds->labels->image_class)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: %s: list files are not part of the ImageFolder "
                        "layout; split a classification dataset by moving class folders", ds->root,
                        tool);
@@ -173,7 +174,7 @@ static vt_status write_dataset(const vt_dataset *ds, const char *out_dir, const 
         if (idx[s]) fprintf(a.f, "%s: %s.txt\n", split_names[s], split_names[s]);
     /* A polygon segmentation dataset's class 0 is the "background" the loader adds itself;
      * a mask dataset's masks are found by the same rule as its labels. */
-    int c0 = ds->task == VT_TASK_SEGMENT && !ds->seg_masks ? 1 : 0;
+    int c0 = ds->labels->masks && !ds->seg_masks ? 1 : 0;
     if (ds->seg_masks) {
         fputs("masks: ", a.f);
         put_quoted(a.f, ds->masks_name);
@@ -399,10 +400,10 @@ VT_API vt_status vt_dataset_class_histogram(const vt_dataset *ds, vt_split split
 {
     if (!ds || !counts || (unsigned)split >= 3)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_class_histogram: bad argument");
-    if (n < ds->num_classes)
-        return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "vt_dataset_class_histogram: %d entries for %d "
-                       "classes", n, ds->num_classes);
-    memset(counts, 0, (size_t)n * sizeof *counts);
+    static const char call[] = "vt_dataset_class_histogram";
+    vt_status st = vt_buffer_fits_int(call, counts, n, (size_t)ds->num_classes, "counts");
+    if (st) return st;
+    memset(counts, 0, (size_t)ds->num_classes * sizeof *counts);
     const vt_split_list *sl = &ds->split[split];
     if (sl->labels) {
         for (int i = 0; i < sl->n; i++)
@@ -419,7 +420,7 @@ VT_API vt_status vt_dataset_box_histogram(const vt_dataset *ds, vt_split split,
     if (!ds || !counts || (unsigned)split >= 3 || nbins < 1 || nbins > 10000 ||
         measure < VT_BOX_WIDTH || measure > VT_BOX_SQRT_AREA)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_box_histogram: bad argument");
-    if (ds->task == VT_TASK_CLASSIFY)
+    if (ds->labels->image_class)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s: a classification dataset has no boxes", ds->root);
     memset(counts, 0, (size_t)nbins * sizeof *counts);
     const vt_split_list *sl = &ds->split[split];
@@ -442,7 +443,7 @@ VT_API vt_status vt_dataset_plot_labels(const vt_dataset *ds, const char *png_pa
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_dataset_plot_labels: NULL argument");
     enum { BINS = 20 };
     static const uint32_t colours[3] = {RGB(31, 119, 180), RGB(255, 127, 14), RGB(44, 160, 44)};
-    int k = ds->num_classes, det = ds->task != VT_TASK_CLASSIFY;
+    int k = ds->num_classes, det = !ds->labels->image_class;
     double *vals = vt_calloc((size_t)3 * (k + BINS), sizeof *vals);
     int64_t *tmp = vt_calloc((size_t)(k > BINS ? k : BINS) + 1, sizeof *tmp);
     char (*labels)[16] = vt_calloc((size_t)(k > BINS ? k : BINS) + 1, sizeof *labels);

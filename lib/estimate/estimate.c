@@ -83,6 +83,7 @@
 #include <unistd.h>
 
 
+#include "core/buffer.h"
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"
 #include "nn/model.h"
@@ -615,8 +616,11 @@ static int rank_cmp(const void *a, const void *b)
 
 VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, int cap, int *count)
 {
-    if (!e || !count || (cap > 0 && !order) || cap < 0)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_estimator_rank: bad argument");
+    static const char call[] = "vt_estimator_rank";
+    if (count) *count = 0;
+    if (!e || !count) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: NULL argument", call);
+    vt_status st = vt_buffer_args_int(call, order, cap);
+    if (st) return vt_err_capture(e->err, st);
     if (by < VT_RANK_COST || by > VT_RANK_TIME_WITHIN_BUDGET)
         return vt_err_capture(e->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown ranking %d",
                                               (int)by));
@@ -624,7 +628,7 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
     vt_est_out *outs = vt_calloc((size_t)(n ? n : 1), sizeof *outs);
     rank_item *items = vt_calloc((size_t)(n ? n : 1), sizeof *items);
     vt_graph g;
-    vt_status st = (outs && items) ? vt_est_build_graph(e, &g) : VT_ERR_OUT_OF_MEMORY;
+    st = (outs && items) ? vt_est_build_graph(e, &g) : VT_ERR_OUT_OF_MEMORY;
     if (st != VT_OK) {
         free(outs);
         free(items);
@@ -672,12 +676,10 @@ VT_API vt_status vt_estimator_rank(vt_estimator *e, vt_rank_by by, int *order, i
     e->rank_limit = (by == VT_RANK_COST_WITHIN_DEADLINE && deadline > 0) ||
                     (by == VT_RANK_TIME_WITHIN_BUDGET && budget > 0);
     *count = n;
-    for (int i = 0; i < n && i < cap; i++) order[i] = items[i].gpu;
+    st = vt_buffer_fits_int(call, order, cap, (size_t)n, "GPU indices");
+    for (int i = 0; !st && order && i < n; i++) order[i] = items[i].gpu;
     free(items);
-    if (cap > 0 && cap < n)
-        return vt_err_capture(e->err, vt_fail(VT_ERR_BUFFER_TOO_SMALL,
-                                              "the catalog has %d GPUs, the buffer %d", n, cap));
-    return VT_OK;
+    return vt_err_capture(e->err, st);
 }
 
 VT_API vt_status vt_estimator_rank_result(const vt_estimator *e, int gpu, vt_est_result r,

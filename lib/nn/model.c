@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buffer.h"
 #include "image/image.h"
 #include "nn/exec.h"
 #include "core/checkpoint.h"
@@ -324,17 +325,16 @@ static vt_status download_probs(vt_model *m, float *scores)
     return o->download(m->pred_be, scores, m->pred_probs, (size_t)m->num_classes * sizeof(float));
 }
 
-static vt_status predict_image(vt_model *m, const vt_image *img, float *scores, int n)
+static vt_status predict_image(vt_model *m, const char *call, const vt_image *img, float *scores,
+                               int n)
 {
-    if (n < m->num_classes)
-        return vt_fail(VT_ERR_BUFFER_TOO_SMALL, "scores holds %d values; the model has %d classes",
-                       n, m->num_classes);
+    vt_status st = vt_buffer_fits_int(call, scores, n, (size_t)m->num_classes, "class scores");
+    if (st) return st;
     if (m->task != VT_TASK_CLASSIFY)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s is a %s model: use vt_model_%s_file / _pixels",
                        m->arch, m->task == VT_TASK_DETECT ? "detection" : "segmentation",
                        m->task == VT_TASK_DETECT ? "detect" : "segment");
-    vt_status st = vt_model_predict_ready(m);
-    if (st) return st;
+    if ((st = vt_model_predict_ready(m))) return st;
     vt_image rs = {0};
     const vt_image *src = img;
     if (img->w != m->imgsz || img->h != m->imgsz) {
@@ -377,7 +377,7 @@ VT_API vt_status vt_model_predict_file(vt_model *m, const char *path, float *sco
     vt_image img;
     vt_status st = vt_image_load(path, &img);
     if (!st) {
-        st = predict_image(m, &img, scores, n);
+        st = predict_image(m, "vt_model_predict_file", &img, scores, n);
         vt_image_free(&img);
     }
     return vt_err_capture(m->err, st);
@@ -391,7 +391,7 @@ VT_API vt_status vt_model_predict_pixels(vt_model *m, const uint8_t *pixels, int
     vt_image img;
     vt_status st = vt_model_pixels_image(pixels, width, height, channels, stride, &img);
     if (st) return vt_err_capture(m->err, st);
-    st = predict_image(m, &img, scores, n);
+    st = predict_image(m, "vt_model_predict_pixels", &img, scores, n);
     vt_image_free(&img);
     return vt_err_capture(m->err, st);
 }
@@ -413,11 +413,10 @@ VT_API vt_status vt_model_forward(vt_model *m, const float *input, int n, float 
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_forward: NULL argument or n=%d < 1", n);
     vt_shape os = m->graph.nodes[m->output_node].out;
     size_t in_n = (size_t)m->channels * m->imgsz * m->imgsz, out_n = (size_t)os.c * os.h * os.w;
-    if (cap / (size_t)n < out_n)
-        return vt_err_capture(m->err, vt_fail(VT_ERR_BUFFER_TOO_SMALL,
-                                               "vt_model_forward: %d images need %zu output "
-                                               "floats, the buffer holds %zu", n, out_n * n, cap));
-    vt_status st = vt_model_predict_ready(m);
+    vt_status st = vt_buffer_fits("vt_model_forward", output, cap, out_n * (size_t)n,
+                                  "output floats");
+    if (st) return vt_err_capture(m->err, st);
+    st = vt_model_predict_ready(m);
     /* The predictor runs one image at a time; for one image CNHW is NCHW, so images go in and
      * come out as they are. */
     vt_exec *e = m->pred_exec;

@@ -3,25 +3,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buffer.h"
 #include "image/image.h"
 #include "nn/exec.h"
 #include "nn/model.h"
 #include "task/detect_eval.h"
 
-static vt_status detect_image(vt_model *m, const vt_image *img, float conf, float iou,
-                              int max_det, int *classes, float *scores, float *boxes, int cap,
-                              int *count)
+/* The three arrays count as one buffer of detections: present when all three are. */
+static vt_status detect_image(vt_model *m, const char *call, const vt_image *img, float conf,
+                              float iou, int max_det, int *classes, float *scores, float *boxes,
+                              int cap, int *count)
 {
     if (m->task != VT_TASK_DETECT)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s is not a detection model: use "
                        "vt_model_predict_file / vt_model_predict_pixels", m->arch);
-    if (cap < 0 || (cap > 0 && (!classes || !scores || !boxes)))
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "detect: cap=%d needs three non-NULL arrays", cap);
+    void *buf = classes && scores && boxes ? (void *)classes : NULL;
+    vt_status st = vt_buffer_args_int(call, buf, cap);
+    if (st) return st;
     if (!(conf >= 0 && conf <= 1) || !(iou >= 0 && iou <= 1))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "detect: conf=%g and iou=%g must be in 0..1",
                        (double)conf, (double)iou);
     if (max_det <= 0) max_det = 300;
-    vt_status st = vt_model_predict_ready(m);
+    st = vt_model_predict_ready(m);
     if (st) return st;
     vt_exec *e = m->pred_exec;
     vt_image lbimg = {0};
@@ -43,7 +46,10 @@ static vt_status detect_image(vt_model *m, const vt_image *img, float conf, floa
         st = vt_det_head_decode(head, 1, 0, nc, lv, nl, conf, iou, max_det, scratch, &dets);
     if (!st) {
         *count = dets.n;
-        for (int k = 0; k < dets.n && k < cap; k++) {
+        st = vt_buffer_fits_int(call, buf, cap, (size_t)dets.n, "detections");
+    }
+    if (!st && buf) {
+        for (int k = 0; k < dets.n; k++) {
             const vt_det *d = &dets.v[k];
             float b[4] = {d->x0, d->y0, d->x1, d->y1};
             vt_letterbox_inverse(&lb, b);
@@ -51,9 +57,6 @@ static vt_status detect_image(vt_model *m, const vt_image *img, float conf, floa
             scores[k] = d->score;
             memcpy(boxes + 4 * (size_t)k, b, sizeof b);
         }
-        if (dets.n > cap)
-            st = vt_fail(VT_ERR_BUFFER_TOO_SMALL, "%d detections, the arrays hold %d", dets.n,
-                         cap);
     }
     free(head);
     free(scratch);
@@ -71,7 +74,8 @@ VT_API vt_status vt_model_detect_file(vt_model *m, const char *path, float conf,
     vt_image img;
     vt_status st = vt_image_load(path, &img);
     if (!st) {
-        st = detect_image(m, &img, conf, iou, max_det, classes, scores, boxes, cap, count);
+        st = detect_image(m, "vt_model_detect_file", &img, conf, iou, max_det, classes, scores,
+                          boxes, cap, count);
         vt_image_free(&img);
     }
     return vt_err_capture(m->err, st);
@@ -88,7 +92,8 @@ VT_API vt_status vt_model_detect_pixels(vt_model *m, const uint8_t *pixels, int 
     vt_image img;
     vt_status st = vt_model_pixels_image(pixels, width, height, channels, stride, &img);
     if (!st) {
-        st = detect_image(m, &img, conf, iou, max_det, classes, scores, boxes, cap, count);
+        st = detect_image(m, "vt_model_detect_pixels", &img, conf, iou, max_det, classes, scores,
+                          boxes, cap, count);
         vt_image_free(&img);
     }
     return vt_err_capture(m->err, st);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buffer.h"
 #include "image/image.h"
 #include "nn/exec.h"
 #include "nn/model.h"
@@ -56,24 +57,23 @@ static vt_status segment_image(vt_model *m, const vt_image *img, uint8_t *mask)
 VT_API vt_status vt_model_segment_file(vt_model *m, const char *path, uint8_t *mask, size_t cap,
                                        int *width, int *height)
 {
-    if (!m || !path || !width || !height || (cap && !mask))
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_segment_file: NULL argument");
+    static const char call[] = "vt_model_segment_file";
+    if (!m || !path || !width || !height)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: NULL argument", call);
     *width = *height = 0;
+    vt_status st = vt_buffer_args(call, mask, cap);
+    if (st) return vt_err_capture(m->err, st);
     if (m->task != VT_TASK_SEGMENT)
         return vt_err_capture(m->err, vt_fail(VT_ERR_UNSUPPORTED,
                                               "%s is not a segmentation model", m->arch));
     vt_image img;
-    vt_status st = vt_image_load(path, &img);
-    if (!st) {
-        *width = img.w;
-        *height = img.h;
-        if (cap < (size_t)img.w * img.h)
-            st = vt_fail(VT_ERR_BUFFER_TOO_SMALL, "%s is %dx%d: the mask needs %zu bytes, the "
-                         "buffer holds %zu", path, img.w, img.h, (size_t)img.w * img.h, cap);
-        else
-            st = segment_image(m, &img, mask);
-        vt_image_free(&img);
-    }
+    if ((st = vt_image_load(path, &img))) return vt_err_capture(m->err, st);
+    *width = img.w;
+    *height = img.h;
+    st = vt_buffer_fits(call, mask, cap, (size_t)img.w * img.h, "bytes");
+    if (st) vt_fail_context("%s (%dx%d)", path, img.w, img.h);
+    else if (mask) st = segment_image(m, &img, mask);
+    vt_image_free(&img);
     return vt_err_capture(m->err, st);
 }
 

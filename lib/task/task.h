@@ -48,6 +48,7 @@ struct vt_task_ctx {
     vt_exec *exec;
     int imgsz;                 /* the training image size */
     float label_smoothing;
+    float dice;                /* weight of the segmentation loss's soft Dice term */
     /* the last batch filled by the loader: per image its class (classification) or its index
      * in the split (other tasks), host memory */
     const int32_t *host_labels;
@@ -130,5 +131,6 @@ vt_status vt_task_detect_plots(const vt_task_ctx *c, const char *run_dir);
 /* The tasks of lib/task/ (the registry is lib/train/tasks.c). */
 extern const vt_task_iface vt_task_classify;
 extern const vt_task_iface vt_task_detect;
+extern const vt_task_iface vt_task_segment;
 
 #endif

@@ -92,6 +92,7 @@ vt_task_ctx *vt_trainer_task_ctx(vt_trainer *t)
     c->exec = t->exec;
     c->imgsz = vt_trainer_imgsz(t);
     c->label_smoothing = (float)vt_opt_num(&t->opts, VT_OPT_LABEL_SMOOTHING);
+    c->dice = (float)vt_opt_num(&t->opts, VT_OPT_DICE);
     c->host_labels = t->host_labels;
     c->host_probs = t->host_probs;
     c->prog = &t->prog;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
+#include "core/buffer.h"
 #include "train/trainer_impl.h"
 
 #define TAG_TRNR VT_TAG('T', 'R', 'N', 'R')
@@ -514,13 +515,16 @@ out:
 
 VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, size_t *len)
 {
-    if (!path || (!buf && cap)) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_checkpoint_args: NULL argument");
+    static const char call[] = "vt_checkpoint_args";
+    if (len) *len = 0;
+    if (!path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: path is NULL", call);
+    vt_status st = vt_buffer_args(call, buf, cap);
+    if (st) return st;
     vt_ckpt *c = NULL;
     vt_model *cm = NULL;
     char *trnr = NULL, *args = NULL, *txt = NULL;
     size_t trnr_n = 0, args_n = 0;
-    vt_status st = vt_ckpt_open(&c, path);
-    if (st) return st;
+    if ((st = vt_ckpt_open(&c, path))) return st;
     if ((st = vt_model_from_checkpoint(&cm, c)) ||
         (st = need_sec(c, TAG_TRNR, (size_t)-1, (void **)&trnr, &trnr_n)) ||
         (st = need_sec(c, TAG_ARGS, (size_t)-1, (void **)&args, &args_n)))
@@ -549,11 +553,7 @@ VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, siz
     }
     if (k >= tcap) k = tcap - 1;
     if (len) *len = k + 1;
-    if (cap < k + 1) {
-        st = vt_fail(VT_ERR_BUFFER_TOO_SMALL, "vt_checkpoint_args: %zu bytes needed", k + 1);
-        goto out;
-    }
-    memcpy(buf, txt, k + 1);
+    if (!(st = vt_buffer_fits_text(call, buf, cap, k + 1)) && buf) memcpy(buf, txt, k + 1);
 out:
     free(txt);
     free(trnr);

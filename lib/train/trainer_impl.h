@@ -72,14 +72,6 @@ struct vt_trainer {
     vt_results results;          /* one row per completed epoch */
     int64_t *confusion;          /* K x K counts of the last validation (rows: true class) */
     int confusion_k;
-    /* segmentation: per-pixel labels (host, backend) and logits downloaded for evaluation
-     * (segment_train.c; to become the segment task's state in lib/task/) */
-    int32_t *seg_lab_host, *seg_lab_dev;
-    size_t seg_lab_cap;
-    float *seg_logits;
-    size_t seg_logits_cap;
-    float *seg_probs_dev; /* softmax probabilities of a batch, for the Dice term */
-    size_t seg_probs_cap;
     char run_dir[4096];          /* "" when save=0 */
     char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
     struct vt_tblog *tb;         /* the run's TensorBoard events file, NULL when not written */
@@ -147,17 +139,6 @@ void vt_tb_step(vt_trainer *t, float batch_loss);
 void vt_tb_sync(vt_trainer *t);
 /* The plots as images, fsync, close. */
 void vt_tb_close(vt_trainer *t);
-
-/* ---- segment_train.c (behind the segment task's table in tasks.c) ---- */
-struct vt_loader;
-/* Loss of a segmentation batch already in the executor's input, with the masks of the
- * loader's last fill; with_grad seeds the output gradient.  *loss: mean over labelled pixels. */
-vt_status vt_seg_batch_loss(vt_trainer *t, struct vt_loader *L, int n, int with_grad,
-                            float *loss);
-/* Validation of a segmenter: val loss, mIoU, pixel accuracy into t->prog, confusion matrix
- * (pixels) into t->confusion. */
-vt_status vt_seg_evaluate(vt_trainer *t, vt_split split, int batch, struct vt_loader **keep);
-void vt_seg_release(vt_trainer *t);
 
 /* ---- ema.c ---- */
 /* Allocate the EMA (and scratch) buffers and start them from the given host copies (resume)

@@ -372,9 +372,7 @@ def checkpoint_args(path):
     data, task, model, num_classes, channels, imgsz, dropout, then the trainer options."""
     lib = _native.lib()
     n = ctypes.c_size_t(0)
-    st = lib.vt_checkpoint_args(_cpath(path), None, 0, ctypes.byref(n))
-    if st != Status.BUFFER_TOO_SMALL:
-        _check(st)
+    _check(lib.vt_checkpoint_args(_cpath(path), None, 0, ctypes.byref(n)))  # the size
     buf = ctypes.create_string_buffer(n.value)
     _check(lib.vt_checkpoint_args(_cpath(path), buf, n.value, ctypes.byref(n)))
     out = collections.OrderedDict()
@@ -889,7 +887,7 @@ class Model(_Closable):
                 st = self._lib.vt_model_detect_pixels(
                     p, ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)), w, h, c, strd,
                     float(conf), float(iou), int(max_det), cls, sc, bx, cap, ctypes.byref(n))
-            if st == Status.BUFFER_TOO_SMALL and n.value > cap:
+            if st == Status.BUFFER_TOO_SMALL:  # nothing was written; n is the count
                 cap = n.value
                 continue
             self._check(st)
@@ -910,10 +908,8 @@ class Model(_Closable):
         p = self._ptr()
         if isinstance(image, (str, os.PathLike)):
             w, h = ctypes.c_int(0), ctypes.c_int(0)
-            st = self._lib.vt_model_segment_file(p, _cpath(image), None, 0, ctypes.byref(w),
-                                                 ctypes.byref(h))
-            if st != Status.BUFFER_TOO_SMALL:
-                self._check(st)
+            self._check(self._lib.vt_model_segment_file(p, _cpath(image), None, 0,  # the size
+                                                        ctypes.byref(w), ctypes.byref(h)))
             w, h = w.value, h.value
             mask = (ctypes.c_uint8 * (w * h))()
             self._check(self._lib.vt_model_segment_file(p, _cpath(image), mask, w * h,

@@ -404,8 +404,8 @@ class Estimator(_Closable):
             order = (ctypes.c_int * max(n, 1))()
             st = self._lib.vt_estimator_rank(p, by, order, n, ctypes.byref(count))
             self._raise_pending()
-            if st == Status.BUFFER_TOO_SMALL or (st == 0 and count.value > n):
-                n = count.value   # cannot happen with the catalog's own count, but be safe
+            if st == Status.BUFFER_TOO_SMALL:  # cannot happen with the catalog's own count
+                n = count.value
                 continue
             _check(st)
             break
