@@ -285,6 +285,42 @@ START_TEST(test_check_step_leaves_no_trace)
 }
 END_TEST
 
+/* Detection and segmentation: the check step runs their losses (boxes, masks from the loader)
+ * and the run trains at the batch chosen. */
+START_TEST(test_detect_and_segment)
+{
+    static const struct {
+        vt_task task;
+        const char *arch;
+    } cases[2] = {{VT_TASK_DETECT, "det-n"}, {VT_TASK_SEGMENT, "seg-n"}};
+    for (int i = 0; i < 2; i++) {
+        const char *dir = vt_test_path("data%d", i);
+        ck_assert_msg(vt_synth_generate(dir, cases[i].task,
+                                        "classes=3 train=6 val=2 imgsz=64 seed=1 "
+                                        "max_objects=2") == VT_OK, "%s", vt_last_error());
+        vt_dataset *ds;
+        ck_assert_int_eq(vt_dataset_open(&ds, cases[i].task, dir), VT_OK);
+        int ntrain = vt_dataset_num_images(ds, VT_SPLIT_TRAIN);
+        vt_model *m;
+        ck_assert_int_eq(vt_model_create(&m, cases[i].arch, vt_dataset_num_classes(ds),
+                                         "imgsz=64"), VT_OK);
+        vt_trainer *t;
+        ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
+        const char *settings[] = {"batch=-1", "epochs=1", "workers=0", "save=0", NULL};
+        for (const char *const *s = settings; *s; s++)
+            ck_assert_int_eq(vt_trainer_set(t, *s), VT_OK);
+        ck_assert_msg(vt_trainer_run(t) == VT_OK, "%s: %s", cases[i].arch,
+                      vt_trainer_last_error(t));
+        double b;
+        ck_assert_int_eq(vt_trainer_get_float(t, VT_OPT_BATCH, &b), VT_OK);
+        ck_assert_msg(b == ntrain, "%s: batch %g of %d images", cases[i].arch, b, ntrain);
+        vt_trainer_destroy(t);
+        vt_model_destroy(m);
+        vt_dataset_destroy(ds);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("autobatch");
@@ -295,6 +331,7 @@ int main(void)
     tcase_add_test(tc, test_run_picks_and_trains);
     tcase_add_test(tc, test_shrinks_on_out_of_memory);
     tcase_add_test(tc, test_check_step_leaves_no_trace);
+    tcase_add_test(tc, test_detect_and_segment);
     suite_add_tcase(s, tc);
     return vt_test_run(s);
 }
