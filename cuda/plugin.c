@@ -2,9 +2,13 @@
  * PLUGIN").  The module's code reports errors with vt_fail like the rest of the library; here
  * vt_fail hands its arguments to the core's vt_failv, which sets the thread-local error the
  * caller reads.  The module has no other link to the core. */
+#include <pthread.h>
 #include <stdarg.h>
 
+#include <cuda_runtime_api.h>
+
 #include "backend/cuda_device.h"
+#include "nvml.h"
 
 static vt_failv_fn core_failv;
 
@@ -16,6 +20,26 @@ vt_status vt_fail(vt_status status, const char *fmt, ...)
     vt_status st = core_failv(status, fmt, ap);
     va_end(ap);
     return st;
+}
+
+/* NVML, loaded on the first request for a GPU's figures and kept for the process (NULL when
+ * it cannot be loaded: the figures are then absent). */
+static vt_nvml *nvml;
+static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
+
+static void nvml_load(void)
+{
+    nvml = vt_nvml_open(VT_NVML_FILE, NULL, 0);
+}
+
+/* NVML numbers GPUs its own way (all of them, PCI order); the runtime's device is found by
+ * its PCI bus id, and by the same index only when the runtime cannot name the bus. */
+static unsigned gpu_metrics(int device, vt_gpu_metrics *out)
+{
+    pthread_once(&nvml_once, nvml_load);
+    char bus[32];
+    int named = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, device) == cudaSuccess;
+    return vt_nvml_sample(nvml, named ? bus : NULL, named ? -1 : device, out);
 }
 
 static const vt_cuda_plugin table = {
@@ -31,6 +55,7 @@ static const vt_cuda_plugin table = {
     vt_backend_cuda_set_conv_cap,
     vt_cuda_host_alloc,
     vt_cuda_host_free,
+    gpu_metrics,
 };
 
 /* Called once per process by the core, before anything else of the module (under the core's

@@ -80,6 +80,8 @@ echo "=== device"
 if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi --query-gpu=name,compute_cap,memory.total,memory.used,driver_version \
         --format=csv,noheader 2>&1 | tee "$logs/nvidia-smi.txt"
+    # nvidia-smi answers through NVML: test_cuda_train then requires the run's GPU figures
+    export VT_TEST_EXPECT_NVML=1
 fi
 
 for t in "${tests[@]}"; do

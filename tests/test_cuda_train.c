@@ -161,6 +161,80 @@ START_TEST(test_seg_run)
 }
 END_TEST
 
+/* The GPU's figures seen by a progress callback (NVML, VT_METRIC_GPU_*). */
+typedef struct figures {
+    int batches, with_figures;
+    double util, used, total, power, temp;
+} figures;
+
+static int see_figures(void *user, vt_event ev, const vt_progress *p)
+{
+    figures *f = user;
+    if (ev != VT_EVENT_BATCH_END) return 0;
+    f->batches++;
+    if (vt_progress_metric(p, VT_METRIC_GPU_MEMORY_TOTAL_BYTES, &f->total) != VT_OK) return 0;
+    f->with_figures++;
+    ck_assert_int_eq(vt_progress_metric(p, VT_METRIC_GPU_MEMORY_USED_BYTES, &f->used), VT_OK);
+    if (vt_progress_metric(p, VT_METRIC_GPU_UTIL, &f->util)) f->util = NAN;
+    if (vt_progress_metric(p, VT_METRIC_GPU_POWER_W, &f->power)) f->power = NAN;
+    if (vt_progress_metric(p, VT_METRIC_GPU_TEMP_C, &f->temp)) f->temp = NAN;
+    return 0;
+}
+
+/* batch=-1 on the GPU picks a batch that trains, and a GPU run reports its figures in the
+ * progress record and results.csv (NVML; VT_TEST_EXPECT_NVML=1 makes their absence a
+ * failure, as on a machine known to have NVML). */
+START_TEST(test_autobatch_and_figures)
+{
+    const char *dir = vt_test_path("autobatch");
+    ck_assert_int_eq(vt_synth_generate(dir, VT_TASK_CLASSIFY,
+                                       "classes=3 train=32 val=8 imgsz=32 seed=5"), VT_OK);
+    vt_dataset *ds;
+    ck_assert_int_eq(vt_dataset_open(&ds, VT_TASK_CLASSIFY, dir), VT_OK);
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "cls-n", 3, "imgsz=32"), VT_OK);
+    vt_trainer *t;
+    ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
+    char dev[64], project[4200];
+    snprintf(dev, sizeof dev, "device=%s", gpu);
+    snprintf(project, sizeof project, "project=%s", vt_test_path("runs"));
+    const char *opts[] = {"epochs=2", "batch=-1", "workers=2", "plots=0", dev, project};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        ck_assert_msg(vt_trainer_set(t, opts[i]) == VT_OK, "%s", opts[i]);
+    figures f;
+    memset(&f, 0, sizeof f);
+    vt_trainer_set_progress(t, see_figures, &f);
+    ck_assert_msg(vt_trainer_run(t) == VT_OK, "batch=-1 on %s: %s", gpu, vt_trainer_last_error(t));
+    double b = 0;
+    ck_assert_int_eq(vt_trainer_get_float(t, VT_OPT_BATCH, &b), VT_OK);
+    fprintf(stderr, "batch=-1 on %s: batch %.0f of 96 training images; GPU figures in %d of %d "
+            "batches: %.0f%% %.2f/%.2f GB %.0f W %.0f C\n", gpu, b, f.with_figures, f.batches,
+            f.util, f.used / 1e9, f.total / 1e9, f.power, f.temp);
+    ck_assert_msg(b >= 2 && b <= 96, "batch=-1 chose %.0f", b);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/results.csv", vt_trainer_run_dir(t));
+    size_t n;
+    char *csv = vt_test_read_file(path, &n);
+    ck_assert_ptr_nonnull(csv);
+    int on_gpu = strcmp(gpu, "cpu") != 0;
+    ck_assert_msg(!strstr(csv, "gpu/util_pct") == !on_gpu, "%s", csv);
+    free(csv);
+    const char *expect = getenv("VT_TEST_EXPECT_NVML");
+    if (on_gpu && expect && !strcmp(expect, "1"))
+        ck_assert_msg(f.with_figures > 0, "no GPU figures (is NVML, libnvidia-ml.so.1, there?)");
+    if (f.with_figures) {
+        ck_assert_msg(f.total > 1e9 && f.used > 0 && f.used <= f.total, "memory %g / %g",
+                      f.used, f.total);
+        ck_assert_msg(isnan(f.util) || (f.util >= 0 && f.util <= 100), "util %g", f.util);
+        ck_assert_msg(isnan(f.temp) || (f.temp > 0 && f.temp < 130), "temp %g", f.temp);
+        ck_assert_msg(isnan(f.power) || f.power > 0, "power %g", f.power);
+    }
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+}
+END_TEST
+
 int main(void)
 {
     const char *env = getenv("VT_TEST_CUDA_DEVICE");
@@ -180,6 +254,7 @@ int main(void)
     tcase_add_test(tc, test_resnet18_tf32);
     tcase_add_test(tc, test_det_run);
     tcase_add_test(tc, test_seg_run);
+    tcase_add_test(tc, test_autobatch_and_figures);
     suite_add_tcase(s, tc);
     /* No fork: the CUDA driver, initialised by vt_device_count above, does not survive one. */
     SRunner *sr = srunner_create(s);

@@ -251,6 +251,20 @@ if [ -e model.vtm ]; then
     failures=$((failures + 1))
 fi
 
+# batch=-1: the batch the run chose is printed, and the run folder's args.yaml holds it; on the
+# CPU the progress line has no GPU figures
+expect 0 "$vt" train data=data imgsz=16 epochs=1 batch=-1 name=auto progress=plain
+expect_out 'epochs, batch auto, imgsz 16'
+expect_out '^batch=-1: training with batch [0-9]+$'
+expect_no 'GPU'
+chosen=$(sed -n 's/^batch=-1: training with batch //p' out.txt)
+if ! grep -qx "batch: $chosen" runs/classify/auto/args.yaml; then
+    echo "FAIL: batch=-1 chose '$chosen' but args.yaml has $(grep '^batch:' runs/classify/auto/args.yaml)"
+    failures=$((failures + 1))
+fi
+expect 2 "$vt" train data=data imgsz=16 epochs=1 batch=0
+expect_out 'batch=0 is not valid; use -1 \(automatic\)'
+
 # an unwritable save= or run folder is refused before the first epoch
 : >not-a-dir
 # (no_epoch: the last command trained no epoch: the refusal came first)

@@ -48,7 +48,7 @@ static void print_options(void)
                          ? "%.0f..%.0f" : "%g..%g", lo, hi);
             if (type == VT_OPTION_STRING) snprintf(dflt, sizeof dflt, "%s", *def_str ? def_str : "''");
             else snprintf(dflt, sizeof dflt, "%.15g", def);
-            printf("  %-16s %-6s %-20s %-8s %s\n", key,
+            printf("  %-18s %-6s %-20s %-8s %s\n", key,
                    type == VT_OPTION_INT ? "int" : type == VT_OPTION_FLOAT ? "float" : "string",
                    range, dflt, help);
         }

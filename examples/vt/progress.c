@@ -36,6 +36,27 @@ static double metric_or(const vt_progress *p, vt_metric m, double dflt)
     return vt_progress_metric(p, m, &v) == VT_OK ? v : dflt;
 }
 
+/* The training GPU's figures, short ("GPU 97% 41.2/139.8G 512W 61C"): "" on the CPU (no
+ * device memory reported), "GPU n/a" when the library has no figures (no NVML). */
+static void fmt_gpu(const vt_progress *p, char *buf, size_t cap)
+{
+    double v, used, total;
+    buf[0] = 0;
+    if (vt_progress_metric(p, VT_METRIC_DEVICE_MEMORY_BYTES, &v) != VT_OK) return;
+    size_t k = (size_t)snprintf(buf, cap, "  GPU");
+    int any = 0;
+    if (k < cap && vt_progress_metric(p, VT_METRIC_GPU_UTIL, &v) == VT_OK)
+        k += (size_t)snprintf(buf + k, cap - k, " %.0f%%", v), any = 1;
+    if (k < cap && vt_progress_metric(p, VT_METRIC_GPU_MEMORY_USED_BYTES, &used) == VT_OK &&
+        vt_progress_metric(p, VT_METRIC_GPU_MEMORY_TOTAL_BYTES, &total) == VT_OK)
+        k += (size_t)snprintf(buf + k, cap - k, " %.1f/%.1fG", used / 1e9, total / 1e9), any = 1;
+    if (k < cap && vt_progress_metric(p, VT_METRIC_GPU_POWER_W, &v) == VT_OK)
+        k += (size_t)snprintf(buf + k, cap - k, " %.0fW", v), any = 1;
+    if (k < cap && vt_progress_metric(p, VT_METRIC_GPU_TEMP_C, &v) == VT_OK)
+        k += (size_t)snprintf(buf + k, cap - k, " %.0fC", v), any = 1;
+    if (!any && k < cap) snprintf(buf + k, cap - k, " n/a");
+}
+
 int progress_cb(void *user, vt_event ev, const vt_progress *p)
 {
     progress_state *ps = user;
@@ -45,6 +66,9 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
         const char *dir = vt_trainer_run_dir(ps->trainer);
         ps->dir_shown = 1;
         if (dir && *dir) printf("run folder: %s (weights/last.vtm, weights/best.vtm)\n", dir);
+        double b;
+        if (ps->auto_batch && vt_trainer_get_float(ps->trainer, VT_OPT_BATCH, &b) == VT_OK)
+            printf("batch=-1: training with batch %.0f\n", b);
     }
     double t = now_s();
     int epoch = vt_progress_epoch(p), epochs = vt_progress_epochs(p);
@@ -58,19 +82,20 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
         double done = (double)(epoch - 1) * batches + batch, total = (double)epochs * batches;
         double elapsed = t - ps->t0, eta = done > 0 ? elapsed / done * (total - done) : -1;
         double loss = metric_or(p, VT_METRIC_LOSS, NAN), ips = metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0);
-        char etab[32];
+        char etab[32], gpu[96];
         fmt_duration(eta, etab, sizeof etab);
+        fmt_gpu(p, gpu, sizeof gpu);
         if (ps->mode == PROG_BAR) {
             char bar[21];
             int fill = batches > 0 ? (int)(20.0 * batch / batches) : 0;
             for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
             bar[20] = 0;
-            printf("\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f img/s  ETA %s\033[K", epoch, epochs,
-                   bar, batch, batches, loss, ips, etab);
+            printf("\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f img/s  ETA %s%s\033[K", epoch,
+                   epochs, bar, batch, batches, loss, ips, etab, gpu);
             ps->bar_shown = 1;
         } else {
-            printf("epoch %d/%d batch %d/%d  loss %.4f  %.0f img/s  ETA %s\n", epoch, epochs,
-                   batch, batches, loss, ips, etab);
+            printf("epoch %d/%d batch %d/%d  loss %.4f  %.0f img/s  ETA %s%s\n", epoch, epochs,
+                   batch, batches, loss, ips, etab, gpu);
         }
         fflush(stdout);
         return 0;

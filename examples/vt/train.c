@@ -305,13 +305,17 @@ static int train(args *a, double *top1_out)
     }
     if (ca.epochs && !given_epochs) epochs = strtod(ca.epochs, NULL);
     if (ca.batch && !given_batch) batch = strtod(ca.batch, NULL);
+    cs.ps.auto_batch = batch < 0;
     if (mode != PROG_OFF) {
+        char bs[32];
+        if (batch < 0) snprintf(bs, sizeof bs, "auto");
+        else snprintf(bs, sizeof bs, "%.0f", batch);
         printf("training %s (%llu parameters, %.1f MFLOPs/image) on %s: %d classes, %d train / "
-               "%d val images; %.0f epochs, batch %.0f, imgsz %.0f\n",
+               "%d val images; %.0f epochs, batch %s, imgsz %.0f\n",
                vt_model_arch(m), (unsigned long long)vt_model_num_params(m),
                vt_model_flops(m, (int)dev_imgsz) / 1e6, data, vt_dataset_num_classes(ds),
                vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL),
-               epochs, batch, dev_imgsz);
+               epochs, bs, dev_imgsz);
         if (resume && *resume) printf("resuming the run of %s\n", resume);
         double save_dir = 1;
         vt_trainer_get_float(t, VT_OPT_SAVE, &save_dir);

@@ -88,6 +88,7 @@ typedef struct {
     int seg;            /* segmentation columns */
     vt_trainer *trainer; /* for its run folder, named once at the first event */
     int dir_shown;
+    int auto_batch;     /* batch=-1: name the batch the run chose at the first event */
 } progress_state;
 
 int progress_mode(const char *cmd, const char *v, int *mode);

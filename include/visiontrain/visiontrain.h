@@ -171,7 +171,14 @@ typedef enum vt_split {
 typedef enum vt_option {
     /* vt_trainer: schedule and optimisation */
     VT_OPT_EPOCHS = 100,          /* int   >= 1, default 10                                   */
-    VT_OPT_BATCH = 101,           /* int   >= 1, default 32                                   */
+    VT_OPT_BATCH = 101,           /* int   >= 1, default 32; -1 = automatic: the largest batch
+                                     whose training fits autobatch_fraction of the device's
+                                     memory (available host memory on the CPU) by the
+                                     estimator's memory model, capped at the training images
+                                     and at 1024 (512 on the CPU), then checked by one real
+                                     training step and halved while that step runs out of
+                                     memory.  The run logs the choice and the option then holds
+                                     it (args.yaml, vt_trainer_get_float)                       */
     VT_OPT_IMGSZ = 102,           /* int   8..4096, default: the model's image size            */
     VT_OPT_OPTIMIZER = 103,       /* string "sgd" | "adamw", default "sgd"                   */
     VT_OPT_LR0 = 104,             /* float > 0, initial learning rate, default 0.01 (adamw: 0.001) */
@@ -250,6 +257,9 @@ typedef enum vt_option {
     VT_OPT_DICE = 149,            /* float 0..10, default 1: weight of the soft Dice term added to
                                      the segmentation loss (per-pixel cross-entropy + dice *
                                      (1 - mean per-class soft Dice)); 0 = cross-entropy only   */
+    VT_OPT_AUTOBATCH_FRACTION = 150, /* float 0.1..0.95, default 0.6: share of the device's
+                                     memory (of the available host memory on the CPU) that
+                                     batch=-1 fills                                              */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
@@ -908,7 +918,14 @@ typedef enum vt_metric {
     /* Segmentation (validation pixels, `ignore` pixels and letterbox padding excluded): */
     VT_METRIC_MIOU = 18,        /* mean over classes of TP / (TP + FP + FN) (the fitness)      */
     VT_METRIC_PIXEL_ACC = 19,   /* correctly classified pixels / pixels                        */
-    VT_METRIC_F1 = 20           /* detection: mean F1 over classes at the same threshold as P, R */
+    VT_METRIC_F1 = 20,          /* detection: mean F1 over classes at the same threshold as P, R */
+    /* The training GPU as NVML reports it (sampled at most once a second while training;
+     * absent on the CPU and where NVML, libnvidia-ml.so.1, cannot be loaded): */
+    VT_METRIC_GPU_UTIL = 21,    /* percent of the last sample period a kernel ran, 0..100      */
+    VT_METRIC_GPU_MEMORY_USED_BYTES = 22, /* device memory in use by every process             */
+    VT_METRIC_GPU_MEMORY_TOTAL_BYTES = 23,
+    VT_METRIC_GPU_POWER_W = 24, /* board power draw, watts                                     */
+    VT_METRIC_GPU_TEMP_C = 25   /* GPU die temperature, degrees Celsius                        */
 } vt_metric;
 
 typedef enum vt_event {

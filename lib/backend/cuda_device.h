@@ -67,12 +67,34 @@ void vt_cuda_host_free(void *p);
  * exercise the batch-chunked path on small shapes.  Query conv_workspace after setting it. */
 void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes);
 
+/* Live figures of a GPU from NVML (the NVIDIA management library, libnvidia-ml.so.1, which
+ * the module loads with dlopen on the first request: cuda/nvml.c).  `have` says which fields
+ * were read (VT_GPU_HAVE_* bits); 0 when NVML or the device cannot answer. */
+enum {
+    VT_GPU_HAVE_UTIL = 1u,
+    VT_GPU_HAVE_MEMORY = 2u,
+    VT_GPU_HAVE_POWER = 4u,
+    VT_GPU_HAVE_TEMP = 8u
+};
+typedef struct vt_gpu_metrics {
+    unsigned have;
+    double util_pct;           /* percent of the last sample period a kernel ran */
+    double mem_used_bytes;     /* by every process on the device */
+    double mem_total_bytes;
+    double power_w;
+    double temp_c;
+} vt_gpu_metrics;
+
+/* The figures of CUDA device `device` (the CUDA runtime's numbering, matched to NVML's by PCI
+ * bus id).  Returns out->have; never an error, never loads the module (no module: 0). */
+unsigned vt_cuda_gpu_metrics(int device, vt_gpu_metrics *out);
+
 /* ---- the boundary between the core and the module ------------------------------------------ */
 
 #define VT_CUDA_PLUGIN_FILE "libvisiontrain-cuda.so"
 #define VT_CUDA_PLUGIN_ENTRY "vt_cuda_plugin_entry"
 /* Bump when this table, vt_backend_ops or anything else both sides share changes meaning. */
-#define VT_CUDA_PLUGIN_VERSION 1u
+#define VT_CUDA_PLUGIN_VERSION 2u
 
 /* What the module hands the core: its identity (checked before anything is called) and the
  * real functions declared above. */
@@ -90,6 +112,7 @@ typedef struct vt_cuda_plugin {
     void (*set_conv_cap)(vt_backend *b, size_t bytes);
     void *(*host_alloc)(int device, size_t bytes);
     void (*host_free)(void *p);
+    unsigned (*gpu_metrics)(int device, vt_gpu_metrics *out);
 } vt_cuda_plugin;
 
 /* The module's one exported symbol (VT_CUDA_PLUGIN_ENTRY).  `failv` is the core's vt_failv: the

@@ -212,3 +212,10 @@ void vt_cuda_host_free(void *ptr)
     const vt_cuda_plugin *p = module_if_loaded();
     if (p) p->host_free(ptr); /* memory from vt_cuda_host_alloc implies the module */
 }
+
+unsigned vt_cuda_gpu_metrics(int device, vt_gpu_metrics *out)
+{
+    memset(out, 0, sizeof *out);
+    const vt_cuda_plugin *p = module_if_loaded(); /* a GPU backend implies the module */
+    return p && p->gpu_metrics ? p->gpu_metrics(device, out) : 0;
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/buffer.h"
 #include "backend/cuda_device.h"
@@ -20,11 +21,34 @@ static vt_status cpu_backend_create(vt_backend **out, int index)
     return vt_backend_cpu_create(out, 0); /* every online processor */
 }
 
+/* Host memory: the physical total, and what the kernel reports as available for new
+ * allocations without swapping (MemAvailable, Linux 3.14+), else the free pages. */
+static vt_status cpu_capacity(int index, size_t *total_bytes, size_t *avail_bytes)
+{
+    (void)index;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psz <= 0)
+        return vt_fail(VT_ERR_DEVICE, "the host's memory size is unknown (sysconf)");
+    *total_bytes = (size_t)pages * (size_t)psz;
+    long long kib = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[128];
+        while (kib < 0 && fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lld kB", &kib) != 1) kib = -1;
+        fclose(f);
+    }
+    long avail = sysconf(_SC_AVPHYS_PAGES);
+    *avail_bytes = kib >= 0 ? (size_t)kib * 1024 : avail > 0 ? (size_t)avail * (size_t)psz : 0;
+    return VT_OK;
+}
+
 static const vt_device_iface cpu_device = {
     .name = "cpu",
     .kind = VT_DEVICE_KIND_CPU,
     .max_index = 0,
     .backend_create = cpu_backend_create,
+    .capacity = cpu_capacity,
 };
 
 /* ---- CUDA (the module, loaded on first use) ----------------------------------------------- */
@@ -32,6 +56,11 @@ static const vt_device_iface cpu_device = {
 static void cuda_set_precision(vt_backend *b, vt_device_precision p)
 {
     vt_backend_cuda_set_fp32(b, p == VT_DEVICE_PRECISION_FP32);
+}
+
+static vt_status cuda_capacity(int index, size_t *total_bytes, size_t *avail_bytes)
+{
+    return vt_cuda_device_info(index, NULL, 0, NULL, NULL, total_bytes, avail_bytes);
 }
 
 static const vt_device_iface cuda_device = {
@@ -43,6 +72,8 @@ static const vt_device_iface cuda_device = {
     .host_free = vt_cuda_host_free,
     .set_precision = cuda_set_precision,
     .memory = vt_backend_cuda_memory,
+    .metrics = vt_cuda_gpu_metrics,
+    .capacity = cuda_capacity,
 };
 
 /* Every kind of device; the first GPU kind takes bare indices ("0"). */
@@ -118,6 +149,20 @@ int vt_device_memory(const vt_device *d, vt_backend *b, size_t *held_bytes, size
     if (!d->iface->memory || !b) return 0;
     d->iface->memory(b, held_bytes, peak_bytes);
     return 1;
+}
+
+unsigned vt_device_metrics(const vt_device *d, vt_gpu_metrics *out)
+{
+    memset(out, 0, sizeof *out);
+    return d->iface->metrics ? d->iface->metrics(d->index, out) : 0;
+}
+
+vt_status vt_device_capacity(const vt_device *d, size_t *total_bytes, size_t *avail_bytes)
+{
+    *total_bytes = *avail_bytes = 0;
+    if (!d->iface->capacity)
+        return vt_fail(VT_ERR_DEVICE, "%s: the memory size is unknown", d->iface->name);
+    return d->iface->capacity(d->index, total_bytes, avail_bytes);
 }
 
 /* ---- public queries ------------------------------------------------------------------------ */

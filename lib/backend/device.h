@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_device.h" /* vt_gpu_metrics */
 
 typedef enum vt_device_kind {
     VT_DEVICE_KIND_CPU = 0, /* backend memory is host memory */
@@ -39,6 +40,10 @@ typedef struct vt_device_iface {
     void (*host_free)(void *p);
     void (*set_precision)(vt_backend *b, vt_device_precision p);
     void (*memory)(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
+    /* Live figures of device `index`; returns out->have (0: none). */
+    unsigned (*metrics)(int index, vt_gpu_metrics *out);
+    /* Memory of device `index`: total and what is free for a new allocation now. */
+    vt_status (*capacity)(int index, size_t *total_bytes, size_t *avail_bytes);
 } vt_device_iface;
 
 typedef struct vt_device {
@@ -66,5 +71,14 @@ void vt_device_host_free(const vt_device *d, void *p);
 /* Bytes the backend's allocator holds from the device and its peak: 1 when the device counts
  * them, else 0 with both zero (the CPU's memory is the process's). */
 int vt_device_memory(const vt_device *d, vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
+/* Live figures of the device (a GPU's utilisation, memory, power, temperature through NVML):
+ * returns out->have, 0 with out zeroed when the device has none to give (the CPU, no NVML, a
+ * GPU backend not opened yet).  Never an error.  Each call asks the driver: callers sample at
+ * most about once a second. */
+unsigned vt_device_metrics(const vt_device *d, vt_gpu_metrics *out);
+/* The memory a batch can be sized against: a GPU's total and free bytes (creates the device's
+ * context), the host's physical and available memory for the CPU (MemAvailable of
+ * /proc/meminfo, else the free pages).  VT_ERR_DEVICE with the reason when unknown. */
+vt_status vt_device_capacity(const vt_device *d, size_t *total_bytes, size_t *avail_bytes);
 
 #endif

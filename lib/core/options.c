@@ -36,7 +36,8 @@ static const char *const policy_choices[] = {"drop", "skip", "fail", NULL};
 
 static const vt_optdef table[] = {
     {VT_OPT_EPOCHS, "epochs", I, 1, 100000, 10, NULL, NULL, T, "number of training epochs", 0},
-    {VT_OPT_BATCH, "batch", I, 1, 65536, 32, NULL, NULL, T, "images per training step", 0},
+    {VT_OPT_BATCH, "batch", I, -1, 65536, 32, NULL, NULL, T,
+     "images per training step (-1 = the largest that fits autobatch_fraction of the memory)", 0},
     {VT_OPT_IMGSZ, "imgsz", I, 8, 4096, 0, NULL, NULL, T,
      "training image size in pixels (0 = the model's)", AUTO},
     {VT_OPT_OPTIMIZER, "optimizer", S, 0, 0, 0, "sgd", optimizer_choices, T,
@@ -124,6 +125,8 @@ static const vt_optdef table[] = {
      "write a TensorBoard events file in the run folder (0/1)", 0},
     {VT_OPT_DICE, "dice", F, 0, 10, 1, NULL, NULL, T,
      "weight of the soft Dice term of the segmentation loss (0 = cross-entropy only)", 0},
+    {VT_OPT_AUTOBATCH_FRACTION, "autobatch_fraction", F, 0.1, 0.95, 0.6, NULL, NULL, T,
+     "share of the device's memory (available host memory on the CPU) that batch=-1 fills", 0},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)", 0},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size", 0},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,
@@ -376,6 +379,8 @@ vt_status vt_optvals_set_num(vt_optvals *v, int id, double value)
         st = check_range(d, value);
         if (st) return st;
     }
+    if (d->id == VT_OPT_BATCH && value == 0)
+        return vt_fail(VT_ERR_OPTION_VALUE, "batch=0 is not valid; use -1 (automatic) or N >= 1");
     if (d->id == VT_OPT_SAVE_PERIOD && value == 0)
         return vt_fail(VT_ERR_OPTION_VALUE, "save_period=0 is not valid; use -1 (off) or N >= 1");
     /* the range 1..3 admits 2, which no image has */

@@ -13,6 +13,13 @@ static const unsigned char head_plot[VT_RESULTS_HEAD] = {0, 1, 1};
 static const char *const tail_cols[VT_RESULTS_TAIL] = {"lr", "time/epoch", "time/data_wait",
                                                        "time/elapsed"};
 static const unsigned char tail_plot[VT_RESULTS_TAIL] = {1, 1, 0, 0};
+static const char *const gpu_cols[VT_RESULTS_GPU] = {"gpu/util_pct", "gpu/mem_used_gb",
+                                                     "gpu/mem_total_gb", "gpu/power_w",
+                                                     "gpu/temp_c"};
+static const vt_metric gpu_metrics[VT_RESULTS_GPU] = {
+    VT_METRIC_GPU_UTIL, VT_METRIC_GPU_MEMORY_USED_BYTES, VT_METRIC_GPU_MEMORY_TOTAL_BYTES,
+    VT_METRIC_GPU_POWER_W, VT_METRIC_GPU_TEMP_C};
+static const double gpu_scale[VT_RESULTS_GPU] = {1, 1e-9, 1e-9, 1, 1};
 
 void vt_results_init(vt_results *r, const vt_task_iface *task)
 {
@@ -43,6 +50,43 @@ void vt_results_row(const vt_task_iface *task, int epoch, double train_loss, int
     row[k++] = epoch_time;
     row[k++] = data_wait;
     row[k++] = elapsed;
+}
+
+vt_status vt_results_add_gpu(vt_results *r)
+{
+    if (r->gpu_col) return VT_OK;
+    if (r->ncol + VT_RESULTS_GPU > VT_RESULTS_MAXCOL)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "results: no room for the GPU columns");
+    int nc = r->ncol + VT_RESULTS_GPU;
+    if (r->n > 0) {
+        double *v = vt_malloc((size_t)r->cap * (size_t)nc * sizeof(double));
+        if (!v) return VT_ERR_OUT_OF_MEMORY;
+        for (int i = 0; i < r->n; i++)
+            for (int c = 0; c < nc; c++)
+                v[(size_t)i * nc + c] = c < r->ncol ? r->v[(size_t)i * r->ncol + c] : NAN;
+        free(r->v);
+        r->v = v;
+    } else {
+        free(r->v); /* rows of the old width */
+        r->v = NULL;
+        r->cap = 0;
+    }
+    r->gpu_col = r->ncol;
+    for (int i = 0; i < VT_RESULTS_GPU; i++) {
+        r->cols[r->ncol + i] = gpu_cols[i];
+        r->plot[r->ncol + i] = 0;
+    }
+    r->ncol = nc;
+    return VT_OK;
+}
+
+void vt_results_row_gpu(const vt_results *r, const vt_progress *prog,
+                        double row[VT_RESULTS_MAXCOL])
+{
+    for (int i = 0; r->gpu_col && i < VT_RESULTS_GPU; i++)
+        row[r->gpu_col + i] = prog->has[gpu_metrics[i]]
+                                  ? prog->value[gpu_metrics[i]] * gpu_scale[i]
+                                  : NAN;
 }
 
 void vt_results_free(vt_results *r)
@@ -105,6 +149,16 @@ vt_status vt_results_from_csv(vt_results *r, const char *text, size_t len, const
     char hdr[1024];
     for (int c = 0; c < r->ncol && hl < sizeof hdr; c++)
         hl += (size_t)snprintf(hdr + hl, sizeof hdr - hl, "%s%s", c ? "," : "", r->cols[c]);
+    /* a run that trained on a GPU has its columns too (vt_results_add_gpu) */
+    size_t gl = hl;
+    for (int c = 0; !r->gpu_col && c < VT_RESULTS_GPU && gl < sizeof hdr; c++)
+        gl += (size_t)snprintf(hdr + gl, sizeof hdr - gl, ",%s", gpu_cols[c]);
+    if (gl < sizeof hdr && gl > hl && (size_t)(nl - p) == gl && memcmp(p, hdr, gl) == 0) {
+        vt_status st = vt_results_add_gpu(r);
+        if (st) return st;
+        hl = gl;
+    }
+    hdr[hl < sizeof hdr ? hl : sizeof hdr - 1] = 0;
     if ((size_t)(nl - p) != hl || memcmp(p, hdr, hl) != 0)
         return vt_fail(VT_ERR_CHECKPOINT, "%s: results history has columns '%.*s', expected '%s'",
                        what, (int)(nl - p), p, hdr);

@@ -9,12 +9,13 @@
 
 /* Every task's table: these three columns, the task's metric columns (vt_task_iface), then
  * the four below. */
-enum { VT_RESULTS_HEAD = 3, VT_RESULTS_TAIL = 4, VT_RESULTS_MAXCOL = 32 };
+enum { VT_RESULTS_HEAD = 3, VT_RESULTS_TAIL = 4, VT_RESULTS_GPU = 5, VT_RESULTS_MAXCOL = 32 };
 
 typedef struct vt_results {
     int ncol;
     const char *cols[VT_RESULTS_MAXCOL]; /* static column names; column 0 is "epoch" */
     unsigned char plot[VT_RESULTS_MAXCOL]; /* per column: 1 = one panel of results.png */
+    int gpu_col;                 /* first of the VT_RESULTS_GPU columns, 0 = none (CPU) */
     double *v;                   /* n rows x ncol, NaN = no value (e.g. no validation) */
     int n, cap;
 } vt_results;
@@ -26,6 +27,14 @@ void vt_results_init(vt_results *r, const vt_task_iface *task);
 void vt_results_row(const vt_task_iface *task, int epoch, double train_loss, int validated,
                     const vt_progress *prog, double epoch_time, double data_wait, double elapsed,
                     double row[VT_RESULTS_MAXCOL]);
+/* A run on a GPU: the GPU's figures as columns after the others (gpu/util_pct,
+ * gpu/mem_used_gb, gpu/mem_total_gb, gpu/power_w, gpu/temp_c), not plotted; rows already
+ * there get NaN.  Nothing when r has them. */
+vt_status vt_results_add_gpu(vt_results *r);
+/* The GPU columns of a row from prog's VT_METRIC_GPU_* (NaN when absent); nothing when r has
+ * no GPU columns. */
+void vt_results_row_gpu(const vt_results *r, const vt_progress *prog,
+                        double row[VT_RESULTS_MAXCOL]);
 void vt_results_free(vt_results *r);
 /* Append a row of r->ncol values. */
 vt_status vt_results_append(vt_results *r, const double *row);

@@ -140,16 +140,24 @@ void vt_tb_step(vt_trainer *t, float batch_loss)
     save_error(&se);
     const vt_train_pos *p = &t->pos;
     static const char *const tags[] = {"step/loss", "step/img_per_s", "step/data_wait_share",
-                                       "step/host_rss_mib", "step/device_memory_mib"};
+                                       "step/host_rss_mib", "step/device_memory_mib",
+                                       /* a GPU run's (NVML; NaN when absent) */
+                                       "step/gpu_util_pct", "step/gpu_mem_used_gb",
+                                       "step/gpu_power_w", "step/gpu_temp_c"};
+    static const vt_metric gpu[4] = {VT_METRIC_GPU_UTIL, VT_METRIC_GPU_MEMORY_USED_BYTES,
+                                     VT_METRIC_GPU_POWER_W, VT_METRIC_GPU_TEMP_C};
+    static const double gpu_scale[4] = {1, 1e-9, 1, 1};
     double rss = host_rss_bytes();
-    double v[5] = {batch_loss, p->epoch_time > 0 ? p->images / p->epoch_time : NAN,
+    double v[9] = {batch_loss, p->epoch_time > 0 ? p->images / p->epoch_time : NAN,
                    p->epoch_time > 0 ? p->data_wait / p->epoch_time : NAN,
                    rss >= 0 ? rss / 1048576.0 : NAN,
                    t->prog.has[VT_METRIC_DEVICE_MEMORY_BYTES]
                        ? t->prog.value[VT_METRIC_DEVICE_MEMORY_BYTES] / 1048576.0
                        : NAN};
+    for (int i = 0; i < 4; i++)
+        v[5 + i] = t->prog.has[gpu[i]] ? t->prog.value[gpu[i]] * gpu_scale[i] : NAN;
     vt_pbuf b = {0};
-    vt_tfevent_scalars(&b, wall_time(), t->prog.iteration, tags, v, 5);
+    vt_tfevent_scalars(&b, wall_time(), t->prog.iteration, tags, v, t->results.gpu_col ? 9 : 5);
     put(t, &b, "write");
     restore_error(&se);
 }

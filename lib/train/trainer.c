@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "data/loader.h"
+#include "train/autobatch.h"
+#include "train/gpu_metrics.h"
 #include "train/trainer_impl.h"
 
 #define TRY VT_TRY
@@ -294,6 +296,14 @@ static vt_status prepare(vt_trainer *t, int batch)
     return VT_OK;
 }
 
+static vt_status reset_optimizer(vt_trainer *t);
+
+vt_status vt_trainer_prepare_step(vt_trainer *t, int batch)
+{
+    TRY(prepare(t, batch));
+    return reset_optimizer(t);
+}
+
 static vt_status reset_optimizer(vt_trainer *t)
 {
     vt_backend *be = t->be;
@@ -399,6 +409,7 @@ VT_API vt_status vt_trainer_validate(vt_trainer *t, vt_split split)
     if ((unsigned)split > VT_SPLIT_TEST)
         return vt_err_capture(t->err, vt_fail(VT_ERR_INVALID_ARGUMENT, "bad split %d", split));
     int batch = (int)vt_opt_num(&t->opts, VT_OPT_BATCH);
+    if (batch < 1) batch = (int)vt_optdef_by_id(VT_OPT_BATCH)->def_num; /* -1: a run chooses */
     vt_status st = prepare(t, batch);
     if (!st) st = vt_trainer_evaluate(t, split, batch, NULL);
     return vt_err_capture(t->err, st);
@@ -447,6 +458,7 @@ static void note_device_memory(vt_trainer *t)
     if (t->be && vt_device_memory(&t->dev, t->be, &held, &peak)) {
         set_metric(&t->prog, VT_METRIC_DEVICE_MEMORY_BYTES, (double)held);
     }
+    vt_train_gpu_sample(t);
 }
 
 static void update_eta(vt_trainer *t, const run_clock *c, int epochs, int nb, int validate,
@@ -663,6 +675,7 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
     double row[VT_RESULTS_MAXCOL];
     vt_results_row(t->task, ep + 1, mean_loss, r->validate, &t->prog,
                    pos->epoch_time + val_seconds, pos->data_wait, pos->elapsed, row);
+    vt_results_row_gpu(&t->results, &t->prog, row);
     vt_results_truncate(&t->results, ep);
     TRY(vt_results_append(&t->results, row));
     vt_tb_epoch(t);
@@ -744,6 +757,7 @@ static vt_status run(vt_trainer *t)
         goto done;
     }
     int ntrain = vt_loader_pick_subset(nsplit, fraction, seed, subset);
+    if (batch == -1 && (st = vt_autobatch(t, subset, ntrain, NULL, &batch))) goto done;
     /* Batches of one image are never trained (batch-norm statistics of a single image are
      * meaningless, see the trailing-batch rule below), so batch=1 would train nothing: say so
      * rather than fail later as if images could not be read. */
@@ -768,7 +782,8 @@ static vt_status run(vt_trainer *t)
                      nb);
         goto done;
     }
-    if ((st = prepare(t, batch)) || (st = reset_optimizer(t))) goto done;
+    if ((st = prepare(t, batch)) || (st = reset_optimizer(t)) || (st = vt_train_gpu_begin(t)))
+        goto done;
     size_t np = (size_t)m->graph.n_params;
     if (resuming) {
         vt_backend *be = t->be;

@@ -63,6 +63,7 @@ struct vt_trainer {
     float *host_probs;
     int host_probs_cap;
     vt_progress prog;            /* latest values, also what callbacks see */
+    double gpu_sampled_at;       /* vt_now() of the last GPU figures (gpu_metrics.c) */
     uint64_t dev_version;        /* model->version the device weights correspond to */
     int dirty;                   /* device weights are newer than the model's host copy */
 

@@ -56,6 +56,12 @@ class Metric(enum.IntEnum):
     MIOU = 18
     PIXEL_ACC = 19
     F1 = 20
+    # the training GPU through NVML (absent on the CPU and without NVML)
+    GPU_UTIL = 21
+    GPU_MEMORY_USED_BYTES = 22
+    GPU_MEMORY_TOTAL_BYTES = 23
+    GPU_POWER_W = 24
+    GPU_TEMP_C = 25
 
 
 class Event(enum.IntEnum):
@@ -1114,7 +1120,9 @@ class Progress(object):
     written, on Event.CHECKPOINT_SAVED; else None), metrics (dict name -> float with the
     metrics available at this point: loss, val_loss, top1, top5, lr, images_per_sec,
     epoch_seconds, eta_seconds, cost_usd, data_wait_seconds, best_fitness, fitness,
-    device_memory_bytes).  Metrics are also readable as attributes (progress.loss, None when
+    device_memory_bytes; on a GPU where NVML answers: gpu_util (percent),
+    gpu_memory_used_bytes, gpu_memory_total_bytes, gpu_power_w, gpu_temp_c, sampled at most
+    once a second).  Metrics are also readable as attributes (progress.loss, None when
     absent), and progress["epoch"] / progress.as_dict() give dict access.
     """
     __slots__ = ("event", "epoch", "epochs", "batch", "batches", "iteration", "metrics",
@@ -1399,7 +1407,9 @@ class Trainer(_Closable):
     def metric(self, name, default=NotImplemented):
         """The latest value of a metric ("loss", "val_loss", "top1", "top5", "lr",
         "images_per_sec", "epoch_seconds", "eta_seconds", "cost_usd", "data_wait_seconds",
-        "best_fitness", "fitness", "device_memory_bytes", or a Metric).  Raises NotFoundError
+        "best_fitness", "fitness", "device_memory_bytes", the GPU's "gpu_util",
+        "gpu_memory_used_bytes", "gpu_memory_total_bytes", "gpu_power_w", "gpu_temp_c", or a
+        Metric).  Raises NotFoundError
         when there is none yet, unless ``default`` is given."""
         value = ctypes.c_double()
         st = self._lib.vt_trainer_metric(self._ptr(), _metric(name), ctypes.byref(value))
