@@ -8,6 +8,7 @@
 #include "data/loader.h"
 #include "testutil.h"
 #include "train/autobatch.h"
+#include "nn/train_memory.h"
 #include "train/trainer_impl.h"
 #include "visiontrain/visiontrain.h"
 
@@ -158,7 +159,7 @@ static void close_fixture(fixture *f)
 /* The memory a batch needs by the model, for a fake memory size. */
 static double model_bytes(vt_model *m, int batch)
 {
-    return vt_autobatch_memory(&m->graph, 16, 16, batch, 1, 0);
+    return vt_train_memory(&m->graph, 16, 16, batch, (int)sizeof(float), 1, 0);
 }
 
 /* A fake memory size: the model's batch is the largest within 0.6 of it; a fake allocation

@@ -240,59 +240,6 @@ double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt
     return t;
 }
 
-/* Memory as fixed + per_image * batch (see the formula); returns -1 on failure. */
-int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
-                              int on_gpu, double *fixed, double *per_image, double *wmax)
-{
-    vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
-    if (!lc) return -1;
-    int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
-    if (n < 0) { free(lc); return -1; }
-    double per = 0, wm = 0;
-    for (int i = 0; i < n; i++) {
-        per += (double)lc[i].saved_elems;
-        wm = fmax(wm, lc[i].ws_elems);
-    }
-    /* activations and their gradients: the executor's buffers, shared by liveness
-     * (vt_exec_plan) */
-    double *el = vt_malloc((size_t)n * sizeof *el), *yo = vt_malloc((size_t)n * sizeof *yo),
-           *dyo = vt_malloc((size_t)n * sizeof *dyo), arena = 0;
-    int *fw = vt_malloc((size_t)n * sizeof *fw), ok = -1;
-    if (el && yo && dyo && fw) {
-        for (int i = 0; i < n; i++) el[i] = (double)lc[i].out_elems;
-        ok = vt_exec_plan(g, el, 1, 0, 1, yo, dyo, fw, &arena);
-    }
-    per += arena;
-    free(el);
-    free(yo);
-    free(dyo);
-    free(fw);
-    if (ok < 0) {
-        free(lc);
-        return -1;
-    }
-    per = per * act_bytes + (double)g->input.c * h * w * 4 + 4; /* + the batch and its label */
-    *fixed = 4.0 * (double)g->n_params * (2 + states) + 4.0 * (double)g->n_buffers +
-             (on_gpu ? GPU_CONTEXT_BYTES : 0);
-    *per_image = per;
-    *wmax = wm;
-    free(lc);
-    return 0;
-}
-
-double vt_est_scratch_bytes(double wmax, double batch)
-{
-    return 4 * fmin(batch * wmax, fmax(wmax, SCRATCH_CHUNK_FLOATS));
-}
-
-double vt_est_train_memory(const vt_graph *g, int h, int w, int batch, int act_bytes,
-                           int states, int on_gpu)
-{
-    double fixed, per, wmax;
-    if (vt_est_train_memory_terms(g, h, w, act_bytes, states, on_gpu, &fixed, &per, &wmax)) return -1;
-    return 1.05 * (fixed + batch * per + vt_est_scratch_bytes(wmax, batch));
-}
-
 /* ---- device models ------------------------------------------------------------------------- */
 
 static vt_prec parse_prec(const char *s)
@@ -507,10 +454,10 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_PARAMS, (double)g->n_params);
 
     double fixed, per, wmax;
-    if (vt_est_train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, &fixed, &per,
+    if (vt_train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, &fixed, &per,
                            &wmax))
         return VT_ERR_INVALID_ARGUMENT;
-    double peak = 1.05 * (fixed + b * per + vt_est_scratch_bytes(wmax, b));
+    double peak = 1.05 * (fixed + b * per + vt_train_scratch_bytes(wmax, b));
     put(o, VT_EST_PEAK_MEMORY_BYTES, peak);
     int fits = 1;
     if (t->mem_bytes > 0) {
@@ -518,7 +465,7 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
         put(o, VT_EST_DEVICE_MEMORY_BYTES, cap);
         fits = peak <= cap;
         /* scratch is at most max(wmax, chunk) floats whatever the batch */
-        double room = cap / 1.05 - fixed - vt_est_scratch_bytes(wmax, 1e9);
+        double room = cap / 1.05 - fixed - vt_train_scratch_bytes(wmax, 1e9);
         double maxb = room > 0 ? floor(room / per) * ngpu : 0;
         if (t->verified > 0) maxb = fmin(maxb, t->verified * ngpu);
         put(o, VT_EST_MAX_BATCH, fmax(0, fmin(maxb, 1e9)));

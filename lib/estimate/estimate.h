@@ -106,8 +106,5 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
 double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt_devmodel *d,
                             int train, int optimizer_states);
 
-/* Peak device bytes of training at `batch`. */
-double vt_est_train_memory(const vt_graph *g, int h, int w, int batch, int act_bytes,
-                           int optimizer_states, int on_gpu);
 
 #endif

@@ -5,15 +5,14 @@
 
 #include "estimate/estimate.h"
 #include "nn/graph.h"
+#include "nn/train_memory.h"
 
 #define NRES 32 /* result slots: bits of vt_est_out.have */
 #define STR_MAX 64
-#define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
 #define H2D_BW 12e9
 #define ALLREDUCE_BW 25e9
 #define CKPT_BW 200e6
 #define FWD_LAYER_SHARE 0.4
-#define SCRATCH_CHUNK_FLOATS (2.0 * 1024 * 1024)
 
 /* What a calibration found; saved to and loaded from a text file. */
 typedef struct vt_calib {
@@ -59,11 +58,6 @@ extern const char *const vt_est_prec_names[];
 
 /* Graph of the estimator's model setting (caller frees with vt_graph_free). */
 vt_status vt_est_build_graph(const vt_estimator *e, vt_graph *g);
-/* im2col scratch of a step (chunked like the CPU backend). */
-double vt_est_scratch_bytes(double wmax, double batch);
-/* Per-image activation terms of training memory; see estimate.c. */
-int vt_est_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
-                              int on_gpu, double *fixed, double *per_image, double *wmax);
 
 /* Calibration: R, s0 and row_s of dm from n (2 or 3) convolution probes, probe i taking t[i]
  * seconds for F[i] FLOPs at GEMM size d[i] over rows[i] im2col rows, as the formula has it:

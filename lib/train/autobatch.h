@@ -2,7 +2,7 @@
  *
  * 1. The memory: a GPU's total x autobatch_fraction, no more than what is free now; on the CPU
  *    the host's available memory (MemAvailable) x autobatch_fraction.
- * 2. The estimator's memory model of training (vt_autobatch_memory below: weights, gradients,
+ * 2. The estimator's memory model of training (vt_train_memory, nn/train_memory.h: weights, gradients,
  *    optimiser state, activations by liveness, im2col scratch, a GPU's context) gives the
  *    largest batch within it, capped at the training images and at 1024 (512 on the CPU).
  * 3. One real training step at that batch (real images, forward and backward, no update)
@@ -46,9 +46,5 @@ vt_status vt_autobatch(vt_trainer *t, const int *subset, int ntrain, vt_autobatc
  * as a run's first step has them (the weights uploaded when the device's are stale). */
 vt_status vt_trainer_prepare_step(vt_trainer *t, int batch);
 
-/* The estimator's model of training memory (lib/estimate/autobatch_model.c, a later layer that
- * provides it to this one): peak bytes of training g at h x w with `batch` images in fp32,
- * `states` optimiser moments per weight; on_gpu adds a GPU's context.  < 0 on failure. */
-double vt_autobatch_memory(const vt_graph *g, int h, int w, int batch, int states, int on_gpu);
 
 #endif
