@@ -29,7 +29,9 @@ static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
 
 static const int shapes[][3] = {{1, 1, 1},   {3, 5, 7},     {17, 33, 9},  {64, 50, 288},
                                 {128, 3, 576}, {33, 1025, 5}, {300, 40, 70}, {2, 3000, 16},
-                                {96, 700, 64}, {700, 40, 100} /* split over the pool */};
+                                {96, 700, 64}, {700, 40, 100} /* split over the pool */,
+                                {40, 500, 1000} /* k over several blocks */,
+                                {3100, 33, 40} /* rows past a column-preferring kernel's NC */};
 
 static void check(int use_portable, int threads)
 {
@@ -129,6 +131,18 @@ START_TEST(test_gemm_paths)
     } else
         ck_assert_msg(strstr(desc, "not runnable here, ignored"), "VT_CPU_GEMM=%s: %s", path, desc);
     check(0, 2);
+}
+END_TEST
+
+/* The products with BLIS's own packing (VT_CPU_GEMM_PACK=blis) agree too, and the
+ * description says which packing runs. */
+START_TEST(test_gemm_blis_packing)
+{
+    setenv("VT_CPU_GEMM_PACK", "blis", 1);
+    const char *desc = vt_sgemm_kernels();
+    if (VT_HAVE_BLIS) ck_assert_msg(strstr(desc, "BLIS packing"), "%s", desc);
+    check(0, 2);
+    unsetenv("VT_CPU_GEMM_PACK");
 }
 END_TEST
 
@@ -430,6 +444,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_kind);
     tcase_add_loop_test(tc, test_gemm_paths, 0, (int)(sizeof gemm_paths / sizeof gemm_paths[0]));
     tcase_add_test(tc, test_gemm_auto);
+    tcase_add_test(tc, test_gemm_blis_packing);
     tcase_add_test(tc, test_conv_tiles);
     tcase_add_test(tc, test_rows2d);
     tcase_add_test(tc, test_ops_table);

@@ -393,13 +393,15 @@ VT_API vt_status vt_option_default(vt_option option, double *number, const char 
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
-/* What runs the CPU's matrix products, e.g. "BLIS 0.9.0 skx (small products: haswell) (AVX-512;
- * BLIS alone picks haswell here)", or "portable ..." without a BLAS.  The library chooses once per
- * process, at the first product, the fastest kernels the processor runs.  The environment
- * variable VT_CPU_GEMM overrides the choice for benchmarks and tests: "portable" (the built-in
- * kernel), a BLIS sub-configuration the processor can run ("generic", "sandybridge", "haswell",
- * "zen", "zen2", "zen3", "skx"), or "auto"; one it cannot run is ignored and the string says so.
- * The library only reads the variable.  Static string.  Thread-safe. */
+/* What runs the CPU's matrix products, e.g. "BLIS 0.9.0 skx (own packing) (small products:
+ * haswell) (AVX-512; BLIS alone picks haswell here)", or "portable ..." without a BLAS.  The
+ * library chooses once per process, at the first product, the fastest kernels the processor
+ * runs, and packs their operands itself.  The environment variable VT_CPU_GEMM overrides the
+ * choice for benchmarks and tests: "portable" (the built-in kernel), a BLIS sub-configuration
+ * the processor can run ("generic", "sandybridge", "haswell", "zen", "zen2", "zen3", "skx"), or
+ * "auto"; one it cannot run is ignored and the string says so.  VT_CPU_GEMM_PACK=blis leaves
+ * the packing to BLIS (for comparison).  The library only reads the variables.  Static string.
+ * Thread-safe. */
 VT_API const char *vt_cpu_kernels(void);
 
 /* Number of CUDA GPUs usable by this build: 0 when the library was built without CUDA, its
