@@ -57,20 +57,11 @@ typedef struct vt_aug_params {
 } vt_aug_params;
 
 /* The option defaults (opts NULL), or the values of the training options in opts: one mapping
- * from the option ids to the fields.  crop_ratio_min/max, which no option sets, are 3/4 and
+ * from the option ids to the fields, whose types, ranges and defaults are the option table's
+ * (lib/core/options.c; values are checked when they are set there).  crop_ratio_min/max, which no option sets, are 3/4 and
  * 4/3. */
 void vt_aug_params_from_options(vt_aug_params *p, const vt_optvals *opts);
 void vt_aug_params_default(vt_aug_params *p);
-/* Set one parameter from text.  VT_ERR_UNKNOWN_OPTION for an unknown key (the message lists the
- * valid ones), VT_ERR_OPTION_VALUE for a non-number or a value out of its range; *p is unchanged
- * on failure. */
-vt_status vt_aug_params_set(vt_aug_params *p, const char *key, const char *value);
-/* Space-separated "key=value" list (NULL or "" is fine), then vt_aug_params_check.  Stops at
- * the first error; pairs before it stay applied. */
-vt_status vt_aug_params_set_list(vt_aug_params *p, const char *list);
-/* Every field in range and crop_ratio_min <= crop_ratio_max (VT_ERR_OPTION_VALUE otherwise). */
-vt_status vt_aug_params_check(const vt_aug_params *p);
-
 /* 1 with probability prob (one draw, always made, so the stream does not depend on prob). */
 int vt_aug_chance(vt_rng *r, float prob);
 
