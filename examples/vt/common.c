@@ -285,6 +285,24 @@ int parse_args(const char *cmd, int argc, char **argv, args *a)
     return 0;
 }
 
+/* Take every key of the library's option group `scope` (vt_option_scopes) given on the command
+ * line into opts as " key=value", and append the group's key names to valid (", "-separated):
+ * the call's keys, ranges and defaults come from the library's table, not from a list here. */
+void take_scope(args *a, int scope, char *opts, size_t cap, char *valid, size_t vcap)
+{
+    for (int id = vt_option_next(0); id; id = vt_option_next(id)) {
+        const char *key;
+        if (!(vt_option_scopes((vt_option)id) & scope) ||
+            vt_option_info((vt_option)id, &key, NULL, NULL, NULL, NULL))
+            continue;
+        size_t used = strlen(valid);
+        if (used < vcap) snprintf(valid + used, vcap - used, "%s%s", used ? ", " : "", key);
+        const char *v = take(a, key);
+        used = strlen(opts);
+        if (v && used < cap) snprintf(opts + used, cap - used, "%s%s=%s", used ? " " : "", key, v);
+    }
+}
+
 /* Reject every argument not marked as the tool's: "unknown key 'x'; valid keys: ...". */
 int reject_unknown(const args *a, const char *valid)
 {

@@ -19,22 +19,20 @@ static void add_opt(char *opts, size_t cap, const char *key, const char *v)
 int cmd_synth(args *a)
 {
     const char *data = take(a, "data"), *task_s = take(a, "task");
-    static const char *const keys[] = {"classes", "train", "val", "imgsz", "seed", "max_objects"};
-    char opts[512] = "";
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        add_opt(opts, sizeof opts, keys[i], take(a, keys[i]));
-    int rc;
-    if ((rc = reject_unknown(a, "data, task, classes, train, val, imgsz, seed, max_objects")))
-        return rc;
-    if (!data) {
-        fprintf(stderr, "vt synth: data=DIR is required (see 'vt help synth')\n");
-        return EXIT_USAGE;
-    }
     vt_task task = VT_TASK_CLASSIFY;
     if (task_s && !strcmp(task_s, "detect")) task = VT_TASK_DETECT;
     else if (task_s && !strcmp(task_s, "segment")) task = VT_TASK_SEGMENT;
     else if (task_s && strcmp(task_s, "classify")) {
         fprintf(stderr, "vt synth: task=%s: valid tasks: classify, detect, segment\n", task_s);
+        return EXIT_USAGE;
+    }
+    char opts[512] = "", valid[512] = "data, task";
+    take_scope(a, task == VT_TASK_CLASSIFY ? VT_SCOPE_SYNTH_CLASSIFY : VT_SCOPE_SYNTH_DETECT,
+               opts, sizeof opts, valid, sizeof valid);
+    int rc;
+    if ((rc = reject_unknown(a, valid))) return rc;
+    if (!data) {
+        fprintf(stderr, "vt synth: data=DIR is required (see 'vt help synth')\n");
         return EXIT_USAGE;
     }
     vt_status st = vt_synth_generate(data, task, opts);
@@ -81,14 +79,13 @@ static const char *dataset_class(const void *d, int c) { return vt_dataset_class
 int cmd_check(args *a)
 {
     const char *data = take(a, "data"), *task_s = take(a, "task"), *show_s = take(a, "show");
-    char opts[256] = "";
-    add_opt(opts, sizeof opts, "policy", take(a, "policy"));
-    add_opt(opts, sizeof opts, "min_size", take(a, "min_size"));
-    add_opt(opts, sizeof opts, "workers", take(a, "workers"));
+    char opts[256] = "", valid[256] = "data, task";
+    take_scope(a, VT_SCOPE_DATASET_VALIDATE, opts, sizeof opts, valid, sizeof valid);
+    strncat(valid, ", show", sizeof valid - strlen(valid) - 1);
     int rc;
     long show = 100;
     vt_task task;
-    if ((rc = reject_unknown(a, "data, task, policy, min_size, workers, show"))) return rc;
+    if ((rc = reject_unknown(a, valid))) return rc;
     if ((rc = int_value(a->cmd, "show", show_s, 0, 1000000000, &show))) return rc;
     if (!data) {
         fprintf(stderr, "vt check: data=PATH is required (see 'vt help check')\n");
@@ -163,16 +160,11 @@ static int open_for_tool(args *a, const char *data, vt_dataset **ds)
 static int dataset_split_subset(args *a, int is_split)
 {
     const char *data = take(a, "data"), *out = take(a, "out");
-    char opts[256] = "";
-    if (is_split) add_opt(opts, sizeof opts, "val", take(a, "val"));
-    else {
-        add_opt(opts, sizeof opts, "fraction", take(a, "fraction"));
-        add_opt(opts, sizeof opts, "count", take(a, "count"));
-    }
-    add_opt(opts, sizeof opts, "seed", take(a, "seed"));
+    char opts[256] = "", valid[256] = "data, out, task, policy";
+    take_scope(a, is_split ? VT_SCOPE_DATASET_SPLIT : VT_SCOPE_DATASET_SUBSET, opts, sizeof opts,
+               valid, sizeof valid);
     vt_dataset *ds = NULL;
-    int rc = reject_unknown(a, is_split ? "data, out, val, seed, task, policy"
-                                        : "data, out, fraction, count, seed, task, policy");
+    int rc = reject_unknown(a, valid);
     if (rc) return rc;
     if (!data || !out) {
         fprintf(stderr, "%s: data=PATH and out=DIR are required (see 'vt help dataset')\n",

@@ -37,6 +37,7 @@ const char *take(args *a, const char *key);
 int parse_args(const char *cmd, int argc, char **argv, args *a);
 /* Reject every argument not marked as the tool's: "unknown key 'x'; valid keys: ...". */
 int reject_unknown(const args *a, const char *valid);
+void take_scope(args *a, int scope, char *opts, size_t cap, char *valid, size_t vcap);
 /* Value parsers: 0, or EXIT_USAGE after a message; a NULL value leaves *out as it is. */
 int flag_value(const char *cmd, const char *key, const char *v, int *out);
 int int_value(const char *cmd, const char *key, const char *v, long lo, long hi, long *out);
