@@ -116,16 +116,26 @@ int vt_cpu_x86_level(void) { return 0; }
  * GFLOP/s for a conv tile here.  BLIS is linked statically (meson.build), so the library can
  * hand each call the context of the sub-configuration it chooses, without touching the process
  * environment (BLIS itself reads BLIS_ARCH_TYPE, ours is VT_CPU_GEMM, docs/performance.md). */
+/* The chosen micro-kernel and its blocking, for our own packing (below). */
+typedef struct ukr_info {
+    sgemm_ukr_ft ukr;
+    int mr, nr, kc, mc, nc, cols; /* cols: the kernel prefers writing columns of C */
+} ukr_info;
+
 typedef struct {
     int portable;  /* VT_CPU_GEMM=portable: BLIS is not called */
     cntx_t *packed; /* the chosen sub-configuration's context */
     cntx_t *sup;    /* its small/unpacked kernels: skx has only reference ones, haswell's serve */
     int own_pack;   /* products pack their operands here (ukr_gemm), not in BLIS */
+    ukr_info ukr;   /* ... with this micro-kernel, when have_ukr */
+    int have_ukr;
+    int avx2;       /* the transposing packer may use AVX2 */
     char desc[224];
 } gemm_choice;
 
 static gemm_choice G;
 static pthread_once_t G_once = PTHREAD_ONCE_INIT;
+static int ukr_get(const gemm_choice *g, ukr_info *u);
 
 
 /* The instruction level a sub-configuration needs (BLIS's x86-64 family as Debian builds it);
@@ -179,9 +189,14 @@ static void choose_kernels(void)
         G.sup = bli_gks_lookup_nat_cntx(BLIS_ARCH_HASWELL);
     const char *pack = getenv("VT_CPU_GEMM_PACK");
     G.own_pack = !(pack && !strcmp(pack, "blis"));
+    G.have_ukr = G.own_pack && ukr_get(&G, &G.ukr);
+    G.avx2 = level >= 2;
+    const char *packing = G.have_ukr   ? "own packing"
+                          : G.own_pack ? "BLIS packing"
+                                       : "BLIS packing: VT_CPU_GEMM_PACK=blis";
     snprintf(G.desc, sizeof G.desc, "BLIS %s %s (%s)%s%s", bli_info_get_version_str(),
-             bli_arch_string(id), G.own_pack ? "own packing" : "BLIS packing: VT_CPU_GEMM_PACK=blis",
-             G.sup != G.packed ? " (small products: haswell)" : "", why);
+             bli_arch_string(id), packing, G.sup != G.packed ? " (small products: haswell)" : "",
+             why);
 }
 
 static const gemm_choice *kernels(void)
@@ -202,14 +217,8 @@ const char *vt_sgemm_kernels(void) { return kernels()->desc; }
  * lies contiguous along the micro-panel copied with whole-row copies.  A micro-kernel that
  * prefers to write columns of C (skx) computes C^T = op(B)^T op(A)^T, so the wide operand of a
  * convolution (its columns, whose rows are contiguous) is the one packed by rows either way. */
-typedef struct ukr_info {
-    sgemm_ukr_ft ukr;
-    int mr, nr, kc, mc, nc, cols; /* cols: the kernel prefers writing columns of C */
-} ukr_info;
-
-static int ukr_get(ukr_info *u)
+static int ukr_get(const gemm_choice *g, ukr_info *u)
 {
-    const gemm_choice *g = kernels();
     if (g->portable || !g->packed) return 0;
     cntx_t *c = g->packed;
     u->ukr = (sgemm_ukr_ft)bli_cntx_get_l3_nat_ukr_dt(BLIS_FLOAT, BLIS_GEMM_UKR, c);
@@ -296,10 +305,9 @@ __attribute__((target("avx2"))) static void pack_strided_avx2(const sview *X, co
 }
 #endif
 
-static void pack_panels(const sview *X, int i0, int mb, int p0, int kb, int h, float *dst)
+static void pack_panels(const sview *X, int i0, int mb, int p0, int kb, int h, int avx2,
+                        float *dst)
 {
-    static int avx2 = -1;
-    if (avx2 < 0) avx2 = vt_cpu_x86_level() >= 2; /* benign race: the same value */
     for (int r = 0; r < mb; r += h) {
         int hh = mb - r < h ? mb - r : h;
         const float *src = X->x + (ptrdiff_t)(i0 + r) * X->rs + (ptrdiff_t)p0 * X->cs;
@@ -362,6 +370,7 @@ static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const s
     if (!bp) return 0;
     float *ap = bp + ((bfl + 15) & ~(size_t)15);
     cntx_t *cntx = kernels()->packed;
+    int avx2 = kernels()->avx2;
     auxinfo_t aux;
     memset(&aux, 0, sizeof aux);
     for (int jc = 0; jc < n; jc += NCb) {
@@ -371,10 +380,10 @@ static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const s
             float bt = pc == 0 ? beta : 1.0f;
             /* B's block, transposed view: rows j, columns p */
             sview Bt = {B->x, B->cs, B->rs};
-            pack_panels(&Bt, jc, nb, pc, kb, u->nr, bp);
+            pack_panels(&Bt, jc, nb, pc, kb, u->nr, avx2, bp);
             for (int ic = 0; ic < m; ic += MCb) {
                 int mb = m - ic < MCb ? m - ic : MCb;
-                pack_panels(A, ic, mb, pc, kb, u->mr, ap);
+                pack_panels(A, ic, mb, pc, kb, u->mr, avx2, ap);
                 for (int jr = 0; jr < nb; jr += u->nr) {
                     int nn = nb - jr < u->nr ? nb - jr : u->nr;
                     float *bpan = bp + (size_t)(jr / u->nr) * kb * u->nr;
@@ -397,20 +406,14 @@ static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const s
 static int own_packed(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
-    static ukr_info U;
-    static int have = -1;
-    if (have < 0) { /* benign race: every thread computes the same values */
-        ukr_info u;
-        int h = ukr_get(&u);
-        if (h) U = u;
-        have = h;
-    }
-    if (!have || k <= 0) return 0;
+    const gemm_choice *g = kernels();
+    if (!g->have_ukr || k <= 0) return 0;
+    const ukr_info *U = &g->ukr;
     sview A = {a, ta ? 1 : lda, ta ? lda : 1}, B = {b, tb ? 1 : ldb, tb ? ldb : 1};
-    if (!U.cols) return ukr_gemm(&U, m, n, k, alpha, &A, &B, beta, c, ldc, 1);
+    if (!U->cols) return ukr_gemm(U, m, n, k, alpha, &A, &B, beta, c, ldc, 1);
     /* C^T (n x m) = op(B)^T op(A)^T, written with C's strides swapped */
     sview Bt = {B.x, B.cs, B.rs}, At = {A.x, A.cs, A.rs};
-    return ukr_gemm(&U, n, m, k, alpha, &Bt, &At, beta, c, 1, ldc);
+    return ukr_gemm(U, n, m, k, alpha, &Bt, &At, beta, c, 1, ldc);
 }
 
 /* BLIS's "sup" path (small/unpacked kernels, which BLIS picks by itself for shapes with a
