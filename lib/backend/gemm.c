@@ -126,9 +126,8 @@ typedef struct {
     int portable;  /* VT_CPU_GEMM=portable: BLIS is not called */
     cntx_t *packed; /* the chosen sub-configuration's context */
     cntx_t *sup;    /* its small/unpacked kernels: skx has only reference ones, haswell's serve */
-    int own_pack;   /* products pack their operands here (ukr_gemm), not in BLIS */
-    ukr_info ukr;   /* ... with this micro-kernel, when have_ukr */
-    int have_ukr;
+    ukr_info ukr;   /* the micro-kernel products call with our packing (ukr_gemm) ... */
+    int have_ukr;   /* ... when set (not with VT_CPU_GEMM_PACK=blis) */
     int avx2;       /* the transposing packer may use AVX2 */
     char desc[224];
 } gemm_choice;
@@ -188,11 +187,11 @@ static void choose_kernels(void)
     if (id == BLIS_ARCH_SKX && level >= 2 && bli_gks_lookup_nat_cntx(BLIS_ARCH_HASWELL))
         G.sup = bli_gks_lookup_nat_cntx(BLIS_ARCH_HASWELL);
     const char *pack = getenv("VT_CPU_GEMM_PACK");
-    G.own_pack = !(pack && !strcmp(pack, "blis"));
-    G.have_ukr = G.own_pack && ukr_get(&G, &G.ukr);
+    int own_pack = !(pack && !strcmp(pack, "blis"));
+    G.have_ukr = own_pack && ukr_get(&G, &G.ukr);
     G.avx2 = level >= 2;
     const char *packing = G.have_ukr   ? "own packing"
-                          : G.own_pack ? "BLIS packing"
+                          : own_pack ? "BLIS packing"
                                        : "BLIS packing: VT_CPU_GEMM_PACK=blis";
     snprintf(G.desc, sizeof G.desc, "BLIS %s %s (%s)%s%s", bli_info_get_version_str(),
              bli_arch_string(id), packing, G.sup != G.packed ? " (small products: haswell)" : "",
@@ -240,10 +239,9 @@ typedef struct sview {
     ptrdiff_t rs, cs;
 } sview;
 
-/* Micro-panels of rows [i0, i0 + mb) and columns [p0, p0 + kb) of X, `h` rows each: panel r
- * holds, for each p, h consecutive rows (zeros past mb). */
-static void pack_contig(const sview *X, const float *src, int hh,
-                        int kb, int h, float *dst)
+/* Rows of X contiguous along the panel (rs == 1): hh rows x kb columns copied a column at a
+ * time into the panel, zeros past hh. */
+static void pack_contig(const sview *X, const float *src, int hh, int kb, int h, float *dst)
 {
     for (int p = 0; p < kb; p++, dst += h) {
         memcpy(dst, src + (ptrdiff_t)p * X->cs, (size_t)hh * sizeof(float));
@@ -305,6 +303,8 @@ __attribute__((target("avx2"))) static void pack_strided_avx2(const sview *X, co
 }
 #endif
 
+/* Micro-panels of rows [i0, i0 + mb) and columns [p0, p0 + kb) of X, `h` rows each: panel r
+ * holds, for each p, h consecutive rows (zeros past mb). */
 static void pack_panels(const sview *X, int i0, int mb, int p0, int kb, int h, int avx2,
                         float *dst)
 {
@@ -401,14 +401,12 @@ static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const s
     return 1;
 }
 
-/* Row-major C = alpha op(A) op(B) + beta C through ukr_gemm; 0 when it cannot run (then the
- * caller uses BLIS's own driver). */
-static int own_packed(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                      const float *b, int ldb, float beta, float *c, int ldc)
+/* Row-major C = alpha op(A) op(B) + beta C through ukr_gemm with U (k > 0); 0 when it cannot
+ * run (then the caller uses BLIS's own driver). */
+static int own_packed(const ukr_info *U, int ta, int tb, int m, int n, int k, float alpha,
+                      const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                      int ldc)
 {
-    const gemm_choice *g = kernels();
-    if (!g->have_ukr || k <= 0) return 0;
-    const ukr_info *U = &g->ukr;
     sview A = {a, ta ? 1 : lda, ta ? lda : 1}, B = {b, tb ? 1 : ldb, tb ? ldb : 1};
     if (!U->cols) return ukr_gemm(U, m, n, k, alpha, &A, &B, beta, c, ldc, 1);
     /* C^T (n x m) = op(B)^T op(A)^T, written with C's strides swapped */
@@ -433,8 +431,8 @@ static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const fl
     int sup = m < 32 || n < 32 || k < 32;
     if (sup) bli_rntm_enable_l3_sup(&rntm);
     else bli_rntm_disable_l3_sup(&rntm);
-    if (!sup && g->own_pack &&
-        own_packed(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    if (!sup && g->have_ukr &&
+        own_packed(&g->ukr, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
         return;
     bli_sgemm_ex(ta ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, tb ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE,
                  m, n, k, &alpha, (float *)a, lda, 1, (float *)b, ldb, 1, &beta, c, ldc, 1,
