@@ -1,7 +1,8 @@
-/* lib/nn/model.c and lib/core/checkpoint.c: architectures, parameter and FLOP counts, save and
- * load (bit-exact predictions, class names), the checkpoint container against truncation,
- * corruption, foreign and newer files, prediction errors, atomic saving, vt_model_forward and
- * vt_model_export's errors and atomic writing (tests/python/onnx_parity.py runs the files). */
+/* lib/nn/model.c and lib/core/checkpoint.c: architectures, parameter and FLOP counts, the
+ * initial weights (PyTorch's default), save and load (bit-exact predictions, class names), the
+ * checkpoint container against truncation, corruption, foreign and newer files, prediction
+ * errors, atomic saving, vt_model_forward and vt_model_export's errors and atomic writing
+ * (tests/python/onnx_parity.py runs the files). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -93,6 +94,69 @@ START_TEST(test_archs)
     vt_model_destroy(b);
     vt_model_destroy(c);
     vt_model_destroy(d);
+}
+END_TEST
+
+/* A new model starts as PyTorch's default layers: conv and linear weights and biases uniform
+ * in +-1/sqrt(fan_in) (standard deviation bound/sqrt(3)); a detector's output convs at standard
+ * deviation 0.01 with box biases 0 and class biases at the 0.01 prior; batch norm at scale 1
+ * (0 before a residual add) and shift 0.  He-normal weights (sqrt(6) times larger) trained
+ * every task worse at the same learning rate (bench/README.md). */
+static double sample_std(const float *w, int64_t n)
+{
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s += w[i];
+        s2 += (double)w[i] * w[i];
+    }
+    return sqrt(s2 / n - (s / n) * (s / n));
+}
+
+START_TEST(test_init_pytorch_default)
+{
+    static const char *const archs[] = {"cnn-small", "cls-n", "det-n", "seg-n"};
+    for (int a = 0; a < 4; a++) {
+        vt_model *m;
+        ck_assert_int_eq(vt_model_create(&m, archs[a], 5, "imgsz=64 seed=3"), VT_OK);
+        const vt_graph *g = &m->graph;
+        int checked = 0, heads = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const vt_node *nd = &g->nodes[i];
+            const float *w = m->params + nd->w_off, *b = m->params + nd->b_off;
+            if (nd->op == VT_OP_BN) {
+                int before_add = 0;
+                for (int j = i + 1; j < g->n_nodes; j++)
+                    before_add |= g->nodes[j].op == VT_OP_ADD && g->nodes[j].in[0] == i;
+                for (int64_t j = 0; j < nd->w_n; j++) {
+                    ck_assert_float_eq(w[j], before_add ? 0.0f : 1.0f);
+                    ck_assert_float_eq(b[j], 0.0f);
+                }
+                continue;
+            }
+            if (nd->op != VT_OP_CONV && nd->op != VT_OP_LINEAR) continue;
+            double bound = 1.0 / sqrt((double)nd->w_n / nd->cout);
+            double sd = sample_std(w, nd->w_n);
+            if (m->task == VT_TASK_DETECT && nd->b_n) { /* the head's output convs */
+                heads++;
+                ck_assert_msg(fabs(sd - 0.01) < 0.002, "%s node %d: head std %g", archs[a], i, sd);
+                for (int64_t j = 0; j < nd->b_n; j++)
+                    ck_assert(b[j] == 0.0f || fabsf(b[j] + 4.595f) < 1e-3f);
+                continue;
+            }
+            for (int64_t j = 0; j < nd->w_n; j++)
+                ck_assert_msg(fabs(w[j]) <= bound, "%s node %d: |%g| > %g", archs[a], i, w[j],
+                              bound);
+            for (int64_t j = 0; j < nd->b_n; j++) ck_assert(fabs(b[j]) <= bound);
+            if (nd->w_n >= 1000) { /* std of U(-b, b) is b/sqrt(3); He-normal's is sqrt(6)x */
+                ck_assert_msg(fabs(sd / (bound / sqrt(3.0)) - 1) < 0.1, "%s node %d: std %g, bound %g",
+                              archs[a], i, sd, bound);
+                checked++;
+            }
+        }
+        ck_assert_int_ge(checked, 2);
+        ck_assert_int_eq(heads, m->task == VT_TASK_DETECT ? 2 : 0);
+        vt_model_destroy(m);
+    }
 }
 END_TEST
 
@@ -760,6 +824,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tc, test_archs);
+    tcase_add_test(tc, test_init_pytorch_default);
     tcase_add_test(tc, test_create_errors);
     tcase_add_test(tc, test_save_load_roundtrip);
     tcase_add_test(tc, test_class_names_after_training);
