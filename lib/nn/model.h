@@ -47,8 +47,9 @@ int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT
 /* Names of the known architectures, NULL-terminated. */
 extern const char *const vt_arch_names[];
 
-/* Deterministic initialisation of params/buffers (He-normal conv/linear, BN gamma 1 beta 0,
- * running var 1). */
+/* Deterministic initialisation of params/buffers from the model's seed: PyTorch's defaults
+ * (conv/linear weights and biases uniform in +-1/sqrt(fan_in), BN gamma 1 beta 0, running
+ * mean 0 and var 1), a detector's output convs at std 0.01 with the 0.01 class prior. */
 void vt_model_init_weights(vt_model *m);
 
 /* Bring weights held by a trainer back into params/buffers (no-op when none). */
