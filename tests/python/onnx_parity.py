@@ -214,6 +214,19 @@ def segment_family(tmp, root, arch):
         return e, worst
 
 
+def gap_threshold(scores, q, cap):
+    """The midpoint of the first gap of at least 1e-3 (relative) between two sorted distinct
+    scores from the q-quantile up (then down), below cap."""
+    u = np.unique(scores.astype(np.float64))
+    u = u[u < cap]
+    start = int(q * (len(u) - 1))
+    order = list(range(start, len(u) - 1)) + list(range(start - 1, -1, -1))
+    for i in order:
+        if u[i + 1] - u[i] >= 1e-3 * u[i + 1]:
+            return float("%.6g" % ((u[i] + u[i + 1]) / 2))
+    return float("%.6g" % cap)
+
+
 def detect_family(tmp, root, arch, epochs):
     with trained(arch, os.path.join(root, "data.yaml"), "detect", 64, epochs=epochs, batch=8,
                  optimizer="adamw", lr0=0.002) as m:
@@ -225,13 +238,15 @@ def detect_family(tmp, root, arch, epochs):
                     for i in imgs)
         check(worst <= TOL, "%s: decoded images: raw head max abs error %.2e of its range"
               % (arch, worst))
-        # A threshold that leaves real candidates: the 90th percentile of the cells' best
-        # scores over these images (an untrained head sits at the 0.01 prior everywhere).
+        # A threshold that leaves real candidates: near the 90th percentile of the cells' best
+        # scores over these images (an untrained head sits at the 0.01 prior everywhere), in a
+        # gap between two scores, so that no box is within rounding of it (ONNX and the library
+        # agree to ~1e-7, and a box at the threshold itself could go either way).
         best = []
         for i in imgs:
             h = m.forward(to_input(i))[0]
             best.append((1 / (1 + np.exp(-h[4:]))).max(axis=0).ravel())
-        conf = float(min(0.25, np.quantile(np.concatenate(best), 0.9)))
+        conf = gap_threshold(np.concatenate(best), 0.9, 0.25)
         iou_t = 0.5
         s2 = export_checked(m, os.path.join(tmp, arch + "-nms.onnx"), nms=1, conf="%.6g" % conf,
                             iou=iou_t, max_det=100)
