@@ -23,6 +23,8 @@ import torch
 import torch.nn as nn
 from PIL import Image
 
+from torch_small_cnn import small_cnn
+
 
 def load_split(root):
     classes = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
@@ -37,11 +39,8 @@ def load_split(root):
     return torch.stack(xs), torch.tensor(ys), classes
 
 
-def small_cnn(nc, init):
-    def cbr(i, o):
-        return [nn.Conv2d(i, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True)]
-    net = nn.Sequential(*cbr(1, 32), nn.MaxPool2d(2), *cbr(32, 64), nn.MaxPool2d(2),
-                        *cbr(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, nc))
+def small_cnn_init(nc, init):
+    net = small_cnn(nc)  # the network of bench/torch_small_cnn.py, PyTorch's default init
     if init == "he":  # the library's: He normal (conv), normal 1/sqrt(fan_in) (linear), bias 0
         for m in net.modules():
             if isinstance(m, nn.Conv2d):
@@ -74,7 +73,7 @@ def main():
     torch.manual_seed(a.seed)
     xtr, ytr, classes = load_split(os.path.join(a.data, "train"))
     xva, yva, _ = load_split(os.path.join(a.data, "val"))
-    net = small_cnn(len(classes), a.init)
+    net = small_cnn_init(len(classes), a.init)
     decay, other = [], []
     for m in net.modules():
         for n, p in m.named_parameters(recurse=False):

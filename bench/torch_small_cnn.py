@@ -13,11 +13,11 @@ import torch
 import torch.nn as nn
 
 
-def small_cnn():
+def small_cnn(nc=10):
     def cbr(i, o):
         return [nn.Conv2d(i, o, 3, 1, 1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True)]
     return nn.Sequential(*cbr(1, 32), nn.MaxPool2d(2), *cbr(32, 64), nn.MaxPool2d(2),
-                         *cbr(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+                         *cbr(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, nc))
 
 
 def main():
