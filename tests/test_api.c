@@ -293,20 +293,21 @@ static vt_trainer *tiny_trainer(vt_model *m, vt_dataset *ds, int epochs)
     return t;
 }
 
+/* A model of other classes than the dataset's is re-created for the dataset's (fine-tuning to
+ * new classes; tests/test_transfer.c checks the tensors). */
 START_TEST(test_class_count_mismatch)
 {
     vt_dataset *ds = make_ds("three", "classes=3 train=2 val=0 imgsz=16");
     vt_model *m;
     ck_assert_int_eq(vt_model_create(&m, "cnn-small", 2, "imgsz=16"), VT_OK);
-    vt_trainer *t = (vt_trainer *)&t;
+    uint64_t np = vt_model_num_params(m);
+    vt_trainer *t = NULL;
     vt_status st = vt_trainer_create(&t, m, ds);
-    ck_assert_msg(st != VT_OK, "a 2-class model on a 3-class dataset was accepted");
-    ck_assert_msg(t == NULL, "class mismatch: *out not NULL");
-    ck_assert_msg(strstr(vt_last_error(), "3") && strstr(vt_last_error(), "2"),
-                  "class mismatch: message does not give both counts: '%s'", vt_last_error());
-    vt_model_destroy(m);
-    ck_assert_int_eq(vt_model_create(&m, "cnn-small", 3, "imgsz=16"), VT_OK);
-    ck_assert_msg(vt_trainer_create(&t, m, ds) == VT_OK, "matching classes: %s", vt_last_error());
+    ck_assert_msg(st == VT_OK, "a 2-class model on a 3-class dataset: %s", vt_last_error());
+    ck_assert_int_eq(vt_model_num_classes(m), 3);
+    ck_assert_msg(vt_model_num_params(m) == np + 128 + 1, "params %llu after re-heading, was %llu",
+                  (unsigned long long)vt_model_num_params(m), (unsigned long long)np);
+    ck_assert_str_eq(vt_model_class_name(m, 0), vt_dataset_class_name(ds, 0));
     vt_trainer_destroy(t);
     vt_model_destroy(m);
     vt_dataset_destroy(ds);

@@ -262,7 +262,9 @@ int parse_args(const char *cmd, int argc, char **argv, args *a)
             continue;
         }
         if (!eq || eq == s) {
-            if (!strcmp(cmd, "predict") && a->nsources < MAX_SOURCES) { /* more images */
+            /* vt predict: more images; vt import: the ONNX file */
+            int positional = !strcmp(cmd, "predict") || !strcmp(cmd, "import");
+            if (positional && a->nsources < MAX_SOURCES) {
                 a->sources[a->nsources++] = s;
                 continue;
             }

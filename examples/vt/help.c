@@ -35,6 +35,7 @@ const char *const usage_text =
     "  val       evaluate a saved model on a dataset split\n"
     "  predict   classify images, or detect objects in them, with a saved model\n"
     "  export    write a saved model as an ONNX file\n"
+    "  import    read a model from an ONNX file (torchvision's resnet18) into a .vtm\n"
     "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
     "  check     validate a dataset: every problem with file:line, counts per split and class\n"
     "  dataset   dataset tools: split, subset, clone, stats\n"
@@ -138,6 +139,17 @@ static const help_entry help_texts[] = {
      "conf, iou and max_det.\n"
      "The contract is also in the file's metadata_props.\n"
      "example: vt export model=det.vtm nms=1 conf=0.25\n"},
+    {"import",
+     "usage: vt import FILE.onnx [arch=resnet18 out=FILE.vtm imgsz=224]\n"
+     "Read a model's weights from an ONNX file and save them as a .vtm (default out: the\n"
+     "file's path with .vtm).  arch=resnet18 (the only one so far): torchvision's resnet18 as\n"
+     "torch.onnx.export writes it, batch norm folded into the convolutions (the eval-mode\n"
+     "default) or kept (training=TrainingMode.PRESERVE: the real running statistics, the\n"
+     "better start for fine-tuning).  The class count is the final Gemm's, the channels the\n"
+     "first Conv's; imgsz is the model's image size.  A graph of another layout is refused,\n"
+     "naming the first ONNX node that differs.  Inputs are pixels / 255 like every model of\n"
+     "the library (torchvision's ImageNet mean and std are not part of the graph).\n"
+     "example: vt import resnet18.onnx out=r18.vtm imgsz=224\n"},
     {"estimate",
      "usage: vt estimate [key=value ...]\n"
      "Estimate the time and cost of a training run, from the model's layer list and a cost\n"
@@ -214,8 +226,11 @@ static const help_entry help_texts[] = {
      "example: vt dataset split data=coco8/data.yaml out=coco8-split val=0.25 seed=1\n"},
     {"info",
      "usage: vt info [catalog=CSV]\n"
+     "       vt info model=FILE.vtm|ARCH [classes=N imgsz=N]\n"
      "Print the library version and ABI, the GPUs this build can use, the GPU catalog of the\n"
-     "estimator (catalog=CSV merges a CSV first) and every training and model option.\n"},
+     "estimator (catalog=CSV merges a CSV first) and every training and model option.\n"
+     "With model=: the model's layer list (index, kind, output shape, parameters), the one\n"
+     "freeze=N counts in, and where its backbone ends (freeze=backbone).\n"},
     {"synth",
      "usage: vt synth data=DIR [task=classify|detect|segment classes=4 train=100 val=40 imgsz=32\n"
      "                          seed=0]\n"

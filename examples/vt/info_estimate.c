@@ -85,11 +85,57 @@ static void print_catalog(const vt_catalog *cat)
     printf("  (TFLOPS are dense peaks; '-' where the catalog has no value)\n");
 }
 
+/* vt info model=FILE|ARCH: the model's layer list, the one freeze=N counts in. */
+static int print_layers(const char *model, const char *classes, const char *imgsz)
+{
+    vt_model *m = NULL;
+    vt_status st;
+    if (names_file(model)) {
+        if (classes || imgsz) {
+            fprintf(stderr, "vt info: classes= and imgsz= apply to a new model, not to %s\n",
+                    model);
+            return EXIT_USAGE;
+        }
+        st = vt_model_load(&m, model);
+    } else {
+        int det = !strncmp(model, "det-", 4);
+        char opts[64] = "";
+        if (imgsz) snprintf(opts, sizeof opts, "imgsz=%s", imgsz);
+        st = vt_model_create(&m, model, classes ? atoi(classes) : det ? 80 : 10, opts);
+    }
+    if (st) return fail("info", st, NULL);
+    int n = vt_model_num_layers(m), bb = vt_model_backbone_layers(m);
+    printf("%s: %d classes, %d input channels, imgsz %d, %llu parameters, %.2f GFLOPs/image, "
+           "%d layers (0..%d the backbone: freeze=backbone)\n", vt_model_arch(m),
+           vt_model_num_classes(m), vt_model_channels(m), vt_model_imgsz(m),
+           (unsigned long long)vt_model_num_params(m),
+           vt_model_flops(m, vt_model_imgsz(m)) / 1e9, n, bb - 1);
+    printf("  %5s  %-9s %-16s %10s\n", "layer", "kind", "output", "params");
+    for (int i = 0; i < n; i++) {
+        const char *kind;
+        int c, h, w;
+        uint64_t p;
+        if (vt_model_layer(m, i, &kind, &c, &h, &w, &p)) continue;
+        char shape[48];
+        snprintf(shape, sizeof shape, "%dx%dx%d", c, h, w);
+        printf("  %5d  %-9s %-16s %10llu%s\n", i, kind, shape, (unsigned long long)p,
+               i == bb - 1 ? "   <- end of the backbone" : "");
+    }
+    vt_model_destroy(m);
+    return 0;
+}
+
 int cmd_info(args *a)
 {
-    const char *csv = take(a, "catalog");
+    const char *csv = take(a, "catalog"), *model = take(a, "model");
+    const char *classes = take(a, "classes"), *imgsz = take(a, "imgsz");
     int rc;
-    if ((rc = reject_unknown(a, "catalog"))) return rc;
+    if ((rc = reject_unknown(a, "catalog, model, classes, imgsz"))) return rc;
+    if (model) return print_layers(model, classes, imgsz);
+    if (classes || imgsz) {
+        fprintf(stderr, "vt info: classes= and imgsz= go with model=\n");
+        return EXIT_USAGE;
+    }
     vt_catalog *cat = NULL;
     vt_status st = vt_catalog_create(&cat);
     if (st) return fail(a->cmd, st, NULL);

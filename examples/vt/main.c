@@ -4,6 +4,7 @@
  *   vt val      model=FILE data=DIR [split=val batch=.. imgsz=.. device=..]
  *   vt predict  model=FILE source=IMAGE|DIR [IMAGE ...] [top=1]
  *   vt export   model=FILE [format=onnx out=FILE.onnx opset=17 batch=1|N|dynamic nms=0|1 ...]
+ *   vt import   FILE.onnx [arch=resnet18 out=FILE.vtm imgsz=224]
  *   vt estimate [model=cls-n|FILE data=DIR | train=N val=N] [epochs=100 imgsz=640 batch=16
  *               gpu=all|NAME|local|cpu gpus=1 precision=tf32 calibrate=1 budget=USD deadline=H
  *               catalog=CSV ...]
@@ -23,7 +24,7 @@
  * The tool uses the public API only.  Its files (examples/vt/): main.c the command table and
  * main(); help.c the help texts; common.c arguments, failures, formatting, SIGINT; progress.c
  * the training progress display; train.c train and demo; val_predict.c val and predict;
- * export.c export;
+ * export.c export; import.c import;
  * data.c synth, check and the dataset tools; info_estimate.c info and estimate. */
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static const command commands[] = {
     {"train", cmd_train},     {"val", cmd_val},     {"predict", cmd_predict},
     {"estimate", cmd_estimate}, {"check", cmd_check}, {"info", cmd_info},
     {"synth", cmd_synth},     {"demo", cmd_demo},   {"export", cmd_export},
+    {"import", cmd_import},
 };
 
 int main(int argc, char **argv)
@@ -82,7 +84,7 @@ int main(int argc, char **argv)
         }
         return commands[i].fn(&a);
     }
-    fprintf(stderr, "vt: unknown command '%s'; commands: train, val, predict, export, estimate, "
-                    "check, dataset, info, synth, demo, help\n", cmd);
+    fprintf(stderr, "vt: unknown command '%s'; commands: train, val, predict, export, import, "
+                    "estimate, check, dataset, info, synth, demo, help\n", cmd);
     return EXIT_USAGE;
 }

@@ -196,5 +196,6 @@ void log_cb(void *user, vt_log_level level, const char *msg)
     progress_state *ps = user;
     if (ps) clear_bar(ps);
     fflush(stdout);
-    fprintf(stderr, "vt: %s: %s\n", level == VT_LOG_ERROR ? "error" : "warning", msg);
+    if (level >= VT_LOG_INFO) fprintf(stderr, "vt: %s\n", msg); /* a note: no label */
+    else fprintf(stderr, "vt: %s: %s\n", level == VT_LOG_ERROR ? "error" : "warning", msg);
 }

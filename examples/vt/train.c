@@ -290,7 +290,7 @@ static int train(args *a, double *top1_out)
     cs.ps.det = tk == VT_TASK_DETECT;
     cs.ps.seg = tk == VT_TASK_SEGMENT;
     cs.ps.trainer = t;
-    vt_trainer_set_log(t, log_cb, &cs.ps, VT_LOG_WARNING);
+    vt_trainer_set_log(t, log_cb, &cs.ps, VT_LOG_INFO); /* notes too: transfer, early stop */
     vt_trainer_set_progress(t, train_progress, &cs);
     double epochs = 0, batch = 0, dev_imgsz = 0;
     vt_trainer_get_float(t, VT_OPT_EPOCHS, &epochs);

@@ -136,6 +136,7 @@ int cmd_demo(args *a);
 int cmd_val(args *a);      /* val_predict.c */
 int cmd_predict(args *a);
 int cmd_export(args *a);   /* export.c */
+int cmd_import(args *a);   /* import.c */
 int cmd_synth(args *a);    /* data.c */
 int cmd_check(args *a);
 int cmd_dataset(args *a);

@@ -260,6 +260,16 @@ typedef enum vt_option {
     VT_OPT_AUTOBATCH_FRACTION = 150, /* float 0.1..0.95, default 0.6: share of the device's
                                      memory (of the available host memory on the CPU) that
                                      batch=-1 fills                                              */
+    VT_OPT_PRETRAINED = 151,      /* string, default "" ("pretrained"): a saved model (.vtm) whose
+                                     matching tensors start the run (vt_model_transfer): the
+                                     same architecture, or one with the same backbone
+                                     (resnet18 -> det-r18, seg-r18); not applied when resuming */
+    VT_OPT_FREEZE = 152,          /* string, default "" ("freeze"): layers that are not trained:
+                                     N (an integer: the first N layers of vt_model_layer's list)
+                                     or "backbone" (the first vt_model_backbone_layers()).  Their
+                                     parameters get no update and no weight decay, their batch
+                                     norms keep their running statistics (eval mode), and no
+                                     gradient is computed below the first trained layer */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */
@@ -862,6 +872,61 @@ VT_API vt_status vt_model_output_shape(const vt_model *model, int *c, int *h, in
 VT_API vt_status vt_model_forward(vt_model *model, const float *input, int n, float *output,
                                   size_t cap);
 
+/* ---- transfer learning ------------------------------------------------------------------- */
+
+/* A model's tensors: each convolution's weight (and bias), each linear layer's weight and bias,
+ * each batch norm's scale, shift, running mean and running variance.
+ *
+ * Copy into dst every tensor of src whose layer matches dst's at the same place of the layer
+ * list (same kind and shape); dst's other tensors keep their values (a fresh model's: the
+ * class-dependent layers when the class counts differ).  src and dst must have the same input
+ * channel count and the same architecture, or architectures sharing a backbone (resnet18,
+ * det-r18 and seg-r18 share resnet18's; det-* and seg-* of one size share their encoder): then
+ * only backbone layers transfer.  *transferred and *total (each may be NULL) get the count of
+ * tensors copied and dst's tensor count.  Errors: VT_ERR_INVALID_ARGUMENT (NULL, another
+ * architecture or channel count: the message names both).  dst's class names are kept. */
+VT_API vt_status vt_model_transfer(vt_model *dst, const vt_model *src, int *transferred,
+                                   int *total);
+
+/* Re-create the model for other classes: num_classes, and names (NULL, or num_classes strings,
+ * copied).  When the class count or the names differ (both models' names known and not
+ * equal), the model becomes a fresh one of the same architecture, image size and seed with
+ * every matching tensor transferred (vt_model_transfer): the class-dependent layers (the
+ * classifier, a detector's class convolution with its prior bias, a segmenter's logits) start
+ * fresh.  Otherwise only the names are set and every tensor is kept (*transferred = *total).
+ * *transferred, *total: as vt_model_transfer.  Not while a trainer created on the model is
+ * running; a trainer created on it before picks up the new layers only if created again. */
+VT_API vt_status vt_model_set_classes(vt_model *model, int num_classes,
+                                      const char *const *names, int *transferred, int *total);
+
+/* The model's layer list, the one VT_OPT_FREEZE counts in: layer i's kind ("input", "conv",
+ * "bn", "act", "maxpool", "avgpool", "gap", "linear", "dropout", "add", "concat", "upsample",
+ * "flatcat"; static strings), its output shape per image at the model's image size, and its
+ * trainable parameter count.  Any output pointer may be NULL.  VT_ERR_INVALID_ARGUMENT for a
+ * bad index. */
+VT_API int vt_model_num_layers(const vt_model *model);
+VT_API vt_status vt_model_layer(const vt_model *model, int index, const char **kind, int *c,
+                                int *h, int *w, uint64_t *params);
+/* Layers 0..N-1 are the backbone (the feature extractor before the neck or head): what
+ * freeze=backbone freezes and what transfers between architectures sharing it. */
+VT_API int vt_model_backbone_layers(const vt_model *model);
+
+/* Read a model from an ONNX file: a new `arch` model (only "resnet18" so far: torchvision's
+ * resnet18 layout) whose weights are the graph's initializers, mapped to the layers by graph
+ * position: each Conv to a convolution, each BatchNormalization to a batch norm with its
+ * running statistics, the final Gemm to the linear layer (its output count is the model's class
+ * count).  A graph exported in eval mode (each batch norm folded into the convolution before
+ * it: a Conv with a bias and no BatchNormalization) imports exactly: the batch norm becomes the
+ * identity plus the bias (running mean 0, variance 1 - eps), so the model computes what the
+ * graph does; a graph with BatchNormalization nodes (TrainingMode.PRESERVE) imports them.
+ * options: NULL or space-separated imgsz=N (the model's image size, default 224).
+ * Errors: VT_ERR_NOT_FOUND / VT_ERR_IO (the path), VT_ERR_FORMAT (not an ONNX model, external
+ * data), VT_ERR_INVALID_ARGUMENT (an arch without an importer; a graph that does not match:
+ * the message names the first ONNX node that differs and the layer it was compared with),
+ * VT_ERR_UNSUPPORTED (a build without protobuf-c), VT_ERR_OUT_OF_MEMORY. */
+VT_API vt_status vt_model_import_onnx(vt_model **out, const char *path, const char *arch,
+                                      const char *options);
+
 /* ---- export ------------------------------------------------------------------------------ */
 
 typedef enum vt_export_format {
@@ -927,7 +992,11 @@ typedef enum vt_metric {
     VT_METRIC_GPU_MEMORY_USED_BYTES = 22, /* device memory in use by every process             */
     VT_METRIC_GPU_MEMORY_TOTAL_BYTES = 23,
     VT_METRIC_GPU_POWER_W = 24, /* board power draw, watts                                     */
-    VT_METRIC_GPU_TEMP_C = 25   /* GPU die temperature, degrees Celsius                        */
+    VT_METRIC_GPU_TEMP_C = 25,  /* GPU die temperature, degrees Celsius                        */
+    VT_METRIC_TENSORS_TRANSFERRED = 26, /* the run started from another model's weights (a model
+                                     with other classes, or VT_OPT_PRETRAINED): the tensors
+                                     taken from it (vt_model_transfer) ...                      */
+    VT_METRIC_TENSORS_TOTAL = 27  /* ... out of the model's tensors                              */
 } vt_metric;
 
 typedef enum vt_event {
@@ -965,7 +1034,12 @@ VT_API vt_status vt_progress_metric(const vt_progress *p, vt_metric metric, doub
 VT_API const char *vt_progress_checkpoint_path(const vt_progress *p);
 
 /* Create a trainer for `model` on `dataset` (dataset may be NULL when only vt_trainer_step() is
- * used).  Both are borrowed.  The dataset's task and class count must match the model's. */
+ * used).  Both are borrowed.  The dataset's task must be the model's.  When the dataset's
+ * classes differ from the model's (in count, or in names where both have names), the model is
+ * re-created for them first (vt_model_set_classes: every matching tensor transferred, the
+ * class-dependent layers fresh), so fine-tuning to new classes is this call; the run reports
+ * it (VT_METRIC_TENSORS_TRANSFERRED, an info line in the log, args.yaml).  Errors:
+ * VT_ERR_INVALID_ARGUMENT (NULL, another task), VT_ERR_OUT_OF_MEMORY. */
 VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset *dataset);
 VT_API void vt_trainer_destroy(vt_trainer *trainer);
 

@@ -127,6 +127,11 @@ static const vt_optdef table[] = {
      "weight of the soft Dice term of the segmentation loss (0 = cross-entropy only)", 0},
     {VT_OPT_AUTOBATCH_FRACTION, "autobatch_fraction", F, 0.1, 0.95, 0.6, NULL, NULL, T,
      "share of the device's memory (available host memory on the CPU) that batch=-1 fills", 0},
+    /* transfer learning */
+    {VT_OPT_PRETRAINED, "pretrained", S, 0, 0, 0, "", NULL, T,
+     "a saved model (.vtm) whose matching tensors start the run", 0},
+    {VT_OPT_FREEZE, "freeze", S, 0, 0, 0, "", NULL, T,
+     "layers not trained: N (the first N of 'vt info model=' list) or backbone", 0},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)", 0},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size", 0},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,
@@ -412,6 +417,15 @@ static vt_status check_string(const vt_optdef *d, const char *value)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *c);
         return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s is not valid; choose one of: %s", d->key, value,
                        list);
+    }
+    if (d->id == VT_OPT_FREEZE && *value && strcmp(value, "backbone") != 0) {
+        char *end;
+        errno = 0;
+        long n = strtol(value, &end, 10);
+        if (*end || errno || n < 0 || n > 1000000 || !isdigit((unsigned char)*value))
+            return vt_fail(VT_ERR_OPTION_VALUE, "freeze=%s is not valid; use a layer count "
+                           "N >= 0 or backbone", value);
+        return VT_OK;
     }
     if (d->id == VT_OPT_DEVICE) {
         if (strcmp(value, "cpu") == 0) return VT_OK;

@@ -385,11 +385,12 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             size_t m = (size_t)n * nd->out.h * nd->out.w;
             float *rm = e->buffers + nd->buf_off, *rv = rm + nd->out.c;
             vt_act act = nd->fused ? g->nodes[nd->fused].act : VT_ACT_NONE;
-            if (training && nd->fused)
+            int train_bn = training && i >= e->frozen; /* frozen: running statistics */
+            if (train_bn && nd->fused)
                 TRY(o->bn_act_forward_train(be, act, nd->out.c, m, in->y, P + nd->w_off,
                                             P + nd->b_off, nd->bn_eps, nd->bn_momentum, rm, rv,
                                             nd->save0, nd->save1, nd->y));
-            else if (training)
+            else if (train_bn)
                 TRY(o->bn_forward_train(be, nd->out.c, m, in->y, P + nd->w_off, P + nd->b_off,
                                         nd->bn_eps, nd->bn_momentum, rm, rv, nd->save0,
                                         nd->save1, nd->y));
@@ -475,16 +476,18 @@ vt_status vt_exec_backward(vt_exec *e, int out)
      * just before its first writer's backward, the others (nobody below `out` writes them) now. */
     const int *fw = e->first_writer;
     double t0 = e->prof ? prof_now(e) : 0;
-    for (int i = e->input_grad ? 0 : 1; i < out; i++)
+    /* Nodes below `lo` need no gradient: the image batch (unless input_grad) and the frozen
+     * prefix, whose backward does not run. */
+    int lo = e->frozen > 1 ? e->frozen : e->input_grad ? 0 : 1;
+    for (int i = lo; i < out; i++)
         if (g->nodes[i].dy && (fw[i] < 0 || fw[i] > out))
             TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
-    int skip0 = !e->input_grad; /* node 0 (the image batch) needs no gradient */
     if (e->prof) { /* the zero-fill is charged to node 0 */
         double t1 = prof_now(e);
         e->prof[0] += t1 - t0;
         t0 = t1;
     }
-    for (int i = out; i >= 1; i--) {
+    for (int i = out; i >= (lo > 1 ? lo : 1); i--) {
         if (e->prof && i < out) {
             double t1 = prof_now(e);
             e->prof[i + 1] += t1 - t0;
@@ -495,7 +498,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
             int s = nd->in[k];
             int dup = 0;
             for (int j = 0; j < k; j++) dup |= nd->in[j] == s;
-            if (dup || fw[s] != i || !g->nodes[s].dy) continue;
+            if (dup || fw[s] != i || !g->nodes[s].dy || s < lo) continue;
             TRY(o->fill(be, g->nodes[s].dy, numel(&g->nodes[s].out, n), 0.0f));
         }
         if (e->prof) { /* also charged to node 0 */
@@ -504,7 +507,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
             t0 = t1;
         }
         vt_node *in = &g->nodes[nd->in[0]];
-        float *dx = nd->in[0] == 0 && skip0 ? NULL : in->dy;
+        float *dx = nd->in[0] < lo ? NULL : in->dy;
         size_t ne = numel(&nd->out, n);
         float *P = e->params, *G = e->grads;
         switch (nd->op) {
@@ -568,14 +571,14 @@ vt_status vt_exec_backward(vt_exec *e, int out)
             break;
         case VT_OP_ADD:
             for (int j = 0; j < 2; j++)
-                if (nd->in[j] != 0 || !skip0) TRY(o->axpy(be, ne, 1.0f, nd->dy, g->nodes[nd->in[j]].dy));
+                if (nd->in[j] >= lo) TRY(o->axpy(be, ne, 1.0f, nd->dy, g->nodes[nd->in[j]].dy));
             break;
         case VT_OP_CONCAT: {
             size_t off = 0;
             for (int j = 0; j < nd->n_in; j++) {
                 vt_node *s = &g->nodes[nd->in[j]];
                 size_t k = numel(&s->out, n);
-                if (nd->in[j] != 0 || !skip0) TRY(o->axpy(be, k, 1.0f, nd->dy + off, s->dy));
+                if (nd->in[j] >= lo) TRY(o->axpy(be, k, 1.0f, nd->dy + off, s->dy));
                 off += k;
             }
             break;
@@ -590,7 +593,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
             for (int j = 0; j < nd->n_in; j++) {
                 vt_node *s = &g->nodes[nd->in[j]];
                 size_t hw = (size_t)s->out.h * s->out.w;
-                if (nd->in[j] != 0 || !skip0)
+                if (nd->in[j] >= lo)
                     TRY(o->axpy2d(be, planes, hw, 1.0f, nd->dy + off, A, s->dy, hw));
                 off += hw;
             }

@@ -21,6 +21,9 @@ typedef struct vt_exec {
     int training;
     int input_grad;    /* also compute dL/dinput into node 0's dy (tests); set before prepare */
     int private_bufs;  /* tests: no buffer sharing (but in-place ReLUs); set before prepare */
+    int frozen;        /* nodes 0..frozen-1 are frozen (freeze=): their batch norms run in eval
+                        * mode in training too, and backward neither computes their parameter
+                        * gradients (left as they are) nor any gradient flowing into them */
     unsigned char *consumers; /* per node: how many nodes read its output */
     /* Activations and their gradients live in one arena at offsets planned by liveness
      * (vt_exec_plan); first_writer[i] is the node whose backward first adds into node i's dy

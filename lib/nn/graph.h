@@ -58,6 +58,8 @@ typedef struct vt_node {
     int32_t *idx;      /* max-pool argmax                                               */
     void *ws;          /* conv: its own buffer kept from forward to backward, or NULL    */
     int fused;         /* BN: index of the ReLU/SiLU fused into it; that node: its BN; else 0 */
+    int per_class;     /* conv / linear: its outputs are per class (the classifier, a detector's
+                        * class convolution, a segmenter's logits), set by the builder */
 } vt_node;
 
 typedef struct vt_graph {
@@ -67,6 +69,8 @@ typedef struct vt_graph {
     int64_t n_params;  /* trainable floats; decayed ones (conv/linear weights) come first */
     int64_t n_decay;   /* the first n_decay parameters get weight decay */
     int64_t n_buffers; /* non-trainable floats (BN running statistics) */
+    int backbone_end;  /* nodes 0..backbone_end-1 are the backbone (set by the family's
+                        * builder; freeze=backbone, transfer between families) */
 } vt_graph;
 
 /* ---- building ---- (each returns the new node's index, or -1 with the error set) */

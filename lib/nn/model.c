@@ -139,6 +139,75 @@ vt_status vt_model_set_class_names(vt_model *m, const char *const *names, int n)
     return VT_OK;
 }
 
+static int same_names(const vt_model *m, const char *const *names, int n)
+{
+    if (!m->class_names || !names) return 1; /* unknown on either side: nothing says they differ */
+    for (int i = 0; i < n; i++)
+        if (strcmp(m->class_names[i], names[i] ? names[i] : "") != 0) return 0;
+    return 1;
+}
+
+static void drop_predictor(vt_model *m)
+{
+    vt_exec_destroy(m->pred_exec);
+    vt_backend_destroy(m->pred_be);
+    free(m->pred_probs);
+    m->pred_exec = NULL;
+    m->pred_be = NULL;
+    m->pred_probs = NULL;
+}
+
+VT_API vt_status vt_model_set_classes(vt_model *m, int num_classes, const char *const *names,
+                                      int *transferred, int *total)
+{
+    if (transferred) *transferred = 0;
+    if (total) *total = 0;
+    if (!m) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_set_classes: NULL model");
+    vt_status st;
+    if (num_classes == m->num_classes && same_names(m, names, num_classes)) {
+        if (names && (st = vt_model_set_class_names(m, names, num_classes)))
+            return vt_err_capture(m->err, st);
+        int all = vt_model_tensors(m);
+        if (transferred) *transferred = all;
+        if (total) *total = all;
+        return VT_OK;
+    }
+    if ((st = vt_model_pull(m))) return vt_err_capture(m->err, st);
+    if (m->pull) /* a trainer that holds newer weights could not hand them back */
+        return vt_err_capture(m->err, vt_fail(VT_ERR_BAD_STATE, "vt_model_set_classes: a "
+                                              "trainer holds this model's weights"));
+    vt_model *n;
+    if ((st = model_new(&n, m->arch, num_classes, m->channels, m->imgsz, m->dropout, m->seed)))
+        return vt_err_capture(m->err, st);
+    vt_model_init_weights(n);
+    if (!st) st = vt_model_transfer_ex(n, m, 1, transferred, total);
+    if (!st && names) st = vt_model_set_class_names(n, names, num_classes);
+    if (st) {
+        vt_model_destroy(n);
+        return vt_err_capture(m->err, st);
+    }
+    /* n's layers and weights move into m; m's old ones leave with n */
+    drop_predictor(m);
+    vt_graph tg = m->graph;
+    m->graph = n->graph;
+    n->graph = tg;
+    float *tp = m->params, *tb = m->buffers;
+    m->params = n->params;
+    m->buffers = n->buffers;
+    n->params = tp;
+    n->buffers = tb;
+    char **tn = m->class_names;
+    int tc = m->num_classes;
+    m->class_names = n->class_names;
+    m->num_classes = num_classes;
+    n->class_names = tn;
+    n->num_classes = tc;
+    m->output_node = n->output_node;
+    m->version++;
+    vt_model_destroy(n);
+    return VT_OK;
+}
+
 /* ---- serialisation ---- */
 
 vt_status vt_model_write_sections(const vt_model *m, vt_ckpt_writer *w)

@@ -44,6 +44,16 @@ int vt_arch_revision(const char *arch);
 /* The grid levels of a detector's head (output node `out` of g, input imgsz x imgsz): their
  * sizes and strides in anchor order (lib/backend/det_loss_math.h).  Returns the level count. */
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS]);
+/* The backbone an architecture shares with others ("resnet18" for resnet18, det-r18, seg-r18;
+ * "encoder-n" for det-n and seg-n; else its own name): vt_model_transfer between two
+ * architectures moves the backbone when this is the same. */
+void vt_arch_backbone(const char *arch, char *out, size_t cap);
+/* vt_model_transfer; keep_class_layers: dst's per-class layers (vt_node.per_class) keep their
+ * values even where the shapes match (the same count of other classes). */
+vt_status vt_model_transfer_ex(vt_model *dst, const vt_model *src, int keep_class_layers,
+                               int *transferred, int *total);
+/* The model's tensor count, as vt_model_transfer counts them. */
+int vt_model_tensors(const vt_model *m);
 /* Names of the known architectures, NULL-terminated. */
 extern const char *const vt_arch_names[];
 

@@ -41,15 +41,29 @@
  *             0.865 at 464 for the concatenating decoder with a full-resolution 3x3 conv
  *             (revision 2; bench/README.md)
  *   n: c 16/32/64/128/256, d 0/1/1/1;  s: 32/64/128/256/512, d 1/1/1/1;
- *   m: 48/96/192/384/576, d 1/2/2/1.  imgsz must be a multiple of 32. */
+ *   m: 48/96/192/384/576, d 1/2/2/1.  imgsz must be a multiple of 32.
+ * det-r18, seg-r18: det's neck and head (128 wide) and seg's decoder (widths 64/64/128/256) on
+ *   resnet18's backbone (its ReLUs kept), to start from an ImageNet ResNet-18
+ *   (vt_model_import_onnx, then pretrained=): layer2..4 are C3..C5, the stem's activation and
+ *   layer1..4 the decoder's E1..E5.
+ * Every family marks where its backbone ends (vt_graph.backbone_end): the classifiers before
+ * the global average pool, the detectors and segmenters after the encoder's last stage. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "nn/model.h"
 
 const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", "resnet18",
-                                     "det-n", "det-s", "det-m", "seg-n", "seg-s", "seg-m",
-                                     NULL};
+                                     "det-n", "det-s", "det-m", "det-r18", "seg-n", "seg-s",
+                                     "seg-m", "seg-r18", NULL};
+
+/* Mark node i as a per-class layer (re-created when the classes change). */
+static int per_class(vt_graph *g, int i)
+{
+    if (i >= 0) g->nodes[i].per_class = 1;
+    return i;
+}
 
 /* conv, batch norm, activation */
 static int cba(vt_graph *g, int x, int c, int k, int s, vt_act act)
@@ -85,9 +99,10 @@ static int build_cls(vt_graph *g, const int *widths, const int *depths, int nc, 
         if (i > 0) x = cbr(g, x, widths[i], 3, 2);
         for (int d = 0; d < depths[i]; d++) x = basic_block(g, x, widths[i]);
     }
+    g->backbone_end = g->n_nodes;
     x = vt_g_gap(g, x);
     if (dropout > 0) x = vt_g_dropout(g, x, dropout);
-    return vt_g_linear(g, x, nc);
+    return per_class(g, vt_g_linear(g, x, nc));
 }
 
 /* Basic block with a projection shortcut when the shape changes (ResNet "option B"). */
@@ -100,19 +115,28 @@ static int res_block(vt_graph *g, int x, int c, int stride)
     return vt_g_act(g, vt_g_add(g, y, sc), VT_ACT_RELU, 0);
 }
 
-static int build_resnet18(vt_graph *g, int nc, int channels, int imgsz, float dropout)
+/* torchvision's ResNet-18 feature extractor; stage[i] (i = 1..4) gets the output of layer i
+ * (strides 4, 8, 16, 32), stage[0] the stem's activation (stride 2). */
+static int resnet18_backbone(vt_graph *g, int channels, int imgsz, int stage[5])
 {
     int x = vt_g_input(g, channels, imgsz, imgsz);
-    x = cbr(g, x, 64, 7, 2);
+    stage[0] = x = cbr(g, x, 64, 7, 2);
     x = vt_g_maxpool(g, x, 3, 2, 1);
     static const int w[4] = {64, 128, 256, 512};
     for (int i = 0; i < 4; i++) {
         x = res_block(g, x, w[i], i == 0 ? 1 : 2);
-        x = res_block(g, x, w[i], 1);
+        stage[i + 1] = x = res_block(g, x, w[i], 1);
     }
-    x = vt_g_gap(g, x);
+    g->backbone_end = g->n_nodes;
+    return x;
+}
+
+static int build_resnet18(vt_graph *g, int nc, int channels, int imgsz, float dropout)
+{
+    int stage[5];
+    int x = vt_g_gap(g, resnet18_backbone(g, channels, imgsz, stage));
     if (dropout > 0) x = vt_g_dropout(g, x, dropout);
-    return vt_g_linear(g, x, nc);
+    return per_class(g, vt_g_linear(g, x, nc));
 }
 
 static int build_cnn_small(vt_graph *g, int nc, int channels, int imgsz)
@@ -123,21 +147,28 @@ static int build_cnn_small(vt_graph *g, int nc, int channels, int imgsz)
     x = cbr(g, x, 64, 3, 1);
     x = vt_g_maxpool(g, x, 2, 2, 0);
     x = cbr(g, x, 128, 3, 1);
+    g->backbone_end = g->n_nodes;
     x = vt_g_gap(g, x);
-    return vt_g_linear(g, x, nc);
+    return per_class(g, vt_g_linear(g, x, nc));
 }
 
-static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int channels,
-                     int imgsz)
+/* The encoder of det-* and seg-*: stem conv3x3/2 (c0), then stages i = 1..4 (conv3x3/2 + d_i
+ * basic blocks); e[i] gets stage i's output (e[0] the stem's). */
+static void encoder(vt_graph *g, const int *c, const int *d, int channels, int imgsz, int e[5])
 {
     int x = vt_g_input(g, channels, imgsz, imgsz);
-    x = cbs(g, x, c[0], 3, 2);
-    int stage[5] = {0};
+    e[0] = x = cbs(g, x, c[0], 3, 2);
     for (int i = 1; i <= 4; i++) {
         x = cbs(g, x, c[i], 3, 2);
         for (int k = 0; k < d[i - 1]; k++) x = basic_block_act(g, x, c[i], VT_ACT_SILU);
-        stage[i] = x;
+        e[i] = x;
     }
+    g->backbone_end = g->n_nodes;
+}
+
+/* FPN neck and decoupled head of f channels on C3, C4, C5 = stage[2..4] (strides 8, 16, 32). */
+static int det_head(vt_graph *g, const int *stage, int f, int nc)
+{
     int p5 = cbs(g, stage[4], f, 1, 1);
     int cat[2] = {vt_g_upsample(g, p5), stage[3]};
     int p4 = cbs(g, vt_g_concat(g, cat, 2), f, 3, 1);
@@ -146,33 +177,60 @@ static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int
     int p3 = cbs(g, vt_g_concat(g, cat, 2), f, 3, 1);
     /* decoupled: the box fields and the class logits from their own two convolutions */
     int hb = cbs(g, cbs(g, p3, f, 3, 1), f, 3, 1), hc = cbs(g, cbs(g, p3, f, 3, 1), f, 3, 1);
-    int o[2] = {vt_g_conv(g, hb, 4, 1, 1, 0, 1, 1), vt_g_conv(g, hc, nc, 1, 1, 0, 1, 1)};
+    int o[2] = {vt_g_conv(g, hb, 4, 1, 1, 0, 1, 1),
+                per_class(g, vt_g_conv(g, hc, nc, 1, 1, 0, 1, 1))};
     return vt_g_concat(g, o, 2);
 }
 
-static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channels, int imgsz)
+/* The segmenters' decoder on e[0..4] (strides 2..32) of widths c[0..3] (e[4] any width). */
+static int seg_decoder(vt_graph *g, const int *e, const int *c, int nc)
 {
-    int x = vt_g_input(g, channels, imgsz, imgsz);
-    int e[5];
-    e[0] = x = cbs(g, x, c[0], 3, 2);
-    for (int i = 1; i <= 4; i++) {
-        x = cbs(g, x, c[i], 3, 2);
-        for (int k = 0; k < d[i - 1]; k++) x = basic_block_act(g, x, c[i], VT_ACT_SILU);
-        e[i] = x;
-    }
     int y = e[4], coarse = -1;
     for (int i = 3; i >= 0; i--) {
         int t = vt_g_upsample(g, cbs(g, y, c[i], 1, 1));
         if (i == 2) {
             int cat[2] = {t, e[i]};
             y = cbs(g, vt_g_concat(g, cat, 2), c[i], 3, 1);
-            coarse = vt_g_conv(g, y, nc, 1, 1, 0, 1, 1);
+            coarse = per_class(g, vt_g_conv(g, y, nc, 1, 1, 0, 1, 1));
         } else {
             y = cbs(g, vt_g_add(g, t, e[i]), c[i], 3, 1);
         }
     }
     for (int k = 0; k < 3; k++) coarse = vt_g_upsample(g, coarse);
-    return vt_g_add(g, vt_g_upsample(g, vt_g_conv(g, y, nc, 1, 1, 0, 1, 1)), coarse);
+    return vt_g_add(g, vt_g_upsample(g, per_class(g, vt_g_conv(g, y, nc, 1, 1, 0, 1, 1))),
+                    coarse);
+}
+
+static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int channels,
+                     int imgsz)
+{
+    int stage[5];
+    encoder(g, c, d, channels, imgsz, stage);
+    return det_head(g, stage, f, nc);
+}
+
+static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channels, int imgsz)
+{
+    int e[5];
+    encoder(g, c, d, channels, imgsz, e);
+    return seg_decoder(g, e, c, nc);
+}
+
+/* det-r18 / seg-r18: the same neck and head (det: 128 wide) or decoder on ResNet-18's stages,
+ * so that an ImageNet ResNet-18 (vt_model_import_onnx) starts them. */
+static int build_det_r18(vt_graph *g, int nc, int channels, int imgsz)
+{
+    int stage[5];
+    resnet18_backbone(g, channels, imgsz, stage);
+    return det_head(g, stage, 128, nc);
+}
+
+static int build_seg_r18(vt_graph *g, int nc, int channels, int imgsz)
+{
+    static const int c[4] = {64, 64, 128, 256};
+    int e[5];
+    resnet18_backbone(g, channels, imgsz, e);
+    return seg_decoder(g, e, c, nc);
 }
 
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS])
@@ -195,8 +253,20 @@ int vt_arch_is_segmenter(const char *arch) { return strncmp(arch, "seg-", 4) == 
  * revision 3 of det-n: neck and head 96 wide (64 before). */
 int vt_arch_revision(const char *arch)
 {
+    if (strstr(arch, "-r18")) return 1;
     if (vt_arch_is_segmenter(arch) || strcmp(arch, "det-n") == 0) return 3;
     return vt_arch_is_detector(arch) ? 2 : 1;
+}
+
+/* resnet18, det-r18 and seg-r18 share resnet18's backbone; det-X and seg-X their encoder. */
+void vt_arch_backbone(const char *arch, char *out, size_t cap)
+{
+    if (!strcmp(arch, "resnet18") || !strcmp(arch, "det-r18") || !strcmp(arch, "seg-r18"))
+        snprintf(out, cap, "resnet18");
+    else if (vt_arch_is_detector(arch) || vt_arch_is_segmenter(arch))
+        snprintf(out, cap, "encoder-%s", arch + 4);
+    else
+        snprintf(out, cap, "%s", arch);
 }
 
 vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
@@ -213,7 +283,8 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
     else if (strcmp(arch, "cnn-small") == 0) out = build_cnn_small(g, num_classes, channels, imgsz);
     else if (strcmp(arch, "resnet18") == 0) out = build_resnet18(g, num_classes, channels, imgsz, dropout);
     else if ((vt_arch_is_detector(arch) || vt_arch_is_segmenter(arch)) &&
-             (arch[4] == 'n' || arch[4] == 's' || arch[4] == 'm') && arch[5] == 0) {
+             (((arch[4] == 'n' || arch[4] == 's' || arch[4] == 'm') && arch[5] == 0) ||
+              !strcmp(arch + 4, "r18"))) {
         static const int cn[] = {16, 32, 64, 128, 256}, dn4[] = {0, 1, 1, 1};
         static const int cs[] = {32, 64, 128, 256, 512}, ds4[] = {1, 1, 1, 1};
         static const int cm[] = {48, 96, 192, 384, 576}, dm4[] = {1, 2, 2, 1};
@@ -224,7 +295,10 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
                            "stride)", arch, imgsz);
         }
         int seg = vt_arch_is_segmenter(arch);
-        if (seg) {
+        if (arch[4] == 'r') {
+            out = seg ? build_seg_r18(g, num_classes, channels, imgsz)
+                      : build_det_r18(g, num_classes, channels, imgsz);
+        } else if (seg) {
             const int *c = arch[4] == 'n' ? cn : arch[4] == 's' ? cs : cm;
             const int *d = arch[4] == 'n' ? dn4 : arch[4] == 's' ? ds4 : dm4;
             out = build_seg(g, c, d, num_classes, channels, imgsz);
@@ -242,7 +316,7 @@ vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int chan
         vt_graph_free(g);
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
                        "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small, "
-                       "resnet18, det-n, det-s, det-m, seg-n, seg-s, seg-m",
+                       "resnet18, det-n, det-s, det-m, det-r18, seg-n, seg-s, seg-m, seg-r18",
                        arch);
     }
     if (out < 0) {

@@ -19,7 +19,7 @@
 #include "nn/model.h"
 
 /* The trainer's progress record (opaque in the public header): the latest metric values. */
-enum { VT_NMETRIC = 26 };
+enum { VT_NMETRIC = 28 };
 
 struct vt_progress {
     int epoch, epochs, batch, batches;

@@ -135,6 +135,15 @@ static vt_status options_text(const vt_optvals *o, const vt_trainer *t, const ch
             k += (size_t)snprintf(s + k, cap - k, "%s%s%s\n", d->key, sep, num);
         }
     }
+    /* where the run's weights came from (not an option: resume does not read it back) */
+    if (t && yaml && t->xfer_n && k + 2 * sizeof t->xfer_note + 32 < cap) {
+        k += (size_t)snprintf(s + k, cap - k, "transferred: '");
+        for (const char *c = t->xfer_note; *c; c++) { /* YAML single quotes: ' as '' */
+            if (*c == '\'') s[k++] = '\'';
+            s[k++] = *c;
+        }
+        k += (size_t)snprintf(s + k, cap - k, "'\n");
+    }
     *out = s;
     *len = k;
     return VT_OK;

@@ -53,10 +53,6 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
     if (ds && ds->task != model->task)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "the dataset's task (%d) is not the model's (%d)",
                        ds->task, model->task);
-    if (ds && ds->num_classes != model->num_classes)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                       "the dataset %s has %d classes but the model was built for %d", ds->root,
-                       ds->num_classes, model->num_classes);
     const vt_task_iface *task = vt_task_find(model->task);
     if (!task) return vt_fail(VT_ERR_INVALID_ARGUMENT, "model %s: unknown task %d", model->arch,
                               (int)model->task);
@@ -72,8 +68,99 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
     vt_optvals_init(&t->opts, VT_SCOPE_TRAINER);
     atomic_init(&t->cancel, 0);
     vt_results_init(&t->results, task);
+    /* Other classes than the model's: the model is re-created for them with every matching
+     * tensor (fine-tuning to new classes); the same ones keep every tensor. */
+    if (ds) {
+        int was = model->num_classes, k, n;
+        vt_status st = vt_model_set_classes(model, ds->num_classes,
+                                            (const char *const *)ds->class_names, &k, &n);
+        if (st) {
+            vt_trainer_destroy(t);
+            return st;
+        }
+        if (k < n || was != ds->num_classes) {
+            t->xfer_k = k;
+            t->xfer_n = n;
+            snprintf(t->xfer_note, sizeof t->xfer_note,
+                     "transferred %d/%d tensors (head re-created for %d classes)", k, n,
+                     ds->num_classes);
+        }
+    }
     *out = t;
     return VT_OK;
+}
+
+/* pretrained=FILE: the file's matching tensors into the model, once per trainer and file (a
+ * second run of the same trainer goes on from what the first trained). */
+static vt_status apply_pretrained(vt_trainer *t)
+{
+    const char *path = vt_opt_str(&t->opts, VT_OPT_PRETRAINED);
+    if (!*path || strcmp(path, t->pretrained_done) == 0) return VT_OK;
+    vt_model *src;
+    vt_status st = vt_model_load(&src, path);
+    if (st) return vt_fail(st, "pretrained=%s: %s", path, vt_last_error());
+    /* other classes (in count, or in names where both are known): the per-class layers stay
+     * fresh, as when a saved model meets a dataset of other classes (vt_trainer_create) */
+    const vt_model *m = t->model;
+    int other = src->num_classes != m->num_classes;
+    const char *const *names = t->ds ? (const char *const *)t->ds->class_names : NULL;
+    for (int i = 0; !other && names && src->class_names && i < m->num_classes; i++)
+        other = strcmp(src->class_names[i], names[i] ? names[i] : "") != 0;
+    int k, n;
+    st = vt_model_transfer_ex(t->model, src, other, &k, &n);
+    if (st) st = vt_fail(st, "pretrained=%s: %s", path, vt_last_error());
+    if (!st) {
+        int head = other && strcmp(src->arch, t->model->arch) == 0;
+        t->xfer_k = k;
+        t->xfer_n = n;
+        if (head)
+            snprintf(t->xfer_note, sizeof t->xfer_note,
+                     "transferred %d/%d tensors from %s (head re-created for %d classes)", k, n,
+                     path, t->model->num_classes);
+        else if (strcmp(src->arch, t->model->arch) != 0)
+            snprintf(t->xfer_note, sizeof t->xfer_note,
+                     "transferred %d/%d tensors from %s (the %s backbone of a %s)", k, n, path,
+                     src->arch, t->model->arch);
+        else
+            snprintf(t->xfer_note, sizeof t->xfer_note, "transferred %d/%d tensors from %s", k,
+                     n, path);
+        snprintf(t->pretrained_done, sizeof t->pretrained_done, "%s", path);
+        if (k == 0)
+            st = vt_fail(VT_ERR_INVALID_ARGUMENT, "pretrained=%s: no tensor of the %s matches "
+                         "this %s", path, src->arch, t->model->arch);
+    }
+    vt_model_destroy(src);
+    return st;
+}
+
+/* The layer count of freeze= (0: none). */
+static vt_status freeze_layers(const vt_trainer *t, int *n)
+{
+    const char *v = vt_opt_str(&t->opts, VT_OPT_FREEZE);
+    const vt_graph *g = &t->model->graph;
+    *n = 0;
+    if (!*v) return VT_OK;
+    if (strcmp(v, "backbone") == 0) *n = g->backbone_end;
+    else *n = atoi(v); /* the option table checked the form */
+    if (*n >= g->n_nodes)
+        return vt_fail(VT_ERR_OPTION_VALUE, "freeze=%s: the %s has %d layers, so nothing would "
+                       "train ('vt info model=...' lists them)", v, t->model->arch, g->n_nodes);
+    return VT_OK;
+}
+
+/* The parameters the optimiser updates: decayed ones from *d0 to n_decay, the others from *n0
+ * to n_params (a frozen prefix of layers owns a prefix of each group: vt_graph_finalize lays
+ * them out in layer order). */
+static void trainable_ranges(const vt_graph *g, int frozen, int64_t *d0, int64_t *n0)
+{
+    *d0 = g->n_decay;
+    *n0 = g->n_params;
+    for (int i = frozen; i < g->n_nodes; i++) {
+        const vt_node *nd = &g->nodes[i];
+        if ((nd->op == VT_OP_CONV || nd->op == VT_OP_LINEAR) && nd->w_off < *d0) *d0 = nd->w_off;
+        if (nd->op == VT_OP_BN && nd->w_off < *n0) *n0 = nd->w_off;
+        if (nd->b_n > 0 && nd->b_off < *n0) *n0 = nd->b_off;
+    }
 }
 
 static void release_device(vt_trainer *t)
@@ -271,6 +358,7 @@ static vt_status prepare(vt_trainer *t, int batch)
     if (t->model->pull_ctx != t) TRY(vt_model_pull(t->model)); /* another trainer's weights */
     TRY(open_backend(t));
     int sz = imgsz_of(t);
+    TRY(freeze_layers(t, &t->exec->frozen));
     TRY(vt_exec_prepare(t->exec, batch, sz, sz));
     size_t need = (size_t)batch * t->model->channels * sz * sz;
     /* a new backend kind may want the other kind of staging memory */
@@ -333,23 +421,29 @@ static vt_status optimizer_step(vt_trainer *t, double lr)
     const vt_graph *g = &t->model->graph;
     float mom = (float)vt_opt_num(&t->opts, VT_OPT_MOMENTUM);
     float wd = (float)vt_opt_num(&t->opts, VT_OPT_WEIGHT_DECAY);
-    size_t nd = (size_t)g->n_decay, nn = (size_t)(g->n_params - g->n_decay);
+    /* decayed parameters [d0, n_decay), the others [n0, n_params): a frozen prefix is skipped */
+    int64_t d0, n0;
+    trainable_ranges(g, e->frozen, &d0, &n0);
+    size_t nd = (size_t)(g->n_decay - d0), nn = (size_t)(g->n_params - n0);
     if (is_adamw(t)) {
         t->opt_t++;
         float b2 = 0.999f;
         float bc1 = (float)(1.0 - pow(mom, (double)t->opt_t));
         float bc2 = (float)(1.0 - pow(b2, (double)t->opt_t));
-        TRY(be->ops->adamw_step(be, nd, e->params, e->grads, t->opt_m, t->opt_v, (float)lr, mom,
-                                b2, 1e-8f, wd, bc1, bc2));
+        if (nd)
+            TRY(be->ops->adamw_step(be, nd, e->params + d0, e->grads + d0, t->opt_m + d0,
+                                    t->opt_v + d0, (float)lr, mom, b2, 1e-8f, wd, bc1, bc2));
         if (nn)
-            TRY(be->ops->adamw_step(be, nn, e->params + nd, e->grads + nd, t->opt_m + nd,
-                                    t->opt_v + nd, (float)lr, mom, b2, 1e-8f, 0.0f, bc1, bc2));
+            TRY(be->ops->adamw_step(be, nn, e->params + n0, e->grads + n0, t->opt_m + n0,
+                                    t->opt_v + n0, (float)lr, mom, b2, 1e-8f, 0.0f, bc1, bc2));
     } else {
         int nest = (int)vt_opt_num(&t->opts, VT_OPT_NESTEROV);
-        TRY(be->ops->sgd_step(be, nd, e->params, e->grads, t->opt_m, (float)lr, mom, wd, nest));
+        if (nd)
+            TRY(be->ops->sgd_step(be, nd, e->params + d0, e->grads + d0, t->opt_m + d0,
+                                  (float)lr, mom, wd, nest));
         if (nn)
-            TRY(be->ops->sgd_step(be, nn, e->params + nd, e->grads + nd, t->opt_m + nd, (float)lr,
-                                  mom, 0.0f, nest));
+            TRY(be->ops->sgd_step(be, nn, e->params + n0, e->grads + n0, t->opt_m + n0,
+                                  (float)lr, mom, 0.0f, nest));
     }
     return VT_OK;
 }
@@ -679,7 +773,7 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
     vt_results_truncate(&t->results, ep);
     TRY(vt_results_append(&t->results, row));
     vt_tb_epoch(t);
-    vt_log(&t->log, VT_LOG_INFO, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
+    vt_log(&t->log, VT_LOG_DEBUG, "epoch %d/%d loss %.4f", ep + 1, epochs, mean_loss);
     /* the epoch is complete: the position moves to the start of the next one */
     pos->epoch = ep + 1;
     pos->batch = 0;
@@ -741,6 +835,11 @@ static vt_status run(vt_trainer *t)
         snprintf(rpath, sizeof rpath, "%s", resume);
         TRY(vt_train_load(t, rpath, &rs)); /* may change t->opts */
     }
+    if (!resuming) TRY(apply_pretrained(t));
+    else if (*vt_opt_str(&t->opts, VT_OPT_PRETRAINED) && t->opts.set[vt_opt_index(
+                 vt_optdef_by_id(VT_OPT_PRETRAINED))])
+        vt_log(&t->log, VT_LOG_WARNING, "pretrained=%s is not applied when resuming: the "
+               "checkpoint holds the weights", vt_opt_str(&t->opts, VT_OPT_PRETRAINED));
     vt_status st = VT_OK;
     vt_loader *L = NULL, *VL = NULL;
     int *perm = NULL, *subset = NULL;
@@ -837,6 +936,11 @@ static vt_status run(vt_trainer *t)
     t->prog.batches = nb;
     t->prog.iteration = t->pos.iteration;
     if (t->pos.best_epoch > 0) set_metric(&t->prog, VT_METRIC_BEST_FITNESS, t->pos.best_fitness);
+    if (t->xfer_n && !resuming) {
+        set_metric(&t->prog, VT_METRIC_TENSORS_TRANSFERRED, t->xfer_k);
+        set_metric(&t->prog, VT_METRIC_TENSORS_TOTAL, t->xfer_n);
+        vt_log(&t->log, VT_LOG_INFO, "%s", t->xfer_note);
+    }
     if (resuming)
         vt_log(&t->log, VT_LOG_INFO, "resuming %s at epoch %d, batch %d of %d (iteration %lld)",
                resume, t->pos.epoch + 1, t->pos.batch, nb, (long long)t->pos.iteration);

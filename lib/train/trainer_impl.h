@@ -76,6 +76,11 @@ struct vt_trainer {
     char ckpt_path[4200];        /* path being reported in VT_EVENT_CHECKPOINT_SAVED */
     struct vt_tblog *tb;         /* the run's TensorBoard events file, NULL when not written */
     vt_stop_reason stop;
+
+    /* transfer learning (vt_trainer_create with other classes, pretrained=) */
+    int xfer_k, xfer_n;          /* tensors transferred / the model's, 0 / 0 when none */
+    char xfer_note[320];         /* "transferred K/N tensors (...)", logged when the run starts */
+    char pretrained_done[VT_OPT_STR_MAX]; /* the pretrained= file already applied, "" none */
 };
 
 #define VT_TRY(x)                                                                                  \

@@ -297,6 +297,36 @@ class SaveTest(unittest.TestCase):
             os.chdir(cwd)
 
 
+class TransferTest(unittest.TestCase):
+    def test_fine_tune_to_other_classes_and_freeze(self):
+        # the 3-class classifier, fine-tuned on 4 classes: the head is re-created, the rest
+        # transferred; then freeze="backbone" keeps those layers bit for bit
+        path = TRAINED["classify"][0].save(os.path.join(TMP, "cls3.vtm"))
+        data4 = vt.synth_generate(os.path.join(TMP, "cls4"), classes=4, train=4, val=2,
+                                  imgsz=32, seed=4)
+        model = vt.Model(path)
+        start = vt.Model(path)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            metrics = model.train(data=data4, epochs=1, batch=8, workers=0, save=0,
+                                  freeze="backbone")
+        self.assertEqual(model.num_classes, 4)
+        self.assertEqual(metrics["tensors_total"], 62)
+        self.assertEqual(metrics["tensors_transferred"], 60)
+        self.assertIn("transferred 60/62 tensors", out.getvalue())
+        layers = model.layers()
+        self.assertEqual(len(layers), 43)
+        self.assertEqual((layers[0]["kind"], layers[-1]["kind"]), ("input", "linear"))
+        self.assertEqual(sum(l["params"] for l in layers), model.num_params)
+        self.assertEqual(layers[model.backbone_layers]["kind"], "gap")
+        # a model of another class count takes everything but the head (transfer_from)
+        self.assertEqual(start.transfer_from(model), (60, 62))
+        with self.assertRaises(vt.VisionTrainError):
+            start.transfer_from(TRAINED["detect"][0])   # another architecture
+        for m in (model, start):
+            m.close()
+
+
 NO_NUMPY_SCRIPT = r"""
 import sys
 sys.modules["numpy"] = None          # `import numpy` raises ImportError from here on

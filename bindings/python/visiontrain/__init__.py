@@ -37,6 +37,7 @@ from ._estimate import (GPU, Catalog, Estimate, Estimator, EstBasis, EstPrecisio
                         dataset_advice)
 from ._validate import Count, Report, clone_dataset, problem_code_name, validate
 from ._model import Model
+from ._import import import_onnx
 from ._results import Boxes, Masks, Probs, Results
 
 __version__ = "0.1.0"   # version of the bindings; version() is the loaded library's
@@ -45,7 +46,7 @@ __all__ = [
     "ABI_VERSION", "load_library", "library_path", "version", "version_info", "abi_version",
     "cpu_kernels", "checkpoint_args",
     "options", "option_info", "synth_generate", "devices", "device_count", "no_gpu_reason",
-    "dataset_advice",
+    "dataset_advice", "import_onnx",
     "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "OptionScope", "Box",
     "Results", "Boxes", "Probs", "Masks",
     "Polygon", "Problem",

@@ -107,6 +107,10 @@ class TrainPrinter(object):
             run_dir = self.trainer.run_dir
             if run_dir:
                 self._print("run folder: %s (weights/last.vtm, weights/best.vtm)\n" % run_dir)
+            # the run started from another model's weights (other classes, pretrained=)
+            moved, total = (p.metrics.get(k) for k in ("tensors_transferred", "tensors_total"))
+            if total:
+                self._print("transferred %d/%d tensors\n" % (moved, total))
         if event == Event.BATCH_END:
             self._batch(p)
         elif event == Event.EPOCH_END:

@@ -62,6 +62,9 @@ class Metric(enum.IntEnum):
     GPU_MEMORY_TOTAL_BYTES = 23
     GPU_POWER_W = 24
     GPU_TEMP_C = 25
+    # the run started from another model's weights (other classes, pretrained=)
+    TENSORS_TRANSFERRED = 26
+    TENSORS_TOTAL = 27
 
 
 class Event(enum.IntEnum):
@@ -875,6 +878,33 @@ class Model(_Closable):
     @property
     def num_params(self):
         return self._lib.vt_model_num_params(self._ptr())
+
+    def layers(self):
+        """The layer list freeze=N counts in: one dict per layer, with index, kind ("conv",
+        "bn", ...), shape (c, h, w of its output at the model's imgsz) and params."""
+        p, out = self._ptr(), []
+        kind, c, h, w = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        n = ctypes.c_uint64()
+        for i in range(self._lib.vt_model_num_layers(p)):
+            self._check(self._lib.vt_model_layer(p, i, ctypes.byref(kind), ctypes.byref(c),
+                                                 ctypes.byref(h), ctypes.byref(w),
+                                                 ctypes.byref(n)))
+            out.append({"index": i, "kind": _text(kind.value), "shape": (c.value, h.value, w.value),
+                        "params": n.value})
+        return out
+
+    @property
+    def backbone_layers(self):
+        """Layers 0..backbone_layers-1 are the backbone (what freeze="backbone" freezes)."""
+        return self._lib.vt_model_backbone_layers(self._ptr())
+
+    def transfer_from(self, other):
+        """Copy every tensor of `other` (a Model) whose layer matches this model's (same
+        architecture, or one sharing the backbone); returns (transferred, total)."""
+        k, n = ctypes.c_int(), ctypes.c_int()
+        self._check(self._lib.vt_model_transfer(self._ptr(), other._ptr(), ctypes.byref(k),
+                                                ctypes.byref(n)))
+        return k.value, n.value
 
     def flops(self, imgsz=None):
         """Forward-pass FLOPs for one image (default: at the model's image size)."""
