@@ -140,16 +140,23 @@ static const help_entry help_texts[] = {
      "The contract is also in the file's metadata_props.\n"
      "example: vt export model=det.vtm nms=1 conf=0.25\n"},
     {"import",
-     "usage: vt import FILE.onnx [arch=resnet18 out=FILE.vtm imgsz=224]\n"
+     "usage: vt import FILE.onnx [arch=resnet18 out=FILE.vtm imgsz=224 normalize=imagenet|none\n"
+     "                            mean=R,G,B std=R,G,B]\n"
      "Read a model's weights from an ONNX file and save them as a .vtm (default out: the\n"
      "file's path with .vtm).  arch=resnet18 (the only one so far): torchvision's resnet18 as\n"
      "torch.onnx.export writes it, batch norm folded into the convolutions (the eval-mode\n"
      "default) or kept (training=TrainingMode.PRESERVE: the real running statistics, the\n"
      "better start for fine-tuning).  The class count is the final Gemm's, the channels the\n"
      "first Conv's; imgsz is the model's image size.  A graph of another layout is refused,\n"
-     "naming the first ONNX node that differs.  Inputs are pixels / 255 like every model of\n"
-     "the library (torchvision's ImageNet mean and std are not part of the graph).\n"
-     "example: vt import resnet18.onnx out=r18.vtm imgsz=224\n"},
+     "naming the first ONNX node that differs.\n"
+     "Inputs are pixels / 255 like every model of the library; torchvision's ImageNet\n"
+     "weights expect (x - mean) / std, which the graph does not contain.  normalize=imagenet\n"
+     "(mean 0.485,0.456,0.406, std 0.229,0.224,0.225) or mean=R,G,B std=R,G,B (one value per\n"
+     "input channel, std > 0; default normalize=none) folds that normalisation into the first\n"
+     "convolution (weight / std, the mean into its batch norm's running mean), and the tool\n"
+     "says so.  Exact except at the image border, where the first convolution's zero\n"
+     "padding differs (the graph pads with pixels at the mean): see docs/onnx.md.\n"
+     "example: vt import resnet18.onnx out=r18.vtm imgsz=224 normalize=imagenet\n"},
     {"estimate",
      "usage: vt estimate [key=value ...]\n"
      "Estimate the time and cost of a training run, from the model's layer list and a cost\n"

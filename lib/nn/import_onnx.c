@@ -10,7 +10,11 @@
  * A Conv whose batch norm was folded into it by the exporter (a Conv with a bias and no
  * BatchNormalization after it, where the library has conv + BN) gives the BN gamma 1, beta the
  * bias, running mean 0 and a running variance v with v + eps == 1 in float, so that the
- * library's eval-mode forward computes exactly what the graph does. */
+ * library's eval-mode forward computes exactly what the graph does.
+ *
+ * mean= / std= (normalize=imagenet) fold an input normalisation the graph does not contain
+ * into the first convolution (fold_normalization), so that the model takes the library's
+ * pixels / 255 where the graph took (pixels / 255 - mean) / std. */
 #include "vt_config.h"
 
 #include <errno.h>
@@ -23,18 +27,107 @@
 
 #include "nn/model.h"
 
-/* The options: imgsz=N only (the other model options would change the layer list). */
+/* The options: imgsz=N, and the input normalisation folded into the first convolution:
+ * mean=R,G,B std=R,G,B or normalize=imagenet|none (the other model options would change the
+ * layer list). */
+enum { NORM_UNSET, NORM_NONE, NORM_IMAGENET };
+
+typedef struct import_opts {
+    int imgsz;
+    int normalize;               /* NORM_*: the normalize= key */
+    int n_mean, n_std;           /* values of mean= and std= (0: not given) */
+    double mean[3], std[3];
+    char mean_text[64], std_text[64]; /* as given, for messages */
+} import_opts;
+
+static const double imagenet_mean[3] = {0.485, 0.456, 0.406};
+static const double imagenet_std[3] = {0.229, 0.224, 0.225};
+
+/* "a,b,c": 1..3 finite numbers (std: > 0) into v; the count into *n. */
+static vt_status parse_floats(const char *key, const char *value, int positive, double *v,
+                              int *n)
+{
+    const char *p = value;
+    int k = 0;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (k == 3)
+            return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: more than 3 values (%s=R,G,B: one "
+                           "number per input channel, 1 or 3)", key, value, key);
+        char tok[64];
+        char *stop;
+        double x = 0;
+        int ok = len > 0 && len < sizeof tok;
+        if (ok) {
+            memcpy(tok, p, len);
+            tok[len] = 0;
+            errno = 0;
+            x = strtod(tok, &stop);
+            ok = !*stop && !errno && isfinite(x);
+        }
+        if (!ok)
+            return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: '%.*s' is not a finite number (%s=R,G,B: "
+                           "1 or 3 comma-separated numbers, one per input channel)", key, value,
+                           (int)(len < 40 ? len : 40), p, key);
+        if (positive && !(x > 0))
+            return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: %g is not > 0 (the input is divided by "
+                           "it)", key, value, x);
+        v[k++] = x;
+        if (!end) break;
+        p = end + 1;
+    }
+    *n = k;
+    return VT_OK;
+}
+
 static vt_status import_pair(void *ctx, const char *key, const char *value)
 {
-    if (strcmp(key, "imgsz"))
-        return vt_fail(VT_ERR_UNKNOWN_OPTION,
-                       "unknown option '%s' of the ONNX import; valid keys: imgsz", key);
-    const vt_optdef *d = vt_optdef_by_id(VT_OPT_MODEL_IMGSZ);
-    long long v;
-    vt_status st = vt_parse_int(key, value, d ? (long long)d->min : 8,
-                                d ? (long long)d->max : 4096, &v);
-    if (!st) *(int *)ctx = (int)v;
-    return st;
+    import_opts *o = ctx;
+    if (!strcmp(key, "imgsz")) {
+        const vt_optdef *d = vt_optdef_by_id(VT_OPT_MODEL_IMGSZ);
+        long long v;
+        vt_status st = vt_parse_int(key, value, d ? (long long)d->min : 8,
+                                    d ? (long long)d->max : 4096, &v);
+        if (!st) o->imgsz = (int)v;
+        return st;
+    }
+    if (!strcmp(key, "mean") || !strcmp(key, "std")) {
+        int is_std = key[0] == 's';
+        vt_status st = parse_floats(key, value, is_std, is_std ? o->std : o->mean,
+                                    is_std ? &o->n_std : &o->n_mean);
+        if (!st) snprintf(is_std ? o->std_text : o->mean_text, sizeof o->mean_text, "%s", value);
+        return st;
+    }
+    if (!strcmp(key, "normalize")) {
+        if (!strcmp(value, "imagenet")) o->normalize = NORM_IMAGENET;
+        else if (!strcmp(value, "none")) o->normalize = NORM_NONE;
+        else
+            return vt_fail(VT_ERR_OPTION_VALUE, "normalize=%s: valid values: imagenet "
+                           "(torchvision's mean 0.485,0.456,0.406 and std 0.229,0.224,0.225), "
+                           "none", value);
+        return VT_OK;
+    }
+    return vt_fail(VT_ERR_UNKNOWN_OPTION, "unknown option '%s' of the ONNX import; valid keys: "
+                   "imgsz, mean, std, normalize", key);
+}
+
+/* After the list: normalize= and mean=/std= are two ways of saying the same thing. */
+static vt_status check_opts(import_opts *o)
+{
+    if (o->normalize != NORM_UNSET && (o->n_mean || o->n_std))
+        return vt_fail(VT_ERR_OPTION_VALUE, "normalize=%s with %s%s%s%s%s: give either normalize= "
+                       "or mean=/std=, not both", o->normalize == NORM_IMAGENET ? "imagenet"
+                                                                                : "none",
+                       o->n_mean ? "mean=" : "", o->n_mean ? o->mean_text : "",
+                       o->n_mean && o->n_std ? " " : "", o->n_std ? "std=" : "",
+                       o->n_std ? o->std_text : "");
+    if (o->normalize == NORM_IMAGENET) {
+        memcpy(o->mean, imagenet_mean, sizeof o->mean);
+        memcpy(o->std, imagenet_std, sizeof o->std);
+        o->n_mean = o->n_std = 3;
+    }
+    return VT_OK;
 }
 
 #if VT_HAVE_ONNX
@@ -732,8 +825,80 @@ static vt_status prepare(ictx *c, int *channels, int *classes)
     return VT_OK;
 }
 
-static vt_status import_graph(vt_model **out, const char *path, const char *arch, int imgsz,
-                              const Vtonnx__GraphProto *g)
+/* The first convolution of the model (its input is the image), or -1. */
+static int first_conv(const vt_graph *g)
+{
+    for (int i = 1; i < g->n_nodes; i++)
+        if (g->nodes[i].op == VT_OP_CONV) return g->nodes[i].in[0] == 0 ? i : -1;
+    return -1;
+}
+
+/* mean= and std= against the graph's input channels (before the model is created). */
+static vt_status check_channels(const char *path, const import_opts *o, int channels)
+{
+    if (o->normalize == NORM_IMAGENET && channels != 3)
+        return vt_fail(VT_ERR_OPTION_VALUE, "normalize=imagenet: torchvision's ImageNet mean and "
+                       "std are per RGB channel, and the first convolution of %s takes %d input "
+                       "channel%s: give mean=M std=S instead", path, channels,
+                       channels == 1 ? "" : "s");
+    for (int k = 0; k < 2; k++) {
+        int n = k ? o->n_std : o->n_mean;
+        if (n && n != channels)
+            return vt_fail(VT_ERR_OPTION_VALUE, "%s=%s: %d value%s, and the first convolution of "
+                           "%s takes %d input channel%s: give one value per channel", k ? "std"
+                           : "mean", k ? o->std_text : o->mean_text, n, n == 1 ? "" : "s", path,
+                           channels, channels == 1 ? "" : "s");
+    }
+    return VT_OK;
+}
+
+/* The input normalisation (x - mean) / std folded into the first convolution, so that the
+ * model computes on x what the graph does on (x - mean) / std: the weight W[o][i] becomes
+ * W / std_i, and c_o = sum_i,k (W / std_i)[o][i][k] mean_i is subtracted from the conv's
+ * output: added to the running mean of the batch norm after it (for the identity batch norm
+ * of a folded graph, gamma 1 and invstd 1, the same as beta - c_o in eval mode; in training
+ * mode the batch's statistics take out any constant shift, so the running mean is the place
+ * that is exact in both modes), or taken from the conv's own bias.  Exact except where the
+ * conv's zero padding reaches: the graph pads (x - mean) / std with 0, the model x. */
+static vt_status fold_normalization(vt_model *m, const char *path, const import_opts *o)
+{
+    const vt_graph *g = &m->graph;
+    int fc = first_conv(g);
+    if (fc < 0)
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: mean/std: the model has no convolution on its "
+                       "input to fold the normalisation into", path);
+    const vt_node *nd = &g->nodes[fc];
+    int cin = g->nodes[0].out.c, kk = nd->k * nd->k;
+    const vt_node *bn = fc + 1 < g->n_nodes && g->nodes[fc + 1].op == VT_OP_BN &&
+                        g->nodes[fc + 1].in[0] == fc ? &g->nodes[fc + 1] : NULL;
+    if (nd->groups != 1 || (!nd->has_bias && !bn))
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: mean/std: the first convolution (layer %d) is "
+                       "grouped or has neither a bias nor a batch norm to take the mean", path,
+                       fc);
+    float *w = m->params + nd->w_off;
+    for (int co = 0; co < nd->cout; co++) {
+        double shift = 0;
+        for (int i = 0; i < cin; i++) {
+            double mu = o->n_mean ? o->mean[o->n_mean == 1 ? 0 : i] : 0.0;
+            double sd = o->n_std ? o->std[o->n_std == 1 ? 0 : i] : 1.0;
+            float *p = w + ((size_t)co * (size_t)cin + (size_t)i) * (size_t)kk;
+            for (int t = 0; t < kk; t++) {
+                float v = (float)(p[t] / sd);
+                if (!isfinite(v))
+                    return vt_fail(VT_ERR_OPTION_VALUE, "std=%s: the first convolution's "
+                                   "weights divided by it overflow float32", o->std_text);
+                p[t] = v;
+                shift += (double)v * mu;
+            }
+        }
+        if (nd->has_bias) m->params[nd->b_off + co] -= (float)shift;
+        else m->buffers[bn->buf_off + co] += (float)shift;
+    }
+    return VT_OK;
+}
+
+static vt_status import_graph(vt_model **out, const char *path, const char *arch,
+                              const import_opts *o, const Vtonnx__GraphProto *g)
 {
     ictx c = {.path = path, .g = g};
     size_t names = g->n_initializer + g->n_input;
@@ -755,9 +920,10 @@ static vt_status import_graph(vt_model **out, const char *path, const char *arch
     vt_model *m = NULL;
     float *scratch = NULL;
     vt_status st = prepare(&c, &channels, &classes);
+    if (!st) st = check_channels(path, o, channels);
     if (!st) {
         char opts[64];
-        snprintf(opts, sizeof opts, "imgsz=%d channels=%d", imgsz, channels);
+        snprintf(opts, sizeof opts, "imgsz=%d channels=%d", o->imgsz, channels);
         st = vt_model_create(&m, arch, classes, opts);
         if (st) vt_fail_context("%s", path);
     }
@@ -790,6 +956,7 @@ static vt_status import_graph(vt_model **out, const char *path, const char *arch
             st = vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: the graph's output '%.120s' is not the "
                          "classifier's (the last Gemm's) output", path, g->output[0]->name);
     }
+    if (!st && (o->n_mean || o->n_std)) st = fold_normalization(m, path, o);
     free(scratch);
     free(c.names.e);
     if (st) {
@@ -801,7 +968,8 @@ static vt_status import_graph(vt_model **out, const char *path, const char *arch
     return VT_OK;
 }
 
-static vt_status import_onnx(vt_model **out, const char *path, const char *arch, int imgsz)
+static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
+                             const import_opts *o)
 {
     uint8_t *buf;
     size_t n;
@@ -815,16 +983,17 @@ static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
     if (!mp->graph || !mp->graph->n_node)
         st = vt_fail(VT_ERR_FORMAT, "%s: not an ONNX model (no graph, or a graph without nodes)",
                      path);
-    else st = import_graph(out, path, arch, imgsz, mp->graph);
+    else st = import_graph(out, path, arch, o, mp->graph);
     vtonnx__model_proto__free_unpacked(mp, NULL);
     return st;
 }
 
 #else
 
-static vt_status import_onnx(vt_model **out, const char *path, const char *arch, int imgsz)
+static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
+                             const import_opts *o)
 {
-    (void)out, (void)arch, (void)imgsz;
+    (void)out, (void)arch, (void)o;
     return vt_fail(VT_ERR_UNSUPPORTED, "%s: this build of libvisiontrain has no ONNX import "
                    "(it was built without protobuf-c: install libprotobuf-c-dev and "
                    "protobuf-c-compiler, then rebuild)", path);
@@ -839,11 +1008,12 @@ VT_API vt_status vt_model_import_onnx(vt_model **out, const char *path, const ch
     if (!out || !path || !arch)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_import_onnx: NULL argument");
     /* options and the architecture are checked in every build */
-    int imgsz = 224;
-    vt_status st = vt_parse_kv_list(options, import_pair, &imgsz);
+    import_opts o = {.imgsz = 224};
+    vt_status st = vt_parse_kv_list(options, import_pair, &o);
+    if (!st) st = check_opts(&o);
     if (st) return st;
     if (strcmp(arch, "resnet18"))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "no ONNX importer for architecture '%.40s'; the "
                        "architectures imported: resnet18", arch);
-    return import_onnx(out, path, arch, imgsz);
+    return import_onnx(out, path, arch, &o);
 }

@@ -13,6 +13,14 @@ reads (float_data, Constant nodes, Gemm transB=0, one input channel); the librar
 of resnet18 read back; graphs that differ from resnet18 refused with a message naming the
 node; truncated and corrupted files refused without a crash; `vt import` and Model(.vtm).
 
+The input normalisation folded into the first convolution (options normalize=imagenet,
+mean=R,G,B std=R,G,B): the import fed x must compute what the graph computes on
+(x - mean) / std.  That is exact except where conv1's zero padding reaches (the graph pads the
+normalised input with 0, i.e. pixels at `mean`; the library pads pixels with 0), so the exact
+comparison is against the graph with conv1's pads taken out, fed (pad(x, 0) - mean) / std
+(1e-4 as everywhere); against the graph itself on (x - mean) / std the fold must only be much
+closer than an import without it (the differences are printed).  Bad values are refused.
+
 Where an interpreter with torch and torchvision exists (/usr/bin/python3 on Debian, or
 $VT_TORCH_PYTHON), a real torchvision.models.resnet18() is exported too
 (torch_resnet18_export.py): its node sequence must be the builder's, and the imported models
@@ -55,11 +63,15 @@ if missing:
 
 import visiontrain as vt  # noqa: E402
 from visiontrain import _native  # noqa: E402
+from visiontrain import _core as vt_core  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 IMGSZ = 64
 NC = 10
 TOL = 1e-4          # max abs difference of the probabilities
+IMAGENET = (np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225],
+                                                                  np.float32))
+NORM_MARGIN = 3.0   # the fold's logit difference near the borders: < 1/3 of no fold's
 failures = []
 worst = {}
 
@@ -222,6 +234,65 @@ def import_(path, **kw):
     return vt.import_onnx(path, imgsz=IMGSZ, **kw)
 
 
+def import_with(path, options, imgsz=IMGSZ):
+    """vt_model_import_onnx with more options than import_onnx() passes (it passes imgsz)."""
+    lib = _native.lib()
+    out = ctypes.c_void_p()
+    st = lib.vt_model_import_onnx(ctypes.byref(out), path.encode(), b"resnet18",
+                                  ("imgsz=%d %s" % (imgsz, options)).encode())
+    if st:
+        if out.value is not None:
+            check(False, "a refused import (%s) leaves *out NULL" % options)
+        vt_core._check(st)
+    m = vt.Model.__new__(vt.Model)
+    m._init(lib, out.value)
+    return m
+
+
+def normalised(x, mean, std, pad=0):
+    """(x - mean) / std per channel; pad > 0: x first padded with `pad` pixels of 0 on each
+    side (the library's padding of the first convolution)."""
+    if pad:
+        x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    c = x.shape[1]
+    return ((x - mean.reshape(1, c, 1, 1)) / std.reshape(1, c, 1, 1)).astype(np.float32)
+
+
+def without_first_pads(model):
+    """The graph with its first Conv's pads taken out and its input that much larger: fed an
+    input padded with 0 pixels before normalising, it computes what a normalising import
+    does.  Returns the graph and the pad."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    conv = next(n for n in m.graph.node if n.op_type == "Conv")
+    a = next(a for a in conv.attribute if a.name == "pads")
+    pad = a.ints[0]
+    assert list(a.ints) == [pad] * 4
+    a.ints[:] = [0, 0, 0, 0]
+    for d in m.graph.input[0].type.tensor_type.shape.dim[2:]:
+        d.dim_value += 2 * pad
+    return m, pad
+
+
+def logit_diff(probs, logits):
+    """Max |difference| of the logits (up to each image's constant) behind the probabilities."""
+    lp = np.log(np.maximum(probs.reshape(len(logits), -1).astype(np.float64), 1e-300))
+    z = logits.astype(np.float64)
+    return float(np.abs((lp - lp.mean(1, keepdims=True)) - (z - z.mean(1, keepdims=True))).max())
+
+
+def fold_vs_none(label, folded, plain, x, ref_logits):
+    """Against the graph on (x - mean) / std with its own padding: the folded import must be
+    far closer than one without the fold (the padding differs, nothing else)."""
+    got = folded.forward(x)
+    d, d0 = logit_diff(got, ref_logits), logit_diff(plain.forward(x), ref_logits)
+    dp = float(np.abs(got.reshape(len(x), -1) - softmax(ref_logits)).max())
+    worst[label + ", graph's padding (no fold: %.3g)" % d0] = (dp, d)
+    check(d * NORM_MARGIN < d0, "%s, the graph's own padding: max |logit difference| %.3g, "
+          "without the fold %.3g (logits up to %.3g)" % (label, d, d0,
+                                                         float(np.abs(ref_logits).max())))
+
+
 # ---- the parts ---------------------------------------------------------------------------------
 
 def synthetic(tmp, x):
@@ -256,6 +327,74 @@ def own_export(tmp, x):
         d = float(np.abs(got - ref).max())
         worst["vt export fold=%d" % fold] = (d, 0.0)
         check(d <= 1e-6, "vt export fold=%d read back: max |difference| %.3g" % (fold, d))
+
+
+def normalization(tmp, x):
+    """normalize=imagenet and mean=/std= on the graphs of synthetic(): exact against the graph
+    with the library's padding, close against the graph's own, identities exact, bad values
+    refused."""
+    rng = np.random.RandomState(11)
+    x1 = np.ascontiguousarray(x[:, :1])
+    own = (np.array([0.5, 0.4, 0.3], np.float32), np.array([0.2, 0.25, 0.3], np.float32))
+    gray = (np.array([0.45], np.float32), np.array([0.226], np.float32))
+    cases = [("folded", "normalize=imagenet", IMAGENET, x),
+             ("preserve", "normalize=imagenet", IMAGENET, x),
+             ("preserve", "mean=0.5,0.4,0.3 std=0.2,0.25,0.3", own, x),
+             ("variant", "mean=0.45 std=0.226", gray, x1)]
+    for form, opts, (mean, std), xx in cases:
+        path = os.path.join(tmp, form + ".onnx")
+        ref, pad = without_first_pads(onnx.load(path))
+        ref = save(ref, os.path.join(tmp, form + "-nopad.onnx"))
+        m = import_with(path, opts)
+        label = "%s %s" % (form, opts)
+        compare(label + ", the library's padding", m, xx,
+                ort_logits(ref, normalised(xx, mean, std, pad)))
+        if form != "variant":
+            fold_vs_none(label, m, import_(path), xx, ort_logits(path, normalised(xx, mean, std)))
+    # the identities import exactly what no option does
+    path = os.path.join(tmp, "folded.onnx")
+    plain = import_(path).forward(x)
+    for opts in ("normalize=none", "mean=0,0,0 std=1,1,1"):
+        d = float(np.abs(import_with(path, opts).forward(x) - plain).max())
+        check(d == 0, "%s: the plain import (%.3g)" % (opts, d))
+    # the Python keywords pass the same options
+    for kw, opts in ((dict(normalize="imagenet"), "normalize=imagenet"),
+                     (dict(mean=[0.5, 0.4, 0.3], std=(0.2, 0.25, 0.3)),
+                      "mean=0.5,0.4,0.3 std=0.2,0.25,0.3")):
+        d = float(np.abs(import_(path, **kw).forward(x) - import_with(path, opts).forward(x)).max())
+        check(d == 0, "import_onnx(%s) differs from %s (%.3g)" % (kw, opts, d))
+    # a mean alone (std 1) against the graph with the library's padding
+    ref = os.path.join(tmp, "folded-nopad.onnx")
+    mean = rng.uniform(-1, 1, 3).astype(np.float32)
+    m = import_with(path, "mean=%s" % ",".join(repr(float(v)) for v in mean))
+    compare("folded, mean alone, the library's padding", m, x,
+            ort_logits(ref, normalised(x, mean, np.ones(3, np.float32), 3)))
+    variant = os.path.join(tmp, "variant.onnx")
+    bad = [("mean=0.5,x,0.3", path, ["mean=0.5,x,0.3", "'x' is not a finite number"]),
+           ("mean=0.5,,0.3", path, ["mean=0.5,,0.3", "'' is not"]),
+           ("mean=1,2,3,4", path, ["mean=1,2,3,4", "more than 3"]),
+           ("mean=inf,0,0", path, ["mean=inf,0,0", "'inf'"]),
+           ("mean=0.5,0.5", path, ["mean=0.5,0.5", "2 values", "3 input channels"]),
+           ("std=0.2,0,0.3", path, ["std=0.2,0,0.3", "0 is not > 0"]),
+           ("std=-1", variant, ["std=-1", "not > 0"]),
+           ("std=0.5", path, ["std=0.5", "1 value,", "3 input channels"]),
+           ("mean=0.1,0.2,0.3", variant, ["mean=0.1,0.2,0.3", "3 values", "1 input channel"]),
+           ("std=1e-300,1,1", path, ["std=1e-300,1,1", "overflow"]),
+           ("normalize=imagenets", path, ["normalize=imagenets", "imagenet", "none"]),
+           ("normalize=imagenet mean=0.5,0.5,0.5", path, ["normalize=imagenet",
+                                                           "mean=0.5,0.5,0.5", "not both"]),
+           ("normalize=none std=2,2,2", path, ["normalize=none", "std=2,2,2", "not both"]),
+           ("normalize=imagenet", variant, ["normalize=imagenet", "RGB", "1 input channel"])]
+    for opts, p, pats in bad:
+        refused("%s (%s)" % (opts, os.path.basename(p)), lambda: import_with(p, opts),
+                vt.OptionValueError, *pats)
+    lib = _native.lib()
+    out = ctypes.c_void_p()
+    st = lib.vt_model_import_onnx(ctypes.byref(out), path.encode(), b"resnet18", b"mu=1")
+    msg = lib.vt_last_error()
+    check(st == vt.Status.UNKNOWN_OPTION and all(k in msg for k in (b"mean", b"std",
+                                                                    b"normalize")),
+          "options mu=1: unknown option, the message lists mean, std, normalize (%r)" % msg)
 
 
 def modified(base, fn):
@@ -403,6 +542,27 @@ def cli(tmp, good, x):
     r = subprocess.run([exe, "import", good, "imgsz=%d" % IMGSZ], capture_output=True, text=True)
     check(r.returncode == 0 and os.path.isfile(good[:-5] + ".vtm"),
           "vt import without out= writes %s" % os.path.basename(good[:-5] + ".vtm"))
+    # the normalisation: passed through, said, and the file computes what the import does
+    r = subprocess.run([exe, "import", good, "out=" + out, "imgsz=%d" % IMGSZ,
+                        "normalize=imagenet"], capture_output=True, text=True)
+    print("     " + (r.stdout + r.stderr).strip().replace("\n", "\n     "))
+    lines = r.stdout.strip().split("\n")
+    said = "input normalised (mean 0.485,0.456,0.406, std 0.229,0.224,0.225, torchvision's " \
+        "ImageNet) folded into the first convolution: the model takes pixels / 255"
+    check(r.returncode == 0 and lines[0] == want and lines[1:] == [said],
+          "vt import normalize=imagenet: exit %d, says what it folded" % r.returncode)
+    if r.returncode == 0:
+        d = float(np.abs(vt.Model(out).forward(x) -
+                         import_with(good, "normalize=imagenet").forward(x)).max())
+        check(d == 0, "its file computes the import with normalize=imagenet (%.3g)" % d)
+    r = subprocess.run([exe, "import", good, "out=" + out, "mean=0.5,0.5,0.5"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "(mean 0.5,0.5,0.5, std 1)" in r.stdout,
+          "vt import mean=0.5,0.5,0.5: exit %d, %s" % (r.returncode, r.stdout.strip()))
+    r = subprocess.run([exe, "import", good, "out=" + out, "std=0.2,x,0.2"],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "std=0.2,x,0.2" in r.stderr,
+          "vt import std=0.2,x,0.2: exit %d, %s" % (r.returncode, r.stderr.strip()))
     r = subprocess.run([exe, "import"], capture_output=True, text=True)
     check(r.returncode == 2, "vt import without a file: exit %d (usage)" % r.returncode)
     r = subprocess.run([exe, "import", good, "arch=cls-n"], capture_output=True, text=True)
@@ -462,6 +622,13 @@ def real_torch(tmp):
         m = import_(os.path.join(d, f))
         check(m.num_classes == 1000, "%s: 1000 classes" % label)
         compare(label, m, x, np.load(os.path.join(d, ref)))
+        if f != "plain_fold.onnx":
+            # normalize=imagenet against torch on the normalised input
+            n = import_with(os.path.join(d, f), "normalize=imagenet")
+            compare(label + " normalize=imagenet, the library's padding", n, x,
+                    np.load(os.path.join(d, "norm_pad_out.npy")))
+            fold_vs_none(label + " normalize=imagenet", n, m, x,
+                         np.load(os.path.join(d, "norm_out.npy")))
 
 
 def main():
@@ -478,13 +645,17 @@ def main():
         x = np.random.RandomState(0).rand(4, 3, IMGSZ, IMGSZ).astype(np.float32)
         synthetic(tmp, x)
         own_export(tmp, x)
+        t1 = time.time()
+        normalization(tmp, x)
+        print("     the normalisation part: %.1f s" % (time.time() - t1))
         base, good = mismatches(tmp)
         broken_files(tmp, base)
         cli(tmp, good, x)
         real_torch(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("max differences (probabilities, log-probabilities):")
+    print("max differences (probabilities, log-probabilities; against the graph's padding: "
+          "logits up to a constant):")
     for k, (d, dl) in worst.items():
         print("  %-58s %.3g  %.3g" % (k, d, dl))
     print("%.1f s" % (time.time() - t0))

@@ -12,6 +12,12 @@ writes into OUT_DIR:
                     BatchNormalization nodes kept, with the running statistics
   inputs.npy        3 random images, float32 NCHW in [0, 1]
   plain_out.npy, out.npy   torch's eval-mode outputs (logits) for them
+  norm_out.npy      the second model's logits for the inputs normalised with torchvision's
+                    ImageNet mean and std, (x - mean) / std, what an import with
+                    normalize=imagenet computes on x except near the borders
+  norm_pad_out.npy  the same with the library's padding of the first convolution: the inputs
+                    padded with 0 pixels (pads of conv1) before normalising, conv1 without
+                    padding; what the import with normalize=imagenet computes exactly
 """
 
 import os
@@ -20,6 +26,13 @@ import sys
 import numpy as np
 import torch
 import torchvision
+
+MEAN = (0.485, 0.456, 0.406)   # torchvision's ImageNet normalisation
+STD = (0.229, 0.224, 0.225)
+
+
+def normalised(x):
+    return (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
 
 
 def export(model, x, path, **kw):
@@ -45,6 +58,12 @@ def main():
                 mod.running_mean.uniform_(-0.3, 0.3)
                 mod.running_var.uniform_(0.5, 2.0)
         np.save(os.path.join(out, "out.npy"), model(x).numpy())
+        np.save(os.path.join(out, "norm_out.npy"), model(normalised(x)).numpy())
+        pad = model.conv1.padding
+        model.conv1.padding = (0, 0)
+        xp = torch.nn.functional.pad(x, (pad[1], pad[1], pad[0], pad[0]))  # pixels 0 outside
+        np.save(os.path.join(out, "norm_pad_out.npy"), model(normalised(xp)).numpy())
+        model.conv1.padding = pad
     export(model, one, os.path.join(out, "fold.onnx"))
     # PRESERVE keeps the BatchNormalization nodes; in eval mode they are inference ones (one
     # output, the running statistics), in train mode they would be training ones
