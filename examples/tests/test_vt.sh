@@ -46,6 +46,26 @@ expect 2 "$vt" estimate epochs=0
 expect 2 "$vt" estimate model=no-such-model
 expect 2 "$vt" estimate gpu=no-such-gpu
 expect 2 "$vt" estimate budget=10 deadline=2
+# every bad value at once, then one exit (nothing estimated); price= named as given
+expect 2 "$vt" estimate epochs=x batch=-3 imgsz=7 gpus=0 price=abc
+expect_out '^vt estimate: epochs=x is not a number \(bad option value\)$'
+expect_out '^vt estimate: batch=-3 is out of range \[1, 1000000\] \(bad option value\)$'
+expect_out '^vt estimate: imgsz=7 is out of range \[8, 4096\] \(bad option value\)$'
+expect_out '^vt estimate: gpus=0 is out of range \[1, 64\] \(bad option value\)$'
+expect_out '^vt estimate: price=abc is not a number \(bad option value\)$'
+expect_out '^vt estimate: 5 bad values; nothing estimated$'
+expect_no '^run:|local_price'
+expect 2 "$vt" estimate top=0 by=speed deadline=-1 bogus=1
+expect_out '^vt estimate: top=0: expected an integer'
+expect_out '^vt estimate: by=speed: valid values: cost, time$'
+expect_out '^vt estimate: deadline=-1 is out of range'
+expect_out "^vt estimate: unknown estimator option 'bogus'"
+expect_out '^vt estimate: 4 bad values; nothing estimated$'
+expect 2 "$vt" train data=data epochs=x batch=0 lr0=abc
+expect_out '^vt train: epochs=x is not a number \(bad option value\)$'
+expect_out '^vt train: batch=0 is not valid'
+expect_out '^vt train: lr0=abc is not a number \(bad option value\)$'
+expect_out '^vt train: 3 bad keys or values$'
 expect 2 "$vt" info bogus=1
 expect 2 "$vt" train data=data progress=loud
 
@@ -96,6 +116,11 @@ else
     expect_out 'm.vtm -> m.onnx \(cls-n'
     [ -s m.onnx ] || { echo "FAIL: m.onnx not written"; failures=$((failures + 1)); }
     expect 3 "$vt" export model=m.vtm out=no-such-dir/m.onnx
+    expect_out '^vt export: no-such-dir/m.onnx: cannot create file: No such file or directory; no-such-dir does not exist \(not found\)$'
+    # a file where a folder should be: the status and message of vt train project=FILE/x
+    : >a-file
+    expect 3 "$vt" export model=m.vtm out=a-file/m.onnx
+    expect_out '^vt export: a-file/m.onnx: cannot create file: Not a directory; a-file is a file, not a folder \(not found\)$'
 fi
 expect 0 "$vt" estimate model=cls-n data=data epochs=10 imgsz=32 batch=4
 expect_out 'H100 SXM'
@@ -281,7 +306,14 @@ no_epoch "an unwritable save="
 expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=not-a-dir/m.vtm
 no_epoch "an unwritable save="
 expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 project=not-a-dir
+expect_out '^vt train: not-a-dir/classify: cannot create folder: Not a directory; not-a-dir is a file, not a folder \(not found\)$'
 no_epoch "an unwritable run folder"
+# the same cause reads the same from every writer (vt export out=FILE/x.onnx above)
+expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 project=not-a-dir/x
+expect_out '^vt train: not-a-dir/x: cannot create folder: Not a directory; not-a-dir is a file, not a folder \(not found\)$'
+no_epoch "an unwritable run folder"
+expect 3 timeout 60 "$vt" train data=data imgsz=16 epochs=100000 batch=4 quiet=1 project=not-a-dir/x
+expect_out 'not-a-dir/x: cannot create folder: Not a directory'   # quiet=1: errors still print
 
 # keys a command would accept and ignore are refused
 expect 2 "$vt" val model=m.vtm data=data fraction=0.001
@@ -365,6 +397,100 @@ PY
         echo "ok   : vt predict colour mask follows the class palette"
     fi
 fi
+
+# progress=off leaves out the bar and the epoch table only: the data summary and every problem
+# (stderr: problems and warnings), the results (stdout) still print.  quiet=1: only errors.
+# expect_split CODE COMMAND...: as expect, stdout in out.txt and stderr in err.txt
+expect_split() {
+    want=$1
+    shift
+    "$@" >out.txt 2>err.txt
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "FAIL (exit $got, expected $want): $*"
+        sed 's/^/    out: /' out.txt
+        sed 's/^/    err: /' err.txt
+        failures=$((failures + 1))
+    else
+        echo "ok   (exit $got): $*"
+    fi
+}
+expect_err() {
+    if ! grep -Eq -- "$1" err.txt; then
+        echo "FAIL: stderr lacks /$1/"
+        sed 's/^/    /' err.txt
+        failures=$((failures + 1))
+    fi
+}
+# expect_silent: the last command printed nothing at all
+expect_silent() {
+    if [ -s out.txt ] || [ -s err.txt ]; then
+        echo "FAIL: quiet=1 printed something"
+        sed 's/^/    out: /' out.txt
+        sed 's/^/    err: /' err.txt
+        failures=$((failures + 1))
+    fi
+}
+expect 0 "$vt" synth data=bad task=detect classes=3 train=8 val=4 imgsz=32 seed=1
+printf '0 nan 0.5 0.2 0.2\n' >>bad/labels/train/00003.txt
+printf '0 0.5 inf 0.2 0.2\n' >>bad/labels/train/00002.txt
+printf '\377\330\377\340garbage' >bad/images/train/00008.jpg
+cp bad/labels/train/00001.txt bad/labels/train/00008.txt
+# a 1x1 PNG, and the header of a 20000x20000 one
+printf '\211PNG\r\n\032\n\000\000\000\rIHDR\000\000\000\001\000\000\000\001\010\002\000\000\000\220wS\336\000\000\000\014IDATx\234c\370\317\300\000\000\003\001\001\000\311\376\222\357\000\000\000\000IEND\256B`\202' >bad/images/train/00010.png
+printf '\211PNG\r\n\032\n\000\000\000\rIHDR\000\000N \000\000N \010\002\000\000\000l\022\321n\000\000\000\013IDATx\234c`\200\001\000\000\n\000\001\177\200t^\000\000\000\000IEND\256B`\202' >bad/images/train/00009.png
+bad_args="imgsz=32 epochs=1 batch=4 workers=0 project=$work/runs"
+expect_split 0 "$vt" train data=bad $bad_args name=off progress=off save=bad.vtm
+expect_err '^data: bad \(policy=drop\): train 8 of 11 images used, .*; val 4 of 4 images used\.  2 boxes dropped: coord_range 2\.  .*truncated_jpeg 1, image_too_small 1.*\.  The problems:$'
+expect_err '^  bad/labels/train/00002.txt:[0-9]+: coordinate 2 \(inf\) is outside 0..1 .*\[coord_range\]$'
+expect_err '^  bad/labels/train/00003.txt:[0-9]+: coordinate 1 \(nan\) is outside 0..1 .*\[coord_range\]$'
+expect_err '^  bad/images/train/00008.jpg: truncated JPEG \[truncated_jpeg\]$'
+expect_err '^  bad/images/train/00009.png: PNG image too large \(20000x20000.*\[[a-z_]+\]$'
+expect_err '^  bad/images/train/00010.png: 1x1 image, smaller than min_size=10 \[image_too_small\]$'
+expect_err '^  all 5 problems: .*runs/detect/off/problems.txt$'
+expect_out '^training det-n \('
+expect_out '^final validation mAP50 [0-9.]+  mAP50-95 [0-9.]+$'
+expect_out '^saved bad.vtm: the best weights'
+expect_out '^run folder: .*runs/detect/off \(best weights'
+expect_no '^data:|^ +epoch +loss|epoch 1/1|^ +1/1 '   # summary with problems: stderr; no bar, no table
+# the problems in the summary are the ones of problems.txt, and of vt check
+if [ "$(wc -l <runs/detect/off/problems.txt)" -ne 5 ]; then
+    echo "FAIL: runs/detect/off/problems.txt does not list the 5 problems"
+    failures=$((failures + 1))
+fi
+expect_split 0 "$vt" train data=bad $bad_args name=quiet quiet=1
+expect_silent
+[ -s runs/detect/quiet/problems.txt ] || { echo "FAIL: quiet=1 wrote no problems.txt"; failures=$((failures + 1)); }
+expect 2 "$vt" train data=bad $bad_args quiet=1 progress=plain
+expect_out 'quiet=1 prints nothing but errors; it cannot go with progress=plain'
+expect 2 "$vt" train data=bad $bad_args quiet=maybe
+expect_out 'quiet=maybe: expected 0 or 1'
+# vt val: the summary of a dataset with problems on stderr; quiet=1 nothing
+expect_split 0 "$vt" val model=bad.vtm data=bad
+expect_err '^data: bad \(policy=drop\): .*The problems:$'
+expect_err '^  bad/images/train/00010.png: 1x1 image'
+expect_out '^val \(4 images\): loss'
+expect_split 0 "$vt" val model=bad.vtm data=bad quiet=1
+expect_silent
+expect_split 3 "$vt" val model=no-such.vtm data=bad quiet=1
+expect_err 'no-such.vtm'   # errors still print
+# nc: 5 with 3 names, progress=off: said on stderr
+expect 0 "$vt" synth data=ncd task=detect classes=3 train=8 val=4 imgsz=32 seed=1
+sed 's/^nc: 3$/nc: 5/' ncd/data.yaml >ncd/d.yaml && mv ncd/d.yaml ncd/data.yaml
+expect_split 0 "$vt" train data=ncd $bad_args save=0 progress=off
+expect_err "^  ncd/data.yaml:[0-9]+: 'names' has 3 entries but 'nc' is 5; using the 3 names \[class_count\]$"
+expect_out '^final validation mAP50 '
+# a clean dataset: the summary on stdout; the library's notes ("vt: ...") on stderr with
+# progress=off, silenced by quiet=1 (a 2-class model fine-tuned to 3 classes)
+expect 0 "$vt" synth data=cls3 classes=3 train=2 val=1 imgsz=16 seed=1
+expect_split 0 "$vt" train data=cls3 model=m.vtm imgsz=16 epochs=1 batch=4 save=0 progress=off
+expect_out '^data: cls3 \(policy=drop\): train 6 of 6 images used; val 3 of 3 images used; no problems found$'
+expect_out '^final validation top-1 accuracy: [0-9.]+$'
+expect_err '^vt: transferred [0-9]+/[0-9]+ tensors'
+expect_split 0 "$vt" train data=cls3 model=m.vtm imgsz=16 epochs=1 batch=4 save=0 quiet=1
+expect_silent
+expect_split 0 "$vt" demo data=cls3 imgsz=16 epochs=1 batch=4 save=0 quiet=1
+expect_silent
 
 # interrupted: 4 (SIGINT while training; the weights so far are saved)
 "$vt" train data=data imgsz=16 epochs=100000 batch=4 save=int.vtm progress=plain >int.txt 2>&1 &

@@ -73,7 +73,7 @@ expect 3 "$vt" check data=cls
 expect_out "$tinymsg"
 expect 0 "$vt" train data=cls imgsz=16 epochs=1 batch=4 save=0
 expect_out "$tinymsg"
-expect_out 'train 12 of 13 images used, 1 unreadable or too small'
+expect_out 'train 12 of 13 images used, 1 outside the size limits'
 expect 0 "$vt" check data=cls min_size=1
 expect_no 'tiny.png'
 expect 0 "$vt" train data=cls imgsz=16 epochs=1 batch=4 save=0 min_size=1

@@ -112,7 +112,9 @@ int cmd_check(args *a)
         vt_count what;
         const char *name;
     } rows[] = {{VT_COUNT_IMAGES, "images"},           {VT_COUNT_USABLE, "usable"},
-                {VT_COUNT_CORRUPT, "corrupt"},         {VT_COUNT_SKIPPED, "skipped"},
+                {VT_COUNT_CORRUPT, "corrupt"},
+                {VT_COUNT_SIZE, "size limits"},
+                {VT_COUNT_SKIPPED, "skipped"},
                 {VT_COUNT_BACKGROUNDS, "backgrounds"}, {VT_COUNT_INSTANCES, "instances"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (task == VT_TASK_CLASSIFY && rows[i].what == VT_COUNT_BACKGROUNDS) continue;
@@ -130,18 +132,20 @@ int cmd_check(args *a)
         printf("  %s [%s]\n", msg, vt_problem_code_name(code));
     }
     if (np > show) printf("  ... and %ld more (show=N prints more)\n", np - show);
-    int64_t corrupt = 0, images = 0;
+    int64_t corrupt = 0, images = 0, sized = 0;
     for (int s = 0; s < 3; s++) {
         corrupt += vt_report_count(r, VT_COUNT_CORRUPT, (vt_split)s);
+        sized += vt_report_count(r, VT_COUNT_SIZE, (vt_split)s);
         images += vt_report_count(r, VT_COUNT_IMAGES, (vt_split)s);
     }
-    printf("%lld images decoded: %lld unreadable; %d problem%s\n", (long long)images,
-           (long long)corrupt, np, np == 1 ? "" : "s");
+    printf("%lld images decoded: %lld unreadable", (long long)images, (long long)corrupt);
+    if (sized) printf(", %lld outside the size limits", (long long)sized);
+    printf("; %d problem%s\n", np, np == 1 ? "" : "s");
     printf("advice: %s\n", vt_estimate_dataset_advice(vt_report_count(r, VT_COUNT_USABLE,
                                                                        VT_SPLIT_TRAIN)));
     free(counts);
     vt_report_destroy(r);
-    return corrupt ? EXIT_DATA : 0;
+    return corrupt || sized ? EXIT_DATA : 0;
 }
 
 /* Open data= for a dataset tool (task= and policy= as for check). */

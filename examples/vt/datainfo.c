@@ -6,7 +6,7 @@
 
 #include "vt_cli.h"
 
-#define SUMMARY_EXAMPLES 3
+#define SUMMARY_EXAMPLES 3 /* listed of more than DATA_SUMMARY_ALL problems */
 
 int take_data_keys(const char *cmd, args *a, data_info *info)
 {
@@ -46,6 +46,7 @@ static int kind_of(int code)
     case VT_PROBLEM_MISSING_IMAGE: case VT_PROBLEM_IMAGE_UNREADABLE: case VT_PROBLEM_CORRUPT_IMAGE:
     case VT_PROBLEM_TRUNCATED_JPEG: case VT_PROBLEM_IMAGE_TOO_SMALL:
     case VT_PROBLEM_UNSUPPORTED_FORMAT: case VT_PROBLEM_MISSING_MASK: case VT_PROBLEM_BAD_MASK:
+    case VT_PROBLEM_IMAGE_TOO_LARGE: case VT_PROBLEM_SYMLINK_LOOP: case VT_PROBLEM_BROKEN_LINK:
         return KIND_IMAGE;
     default:
         return KIND_OTHER;
@@ -77,42 +78,50 @@ void print_data_summary(const vt_dataset *ds, const char *data, const data_info 
                         const char *where)
 {
     static const char *const split_names[] = {"train", "val", "test"};
-    printf("data: %s (policy=%s%s):", data, info->policy, info->decoded ? "" : ", decode=0");
+    int np = vt_dataset_num_problems(ds);
+    FILE *f = np ? stderr : stdout; /* problems are warnings: stderr, as every warning */
+    fflush(stdout);
+    fprintf(f, "data: %s (policy=%s%s):", data, info->policy, info->decoded ? "" : ", decode=0");
     for (int s = 0; s < 3; s++) {
         int64_t all = vt_dataset_count(ds, VT_COUNT_IMAGES, (vt_split)s);
         int64_t bad = vt_dataset_count(ds, VT_COUNT_CORRUPT, (vt_split)s);
+        int64_t sized = vt_dataset_count(ds, VT_COUNT_SIZE, (vt_split)s);
         int64_t skip = vt_dataset_count(ds, VT_COUNT_SKIPPED, (vt_split)s);
         if (!all && s == VT_SPLIT_TEST) continue;
-        printf("%s %s %lld of %lld images used", s ? ";" : "", split_names[s],
-               (long long)vt_dataset_count(ds, VT_COUNT_USABLE, (vt_split)s), (long long)all);
-        if (bad) printf(", %lld unreadable or too small", (long long)bad);
-        if (skip) printf(", %lld skipped (label problems)", (long long)skip);
+        fprintf(f, "%s %s %lld of %lld images used", s ? ";" : "", split_names[s],
+                   (long long)vt_dataset_count(ds, VT_COUNT_USABLE, (vt_split)s), (long long)all);
+        if (bad) fprintf(f, ", %lld unreadable", (long long)bad);
+        if (sized) fprintf(f, ", %lld outside the size limits", (long long)sized);
+        if (skip) fprintf(f, ", %lld skipped (label problems)", (long long)skip);
     }
-    int np = vt_dataset_num_problems(ds);
     if (!np) {
-        printf("; no problems found\n");
+        fprintf(f, "; no problems found\n");
         return;
     }
     char buf[1024];
     int nl = reasons(ds, KIND_LABEL, buf, sizeof buf);
     int is_box = vt_dataset_task(ds) != VT_TASK_CLASSIFY;
     if (nl && !strcmp(info->policy, "skip"))
-        printf(".  %d label problem%s, their images skipped: %s", nl, nl == 1 ? "" : "s", buf);
+        fprintf(f, ".  %d label problem%s, their images skipped: %s", nl, nl == 1 ? "" : "s",
+                buf);
     else if (nl)
-        printf(".  %d %s dropped: %s", nl, is_box ? (nl == 1 ? "box" : "boxes")
-                                                  : (nl == 1 ? "entry" : "entries"), buf);
+        fprintf(f, ".  %d %s dropped: %s", nl, is_box ? (nl == 1 ? "box" : "boxes")
+                                                      : (nl == 1 ? "entry" : "entries"), buf);
     int ni = reasons(ds, KIND_IMAGE, buf, sizeof buf);
-    if (ni) printf(".  %d image%s left out: %s", ni, ni == 1 ? "" : "s", buf);
+    if (ni) fprintf(f, ".  %d image%s left out: %s", ni, ni == 1 ? "" : "s", buf);
     int no = reasons(ds, KIND_OTHER, buf, sizeof buf);
-    if (no) printf(".  %d other warning%s: %s", no, no == 1 ? "" : "s", buf);
-    printf(".  First %s:\n", np > SUMMARY_EXAMPLES ? "problems" : np == 1 ? "problem" : "problems");
-    for (int k = 0; k < np && k < SUMMARY_EXAMPLES; k++) {
+    if (no) fprintf(f, ".  %d other warning%s: %s", no, no == 1 ? "" : "s", buf);
+    int shown = np > DATA_SUMMARY_ALL ? SUMMARY_EXAMPLES : np;
+    if (shown < np) fprintf(f, ".  The first %d:\n", shown);
+    else fprintf(f, ".  %s:\n", np == 1 ? "The problem" : "The problems");
+    for (int k = 0; k < shown; k++) {
         const char *msg;
         int code;
         vt_dataset_problem(ds, k, NULL, NULL, &code, &msg);
-        printf("  %.300s [%s]\n", msg, vt_problem_code_name(code));
+        fprintf(f, "  %.300s [%s]\n", msg, vt_problem_code_name(code));
     }
-    if (where) printf("  all %d problem%s: %s\n", np, np == 1 ? "" : "s", where);
+    if (where) fprintf(f, "  all %d problem%s: %s\n", np, np == 1 ? "" : "s", where);
+    fflush(f);
 }
 
 int write_problems(const vt_dataset *ds, const char *dir, char *path, size_t cap)

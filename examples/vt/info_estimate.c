@@ -393,6 +393,41 @@ static void print_recommendation(const vt_estimator *e, vt_rank_by by, const cha
     if (*basis) printf("  ranges: %s\n", basis);
 }
 
+/* The estimator's keys and values of the arguments, each set on a throw-away estimator before
+ * any work (as check_trainer_keys does for training): every bad one is reported, with the
+ * name given (price=, not the estimator's local_price=).  The number of bad ones. */
+static int probe_estimator_values(const args *a)
+{
+    static const char *const alias[][2] = {{"budget", "budget_usd"}, {"deadline", "deadline_h"},
+                                           {"price", "local_price"}};
+    vt_estimator *p = NULL;
+    if (vt_estimator_create(&p)) return 0; /* cannot check here: the real estimator will */
+    int bad = 0, unknown = 0;
+    for (int i = 0; i < a->n; i++) {
+        const kv *k = &a->kv[i];
+        const char *name = NULL; /* the estimator's key of a CLI name */
+        for (size_t j = 0; j < sizeof alias / sizeof *alias; j++)
+            if (key_is(k, alias[j][0])) name = alias[j][1];
+        if (k->tool && !name) continue;
+        char kvb[512];
+        snprintf(kvb, sizeof kvb, "%s=%s", name ? name : "", k->val);
+        vt_status st = vt_estimator_set(p, name ? kvb : k->arg);
+        if (!st) continue;
+        bad++;
+        unknown |= st == VT_ERR_UNKNOWN_OPTION;
+        const char *msg = vt_estimator_last_error(p);
+        size_t nl = name ? strlen(name) : 0;
+        if (name && !strncmp(msg, name, nl) && msg[nl] == '=')
+            fprintf(stderr, "vt %s: %.*s%s (%s)\n", a->cmd, (int)k->klen, k->arg, msg + nl,
+                    vt_status_string(st));
+        else
+            fail(a->cmd, st, msg);
+    }
+    if (unknown) fprintf(stderr, "vt %s also takes: gpu, %s\n", a->cmd, EST_TOOL_KEYS);
+    vt_estimator_destroy(p);
+    return bad;
+}
+
 int cmd_estimate(args *a)
 {
     const char *cmd = a->cmd;
@@ -406,9 +441,11 @@ int cmd_estimate(args *a)
     int rc, calibrate = 0;
     long top = 0;
     double tmp;
-    if ((rc = flag_value(cmd, "calibrate", calib_s, &calibrate))) return rc;
-    if ((rc = int_value(cmd, "top", top_s, 1, 100000, &top))) return rc;
-    if ((rc = num_value(cmd, "seconds", seconds, 0.1, &tmp))) return rc;
+    /* every bad value is reported, then one exit */
+    int bad = 0;
+    bad += flag_value(cmd, "calibrate", calib_s, &calibrate) != 0;
+    bad += int_value(cmd, "top", top_s, 1, 100000, &top) != 0;
+    bad += num_value(cmd, "seconds", seconds, 0.1, &tmp) != 0;
     if (!gpu) gpu = "all";
     int all = !strcmp(gpu, "all");
     vt_rank_by by = VT_RANK_COST;
@@ -417,12 +454,19 @@ int cmd_estimate(args *a)
         else if (!strcmp(by_s, "time")) by = VT_RANK_TIME;
         else {
             fprintf(stderr, "vt estimate: by=%s: valid values: cost, time\n", by_s);
-            return EXIT_USAGE;
+            bad++;
         }
     }
     if (budget && deadline) {
         fprintf(stderr, "vt estimate: give deadline= (cheapest within it) or budget= (fastest "
                         "within it), not both\n");
+        bad++;
+    }
+    vt_task tk0;
+    if (task_s) bad += task_value(cmd, task_s, data ? data : "", &tk0) != 0;
+    bad += probe_estimator_values(a);
+    if (bad) {
+        if (bad > 1) fprintf(stderr, "vt estimate: %d bad values; nothing estimated\n", bad);
         return EXIT_USAGE;
     }
     if (deadline) by = VT_RANK_COST_WITHIN_DEADLINE;

@@ -1,5 +1,7 @@
 /* vt: the progress display of a training run (a live bar or plain lines, one table row per
- * epoch) and the library's log messages. */
+ * epoch) and the library's log messages.  progress=off drops the bar and the table only (the
+ * run folder, the data summary and the results still print); quiet=1 drops everything but
+ * errors. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,10 +59,22 @@ static void fmt_gpu(const vt_progress *p, char *buf, size_t cap)
     if (!any && k < cap) snprintf(buf + k, cap - k, " n/a");
 }
 
+/* The best epoch so far, by the task's fitness (top-1, mAP50-95 or mIoU): for the last line,
+ * also without the table. */
+static void track_best(progress_state *ps, const vt_progress *p, int epoch)
+{
+    vt_metric m = ps->det ? VT_METRIC_MAP50_95 : ps->seg ? VT_METRIC_MIOU : VT_METRIC_TOP1;
+    double v;
+    if (vt_progress_metric(p, m, &v) == VT_OK && (ps->best_epoch == 0 || v > ps->best_top1)) {
+        ps->best_top1 = v;
+        ps->best_epoch = epoch;
+    }
+}
+
 int progress_cb(void *user, vt_event ev, const vt_progress *p)
 {
     progress_state *ps = user;
-    if (ps->mode == PROG_OFF) return 0;
+    if (ps->quiet) return 0;
     /* the run folder exists once the run has started: name it before the first progress line */
     if (!ps->dir_shown && ps->trainer) {
         const char *dir = vt_trainer_run_dir(ps->trainer);
@@ -74,6 +88,7 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
     int epoch = vt_progress_epoch(p), epochs = vt_progress_epochs(p);
     int batch = vt_progress_batch(p), batches = vt_progress_batches(p);
     if (ev == VT_EVENT_BATCH_END) {
+        if (ps->mode == PROG_OFF) return 0;
         /* throttle: 10 redraws a second on a terminal, a line every 10 s otherwise */
         double every = ps->mode == PROG_BAR ? 0.1 : 10.0;
         if (t - ps->last_draw < every && batch != batches) return 0;
@@ -101,6 +116,9 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
         return 0;
     }
     if (ev != VT_EVENT_EPOCH_END) return 0; /* e.g. a checkpoint was saved */
+    ps->epochs_seen++;
+    track_best(ps, p, epoch);
+    if (ps->mode == PROG_OFF) return 0;
     /* one row of the summary table */
     clear_bar(ps);
     if (!ps->header_done && ps->seg) {
@@ -128,11 +146,6 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
             if (vt_progress_metric(p, sm[i], &v3) == VT_OK) snprintf(c3[i], 16, "%.4f", v3);
             else snprintf(c3[i], 16, "-");
         }
-        if (vt_progress_metric(p, VT_METRIC_MIOU, &v3) == VT_OK &&
-            (ps->best_epoch == 0 || v3 > ps->best_top1)) {
-            ps->best_top1 = v3;
-            ps->best_epoch = epoch;
-        }
         snprintf(tb3, sizeof tb3, "%.1fs", t - ps->epoch_t0);
         ps->epoch_t0 = t;
         printf("%9s %10.4f %10s %7s %9s %10.6f %8.0f %9s\n", ep3, metric_or(p, VT_METRIC_LOSS, NAN),
@@ -154,11 +167,6 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
             if (vt_progress_metric(p, mm[i], &v2) == VT_OK) snprintf(cols[i], 16, "%.4f", v2);
             else snprintf(cols[i], 16, "-");
         }
-        if (vt_progress_metric(p, VT_METRIC_MAP50_95, &v2) == VT_OK &&
-            (ps->best_epoch == 0 || v2 > ps->best_top1)) {
-            ps->best_top1 = v2;
-            ps->best_epoch = epoch;
-        }
         snprintf(tb2, sizeof tb2, "%.1fs", t - ps->epoch_t0);
         ps->epoch_t0 = t;
         printf("%9s %10.4f %10s %7s %7s %7s %9s %10.6f %8.0f %9s\n", ep2,
@@ -172,13 +180,8 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
     snprintf(ep, sizeof ep, "%d/%d", epoch, epochs);
     if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v) == VT_OK) snprintf(vl, sizeof vl, "%.4f", v);
     else snprintf(vl, sizeof vl, "-");
-    if (vt_progress_metric(p, VT_METRIC_TOP1, &v) == VT_OK) {
-        snprintf(t1, sizeof t1, "%.4f", v);
-        if (ps->best_epoch == 0 || v > ps->best_top1) {
-            ps->best_top1 = v;
-            ps->best_epoch = epoch;
-        }
-    } else snprintf(t1, sizeof t1, "-");
+    if (vt_progress_metric(p, VT_METRIC_TOP1, &v) == VT_OK) snprintf(t1, sizeof t1, "%.4f", v);
+    else snprintf(t1, sizeof t1, "-");
     if (vt_progress_metric(p, VT_METRIC_TOP5, &v) == VT_OK) snprintf(t5, sizeof t5, "%.4f", v);
     else snprintf(t5, sizeof t5, "-");
     /* time: wall time of the epoch, validation included */
@@ -191,9 +194,11 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
     return 0;
 }
 
+/* Notes ("vt: ...") and warnings to stderr; quiet=1 sets the log level to errors only. */
 void log_cb(void *user, vt_log_level level, const char *msg)
 {
     progress_state *ps = user;
+    if (ps && ps->quiet && level != VT_LOG_ERROR) return;
     if (ps) clear_bar(ps);
     fflush(stdout);
     if (level >= VT_LOG_INFO) fprintf(stderr, "vt: %s\n", msg); /* a note: no label */

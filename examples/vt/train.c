@@ -10,7 +10,8 @@
 
 /* ---- train / demo ------------------------------------------------------------------------ */
 
-#define TRAIN_TOOL_KEYS "data, model, save, task, channels, dropout, progress, policy, min_size, decode"
+#define TRAIN_TOOL_KEYS \
+    "data, model, save, task, channels, dropout, progress, quiet, policy, min_size, decode"
 
 /* Check the trainer's keys and values before any slow work (opening a dataset, a model), so
  * usage errors come first: on a throw-away trainer of a tiny model. */
@@ -23,15 +24,20 @@ int check_trainer_keys(args *a, const char *tool_keys)
         vt_model_destroy(probe);
         return 0; /* cannot check here: the real trainer will */
     }
-    int rc = 0;
-    for (int i = 0; !rc && i < a->n; i++) {
+    /* every bad key and value, then one exit */
+    int rc = 0, bad = 0, unknown = 0;
+    for (int i = 0; i < a->n; i++) {
         if (a->kv[i].tool) continue;
         vt_status st = vt_trainer_set(t, a->kv[i].arg);
         if (st) {
-            rc = fail(a->cmd, st, vt_trainer_last_error(t));
-            if (st == VT_ERR_UNKNOWN_OPTION) fprintf(stderr, "vt %s also takes: %s\n", a->cmd, tool_keys);
+            int r = fail(a->cmd, st, vt_trainer_last_error(t));
+            if (!rc) rc = r;
+            bad++;
+            unknown |= st == VT_ERR_UNKNOWN_OPTION;
         }
     }
+    if (unknown) fprintf(stderr, "vt %s also takes: %s\n", a->cmd, tool_keys);
+    if (bad > 1) fprintf(stderr, "vt %s: %d bad keys or values\n", a->cmd, bad);
     vt_trainer_destroy(t);
     vt_model_destroy(probe);
     return rc;
@@ -159,11 +165,11 @@ static void list_problems(train_cb_state *s)
     s->listed = 1;
     char path[4200];
     int np = vt_dataset_num_problems(s->ds);
+    fflush(stdout); /* the summary's last line: stderr, with the problems it counts */
     if (write_problems(s->ds, dir, path, sizeof path))
         fprintf(stderr, "vt train: cannot write %s\n", path);
-    else if (s->ps.mode != PROG_OFF)
-        printf("  all %d problem%s: %s\n", np, np == 1 ? "" : "s", path);
-    fflush(stdout);
+    else if (!s->ps.quiet)
+        fprintf(stderr, "  all %d problem%s: %s\n", np, np == 1 ? "" : "s", path);
 }
 
 static int train_progress(void *user, vt_event ev, const vt_progress *p)
@@ -180,15 +186,23 @@ static int train(args *a, double *top1_out)
     const char *data = take(a, "data"), *arch = take(a, "model"), *save = take(a, "save");
     const char *task = take(a, "task"), *channels = take(a, "channels");
     const char *dropout = take(a, "dropout"), *prog = take(a, "progress");
+    const char *quiet_s = take(a, "quiet");
     const char *imgsz = NULL, *resume = NULL;
     for (int i = 0; i < a->n; i++) {
         if (key_is(&a->kv[i], "imgsz")) imgsz = a->kv[i].val; /* for the model and the trainer */
         if (key_is(&a->kv[i], "resume")) resume = a->kv[i].val; /* the trainer's, read here too */
     }
     const char *model_imgsz = imgsz;
-    int mode;
+    int mode, quiet = 0;
     data_info di;
     if (progress_mode(cmd, prog, &mode)) return EXIT_USAGE;
+    if (flag_value(cmd, "quiet", quiet_s, &quiet)) return EXIT_USAGE;
+    if (quiet && prog && mode != PROG_OFF) {
+        fprintf(stderr, "vt %s: quiet=1 prints nothing but errors; it cannot go with "
+                "progress=%s (drop one)\n", cmd, prog);
+        return EXIT_USAGE;
+    }
+    if (quiet) mode = PROG_OFF;
     if (take_data_keys(cmd, a, &di)) return EXIT_USAGE;
     ckpt_args ca;
     memset(&ca, 0, sizeof ca);
@@ -287,10 +301,12 @@ static int train(args *a, double *top1_out)
     cs.ds = ds;
     cs.listed = vt_dataset_num_problems(ds) == 0;
     cs.ps.mode = mode;
+    cs.ps.quiet = quiet;
     cs.ps.det = tk == VT_TASK_DETECT;
     cs.ps.seg = tk == VT_TASK_SEGMENT;
     cs.ps.trainer = t;
-    vt_trainer_set_log(t, log_cb, &cs.ps, VT_LOG_INFO); /* notes too: transfer, early stop */
+    /* notes too (transfer, early stop); quiet=1: errors only */
+    vt_trainer_set_log(t, log_cb, &cs.ps, quiet ? VT_LOG_ERROR : VT_LOG_INFO);
     vt_trainer_set_progress(t, train_progress, &cs);
     double epochs = 0, batch = 0, dev_imgsz = 0;
     vt_trainer_get_float(t, VT_OPT_EPOCHS, &epochs);
@@ -306,7 +322,7 @@ static int train(args *a, double *top1_out)
     if (ca.epochs && !given_epochs) epochs = strtod(ca.epochs, NULL);
     if (ca.batch && !given_batch) batch = strtod(ca.batch, NULL);
     cs.ps.auto_batch = batch < 0;
-    if (mode != PROG_OFF) {
+    if (!quiet) { /* progress=off too: only the bar and the epoch table are left out */
         char bs[32];
         if (batch < 0) snprintf(bs, sizeof bs, "auto");
         else snprintf(bs, sizeof bs, "%.0f", batch);
@@ -345,7 +361,7 @@ static int train(args *a, double *top1_out)
         goto out;
     }
     char tb[32];
-    if (rc == 0 && mode != PROG_OFF) {
+    if (rc == 0 && !quiet) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
         if (cs.ps.best_epoch)
             printf("; best %s %.4f at epoch %d%s",
@@ -353,22 +369,21 @@ static int train(args *a, double *top1_out)
                    cs.ps.best_epoch,
                    resume && *resume ? " of this session (the run's best: weights/best.vtm)" : "");
         printf("\n");
-        if (resume && *resume && !cs.ps.header_done)
+        if (resume && *resume && !cs.ps.epochs_seen)
             printf("nothing to train: the run had finished its %.0f epochs; give epochs= above "
                    "%.0f to extend it\n", epochs, epochs);
     }
     double top1, m50;
     if (cs.ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
         vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK) {
-        if (mode != PROG_OFF) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, top1);
+        if (!quiet) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, top1);
         if (top1_out) *top1_out = top1;
     } else if (cs.ps.seg && vt_trainer_metric(t, VT_METRIC_MIOU, &top1) == VT_OK &&
                vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &m50) == VT_OK) {
-        if (mode != PROG_OFF)
-            printf("final validation mIoU %.4f  pixel accuracy %.4f\n", top1, m50);
+        if (!quiet) printf("final validation mIoU %.4f  pixel accuracy %.4f\n", top1, m50);
         if (top1_out) *top1_out = top1;
     } else if (!cs.ps.det && vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
-        if (mode != PROG_OFF) printf("final validation top-1 accuracy: %.4f\n", top1);
+        if (!quiet) printf("final validation top-1 accuracy: %.4f\n", top1);
         if (top1_out) *top1_out = top1;
     }
     const char *dir = vt_trainer_run_dir(t);
@@ -381,14 +396,14 @@ static int train(args *a, double *top1_out)
         vt_status sst = have_best ? vt_model_load(&bm, best) : VT_OK;
         if (!sst) sst = vt_model_save(bm ? bm : m, save);
         if (sst) rc = fail(cmd, sst, bm ? vt_model_last_error(bm) : vt_model_last_error(m));
-        else if (have_best)
+        else if (have_best && !quiet)
             printf("saved %s: the best weights (a copy of %s)\n", save, best);
-        else
+        else if (!quiet)
             printf("saved %s: the last weights%s\n", save,
                    rc == EXIT_INTERRUPTED ? " (reached so far)" : " (no run folder with save=0)");
         vt_model_destroy(bm);
     }
-    if (*dir && mode != PROG_OFF) {
+    if (*dir && !quiet) {
         /* stopped early (Ctrl-C, time=): continue; completed or early-stopped: extend */
         vt_stop_reason why = vt_trainer_stop_reason(t);
         int cont = rc == EXIT_INTERRUPTED || why == VT_STOP_TIME;
@@ -418,8 +433,13 @@ int cmd_demo(args *a)
         return EXIT_USAGE;
     }
     if (!dir) dir = det ? "demo-det" : seg ? "demo-seg" : "demo-data";
+    /* quiet=1 (checked by train()): the demo's own lines too */
+    const char *q = NULL;
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], "quiet")) q = a->kv[i].val;
+    int quiet = q && (!strcmp(q, "1") || !strcmp(q, "true") || !strcmp(q, "yes"));
     if (!is_dir(dir)) {
-        printf("generating a synthetic dataset in %s ...\n", dir);
+        if (!quiet) printf("generating a synthetic dataset in %s ...\n", dir);
         vt_status st =
             det   ? vt_synth_generate(dir, VT_TASK_DETECT, "classes=3 train=400 val=80 imgsz=64 seed=11")
             : seg ? vt_synth_generate(dir, VT_TASK_SEGMENT, "classes=3 train=300 val=60 imgsz=64 seed=11")
@@ -459,6 +479,7 @@ int cmd_demo(args *a)
     }
     double top1 = 0;
     int rc = train(&t, &top1);
+    if (quiet) return rc;
     if (rc == 0 && det) printf("demo: det-n reached mAP50-95 %.3f on the validation images\n", top1);
     else if (rc == 0 && seg) printf("demo: seg-n reached mIoU %.3f on the validation images\n", top1);
     else if (rc == 0) printf("demo: cls-n reached %.1f%% validation accuracy\n", 100 * top1);

@@ -14,12 +14,15 @@
  * precision and loader threads); any other training key would be accepted and do nothing. */
 static const char *const val_trainer_keys[] = {"batch", "imgsz", "device", "precision", "workers"};
 #define VAL_KEYS \
-    "model, data, split, policy, min_size, decode, batch, imgsz, device, precision, workers"
+    "model, data, split, policy, min_size, decode, quiet, batch, imgsz, device, precision, " \
+    "workers"
 
 int cmd_val(args *a)
 {
     const char *cmd = a->cmd;
     const char *model = take(a, "model"), *data = take(a, "data"), *split = take(a, "split");
+    int quiet = 0; /* quiet=1: nothing but errors (the exit status says how it went) */
+    if (flag_value(cmd, "quiet", take(a, "quiet"), &quiet)) return EXIT_USAGE;
     if (!model || !data) {
         fprintf(stderr, "vt val: model=FILE and data=DIR are required (see 'vt help val')\n");
         return EXIT_USAGE;
@@ -56,10 +59,11 @@ int cmd_val(args *a)
     vt_status st = vt_model_load(&m, model);
     if (st) return fail(cmd, st, NULL);
     if ((rc = open_data(cmd, &di, vt_model_task(m), data, &ds))) goto out;
-    if (vt_dataset_num_problems(ds)) {
+    if (vt_dataset_num_problems(ds) && !quiet) { /* to stderr: the problems are warnings */
         char where[4300];
         snprintf(where, sizeof where, "'vt check data=%s' lists them", data);
-        print_data_summary(ds, data, &di, vt_dataset_num_problems(ds) > 3 ? where : NULL);
+        int np = vt_dataset_num_problems(ds);
+        print_data_summary(ds, data, &di, np > DATA_SUMMARY_ALL ? where : NULL);
     }
     if (vt_dataset_num_images(ds, sp) == 0) {
         fprintf(stderr, "vt val: %s has no %s split\n", data, split ? split : "val");
@@ -67,12 +71,13 @@ int cmd_val(args *a)
         goto out;
     }
     if ((rc = make_trainer(cmd, m, ds, a, VAL_KEYS, &t))) goto out;
-    vt_trainer_set_log(t, log_cb, NULL, VT_LOG_WARNING);
+    vt_trainer_set_log(t, log_cb, NULL, quiet ? VT_LOG_ERROR : VT_LOG_WARNING);
     double t0 = now_s();
     if ((st = vt_trainer_validate(t, sp))) {
         rc = fail(cmd, st, vt_trainer_last_error(t));
         goto out;
     }
+    if (quiet) goto out;
     if (vt_model_task(m) == VT_TASK_SEGMENT) {
         double v[3] = {NAN, NAN, NAN};
         vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);

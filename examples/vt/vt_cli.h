@@ -80,10 +80,12 @@ void release_sigint(void);
 enum { PROG_OFF = 0, PROG_PLAIN = 1, PROG_BAR = 2 };
 
 typedef struct {
-    int mode;
+    int mode;           /* PROG_OFF: no bar and no epoch table; the other lines still print */
+    int quiet;          /* quiet=1: nothing but errors (no notes, warnings, summary, results) */
     double t0, epoch_t0, last_draw;
     int header_done, bar_shown;
     int best_epoch;
+    int epochs_seen;    /* epoch ends of this session (the table printed or not) */
     double best_top1;   /* classification: top-1; detection: mAP50-95 */
     int det;            /* detection columns */
     int seg;            /* segmentation columns */
@@ -112,8 +114,12 @@ int take_data_keys(const char *cmd, args *a, data_info *info);
  * decode=1 unless decode=0; 0, or the exit code after a message. */
 int open_data(const char *cmd, const data_info *info, vt_task task, const char *data,
               vt_dataset **ds);
-/* The data summary: images used / left out per split, problems by reason, the first few with
- * file:line, and `where` the full list is (NULL: that line is left to the caller). */
+/* The data summary: images used / left out per split, problems by reason, each with file:line
+ * (up to DATA_SUMMARY_ALL of them, else the first few), and `where` the full list is (NULL:
+ * that line is left to the caller).  Problems
+ * and warnings go to stderr: the summary goes there when the dataset has problems, to stdout
+ * when it has none. */
+#define DATA_SUMMARY_ALL 10
 void print_data_summary(const vt_dataset *ds, const char *data, const data_info *info,
                         const char *where);
 /* Write every problem of ds to DIR/problems.txt (its path in path); 0 or -1. */

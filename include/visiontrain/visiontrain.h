@@ -443,7 +443,9 @@ typedef struct vt_dataset vt_dataset;
  * VT_ERR_DATASET (fewer than 2 class folders, no train image at all), the message naming the
  * folder.  An empty class folder (VT_PROBLEM_EMPTY_SPLIT; it keeps its class id), a val class
  * not present in train (VT_PROBLEM_CLASS_COUNT; its images are not used) and a missing or empty
- * val/ are recorded problems (vt_dataset_problem), as vt_dataset_validate() reports them.  On
+ * val/ are recorded problems (vt_dataset_problem), as vt_dataset_validate() reports them, as is
+ * a symbolic link (class folder or image) that cannot be followed: a loop
+ * (VT_PROBLEM_SYMLINK_LOOP) or a missing target (VT_PROBLEM_BROKEN_LINK), skipped.  On
  * failure *out is NULL and vt_last_error() has the message. */
 VT_API vt_status vt_dataset_open(vt_dataset **out, vt_task task, const char *path);
 VT_API void vt_dataset_destroy(vt_dataset *dataset);
@@ -478,8 +480,11 @@ VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
  *  - a COCO instances JSON (a path ending in .json).  It is the train split; when its file
  *    name contains "train" and the same name with the last "train" replaced by "val" exists
  *    next to it, that file is the val split (its categories must be the train file's).  Image
- *    files are looked up under <json folder>/images/ when that folder exists, else under the
- *    json's folder, joined with `file_name`.  Categories sorted by id become classes 0..n-1
+ *    files are looked up, first match wins: an absolute `file_name` as it is; else
+ *    <json folder>/images/<file_name> (when that folder exists), <json folder>/<file_name>,
+ *    and for a JSON in a folder named "annotations" <parent>/images/<file_name> and
+ *    <parent>/<file_name>.  An image found nowhere is VT_PROBLEM_MISSING_IMAGE, naming the
+ *    paths tried and the rule.  Categories sorted by id become classes 0..n-1
  *    with their names; `iscrowd` annotations are skipped; `bbox` [x,y,w,h] in pixels is
  *    converted with the image's `width`/`height` and clipped to the image.
  *
@@ -489,7 +494,13 @@ VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
  * from `nc` is recorded (VT_PROBLEM_CLASS_COUNT, the `names` list wins), as is a val or test
  * split without images (VT_PROBLEM_EMPTY_SPLIT).  Problems in single labels do not fail either:
  * the bad box (or entry) is dropped, the rest of the image is kept, and the problem is recorded
- * (vt_dataset_problem) for the caller to report. */
+ * (vt_dataset_problem) for the caller to report.  Also recorded, as warnings: a `train`/`val`/
+ * `test` entry or a COCO `file_name` that resolves (by its text: absolute, or `..` climbing
+ * out; links are not followed) outside the dataset folder, which is `path:` when given, else
+ * the yaml's folder, and for COCO the JSON's folder (its parent when it is "annotations"):
+ * VT_PROBLEM_OUTSIDE_ROOT, the path still used; symbolic links found while listing images
+ * that cannot be followed (VT_PROBLEM_SYMLINK_LOOP, VT_PROBLEM_BROKEN_LINK; a folder link back
+ * to a folder being searched is a loop and not followed), skipped. */
 
 /* Kinds of recorded dataset problems.  Values are fixed. */
 typedef enum vt_problem_code {
@@ -518,8 +529,15 @@ typedef enum vt_problem_code {
                                         folder that train does not have                        */
     VT_PROBLEM_MISSING_MASK = 19,    /* segmentation mask layout: an image without its mask PNG
                                         (the image is dropped)                                 */
-    VT_PROBLEM_BAD_MASK = 20         /* a mask PNG that does not decode, is not 8-bit gray, or
+    VT_PROBLEM_BAD_MASK = 20,        /* a mask PNG that does not decode, is not 8-bit gray, or
                                         differs in size from its image (validation, decode=1)  */
+    VT_PROBLEM_OUTSIDE_ROOT = 21,    /* a split path or COCO file_name outside the dataset
+                                        folder (a warning; still used)                         */
+    VT_PROBLEM_SYMLINK_LOOP = 22,    /* a symbolic link loop, or a folder link back to a
+                                        searched folder (skipped / not followed)               */
+    VT_PROBLEM_BROKEN_LINK = 23,     /* a symbolic link whose target does not exist (skipped)   */
+    VT_PROBLEM_IMAGE_TOO_LARGE = 24  /* over the decoder's limits: 32768 pixels a side, 2^28
+                                        pixels, a 2 GiB file (validation, decode=1)            */
 } vt_problem_code;
 
 /* A short static name of a problem code ("truncated_jpeg"), "unknown" for other values. */
@@ -647,12 +665,17 @@ typedef enum vt_count {
     VT_COUNT_IMAGES = 1,      /* image files the split lists (found on disk)                   */
     VT_COUNT_USABLE = 2,      /* of those, the images training would use under the policy      */
     VT_COUNT_CORRUPT = 3,     /* images with an image problem (unreadable, corrupt, truncated,
-                                 too small, unsupported format): never usable                  */
+                                 unsupported format, bad mask): never usable; not those of
+                                 VT_COUNT_SIZE                                                  */
     VT_COUNT_SKIPPED = 4,     /* images left out by policy=skip for a label problem            */
     VT_COUNT_BACKGROUNDS = 5, /* usable detection (or polygon segmentation) images without any
                                  box; 0 for segmentation mask datasets                         */
-    VT_COUNT_INSTANCES = 6    /* boxes (segmentation: polygons; none for masks) of the usable
+    VT_COUNT_INSTANCES = 6,   /* boxes (segmentation: polygons; none for masks) of the usable
                                  images (classification: usable images)                         */
+    VT_COUNT_SIZE = 7         /* readable images left out for their size, smaller than min_size
+                                 or over the decoder's limits (VT_PROBLEM_IMAGE_TOO_SMALL,
+                                 VT_PROBLEM_IMAGE_TOO_LARGE): never usable.
+                                 images = usable + corrupt + size + skipped.                    */
 } vt_count;
 
 /* Validate a dataset: open it (task and path as for vt_dataset_open; segmentation: see
@@ -662,8 +685,9 @@ typedef enum vt_count {
  * options: NULL or space-separated key=value among policy=drop|skip|fail, min_size=10 and
  * workers=4, as for vt_dataset_open_ex (decoding is always on).  Validation finds the same
  * problems, with the same codes and messages, as vt_dataset_open_ex(..., "decode=1") with the
- * same options; the one difference is that a train split without images is recorded
- * (VT_PROBLEM_EMPTY_SPLIT) instead of failing the call.  Errors that leave nothing to validate (no such
+ * same options; the one difference is that a train split (or a COCO file) without usable
+ * images is recorded (VT_PROBLEM_EMPTY_SPLIT) instead of failing the call.  Errors that leave
+ * nothing to validate (no such
  * path, YAML/JSON syntax, no `train`) fail the call as vt_dataset_open does; with policy=fail
  * the first problem fails it with VT_ERR_DATASET ("file:line: ...").  On failure *out is NULL.
  * The records are ordered: problems of opening (in the order found), then image problems by
@@ -690,8 +714,9 @@ VT_API int64_t vt_report_class_instances(const vt_report *report, vt_split split
 
 /* The counts of vt_report_count for an opened dataset, so a caller that trains can say what
  * it uses: VT_COUNT_IMAGES (usable plus left out), VT_COUNT_USABLE (vt_dataset_num_images),
- * VT_COUNT_CORRUPT (left out by decode=1), VT_COUNT_SKIPPED (left out by policy=skip),
- * VT_COUNT_BACKGROUNDS, VT_COUNT_INSTANCES.  Without decode=1 nothing is counted as corrupt.
+ * VT_COUNT_CORRUPT and VT_COUNT_SIZE (left out by decode=1: unreadable, and for their size),
+ * VT_COUNT_SKIPPED (left out by policy=skip), VT_COUNT_BACKGROUNDS, VT_COUNT_INSTANCES.
+ * Without decode=1 nothing is counted as corrupt (nor for its size).
  * 0 for a bad argument. */
 VT_API int64_t vt_dataset_count(const vt_dataset *dataset, vt_count what, vt_split split);
 

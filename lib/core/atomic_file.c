@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Distinguishes temporary files of threads of one process writing the same target. */
@@ -15,6 +16,39 @@ static void release(vt_afile *a)
     free(a->path);
     free(a->tmp);
     memset(a, 0, sizeof *a);
+}
+
+vt_status vt_create_status(int e)
+{
+    return e == ENOENT || e == ENOTDIR ? VT_ERR_NOT_FOUND : VT_ERR_IO;
+}
+
+vt_status vt_create_fail(const char *path, const char *what, int e)
+{
+    vt_status st = vt_create_status(e);
+    char why[4200] = "";
+    if (st == VT_ERR_NOT_FOUND) {
+        /* the first folder of the path that is missing or is a file (a folder's own path
+         * last: a file of its name) */
+        size_t n = strlen(path), last = strcmp(what, "folder") ? n - 1 : n;
+        char *pre = malloc(n + 1);
+        for (size_t i = 1; pre && n && i <= last; i++) {
+            if (path[i] != '/' && path[i] != 0) continue;
+            memcpy(pre, path, i);
+            pre[i] = 0;
+            struct stat sb;
+            if (stat(pre, &sb) != 0) {
+                if (errno == ENOENT) snprintf(why, sizeof why, "; %s does not exist", pre);
+                break;
+            }
+            if (!S_ISDIR(sb.st_mode)) {
+                snprintf(why, sizeof why, "; %s is a file, not a folder", pre);
+                break;
+            }
+        }
+        free(pre);
+    }
+    return vt_fail(st, "%s: cannot create %s: %s%s", path, what, strerror(e), why);
 }
 
 vt_status vt_afile_open(vt_afile *a, const char *path)
@@ -39,8 +73,7 @@ vt_status vt_afile_open(vt_afile *a, const char *path)
     if (!a->f) {
         int e = errno;
         release(a);
-        return vt_fail(e == ENOENT || e == ENOTDIR ? VT_ERR_NOT_FOUND : VT_ERR_IO,
-                       "%s: cannot create: %s", path, strerror(e));
+        return vt_create_fail(path, "file", e);
     }
     return VT_OK;
 }

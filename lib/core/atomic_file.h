@@ -16,8 +16,17 @@ typedef struct vt_afile {
     char *tmp;
 } vt_afile;
 
-/* Create the temporary file ("<path>.tmp.<pid>.<n>").  VT_ERR_NOT_FOUND when the folder does
- * not exist, VT_ERR_IO otherwise; the message names the path. */
+/* The status of a failure to create a file or folder at `path` (errno e), one per cause for
+ * every writer of the library (this one, the run folder, the ONNX export):
+ *   ENOENT, ENOTDIR (a parent folder is missing, or is a file)      VT_ERR_NOT_FOUND
+ *   anything else (EACCES, EPERM, EROFS: no permission; ENOSPC ...) VT_ERR_IO */
+vt_status vt_create_status(int e);
+/* Record that failure: "<path>: cannot create <what>: <strerror(e)>", and for ENOENT/ENOTDIR
+ * the parent at fault ("; <dir> is a file, not a folder" or "; <dir> does not exist").
+ * `what`: "file" or "folder".  Returns vt_create_status(e). */
+vt_status vt_create_fail(const char *path, const char *what, int e);
+/* Create the temporary file ("<path>.tmp.<pid>.<n>").  Fails as vt_create_fail(path, "file"):
+ * VT_ERR_NOT_FOUND when the folder does not exist (or is a file), VT_ERR_IO otherwise. */
 vt_status vt_afile_open(vt_afile *a, const char *path);
 /* Flush, fsync, close and rename into place (then fsync the folder).  On any failure the
  * temporary file is removed and the target is untouched.  Always releases `a`. */

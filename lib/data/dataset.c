@@ -24,12 +24,6 @@ static int is_dir(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-static int is_file(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -72,30 +66,40 @@ static vt_status strvec_push(strvec *s, char *str)
     return VT_OK;
 }
 
-/* Sorted names of the entries of dir that are folders (want_dirs) or image files. */
-static vt_status list_dir(const char *dir, int want_dirs, strvec *out)
+/* Sorted names of the entries of dir that are folders (want_dirs) or image files.  A symbolic
+ * link that cannot be followed (a loop, a missing target) where a class folder or an image
+ * could be is recorded as a problem of ds and skipped; entries are visited in name order, so
+ * the problems come out in the same order on every file system. */
+static vt_status list_dir(vt_dataset *ds, const char *dir, int want_dirs, strvec *out)
 {
     DIR *d = opendir(dir);
     if (!d)
         return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open folder: %s",
                        dir, strerror(errno));
     struct dirent *ent;
+    strvec names = {0};
     vt_status st = VT_OK;
     while (!st && (ent = readdir(d))) {
         if (ent->d_name[0] == '.') continue;
         if (!want_dirs && !is_image_name(ent->d_name)) continue;
-        char *full = join(dir, ent->d_name);
+        st = strvec_push(&names, vt_strdup(ent->d_name));
+    }
+    closedir(d);
+    if (!st && names.n) qsort(names.v, (size_t)names.n, sizeof(char *), cmp_str);
+    for (int i = 0; !st && i < names.n; i++) {
+        char *full = join(dir, names.v[i]);
         if (!full) {
             st = VT_ERR_OUT_OF_MEMORY;
             break;
         }
         /* only folders are classes, and only regular files (not a folder "x.png") images */
-        int keep = want_dirs ? is_dir(full) : is_file(full);
+        int kind = vt_det_entry(full, NULL);
+        if (kind == VT_ENT_LOOP || kind == VT_ENT_BROKEN) st = vt_det_link_problem(ds, full, kind);
+        else if (kind == (want_dirs ? VT_ENT_DIR : VT_ENT_FILE))
+            st = strvec_push(out, vt_strdup(names.v[i]));
         free(full);
-        if (keep) st = strvec_push(out, vt_strdup(ent->d_name));
     }
-    closedir(d);
-    if (!st && out->n) qsort(out->v, (size_t)out->n, sizeof(char *), cmp_str);
+    strvec_free(&names);
     return st;
 }
 
@@ -117,7 +121,7 @@ static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list
 {
     strvec classes = {0}, paths = {0};
     int *labels = NULL, nlab = 0;
-    vt_status st = list_dir(split_dir, 1, &classes);
+    vt_status st = list_dir(ds, split_dir, 1, &classes);
     if (st) goto done;
     if (is_train) {
         if (classes.n < 2) {
@@ -152,7 +156,7 @@ static vt_status load_split(vt_dataset *ds, const char *split_dir, vt_split_list
         }
         char *cdir = join(split_dir, names[c]);
         strvec files = {0};
-        st = cdir ? list_dir(cdir, 0, &files) : VT_ERR_OUT_OF_MEMORY;
+        st = cdir ? list_dir(ds, cdir, 0, &files) : VT_ERR_OUT_OF_MEMORY;
         /* A class without images keeps its id (ids follow the folder order), so it is a
          * warning for opening and validation alike; a link back into the split is named. */
         if (!st && files.n == 0) {

@@ -77,7 +77,8 @@ struct vt_dataset {
     int policy;     /* VT_DS_POLICY_*, set before loading */
     int lenient;    /* validation: an empty train split becomes a problem, not a failure */
     int skipped[3]; /* images of each split left out by policy=skip for a label problem */
-    int corrupt[3]; /* images of each split left out by decode=1 (unreadable, too small, ...) */
+    int corrupt[3]; /* images of each split left out by decode=1 (unreadable, corrupt, ...) */
+    int size_limited[3]; /* ... and those left out for their size (too small or too large) */
     /* Segmentation: 1 for the mask-PNG layout, 0 for polygons; the mask value that marks
      * pixels excluded from loss and metrics (255 unless data.yaml says `ignore:`). */
     int seg_masks;

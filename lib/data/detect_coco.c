@@ -270,6 +270,104 @@ static vt_status load_categories(vt_dataset *ds, const char *file, json_object *
     return VT_OK;
 }
 
+/* Where the images of a COCO file are looked for (see visiontrain.h, "detection datasets"):
+ * file_name under <json folder>/images/ (when that folder exists), then under the JSON's
+ * folder; for a JSON in a folder named "annotations" (COCO's own layout), then under its
+ * parent's images/ and the parent.  An absolute file_name is taken as it is.  The dataset
+ * folder is the parent of annotations/, else the JSON's folder. */
+typedef struct coco_dirs {
+    char *dir[4];   /* the folders to try, in order; NULL where there is none */
+    char *root_abs; /* the dataset folder, absolute and clean */
+    char rule[320]; /* the rule in words, for messages */
+} coco_dirs;
+
+static void coco_dirs_free(coco_dirs *d)
+{
+    for (int i = 0; i < 4; i++) free(d->dir[i]);
+    free(d->root_abs);
+}
+
+static char *join_dir(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = vt_malloc(n);
+    if (s) snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
+/* The folder part of a path: "." when there is none, "/" for a file in the root. */
+static char *folder_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return vt_strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *s = vt_malloc(n + 1);
+    if (s) {
+        memcpy(s, path, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+static vt_status coco_dirs_init(coco_dirs *d, const char *file)
+{
+    memset(d, 0, sizeof *d);
+    char *jdir = folder_of(file), *up = NULL;
+    if (!jdir) return VT_ERR_OUT_OF_MEMORY;
+    const char *base = strrchr(jdir, '/');
+    if (!strcmp(base ? base + 1 : jdir, "annotations") && !(up = folder_of(jdir))) {
+        free(jdir);
+        return VT_ERR_OUT_OF_MEMORY;
+    }
+    vt_status st = VT_OK;
+    char *img = join_dir(jdir, "images");
+    if (!img) st = VT_ERR_OUT_OF_MEMORY;
+    else if (vt_det_is_dir(img)) d->dir[0] = img;
+    else free(img);
+    d->dir[1] = jdir;
+    if (!st && up) {
+        img = join_dir(up, "images");
+        if (!img) st = VT_ERR_OUT_OF_MEMORY;
+        else if (vt_det_is_dir(img)) d->dir[2] = img;
+        else free(img);
+        d->dir[3] = up;
+    }
+    if (!st && !(d->root_abs = vt_det_abs_path(up ? up : jdir))) st = VT_ERR_OUT_OF_MEMORY;
+    snprintf(d->rule, sizeof d->rule,
+             "file_name is looked up under the images/ folder beside the JSON when there is one, "
+             "then beside the JSON%s", up ? ", then under images/ beside annotations/ and "
+             "beside annotations/" : "");
+    if (st) coco_dirs_free(d);
+    return st;
+}
+
+/* Find file_name fn: the path found (malloc'd) or NULL with *kind the kind of the first link
+ * that cannot be followed (else VT_ENT_NONE), its path in link, and the paths tried in tried. */
+static char *coco_find(const coco_dirs *d, const char *fn, int *kind, char *link, size_t link_cap,
+                       char *tried, size_t tried_cap)
+{
+    *kind = VT_ENT_NONE;
+    link[0] = tried[0] = 0;
+    while (fn[0] == '.' && fn[1] == '/') fn += 2;
+    size_t used = 0;
+    for (int i = 0; i < 4; i++) {
+        if (fn[0] == '/' ? i > 0 : !d->dir[i]) continue;
+        char *path = fn[0] == '/' ? vt_strdup(fn) : join_dir(d->dir[i], fn);
+        if (!path) return NULL;
+        int k = vt_det_entry(path, NULL);
+        if (k == VT_ENT_FILE) return path;
+        if ((k == VT_ENT_LOOP || k == VT_ENT_BROKEN) && *kind == VT_ENT_NONE) {
+            *kind = k;
+            snprintf(link, link_cap, "%s", path);
+        }
+        if (used < tried_cap)
+            used += (size_t)snprintf(tried + used, tried_cap - used, "%s%s", used ? ", " : "",
+                                     path);
+        free(path);
+    }
+    return NULL;
+}
+
 static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                             const coco_cat *cats, int ncat, vt_split_list *sl)
 {
@@ -278,20 +376,18 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     json_object *anns = get_array(root, "annotations"); /* absent: all backgrounds */
     int ni = (int)json_object_array_length(images);
     int na = anns ? (int)json_object_array_length(anns) : 0;
-    char *slash = strrchr(file, '/');
-    size_t dlen = slash ? (size_t)(slash - file) : 1;
-    char *imgdir = vt_malloc(dlen + 16);
+    coco_dirs dirs;
+    vt_status st = coco_dirs_init(&dirs, file);
+    if (st) return st;
+    char first_missing[1600] = "";
+    int nfound = 0;
     coco_img *im = vt_calloc((size_t)ni + 1, sizeof *im);
     int cap_ann = na + 1, seg = ds->labels->masks;
     coco_ann *an = vt_calloc((size_t)cap_ann, sizeof *an);
     pt_buf pts = {0};
     int *entries = NULL; /* allocated once the annotation count is known */
     vt_det_builder b = {0};
-    vt_status st = imgdir && im && an ? VT_OK : VT_ERR_OUT_OF_MEMORY;
-    if (!st) {
-        snprintf(imgdir, dlen + 16, "%.*s/images", (int)dlen, slash ? file : ".");
-        if (!vt_det_is_dir(imgdir)) imgdir[dlen] = 0;
-    }
+    st = im && an ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     int nim = 0;
     for (int i = 0; !st && i < ni; i++) {
         json_object *o = json_object_array_get_idx(images, (size_t)i), *fn;
@@ -305,25 +401,54 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                                    "and a \"file_name\"; skipped", i);
             continue;
         }
-        char *path = vt_malloc(strlen(imgdir) + (size_t)json_object_get_string_len(fn) + 2);
-        if (!path) {
-            st = VT_ERR_OUT_OF_MEMORY;
-            break;
-        }
-        sprintf(path, "%s/%s", imgdir, json_object_get_string(fn));
+        const char *name = json_object_get_string(fn);
+        int kind;
+        char link[512], tried[700];
+        char *path = coco_find(&dirs, name, &kind, link, sizeof link, tried, sizeof tried);
         im[nim].id = id;
         im[nim].w = (int)w;
         im[nim].h = (int)h;
         im[nim].index = -1;
-        if (!vt_det_is_file(path)) {
-            st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_MISSING_IMAGE,
-                                   "images[%d]: '%.300s' not found; skipped", i, path);
-            free(path);
-        } else {
-            im[nim].index = b.n;
-            st = vt_det_builder_image(&b, path);
-        }
         nim++;
+        if (!path && !tried[0]) { /* nothing tried: out of memory */
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        if (!path) {
+            char why[1600];
+            if (kind != VT_ENT_NONE) {
+                char lw[512];
+                vt_det_link_why(link, kind, lw, sizeof lw);
+                snprintf(why, sizeof why, "images[%d] (id %lld) '%.200s': %.300s is a %s", i,
+                         (long long)id, name, link, lw);
+            } else {
+                snprintf(why, sizeof why, "images[%d] (id %lld) '%.200s': not found at %s (%s)",
+                         i, (long long)id, name, tried, dirs.rule);
+            }
+            if (!first_missing[0]) snprintf(first_missing, sizeof first_missing, "%s", why);
+            st = vt_ds_problem_add(ds, file, 0,
+                                   kind != VT_ENT_NONE ? vt_det_link_code(kind)
+                                                       : VT_PROBLEM_MISSING_IMAGE,
+                                   "%s; skipped", why);
+            continue;
+        }
+        nfound++;
+        if (vt_det_path_may_escape(name)) {
+            char *abs = vt_det_abs_path(path);
+            if (!abs) st = VT_ERR_OUT_OF_MEMORY;
+            else if (!vt_det_path_within(abs, dirs.root_abs))
+                st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_OUTSIDE_ROOT,
+                                       "images[%d] (id %lld) '%.200s' resolves to %.200s, outside "
+                                       "the dataset folder %.200s; used anyway", i, (long long)id,
+                                       name, abs, dirs.root_abs);
+            free(abs);
+        }
+        if (st) {
+            free(path);
+            break;
+        }
+        im[nim - 1].index = b.n;
+        st = vt_det_builder_image(&b, path);
     }
     if (!st) qsort(im, (size_t)nim, sizeof *im, cmp_img);
     for (int i = 1; !st && i < nim; i++)
@@ -440,14 +565,31 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                 ds->skipped[sl - ds->split]++;
             }
         }
-        if (!st && out.n == 0)
-            st = vt_fail(VT_ERR_DATASET, "%s: no usable images (looked under %s)", file, imgdir);
+        if (!st && out.n == 0) {
+            /* say why: nothing listed, nothing found (with the first miss and the rule), or all
+             * left out by policy=skip */
+            char why[1800];
+            if (ni == 0)
+                snprintf(why, sizeof why, "its \"images\" list is empty");
+            else if (nfound == 0)
+                snprintf(why, sizeof why, "none of the %d \"images\" entries was found; the "
+                         "first: %s", ni, first_missing[0] ? first_missing : "malformed");
+            else
+                snprintf(why, sizeof why, "%d of %d \"images\" entries found, all left out by "
+                         "policy=skip", nfound, ni);
+            /* validation records it and goes on, as for a data.yaml split */
+            if (ds->lenient)
+                st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_EMPTY_SPLIT,
+                                       "no usable images: %s", why);
+            else
+                st = vt_fail(VT_ERR_DATASET, "%s: no usable images: %s", file, why);
+        }
         if (!st) vt_det_builder_finish(&out, sl);
         vt_det_builder_free(&out);
     }
     vt_det_builder_free(&b);
     free(bad);
-    free(imgdir);
+    coco_dirs_free(&dirs);
     free(im);
     free(an);
     free(pts.v);

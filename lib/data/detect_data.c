@@ -349,30 +349,111 @@ static void strlist_free(strlist *l)
     memset(l, 0, sizeof *l);
 }
 
-static vt_status list_images(const char *dir, int depth, strlist *out)
+/* The folders a search is inside of, by device and inode: the real folders above the split
+ * folder, then each folder the search went into.  A folder met again is a loop. */
+typedef struct walk_chain {
+    int n, cap;
+    dev_t *dev;
+    ino_t *ino;
+    char **path;
+} walk_chain;
+
+static vt_status chain_push(walk_chain *c, const struct stat *sb, const char *path)
+{
+    if (c->n == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 64;
+        dev_t *d = vt_realloc(c->dev, (size_t)cap * sizeof *d);
+        if (d) c->dev = d;
+        ino_t *i = d ? vt_realloc(c->ino, (size_t)cap * sizeof *i) : NULL;
+        if (i) c->ino = i;
+        char **p = i ? vt_realloc(c->path, (size_t)cap * sizeof *p) : NULL;
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        c->path = p;
+        c->cap = cap;
+    }
+    if (!(c->path[c->n] = vt_strdup(path))) return VT_ERR_OUT_OF_MEMORY;
+    c->dev[c->n] = sb->st_dev;
+    c->ino[c->n] = sb->st_ino;
+    c->n++;
+    return VT_OK;
+}
+
+static void chain_pop(walk_chain *c) { free(c->path[--c->n]); }
+
+static void chain_free(walk_chain *c)
+{
+    while (c->n) chain_pop(c);
+    free(c->dev);
+    free(c->ino);
+    free(c->path);
+    memset(c, 0, sizeof *c);
+}
+
+/* The chain of the split folder: its real path and every folder above it. */
+static vt_status chain_seed(walk_chain *c, const char *dir)
+{
+    char *real = realpath(dir, NULL);
+    if (!real) return VT_OK; /* opendir will say why */
+    vt_status st = VT_OK;
+    for (size_t n = strlen(real); !st;) {
+        char save = real[n];
+        real[n] = 0;
+        struct stat sb;
+        /* the split folder is named as given, the folders above it by their real paths */
+        if (stat(n ? real : "/", &sb) == 0) st = chain_push(c, &sb, !c->n ? dir : n ? real : "/");
+        real[n] = save;
+        if (!n) break;
+        while (n > 0 && real[n - 1] != '/') n--;
+        if (n > 0) n--; /* the slash: "/a/b" -> "/a" -> "" (the root) */
+    }
+    free(real);
+    return st;
+}
+
+static vt_status list_images(vt_dataset *ds, const char *dir, int depth, walk_chain *chain,
+                             strlist *out)
 {
     if (depth > MAX_DEPTH) return VT_OK;
     DIR *d = opendir(dir);
     if (!d) return vt_fail(VT_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
     vt_status st = VT_OK;
+    strlist names = {0};
     struct dirent *e;
-    while (!st && (e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char *full = path_join(dir, e->d_name);
+    while (!st && (e = readdir(d)))
+        if (e->d_name[0] != '.') st = strlist_push(&names, vt_strdup(e->d_name));
+    closedir(d);
+    /* name order, so that problems come out the same on every file system */
+    if (!st && names.n) qsort(names.v, (size_t)names.n, sizeof(char *), cmp_str);
+    for (int k = 0; !st && k < names.n; k++) {
+        char *full = path_join(dir, names.v[k]);
         if (!full) {
             st = VT_ERR_OUT_OF_MEMORY;
             break;
         }
-        if (vt_det_is_dir(full)) {
-            st = list_images(full, depth + 1, out);
-            free(full);
-        } else if (is_image_name(e->d_name) && vt_det_is_file(full)) {
+        struct stat sb;
+        int kind = vt_det_entry(full, &sb), back = -1;
+        if (kind == VT_ENT_DIR)
+            for (int a = 0; a < chain->n && back < 0; a++)
+                if (chain->dev[a] == sb.st_dev && chain->ino[a] == sb.st_ino) back = a;
+        if (kind == VT_ENT_DIR && back >= 0) {
+            st = vt_ds_problem_add(ds, full, 0, VT_PROBLEM_SYMLINK_LOOP,
+                                   "folder is a symbolic link back to %s (a loop); not followed",
+                                   chain->path[back]);
+        } else if (kind == VT_ENT_DIR) {
+            st = chain_push(chain, &sb, full);
+            if (!st) {
+                st = list_images(ds, full, depth + 1, chain, out);
+                chain_pop(chain);
+            }
+        } else if (kind == VT_ENT_FILE && is_image_name(names.v[k])) {
             st = strlist_push(out, full);
-        } else {
-            free(full);
+            full = NULL;
+        } else if (kind == VT_ENT_LOOP || kind == VT_ENT_BROKEN) {
+            st = vt_det_link_problem(ds, full, kind);
         }
+        free(full);
     }
-    closedir(d);
+    strlist_free(&names);
     return st;
 }
 
@@ -402,12 +483,22 @@ static vt_status read_list(vt_dataset *ds, const char *txt, strlist *out)
             continue;
         }
         char *full = path_join(dir, p);
-        if (!full) st = VT_ERR_OUT_OF_MEMORY;
-        else if (!vt_det_is_file(full)) {
+        int kind = full ? vt_det_entry(full, NULL) : VT_ENT_NONE;
+        if (!full) {
+            st = VT_ERR_OUT_OF_MEMORY;
+        } else if (kind == VT_ENT_FILE) {
+            st = strlist_push(out, full);
+            full = NULL;
+        } else if (kind == VT_ENT_LOOP || kind == VT_ENT_BROKEN) {
+            char why[512];
+            vt_det_link_why(full, kind, why, sizeof why);
+            st = vt_ds_problem_add(ds, txt, lineno, vt_det_link_code(kind),
+                                   "image '%.300s': %s; skipped", p, why);
+        } else {
             st = vt_ds_problem_add(ds, txt, lineno, VT_PROBLEM_MISSING_IMAGE,
                                    "image '%.300s' not found; skipped", p);
-            free(full);
-        } else st = strlist_push(out, full);
+        }
+        free(full);
     }
     free(dir);
     free(buf);
@@ -421,6 +512,8 @@ static vt_status read_list(vt_dataset *ds, const char *txt, strlist *out)
 typedef struct yaml_ctx {
     const char *file;
     yaml_document_t *doc;
+    char *root_abs;     /* the dataset folder, absolute and clean (see visiontrain.h) */
+    char outside[720];  /* the last split entry outside it, for an error about that split */
 } yaml_ctx;
 
 static int y_line(const yaml_node_t *n) { return (int)n->start_mark.line + 1; }
@@ -512,7 +605,8 @@ static vt_status set_names(vt_dataset *ds, yaml_ctx *y, yaml_node_t *names, yaml
     return VT_OK;
 }
 
-/* One entry of a split: folder, .txt list or single image. */
+/* One entry of a split: folder, .txt list or single image.  An entry that resolves outside
+ * the dataset folder is a warning (VT_PROBLEM_OUTSIDE_ROOT) and still used. */
 static vt_status add_entry(vt_dataset *ds, yaml_ctx *y, const char *root, const char *key,
                            yaml_node_t *node, int optional, strlist *imgs)
 {
@@ -523,25 +617,49 @@ static vt_status add_entry(vt_dataset *ds, yaml_ctx *y, const char *root, const 
     char *full = path_join(root, v);
     if (!full) return VT_ERR_OUT_OF_MEMORY;
     vt_status st = VT_OK;
-    if (vt_det_is_dir(full)) {
+    int kind = vt_det_entry(full, NULL);
+    if ((kind == VT_ENT_DIR || kind == VT_ENT_FILE) && vt_det_path_may_escape(v)) {
+        char *abs = vt_det_abs_path(full);
+        if (!abs) st = VT_ERR_OUT_OF_MEMORY;
+        else if (!vt_det_path_within(abs, y->root_abs)) {
+            snprintf(y->outside, sizeof y->outside,
+                     "'%.200s' resolves to %.200s, outside the dataset folder %.200s", v, abs,
+                     y->root_abs);
+            st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_OUTSIDE_ROOT,
+                                   "%s: %s; used anyway", key, y->outside);
+        }
+        free(abs);
+    }
+    if (st) {
+        /* policy=fail, or out of memory */
+    } else if (kind == VT_ENT_DIR) {
         int before = imgs->n;
-        st = list_images(full, 0, imgs);
+        walk_chain chain = {0};
+        st = chain_seed(&chain, full);
+        if (!st) st = list_images(ds, full, 0, &chain, imgs);
+        chain_free(&chain);
         if (!st && imgs->n > before)
             qsort(imgs->v + before, (size_t)(imgs->n - before), sizeof(char *), cmp_str);
-    } else if (vt_det_is_file(full) && has_ext(full, ".txt")) {
+    } else if (kind == VT_ENT_FILE && has_ext(full, ".txt")) {
         st = read_list(ds, full, imgs);
-    } else if (vt_det_is_file(full) && is_image_name(full)) {
+    } else if (kind == VT_ENT_FILE && is_image_name(full)) {
         st = strlist_push(imgs, full);
         full = NULL;
-    } else if (vt_det_is_file(full)) {
+    } else if (kind == VT_ENT_FILE || kind == VT_ENT_OTHER) {
         st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: '%s' is neither a folder, a .txt list nor an "
                      "image", y->file, y_line(node), key, v);
-    } else if (optional) {
-        st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_MISSING_SPLIT,
-                               "%s: '%s' not found (%s); split skipped", key, v, full);
     } else {
-        st = vt_fail(VT_ERR_NOT_FOUND, "%s:%d: %s: '%s' not found (looked for %s)", y->file,
-                     y_line(node), key, v, full);
+        char why[560] = "";
+        if (kind == VT_ENT_LOOP || kind == VT_ENT_BROKEN) {
+            snprintf(why, 3, ": ");
+            vt_det_link_why(full, kind, why + 2, sizeof why - 2);
+        }
+        if (optional)
+            st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_MISSING_SPLIT,
+                                   "%s: '%s' not found (%s%s); split skipped", key, v, full, why);
+        else
+            st = vt_fail(VT_ERR_NOT_FOUND, "%s:%d: %s: '%s' not found (looked for %s%s)", y->file,
+                         y_line(node), key, v, full, why);
     }
     free(full);
     return st;
@@ -554,6 +672,7 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
     vt_det_builder b = {0};
     vt_status st = VT_OK;
     int problems_before = ds->num_problems;
+    y->outside[0] = 0;
     if (node->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = node->data.sequence.items.start;
              !st && it < node->data.sequence.items.top; it++)
@@ -571,8 +690,9 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
         st = vt_ds_problem_add(ds, y->file, y_line(node), VT_PROBLEM_EMPTY_SPLIT,
                                "%s: no images (.png, .jpg, .jpeg) found", key);
     else if (!st && imgs.n == 0 && is_train && !missing)
-        st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: no images (.png, .jpg, .jpeg) found", y->file,
-                     y_line(node), key);
+        st = vt_fail(VT_ERR_DATASET, "%s:%d: %s: no images (.png, .jpg, .jpeg) found%s%s%s",
+                     y->file, y_line(node), key, y->outside[0] ? " (" : "", y->outside,
+                     y->outside[0] ? ")" : "");
     strlist masks = {0};
     for (int i = 0; !st && i < imgs.n; i++) {
         if (lc->masks) {
@@ -687,6 +807,9 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
         root_dir = ydir;
         ydir = NULL;
     }
+    /* the dataset folder that split paths should stay in: `path:` when given (it may point
+     * anywhere: that is what it is for), else the folder of the yaml file */
+    if (!st && !(y->root_abs = vt_det_abs_path(root_dir))) st = VT_ERR_OUT_OF_MEMORY;
     label_ctx lc = {0};
     lc.ds = ds;
     lc.nc = nc;
@@ -707,6 +830,8 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
     free(lc.pts);
     free(ydir);
     free(root_dir);
+    free(y->root_abs);
+    y->root_abs = NULL;
     return st;
 }
 
@@ -737,7 +862,7 @@ static vt_status load_yaml(vt_dataset *ds, const char *file)
         free(buf);
         return st;
     }
-    yaml_ctx y = {file, &doc};
+    yaml_ctx y = {file, &doc, NULL, ""};
     st = load_yaml_doc(ds, &y);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);

@@ -5,6 +5,8 @@
 
 #include "data/dataset.h"
 
+#include <sys/stat.h>
+
 /* The problem list is capped so that a binary file read as labels cannot exhaust memory. */
 #define VT_DS_MAX_PROBLEMS 10000
 
@@ -60,5 +62,36 @@ int vt_det_is_file(const char *path);
 int vt_det_is_dir(const char *path);
 /* Read a whole file (NUL-terminated); errors name the file. */
 vt_status vt_det_read_file(const char *path, char **out, size_t *size);
+
+/* What a path is, following symbolic links; a link that cannot be followed is told apart from
+ * a path that is not there at all. */
+enum {
+    VT_ENT_NONE = 0, /* not there (or not reachable) */
+    VT_ENT_FILE,     /* a regular file */
+    VT_ENT_DIR,      /* a folder */
+    VT_ENT_OTHER,    /* a device, socket, fifo */
+    VT_ENT_LOOP,     /* a symbolic link in a loop (ELOOP) */
+    VT_ENT_BROKEN    /* a symbolic link whose target does not exist (or cannot be reached) */
+};
+/* The kind of path; *sb (may be NULL) holds stat's answer for FILE, DIR and OTHER. */
+int vt_det_entry(const char *path, struct stat *sb);
+/* Why a link of kind VT_ENT_LOOP / VT_ENT_BROKEN cannot be followed, e.g. "symbolic link loop
+ * (a.png -> b.png -> a.png)" or "symbolic link to 'gone.png', which does not exist". */
+void vt_det_link_why(const char *path, int kind, char *buf, size_t cap);
+/* Record such a link as a problem of `path` (VT_PROBLEM_SYMLINK_LOOP or _BROKEN_LINK):
+ * "<path>: <why>; skipped". */
+vt_status vt_det_link_problem(vt_dataset *ds, const char *path, int kind);
+/* The problem code of a link kind. */
+int vt_det_link_code(int kind);
+
+/* `path` made absolute (against the working folder) and cleaned of ".", ".." and repeated
+ * slashes by its text alone: symbolic links are not followed, so a linked-in images folder
+ * stays inside the dataset.  NULL on memory exhaustion. */
+char *vt_det_abs_path(const char *path);
+/* Whether the clean absolute path lies in the clean absolute folder root (or is it). */
+int vt_det_path_within(const char *path, const char *root);
+/* Whether a relative path can leave the folder it is joined to: it is absolute or has a ".."
+ * component. */
+int vt_det_path_may_escape(const char *rel);
 
 #endif

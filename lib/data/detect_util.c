@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int vt_det_is_dir(const char *path)
 {
@@ -20,6 +21,129 @@ int vt_det_is_file(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int vt_det_entry(const char *path, struct stat *sb)
+{
+    struct stat tmp, *s = sb ? sb : &tmp;
+    if (stat(path, s) == 0)
+        return S_ISREG(s->st_mode) ? VT_ENT_FILE : S_ISDIR(s->st_mode) ? VT_ENT_DIR : VT_ENT_OTHER;
+    int err = errno;
+    struct stat lsb;
+    if (lstat(path, &lsb) != 0 || !S_ISLNK(lsb.st_mode)) return VT_ENT_NONE;
+    return err == ELOOP ? VT_ENT_LOOP : VT_ENT_BROKEN;
+}
+
+int vt_det_link_code(int kind)
+{
+    return kind == VT_ENT_LOOP ? VT_PROBLEM_SYMLINK_LOOP : VT_PROBLEM_BROKEN_LINK;
+}
+
+/* The path a link's target names: relative targets are relative to the link's folder. */
+static void link_target_path(const char *link, const char *target, char *out, size_t cap)
+{
+    const char *slash = strrchr(link, '/');
+    while (target[0] == '.' && target[1] == '/') target += 2;
+    int n = target[0] == '/' || !slash
+                ? snprintf(out, cap, "%s", target)
+                : snprintf(out, cap, "%.*s/%s", (int)(slash - link), link, target);
+    if (n < 0 || (size_t)n >= cap) out[0] = 0; /* too long: matches nothing */
+}
+
+void vt_det_link_why(const char *path, int kind, char *buf, size_t cap)
+{
+    char target[PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0) {
+        snprintf(buf, cap, "symbolic link that cannot be read: %s", strerror(errno));
+        return;
+    }
+    target[n] = 0;
+    if (kind != VT_ENT_LOOP) {
+        char full[PATH_MAX];
+        link_target_path(path, target, full, sizeof full);
+        int err = access(full, F_OK) ? errno : 0;
+        if (!err || err == ENOENT || err == ENOTDIR)
+            snprintf(buf, cap, "symbolic link to '%s', which does not exist", target);
+        else
+            snprintf(buf, cap, "symbolic link to '%s', which cannot be reached: %s", target,
+                     strerror(err));
+        return;
+    }
+    /* the chain as written, until it comes back to the start (a few hops at most) */
+    const char *base = strrchr(path, '/');
+    size_t k = (size_t)snprintf(buf, cap, "symbolic link loop (%s", base ? base + 1 : path);
+    char cur[PATH_MAX], next[PATH_MAX];
+    snprintf(cur, sizeof cur, "%s", path);
+    int closed = 0;
+    for (int hop = 0; hop < 4 && k < cap; hop++) {
+        if (hop) {
+            n = readlink(cur, target, sizeof target - 1);
+            if (n < 0) break;
+            target[n] = 0;
+        }
+        k += (size_t)snprintf(buf + k, cap - k, " -> %s", target);
+        link_target_path(cur, target, next, sizeof next);
+        if (!strcmp(next, path)) {
+            closed = 1;
+            break;
+        }
+        memcpy(cur, next, sizeof cur);
+    }
+    if (k < cap) snprintf(buf + k, cap - k, "%s)", closed ? "" : " -> ...");
+}
+
+vt_status vt_det_link_problem(vt_dataset *ds, const char *path, int kind)
+{
+    char why[512];
+    vt_det_link_why(path, kind, why, sizeof why);
+    return vt_ds_problem_add(ds, path, 0, vt_det_link_code(kind), "%s; skipped", why);
+}
+
+char *vt_det_abs_path(const char *path)
+{
+    char cwd[PATH_MAX] = "/";
+    if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
+    size_t n = (path[0] == '/' ? 0 : strlen(cwd) + 1) + strlen(path) + 2;
+    char *in = vt_malloc(n), *out = vt_malloc(n);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return NULL;
+    }
+    if (path[0] == '/') snprintf(in, n, "%s", path);
+    else snprintf(in, n, "%s/%s", cwd, path);
+    /* out holds "/a/b" (or "" for the root) as components are added and removed */
+    size_t len = 0;
+    out[0] = 0;
+    for (char *save = NULL, *c = strtok_r(in, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) {
+            while (len > 0 && out[len - 1] != '/') len--;
+            if (len > 0) len--; /* the slash */
+            out[len] = 0;
+            continue;
+        }
+        len += (size_t)snprintf(out + len, n - len, "/%s", c);
+    }
+    if (!len) snprintf(out, n, "/");
+    free(in);
+    return out;
+}
+
+int vt_det_path_within(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/') return 1;
+    return !strncmp(path, root, n) && (path[n] == 0 || path[n] == '/');
+}
+
+int vt_det_path_may_escape(const char *rel)
+{
+    if (rel[0] == '/') return 1;
+    for (const char *p = rel; (p = strstr(p, "..")); p += 2)
+        if ((p == rel || p[-1] == '/') && (p[2] == 0 || p[2] == '/')) return 1;
+    return 0;
 }
 
 vt_status vt_det_read_file(const char *path, char **out, size_t *size)

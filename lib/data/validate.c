@@ -25,7 +25,7 @@ struct vt_report {
     char **class_names;
     vt_ds_problem *problems;
     int num_problems;
-    int64_t counts[3][VT_COUNT_INSTANCES + 1];
+    int64_t counts[3][VT_COUNT_SIZE + 1];
     int64_t *instances; /* [split][class] */
 };
 
@@ -37,7 +37,8 @@ VT_API const char *vt_problem_code_name(int code)
         "label_unreadable", "bad_annotation", "truncated",         "image_unreadable",
         "corrupt_image", "truncated_jpeg",   "image_too_small",    "unsupported_format",
         "polygon_points", "empty_split",     "class_count",        "missing_mask",
-        "bad_mask"};
+        "bad_mask",     "outside_root",      "symlink_loop",       "broken_link",
+        "image_too_large"};
     if (code < 1 || code >= (int)(sizeof names / sizeof names[0])) return "unknown";
     return names[code];
 }
@@ -124,8 +125,10 @@ static int image_problem(vt_status st, const char *msg)
 {
     if (st == VT_ERR_NOT_FOUND || st == VT_ERR_IO) return VT_PROBLEM_IMAGE_UNREADABLE;
     if (strstr(msg, "truncated JPEG")) return VT_PROBLEM_TRUNCATED_JPEG;
+    /* "image too large (WxH; ...)", "file too large for an image" */
+    if (strstr(msg, "too large")) return VT_PROBLEM_IMAGE_TOO_LARGE;
     if (strstr(msg, "not a PNG or JPEG") || strstr(msg, "not supported") ||
-        strstr(msg, "unsupported") || strstr(msg, "too large"))
+        strstr(msg, "unsupported"))
         return VT_PROBLEM_UNSUPPORTED_FORMAT;
     return VT_PROBLEM_CORRUPT_IMAGE;
 }
@@ -163,8 +166,8 @@ static void check_range(void *vctx, size_t begin, size_t end)
 }
 
 /* Decode every image of every split (and its mask); record each bad one (in split and image
- * order) and mark it in bad[s][i]: 1 when unusable, 2 when left out by policy=skip for a label
- * problem of its mask.  Fails on memory exhaustion, or with policy=fail on the first problem. */
+ * order) and mark it in bad[s][i]: 1 when unusable, 3 when unusable for its size (too small or
+ * too large), 2 when left out by policy=skip for a label problem of its mask.  Fails on memory exhaustion, or with policy=fail on the first problem. */
 static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned char *bad[3])
 {
     vt_pool *pool = NULL;
@@ -185,7 +188,10 @@ static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned c
                     st = vt_fail(r->fatal, "%s", r->msg ? r->msg : "out of memory");
                 else if (!st && r->code) {
                     int label = r->code == VT_PROBLEM_CLASS_RANGE;
-                    if (!label) bad[s][i0 + k] = 1;
+                    int size = r->code == VT_PROBLEM_IMAGE_TOO_SMALL ||
+                               r->code == VT_PROBLEM_IMAGE_TOO_LARGE;
+                    if (size) bad[s][i0 + k] = 3;
+                    else if (!label) bad[s][i0 + k] = 1;
                     else if (ds->policy == VT_DS_POLICY_SKIP) bad[s][i0 + k] = 2;
                     st = vt_ds_problem_add(ds, r->on_mask ? sl->mask_paths[i0 + k]
                                                           : sl->paths[i0 + k],
@@ -256,6 +262,7 @@ VT_API vt_status vt_dataset_open_ex(vt_dataset **out, vt_task task, const char *
             for (int i = 0; i < ds->split[s].n; i++) {
                 if (bad[s][i] == 1) ds->corrupt[s]++;
                 else if (bad[s][i] == 2) ds->skipped[s]++;
+                else if (bad[s][i] == 3) ds->size_limited[s]++;
             }
             split_remove(&ds->split[s], bad[s]);
         }
@@ -309,7 +316,7 @@ static vt_status make_report(vt_dataset *ds, unsigned char *bad[3], vt_report **
                 continue;
             }
             if (bad[s][i]) {
-                c[VT_COUNT_CORRUPT]++;
+                c[bad[s][i] == 3 ? VT_COUNT_SIZE : VT_COUNT_CORRUPT]++;
                 continue;
             }
             c[VT_COUNT_USABLE]++;
@@ -363,9 +370,11 @@ VT_API int64_t vt_dataset_count(const vt_dataset *ds, vt_count what, vt_split sp
     const vt_split_list *sl = &ds->split[split];
     int64_t n = 0;
     switch (what) {
-    case VT_COUNT_IMAGES: return sl->n + ds->skipped[split] + ds->corrupt[split];
+    case VT_COUNT_IMAGES:
+        return (int64_t)sl->n + ds->skipped[split] + ds->corrupt[split] + ds->size_limited[split];
     case VT_COUNT_USABLE: return sl->n;
     case VT_COUNT_CORRUPT: return ds->corrupt[split];
+    case VT_COUNT_SIZE: return ds->size_limited[split];
     case VT_COUNT_SKIPPED: return ds->skipped[split];
     case VT_COUNT_BACKGROUNDS:
         for (int i = 0; sl->box_start && !sl->mask_paths && i < sl->n; i++)
@@ -402,7 +411,7 @@ VT_API vt_status vt_report_problem(const vt_report *r, int k, const char **file,
 
 VT_API int64_t vt_report_count(const vt_report *r, vt_count what, vt_split split)
 {
-    if (!r || (unsigned)split >= 3 || what < VT_COUNT_IMAGES || what > VT_COUNT_INSTANCES)
+    if (!r || (unsigned)split >= 3 || (int)what < VT_COUNT_IMAGES || (int)what > VT_COUNT_SIZE)
         return 0;
     return r->counts[split][what];
 }

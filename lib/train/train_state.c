@@ -85,14 +85,14 @@ static vt_status mkdir_p(const char *path)
         if (buf[i] != '/' && buf[i] != 0) continue;
         char c = buf[i];
         buf[i] = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO,
-                           "%s: cannot create folder: %s", buf, strerror(errno));
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return vt_create_fail(buf, "folder", errno);
         buf[i] = c;
     }
+    /* the status and message of every writer (lib/core/atomic_file.c): a file where a folder
+     * is wanted is ENOTDIR, as for a path through that file */
     struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return vt_fail(VT_ERR_IO, "%s: not a folder", path);
+    if (stat(path, &sb) != 0) return vt_create_fail(path, "folder", errno);
+    if (!S_ISDIR(sb.st_mode)) return vt_create_fail(path, "folder", ENOTDIR);
     return VT_OK;
 }
 
@@ -177,8 +177,7 @@ vt_status vt_run_dir_create(vt_trainer *t, const char *reuse)
                              : snprintf(dir, sizeof dir, "%s/%s%d", base, name, k);
             if (len >= (int)sizeof dir - 16) return vt_fail(VT_ERR_IO, "%s: path too long", dir);
             if (mkdir(dir, 0755) == 0) break;
-            if (errno != EEXIST)
-                return vt_fail(VT_ERR_IO, "%s: cannot create folder: %s", dir, strerror(errno));
+            if (errno != EEXIST) return vt_create_fail(dir, "folder", errno);
             if (exist_ok) break;
             if (k > 100000) return vt_fail(VT_ERR_IO, "%s: too many runs named %s", base, name);
         }

@@ -5,7 +5,9 @@ test_bindings.py is."""
 
 import contextlib
 import io
+import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -126,6 +128,54 @@ class TrainTest(unittest.TestCase):
         self.assertIn("top1", metrics)
         with self.assertRaises(vt.OptionError):
             m.train(data=data, verbose=False, no_such_option=1)
+
+    def test_data_problems_are_said(self):
+        # as `vt train`: the data summary and its problems reach stderr (verbose=True) or the
+        # "visiontrain" logger (verbose=False, warnings; the final metrics at level info)
+        bad = os.path.join(TMP, "det-bad")
+        shutil.copytree(os.path.dirname(TRAINED["detect"][3]), bad)
+        for name, line in (("00002.txt", "0 0.5 inf 0.2 0.2\n"),
+                           ("00003.txt", "0 nan 0.5 0.2 0.2\n")):
+            with open(os.path.join(bad, "labels", "train", name), "a") as f:
+                f.write(line)
+        data = os.path.join(bad, "data.yaml")
+        summary = (r"^data: .*det-bad/data\.yaml \(policy=drop, decode=0\): train 8 of 8 images "
+                   r"used; val 4 of 4 images used\.  2 boxes dropped: coord_range 2\.  The "
+                   r"problems:$")
+        inf = r"^  .*00002\.txt:\d+: coordinate 2 \(inf\) is outside 0\.\.1.*\[coord_range\]$"
+        nan = r"^  .*00003\.txt:\d+: coordinate 1 \(nan\) is outside 0\.\.1.*\[coord_range\]$"
+        m = vt.Model("det-n", imgsz=64)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                self.assertLogs("visiontrain", "INFO") as logs:
+            m.train(data=data, save=0, verbose=False, **TRAIN)
+        self.assertEqual((out.getvalue(), err.getvalue()), ("", ""))
+        warnings = [r.getMessage() for r in logs.records if r.levelno == logging.WARNING]
+        infos = [r.getMessage() for r in logs.records if r.levelno == logging.INFO]
+        for pattern in (summary, inf, nan):
+            self.assertTrue(any(re.match(pattern, w) for w in warnings), (pattern, warnings))
+        self.assertTrue(any(re.match(r"^final validation mAP50 \d\.\d{4}  mAP50-95 ", i)
+                            for i in infos), infos)
+        # verbose=True: the summary of the problems on stderr, the run on stdout
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            m.train(data=data, save=0, **TRAIN)
+        for pattern in (summary, inf, nan):
+            self.assertRegex(err.getvalue(), re.compile(pattern, re.M))
+        self.assertNotIn("coord_range", out.getvalue())
+        self.assertIn("final validation mAP50", out.getvalue())
+        # val: the summary first, as `vt val`; verbose=False: to the logger, metrics as info
+        with contextlib.redirect_stdout(out), self.assertLogs("visiontrain", "INFO") as logs:
+            m.val(data=data, verbose=False)
+        text = [(r.levelno, r.getMessage()) for r in logs.records]
+        self.assertTrue(any(lv == logging.WARNING and re.match(nan, t) for lv, t in text), text)
+        self.assertTrue(any(lv == logging.INFO and t.startswith("val (4 images): loss ")
+                            for lv, t in text), text)
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            m.val(data=data)
+        self.assertRegex(err.getvalue(), re.compile(summary, re.M))
+        m.close()
 
 
 class ValTest(unittest.TestCase):

@@ -1,13 +1,16 @@
 """What Model.train() and Model.val() print: the `vt train` / `vt val` display of the command-line
 tool (a live bar on a terminal, plain lines otherwise, one table row per epoch), made from the
-same progress data (vt_progress) the tool's callback reads."""
+same progress data (vt_progress) the tool's callback reads.  As the tool does, the data summary
+goes to stderr when the dataset has problems (they are warnings), to stdout otherwise; with
+verbose=False the same lines go to logging.getLogger("visiontrain") instead (LogLines)."""
 
+import logging
 import math
 import os
 import sys
 import time
 
-from ._core import Event, Split, Task
+from ._core import Event, ProblemCode, Split, Task
 
 # Epoch table columns per task: (header, metric, width); "epoch", lr, img/s and time are common.
 _COLUMNS = {
@@ -36,38 +39,125 @@ def _cell(metrics, key):
     return "-" if v is None else "%.4f" % v
 
 
-def data_summary(ds, data, out):
-    """One line: images used per split and the label problems found (as `vt train` does)."""
+class LogLines(object):
+    """A text stream for the printers here that hands each complete line to
+    logging.getLogger("visiontrain") at `level` (what verbose=False does with them)."""
+
+    def __init__(self, level=logging.INFO, logger=None):
+        self.level = level
+        self.logger = logger or logging.getLogger("visiontrain")
+        self._part = ""
+
+    def write(self, text):
+        lines = (self._part + text).split("\n")
+        self._part = lines.pop()
+        for line in lines:
+            line = line.rsplit("\r", 1)[-1].replace("\033[K", "")   # no bar in a log
+            if line.strip():
+                self.logger.log(self.level, "%s", line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+# Problem kinds of the summary (examples/vt/datainfo.c): a label entry dropped, an image left out.
+_LABEL_CODES = ("BAD_LINE", "CLASS_RANGE", "COORD_RANGE", "ZERO_SIZE", "DUPLICATE",
+                "BAD_ANNOTATION", "POLYGON_POINTS")
+_IMAGE_CODES = ("MISSING_IMAGE", "IMAGE_UNREADABLE", "CORRUPT_IMAGE", "TRUNCATED_JPEG",
+                "IMAGE_TOO_SMALL", "UNSUPPORTED_FORMAT", "MISSING_MASK", "BAD_MASK")
+_SUMMARY_ALL, _SUMMARY_EXAMPLES = 10, 3   # every problem up to 10, else the first 3
+
+
+def _problem_code(code):
+    try:
+        return ProblemCode(code)
+    except ValueError:
+        return code
+
+
+def _code_name(code):
+    return code.name.lower() if isinstance(code, ProblemCode) else str(code)
+
+
+def _kind(code):
+    name = code.name if isinstance(code, ProblemCode) else ""
+    return "label" if name in _LABEL_CODES else "image" if name in _IMAGE_CODES else "other"
+
+
+def data_summary(ds, data, out, err=None, policy="drop", decode=True):
+    """The data summary of `vt train` / `vt val`: images used and left out per split, the
+    problems by reason, each with its file:line (the first few of many).  To err (default
+    sys.stderr) when the dataset has problems, else to out."""
     parts = []
     for s in Split:
         n = ds.count("images", s)
         if not n and s == Split.TEST:
             continue
-        text = "%s %d of %d images used" % (s.name.lower(), ds.count("usable", s), n)
-        bad, skipped = ds.count("corrupt", s), ds.count("skipped", s)
+        text = " %s %d of %d images used" % (s.name.lower(), ds.count("usable", s), n)
+        bad, sized, skipped = ds.count("corrupt", s), ds.count("size", s), ds.count("skipped", s)
         if bad:
-            text += ", %d unreadable or too small" % bad
+            text += ", %d unreadable" % bad
+        if sized:
+            text += ", %d outside the size limits" % sized
         if skipped:
             text += ", %d skipped (label problems)" % skipped
         parts.append(text)
     problems = ds.problems()
-    line = "data: %s: %s" % (data, "; ".join(parts))
+    line = "data: %s (policy=%s%s):%s" % (data, policy, "" if decode else ", decode=0",
+                                          ";".join(parts))
     if not problems:
         out.write(line + "; no problems found\n")
+        out.flush()
         return
-    out.write("%s.  %d problem%s; first:\n" % (line, len(problems), "" if len(problems) == 1
-                                                else "s"))
-    for p in problems[:3]:
-        out.write("  %.300s\n" % p.message)
+    out.flush()
+    out = err if err is not None else sys.stderr
+    by_kind = {"label": {}, "image": {}, "other": {}}     # kind: {code: count}
+    for p in problems:
+        counts = by_kind[_kind(p.code)]
+        counts[int(p.code)] = counts.get(int(p.code), 0) + 1
+
+    def reasons_text(kind):
+        """(how many, "coord_range 2, bad_line 1") in the order of the codes, as vt train."""
+        counts = by_kind[kind]
+        names = ("%s %d" % (_code_name(_problem_code(c)), counts[c]) for c in sorted(counts))
+        return sum(counts.values()), ", ".join(names)
+    n, text = reasons_text("label")
+    if n and policy == "skip":
+        line += ".  %d label problem%s, their images skipped: %s" % (n, "" if n == 1 else "s",
+                                                                     text)
+    elif n:
+        noun = ("entry", "entries") if ds.task == Task.CLASSIFY else ("box", "boxes")
+        line += ".  %d %s dropped: %s" % (n, noun[n != 1], text)
+    n, text = reasons_text("image")
+    if n:
+        line += ".  %d image%s left out: %s" % (n, "" if n == 1 else "s", text)
+    n, text = reasons_text("other")
+    if n:
+        line += ".  %d other warning%s: %s" % (n, "" if n == 1 else "s", text)
+    shown = _SUMMARY_EXAMPLES if len(problems) > _SUMMARY_ALL else len(problems)
+    if shown < len(problems):
+        line += ".  The first %d:" % shown
+    else:
+        line += ".  %s:" % ("The problem" if len(problems) == 1 else "The problems")
+    out.write(line + "\n")
+    for p in problems[:shown]:
+        out.write("  %.300s [%s]\n" % (p.message, _code_name(p.code)))
+    if shown < len(problems):
+        out.write("  all %d problems: Dataset(%r).problems()\n" % (len(problems), data))
+    out.flush()
 
 
 class TrainPrinter(object):
     """A Trainer.run() progress callback printing what `vt train` prints."""
 
-    def __init__(self, trainer, task, out=None, mode=None):
+    def __init__(self, trainer, task, out=None, mode=None, err=None):
         self.trainer = trainer
         self.task = task if task in _COLUMNS else Task.CLASSIFY
         self.out = out or sys.stdout
+        self.err = err            # the data summary when the data has problems (sys.stderr)
         if mode is None:
             isatty = getattr(self.out, "isatty", None)
             mode = "bar" if isatty is not None and isatty() else "plain"
@@ -78,8 +168,9 @@ class TrainPrinter(object):
         self.dir_shown = False
         self.best = None          # (value, epoch) of the task's fitness metric
 
-    def start(self, model, data, ds):
-        """The lines before the first batch: model, data, epochs, batch, image size."""
+    def start(self, model, data, ds, policy="drop", decode=True):
+        """The lines before the first batch: model, data, epochs, batch, image size; then the
+        data summary."""
         t = self.trainer
         imgsz = int(t.get("imgsz")) or model.imgsz
         self._print("training %s (%d parameters, %.1f MFLOPs/image) on %s: %d classes, %d train "
@@ -87,7 +178,7 @@ class TrainPrinter(object):
                     % (model.arch, model.num_params, model.flops(imgsz) / 1e6, data,
                        ds.num_classes, ds.num_images("train"), ds.num_images("val"),
                        t.get("epochs"), t.get("batch"), imgsz))
-        data_summary(ds, data, self.out)
+        data_summary(ds, data, self.out, self.err, policy=policy, decode=decode)
         self.out.flush()
         self.t0 = self.epoch_t0 = self.last_draw = time.time()
 
@@ -170,18 +261,24 @@ class TrainPrinter(object):
             text += "; best %s %.4f at epoch %d" % (_BEST[self.task][1], self.best[0],
                                                     self.best[1])
         self._print(text + "\n")
-        if self.task == Task.DETECT and "map50" in metrics and "map50_95" in metrics:
-            self._print("final validation mAP50 %.4f  mAP50-95 %.4f\n"
-                        % (metrics["map50"], metrics["map50_95"]))
-        elif self.task == Task.SEGMENT and "miou" in metrics and "pixel_acc" in metrics:
-            self._print("final validation mIoU %.4f  pixel accuracy %.4f\n"
-                        % (metrics["miou"], metrics["pixel_acc"]))
-        elif self.task == Task.CLASSIFY and "top1" in metrics:
-            self._print("final validation top-1 accuracy: %.4f\n" % metrics["top1"])
-        if run_dir:
-            self._print("run folder: %s (best weights: %s, last: %s)\n"
-                        % (run_dir, best_weights or "none yet",
-                           os.path.join(run_dir, "weights", "last.vtm")))
+        final_report(self.task, metrics, run_dir, best_weights, self.out)
+
+
+def final_report(task, metrics, run_dir, best_weights, out):
+    """The final metrics and where the weights are (the last lines of `vt train`)."""
+    if task == Task.DETECT and "map50" in metrics and "map50_95" in metrics:
+        out.write("final validation mAP50 %.4f  mAP50-95 %.4f\n"
+                  % (metrics["map50"], metrics["map50_95"]))
+    elif task == Task.SEGMENT and "miou" in metrics and "pixel_acc" in metrics:
+        out.write("final validation mIoU %.4f  pixel accuracy %.4f\n"
+                  % (metrics["miou"], metrics["pixel_acc"]))
+    elif task == Task.CLASSIFY and "top1" in metrics:
+        out.write("final validation top-1 accuracy: %.4f\n" % metrics["top1"])
+    if run_dir:
+        out.write("run folder: %s (best weights: %s, last: %s)\n"
+                  % (run_dir, best_weights or "none yet",
+                     os.path.join(run_dir, "weights", "last.vtm")))
+    out.flush()
 
 
 def val_report(trainer, task, split, num_images, seconds, out=None):

@@ -106,6 +106,10 @@ class ProblemCode(enum.IntEnum):
     CLASS_COUNT = 18
     MISSING_MASK = 19
     BAD_MASK = 20
+    OUTSIDE_ROOT = 21
+    SYMLINK_LOOP = 22
+    BROKEN_LINK = 23
+    IMAGE_TOO_LARGE = 24
 
 
 class LogLevel(enum.IntEnum):
@@ -627,8 +631,9 @@ class Dataset(_Closable):
 
     def count(self, what, split="train"):
         """A count of a split as Report.count gives it (visiontrain.Count: IMAGES, USABLE,
-        CORRUPT (left out by decode=1), SKIPPED (left out by policy=skip), BACKGROUNDS,
-        INSTANCES, or their names), for the dataset as opened."""
+        CORRUPT and SIZE (left out by decode=1: unreadable, and for their size), SKIPPED
+        (left out by policy=skip), BACKGROUNDS, INSTANCES, or their names), for the dataset as
+        opened."""
         from ._validate import Count  # _validate imports this module
         what = _enum_arg(what, Count, {m.name.lower(): m for m in Count}, "count")
         return self._lib.vt_dataset_count(self._ptr(), int(what), _split(split))

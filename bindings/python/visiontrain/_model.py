@@ -10,12 +10,13 @@
 """
 
 import glob
+import logging
 import os
 import sys
 import time
 
 from . import _core, _native
-from ._console import TrainPrinter, val_report
+from ._console import LogLines, TrainPrinter, data_summary, final_report, val_report
 from ._core import BadStateError, Dataset, Status, Task, Trainer
 from ._results import Boxes, Masks, Probs, Results, image_size, numpy_or_none
 
@@ -37,6 +38,14 @@ def _is_model_file(model):
 
 def _split_options(options, keys):
     return {k: options.pop(k) for k in keys if k in options}
+
+
+def _summary_args(ds_options):
+    """policy= and decode= of the data summary, as the dataset was opened (the library's
+    defaults: drop, decode=0)."""
+    decode = ds_options.get("decode", False)
+    return dict(policy=str(ds_options.get("policy", "drop")),
+                decode=str(decode).lower() not in ("0", "false", "no"))
 
 
 class Model(_core.Model):
@@ -137,8 +146,11 @@ class Model(_core.Model):
         the checkpoints, results.csv and plots; model.run_dir names it.  Afterwards the model
         holds the best epoch's weights (weights/best.vtm) and the metrics are that epoch's;
         with save=0 (no run folder) the last weights and metrics.  Prints the progress as `vt
-        train` does unless verbose=False.  Ctrl-C stops cleanly (KeyboardInterrupt) with the
-        weights reached so far.
+        train` does (the data summary to stderr when the data has problems).  verbose=False
+        prints nothing: the data summary, its problems (level warning) and the final metrics
+        (info) go to logging.getLogger("visiontrain") instead, as the library's notes always do
+        (silence them there: setLevel(logging.ERROR)).  Ctrl-C stops cleanly
+        (KeyboardInterrupt) with the weights reached so far.
         """
         options = dict(options)
         ds_options = _split_options(options, _DATASET_KEYS)
@@ -165,7 +177,10 @@ class Model(_core.Model):
                 printer = None
                 if verbose:
                     printer = TrainPrinter(trainer, self.task)
-                    printer.start(self, data, ds)
+                    printer.start(self, data, ds, **_summary_args(ds_options))
+                else:   # the data summary still reaches the "visiontrain" logger
+                    data_summary(ds, data, LogLines(logging.INFO), LogLines(logging.WARNING),
+                                 **_summary_args(ds_options))
                 trainer.on_progress(printer)
                 try:
                     final = trainer.run(callback=record)
@@ -185,8 +200,11 @@ class Model(_core.Model):
                            m.get("fitness") == top]
             if best_epochs:
                 metrics = best_epochs[0]
+        best = best if best and os.path.isfile(best) else None
         if printer is not None:
-            printer.finish(metrics, self.run_dir, best if best and os.path.isfile(best) else None)
+            printer.finish(metrics, self.run_dir, best)
+        else:   # the final metrics too (level info)
+            final_report(self.task, metrics, self.run_dir, best, LogLines(logging.INFO))
         self.metrics = metrics
         return metrics
 
@@ -194,8 +212,9 @@ class Model(_core.Model):
         """Evaluate on a split of a dataset (default: the data of the last train()) and return
         its metrics: val_loss and top1 / top5, precision / recall / map50 / map50_95, or miou /
         pixel_acc.  Options: the trainer's batch=, imgsz=, device=, workers=, precision= and
-        the dataset's policy=, decode=, min_size=.  Prints the `vt val` lines unless
-        verbose=False."""
+        the dataset's policy=, decode=, min_size=.  Prints the `vt val` lines (first the data
+        summary to stderr when the data has problems); verbose=False sends them to
+        logging.getLogger("visiontrain") instead (problems: warning, metrics: info)."""
         if data is None:
             data = self._data
         if data is None:
@@ -210,11 +229,14 @@ class Model(_core.Model):
         data = os.fspath(data)
         with Dataset(data, task=self.task, **ds_options) as ds, \
                 Trainer(self, ds, **options) as trainer:
+            if ds.problems():   # as `vt val`: the summary of a dataset with problems
+                data_summary(ds, data, sys.stdout if verbose else LogLines(logging.INFO),
+                             sys.stderr if verbose else LogLines(logging.WARNING),
+                             **_summary_args(ds_options))
             t0 = time.time()
             all_metrics = trainer.validate(split)
-            if verbose:
-                val_report(trainer, self.task, str(split), ds.num_images(split),
-                           time.time() - t0)
+            val_report(trainer, self.task, str(split), ds.num_images(split), time.time() - t0,
+                       out=None if verbose else LogLines(logging.INFO))
         self.metrics = {k: v for k, v in all_metrics.items() if k in _VAL_METRICS}
         return self.metrics
 

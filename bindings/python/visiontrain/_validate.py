@@ -23,6 +23,7 @@ class Count(enum.IntEnum):
     SKIPPED = 4       # images left out by policy="skip" for a label problem
     BACKGROUNDS = 5   # usable detection images without boxes
     INSTANCES = 6     # boxes of the usable images (classification: usable images)
+    SIZE = 7          # readable images left out for their size (too small, too large)
 
 
 def problem_code_name(code):
