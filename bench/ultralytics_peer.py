@@ -32,6 +32,9 @@ def main():
     ap.add_argument("--lr0", type=float, default=0.002)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--project", required=True)
+    ap.add_argument("--weights", help="a .pt to start from (its matching tensors: Ultralytics' "
+                    "transfer, the head rebuilt for the data's classes) instead of the YAML's "
+                    "random initialisation")
     a = ap.parse_args()
 
     if os.environ.get("YOLO_OFFLINE") != "1":
@@ -47,7 +50,10 @@ def main():
     tu.NUM_THREADS = a.threads
     torch.set_num_threads(a.threads)
 
-    model = YOLO(a.model, task=a.task)  # a YAML: random initialisation, nothing downloaded
+    # a YAML: random initialisation, nothing downloaded; a .pt: the trainer rebuilds the model
+    # for the data's classes and loads every tensor of matching name and shape into it
+    # ("Transferred K/N items from pretrained weights"), as its users fine-tune
+    model = YOLO(a.weights, task=a.task) if a.weights else YOLO(a.model, task=a.task)
     def cpu_s():  # user + system seconds of every thread of this process
         r = resource.getrusage(resource.RUSAGE_SELF)
         return r.ru_utime + r.ru_stime
@@ -56,7 +62,7 @@ def main():
     model.train(data=a.data, epochs=a.epochs, imgsz=a.imgsz, batch=a.batch, device="cpu",
                 workers=0,  # what the trainer forces on a CPU anyway (engine/trainer.py)
                 optimizer=a.optimizer, lr0=a.lr0, seed=a.seed, deterministic=False,
-                pretrained=False, amp=False, plots=False, project=a.project, name="train",
+                pretrained=bool(a.weights), amp=False, plots=False, project=a.project, name="train",
                 exist_ok=True, verbose=False)
     wall, cpu = time.perf_counter() - t0, cpu_s() - c0
     tr = model.trainer
@@ -66,6 +72,7 @@ def main():
     m = {k: float(v) for k, v in (tr.metrics or {}).items()}
     nimg = len(tr.train_loader.dataset)
     out = {"trainer": "ultralytics " + ultralytics.__version__, "torch": torch.__version__,
+           "best": os.path.join(str(tr.save_dir), "weights", "best.pt"),
            "threads": torch.get_num_threads(), "model": os.path.splitext(a.model)[0],
            "params": params, "train_images": nimg, "epochs": a.epochs, "wall_s": wall, "cpu_s": cpu,
            "img_s": nimg * a.epochs / wall, "optimizer": str(tr.args.optimizer),
