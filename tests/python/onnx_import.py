@@ -362,7 +362,7 @@ def normalization(tmp, x):
                      (dict(mean=[0.5, 0.4, 0.3], std=(0.2, 0.25, 0.3)),
                       "mean=0.5,0.4,0.3 std=0.2,0.25,0.3")):
         d = float(np.abs(import_(path, **kw).forward(x) - import_with(path, opts).forward(x)).max())
-        check(d == 0, "import_onnx(%s) differs from %s (%.3g)" % (kw, opts, d))
+        check(d == 0, "import_onnx(%s) is %s (max difference %.3g)" % (kw, opts, d))
     # a mean alone (std 1) against the graph with the library's padding
     ref = os.path.join(tmp, "folded-nopad.onnx")
     mean = rng.uniform(-1, 1, 3).astype(np.float32)
