@@ -521,7 +521,7 @@ static double run_shared(const vt_model *m, int private_bufs, int keep_columns, 
     int *fw = malloc((size_t)N * sizeof *fw);
     for (int i = 0; i < N; i++)
         el[i] = (double)e->g->nodes[i].out.c * e->g->nodes[i].out.h * e->g->nodes[i].out.w;
-    ck_assert_int_eq(vt_exec_plan(e->g, el, 1, 1, !private_bufs, yo, dyo, fw, &arena), 0);
+    ck_assert_int_eq(vt_exec_plan(e->g, el, 1, 0, !private_bufs, yo, dyo, fw, &arena), 0);
     ck_assert_uint_eq(e->arena_bytes, (size_t)arena * n * sizeof(float));
     for (int i = 1; i < N; i++) {
         const vt_node *nd = &e->g->nodes[i];

@@ -448,6 +448,8 @@ START_TEST(test_exec_frozen_gradients)
     vt_node *out = &e->g->nodes[m->output_node];
     for (size_t i = 0; i < (size_t)out->out.c * 4; i++) out->dy[i] = (float)(i % 5) - 2.0f;
     ck_assert_int_eq(vt_exec_backward(e, m->output_node), VT_OK);
+    for (int i = 1; i < e->frozen; i++)
+        ck_assert_msg(e->g->nodes[i].dy == NULL, "frozen layer %d has a gradient buffer", i);
     for (int i = 0; i < m->graph.n_nodes; i++) {
         const vt_node *nd = &m->graph.nodes[i];
         if (!has_params(nd)) continue;
@@ -468,6 +470,14 @@ START_TEST(test_exec_frozen_gradients)
             ck_assert_msg(!memcmp(buf + nd->buf_off, m->buffers + nd->buf_off,
                                   2 * (size_t)nd->out.c * 4), "frozen BN %d statistics moved", i);
     }
+    /* the frozen prefix has no gradient buffers, and its activations are freed after the
+     * forward: the arena is smaller than unfrozen (planned again when the count changes) */
+    size_t frozen_bytes = e->arena_bytes;
+    e->frozen = 0;
+    ck_assert_int_eq(vt_exec_prepare(e, 4, 16, 16), VT_OK);
+    ck_assert_msg(frozen_bytes < e->arena_bytes, "arena frozen %zu, unfrozen %zu", frozen_bytes,
+                  e->arena_bytes);
+    ck_assert_ptr_nonnull(e->g->nodes[1].dy);
     free(buf);
     free(par);
     vt_exec_destroy(e);

@@ -137,7 +137,7 @@ static int place_before(int a, int b, const double *elems, const int *t0, int N)
     return a < b;
 }
 
-int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
+int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int grad_from, int share,
                  double *yoff, double *dyoff, int *first, double *arena_elems)
 {
     int N = g->n_nodes, rc = 0, M = 2 * N; /* tensors: y of node i = i, dy of node i = N + i */
@@ -174,6 +174,7 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
         if (t == 0 || cons[t] == 0) t1[r] = T_END;
         for (int k = 0; k < nd->n_in; k++)
             if (t1[root[nd->in[k]]] < T_FWD(t)) t1[root[nd->in[k]]] = T_FWD(t);
+        if (t < grad_from) continue; /* a frozen node's backward does not run */
         if (t > 0 && (nd->op == VT_OP_CONV || nd->op == VT_OP_LINEAR || nd->op == VT_OP_BN ||
                       nd->op == VT_OP_ACT) && t1[root[nd->in[0]]] < T_BWD(t))
             t1[root[nd->in[0]]] = T_BWD(t);
@@ -187,7 +188,7 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_gra
      * gradient feeds (that BN then has none).  The input's (input_grad: callers read it) and
      * the outputs' (the loss writes the seed before backward) live throughout. */
     for (int i = 0; i < N; i++) {
-        if (i == 0 && !input_grad) continue;
+        if (i < grad_from) continue;
         if (fuse && g->nodes[i].op == VT_OP_BN && first[i] >= 0 &&
             act_fusable(g, cons, first[i]))
             continue;
@@ -248,10 +249,11 @@ done:
 vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
 {
     if (n < 1) return vt_fail(VT_ERR_INVALID_ARGUMENT, "batch size %d < 1", n);
-    if (e->cap_n >= n && e->h == h && e->w == w) {
+    if (e->cap_n >= n && e->h == h && e->w == w && e->planned_frozen == e->frozen) {
         e->n = n;
         return VT_OK;
     }
+    e->planned_frozen = e->frozen;
     free_activations(e);
     TRY(vt_graph_reshape(e->g, h, w));
     vt_graph *g = e->g;
@@ -277,7 +279,7 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
         e->first_writer = vt_malloc(n1 * sizeof *e->first_writer);
         if (elems && yo && dyo && e->first_writer) {
             for (int i = 0; i < N; i++) elems[i] = (double)numel(&g->nodes[i].out, 1);
-            ok = vt_exec_plan(g, elems, fuse, e->input_grad, !e->private_bufs, yo, dyo,
+            ok = vt_exec_plan(g, elems, fuse, vt_exec_grad_from(e), !e->private_bufs, yo, dyo,
                               e->first_writer, &arena);
         }
         if (ok == 0 && !(e->arena = be->ops->alloc(be, (size_t)arena * n * sizeof(float))))
@@ -478,7 +480,7 @@ vt_status vt_exec_backward(vt_exec *e, int out)
     double t0 = e->prof ? prof_now(e) : 0;
     /* Nodes below `lo` need no gradient: the image batch (unless input_grad) and the frozen
      * prefix, whose backward does not run. */
-    int lo = e->frozen > 1 ? e->frozen : e->input_grad ? 0 : 1;
+    int lo = vt_exec_grad_from(e);
     for (int i = lo; i < out; i++)
         if (g->nodes[i].dy && (fw[i] < 0 || fw[i] > out))
             TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));

@@ -23,7 +23,11 @@ typedef struct vt_exec {
     int private_bufs;  /* tests: no buffer sharing (but in-place ReLUs); set before prepare */
     int frozen;        /* nodes 0..frozen-1 are frozen (freeze=): their batch norms run in eval
                         * mode in training too, and backward neither computes their parameter
-                        * gradients (left as they are) nor any gradient flowing into them */
+                        * gradients (left as they are) nor any gradient flowing into them; set
+                        * before vt_exec_prepare (a change plans the buffers again: frozen
+                        * nodes have no gradient buffer, and their activations are freed once
+                        * the forward has read them) */
+    int planned_frozen; /* the frozen count the buffers were planned for */
     unsigned char *consumers; /* per node: how many nodes read its output */
     /* Activations and their gradients live in one arena at offsets planned by liveness
      * (vt_exec_plan); first_writer[i] is the node whose backward first adds into node i's dy
@@ -48,8 +52,10 @@ typedef struct vt_exec {
  *   - A gradient lives from the backward of its first writer (its highest-numbered consumer,
  *     which zeroes it just before) to its last reader (its node; the BN that a fused
  *     activation's gradient feeds, that BN then having none).  fuse: the backend runs BN +
- *     ReLU or SiLU as one op.  Node 0 has one only with input_grad; it and the outputs' (where a loss writes
- *     the seed) live throughout.
+ *     ReLU or SiLU as one op.  Nodes below grad_from have none and their backwards do not run
+ *     (they read nothing): grad_from 1 is the usual step, 0 also gives node 0 (the input) a
+ *     gradient (input_grad), more leaves a frozen prefix out; node 0's and the outputs' (where
+ *     a loss writes the seed) live throughout.
  * The tensors go into one arena: greedily, largest first, each at the lowest offset where it
  * overlaps no tensor already placed whose interval overlaps its own; so a gradient of the early
  * layers reuses the memory of activations whose backward is done.  Offsets and sizes are in
@@ -57,8 +63,14 @@ typedef struct vt_exec {
  * plan holds for one backward per forward.  Fills yoff[i] and dyoff[i] (node i's output and
  * gradient, -1: none), first[i] (first writer, -1: none) and *arena_elems; returns 0, or -1
  * with the error set.  share = 0: every tensor its own place (the executor's private_bufs). */
-int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int input_grad, int share,
+int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int grad_from, int share,
                  double *yoff, double *dyoff, int *first, double *arena_elems);
+
+/* The first node with a gradient: 0 with input_grad, else 1, or the frozen count (> 1). */
+static inline int vt_exec_grad_from(const vt_exec *e)
+{
+    return e->frozen > 1 ? e->frozen : e->input_grad ? 0 : 1;
+}
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */
 vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be);

@@ -31,7 +31,7 @@ int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int st
     int *fw = vt_malloc((size_t)n * sizeof *fw), ok = -1;
     if (el && yo && dyo && fw) {
         for (int i = 0; i < n; i++) el[i] = (double)lc[i].out_elems;
-        ok = vt_exec_plan(g, el, 1, 0, 1, yo, dyo, fw, &arena);
+        ok = vt_exec_plan(g, el, 1, 1, 1, yo, dyo, fw, &arena);
     }
     per += arena;
     free(el);
