@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/gemm.h"
 #include "testutil.h"
 #include "visiontrain/visiontrain.h"
 
@@ -106,7 +107,17 @@ END_TEST
 
 /* The acceptance check of the foundation: cls-n reaches >= 95% validation accuracy on the
  * generated shapes dataset within the test's time. */
-START_TEST(test_learns_to_95)
+static void learn_shapes(const char *precision);
+
+START_TEST(test_learns_to_95) { learn_shapes(NULL); }
+END_TEST
+
+/* precision=bf16 (bf16 products, fp32 accumulation) passes the same check where the CPU has
+ * AVX512-BF16, and is refused, saying why, where it has not. */
+START_TEST(test_learns_to_95_bf16) { learn_shapes("precision=bf16"); }
+END_TEST
+
+static void learn_shapes(const char *precision)
 {
     char *dir = vt_test_tmpdir("learn");
     char data[4096];
@@ -123,12 +134,25 @@ START_TEST(test_learns_to_95)
                               "warmup_epochs=1", "seed=1", "save=0", NULL};
     for (const char *const *s = settings; *s; s++) ck_assert_int_eq(vt_trainer_set(t, *s), VT_OK);
     vt_test_learning_opts(t);
+    if (precision) ck_assert_int_eq(vt_trainer_set(t, precision), VT_OK);
     static trace tr;
     vt_trainer_set_progress(t, record, &tr);
+    if (precision && !vt_cpu_has_bf16()) {
+        ck_assert_int_eq(vt_trainer_run(t), VT_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(vt_trainer_last_error(t), "AVX512-BF16"), "message: %s",
+                      vt_trainer_last_error(t));
+        fprintf(stderr, "no AVX512-BF16 here: %s checked refused\n", precision);
+        vt_trainer_destroy(t);
+        vt_model_destroy(m);
+        vt_dataset_destroy(ds);
+        vt_test_rmtree(dir);
+        free(dir);
+        return;
+    }
     ck_assert_msg(vt_trainer_run(t) == VT_OK, "run: %s", vt_trainer_last_error(t));
     double top1 = 0;
     ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_TOP1, &top1), VT_OK);
-    vt_test_learned("cls-n", "top1 %.4f", top1);
+    vt_test_learned(precision ? "cls-n bf16" : "cls-n", "top1 %.4f", top1);
     ck_assert_msg(top1 >= 0.95, "cls-n reached only %.3f validation accuracy", top1);
 
     /* Saved and reloaded, the model predicts the validation images as well. */
@@ -158,7 +182,7 @@ START_TEST(test_learns_to_95)
     vt_test_rmtree(dir);
     free(dir);
 }
-END_TEST
+
 
 /* vt_trainer_step on one fixed batch: the loss falls (the model can fit it). */
 START_TEST(test_step_memorises)
@@ -205,6 +229,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_same_seed_same_losses);
     tcase_add_test(tc, test_step_memorises);
     tcase_add_test(tc, test_learns_to_95);
+    tcase_add_test(tc, test_learns_to_95_bf16);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch");
     tcase_set_timeout(tb, 120);

@@ -195,8 +195,13 @@ typedef enum vt_option {
     VT_OPT_FLIPLR = 115,          /* float 0..1 probability of a horizontal flip, default 0.5
                                      (training augmentation, see VT_OPT_HSV_H below)             */
     VT_OPT_VAL = 116,             /* int 0|1: validate after each epoch, default 1             */
-    VT_OPT_PRECISION = 117,       /* string "tf32" | "fp32": GPU matrix math, default "tf32"
-                                     (TF32 tensor cores where the GPU has them); the CPU is fp32 */
+    VT_OPT_PRECISION = 117,       /* string "tf32" | "fp32" | "bf16": matrix math, default
+                                     "tf32" (TF32 tensor cores where the GPU has them; fp32 on
+                                     the CPU).  "bf16": the convolutions' and linear layers'
+                                     products with bf16 operands and fp32 accumulation, weights,
+                                     optimiser state, batch norm and losses in fp32; on a CPU
+                                     with AVX512-BF16 only (VT_ERR_UNSUPPORTED elsewhere and on
+                                     GPUs, where it has not run yet) */
 
     /* vt_trainer: run folder, checkpoints and run control (see vt_trainer_run) */
     VT_OPT_PROJECT = 118,         /* string, default "runs": parent of the run folders           */

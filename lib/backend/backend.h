@@ -92,6 +92,9 @@ struct vt_backend {
 
 /* The CPU reference backend.  threads: 0 = the number of online processors. */
 vt_status vt_backend_cpu_create(vt_backend **out, int threads);
+/* on: every product of the backend (convolutions, linear layers) with bf16 operands and fp32
+ * accumulation (vt_gemm_bf16; the caller checks vt_cpu_has_bf16); off: fp32 (vt_sgemm). */
+void vt_backend_cpu_set_bf16(vt_backend *b, int on);
 /* Floats of one im2col tile (default 256K, 1 MiB: stays in L3 while BLIS packs it; at least
  * 256 columns).  Setting it also drops the 256-column minimum: tests use it to make tiles as
  * small as one output row of one image. */

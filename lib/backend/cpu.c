@@ -100,7 +100,7 @@ vt_status vt_cpu_gemm(vt_backend *b, int ta, int tb, int m, int n, int k, float 
                       const float *a, int lda, const float *bm, int ldb, float beta, float *c,
                       int ldc)
 {
-    vt_sgemm(POOL(b), ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
+    GEMM(b)(POOL(b), ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc);
     return VT_OK;
 }
 
@@ -1087,6 +1087,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
      * (A/B, small CNN, 16 pairs) and was even at batch 64 */
     b->conv_cap = (size_t)256 << 10;
     b->act = vt_cpu_act_kernels_for_cpu();
+    b->gemm = vt_sgemm;
     b->conv_min_cols = 256;
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {
@@ -1095,6 +1096,11 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
     }
     *out = &b->base;
     return VT_OK;
+}
+
+void vt_backend_cpu_set_bf16(vt_backend *b, int on)
+{
+    ((cpu_backend *)b)->gemm = on ? vt_gemm_bf16 : vt_sgemm;
 }
 
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats)

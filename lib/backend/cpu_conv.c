@@ -254,6 +254,7 @@ typedef struct conv_job {
     float *ws;      /* threads x tile_floats columns (keep: the whole batch's columns, tile
                      * i's at K x its first column), then parts - 1 partial dW */
     int keep;
+    vt_cpu_gemm_fn gemm; /* the backend's (fp32 or bf16) */
 } conv_job;
 
 /* Floats before the partial dW sums in ws. */
@@ -285,15 +286,15 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
                 if (!(J->keep && J->backward)) /* kept columns: forward built them */
                     im2col_tile(d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 if (!J->backward) {
-                    vt_sgemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
+                    J->gemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
                              J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
                     continue;
                 }
                 const float *dyg = J->dy + (size_t)g * cout_g * NOHW + c0;
-                vt_sgemm(NULL, 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, col, cols,
+                J->gemm(NULL, 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, col, cols,
                          i == t0 ? 0.0f : 1.0f, dw + (size_t)g * cout_g * K, K);
                 if (J->dx) {
-                    vt_sgemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
+                    J->gemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
                              cols);
                     col2im_tile(d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 }
@@ -340,12 +341,12 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
 {
     size_t NOHW = (size_t)d->n * d->ho * d->wo;
     if (conv_is_pointwise(d)) {
-        vt_sgemm(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
-                 y, (int)NOHW);
+        GEMM(b)(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
+                y, (int)NOHW);
     } else {
         conv_job J = {d,    make_tiling(b, d), 0,    0,    vt_pool_threads(POOL(b)), x,
                       w,    NULL,              y,    NULL, NULL,                     ws,
-                      d->keep_columns};
+                      d->keep_columns, GEMM(b)};
         J.parts = shares(b, &J.t, d, 0);
         vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     }
@@ -361,15 +362,15 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
     if (db) vt_cpu_channel_sum(b, d->cout, NOHW, dy, db);
     if (conv_is_pointwise(d)) {
         /* dW[cout][cin] = dY[cout][NHW] x X[cin][NHW]^T;  dX[cin][NHW] += W^T dY */
-        vt_sgemm(POOL(b), 0, 1, d->cout, d->cin, (int)NOHW, 1.0f, dy, (int)NOHW, x, (int)NOHW,
-                 0.0f, dw, d->cin);
+        GEMM(b)(POOL(b), 0, 1, d->cout, d->cin, (int)NOHW, 1.0f, dy, (int)NOHW, x, (int)NOHW,
+                0.0f, dw, d->cin);
         if (dx)
-            vt_sgemm(POOL(b), 1, 0, d->cin, (int)NOHW, d->cout, 1.0f, w, d->cin, dy, (int)NOHW,
-                     1.0f, dx, (int)NOHW);
+            GEMM(b)(POOL(b), 1, 0, d->cin, (int)NOHW, d->cout, 1.0f, w, d->cin, dy, (int)NOHW,
+                    1.0f, dx, (int)NOHW);
         return VT_OK;
     }
     conv_job J = {d,  make_tiling(b, d), 0,  1,  vt_pool_threads(POOL(b)), x, w, dy, NULL, dx,
-                  dw, ws,                d->keep_columns};
+                  dw, ws,                d->keep_columns, GEMM(b)};
     J.parts = shares(b, &J.t, d, 1);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     if (J.parts > 1) {

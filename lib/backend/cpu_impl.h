@@ -26,9 +26,15 @@ typedef struct vt_cpu_act_kernels {
  * Static table; thread-safe. */
 const vt_cpu_act_kernels *vt_cpu_act_kernels_for_cpu(void);
 
+/* The backend's GEMM: vt_sgemm (fp32), or vt_gemm_bf16 with precision=bf16. */
+typedef void (*vt_cpu_gemm_fn)(vt_pool *pool, int transa, int transb, int m, int n, int k,
+                               float alpha, const float *a, int lda, const float *b, int ldb,
+                               float beta, float *c, int ldc);
+
 typedef struct cpu_backend {
     vt_backend base;
     vt_pool *pool;
+    vt_cpu_gemm_fn gemm;  /* every product of the backend (convolutions, linear layers) */
     size_t conv_cap;      /* floats of one im2col tile (cpu_conv.c) */
     size_t conv_min_cols; /* ... but at least this many columns */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
@@ -42,6 +48,7 @@ typedef struct cpu_backend {
 void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 
 #define POOL(b) (((cpu_backend *)(b))->pool)
+#define GEMM(b) (((const cpu_backend *)(b))->gemm)
 #define ACT_KERNELS(b) (((const cpu_backend *)(b))->act)
 
 /* Below this many values an op runs on the calling thread: waking workers costs more. */

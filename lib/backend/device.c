@@ -43,19 +43,35 @@ static vt_status cpu_capacity(int index, size_t *total_bytes, size_t *avail_byte
     return VT_OK;
 }
 
+/* fp32 and tf32 are the same on the CPU (fp32); bf16 needs the instructions. */
+static vt_status cpu_set_precision(vt_backend *b, vt_device_precision p)
+{
+    if (p == VT_DEVICE_PRECISION_BF16 && !vt_cpu_has_bf16())
+        return vt_fail(VT_ERR_UNSUPPORTED, "precision=bf16 on the CPU needs AVX512-BF16 "
+                       "(AMD Zen 4 and later, Intel Cooper Lake / Sapphire Rapids and later); "
+                       "this CPU has none: use fp32");
+    vt_backend_cpu_set_bf16(b, p == VT_DEVICE_PRECISION_BF16);
+    return VT_OK;
+}
+
 static const vt_device_iface cpu_device = {
     .name = "cpu",
     .kind = VT_DEVICE_KIND_CPU,
     .max_index = 0,
     .backend_create = cpu_backend_create,
+    .set_precision = cpu_set_precision,
     .capacity = cpu_capacity,
 };
 
 /* ---- CUDA (the module, loaded on first use) ----------------------------------------------- */
 
-static void cuda_set_precision(vt_backend *b, vt_device_precision p)
+static vt_status cuda_set_precision(vt_backend *b, vt_device_precision p)
 {
+    if (p == VT_DEVICE_PRECISION_BF16)
+        return vt_fail(VT_ERR_UNSUPPORTED, "precision=bf16 has not run on a GPU yet: use tf32 "
+                       "or fp32 there (docs/gpu.md)");
     vt_backend_cuda_set_fp32(b, p == VT_DEVICE_PRECISION_FP32);
+    return VT_OK;
 }
 
 static vt_status cuda_capacity(int index, size_t *total_bytes, size_t *avail_bytes)
@@ -125,7 +141,10 @@ void vt_device_name(const vt_device *d, char *buf, size_t cap)
 vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backend **out)
 {
     vt_status st = d->iface->backend_create(out, d->index);
-    if (st == VT_OK && d->iface->set_precision) d->iface->set_precision(*out, p);
+    if (st == VT_OK && d->iface->set_precision && (st = d->iface->set_precision(*out, p))) {
+        vt_backend_destroy(*out);
+        *out = NULL;
+    }
     return st;
 }
 

@@ -26,7 +26,8 @@ typedef enum vt_device_kind {
  * way. */
 typedef enum vt_device_precision {
     VT_DEVICE_PRECISION_DEFAULT = 0,
-    VT_DEVICE_PRECISION_FP32 = 1
+    VT_DEVICE_PRECISION_FP32 = 1,
+    VT_DEVICE_PRECISION_BF16 = 2 /* bf16 GEMM/convolution operands, fp32 accumulation */
 } vt_device_precision;
 
 typedef struct vt_device_iface {
@@ -38,7 +39,8 @@ typedef struct vt_device_iface {
     /* Optional (NULL: not offered). */
     void *(*host_alloc)(int index, size_t bytes); /* pinned host memory; NULL + error */
     void (*host_free)(void *p);
-    void (*set_precision)(vt_backend *b, vt_device_precision p);
+    vt_status (*set_precision)(vt_backend *b, vt_device_precision p); /* refuses what the
+                                                                          device cannot do */
     void (*memory)(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
     /* Live figures of device `index`; returns out->have (0: none). */
     unsigned (*metrics)(int index, vt_gpu_metrics *out);

@@ -29,7 +29,8 @@ int vt_cpu_x86_level(void);
  * op(A) and op(B) rounded to bf16 (round to nearest even, NaN kept a NaN) and the products
  * accumulated in fp32.  An AVX512_BF16 (VDPBF16PS) kernel where vt_cpu_has_bf16(), else a
  * portable reference; VT_CPU_BF16=portable forces the reference (read once).  The kernel, like
- * the instruction, treats bf16 denormals as zero (|x| < 2^-126); the reference does not. */
+ * the instruction, treats denormal operands as zero and flushes denormal sums (|x| < 2^-126);
+ * the reference does not. */
 void vt_gemm_bf16(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
                   const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
 /* The portable reference, always built (tests compare the kernel with it). */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const char *const optimizer_choices[] = {"sgd", "adamw", NULL};
-static const char *const precision_choices[] = {"tf32", "fp32", NULL};
+static const char *const precision_choices[] = {"tf32", "fp32", "bf16", NULL};
 static const char *const cache_choices[] = {"none", "ram", NULL};
 static const char *const est_precision_choices[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const policy_choices[] = {"drop", "skip", "fail", NULL};
@@ -64,7 +64,8 @@ static const vt_optdef table[] = {
     {VT_OPT_FLIPLR, "fliplr", F, 0, 1, 0.5, NULL, NULL, T, "probability of a horizontal flip", 0},
     {VT_OPT_VAL, "val", I, 0, 1, 1, NULL, NULL, T, "validate after every epoch (0/1)", 0},
     {VT_OPT_PRECISION, "precision", S, 0, 0, 0, "tf32", precision_choices, T,
-     "GPU matrix math: tf32 (tensor cores) or fp32", 0},
+     "matrix math: tf32 (GPU tensor cores; fp32 on the CPU), fp32, or bf16 (CPU with "
+     "AVX512-BF16: bf16 operands, fp32 accumulation)", 0},
     {VT_OPT_PROJECT, "project", S, 0, 0, 0, "runs", NULL, T,
      "folder holding the run folders (<project>/<task>/<name>)", 0},
     {VT_OPT_NAME, "name", S, 0, 0, 0, "train", NULL, T,

@@ -340,8 +340,10 @@ static vt_status open_backend(vt_trainer *t)
     vt_device d;
     TRY(vt_device_parse(dev, &d));
     release_device(t);
-    int fp32 = strcmp(vt_opt_str(&t->opts, VT_OPT_PRECISION), "fp32") == 0;
-    TRY(vt_device_backend(&d, fp32 ? VT_DEVICE_PRECISION_FP32 : VT_DEVICE_PRECISION_DEFAULT,
+    const char *prec = vt_opt_str(&t->opts, VT_OPT_PRECISION);
+    TRY(vt_device_backend(&d, !strcmp(prec, "fp32")   ? VT_DEVICE_PRECISION_FP32
+                              : !strcmp(prec, "bf16") ? VT_DEVICE_PRECISION_BF16
+                                                      : VT_DEVICE_PRECISION_DEFAULT,
                           &t->be));
     t->dev = d;
     snprintf(t->device, sizeof t->device, "%s", dev);
