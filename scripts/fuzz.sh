@@ -23,8 +23,9 @@ ninja -C $b libvisiontrain_objs.a >/dev/null
 clang -g -O1 $san -fsanitize=fuzzer -fno-sanitize-recover=all -DVT_STATIC_DEFINE \
     -Iinclude -Ilib -I$b tests/fuzz/fuzz.c -o $b/fuzz \
     -Wl,--start-group $b/libvisiontrain_objs.a -Wl,--end-group \
-    -lpng16 -ljpeg -lz -lyaml -ljson-c -lm -pthread \
-    -L/usr/lib/x86_64-linux-gnu/blis-serial -Wl,-rpath,/usr/lib/x86_64-linux-gnu/blis-serial -lblis
+    $(pkg-config --libs libpng libjpeg zlib yaml-0.1 json-c freetype2 libprotobuf-c 2>/dev/null ||
+      echo -lpng16 -ljpeg -lz -lyaml -ljson-c) -lm -pthread -ldl \
+    /usr/lib/x86_64-linux-gnu/blis-serial/libblis.a  # static: the library calls BLIS's context API
 
 # seeds: one or two valid inputs per target, from the library's own formats
 seeds=$b/seeds
