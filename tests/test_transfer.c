@@ -185,6 +185,14 @@ START_TEST(test_same_classes)
     ck_assert_str_eq(vt_model_class_name(m, 2), "fox");
     ck_assert_int_eq(vt_model_set_classes(m, 3, names, &k, &n), VT_OK);
     ck_assert_msg(k == n, "the same names: %d/%d", k, n);
+    /* a trainer made before the model changed its classes refuses to train it */
+    vt_trainer *t2;
+    ck_assert_int_eq(vt_trainer_create(&t2, m, ds), VT_OK); /* re-heads m for the data again */
+    ck_assert_int_eq(vt_model_set_classes(m, 2, NULL, NULL, NULL), VT_OK);
+    ck_assert_int_eq(vt_trainer_run(t2), VT_ERR_BAD_STATE);
+    ck_assert_msg(strstr(vt_trainer_last_error(t2), "create the trainer again"), "message: %s",
+                  vt_trainer_last_error(t2));
+    vt_trainer_destroy(t2);
     vt_model_destroy(src);
     vt_model_destroy(m);
     vt_dataset_destroy(ds);

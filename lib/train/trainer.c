@@ -86,6 +86,7 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
                      ds->num_classes);
         }
     }
+    t->classes = model->num_classes;
     *out = t;
     return VT_OK;
 }
@@ -357,6 +358,13 @@ static vt_status open_backend(vt_trainer *t)
  * model's weights uploaded. */
 static vt_status prepare(vt_trainer *t, int batch)
 {
+    /* the model re-created for other classes (vt_model_set_classes, e.g. by another trainer)
+     * after this one was made: its layers and the trainer's state no longer agree */
+    if (t->model->num_classes != t->classes || (t->exec && t->exec->graph.n_params !=
+                                                               t->model->graph.n_params))
+        return vt_fail(VT_ERR_BAD_STATE, "the model %s was re-created for %d classes after this "
+                       "trainer was made for %d: create the trainer again", t->model->arch,
+                       t->model->num_classes, t->classes);
     if (t->model->pull_ctx != t) TRY(vt_model_pull(t->model)); /* another trainer's weights */
     TRY(open_backend(t));
     int sz = imgsz_of(t);

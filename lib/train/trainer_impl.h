@@ -78,6 +78,7 @@ struct vt_trainer {
     vt_stop_reason stop;
 
     /* transfer learning (vt_trainer_create with other classes, pretrained=) */
+    int classes;                 /* the model's class count this trainer was made for */
     int xfer_k, xfer_n;          /* tensors transferred / the model's, 0 / 0 when none */
     char xfer_note[320];         /* "transferred K/N tensors (...)", logged when the run starts */
     char pretrained_done[VT_OPT_STR_MAX]; /* the pretrained= file already applied, "" none */
