@@ -3,7 +3,8 @@
  * calibrate=1` does).  For tuning the cost model (lib/estimate/estimate.c).
  *
  *   layer_profile [arch=cls-s] [imgsz=48] [batch=8] [steps=10] [calib=cls-n,32,16] [detail=0]
- *                 [device=cpu|0|1...] [precision=tf32|fp32] [channels=3] [classes=10]
+ *                 [device=cpu|0|1...] [precision=tf32|fp32|bf16 (bf16: CPU)] [channels=3]
+ *                 [classes=10]
  *
  * Prints, per layer kind (conv by GEMM size, BN, activation, ...): measured milliseconds per
  * step (median over steps of forward + backward), predicted milliseconds, and the ratio; with
@@ -101,6 +102,7 @@ int main(int argc, char **argv)
         if (st == VT_OK) vt_backend_cuda_set_fp32(be, strcmp(precision, "fp32") == 0);
     } else {
         st = vt_backend_cpu_create(&be, 0);
+        if (st == VT_OK && !strcmp(precision, "bf16")) vt_backend_cpu_set_bf16(be, 1);
     }
     if (st || vt_exec_create(&e, &m->graph, be) || vt_exec_prepare(e, batch, imgsz, imgsz) ||
         vt_exec_set_params(e, m->params, m->buffers)) {
