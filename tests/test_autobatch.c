@@ -159,7 +159,7 @@ static void close_fixture(fixture *f)
 /* The memory a batch needs by the model, for a fake memory size. */
 static double model_bytes(vt_model *m, int batch)
 {
-    return vt_train_memory(&m->graph, 16, 16, batch, (int)sizeof(float), 1, 0);
+    return vt_train_memory(&m->graph, 16, 16, batch, (int)sizeof(float), 1, 0, 1);
 }
 
 /* A fake memory size: the model's batch is the largest within 0.6 of it; a fake allocation
@@ -198,6 +198,18 @@ START_TEST(test_shrinks_on_out_of_memory)
     size_t peak6 = test.peak[0];
     ck_assert_msg(peak6 > 0 && peak6 < peak12, "steps held %zu (6) and %zu (12) bytes", peak6,
                   peak12);
+    close_fixture(&f);
+
+    /* the memory for 6 images, with freeze=backbone: the frozen layers hold no gradients and
+     * free their activations, so the model fits more (and the step holds less) */
+    open_fixture(&f, ds);
+    memset(&test, 0, sizeof test);
+    test.memory_bytes = (m6 + 0.5 * (m7 - m6)) / 0.6;
+    test.alloc_limit = (size_t)1 << 40;
+    ck_assert_int_eq(vt_trainer_set(f.t, "freeze=backbone"), VT_OK);
+    ck_assert_int_eq(vt_autobatch(f.t, f.subset, 20, &test, &b), VT_OK);
+    ck_assert_msg(test.modelled > 6 && b == test.modelled, "freeze=backbone: modelled %d, chose "
+                  "%d (6 unfrozen)", test.modelled, b);
     close_fixture(&f);
 
     /* 2. the same memory, a limit between the two: 12 runs out, 6 fits and is chosen */

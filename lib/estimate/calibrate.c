@@ -458,7 +458,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     if (on_gpu && co.probe_max && gi >= 0) {
         double fixed, per, wmax, cap = e->cat.gpus[gi].v[VT_GPU_MEMORY_GB] * 1e9 *
                                        OPT(e, VT_OPT_EST_MEMORY_FRACTION);
-        if (!vt_train_memory_terms(&g, cx.imgsz, cx.imgsz, 4, states, 1, &fixed, &per, &wmax)) {
+        if (!vt_train_memory_terms(&g, cx.imgsz, cx.imgsz, 4, states, 1, 1, &fixed, &per, &wmax)) {
             double pb = floor((cap / 1.05 - fixed - vt_train_scratch_bytes(wmax, 1e9)) / per);
             int tryb = (int)fmin(pb, 4096);
             for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {

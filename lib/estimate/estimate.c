@@ -454,7 +454,7 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_PARAMS, (double)g->n_params);
 
     double fixed, per, wmax;
-    if (vt_train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, &fixed, &per,
+    if (vt_train_memory_terms(g, imgsz, imgsz, t->dm.act_bytes, states, t->on_gpu, 1, &fixed, &per,
                            &wmax))
         return VT_ERR_INVALID_ARGUMENT;
     double peak = 1.05 * (fixed + b * per + vt_train_scratch_bytes(wmax, b));

@@ -13,7 +13,8 @@
 #define SCRATCH_CHUNK_FLOATS (2.0 * 1024 * 1024)
 
 int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
-                              int on_gpu, double *fixed, double *per_image, double *wmax)
+                              int on_gpu, int grad_from, double *fixed, double *per_image,
+                              double *wmax)
 {
     vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
     if (!lc) return -1;
@@ -31,7 +32,7 @@ int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int st
     int *fw = vt_malloc((size_t)n * sizeof *fw), ok = -1;
     if (el && yo && dyo && fw) {
         for (int i = 0; i < n; i++) el[i] = (double)lc[i].out_elems;
-        ok = vt_exec_plan(g, el, 1, 1, 1, yo, dyo, fw, &arena);
+        ok = vt_exec_plan(g, el, 1, grad_from > 1 ? grad_from : 1, 1, yo, dyo, fw, &arena);
     }
     per += arena;
     free(el);
@@ -57,10 +58,12 @@ double vt_train_scratch_bytes(double wmax, double batch)
 }
 
 double vt_train_memory(const vt_graph *g, int h, int w, int batch, int act_bytes,
-                           int states, int on_gpu)
+                           int states, int on_gpu, int grad_from)
 {
     double fixed, per, wmax;
-    if (vt_train_memory_terms(g, h, w, act_bytes, states, on_gpu, &fixed, &per, &wmax)) return -1;
+    if (vt_train_memory_terms(g, h, w, act_bytes, states, on_gpu, grad_from, &fixed, &per,
+                              &wmax))
+        return -1;
     return 1.05 * (fixed + batch * per + vt_train_scratch_bytes(wmax, batch));
 }
 

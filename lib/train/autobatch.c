@@ -75,13 +75,15 @@ static int modelled_batch(vt_trainer *t, double budget, int cap, int states, int
                           double *bytes)
 {
     const vt_graph *g = &t->model->graph;
-    int sz = vt_trainer_imgsz(t);
-    double m = vt_train_memory(g, sz, sz, 1, (int)sizeof(float), states, on_gpu);
+    int sz = vt_trainer_imgsz(t), from = vt_trainer_grad_from(t);
+    double m = vt_train_memory(g, sz, sz, 1, (int)sizeof(float), states, on_gpu,
+                               from);
     *bytes = m;
     if (m < 0) return -1;
     if (m > budget) return 0;
     int lo = 1, hi = cap; /* lo fits; the memory grows with the batch */
-    double mh = vt_train_memory(g, sz, sz, hi, (int)sizeof(float), states, on_gpu);
+    double mh = vt_train_memory(g, sz, sz, hi, (int)sizeof(float), states, on_gpu,
+                               from);
     if (mh < 0) return -1;
     if (mh <= budget) {
         *bytes = mh;
@@ -89,7 +91,8 @@ static int modelled_batch(vt_trainer *t, double budget, int cap, int states, int
     }
     while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2;
-        double mm = vt_train_memory(g, sz, sz, mid, (int)sizeof(float), states, on_gpu);
+        double mm = vt_train_memory(g, sz, sz, mid, (int)sizeof(float), states, on_gpu,
+                               from);
         if (mm < 0) return -1;
         if (mm <= budget) lo = mid, *bytes = mm;
         else hi = mid;
@@ -202,7 +205,8 @@ vt_status vt_autobatch(vt_trainer *t, const int *subset, int ntrain, vt_autobatc
     if (b < 0) return vt_fail(VT_ERR_INVALID_ARGUMENT, "batch=-1: no memory model for %s: %s",
                               t->model->arch, vt_last_error());
     if (b < 2) {
-        double two = vt_train_memory(&t->model->graph, sz, sz, 2, (int)sizeof(float), states, gpu);
+        double two = vt_train_memory(&t->model->graph, sz, sz, 2, (int)sizeof(float), states, gpu,
+                                     vt_trainer_grad_from(t));
         return vt_fail(VT_ERR_OUT_OF_MEMORY,
                        "batch=-1: training %s at imgsz %d needs %.3g GB for 2 images, more than "
                        "autobatch_fraction=%g %s (%.3g GB); use a smaller imgsz or model, or "

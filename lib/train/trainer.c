@@ -149,6 +149,16 @@ static vt_status freeze_layers(const vt_trainer *t, int *n)
     return VT_OK;
 }
 
+int vt_trainer_grad_from(const vt_trainer *t)
+{
+    int n = 0;
+    if (freeze_layers(t, &n)) {
+        vt_err_clear();
+        n = 0;
+    }
+    return n > 1 ? n : 1;
+}
+
 /* The parameters the optimiser updates: decayed ones from *d0 to n_decay, the others from *n0
  * to n_params (a frozen prefix of layers owns a prefix of each group: vt_graph_finalize lays
  * them out in layer order). */

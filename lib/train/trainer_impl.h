@@ -84,6 +84,10 @@ struct vt_trainer {
     char pretrained_done[VT_OPT_STR_MAX]; /* the pretrained= file already applied, "" none */
 };
 
+/* The first layer that trains (vt_exec_plan's grad_from): the freeze= count when it is more
+ * than 1, else 1; an invalid freeze= counts as none (the run refuses it when it starts). */
+int vt_trainer_grad_from(const vt_trainer *t);
+
 #define VT_TRY(x)                                                                                  \
     do {                                                                                           \
         vt_status st_ = (x);                                                                       \
