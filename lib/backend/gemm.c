@@ -321,41 +321,6 @@ static void pack_panels(const sview *X, int i0, int mb, int p0, int kb, int h, i
     }
 }
 
-/* The calling thread's packing buffers, grown as needed, freed when the thread ends. */
-static pthread_key_t ukr_key;
-static pthread_once_t ukr_key_once = PTHREAD_ONCE_INIT;
-typedef struct ukr_buf {
-    float *p;
-    size_t floats;
-} ukr_buf;
-
-static void ukr_buf_free(void *v)
-{
-    ukr_buf *b = v;
-    if (b) free(b->p);
-    free(b);
-}
-
-static void ukr_key_make(void) { (void)pthread_key_create(&ukr_key, ukr_buf_free); }
-
-static float *ukr_scratch(size_t floats)
-{
-    pthread_once(&ukr_key_once, ukr_key_make);
-    ukr_buf *b = pthread_getspecific(ukr_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b))) return NULL;
-        if (pthread_setspecific(ukr_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->floats < floats) {
-        free(b->p);
-        b->p = aligned_alloc(64, (floats * sizeof(float) + 63) & ~(size_t)63);
-        b->floats = b->p ? floats : 0;
-    }
-    return b->p;
-}
 
 /* C (m x n, element (i, j) at c[i * rsc + j * csc]) = alpha A B + beta C for the kernel's
  * preferred orientation.  0 when the scratch could not be had (nothing written). */
@@ -366,7 +331,7 @@ static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const s
     int nc_max = n < NCb ? n : NCb, mc_max = m < MCb ? m : MCb, kc_max = k < KCb ? k : KCb;
     size_t bfl = (size_t)kc_max * ((nc_max + u->nr - 1) / u->nr * u->nr);
     size_t afl = (size_t)kc_max * ((mc_max + u->mr - 1) / u->mr * u->mr);
-    float *bp = ukr_scratch(bfl + afl + 16);
+    float *bp = vt_gemm_thread_scratch((bfl + afl + 16) * sizeof(float));
     if (!bp) return 0;
     float *ap = bp + ((bfl + 15) & ~(size_t)15);
     cntx_t *cntx = kernels()->packed;

@@ -16,6 +16,10 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
 void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
                        int ldc);
+/* The calling thread's packing buffer of at least `bytes` (64-byte aligned; grown as needed,
+ * freed when the thread ends), shared by the fp32 and bf16 products, which never nest; NULL when
+ * memory runs out. */
+void *vt_gemm_thread_scratch(size_t bytes);
 /* 1 when vt_sgemm uses a BLAS (not the portable kernel). */
 int vt_sgemm_uses_blas(void);
 /* What runs the products, e.g. "BLIS 0.9.0 skx (small products: haswell) (AVX-512; BLIS alone

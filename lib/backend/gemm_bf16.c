@@ -284,35 +284,39 @@ BF16_TARGET static void ukr(int kp, const uint32_t *restrict ap, const uint32_t 
     }
 }
 
-/* The calling thread's packing buffer, grown as needed, freed when the thread ends. */
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-typedef struct bbuf {
-    uint32_t *p;
-    size_t words;
-} bbuf;
-static void bbuf_free(void *v)
+
+/* The calling thread's packing buffer (gemm.h; here, outside gemm.c's BLIS-only part), grown as needed, freed when the thread ends. */
+static pthread_key_t ukr_key;
+static pthread_once_t ukr_key_once = PTHREAD_ONCE_INIT;
+typedef struct ukr_buf {
+    void *p;
+    size_t bytes;
+} ukr_buf;
+
+static void ukr_buf_free(void *v)
 {
-    bbuf *b = v;
+    ukr_buf *b = v;
     if (b) free(b->p);
     free(b);
 }
-static void buf_key_make(void) { (void)pthread_key_create(&buf_key, bbuf_free); }
-static uint32_t *scratch(size_t words)
+
+static void ukr_key_make(void) { (void)pthread_key_create(&ukr_key, ukr_buf_free); }
+
+void *vt_gemm_thread_scratch(size_t bytes)
 {
-    pthread_once(&buf_once, buf_key_make);
-    bbuf *b = pthread_getspecific(buf_key);
+    pthread_once(&ukr_key_once, ukr_key_make);
+    ukr_buf *b = pthread_getspecific(ukr_key);
     if (!b) {
         if (!(b = calloc(1, sizeof *b))) return NULL;
-        if (pthread_setspecific(buf_key, b)) {
+        if (pthread_setspecific(ukr_key, b)) {
             free(b);
             return NULL;
         }
     }
-    if (b->words < words) {
+    if (b->bytes < bytes) {
         free(b->p);
-        b->p = aligned_alloc(64, (words * 4 + 63) & ~(size_t)63);
-        b->words = b->p ? words : 0;
+        b->p = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        b->bytes = b->p ? bytes : 0;
     }
     return b->p;
 }
@@ -326,7 +330,7 @@ BF16_TARGET static int gemm_serial(int m, int n, int k, float alpha, const bview
     int kp_max = (kc_max + 1) / 2;
     size_t bw = (size_t)kp_max * ((nc_max + NR - 1) / NR * NR);
     size_t aw = (size_t)kp_max * ((mc_max + MR - 1) / MR * MR);
-    uint32_t *bp = scratch(bw + aw + 16);
+    uint32_t *bp = vt_gemm_thread_scratch((bw + aw + 16) * sizeof(uint32_t));
     if (!bp) return 0;
     uint32_t *ap = bp + ((bw + 15) & ~(size_t)15);
     bview Bt = {B->x, B->cs, B->rs}; /* rows j, columns p */
