@@ -236,6 +236,12 @@ class TestEstimator(unittest.TestCase):
                 est.set(epochs=0)
             with self.assertRaises(vt.OptionValueError):
                 est.set("precision=fp8")
+            # every bad setting of one call is reported, the good ones are set
+            with self.assertRaises(vt.OptionValueError) as cm:
+                est.set(epochs="x", batch=-3, imgsz=7, train=50)
+            for part in ("3 bad settings", "epochs=x", "batch=-3", "imgsz=7"):
+                self.assertIn(part, str(cm.exception))
+            self.assertEqual(cm.exception.status, vt.Status.OPTION_VALUE)
             with self.assertRaises(vt.NotFoundError) as cm:
                 est.run(gpu="No Such GPU")
             self.assertIn("H100 SXM", str(cm.exception))

@@ -8,7 +8,7 @@ import os
 from . import _native
 from ._core import (Dataset, Model, _Closable, _cpath, _cstr, _deliver_log, _enum_arg,
                     _format_value, _Handle, _install_log, _kv_string, _raise, _text)
-from .errors import Status
+from .errors import Status, VisionTrainError
 
 
 
@@ -328,17 +328,34 @@ class Estimator(_Closable):
 
     def set(self, *key_values, **settings):
         """est.set(epochs=100, gpu="H100 SXM") or est.set("epochs=100").  ``model=`` may be a
-        Model and ``dataset=`` a Dataset.  Raises UnknownOptionError / OptionValueError."""
+        Model and ``dataset=`` a Dataset.  Every setting is tried; the good ones are set and
+        the bad ones raise together: UnknownOptionError / OptionValueError (of the first bad
+        one) whose message lists each ("3 bad settings: epochs=x: ...; batch=-3: ...")."""
         p = self._ptr()
+        bad = []
+
+        def attempt(fn, *args):
+            try:
+                fn(*args)
+            except VisionTrainError as e:
+                bad.append(e)
+
         for kv in key_values:
-            _check(self._lib.vt_estimator_set(p, _cstr(kv)))
+            attempt(lambda kv: _check(self._lib.vt_estimator_set(p, _cstr(kv))), kv)
         for key, value in settings.items():
             if key == "model" and isinstance(value, Model):
-                self.set_model(value)
+                attempt(self.set_model, value)
             elif key == "dataset":
-                self.set_dataset(value)
+                attempt(self.set_dataset, value)
             else:
-                _check(self._lib.vt_estimator_set(p, _cstr("%s=%s" % (key, _format_value(value)))))
+                kv = "%s=%s" % (key, _format_value(value))
+                attempt(lambda kv: _check(self._lib.vt_estimator_set(p, _cstr(kv))), kv)
+        if len(bad) == 1:
+            raise bad[0]
+        if bad:
+            first = bad[0]
+            raise type(first)("%d bad settings: %s" % (len(bad), "; ".join(str(e) for e in bad)),
+                              first.status, first.status_string)
         return self
 
     def set_model(self, model):
