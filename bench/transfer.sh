@@ -18,7 +18,8 @@
 #        pretrained in PyTorch on generated shape images (bench/torch_r18_pretrain.py, the
 #        stand-in for an ImageNet checkpoint), exported to ONNX, `vt import`ed, and det-r18
 #        started from it (model=det-r18 pretrained=r18.vtm) on the det part's small set,
-#        against det-r18 from scratch.
+#        against det-r18 from scratch; then seg-r18 the same way on a generated segmentation
+#        set (3 shapes + background).
 #   peer: Ultralytics YOLOv8n (../shared/tools/peer-ultralytics.sh) through the same det
 #        steps: yolov8n.yaml pretrained on the first set, its best.pt fine-tuned on the small
 #        set (Ultralytics' own transfer), against yolov8n.yaml from scratch, same recipe.
@@ -56,7 +57,8 @@ train() {
     { tail -20 "$log" >&2; echo "vt train $* failed" >&2; exit 1; }
   local metric
   metric=$(sed -n -e 's/^final validation top-1 accuracy: \([0-9.]*\).*/\1/p' \
-                  -e 's/^final validation mAP50 [0-9.]*  mAP50-95 \([0-9.]*\).*/\1/p' "$log")
+                  -e 's/^final validation mAP50 [0-9.]*  mAP50-95 \([0-9.]*\).*/\1/p' \
+                  -e 's/^final validation mIoU \([0-9.]*\).*/\1/p' "$log")
   local ips
   ips=$(awk '$1 == "epoch" && $2 == "loss" {for (i = 1; i <= NF; i++) if ($i == "img/s") c = i}
              c && $1 ~ /^[0-9]+\/[0-9]+$/ {s += $c; n++} END {if (n) printf "%.1f", s / n}' "$log")
@@ -189,12 +191,20 @@ if has r18; then
       "$(train "$work/r18-ft.log" data="$work/det-b" model=det-r18 pretrained="$work/r18.vtm" \
          epochs="$epochs" "${dcommon[@]}")"
     grep -h '^vt: transferred' "$work/r18-ft.log" || true
+    # the same backbone under the segmenter: 3 shapes + background, 200 + 100 images
+    [ -f "$work/seg-$imgsz/data.yaml" ] || "$vt" synth data="$work/seg-$imgsz" task=segment \
+      classes=4 train="$small" val=100 imgsz="$imgsz" seed=3 >/dev/null
+    row segment seg-r18 "scratch" "$epochs" "$(train "$work/seg-scratch.log" \
+      data="$work/seg-$imgsz" model=seg-r18 epochs="$epochs" "${dcommon[@]}")"
+    row segment seg-r18 "torchvision resnet18 (ONNX import)" "$epochs" \
+      "$(train "$work/seg-ft.log" data="$work/seg-$imgsz" model=seg-r18 pretrained="$work/r18.vtm" \
+         epochs="$epochs" "${dcommon[@]}")"
   else
     echo "r18: skipped (needs Debian's python3-torch, python3-torchvision, python3-pil)"
   fi
 fi
 
 echo
-echo "| task | model | start | epochs | val top-1 / mAP50-95 | train img/s |"
+echo "| task | model | start | epochs | val top-1 / mAP50-95 / mIoU | train img/s |"
 echo "|---|---|---|---:|---:|---:|"
 for r in "${rows[@]}"; do echo "$r"; done
