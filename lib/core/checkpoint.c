@@ -157,28 +157,12 @@ vt_status vt_ckw_write(vt_ckpt_writer *w, const char *path)
 vt_status vt_ckpt_open(vt_ckpt **out, const char *path)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open: %s", path,
-                       strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return vt_fail(VT_ERR_IO, "%s: not a regular file", path);
-    }
     vt_ckpt *c = vt_calloc(1, sizeof *c);
-    if (!c) {
-        fclose(f);
-        return VT_ERR_OUT_OF_MEMORY;
-    }
-    c->size = (size_t)sb.st_size;
-    c->file = vt_malloc(c->size ? c->size : 1);
-    c->path = vt_strdup(path);
-    vt_status st = VT_OK;
-    if (!c->file || !c->path) st = VT_ERR_OUT_OF_MEMORY;
-    else if (fread(c->file, 1, c->size, f) != c->size)
-        st = vt_fail(VT_ERR_IO, "%s: read error", path);
-    fclose(f);
+    if (!c) return VT_ERR_OUT_OF_MEMORY;
+    void *file;
+    vt_status st = vt_read_regular_file(path, SIZE_MAX, &file, &c->size);
+    c->file = file;
+    if (!st && !(c->path = vt_strdup(path))) st = VT_ERR_OUT_OF_MEMORY;
     if (st) goto fail;
     const unsigned char *p = c->file;
     if (c->size < 8 || memcmp(p, MAGIC, 8) != 0) {

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 /* The last error of each thread.  Thread-local, so no locking and no shared mutable state. */
 static _Thread_local char tls_err[VT_ERRMSG_MAX];
 
@@ -125,6 +127,38 @@ char *vt_strdup(const char *s)
     char *d = vt_malloc(n);
     if (d) memcpy(d, s, n);
     return d;
+}
+
+vt_status vt_read_regular_file(const char *path, size_t max_bytes, void **data, size_t *size)
+{
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open: %s", path,
+                       strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return vt_fail(VT_ERR_IO, "%s: not a regular file", path);
+    }
+    if ((uint64_t)sb.st_size > (uint64_t)max_bytes) {
+        fclose(f);
+        return vt_fail(VT_ERR_FORMAT, "%s: %lld bytes, more than %zu", path,
+                       (long long)sb.st_size, max_bytes);
+    }
+    size_t n = (size_t)sb.st_size;
+    void *buf = vt_malloc(n ? n : 1);
+    vt_status st = buf ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    if (!st && fread(buf, 1, n, f) != n) st = vt_fail(VT_ERR_IO, "%s: read error", path);
+    fclose(f);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *data = buf;
+    *size = n;
+    return VT_OK;
 }
 
 void *vt_malloc_aligned(size_t bytes)

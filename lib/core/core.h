@@ -40,6 +40,11 @@ void *vt_malloc(size_t bytes);
 void *vt_calloc(size_t count, size_t size);
 void *vt_realloc(void *p, size_t bytes);
 char *vt_strdup(const char *s);
+/* A whole regular file into memory (malloc'd; free() it), at most max_bytes of it.
+ * VT_ERR_NOT_FOUND / VT_ERR_IO name the path ("cannot open", "not a regular file", "read
+ * error"); a larger file is VT_ERR_FORMAT ("<path>: N bytes, more than M").  *data is NULL and
+ * *size 0 on failure. */
+vt_status vt_read_regular_file(const char *path, size_t max_bytes, void **data, size_t *size);
 /* 64-byte aligned, freed with vt_free_aligned. */
 void *vt_malloc_aligned(size_t bytes);
 void vt_free_aligned(void *p);

@@ -134,44 +134,6 @@ static vt_status check_opts(import_opts *o)
 
 #include "nn/onnx_ir.pb-c.h"
 
-/* The whole file in memory; VT_ERR_NOT_FOUND / VT_ERR_IO name the path. */
-static vt_status read_file(const char *path, uint8_t **out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return vt_fail(errno == ENOENT ? VT_ERR_NOT_FOUND : VT_ERR_IO, "%s: cannot open: %s", path,
-                       strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return vt_fail(VT_ERR_IO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > (uint64_t)INT32_MAX) {
-        fclose(f);
-        return vt_fail(VT_ERR_FORMAT, "%s: %lld bytes, over protobuf's 2 GiB: not an ONNX model "
-                       "(larger ones keep their weights as external data)", path,
-                       (long long)sb.st_size);
-    }
-    size_t size = (size_t)sb.st_size;
-    uint8_t *buf = vt_malloc(size ? size : 1);
-    if (!buf) {
-        fclose(f);
-        return VT_ERR_OUT_OF_MEMORY;
-    }
-    size_t got = fread(buf, 1, size, f);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (got != size) {
-        free(buf);
-        return vt_fail(VT_ERR_IO, "%s: cannot read: %s", path, err ? strerror(err) : "short read");
-    }
-    *out = buf;
-    *n = size;
-    return VT_OK;
-}
-
 /* ---- tensor names ------------------------------------------------------------------------- */
 
 /* What a name of the graph stands for: a constant tensor (an initializer, a Constant node's
@@ -971,9 +933,10 @@ static vt_status import_graph(vt_model **out, const char *path, const char *arch
 static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
                              const import_opts *o)
 {
-    uint8_t *buf;
+    void *buf;
     size_t n;
-    vt_status st = read_file(path, &buf, &n);
+    /* protobuf's limit: larger models keep their weights as external data (refused below) */
+    vt_status st = vt_read_regular_file(path, INT32_MAX, &buf, &n);
     if (st) return st;
     Vtonnx__ModelProto *mp = vtonnx__model_proto__unpack(NULL, n, buf);
     free(buf);
