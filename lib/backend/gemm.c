@@ -265,6 +265,8 @@ static void pack_strided(const sview *X, const float *src, int hh, int kb, int h
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "backend/transpose8.h"
 /* pack_strided for rows contiguous along p (cs == 1), in 8 x 8 blocks transposed in AVX
  * registers: a weight-gradient product's columns (K rows of `cols` floats) pack 3.5x faster
  * than element by element. */
@@ -277,24 +279,11 @@ __attribute__((target("avx2"))) static void pack_strided_avx2(const sview *X, co
         const float *s = src + i * rs;
         int p = 0;
         for (; p + 8 <= kb; p += 8) {
-            __m256 r[8], t[8], u[8];
+            __m256 r[8], o[8];
             for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(s + q * rs + p);
-            for (int q = 0; q < 8; q += 2) {
-                t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
-                t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
-            }
-            for (int q = 0; q < 8; q += 4) {
-                u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
-                u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
-                u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
-                u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
-            }
+            vt_transpose8_ps(r, o);
             float *d = dst + (size_t)p * h + i;
-            for (int q = 0; q < 4; q++) {
-                _mm256_storeu_ps(d + (size_t)q * h, _mm256_permute2f128_ps(u[q], u[q + 4], 0x20));
-                _mm256_storeu_ps(d + (size_t)(q + 4) * h,
-                                 _mm256_permute2f128_ps(u[q], u[q + 4], 0x31));
-            }
+            for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + (size_t)q * h, o[q]);
         }
         for (; p < kb; p++)
             for (int q = 0; q < 8; q++) dst[(size_t)p * h + i + q] = s[q * rs + p];

@@ -112,6 +112,8 @@ void vt_gemm_bf16_portable(vt_pool *pool, int transa, int transb, int m, int n, 
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "backend/transpose8.h"
+
 int vt_cpu_has_bf16(void)
 {
     if (vt_cpu_x86_level() < 3) return 0; /* AVX-512 F/DQ/BW/VL and zmm state enabled */
@@ -184,7 +186,7 @@ BF16_TARGET static void pack_transpose(const bview *X, const float *src, int hh,
         for (int p = 0; p < kb; p += 16) {
             int w = kb - p < 16 ? kb - p : 16;
             __mmask16 ml = (__mmask16)((1u << w) - 1);
-            __m256 r[8], t[8], u[8];
+            __m256 r[8], o[8];
             for (int q = 0; q < 8; q++) {
                 if (q < rows) {
                     __m512i v = _mm512_srli_epi32(
@@ -193,27 +195,11 @@ BF16_TARGET static void pack_transpose(const bview *X, const float *src, int hh,
                 } else
                     r[q] = _mm256_setzero_ps();
             }
-            for (int q = 0; q < 8; q += 2) {
-                t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
-                t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
-            }
-            for (int q = 0; q < 8; q += 4) {
-                u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
-                u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
-                u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
-                u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
-            }
+            vt_transpose8_ps(r, o);
             int pp = p / 2, np = kp - pp < 8 ? kp - pp : 8;
             uint32_t *d = dst + (size_t)pp * h + i;
-            for (int q = 0; q < 4; q++) {
-                __m256 lo = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
-                __m256 hi = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
-                if (q < np)
-                    _mm256_mask_storeu_epi32(d + (size_t)q * h, mst, _mm256_castps_si256(lo));
-                if (q + 4 < np)
-                    _mm256_mask_storeu_epi32(d + (size_t)(q + 4) * h, mst,
-                                             _mm256_castps_si256(hi));
-            }
+            for (int q = 0; q < np; q++)
+                _mm256_mask_storeu_epi32(d + (size_t)q * h, mst, _mm256_castps_si256(o[q]));
         }
     }
 }
