@@ -379,6 +379,7 @@ static vt_status prepare(vt_trainer *t, int batch)
     TRY(open_backend(t));
     int sz = imgsz_of(t);
     TRY(freeze_layers(t, &t->exec->frozen));
+    trainable_ranges(&t->model->graph, t->exec->frozen, &t->opt_d0, &t->opt_n0);
     TRY(vt_exec_prepare(t->exec, batch, sz, sz));
     size_t need = (size_t)batch * t->model->channels * sz * sz;
     /* a new backend kind may want the other kind of staging memory */
@@ -441,9 +442,9 @@ static vt_status optimizer_step(vt_trainer *t, double lr)
     const vt_graph *g = &t->model->graph;
     float mom = (float)vt_opt_num(&t->opts, VT_OPT_MOMENTUM);
     float wd = (float)vt_opt_num(&t->opts, VT_OPT_WEIGHT_DECAY);
-    /* decayed parameters [d0, n_decay), the others [n0, n_params): a frozen prefix is skipped */
-    int64_t d0, n0;
-    trainable_ranges(g, e->frozen, &d0, &n0);
+    /* decayed parameters [d0, n_decay), the others [n0, n_params): a frozen prefix is skipped
+     * (trainable_ranges, set by prepare) */
+    int64_t d0 = t->opt_d0, n0 = t->opt_n0;
     size_t nd = (size_t)(g->n_decay - d0), nn = (size_t)(g->n_params - n0);
     if (is_adamw(t)) {
         t->opt_t++;

@@ -50,6 +50,8 @@ struct vt_trainer {
     vt_exec *exec;
     float *opt_m, *opt_v;        /* optimiser state, backend memory */
     int64_t opt_t;               /* AdamW step count */
+    int64_t opt_d0, opt_n0;      /* the optimiser's first decayed / other parameter: after the
+                                    frozen prefix (freeze=), set by prepare */
     float *ema_p, *ema_b;        /* EMA of params / buffers, backend memory (ema=1) */
     float *tmp_p, *tmp_b;        /* scratch of the same sizes (EMA update, swapping for val) */
     float *host_batch;           /* CNHW staging of one batch; pinned when host_pinned */
