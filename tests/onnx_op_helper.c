@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     int f = vt_g_flatcat(g, ins, 4);
     if (f < 0) return fail("building the graph");
     vt_graph_finalize(g);
-    m->output_node = f;
+    m->output_node = m->outputs[0] = f;
     free(m->params);
     free(m->buffers);
     m->params = malloc((size_t)g->n_params * sizeof(float));

@@ -531,12 +531,78 @@ START_TEST(test_device_without_gpu)
 }
 END_TEST
 
+/* The library's description of its tasks: every task listed once, its name and title parse
+ * back, its models are its own (prefix, task, creatable), its fitness is one of its metrics,
+ * every metric has a unique name. */
+START_TEST(test_task_descriptions)
+{
+    int ntask = 0;
+    for (vt_task t = vt_task_next(0); t; t = vt_task_next(t)) {
+        ck_assert_int_lt(++ntask, 16);
+        const char *name = vt_task_name(t), *title = vt_task_title(t);
+        ck_assert_ptr_nonnull(name);
+        ck_assert_ptr_nonnull(title);
+        ck_assert_int_eq(vt_task_parse(name), t);
+        ck_assert_int_eq(vt_task_parse(title), t);
+        const char *dm = vt_task_default_model(t), *pre = vt_task_model_prefix(t);
+        ck_assert_int_eq(vt_arch_task(dm), t);
+        ck_assert_msg(!strncmp(dm, pre, strlen(pre)), "%s does not start with %s", dm, pre);
+        vt_metric ms[16];
+        int nm = vt_task_metrics(t, ms, 16), fit = 0;
+        ck_assert_int_gt(nm, 0);
+        for (int i = 0; i < nm && i < 16; i++) {
+            ck_assert_ptr_nonnull(vt_metric_name(ms[i]));
+            fit |= ms[i] == vt_task_fitness(t);
+        }
+        ck_assert_msg(fit, "%s: its fitness is not among its metrics", name);
+        ck_assert_int_eq(vt_task_metrics(t, NULL, 0), nm);
+    }
+    ck_assert_int_ge(ntask, 3);
+    ck_assert_ptr_null(vt_task_name((vt_task)0));
+    ck_assert_ptr_null(vt_task_name((vt_task)99));
+    ck_assert_int_eq(vt_task_parse("nonsense"), 0);
+    ck_assert_int_eq(vt_task_parse(NULL), 0);
+    ck_assert_int_eq(vt_task_metrics((vt_task)99, NULL, 0), 0);
+    int narch = 0;
+    for (const char *a; (a = vt_arch_name(narch)); narch++) {
+        vt_task t = vt_arch_task(a);
+        ck_assert_msg(vt_task_name(t), "%s has no task", a);
+        const char *pre = vt_task_model_prefix(t);
+        ck_assert_msg(!strncmp(a, pre, strlen(pre)) || !strcmp(a, "cnn-small") ||
+                      !strcmp(a, "resnet18"), "%s does not start with %s", a, pre);
+        vt_model *m = NULL;
+        ck_assert_msg(vt_model_create(&m, a, 3, "imgsz=64") == VT_OK, "%s: %s", a,
+                      vt_last_error());
+        ck_assert_int_eq(vt_model_task(m), t);
+        ck_assert_str_eq(vt_model_arch(m), a);
+        vt_model_destroy(m);
+    }
+    ck_assert_int_ge(narch, 13);
+    ck_assert_ptr_null(vt_arch_name(-1));
+    ck_assert_int_eq(vt_arch_task("det-x"), 0);
+    ck_assert_int_eq(vt_arch_task(NULL), 0);
+    vt_model *m = NULL;
+    ck_assert_int_eq(vt_model_create(&m, "det-x", 3, NULL), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "known models: cls-n"));
+    for (int i = 1; i < 32; i++) {
+        const char *n = vt_metric_name((vt_metric)i);
+        ck_assert_msg(n && vt_metric_label((vt_metric)i), "metric %d has no name", i);
+        for (int j = 1; j < i; j++) ck_assert_str_ne(n, vt_metric_name((vt_metric)j));
+    }
+    ck_assert_ptr_null(vt_metric_name((vt_metric)0));
+    ck_assert_ptr_null(vt_metric_name((vt_metric)1000));
+    ck_assert_str_eq(vt_metric_name(VT_METRIC_MAP50_95), "map50_95");
+    ck_assert_str_eq(vt_metric_label(VT_METRIC_MASK_MAP50_95), "mask mAP50-95");
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("api");
     TCase *tc = tcase_create("null");
     tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tc, test_destroy_null);
+    tcase_add_test(tc, test_task_descriptions);
     tcase_add_test(tc, test_device_queries);
     tcase_add_test(tc, test_null_dataset_model);
     tcase_add_test(tc, test_null_trainer);

@@ -433,6 +433,94 @@ START_TEST(test_device_layer)
 }
 END_TEST
 
+/* The instance-mask loss (mask_loss_math.h): its value against a direct double loop, its
+ * gradients against central differences, and the box crop (pixels outside the box get none). */
+static double mask_loss_ref(const vt_mask_loss_desc *d, const float *coef, const float *proto,
+                            const int32_t *as, const float *gt, const uint16_t *im)
+{
+    int A = d->anchors, HW = d->mh * d->mw, P = 0;
+    for (int c = 0; c < d->n * A; c++) P += as[c] >= 0;
+    double L = 0;
+    for (int i = 0; i < d->n; i++)
+        for (int a = 0; a < A; a++) {
+            int k = as[i * A + a];
+            if (k < 0) continue;
+            const float *bx = gt + (i * d->max_gt + k) * 5 + 1;
+            double l = 0;
+            int area = 0;
+            for (int y = 0; y < d->mh; y++)
+                for (int x = 0; x < d->mw; x++) {
+                    double cx = (x + 0.5) * d->mstride, cy = (y + 0.5) * d->mstride;
+                    if (cx < bx[0] || cx >= bx[2] || cy < bx[1] || cy >= bx[3]) continue;
+                    area++;
+                    double z = 0;
+                    for (int c = 0; c < d->k; c++)
+                        z += (double)coef[(c * d->n + i) * A + a] * proto[(c * d->n + i) * HW + y * d->mw + x];
+                    double t = im[i * HW + y * d->mw + x] == k + 1;
+                    l += (z > 0 ? z : 0) - z * t + log1p(exp(-fabs(z)));
+                }
+            if (area) L += l / area;
+        }
+    return d->gain * L / (P > 1 ? P : 1);
+}
+
+START_TEST(test_mask_loss)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    enum { N = 2, K = 3, GH = 3, GW = 3, MG = 2, MH = 6, MW = 6 };
+    int A = GH * GW;
+    vt_mask_loss_desc d = {.n = N, .k = K, .anchors = A, .mh = MH, .mw = MW, .mstride = 4.0f,
+                           .max_gt = MG, .gain = 1.5f};
+    float coef[K * N * GH * GW], proto[K * N * MH * MW], gt[N * MG * 5];
+    float dcoef[K * N * GH * GW], dproto[K * N * MH * MW], loss[2];
+    int32_t as[N * GH * GW];
+    uint16_t im[N * MH * MW];
+    vt_rng r;
+    vt_rng_seed(&r, 7);
+    for (size_t i = 0; i < sizeof coef / sizeof *coef; i++) coef[i] = (float)(2 * vt_rng_uniform(&r) - 1);
+    for (size_t i = 0; i < sizeof proto / sizeof *proto; i++) proto[i] = (float)(2 * vt_rng_uniform(&r) - 1);
+    for (int i = 0; i < N * GH * GW; i++) as[i] = vt_rng_uniform(&r) < 0.5 ? -1 : i % MG;
+    for (int i = 0; i < N * MH * MW; i++) im[i] = (uint16_t)(i % 3);
+    /* boxes of 1..4 mask pixels a side, one reaching past the grid */
+    const float boxes[N * MG][4] = {{1, 2, 13, 9}, {4, 4, 30, 30}, {0, 0, 8, 24}, {9, 3, 23, 17}};
+    for (int j = 0; j < N * MG; j++) {
+        gt[j * 5] = 0;
+        memcpy(gt + j * 5 + 1, boxes[j], sizeof boxes[j]);
+    }
+    ck_assert_int_eq(be->ops->mask_loss(be, &d, coef, proto, as, gt, im, loss, dcoef, dproto), VT_OK);
+    double ref = mask_loss_ref(&d, coef, proto, as, gt, im);
+    ck_assert_msg(fabs(loss[0] - ref) <= 1e-5 * (1 + fabs(ref)), "mask loss %g, reference %g",
+                  (double)loss[0], ref);
+    int P = 0;
+    for (int i = 0; i < N * A; i++) P += as[i] >= 0;
+    ck_assert_int_eq((int)loss[1], P);
+    float *vars[2] = {coef, proto}, *grads[2] = {dcoef, dproto};
+    size_t counts[2] = {sizeof coef / sizeof *coef, sizeof proto / sizeof *proto};
+    for (int v = 0; v < 2; v++)
+        for (size_t i = 0; i < counts[v]; i++) {
+            float keep = vars[v][i], h = 1e-3f;
+            vars[v][i] = keep + h;
+            double lp = mask_loss_ref(&d, coef, proto, as, gt, im);
+            vars[v][i] = keep - h;
+            double lm = mask_loss_ref(&d, coef, proto, as, gt, im);
+            vars[v][i] = keep;
+            double num = (lp - lm) / (2.0 * h);
+            ck_assert_msg(fabs(num - grads[v][i]) <= 2e-4 + 1e-3 * fabs(num),
+                          "%s gradient %zu: %g, numerically %g", v ? "prototype" : "coefficient",
+                          i, (double)grads[v][i], num);
+        }
+    /* without gradients: the same loss */
+    float loss2[2];
+    ck_assert_int_eq(be->ops->mask_loss(be, &d, coef, proto, as, gt, im, loss2, NULL, NULL), VT_OK);
+    ck_assert_float_eq(loss2[0], loss[0]);
+    as[0] = MG; /* a ground truth that does not exist */
+    ck_assert_int_eq(be->ops->mask_loss(be, &d, coef, proto, as, gt, im, loss2, NULL, NULL),
+                     VT_ERR_INVALID_ARGUMENT);
+    vt_backend_destroy(be);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("backend_cpu");
@@ -452,6 +540,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);
     tcase_add_test(tc, test_device_layer);
+    tcase_add_test(tc, test_mask_loss);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -842,6 +842,56 @@ START_TEST(test_det_loss)
 }
 END_TEST
 
+/* The instance-mask loss against the CPU backend (both share mask_loss_math.h): the loss, the
+ * positive count and both gradients (the prototypes' through atomics: a tolerance). */
+static void mask_case(int n, int k, int gh, int gw, int max_gt, int mh, int mw)
+{
+    int A = gh * gw;
+    float stride = 8.0f * gw / mw;
+    vt_mask_loss_desc d = {.n = n, .k = k, .anchors = A, .mh = mh, .mw = mw, .mstride = stride,
+                           .max_gt = max_gt, .gain = 2.0f};
+    size_t cells = (size_t)n * A, HW = (size_t)mh * mw;
+    tbuf coef = tb_rand((size_t)k * cells, -1, 1), proto = tb_rand((size_t)k * n * HW, -1, 1);
+    float *g = malloc((size_t)n * max_gt * 5 * sizeof(float) + 4);
+    float W = gw * 8.0f, H = gh * 8.0f;
+    for (int i = 0; i < n * max_gt; i++) {
+        float *r = g + (size_t)i * 5, x0 = urand(0, W * 0.8f), y0 = urand(0, H * 0.8f);
+        r[0] = 0.0f;
+        r[1] = x0;
+        r[2] = y0;
+        r[3] = x0 + urand(2, W - x0);
+        r[4] = y0 + urand(2, H - y0);
+    }
+    int32_t *as = malloc(cells * sizeof *as);
+    for (size_t c = 0; c < cells; c++) as[c] = urand(0, 1) < 0.7f ? -1 : (int)urand(0, (float)max_gt) % max_gt;
+    uint16_t *im = malloc((size_t)n * HW * sizeof *im + 2);
+    for (size_t p = 0; p < (size_t)n * HW; p++) im[p] = (uint16_t)((int)urand(0, (float)max_gt + 1) % (max_gt + 1));
+    tbuf gt = tb_alloc((size_t)n * max_gt * 5, sizeof(float)), assign = tb_alloc(cells, 4),
+         inst = tb_alloc((size_t)n * HW, 2);
+    tb_upload(&gt, g);
+    tb_upload(&assign, as);
+    tb_upload(&inst, im);
+    free(g);
+    free(as);
+    free(im);
+    tbuf loss = tb_out(2), dc = tb_out((size_t)k * cells), dp = tb_out((size_t)k * n * HW);
+    BOTH(b->ops->mask_loss(b, &d, coef.d[be], proto.d[be], assign.d[be], gt.d[be], inst.d[be],
+                           loss.d[be], dc.d[be], dp.d[be]));
+    expect_close(&loss, 1e-4, "mask_loss");
+    expect_close(&dc, 1e-4, "mask_loss coefficient gradient");
+    expect_close(&dp, 1e-4, "mask_loss prototype gradient");
+    tb_free(&coef); tb_free(&proto); tb_free(&gt); tb_free(&assign); tb_free(&inst);
+    tb_free(&loss); tb_free(&dc); tb_free(&dp);
+}
+
+START_TEST(test_mask_loss)
+{
+    mask_case(2, 4, 4, 4, 3, 8, 8);
+    mask_case(3, 32, 16, 16, 7, 32, 32);
+    mask_case(1, 32, 20, 20, 1, 40, 40);
+}
+END_TEST
+
 static Suite *cuda_suite(void)
 {
     Suite *s = suite_create("cuda_ops");
@@ -868,6 +918,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_softmax_dice);
     tcase_add_test(tc, test_softmax_bad_label_ignored);
     tcase_add_test(tc, test_det_loss);
+    tcase_add_test(tc, test_mask_loss);
     tcase_add_test(tc, test_oom_then_usable);
     suite_add_tcase(s, tc);
     return s;

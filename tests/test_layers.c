@@ -589,6 +589,80 @@ START_TEST(test_buffer_sharing)
 }
 END_TEST
 
+/* A graph of several outputs (the instance segmenter's head, mask coefficients and
+ * prototypes, lib/nn/models.c): backward seeded on each output.  Backward is linear in the
+ * seeds, so the parameter gradients of the three seeds at once equal the sum of each seed's
+ * alone; a seed the executor wiped (as a single-output backward does to a leaf below its
+ * output) would break the sum, and the prototype branch would get no gradient. */
+static void backward_seeds(vt_exec *e, const vt_model *m, int which, float *grads)
+{
+    const int n = 2;
+    ck_assert_int_eq(vt_exec_forward(e, 1), VT_OK);
+    for (int k = 0; k < m->n_outputs; k++) {
+        vt_node *o = &e->g->nodes[m->outputs[k]];
+        size_t ne = (size_t)o->out.c * o->out.h * o->out.w * n;
+        for (size_t i = 0; i < ne; i++)
+            o->dy[i] = which < 0 || which == k ? (float)((i * 40503u + 7 * k) % 101) / 101.0f - 0.5f
+                                               : 0.0f;
+    }
+    ck_assert_int_eq(vt_exec_backward_outputs(e, m->outputs, m->n_outputs), VT_OK);
+    memcpy(grads, e->grads, (size_t)m->graph.n_params * sizeof(float));
+}
+
+START_TEST(test_multi_output_backward)
+{
+    static const vt_onnx_spec onnx = {.task = "test", .out_name = "head"};
+    static const vt_arch_spec spec = {.name = "iseg-test", .revision = 1, .min_classes = 1,
+                                      .multiple = 32, .build = vt_build_iseg, .cfg = &vt_net_n,
+                                      .init = vt_init_det_head, .onnx = &onnx};
+    vt_model *m;
+    ck_assert_int_eq(vt_model_new(&m, &spec, 2, 3, 64, 0, 1), VT_OK);
+    vt_model_init_weights(m);
+    ck_assert_int_eq(m->n_outputs, 3);
+    const vt_node *coef = &m->graph.nodes[m->outputs[1]], *proto = &m->graph.nodes[m->outputs[2]];
+    ck_assert_int_eq(coef->out.c, VT_ISEG_PROTOS);
+    ck_assert_int_eq(coef->out.w, 64 / 8); /* the head's grid */
+    ck_assert_int_eq(proto->out.c, VT_ISEG_PROTOS);
+    ck_assert_int_eq(proto->out.w, 64 / 4); /* the mask grid */
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    vt_exec *e;
+    ck_assert_int_eq(vt_exec_create(&e, &m->graph, be), VT_OK);
+    ck_assert_int_eq(vt_exec_prepare(e, 2, 64, 64), VT_OK);
+    ck_assert_int_eq(vt_exec_set_params(e, m->params, m->buffers), VT_OK);
+    size_t nin = (size_t)2 * 3 * 64 * 64, np = (size_t)m->graph.n_params;
+    for (size_t i = 0; i < nin; i++) vt_exec_input(e)[i] = (float)((i * 2654435761u) % 997) / 997.0f;
+    float *all = malloc(np * sizeof(float)), *one = malloc(np * sizeof(float)),
+          *sum = calloc(np, sizeof(float));
+    backward_seeds(e, m, -1, all);
+    for (int k = 0; k < 3; k++) {
+        backward_seeds(e, m, k, one);
+        double nz = 0;
+        for (size_t i = 0; i < np; i++) {
+            sum[i] += one[i];
+            nz += fabs(one[i]);
+        }
+        ck_assert_msg(nz > 0, "output %d's seed gave no gradient", k);
+    }
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < np; i++) {
+        err = fmax(err, fabs(all[i] - sum[i]));
+        ref = fmax(ref, fabs(sum[i]));
+    }
+    ck_assert_msg(err <= 1e-4 * ref, "gradients of the three seeds differ from their sum by %g "
+                  "(of %g)", err, ref);
+    /* an output read by another node is not a leaf: refused with several outputs */
+    int bad[2] = {m->outputs[0], m->graph.nodes[m->outputs[2]].in[0]};
+    ck_assert_int_eq(vt_exec_backward_outputs(e, bad, 2), VT_ERR_INVALID_ARGUMENT);
+    free(all);
+    free(one);
+    free(sum);
+    vt_exec_destroy(e);
+    vt_backend_destroy(be);
+    vt_model_destroy(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("layers");
@@ -602,6 +676,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_dice_grad);
     tcase_add_test(tc, test_optimizers);
     tcase_add_test(tc, test_buffer_sharing);
+    tcase_add_test(tc, test_multi_output_backward);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 #include "image/image.h"
+#include "task/task.h"
 #include "nn/model.h"
 #include "testutil.h"
 #include "core/checkpoint.h"
@@ -462,9 +463,9 @@ static void write_sections(const char *meta, int with_names, const char *names, 
 static void graph_sizes(int channels, int imgsz, long *np, long *nb)
 {
     vt_graph g;
-    vt_task task;
-    int out;
-    ck_assert_int_eq(vt_arch_build(&g, "cnn-small", 3, channels, imgsz, 0, &task, &out), VT_OK);
+    int out[VT_MODEL_MAX_OUTPUTS], n_out;
+    ck_assert_int_eq(vt_arch_build(&g, vt_arch_find("cnn-small"), 3, channels, imgsz, 0, out,
+                                   &n_out), VT_OK);
     *np = (long)g.n_params;
     *nb = (long)g.n_buffers;
     vt_graph_free(&g);
@@ -538,9 +539,8 @@ END_TEST
 START_TEST(test_ckpt_layout_revision)
 {
     vt_graph g;
-    vt_task task;
-    int out;
-    ck_assert_int_eq(vt_arch_build(&g, "det-s", 3, 3, 64, 0, &task, &out), VT_OK);
+    int out[VT_MODEL_MAX_OUTPUTS], n_out;
+    ck_assert_int_eq(vt_arch_build(&g, vt_arch_find("det-s"), 3, 3, 64, 0, out, &n_out), VT_OK);
     long np = (long)g.n_params, nb = (long)g.n_buffers;
     vt_graph_free(&g);
     const char *base = "arch=det-s\ntask=2\nnum_classes=3\nchannels=3\nimgsz=64\ndropout=0\n"
@@ -560,9 +560,9 @@ START_TEST(test_ckpt_layout_revision)
     write_sections(meta, 0, NULL, 1, np, nb);
     expect_crafted_fail("det-s rev=1");
     /* a classifier has had one layout: no rev is revision 1, as every old file says */
-    ck_assert_int_eq(vt_arch_revision("cnn-small"), 1);
-    ck_assert_int_eq(vt_arch_revision("seg-n"), 3); /* the feature-pyramid decoder */
-    ck_assert_int_eq(vt_arch_revision("det-n"), 3); /* neck and head 96 wide */
+    ck_assert_int_eq(vt_arch_find("cnn-small")->revision, 1);
+    ck_assert_int_eq(vt_arch_find("seg-n")->revision, 3); /* the feature-pyramid decoder */
+    ck_assert_int_eq(vt_arch_find("det-n")->revision, 3); /* neck and head 96 wide */
 }
 END_TEST
 

@@ -143,7 +143,8 @@ typedef void (*vt_log_fn)(void *user, vt_log_level level, const char *message);
 typedef enum vt_task {
     VT_TASK_CLASSIFY = 1,
     VT_TASK_DETECT = 2,
-    VT_TASK_SEGMENT = 3
+    VT_TASK_SEGMENT = 3,     /* semantic: a class per pixel                               */
+    VT_TASK_INSTANCE = 4     /* instance segmentation: per object a box, class and mask     */
 } vt_task;
 
 typedef enum vt_split {
@@ -1039,8 +1040,48 @@ typedef enum vt_metric {
     VT_METRIC_TENSORS_TRANSFERRED = 26, /* the run started from another model's weights (a model
                                      with other classes, or VT_OPT_PRETRAINED): the tensors
                                      taken from it (vt_model_transfer) ...                      */
-    VT_METRIC_TENSORS_TOTAL = 27  /* ... out of the model's tensors                              */
+    VT_METRIC_TENSORS_TOTAL = 27, /* ... out of the model's tensors                              */
+    /* instance segmentation: the box metrics are PRECISION .. MAP50_95 and F1, these the masks'
+     * (COCO mask IoU), at the confidence maximising the masks' mean F1 */
+    VT_METRIC_MASK_PRECISION = 28,
+    VT_METRIC_MASK_RECALL = 29,
+    VT_METRIC_MASK_MAP50 = 30,
+    VT_METRIC_MASK_MAP50_95 = 31 /* the instance segmentation fitness                       */
 } vt_metric;
+
+/* ---- tasks, as the library describes them ------------------------------------------------
+ * Everything a program shows about a task (its name, models, metrics) can come from here, so
+ * a task a newer library adds shows up without changes.  Strings are static.  Thread-safe. */
+
+/* The tasks this library trains, in order: vt_task_next(0) is the first, 0 after the last. */
+VT_API vt_task vt_task_next(vt_task prev);
+/* "classify" | "detect" | "segment" | "instance" (the run folder under a project); NULL for a
+ * value that is not a task. */
+VT_API const char *vt_task_name(vt_task task);
+/* "classification" | "detection" | "segmentation" | "instance segmentation"; NULL as above. */
+VT_API const char *vt_task_title(vt_task task);
+/* The task of a name or title (case-sensitive), 0 when none. */
+VT_API vt_task vt_task_parse(const char *name);
+/* The model names of a task start with its prefix ("cls-", "det-", "seg-", "iseg-"); its
+ * default model ("cls-n", ...).  NULL as above. */
+VT_API const char *vt_task_model_prefix(vt_task task);
+VT_API const char *vt_task_default_model(vt_task task);
+/* The task of an architecture name of vt_model_create ("det-s" -> VT_TASK_DETECT; the
+ * classifiers without the prefix, "cnn-small" and "resnet18", -> VT_TASK_CLASSIFY); 0 when
+ * the name is not a known model. */
+VT_API vt_task vt_arch_task(const char *arch);
+/* The known architecture names, i = 0, 1, ... (NULL past the last). */
+VT_API const char *vt_arch_name(int i);
+/* The validation metrics a task reports, in the order of its results.csv columns: the count;
+ * out (NULL, or cap entries) gets the first min(count, cap).  0 for an unknown task. */
+VT_API int vt_task_metrics(vt_task task, vt_metric *out, int cap);
+/* The metric a run keeps the best checkpoint by (top1, mAP50-95, mIoU, mask mAP50-95). */
+VT_API vt_metric vt_task_fitness(vt_task task);
+/* A metric's key ("loss", "top1", "map50_95", "mask_map50_95", ...: lower case, the Python
+ * metrics dictionary's keys) and its label in tables ("mAP50-95", "mask mAP50-95"); NULL for
+ * a value that is not a metric. */
+VT_API const char *vt_metric_name(vt_metric metric);
+VT_API const char *vt_metric_label(vt_metric metric);
 
 typedef enum vt_event {
     VT_EVENT_BATCH_END = 1,

@@ -25,7 +25,7 @@
 
 #include "core/core.h"
 
-#define VT_BACKEND_API_VERSION 4
+#define VT_BACKEND_API_VERSION 5
 
 typedef struct vt_backend vt_backend;
 
@@ -75,6 +75,16 @@ typedef struct vt_det_loss_desc {
     float grad_scale;  /* multiplies every gradient */
     int reuse_targets; /* nonzero: assign/score hold the targets of an earlier call; keep them */
 } vt_det_loss_desc;
+
+/* The instance-mask loss (backend/mask_loss_math.h has the formula). */
+typedef struct vt_mask_loss_desc {
+    int n, k;          /* batch, prototypes */
+    int anchors;       /* anchors per image (the detection head's, in its order) */
+    int mh, mw;        /* the mask grid */
+    float mstride;     /* input pixels per mask pixel */
+    int max_gt;        /* ground-truth records per image, as det_loss's */
+    float gain;
+} vt_mask_loss_desc;
 
 typedef struct vt_backend_ops {
     int api_version; /* VT_BACKEND_API_VERSION */

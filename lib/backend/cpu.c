@@ -1064,6 +1064,7 @@ static const vt_backend_ops cpu_ops = {
     .dropout_backward = vt_cpu_dropout_backward,
     .softmax_xent = vt_cpu_softmax_xent,
     .det_loss = vt_cpu_det_loss,
+    .mask_loss = vt_cpu_mask_loss,
     .sgd_step = vt_cpu_sgd_step,
     .adamw_step = vt_cpu_adamw_step,
     .bn_act_forward_train = vt_cpu_bn_act_forward_train,

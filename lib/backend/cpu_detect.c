@@ -1,9 +1,11 @@
 /* The detection loss on the CPU backend: the mathematics of det_loss_math.h run over the
  * anchors, split by image over the pool (each image's targets and terms are independent). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu_impl.h"
 #include "backend/det_loss_math.h"
+#include "backend/mask_loss_math.h"
 
 typedef struct det_job {
     const vt_det_loss_desc *d;
@@ -102,5 +104,116 @@ vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float 
     loss[1] = (float)cls;
     loss[2] = (float)total;
     loss[3] = S;
+    return VT_OK;
+}
+
+/* ---- the instance-mask loss (mask_loss_math.h), split by image over the pool ---- */
+
+typedef struct mask_job {
+    const vt_mask_loss_desc *d;
+    const float *coef, *proto, *gt;
+    const int32_t *assign;
+    const uint16_t *inst;
+    float *dcoef, *dproto;
+    float scale;  /* gain / max(P, 1) */
+    double *loss; /* per image */
+    int failed;   /* an allocation failed */
+} mask_job;
+
+static void mask_range(void *ctx, size_t b, size_t e)
+{
+    mask_job *j = ctx;
+    const vt_mask_loss_desc *d = j->d;
+    size_t HW = (size_t)d->mh * d->mw, A = (size_t)d->anchors, n = (size_t)d->n;
+    float *z = vt_malloc(2 * HW * sizeof *z), *g = z + HW;
+    if (!z) {
+        j->failed = 1;
+        return;
+    }
+    for (size_t i = b; i < e; i++) {
+        double sum = 0;
+        if (j->dproto)
+            for (int c = 0; c < d->k; c++) {
+                memset(j->dproto + ((size_t)c * n + i) * HW, 0, HW * sizeof(float));
+                memset(j->dcoef + ((size_t)c * n + i) * A, 0, A * sizeof(float));
+            }
+        const uint16_t *inst = j->inst + i * HW;
+        for (size_t a = 0; a < A; a++) {
+            int k = j->assign[i * A + a];
+            if (k < 0) continue;
+            int r0, r1, c0, c1;
+            const float *box = j->gt + (i * (size_t)d->max_gt + (size_t)k) * VT_DET_GT_FIELDS + 1;
+            int area = vt_mask_box(box, d->mstride, d->mh, d->mw, &r0, &r1, &c0, &c1);
+            if (!area) continue;
+            int w = c1 - c0;
+            /* z over the box, row by row: z[r * mw + c] */
+            for (int r = r0; r < r1; r++) memset(z + (size_t)r * d->mw + c0, 0, (size_t)w * sizeof *z);
+            for (int c = 0; c < d->k; c++) {
+                float cf = j->coef[((size_t)c * n + i) * A + a];
+                const float *P = j->proto + ((size_t)c * n + i) * HW;
+                for (int r = r0; r < r1; r++) {
+                    float *zr = z + (size_t)r * d->mw;
+                    const float *pr = P + (size_t)r * d->mw;
+                    for (int x = c0; x < c1; x++) zr[x] += cf * pr[x];
+                }
+            }
+            float s = j->scale / (float)area;
+            double l = 0;
+            for (int r = r0; r < r1; r++)
+                for (int x = c0; x < c1; x++) {
+                    size_t p = (size_t)r * d->mw + x;
+                    float t = inst[p] == (uint16_t)(k + 1) ? 1.0f : 0.0f;
+                    l += vt_mask_bce(z[p], t);
+                    g[p] = (vt_mask_sigmoid(z[p]) - t) * s;
+                }
+            sum += l * s;
+            if (!j->dproto) continue;
+            for (int c = 0; c < d->k; c++) {
+                float cf = j->coef[((size_t)c * n + i) * A + a];
+                const float *P = j->proto + ((size_t)c * n + i) * HW;
+                float *dP = j->dproto + ((size_t)c * n + i) * HW;
+                float dc = 0;
+                for (int r = r0; r < r1; r++) {
+                    size_t o = (size_t)r * d->mw;
+                    for (int x = c0; x < c1; x++) {
+                        dc += g[o + x] * P[o + x];
+                        dP[o + x] += g[o + x] * cf;
+                    }
+                }
+                j->dcoef[((size_t)c * n + i) * A + a] = dc;
+            }
+        }
+        j->loss[i] = sum;
+    }
+    free(z);
+}
+
+vt_status vt_cpu_mask_loss(vt_backend *b, const vt_mask_loss_desc *d, const float *coef,
+                           const float *proto, const int32_t *assign, const float *gt,
+                           const uint16_t *inst, float *loss, float *dcoef, float *dproto)
+{
+    if (d->n < 1 || d->k < 1 || d->anchors < 1 || d->mh < 1 || d->mw < 1 || d->max_gt < 0 ||
+        !(d->mstride > 0) || !dcoef != !dproto)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "mask_loss: n=%d k=%d anchors=%d grid %dx%d "
+                       "stride %g max_gt=%d%s", d->n, d->k, d->anchors, d->mh, d->mw,
+                       (double)d->mstride, d->max_gt,
+                       !dcoef != !dproto ? ", one gradient of two" : "");
+    long P = 0;
+    for (long a = 0; a < (long)d->n * d->anchors; a++) {
+        if (assign[a] >= d->max_gt)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "mask_loss: anchor %ld assigned to ground "
+                           "truth %d of %d", a, assign[a], d->max_gt);
+        P += assign[a] >= 0;
+    }
+    double *part = vt_cpu_scratch(b, (size_t)d->n * sizeof(double));
+    if (!part) return VT_ERR_OUT_OF_MEMORY;
+    mask_job j = {d, coef, proto, gt, assign, inst, dcoef, dproto,
+                  d->gain / (float)(P > 1 ? P : 1), part, 0};
+    vt_pool_run(POOL(b), (size_t)d->n, 1, mask_range, &j);
+    if (j.failed) return VT_ERR_OUT_OF_MEMORY;
+    double sum = 0;
+    for (int i = 0; i < d->n; i++) sum += part[i];
+    loss[0] = (float)sum;
+    loss[1] = (float)P;
     return VT_OK;
 }

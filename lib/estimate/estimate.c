@@ -87,6 +87,7 @@
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"
 #include "nn/model.h"
+#include "task/task.h"
 
 /* THE UNCERTAINTY RANGE: total time (and cost) x [lo, hi] by what an estimate rests on.  The
  * figures are the cost model's measured errors (README, "Cost and time estimator"):
@@ -375,10 +376,11 @@ vt_status vt_est_build_graph(const vt_estimator *e, vt_graph *g)
     int classes = e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES);
     int channels = e->have_model ? e->m_channels : (int)OPT(e, VT_OPT_EST_CHANNELS);
     float dropout = e->have_model ? e->m_dropout : 0.0f;
-    vt_task task;
-    int out;
-    return vt_arch_build(g, arch, classes, channels, (int)OPT(e, VT_OPT_EST_IMGSZ), dropout, &task,
-                         &out);
+    const vt_arch_spec *s = vt_arch_find(arch);
+    if (!s) return vt_arch_unknown(arch);
+    int out[VT_MODEL_MAX_OUTPUTS], n_out;
+    return vt_arch_build(g, s, classes, channels, (int)OPT(e, VT_OPT_EST_IMGSZ), dropout, out,
+                         &n_out);
 }
 
 static void put(vt_est_out *o, vt_est_result r, double v)

@@ -468,9 +468,18 @@ vt_status vt_exec_forward(vt_exec *e, int training)
     return VT_OK;
 }
 
-vt_status vt_exec_backward(vt_exec *e, int out)
+vt_status vt_exec_backward(vt_exec *e, int out) { return vt_exec_backward_outputs(e, &out, 1); }
+
+vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
 {
     vt_graph *g = e->g;
+    int out = -1;
+    for (int k = 0; k < n_outs; k++) {
+        if (outs[k] < 0 || outs[k] >= g->n_nodes || (n_outs > 1 && e->consumers[outs[k]]))
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "backward: output node %d is not a leaf of "
+                           "the graph", outs[k]);
+        if (outs[k] > out) out = outs[k];
+    }
     vt_backend *be = e->be;
     const vt_backend_ops *o = be->ops;
     int n = e->n;
@@ -481,9 +490,12 @@ vt_status vt_exec_backward(vt_exec *e, int out)
     /* Nodes below `lo` need no gradient: the image batch (unless input_grad) and the frozen
      * prefix, whose backward does not run. */
     int lo = vt_exec_grad_from(e);
-    for (int i = lo; i < out; i++)
-        if (g->nodes[i].dy && (fw[i] < 0 || fw[i] > out))
+    for (int i = lo; i < out; i++) {
+        int seeded = 0;
+        for (int k = 0; k < n_outs; k++) seeded |= outs[k] == i;
+        if (g->nodes[i].dy && !seeded && (fw[i] < 0 || fw[i] > out))
             TRY(o->fill(be, g->nodes[i].dy, numel(&g->nodes[i].out, n), 0.0f));
+    }
     if (e->prof) { /* the zero-fill is charged to node 0 */
         double t1 = prof_now(e);
         e->prof[0] += t1 - t0;

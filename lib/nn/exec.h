@@ -85,6 +85,11 @@ vt_status vt_exec_forward(vt_exec *e, int training);
  * fills e->grads.  Once per vt_exec_forward (gradients reuse the memory of activations whose
  * backward is done). */
 vt_status vt_exec_backward(vt_exec *e, int out);
+/* The same for a graph of several outputs: the gradients already stored in the dy of each of
+ * outs[0..n) (leaves of the graph: nobody reads them; e.g. a detector's head and a mask
+ * head's prototypes, seeded by the task's loss).  VT_ERR_INVALID_ARGUMENT for an output that
+ * is not a leaf. */
+vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n);
 vt_status vt_exec_set_params(vt_exec *e, const float *params_host, const float *buffers_host);
 vt_status vt_exec_get_params(vt_exec *e, float *params_host, float *buffers_host);
 

@@ -580,11 +580,6 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
 
 /* ---- the contract in metadata_props --------------------------------------------------------- */
 
-static const char *task_name(vt_task t)
-{
-    return t == VT_TASK_DETECT ? "detect" : t == VT_TASK_SEGMENT ? "segment" : "classify";
-}
-
 /* The class names as a JSON list of strings. */
 static char *names_json(ox *o, const vt_model *m)
 {
@@ -610,9 +605,9 @@ static char *names_json(ox *o, const vt_model *m)
 
 static void write_meta(ox *o, const vt_model *m, const xopts *x)
 {
-    vt_task t = m->task;
+    const vt_onnx_spec *sp = m->spec->onnx;
     meta(o, "arch", m->arch);
-    meta(o, "task", task_name(t));
+    meta(o, "task", sp->task);
     meta(o, "imgsz", xstrf(o, "%d", m->imgsz));
     meta(o, "channels", xstrf(o, "%d", m->channels));
     meta(o, "num_classes", xstrf(o, "%d", m->num_classes));
@@ -621,28 +616,12 @@ static void write_meta(ox *o, const vt_model *m, const xopts *x)
          "images: float32 NCHW [N, %d, %d, %d], %s, 8-bit pixel / 255 (0..1), no mean or std",
          m->channels, m->imgsz, m->imgsz,
          m->channels == 1 ? "gray (0.299 R + 0.587 G + 0.114 B)" : "RGB"));
-    meta(o, "preprocess", t == VT_TASK_CLASSIFY
+    meta(o, "preprocess", !sp->letterbox
          ? "the caller resizes the image to imgsz x imgsz (aspect ratio not kept)"
          : "the caller letterboxes the image to imgsz x imgsz: scale by min(imgsz / w, "
            "imgsz / h), centre, pad with gray 114; map outputs back through it");
-    if (t == VT_TASK_CLASSIFY)
-        meta(o, "outputs", "probs: float32 [N, num_classes], softmax probabilities");
-    else if (t == VT_TASK_SEGMENT)
-        meta(o, "outputs", "logits: float32 [N, num_classes, imgsz, imgsz], per-pixel class "
-                           "scores (argmax over axis 1 = the class)");
-    else if (!x->nms)
-        meta(o, "outputs", "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of "
-                           "the grids of 'strides' (imgsz / stride squared each), grid after "
-                           "grid, row-major (one grid: H = W = imgsz / stride; several: H = 1, "
-                           "W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "
-                           "then one logit per class; box centre ((x + 0.5 + dx) * stride, "
-                           "(y + 0.5 + dy) * stride), size stride * exp(clamp(lw, -6, 7)), "
-                           "stride * exp(clamp(lh, -6, 7)); score sigmoid(logit); then "
-                           "class-aware NMS");
-    else
-        meta(o, "outputs", "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: "
-                           "float32 [K], classes: int64 [K]; best score first");
-    if (t == VT_TASK_DETECT) {
+    meta(o, "outputs", x->nms ? sp->nms_outputs : sp->outputs);
+    if (sp->det_head) {
         vt_det_level lv[VT_DET_MAX_LEVELS];
         int nl = vt_det_head_levels(&m->graph, m->output_node, m->imgsz, lv);
         char buf[64] = "";
@@ -685,17 +664,17 @@ static vt_status build_and_write(ox *o, vt_model *m, const char *path, const xop
     const char *bparam[4] = {"batch", NULL, NULL, NULL};
     int64_t b = x->batch ? x->batch : -1;
     int64_t in_d[4] = {b, m->channels, m->imgsz, m->imgsz};
-    const char *out_want = m->task == VT_TASK_CLASSIFY ? "logits"
-                           : m->task == VT_TASK_SEGMENT ? "logits" : "head";
+    const vt_onnx_spec *sp = m->spec->onnx;
+    const char *out_want = sp->softmax ? "logits" : sp->out_name;
     const char *out = NULL;
     emit_graph(o, m, (int)x->fold, out_want, &out);
     Vtonnx__ValueInfoProto *outs[3] = {0};
     size_t n_out = 1;
-    if (m->task == VT_TASK_CLASSIFY) {
+    if (sp->softmax) {
         attr_i(o, node(o, "Softmax", "probs", 1, out), "axis", 1);
         int64_t d[2] = {b, m->num_classes};
         outs[0] = value_info(o, "probs", VTONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d, bparam);
-    } else if (m->task == VT_TASK_DETECT && x->nms) {
+    } else if (sp->det_head && x->nms) {
         emit_nms(o, m, out, x);
         const char *k[2] = {"detections", NULL};
         int64_t d2[2] = {-1, 4}, d1[1] = {-1};
@@ -795,9 +774,9 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
     if (!st && x.half)
         st = vt_fail(VT_ERR_UNSUPPORTED, "half=1 (float16 export) is not supported yet; the "
                      "export is float32");
-    if (!st && x.nms && m->task != VT_TASK_DETECT)
+    if (!st && x.nms && !m->spec->onnx->det_head)
         st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 is for detection models; %s is a %s model",
-                     m->arch, m->task == VT_TASK_SEGMENT ? "segmentation" : "classification");
+                     m->arch, m->spec->onnx->task);
     if (!st && x.nms && x.batch != 1)
         st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 needs batch=1 (max_det is per image)");
     if (!st) st = export_onnx(m, path, &x);

@@ -859,7 +859,7 @@ static vt_status fold_normalization(vt_model *m, const char *path, const import_
     return VT_OK;
 }
 
-static vt_status import_graph(vt_model **out, const char *path, const char *arch,
+static vt_status import_graph(vt_model **out, const char *path, const vt_arch_spec *arch,
                               const import_opts *o, const Vtonnx__GraphProto *g)
 {
     ictx c = {.path = path, .g = g};
@@ -886,7 +886,7 @@ static vt_status import_graph(vt_model **out, const char *path, const char *arch
     if (!st) {
         char opts[64];
         snprintf(opts, sizeof opts, "imgsz=%d channels=%d", o->imgsz, channels);
-        st = vt_model_create(&m, arch, classes, opts);
+        st = vt_model_create_spec(&m, arch, classes, opts);
         if (st) vt_fail_context("%s", path);
     }
     int maxc = 0;
@@ -930,7 +930,7 @@ static vt_status import_graph(vt_model **out, const char *path, const char *arch
     return VT_OK;
 }
 
-static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
+static vt_status import_onnx(vt_model **out, const char *path, const vt_arch_spec *arch,
                              const import_opts *o)
 {
     void *buf;
@@ -953,7 +953,7 @@ static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
 
 #else
 
-static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
+static vt_status import_onnx(vt_model **out, const char *path, const vt_arch_spec *arch,
                              const import_opts *o)
 {
     (void)out, (void)arch, (void)o;
@@ -964,19 +964,16 @@ static vt_status import_onnx(vt_model **out, const char *path, const char *arch,
 
 #endif
 
-VT_API vt_status vt_model_import_onnx(vt_model **out, const char *path, const char *arch,
-                                      const char *options)
+vt_status vt_model_import_onnx_spec(vt_model **out, const char *path, const vt_arch_spec *arch,
+                                    const char *options)
 {
-    if (out) *out = NULL;
-    if (!out || !path || !arch)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_import_onnx: NULL argument");
     /* options and the architecture are checked in every build */
     import_opts o = {.imgsz = 224};
     vt_status st = vt_parse_kv_list(options, import_pair, &o);
     if (!st) st = check_opts(&o);
     if (st) return st;
-    if (strcmp(arch, "resnet18"))
+    if (!arch || strcmp(arch->name, "resnet18"))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "no ONNX importer for architecture '%.40s'; the "
-                       "architectures imported: resnet18", arch);
+                       "architectures imported: resnet18", arch ? arch->name : "?");
     return import_onnx(out, path, arch, &o);
 }

@@ -37,30 +37,32 @@ VT_API void vt_model_destroy(vt_model *m)
     free(m);
 }
 
-static vt_status model_new(vt_model **out, const char *arch, int num_classes, int channels,
-                           int imgsz, float dropout, uint64_t seed)
+vt_status vt_model_new(vt_model **out, const vt_arch_spec *s, int num_classes, int channels,
+                       int imgsz, float dropout, uint64_t seed)
 {
     *out = NULL;
-    int min_classes = vt_arch_is_detector(arch) ? 1 : 2; /* one-class detection is common */
-    if (num_classes < min_classes || num_classes > 100000)
+    if (num_classes < s->min_classes || num_classes > 100000)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "num_classes=%d must be in %d..100000", num_classes,
-                       min_classes);
-    if (strlen(arch) >= sizeof(((vt_model *)0)->arch))
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown model '%.40s...'", arch);
+                       s->min_classes);
+    if (strlen(s->name) >= sizeof(((vt_model *)0)->arch))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "unknown model '%.40s...'", s->name);
     vt_model *m = vt_calloc(1, sizeof *m);
     if (!m) return VT_ERR_OUT_OF_MEMORY;
-    snprintf(m->arch, sizeof m->arch, "%s", arch);
+    snprintf(m->arch, sizeof m->arch, "%s", s->name);
+    m->spec = s;
+    m->task = s->task;
     m->num_classes = num_classes;
     m->channels = channels;
     m->imgsz = imgsz;
     m->dropout = dropout;
     m->seed = seed;
-    vt_status st = vt_arch_build(&m->graph, arch, num_classes, channels, imgsz, dropout, &m->task,
-                                 &m->output_node);
+    vt_status st = vt_arch_build(&m->graph, s, num_classes, channels, imgsz, dropout, m->outputs,
+                                 &m->n_outputs);
     if (st) {
         free(m);
         return st;
     }
+    m->output_node = m->outputs[0];
     m->params = vt_malloc((size_t)m->graph.n_params * sizeof(float));
     m->buffers = vt_malloc((size_t)(m->graph.n_buffers ? m->graph.n_buffers : 1) * sizeof(float));
     if (!m->params || !m->buffers) {
@@ -72,24 +74,22 @@ static vt_status model_new(vt_model **out, const char *arch, int num_classes, in
     return VT_OK;
 }
 
-VT_API vt_status vt_model_create(vt_model **out, const char *arch, int num_classes,
-                                 const char *options)
+vt_status vt_model_create_spec(vt_model **out, const vt_arch_spec *s, int num_classes,
+                               const char *options)
 {
-    if (out) *out = NULL;
-    if (!out || !arch) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_create: NULL argument");
+    *out = NULL;
     vt_optvals ov;
     vt_optvals_init(&ov, VT_SCOPE_MODEL);
     vt_status st = vt_optvals_set_list(&ov, options);
     if (st) return st;
     vt_model *m;
-    /* Detectors default to 640 px (what detection datasets are made for), classifiers to the
-     * option's default. */
+    /* Detectors default to 640 px (what detection datasets are made for), segmenters to 512,
+     * classifiers to the option's default: the spec says. */
     int imgsz = (int)vt_opt_num(&ov, VT_OPT_MODEL_IMGSZ);
-    if (!vt_opt_isset(&ov, VT_OPT_MODEL_IMGSZ) && vt_arch_is_detector(arch)) imgsz = 640;
-    if (!vt_opt_isset(&ov, VT_OPT_MODEL_IMGSZ) && vt_arch_is_segmenter(arch)) imgsz = 512;
-    st = model_new(&m, arch, num_classes, (int)vt_opt_num(&ov, VT_OPT_CHANNELS), imgsz,
-                   (float)vt_opt_num(&ov, VT_OPT_DROPOUT),
-                   (uint64_t)vt_opt_num(&ov, VT_OPT_MODEL_SEED));
+    if (!vt_opt_isset(&ov, VT_OPT_MODEL_IMGSZ) && s->default_imgsz) imgsz = s->default_imgsz;
+    st = vt_model_new(&m, s, num_classes, (int)vt_opt_num(&ov, VT_OPT_CHANNELS), imgsz,
+                      (float)vt_opt_num(&ov, VT_OPT_DROPOUT),
+                      (uint64_t)vt_opt_num(&ov, VT_OPT_MODEL_SEED));
     if (st) return st;
     vt_model_init_weights(m);
     *out = m;
@@ -177,7 +177,7 @@ VT_API vt_status vt_model_set_classes(vt_model *m, int num_classes, const char *
         return vt_err_capture(m->err, vt_fail(VT_ERR_BAD_STATE, "vt_model_set_classes: a "
                                               "trainer holds this model's weights"));
     vt_model *n;
-    if ((st = model_new(&n, m->arch, num_classes, m->channels, m->imgsz, m->dropout, m->seed)))
+    if ((st = vt_model_new(&n, m->spec, num_classes, m->channels, m->imgsz, m->dropout, m->seed)))
         return vt_err_capture(m->err, st);
     vt_model_init_weights(n);
     if (!st) st = vt_model_transfer_ex(n, m, 1, transferred, total);
@@ -203,6 +203,8 @@ VT_API vt_status vt_model_set_classes(vt_model *m, int num_classes, const char *
     n->class_names = tn;
     n->num_classes = tc;
     m->output_node = n->output_node;
+    memcpy(m->outputs, n->outputs, sizeof m->outputs);
+    m->n_outputs = n->n_outputs;
     m->version++;
     vt_model_destroy(n);
     return VT_OK;
@@ -216,7 +218,7 @@ vt_status vt_model_write_sections(const vt_model *m, vt_ckpt_writer *w)
     int len = snprintf(meta, sizeof meta,
                        "arch=%s\nrev=%d\ntask=%d\nnum_classes=%d\nchannels=%d\nimgsz=%d\n"
                        "dropout=%.9g\nseed=%llu\nparams=%lld\nbuffers=%lld\n",
-                       m->arch, vt_arch_revision(m->arch), (int)m->task, m->num_classes,
+                       m->arch, m->spec->revision, (int)m->task, m->num_classes,
                        m->channels, m->imgsz,
                        (double)m->dropout, (unsigned long long)m->seed,
                        (long long)m->graph.n_params, (long long)m->graph.n_buffers);
@@ -256,7 +258,7 @@ VT_API vt_status vt_model_save(vt_model *m, const char *path)
     return vt_err_capture(m->err, st);
 }
 
-vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
+vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c, vt_arch_lookup find)
 {
     *out = NULL;
     void *meta_raw;
@@ -280,12 +282,18 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
         return vt_fail(VT_ERR_CHECKPOINT, "%s: checkpoint metadata incomplete", path);
     }
     vt_ckpt_kv(meta, meta_n, "rev", rev, sizeof rev); /* absent: revision 1 */
-    if (atoi(rev) != vt_arch_revision(arch)) {
+    const vt_arch_spec *spec = find(arch);
+    if (!spec) {
+        free(meta);
+        return vt_fail(VT_ERR_CHECKPOINT, "%s: a model of an unknown architecture '%s'", path,
+                       arch);
+    }
+    if (atoi(rev) != spec->revision) {
         free(meta);
         return vt_fail(VT_ERR_CHECKPOINT,
-                       "%s: a %s of layout revision %s (an earlier release: ReLU activations); "
-                       "this library's %s is revision %d (SiLU): train it again",
-                       path, arch, rev, arch, vt_arch_revision(arch));
+                       "%s: a %s of layout revision %s (an earlier release); this library's %s "
+                       "is revision %d: train it again",
+                       path, arch, rev, arch, spec->revision);
     }
     free(meta);
     /* Strictly, with the ranges vt_model_create() enforces: the CRCs only say the file is
@@ -300,7 +308,7 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
         (st = vt_parse_int("seed", v[4], 0, INT64_MAX, &seed)))
         return vt_fail(VT_ERR_CHECKPOINT, "%s: bad checkpoint metadata: %s", path, vt_last_error());
     vt_model *m;
-    st = model_new(&m, arch, (int)nc, (int)ch, (int)sz, (float)dropout, (uint64_t)seed);
+    st = vt_model_new(&m, spec, (int)nc, (int)ch, (int)sz, (float)dropout, (uint64_t)seed);
     if (st) return vt_fail(VT_ERR_CHECKPOINT, "%s: %s", path, vt_last_error());
     void *data;
     size_t n;
@@ -349,18 +357,6 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c)
     return VT_OK;
 }
 
-VT_API vt_status vt_model_load(vt_model **out, const char *path)
-{
-    if (out) *out = NULL;
-    if (!out || !path) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_load: NULL argument");
-    vt_ckpt *c;
-    vt_status st = vt_ckpt_open(&c, path);
-    if (st) return st;
-    st = vt_model_from_checkpoint(out, c);
-    vt_ckpt_close(c);
-    return st;
-}
-
 /* ---- prediction ---- */
 
 vt_status vt_model_predict_ready(vt_model *m)
@@ -399,10 +395,10 @@ static vt_status predict_image(vt_model *m, const char *call, const vt_image *im
 {
     vt_status st = vt_buffer_fits_int(call, scores, n, (size_t)m->num_classes, "class scores");
     if (st) return st;
-    if (m->task != VT_TASK_CLASSIFY)
-        return vt_fail(VT_ERR_UNSUPPORTED, "%s is a %s model: use vt_model_%s_file / _pixels",
-                       m->arch, m->task == VT_TASK_DETECT ? "detection" : "segmentation",
-                       m->task == VT_TASK_DETECT ? "detect" : "segment");
+    if (!m->spec->probs)
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s is not a classification model: use its task's "
+                       "prediction (vt_model_%s_file / _pixels)", m->arch,
+                       m->spec->onnx ? m->spec->onnx->task : "detect");
     if ((st = vt_model_predict_ready(m))) return st;
     vt_image rs = {0};
     const vt_image *src = img;
@@ -496,7 +492,7 @@ VT_API vt_status vt_model_forward(vt_model *m, const float *input, int n, float 
                          in_n * sizeof(float));
         if (!st) st = vt_exec_forward(e, 0);
         if (st) break;
-        if (m->task == VT_TASK_CLASSIFY) st = download_probs(m, o);
+        if (m->spec->probs) st = download_probs(m, o);
         else st = ops->download(m->pred_be, o, e->g->nodes[m->output_node].y,
                                 out_n * sizeof(float));
     }

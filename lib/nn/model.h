@@ -4,6 +4,46 @@
 
 #include "nn/graph.h"
 
+/* What an ONNX export of an architecture's graph writes (nn/export_onnx.c), as the task that
+ * trains it describes it. */
+typedef struct vt_onnx_spec {
+    const char *task;        /* metadata "task" */
+    int letterbox;           /* preprocess: 1 letterbox to imgsz, 0 resize to imgsz */
+    int softmax;             /* output 0's logits go through a Softmax into "probs" */
+    const char *out_name;    /* the name of output 0 otherwise ("logits", "head") */
+    const char *outputs;     /* metadata "outputs" */
+    int det_head;            /* output 0 is a detector head: "strides" metadata, nms=1 offered */
+    const char *nms_outputs; /* metadata "outputs" with nms=1 */
+} vt_onnx_spec;
+
+enum { VT_MODEL_MAX_OUTPUTS = 4 };
+
+/* An architecture, as the table of the task that trains it lists it (lib/task/): everything
+ * nn needs to build, initialise, save, run and export it.  nn stores `task` in the model and
+ * never interprets it. */
+typedef struct vt_arch_spec {
+    const char *name;          /* "det-n" */
+    vt_task task;
+    int revision;              /* layout revision: a checkpoint of another is refused */
+    const char *backbone;      /* architectures with the same key share their backbone
+                                * (vt_model_transfer); NULL: the name */
+    int default_imgsz;         /* vt_model_create's imgsz without the option; 0: the option's */
+    int min_classes;
+    int multiple;              /* imgsz must be a multiple of it (0: any) */
+    /* The graph for these settings (not finalized): its output nodes into out (output 0 the
+     * one a task's loss and vt_model_forward read first) and their count, or -1 with the error
+     * set. */
+    int (*build)(vt_graph *g, const void *cfg, int nc, int channels, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS]);
+    const void *cfg;
+    /* After the default initialisation of vt_model_init_weights, the family's own (NULL:
+     * none), e.g. a detector head's prior. */
+    void (*init)(struct vt_model *m);
+    int probs;                 /* output 0 is per-image class logits: prediction gives softmax
+                                * probabilities */
+    const vt_onnx_spec *onnx;
+} vt_arch_spec;
+
 struct vt_model {
     char err[VT_ERRMSG_MAX];
     char arch[32];        /* "cls-n", ... */
@@ -17,7 +57,10 @@ struct vt_model {
     vt_graph graph;
     float *params;        /* host copy of graph.n_params trainable floats */
     float *buffers;       /* host copy of graph.n_buffers floats (BN running stats) */
-    int output_node;      /* node whose output is the logits */
+    const vt_arch_spec *spec;
+    int output_node;      /* output 0: the node whose output is the logits / head */
+    int outputs[VT_MODEL_MAX_OUTPUTS]; /* every output node, outputs[0] == output_node */
+    int n_outputs;
     uint64_t version;     /* bumped whenever params/buffers change (predictor re-uploads) */
     /* Set while a trainer holds newer weights on its device: called before the host copy is
      * read (save, predict) to bring them back.  Cleared by the trainer. */
@@ -29,33 +72,64 @@ struct vt_model {
     float *pred_probs;
 };
 
-/* Build the graph of an architecture name (lib/nn/models.c).  On success g is finalized and
- * *task and *output_node set; VT_ERR_INVALID_ARGUMENT for an unknown name (message lists the
- * known ones). */
-vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
-                        float dropout, vt_task *task, int *output_node);
-/* 1 for the detector family names ("det-..."). */
-int vt_arch_is_detector(const char *arch);
-/* 1 for the segmentation family names ("seg-..."). */
-int vt_arch_is_segmenter(const char *arch);
-/* The layout revision of a family: a checkpoint records it (meta "rev", absent = 1) and one of
- * another revision is refused, since the same parameters would compute something else. */
-int vt_arch_revision(const char *arch);
+/* Build the graph of spec s (finalized) for these settings, checking imgsz against the
+ * spec; outputs and their count set. */
+vt_status vt_arch_build(vt_graph *g, const vt_arch_spec *s, int num_classes, int channels,
+                        int imgsz, float dropout, int out[VT_MODEL_MAX_OUTPUTS], int *n_out);
+/* A new model of spec s (weights allocated, not initialised: vt_model_init_weights). */
+vt_status vt_model_new(vt_model **out, const vt_arch_spec *s, int num_classes, int channels,
+                       int imgsz, float dropout, uint64_t seed);
+/* vt_model_create's work once the name is resolved (options: the model scope's). */
+vt_status vt_model_create_spec(vt_model **out, const vt_arch_spec *s, int num_classes,
+                               const char *options);
+/* vt_model_import_onnx once the architecture is resolved (NULL: an unknown name). */
+vt_status vt_model_import_onnx_spec(vt_model **out, const char *path, const vt_arch_spec *arch,
+                                    const char *options);
+/* Resolves an architecture name to its spec (the task registry's vt_arch_find, passed down so
+ * that nn does not call up); NULL for an unknown name. */
+typedef const vt_arch_spec *(*vt_arch_lookup)(const char *name);
+/* The backbone key of a spec (its `backbone`, else its name). */
+static inline const char *vt_arch_backbone_of(const vt_arch_spec *s)
+{
+    return s->backbone ? s->backbone : s->name;
+}
 /* The grid levels of a detector's head (output node `out` of g, input imgsz x imgsz): their
  * sizes and strides in anchor order (lib/backend/det_loss_math.h).  Returns the level count. */
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS]);
-/* The backbone an architecture shares with others ("resnet18" for resnet18, det-r18, seg-r18;
- * "encoder-n" for det-n and seg-n; else its own name): vt_model_transfer between two
- * architectures moves the backbone when this is the same. */
-void vt_arch_backbone(const char *arch, char *out, size_t cap);
 /* vt_model_transfer; keep_class_layers: dst's per-class layers (vt_node.per_class) keep their
  * values even where the shapes match (the same count of other classes). */
 vt_status vt_model_transfer_ex(vt_model *dst, const vt_model *src, int keep_class_layers,
                                int *transferred, int *total);
 /* The model's tensor count, as vt_model_transfer counts them. */
 int vt_model_tensors(const vt_model *m);
-/* Names of the known architectures, NULL-terminated. */
-extern const char *const vt_arch_names[];
+
+/* The model families' builders and settings (lib/nn/models.c), for the tasks' tables.
+ * cls/det/seg-n/s/m: encoder widths c, stage depths d, the detector neck/head width. */
+typedef struct vt_net_cfg {
+    int c[5], d[4], head;
+    int proto; /* iseg: the prototype branch's width */
+} vt_net_cfg;
+/* iseg: prototype masks per image (and coefficients per anchor). */
+enum { VT_ISEG_PROTOS = 32 };
+extern const vt_net_cfg vt_cls_n, vt_cls_s, vt_cls_m, vt_net_n, vt_net_s, vt_net_m;
+int vt_build_cls(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_cnn_small(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                       int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_resnet18(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                      int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_det(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_det_r18(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                     int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_iseg(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                  int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_seg(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS]);
+int vt_build_seg_r18(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                     int out[VT_MODEL_MAX_OUTPUTS]);
+/* A detector's output convolutions start near zero with the class logits at a prior of 0.01. */
+void vt_init_det_head(vt_model *m);
 
 /* Deterministic initialisation of params/buffers from the model's seed: PyTorch's defaults
  * (conv/linear weights and biases uniform in +-1/sqrt(fan_in), BN gamma 1 beta 0, running
@@ -73,7 +147,7 @@ static inline const vt_graph *vt_model_graph(const vt_model *m) { return &m->gra
 struct vt_ckpt_writer;
 struct vt_ckpt;
 vt_status vt_model_write_sections(const vt_model *m, struct vt_ckpt_writer *w);
-vt_status vt_model_from_checkpoint(vt_model **out, struct vt_ckpt *c);
+vt_status vt_model_from_checkpoint(vt_model **out, struct vt_ckpt *c, vt_arch_lookup find);
 
 /* The lazily created CPU predictor, sized for one image at imgsz, holding the current weights. */
 vt_status vt_model_predict_ready(vt_model *m);

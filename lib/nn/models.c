@@ -54,10 +54,6 @@
 
 #include "nn/model.h"
 
-const char *const vt_arch_names[] = {"cls-n", "cls-s", "cls-m", "cnn-small", "resnet18",
-                                     "det-n", "det-s", "det-m", "det-r18", "seg-n", "seg-s",
-                                     "seg-m", "seg-r18", NULL};
-
 /* Mark node i as a per-class layer (re-created when the classes change). */
 static int per_class(vt_graph *g, int i)
 {
@@ -90,9 +86,10 @@ static int basic_block_act(vt_graph *g, int x, int c, vt_act act)
 
 static int basic_block(vt_graph *g, int x, int c) { return basic_block_act(g, x, c, VT_ACT_RELU); }
 
-static int build_cls(vt_graph *g, const int *widths, const int *depths, int nc, int channels,
-                     int imgsz, float dropout)
+int vt_build_cls(vt_graph *g, const void *cfg, int nc, int channels, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS])
 {
+    const int *widths = ((const vt_net_cfg *)cfg)->c, *depths = ((const vt_net_cfg *)cfg)->d;
     int x = vt_g_input(g, channels, imgsz, imgsz);
     x = cbr(g, x, widths[0], 3, imgsz >= 96 ? 2 : 1);
     for (int i = 0; i < 4; i++) {
@@ -102,7 +99,7 @@ static int build_cls(vt_graph *g, const int *widths, const int *depths, int nc, 
     g->backbone_end = g->n_nodes;
     x = vt_g_gap(g, x);
     if (dropout > 0) x = vt_g_dropout(g, x, dropout);
-    return per_class(g, vt_g_linear(g, x, nc));
+    return (out[0] = per_class(g, vt_g_linear(g, x, nc))) < 0 ? -1 : 1;
 }
 
 /* Basic block with a projection shortcut when the shape changes (ResNet "option B"). */
@@ -131,16 +128,21 @@ static int resnet18_backbone(vt_graph *g, int channels, int imgsz, int stage[5])
     return x;
 }
 
-static int build_resnet18(vt_graph *g, int nc, int channels, int imgsz, float dropout)
+int vt_build_resnet18(vt_graph *g, const void *cfg, int nc, int channels, int imgsz,
+                      float dropout, int out[VT_MODEL_MAX_OUTPUTS])
 {
+    (void)cfg;
     int stage[5];
     int x = vt_g_gap(g, resnet18_backbone(g, channels, imgsz, stage));
     if (dropout > 0) x = vt_g_dropout(g, x, dropout);
-    return per_class(g, vt_g_linear(g, x, nc));
+    return (out[0] = per_class(g, vt_g_linear(g, x, nc))) < 0 ? -1 : 1;
 }
 
-static int build_cnn_small(vt_graph *g, int nc, int channels, int imgsz)
+int vt_build_cnn_small(vt_graph *g, const void *cfg, int nc, int channels, int imgsz,
+                       float dropout, int out[VT_MODEL_MAX_OUTPUTS])
 {
+    (void)cfg;
+    (void)dropout;
     int x = vt_g_input(g, channels, imgsz, imgsz);
     x = cbr(g, x, 32, 3, 1);
     x = vt_g_maxpool(g, x, 2, 2, 0);
@@ -149,7 +151,7 @@ static int build_cnn_small(vt_graph *g, int nc, int channels, int imgsz)
     x = cbr(g, x, 128, 3, 1);
     g->backbone_end = g->n_nodes;
     x = vt_g_gap(g, x);
-    return per_class(g, vt_g_linear(g, x, nc));
+    return (out[0] = per_class(g, vt_g_linear(g, x, nc))) < 0 ? -1 : 1;
 }
 
 /* The encoder of det-* and seg-*: stem conv3x3/2 (c0), then stages i = 1..4 (conv3x3/2 + d_i
@@ -167,7 +169,7 @@ static void encoder(vt_graph *g, const int *c, const int *d, int channels, int i
 }
 
 /* FPN neck and decoupled head of f channels on C3, C4, C5 = stage[2..4] (strides 8, 16, 32). */
-static int det_head(vt_graph *g, const int *stage, int f, int nc)
+static int det_head(vt_graph *g, const int *stage, int f, int nc, int *p3_out)
 {
     int p5 = cbs(g, stage[4], f, 1, 1);
     int cat[2] = {vt_g_upsample(g, p5), stage[3]};
@@ -175,6 +177,7 @@ static int det_head(vt_graph *g, const int *stage, int f, int nc)
     cat[0] = vt_g_upsample(g, p4);
     cat[1] = stage[2];
     int p3 = cbs(g, vt_g_concat(g, cat, 2), f, 3, 1);
+    if (p3_out) *p3_out = p3;
     /* decoupled: the box fields and the class logits from their own two convolutions */
     int hb = cbs(g, cbs(g, p3, f, 3, 1), f, 3, 1), hc = cbs(g, cbs(g, p3, f, 3, 1), f, 3, 1);
     int o[2] = {vt_g_conv(g, hb, 4, 1, 1, 0, 1, 1),
@@ -201,36 +204,67 @@ static int seg_decoder(vt_graph *g, const int *e, const int *c, int nc)
                     coarse);
 }
 
-static int build_det(vt_graph *g, const int *c, const int *d, int f, int nc, int channels,
-                     int imgsz)
+int vt_build_det(vt_graph *g, const void *cfg, int nc, int channels, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS])
 {
+    (void)dropout;
+    const vt_net_cfg *k = cfg;
     int stage[5];
-    encoder(g, c, d, channels, imgsz, stage);
-    return det_head(g, stage, f, nc);
+    encoder(g, k->c, k->d, channels, imgsz, stage);
+    return (out[0] = det_head(g, stage, k->head, nc, NULL)) < 0 ? -1 : 1;
 }
 
-static int build_seg(vt_graph *g, const int *c, const int *d, int nc, int channels, int imgsz)
+/* iseg-*: det's network plus, from its P3 (stride 8), the mask coefficients (cbs3x3 twice at
+ * max(f / 4, k) channels, conv1x1 -> k per anchor, the head's grid) and k prototype masks at
+ * stride 4 (cbs3x3(P3, p), up x2, cbs3x3(p), cbs1x1(k)), as YOLOv8-seg's Segment head: outputs
+ * head, coefficients, prototypes. */
+int vt_build_iseg(vt_graph *g, const void *cfg, int nc, int channels, int imgsz, float dropout,
+                  int out[VT_MODEL_MAX_OUTPUTS])
 {
+    (void)dropout;
+    const vt_net_cfg *k = cfg;
+    int stage[5], p3;
+    encoder(g, k->c, k->d, channels, imgsz, stage);
+    out[0] = det_head(g, stage, k->head, nc, &p3);
+    int cw = k->head / 4 > VT_ISEG_PROTOS ? k->head / 4 : VT_ISEG_PROTOS;
+    out[1] = vt_g_conv(g, cbs(g, cbs(g, p3, cw, 3, 1), cw, 3, 1), VT_ISEG_PROTOS, 1, 1, 0, 1, 1);
+    int pw = k->proto;
+    int pr = vt_g_upsample(g, cbs(g, p3, pw, 3, 1));
+    out[2] = cbs(g, cbs(g, pr, pw, 3, 1), VT_ISEG_PROTOS, 1, 1);
+    return out[0] < 0 || out[1] < 0 || out[2] < 0 ? -1 : 3;
+}
+
+int vt_build_seg(vt_graph *g, const void *cfg, int nc, int channels, int imgsz, float dropout,
+                 int out[VT_MODEL_MAX_OUTPUTS])
+{
+    (void)dropout;
+    const vt_net_cfg *k = cfg;
     int e[5];
-    encoder(g, c, d, channels, imgsz, e);
-    return seg_decoder(g, e, c, nc);
+    encoder(g, k->c, k->d, channels, imgsz, e);
+    return (out[0] = seg_decoder(g, e, k->c, nc)) < 0 ? -1 : 1;
 }
 
 /* det-r18 / seg-r18: the same neck and head (det: 128 wide) or decoder on ResNet-18's stages,
  * so that an ImageNet ResNet-18 (vt_model_import_onnx) starts them. */
-static int build_det_r18(vt_graph *g, int nc, int channels, int imgsz)
+int vt_build_det_r18(vt_graph *g, const void *cfg, int nc, int channels, int imgsz,
+                     float dropout, int out[VT_MODEL_MAX_OUTPUTS])
 {
+    (void)cfg;
+    (void)dropout;
     int stage[5];
     resnet18_backbone(g, channels, imgsz, stage);
-    return det_head(g, stage, 128, nc);
+    return (out[0] = det_head(g, stage, 128, nc, NULL)) < 0 ? -1 : 1;
 }
 
-static int build_seg_r18(vt_graph *g, int nc, int channels, int imgsz)
+int vt_build_seg_r18(vt_graph *g, const void *cfg, int nc, int channels, int imgsz,
+                     float dropout, int out[VT_MODEL_MAX_OUTPUTS])
 {
+    (void)cfg;
+    (void)dropout;
     static const int c[4] = {64, 64, 128, 256};
     int e[5];
     resnet18_backbone(g, channels, imgsz, e);
-    return seg_decoder(g, e, c, nc);
+    return (out[0] = seg_decoder(g, e, c, nc)) < 0 ? -1 : 1;
 }
 
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS])
@@ -246,88 +280,35 @@ int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT
     return n < VT_DET_MAX_LEVELS ? n : VT_DET_MAX_LEVELS;
 }
 
-int vt_arch_is_detector(const char *arch) { return strncmp(arch, "det-", 4) == 0; }
-int vt_arch_is_segmenter(const char *arch) { return strncmp(arch, "seg-", 4) == 0; }
-/* Revision 2 of det-* and seg-*: SiLU activations (revision 1: ReLU, same parameters);
- * revision 3 of seg-*: the feature-pyramid decoder without a full-resolution convolution;
- * revision 3 of det-n: neck and head 96 wide (64 before). */
-int vt_arch_revision(const char *arch)
-{
-    if (strstr(arch, "-r18")) return 1;
-    if (vt_arch_is_segmenter(arch) || strcmp(arch, "det-n") == 0) return 3;
-    return vt_arch_is_detector(arch) ? 2 : 1;
-}
+/* The classifiers' widths and depths (cls-n/s/m) and the detectors' and segmenters' encoder
+ * (det/seg-n/s/m) with the detector's neck and head width. */
+const vt_net_cfg vt_cls_n = {{16, 32, 64, 128}, {1, 1, 1, 1}, 0, 0};
+const vt_net_cfg vt_cls_s = {{32, 64, 128, 256}, {1, 1, 1, 1}, 0, 0};
+const vt_net_cfg vt_cls_m = {{48, 96, 192, 384}, {1, 2, 2, 1}, 0, 0};
+const vt_net_cfg vt_net_n = {{16, 32, 64, 128, 256}, {0, 1, 1, 1}, 96, 64};
+const vt_net_cfg vt_net_s = {{32, 64, 128, 256, 512}, {1, 1, 1, 1}, 128, 128};
+const vt_net_cfg vt_net_m = {{48, 96, 192, 384, 576}, {1, 2, 2, 1}, 192, 192};
 
-/* resnet18, det-r18 and seg-r18 share resnet18's backbone; det-X and seg-X their encoder. */
-void vt_arch_backbone(const char *arch, char *out, size_t cap)
+vt_status vt_arch_build(vt_graph *g, const vt_arch_spec *s, int num_classes, int channels,
+                        int imgsz, float dropout, int out[VT_MODEL_MAX_OUTPUTS], int *n_out)
 {
-    if (!strcmp(arch, "resnet18") || !strcmp(arch, "det-r18") || !strcmp(arch, "seg-r18"))
-        snprintf(out, cap, "resnet18");
-    else if (vt_arch_is_detector(arch) || vt_arch_is_segmenter(arch))
-        snprintf(out, cap, "encoder-%s", arch + 4);
-    else
-        snprintf(out, cap, "%s", arch);
-}
-
-vt_status vt_arch_build(vt_graph *g, const char *arch, int num_classes, int channels, int imgsz,
-                        float dropout, vt_task *task, int *output_node)
-{
-    static const int wn[] = {16, 32, 64, 128}, dn[] = {1, 1, 1, 1};
-    static const int ws[] = {32, 64, 128, 256}, ds[] = {1, 1, 1, 1};
-    static const int wm[] = {48, 96, 192, 384}, dm[] = {1, 2, 2, 1};
+    *n_out = 0;
     vt_graph_init(g);
-    int out;
-    if (strcmp(arch, "cls-n") == 0) out = build_cls(g, wn, dn, num_classes, channels, imgsz, dropout);
-    else if (strcmp(arch, "cls-s") == 0) out = build_cls(g, ws, ds, num_classes, channels, imgsz, dropout);
-    else if (strcmp(arch, "cls-m") == 0) out = build_cls(g, wm, dm, num_classes, channels, imgsz, dropout);
-    else if (strcmp(arch, "cnn-small") == 0) out = build_cnn_small(g, num_classes, channels, imgsz);
-    else if (strcmp(arch, "resnet18") == 0) out = build_resnet18(g, num_classes, channels, imgsz, dropout);
-    else if ((vt_arch_is_detector(arch) || vt_arch_is_segmenter(arch)) &&
-             (((arch[4] == 'n' || arch[4] == 's' || arch[4] == 'm') && arch[5] == 0) ||
-              !strcmp(arch + 4, "r18"))) {
-        static const int cn[] = {16, 32, 64, 128, 256}, dn4[] = {0, 1, 1, 1};
-        static const int cs[] = {32, 64, 128, 256, 512}, ds4[] = {1, 1, 1, 1};
-        static const int cm[] = {48, 96, 192, 384, 576}, dm4[] = {1, 2, 2, 1};
-        if (imgsz % 32) {
-            vt_graph_free(g);
-            return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                           "%s: imgsz=%d must be a multiple of 32 (the network's coarsest "
-                           "stride)", arch, imgsz);
-        }
-        int seg = vt_arch_is_segmenter(arch);
-        if (arch[4] == 'r') {
-            out = seg ? build_seg_r18(g, num_classes, channels, imgsz)
-                      : build_det_r18(g, num_classes, channels, imgsz);
-        } else if (seg) {
-            const int *c = arch[4] == 'n' ? cn : arch[4] == 's' ? cs : cm;
-            const int *d = arch[4] == 'n' ? dn4 : arch[4] == 's' ? ds4 : dm4;
-            out = build_seg(g, c, d, num_classes, channels, imgsz);
-        } else if (arch[4] == 'n') out = build_det(g, cn, dn4, 96, num_classes, channels, imgsz);
-        else if (arch[4] == 's') out = build_det(g, cs, ds4, 128, num_classes, channels, imgsz);
-        else out = build_det(g, cm, dm4, 192, num_classes, channels, imgsz);
-        if (out >= 0) {
-            vt_graph_finalize(g);
-            *task = seg ? VT_TASK_SEGMENT : VT_TASK_DETECT;
-            *output_node = out;
-            return VT_OK;
-        }
-    }
-    else {
-        vt_graph_free(g);
+    if (s->multiple > 1 && imgsz % s->multiple)
         return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                       "unknown model '%s'; known models: cls-n, cls-s, cls-m, cnn-small, "
-                       "resnet18, det-n, det-s, det-m, det-r18, seg-n, seg-s, seg-m, seg-r18",
-                       arch);
-    }
-    if (out < 0) {
-        vt_status st = vt_fail(VT_ERR_INVALID_ARGUMENT, "cannot build %s at imgsz=%d: %s", arch,
-                               imgsz, vt_last_error());
+                       "%s: imgsz=%d must be a multiple of %d (the network's coarsest stride)",
+                       s->name, imgsz, s->multiple);
+    int n = s->build(g, s->cfg, num_classes, channels, imgsz, dropout, out);
+    for (int i = 0; i < n; i++)
+        if (out[i] < 0) n = -1;
+    if (n < 1) {
+        vt_status st = vt_fail(VT_ERR_INVALID_ARGUMENT, "cannot build %s at imgsz=%d: %s",
+                               s->name, imgsz, vt_last_error());
         vt_graph_free(g);
         return st;
     }
     vt_graph_finalize(g);
-    *task = VT_TASK_CLASSIFY;
-    *output_node = out;
+    *n_out = n;
     return VT_OK;
 }
 
@@ -342,12 +323,12 @@ static double init_bound(const vt_node *nd) { return 1.0 / sqrt((double)nd->w_n 
 /* The convolutions that produce a detector's head channels, found through the concats (channel
  * offsets add up) and flatcats (levels share the channels) between them and the output; c0 is
  * the head channel of node i's first channel: 0..3 box fields, then class logits. */
-static void init_det_head(vt_model *m, int i, int c0)
+static void init_det_convs(vt_model *m, int i, int c0)
 {
     const vt_node *o = &m->graph.nodes[i];
     if (o->op == VT_OP_CONCAT || o->op == VT_OP_FLATCAT) {
         for (int k = 0; k < o->n_in; k++) {
-            init_det_head(m, o->in[k], c0);
+            init_det_convs(m, o->in[k], c0);
             if (o->op == VT_OP_CONCAT) c0 += m->graph.nodes[o->in[k]].out.c;
         }
         return;
@@ -385,7 +366,9 @@ void vt_model_init_weights(vt_model *m)
             }
         }
     }
-    /* A detector's output convs start near zero with the class logits at a prior of 0.01 (as
-     * RetinaNet does), so the first steps are not swamped by the many negative cells. */
-    if (m->task == VT_TASK_DETECT) init_det_head(m, m->output_node, 0);
+    if (m->spec->init) m->spec->init(m);
 }
+
+/* A detector's output convs start near zero with the class logits at a prior of 0.01 (as
+ * RetinaNet does), so the first steps are not swamped by the many negative cells. */
+void vt_init_det_head(vt_model *m) { init_det_convs(m, m->output_node, 0); }

@@ -55,10 +55,7 @@ vt_status vt_model_transfer_ex(vt_model *dst, const vt_model *src, int keep_clas
     if (total) *total = 0;
     if (!dst || !src) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_transfer: NULL argument");
     if (dst == src) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_transfer: dst is src");
-    char fd[40], fs[40];
-    vt_arch_backbone(dst->arch, fd, sizeof fd);
-    vt_arch_backbone(src->arch, fs, sizeof fs);
-    if (strcmp(fd, fs) != 0)
+    if (strcmp(vt_arch_backbone_of(dst->spec), vt_arch_backbone_of(src->spec)) != 0)
         return vt_err_capture(dst->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
                               "cannot start a %s from a %s: the architectures differ and share "
                               "no backbone", dst->arch, src->arch));

@@ -86,9 +86,33 @@ static const vt_metric cls_metrics[] = {VT_METRIC_TOP1, VT_METRIC_TOP5};
 static const char *const cls_cols[] = {"metrics/top1", "metrics/top5"};
 static const unsigned char cls_plot[] = {1, 1};
 
+/* The classifiers (lib/nn/models.c) and what their export writes. */
+static const vt_onnx_spec cls_onnx = {
+    .task = "classify",
+    .softmax = 1,
+    .outputs = "probs: float32 [N, num_classes], softmax probabilities",
+};
+#define CLS(nm, fn, cf) \
+    {.name = nm, .task = VT_TASK_CLASSIFY, .revision = 1, .min_classes = 2, .build = fn, \
+     .cfg = cf, .probs = 1, .onnx = &cls_onnx}
+static const vt_arch_spec cls_n = CLS("cls-n", vt_build_cls, &vt_cls_n);
+static const vt_arch_spec cls_s = CLS("cls-s", vt_build_cls, &vt_cls_s);
+static const vt_arch_spec cls_m = CLS("cls-m", vt_build_cls, &vt_cls_m);
+static const vt_arch_spec cnn_small = CLS("cnn-small", vt_build_cnn_small, NULL);
+/* resnet18 shares its backbone with det-r18 and seg-r18 */
+static const vt_arch_spec resnet18 = {
+    .name = "resnet18", .task = VT_TASK_CLASSIFY, .revision = 1, .backbone = "resnet18",
+    .min_classes = 2, .build = vt_build_resnet18, .probs = 1, .onnx = &cls_onnx};
+static const vt_arch_spec *const cls_archs[] = {&cls_n, &cls_s, &cls_m, &cnn_small, &resnet18,
+                                                NULL};
+
 const vt_task_iface vt_task_classify = {
     .id = VT_TASK_CLASSIFY,
     .name = "classify",
+    .title = "classification",
+    .model_prefix = "cls-",
+    .default_model = "cls-n",
+    .archs = cls_archs,
     .class_labels = 1,
     .n_metrics = 2,
     .metrics = cls_metrics,

@@ -319,9 +319,41 @@ static const char *const det_cols[] = {"metrics/precision", "metrics/recall", "m
                                        "metrics/mAP50-95"};
 static const unsigned char det_plot[] = {1, 1, 1, 1};
 
+/* The detectors (lib/nn/models.c): revision 2 had SiLU activations (1: ReLU, the same
+ * parameters); det-n's revision 3 its neck and head 96 wide (64 before). */
+static const vt_onnx_spec det_onnx = {
+    .task = "detect",
+    .letterbox = 1,
+    .out_name = "head",
+    .det_head = 1,
+    .outputs = "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of "
+               "the grids of 'strides' (imgsz / stride squared each), grid after "
+               "grid, row-major (one grid: H = W = imgsz / stride; several: H = 1, "
+               "W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "
+               "then one logit per class; box centre ((x + 0.5 + dx) * stride, "
+               "(y + 0.5 + dy) * stride), size stride * exp(clamp(lw, -6, 7)), "
+               "stride * exp(clamp(lh, -6, 7)); score sigmoid(logit); then "
+               "class-aware NMS",
+    .nms_outputs = "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: "
+                   "float32 [K], classes: int64 [K]; best score first",
+};
+#define DET(nm, rev, cf, bb, fn) \
+    {.name = nm, .task = VT_TASK_DETECT, .revision = rev, .backbone = bb, \
+     .default_imgsz = 640, .min_classes = 1 /* one-class detection is common */, \
+     .multiple = 32, .build = fn, .cfg = cf, .init = vt_init_det_head, .onnx = &det_onnx}
+static const vt_arch_spec det_n = DET("det-n", 3, &vt_net_n, "encoder-n", vt_build_det);
+static const vt_arch_spec det_s = DET("det-s", 2, &vt_net_s, "encoder-s", vt_build_det);
+static const vt_arch_spec det_m = DET("det-m", 2, &vt_net_m, "encoder-m", vt_build_det);
+static const vt_arch_spec det_r18 = DET("det-r18", 1, NULL, "resnet18", vt_build_det_r18);
+static const vt_arch_spec *const det_archs[] = {&det_n, &det_s, &det_m, &det_r18, NULL};
+
 const vt_task_iface vt_task_detect = {
     .id = VT_TASK_DETECT,
     .name = "detect",
+    .title = "detection",
+    .model_prefix = "det-",
+    .default_model = "det-n",
+    .archs = det_archs,
     .n_metrics = 4,
     .metrics = det_metrics,
     .metric_cols = det_cols,

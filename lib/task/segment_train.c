@@ -178,9 +178,35 @@ static const vt_metric seg_metrics[] = {VT_METRIC_MIOU, VT_METRIC_PIXEL_ACC};
 static const char *const seg_cols[] = {"metrics/mIoU", "metrics/pixel_acc"};
 static const unsigned char seg_plot[] = {1, 1};
 
+/* The segmenters (lib/nn/models.c): revision 2 had SiLU activations (1: ReLU, the same
+ * parameters), 3 the feature-pyramid decoder without a full-resolution convolution. */
+static const vt_onnx_spec seg_onnx = {
+    .task = "segment",
+    .letterbox = 1,
+    .out_name = "logits",
+    .outputs = "logits: float32 [N, num_classes, imgsz, imgsz], per-pixel class scores "
+               "(argmax over axis 1 = the class)",
+};
+#define SEG(nm, cf, bb) \
+    {.name = nm, .task = VT_TASK_SEGMENT, .revision = 3, .backbone = bb, \
+     .default_imgsz = 512, .min_classes = 2, .multiple = 32, .build = vt_build_seg, \
+     .cfg = cf, .onnx = &seg_onnx}
+static const vt_arch_spec seg_n = SEG("seg-n", &vt_net_n, "encoder-n");
+static const vt_arch_spec seg_s = SEG("seg-s", &vt_net_s, "encoder-s");
+static const vt_arch_spec seg_m = SEG("seg-m", &vt_net_m, "encoder-m");
+static const vt_arch_spec seg_r18 = {
+    .name = "seg-r18", .task = VT_TASK_SEGMENT, .revision = 1, .backbone = "resnet18",
+    .default_imgsz = 512, .min_classes = 2, .multiple = 32, .build = vt_build_seg_r18,
+    .onnx = &seg_onnx};
+static const vt_arch_spec *const seg_archs[] = {&seg_n, &seg_s, &seg_m, &seg_r18, NULL};
+
 const vt_task_iface vt_task_segment = {
     .id = VT_TASK_SEGMENT,
     .name = "segment",
+    .title = "segmentation",
+    .model_prefix = "seg-",
+    .default_model = "seg-n",
+    .archs = seg_archs,
     .n_metrics = 2,
     .metrics = seg_metrics,
     .metric_cols = seg_cols,

@@ -3,7 +3,8 @@
  * runs; a task never sees the trainer, only the context below.
  *
  * ADDING A TASK: write lib/task/<task>_train.c defining a vt_task_iface (batch loss,
- * evaluation, fitness, results columns, state) and add it to the registry, lib/train/tasks.c.
+ * evaluation, fitness, results columns, state, its architectures) and add it to the registry,
+ * lib/task/registry.c.
  * The dataset formats and the loader's sample pipeline are lib/data/'s (docs/architecture.md). */
 #ifndef VT_TASK_H
 #define VT_TASK_H
@@ -19,7 +20,7 @@
 #include "nn/model.h"
 
 /* The trainer's progress record (opaque in the public header): the latest metric values. */
-enum { VT_NMETRIC = 28 };
+enum { VT_NMETRIC = 32 };
 
 struct vt_progress {
     int epoch, epochs, batch, batches;
@@ -78,6 +79,13 @@ typedef struct vt_task_tile {
 typedef struct vt_task_iface {
     vt_task id;
     const char *name;          /* the run folder under the project: "classify", ... */
+    const char *title;         /* "classification", ... */
+    /* Its models: their names start with model_prefix (the classifiers "cnn-small" and
+     * "resnet18" excepted), default_model is the one a run takes without a model, archs the
+     * architectures (NULL-terminated) with their builders (lib/nn/models.c). */
+    const char *model_prefix;
+    const char *default_model;
+    const vt_arch_spec *const *archs;
     /* takes class labels per image (vt_trainer_step's input) */
     int class_labels;
     /* The results table: every task's starts with epoch, train/loss, val/loss, then its own
@@ -117,6 +125,18 @@ typedef struct vt_task_iface {
                           int64_t *num_gt);
 } vt_task_iface;
 
+/* ---- the registry (registry.c): one line per task ---- */
+
+/* The table of a task, NULL for an unknown one; vt_task_next's order. */
+const vt_task_iface *vt_task_find(vt_task id);
+const vt_task_iface *vt_task_at(int i);
+/* The run folder of a task's runs ("classify", ...; "task" for an unknown one). */
+const char *vt_task_dir_name(vt_task task);
+/* The spec of an architecture name among every task's, NULL when none (a vt_arch_lookup). */
+const vt_arch_spec *vt_arch_find(const char *name);
+/* VT_ERR_INVALID_ARGUMENT "unknown model 'x'; known models: ..." */
+vt_status vt_arch_unknown(const char *name);
+
 /* A confusion matrix of k x k for c (zeroed); VT_ERR_OUT_OF_MEMORY when it cannot be had. */
 vt_status vt_task_confusion(vt_task_ctx *c, int k);
 
@@ -128,7 +148,7 @@ vt_status vt_task_segment_tile(const vt_task_ctx *c, int i, const vt_image *img,
 /* The detection figures (detect_plots.c): PR_curve.png and F1_curve.png. */
 vt_status vt_task_detect_plots(const vt_task_ctx *c, const char *run_dir);
 
-/* The tasks of lib/task/ (the registry is lib/train/tasks.c). */
+/* The tasks of lib/task/ (the registry is lib/task/registry.c). */
 extern const vt_task_iface vt_task_classify;
 extern const vt_task_iface vt_task_detect;
 extern const vt_task_iface vt_task_segment;

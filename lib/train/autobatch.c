@@ -119,7 +119,7 @@ static vt_status trial_step(vt_trainer *t, vt_loader *L, const int *subset, int 
     float loss;
     TRY(vt_exec_forward(e, 1));
     TRY(t->task->batch_loss(vt_trainer_task_ctx(t), L, ok, 1, &loss));
-    TRY(vt_exec_backward(e, t->model->output_node));
+    TRY(vt_exec_backward_outputs(e, t->model->outputs, t->model->n_outputs));
     TRY(t->be->ops->synchronize(t->be));
     *checked = 1;
     return VT_OK;

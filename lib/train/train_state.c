@@ -387,7 +387,7 @@ vt_status vt_train_load(vt_trainer *t, const char *path, vt_resume_state *rs)
     size_t trnr_n = 0, args_n = 0, hist_n = 0, n;
     vt_status st = vt_ckpt_open(&c, path);
     if (st) return st;
-    if ((st = vt_model_from_checkpoint(&cm, c))) goto out;
+    if ((st = vt_model_from_checkpoint(&cm, c, vt_arch_find))) goto out;
     if (strcmp(cm->arch, m->arch) != 0 || cm->task != m->task ||
         cm->num_classes != m->num_classes || cm->channels != m->channels ||
         cm->imgsz != m->imgsz || cm->graph.n_params != m->graph.n_params ||
@@ -528,7 +528,7 @@ VT_API vt_status vt_checkpoint_args(const char *path, char *buf, size_t cap, siz
     char *trnr = NULL, *args = NULL, *txt = NULL;
     size_t trnr_n = 0, args_n = 0;
     if ((st = vt_ckpt_open(&c, path))) return st;
-    if ((st = vt_model_from_checkpoint(&cm, c)) ||
+    if ((st = vt_model_from_checkpoint(&cm, c, vt_arch_find)) ||
         (st = need_sec(c, TAG_TRNR, (size_t)-1, (void **)&trnr, &trnr_n)) ||
         (st = need_sec(c, TAG_ARGS, (size_t)-1, (void **)&args, &args_n)))
         goto out;

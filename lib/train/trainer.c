@@ -480,7 +480,7 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
                       (uint64_t)t->prog.iteration;
     TRY(vt_exec_forward(e, 1));
     TRY(t->task->batch_loss(vt_trainer_task_ctx(t), L, n, 1, loss_out));
-    TRY(vt_exec_backward(e, m->output_node));
+    TRY(vt_exec_backward_outputs(e, m->outputs, m->n_outputs));
     TRY(optimizer_step(t, lr));
     mark_dirty(t);
     if (!isfinite(*loss_out))

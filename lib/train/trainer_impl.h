@@ -96,12 +96,7 @@ int vt_trainer_grad_from(const vt_trainer *t);
         if (st_) return st_;                                                                       \
     } while (0)
 
-/* ---- tasks.c: the task registry ---- */
 
-/* The table of a task, NULL for an unknown one. */
-const vt_task_iface *vt_task_find(vt_task id);
-/* The task's folder name under <project>: "classify", "detect", "segment". */
-const char *vt_task_dir_name(vt_task task);
 
 /* ---- train_state.c ---- */
 
