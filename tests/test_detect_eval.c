@@ -1,6 +1,7 @@
-/* lib/train/detect_eval.c: hand-computed AP cases (perfect, missed object, duplicate, wrong
- * class, IoU threshold sweep), P/R/F1 and the confusion matrix, class-aware NMS, decoding of
- * a dense head in both layouts, and letterbox round trips. */
+/* lib/task/detect_eval.c: hand-computed AP cases (perfect, missed object, duplicate, wrong
+ * class, IoU threshold sweep), P/R/F1 and the confusion matrix, mask IoU and the mask
+ * evaluation (hand-made masks, and filled rectangles against the box evaluation), class-aware
+ * NMS, decoding of a dense head in both layouts, and letterbox round trips. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -304,6 +305,225 @@ START_TEST(test_letterbox)
 }
 END_TEST
 
+/* ---- mask IoU and mask evaluation -------------------------------------------------------- */
+
+/* Fill the rectangle [x0, x1) x [y0, y1) of a w-wide plane with v. */
+static void fill_rect(uint8_t *m, int w, int x0, int y0, int x1, int y1, uint8_t v)
+{
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++) m[y * w + x] = v;
+}
+
+static float mask_iou_one(const uint8_t *a, const uint8_t *b, int w, int h)
+{
+    float v = -1;
+    void *scratch = malloc(vt_det_mask_iou_scratch(1, 1, w, h));
+    ck_assert_ptr_nonnull(scratch);
+    vt_det_mask_iou(a, 1, b, 1, w, h, scratch, &v);
+    free(scratch);
+    return v;
+}
+
+/* Hand-made masks across a 64-pixel word boundary (w = 70): known IoUs, nonzero bytes other
+ * than 1, empty masks (IoU 0, no NaN). */
+START_TEST(test_mask_iou)
+{
+    enum { W = 70, H = 5 };
+    static uint8_t a[W * H], b[W * H], c[W * H], e[W * H], far[W * H];
+    fill_rect(a, W, 60, 0, 70, 2, 1);   /* 20 px */
+    fill_rect(b, W, 62, 1, 68, 4, 255); /* 18 px, 6 of them in a */
+    fill_rect(c, W, 0, 0, 70, 5, 128);  /* everything: a inside it */
+    fill_rect(far, W, 0, 3, 10, 5, 2);  /* no pixel of a */
+    ck_assert_float_eq(mask_iou_one(a, b, W, H), 6.0f / 32.0f);
+    ck_assert_float_eq(mask_iou_one(b, a, W, H), 6.0f / 32.0f);
+    ck_assert_float_eq(mask_iou_one(a, a, W, H), 1.0f);
+    ck_assert_float_eq(mask_iou_one(a, c, W, H), 20.0f / 350.0f);
+    ck_assert_float_eq(mask_iou_one(a, far, W, H), 0.0f);
+    ck_assert_float_eq(mask_iou_one(a, e, W, H), 0.0f);
+    ck_assert_float_eq(mask_iou_one(e, e, W, H), 0.0f); /* empty union */
+    ck_assert_uint_eq(vt_det_mask_iou_scratch(-1, 1, 4, 4), 0);
+    ck_assert_uint_eq(vt_det_mask_iou_scratch(1, 1, 0, 4), 0);
+    ck_assert_uint_gt(vt_det_mask_iou_scratch(0, 0, 4, 4), 0);
+
+    /* a whole matrix of random blobs against a pixel-by-pixel count (157 x 150: rows of 3 words,
+     * the last with 3 groups of 8 pixels and 5 more) */
+    enum { MW = 157, MH = 150, NA = 7, NB = 5 };
+    uint8_t *ma = calloc((size_t)NA * MW * MH, 1), *mb = calloc((size_t)NB * MW * MH, 1);
+    ck_assert_ptr_nonnull(ma);
+    ck_assert_ptr_nonnull(mb);
+    unsigned seed = 12345;
+    for (int i = 0; i < NA + NB; i++) {
+        uint8_t *m = i < NA ? ma + (size_t)i * MW * MH : mb + (size_t)(i - NA) * MW * MH;
+        if (i == 3) continue; /* one empty plane */
+        for (int blob = 0; blob < 3; blob++) {
+            seed = seed * 1103515245u + 12345u;
+            int cx = (int)(seed >> 8) % MW, cy = (int)(seed >> 16) % MH, r = 5 + (int)(seed % 40);
+            for (int y = 0; y < MH; y++)
+                for (int x = 0; x < MW; x++)
+                    if ((x - cx) * (x - cx) + (y - cy) * (y - cy) <= r * r)
+                        m[y * MW + x] = (uint8_t)(1 + (x * 7 + y) % 255); /* any nonzero */
+        }
+    }
+    float iou[NA * NB];
+    void *scratch = malloc(vt_det_mask_iou_scratch(NA, NB, MW, MH));
+    ck_assert_ptr_nonnull(scratch);
+    vt_det_mask_iou(ma, NA, mb, NB, MW, MH, scratch, iou);
+    for (int i = 0; i < NA; i++)
+        for (int j = 0; j < NB; j++) {
+            long in = 0, un = 0;
+            for (int k = 0; k < MW * MH; k++) {
+                int x = ma[(size_t)i * MW * MH + k] != 0, y = mb[(size_t)j * MW * MH + k] != 0;
+                in += x && y;
+                un += x || y;
+            }
+            float want = un ? (float)in / (float)un : 0.0f;
+            ck_assert_msg(iou[i * NB + j] == want, "blob pair %d,%d: IoU %g, want %g", i, j,
+                          (double)iou[i * NB + j], (double)want);
+        }
+    free(scratch);
+    free(ma);
+    free(mb);
+}
+END_TEST
+
+/* Masks are what is scored, not boxes (the boxes here are all zero): a 5 x 5 object and a
+ * detection covering 18 of its pixels (IoU 0.72) hit at 0.50 .. 0.70; an empty ground-truth
+ * mask is a ground truth nobody finds. */
+START_TEST(test_mask_eval)
+{
+    enum { W = 9, H = 7 };
+    vt_det_eval ev;
+    ck_assert_int_eq(vt_det_eval_init(&ev, 2), VT_OK);
+    uint8_t gm[2 * W * H] = {0}, pm[W * H] = {0};
+    fill_rect(gm, W, 2, 1, 7, 6, 1);
+    fill_rect(pm, W, 2, 1, 7, 4, 1);
+    fill_rect(pm, W, 2, 4, 5, 5, 1);
+    vt_det g[2] = {B(0, 0, 0, 0, 0, 0), B(0, 0, 0, 0, 1, 0)}, p = B(0, 0, 0, 0, 0, 0.9f);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &p, 1, pm, g, 2, gm, W, H), VT_OK);
+    ck_assert_float_eq(ev.iou[0], 0.72f);
+    vt_det_metrics m;
+    ck_assert_int_eq(vt_det_eval_compute(&ev, -1, &m), VT_OK);
+    ck_assert_double_eq_tol(m.ap50[0], 1.0, EPS);
+    ck_assert_double_eq_tol(m.ap50_95[0], 0.5, EPS);
+    ck_assert_double_eq_tol(m.ap50[1], 0.0, EPS);
+    ck_assert_int_eq(m.classes_with_gt, 2);
+    ck_assert_int_eq(cm(&m, 2, 0, 0), 1);
+    ck_assert_int_eq(cm(&m, 2, 2, 1), 1); /* the empty mask: missed */
+    /* without detections or ground truths the masks may be NULL; otherwise not */
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, NULL, 0, NULL, g, 1, gm, W, H), VT_OK);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &p, 1, pm, NULL, 0, NULL, W, H), VT_OK);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, NULL, 0, NULL, NULL, 0, NULL, W, H), VT_OK);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &p, 1, NULL, g, 1, gm, W, H),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &p, 1, pm, g, 1, NULL, W, H),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &p, 1, pm, g, 1, gm, 0, H),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &p, 1, pm, g, 1, gm, W, -1),
+                     VT_ERR_INVALID_ARGUMENT);
+    vt_det bad = B(0, 0, 0, 0, 2, 0.5f);
+    ck_assert_int_eq(vt_det_eval_add_masks(&ev, &bad, 1, pm, g, 1, gm, W, H),
+                     VT_ERR_INVALID_ARGUMENT);
+    vt_det_eval_free(&ev);
+}
+END_TEST
+
+/* Masks that are the filled rectangles of integer boxes give the box evaluation's figures
+ * exactly: every metric, the confusion matrix and the curves (both IoUs are the correctly
+ * rounded float quotient of the same two integers). */
+static int rnd(unsigned *seed, int n)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return (int)((*seed >> 8) % (unsigned)n);
+}
+
+/* A random integer box inside a w x h image. */
+static vt_det rnd_box(unsigned *seed, int w, int h, int cls, float score)
+{
+    int x0 = rnd(seed, w - 2), y0 = rnd(seed, h - 2);
+    int x1 = x0 + 1 + rnd(seed, w - x0 - 1), y1 = y0 + 1 + rnd(seed, h - y0 - 1);
+    return B((float)x0, (float)y0, (float)x1, (float)y1, cls, score);
+}
+
+START_TEST(test_mask_eval_equals_box_eval)
+{
+    enum { NC = 3, IMAGES = 12, MAXN = 40 };
+    vt_det_eval eb, em;
+    ck_assert_int_eq(vt_det_eval_init(&eb, NC), VT_OK);
+    ck_assert_int_eq(vt_det_eval_init(&em, NC), VT_OK);
+    eb.cm_conf = em.cm_conf = 0.3f;
+    unsigned seed = 777;
+    for (int img = 0; img < IMAGES; img++) {
+        int w = 40 + rnd(&seed, 60), h = 30 + rnd(&seed, 70); /* w != h: transpositions show */
+        int ng = img == 3 ? 0 : rnd(&seed, 8), np = 0;         /* image 3: background only */
+        vt_det g[MAXN], p[MAXN];
+        for (int i = 0; i < ng; i++) g[i] = rnd_box(&seed, w, h, rnd(&seed, NC), 0);
+        for (int i = 0; i < ng; i++) /* found, jittered, some twice, some as another class */
+            for (int k = rnd(&seed, 3); k > 0; k--) {
+                vt_det d = g[i];
+                d.x0 = fmaxf(0, d.x0 - (float)rnd(&seed, 3));
+                d.y0 = fmaxf(0, d.y0 - (float)rnd(&seed, 3));
+                d.x1 = fminf((float)w, d.x1 + (float)rnd(&seed, 3));
+                d.y1 = fminf((float)h, d.y1 + (float)rnd(&seed, 3));
+                d.score = (float)(rnd(&seed, 1000) + 1) / 1000.0f;
+                if (rnd(&seed, 5) == 0) d.cls = rnd(&seed, NC);
+                p[np++] = d;
+            }
+        for (int k = rnd(&seed, 4); k > 0; k--) { /* false positives */
+            int c = rnd(&seed, NC);
+            p[np++] = rnd_box(&seed, w, h, c, (float)(rnd(&seed, 1000) + 1) / 1000.0f);
+        }
+        if (img == 5) np = 0; /* ground truths only */
+        uint8_t *pm = calloc((size_t)(np + 1) * w * h, 1), *gm = calloc((size_t)(ng + 1) * w * h, 1);
+        ck_assert_ptr_nonnull(pm);
+        ck_assert_ptr_nonnull(gm);
+        for (int i = 0; i < np; i++)
+            fill_rect(pm + (size_t)i * w * h, w, (int)p[i].x0, (int)p[i].y0, (int)p[i].x1,
+                      (int)p[i].y1, 1);
+        for (int i = 0; i < ng; i++)
+            fill_rect(gm + (size_t)i * w * h, w, (int)g[i].x0, (int)g[i].y0, (int)g[i].x1,
+                      (int)g[i].y1, 1);
+        ck_assert_int_eq(vt_det_eval_add(&eb, p, np, g, ng), VT_OK);
+        vt_det shifted[MAXN]; /* the mask path must not look at the boxes */
+        for (int i = 0; i < np; i++) shifted[i] = p[i], shifted[i].x0 += 1000, shifted[i].x1 += 1000;
+        ck_assert_int_eq(vt_det_eval_add_masks(&em, shifted, np, pm, g, ng, gm, w, h), VT_OK);
+        for (size_t k = 0; k < (size_t)np * ng; k++)
+            ck_assert_msg(eb.iou[k] == em.iou[k], "image %d pair %zu: box IoU %g, mask IoU %g",
+                          img, k, (double)eb.iou[k], (double)em.iou[k]);
+        free(pm);
+        free(gm);
+    }
+    vt_det_metrics mb, mm;
+    ck_assert_int_eq(vt_det_eval_compute(&eb, -1, &mb), VT_OK);
+    ck_assert_int_eq(vt_det_eval_compute(&em, -1, &mm), VT_OK);
+    ck_assert_int_ge(mb.classes_with_gt, 2);
+    /* a case with something to get wrong */
+    ck_assert_msg(mb.map50 > 0.2 && mb.map50 < 1.0 && mb.map50_95 < mb.map50,
+                  "mAP50 %g, mAP50-95 %g", mb.map50, mb.map50_95);
+    ck_assert_double_eq(mm.map50, mb.map50);
+    ck_assert_double_eq(mm.map50_95, mb.map50_95);
+    ck_assert_double_eq(mm.precision, mb.precision);
+    ck_assert_double_eq(mm.recall, mb.recall);
+    ck_assert_double_eq(mm.f1, mb.f1);
+    ck_assert_double_eq(mm.conf, mb.conf);
+    for (int c = 0; c < NC; c++) {
+        ck_assert_double_eq(mm.ap50[c], mb.ap50[c]);
+        ck_assert_double_eq(mm.ap50_95[c], mb.ap50_95[c]);
+        ck_assert_int_eq(mm.num_gt[c], mb.num_gt[c]);
+    }
+    for (int k = 0; k < (NC + 1) * (NC + 1); k++)
+        ck_assert_int_eq(mm.confusion[k], mb.confusion[k]);
+    enum { NCONF = 11 };
+    double prb[NC * 101], prm[NC * 101], f1b[NC * NCONF], f1m[NC * NCONF];
+    ck_assert_int_eq(vt_det_eval_curves(&eb, prb, NCONF, NULL, NULL, f1b), VT_OK);
+    ck_assert_int_eq(vt_det_eval_curves(&em, prm, NCONF, NULL, NULL, f1m), VT_OK);
+    ck_assert_mem_eq(prb, prm, sizeof prb);
+    ck_assert_mem_eq(f1b, f1m, sizeof f1b);
+    vt_det_eval_free(&eb);
+    vt_det_eval_free(&em);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("detect_eval");
@@ -316,6 +536,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_iou_sweep);
     tcase_add_test(tc, test_eval_errors_and_backgrounds);
     suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("masks");
+    tcase_add_test(tm, test_mask_iou);
+    tcase_add_test(tm, test_mask_eval);
+    tcase_add_test(tm, test_mask_eval_equals_box_eval);
+    suite_add_tcase(s, tm);
     TCase *tp = tcase_create("postprocess");
     tcase_add_test(tp, test_nms);
     tcase_add_test(tp, test_decode);

@@ -90,6 +90,119 @@ vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_de
     return vt_det_decode(scratch, (int)A, nc, 4 + nc, 1, conf, iou, max_det, 0, dets);
 }
 
+/* ---- mask IoU ----------------------------------------------------------------------------
+ * Each plane is packed into rows of 64-pixel words, with its pixel count and the span of rows
+ * and of words where it has foreground; a pair's intersection is the popcount of the ANDed
+ * words inside both spans only (instances are small next to the image, most pairs meet in a
+ * few words or not at all). */
+
+typedef struct mask_info {
+    uint64_t area;
+    int r0, r1; /* rows with foreground: [r0, r1) */
+    int k0, k1; /* words with foreground in some row: [k0, k1) */
+} mask_info;
+
+static inline unsigned popcount64(uint64_t v)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_popcountll(v);
+#else
+    v = v - ((v >> 1) & 0x5555555555555555u);
+    v = (v & 0x3333333333333333u) + ((v >> 2) & 0x3333333333333333u);
+    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+    return (unsigned)((v * 0x0101010101010101u) >> 56);
+#endif
+}
+
+/* 8 bytes to 8 bits, one per nonzero byte: the high bit of each byte is set where any bit is
+ * ((low 7 bits + 0x7f) carries into it without reaching the next byte), moved to the low bit,
+ * and the multiply gathers byte k's low bit into bit 56 + k (its partial products land on
+ * distinct bits, so nothing carries).  Byte k is the k-th byte in memory on a little-endian
+ * machine; on others the eight pixels are permuted within their byte of the word, which no
+ * IoU can see as long as every plane is packed the same way. */
+static inline uint64_t pack8(const uint8_t *p)
+{
+    uint64_t t;
+    memcpy(&t, p, 8);
+    t = ((((t & 0x7f7f7f7f7f7f7f7fu) + 0x7f7f7f7f7f7f7f7fu) | t) >> 7) & 0x0101010101010101u;
+    return (t * 0x0102040810204080u) >> 56;
+}
+
+size_t vt_det_mask_iou_scratch(int na, int nb, int w, int h)
+{
+    if (na < 0 || nb < 0 || w < 1 || h < 1) return 0;
+    size_t n = (size_t)na + (size_t)nb, words = ((size_t)w + 63) / 64;
+    if (words > SIZE_MAX / 8 / (size_t)h) return 0;
+    size_t per = words * (size_t)h * 8; /* bytes of one packed plane */
+    if (per > SIZE_MAX - sizeof(mask_info)) return 0;
+    per += sizeof(mask_info);
+    if (n && per > (SIZE_MAX - 8) / n) return 0;
+    return n * per + 8;
+}
+
+static void pack_masks(const uint8_t *m, int n, int w, int h, size_t words, uint64_t *bits,
+                       mask_info *info)
+{
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = m + (size_t)i * (size_t)w * (size_t)h;
+        uint64_t *q = bits + (size_t)i * (size_t)h * words;
+        mask_info mi = {0, h, 0, (int)words, 0};
+        for (int y = 0; y < h; y++, p += w, q += words) {
+            int any = 0;
+            for (size_t k = 0; k < words; k++) {
+                const uint8_t *pk = p + k * 64;
+                int nx = (int)((size_t)w - k * 64 < 64 ? (size_t)w - k * 64 : 64);
+                uint64_t v = 0;
+                int x = 0;
+                for (; x + 8 <= nx; x += 8) v |= pack8(pk + x) << x;
+                for (; x < nx; x++) v |= (uint64_t)(pk[x] != 0) << x;
+                q[k] = v;
+                if (!v) continue;
+                any = 1;
+                mi.area += popcount64(v);
+                if ((int)k < mi.k0) mi.k0 = (int)k;
+                if ((int)k >= mi.k1) mi.k1 = (int)k + 1;
+            }
+            if (any) {
+                if (y < mi.r0) mi.r0 = y;
+                mi.r1 = y + 1;
+            }
+        }
+        if (!mi.area) mi.r0 = mi.r1 = mi.k0 = mi.k1 = 0;
+        info[i] = mi;
+    }
+}
+
+void vt_det_mask_iou(const uint8_t *a, int na, const uint8_t *b, int nb, int w, int h,
+                     void *scratch, float *iou)
+{
+    if (na <= 0 || nb <= 0) return;
+    size_t words = ((size_t)w + 63) / 64, plane = words * (size_t)h;
+    uint64_t *abits = scratch, *bbits = abits + (size_t)na * plane;
+    mask_info *ai = (mask_info *)(bbits + (size_t)nb * plane), *bi = ai + na;
+    pack_masks(a, na, w, h, words, abits, ai);
+    pack_masks(b, nb, w, h, words, bbits, bi);
+    for (int i = 0; i < na; i++) {
+        const mask_info *mi = &ai[i];
+        for (int j = 0; j < nb; j++) {
+            const mask_info *mj = &bi[j];
+            int r0 = mi->r0 > mj->r0 ? mi->r0 : mj->r0, r1 = mi->r1 < mj->r1 ? mi->r1 : mj->r1;
+            int k0 = mi->k0 > mj->k0 ? mi->k0 : mj->k0, k1 = mi->k1 < mj->k1 ? mi->k1 : mj->k1;
+            uint64_t inter = 0;
+            const uint64_t *pa = abits + (size_t)i * plane, *pb = bbits + (size_t)j * plane;
+            for (int y = r0; y < r1; y++)
+                for (int k = k0; k < k1; k++)
+                    inter += popcount64(pa[(size_t)y * words + k] & pb[(size_t)y * words + k]);
+            uint64_t uni = mi->area + mj->area - inter;
+            float v = 0.0f; /* no overlap, or both empty */
+            if (inter) /* exact integers in float below 2^24: one correctly rounded division */
+                v = uni < (1u << 24) ? (float)inter / (float)uni
+                                     : (float)((double)inter / (double)uni);
+            iou[(size_t)i * nb + j] = v;
+        }
+    }
+}
+
 /* ---- evaluator --------------------------------------------------------------------------- */
 
 typedef struct score_idx {
@@ -194,6 +307,7 @@ void vt_det_eval_free(vt_det_eval *ev)
     free(ev->order);
     free(ev->gt_used);
     free(ev->used);
+    free(ev->mask_scratch);
     free(ev->ap);
     free(ev->ap50);
     memset(ev, 0, sizeof *ev);
@@ -235,7 +349,9 @@ static vt_status confusion_add(vt_det_eval *ev, const vt_det *pred, int np, cons
     return VT_OK;
 }
 
-vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_det *gt, int ng)
+/* The arguments both add functions share: counts, arrays, classes, scores. */
+static vt_status check_dets(const vt_det_eval *ev, const vt_det *pred, int np, const vt_det *gt,
+                            int ng)
 {
     if (np < 0 || ng < 0 || (np && !pred) || (ng && !gt))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: bad detection or label arrays");
@@ -247,13 +363,26 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_
         if (gt[i].cls < 0 || gt[i].cls >= ev->nc)
             return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: label %d has class %d (0..%d)",
                            i, gt[i].cls, ev->nc - 1);
+    return VT_OK;
+}
+
+/* Room for one image: its records, its np x ng IoU matrix (ev->iou) and its ground-truth
+ * flags. */
+static vt_status reserve_image(vt_det_eval *ev, int np, int ng)
+{
     vt_status st;
     GROW(st, ev->rec, ev->caprec, ev->nrec + (size_t)np + 1);
     if (!st) GROW(st, ev->iou, ev->cap_iou, (size_t)np * ng + 1);
     if (!st) GROW(st, ev->gt_used, ev->cap_gt, (size_t)ng + 1);
-    if (st) return st;
-    for (int d = 0; d < np; d++)
-        for (int g = 0; g < ng; g++) ev->iou[(size_t)d * ng + g] = vt_det_iou(&pred[d], &gt[g]);
+    return st;
+}
+
+/* Everything after the IoUs, whichever kind ev->iou holds: the ground-truth counts, the
+ * confusion matrix, and the COCO matching into records. */
+static vt_status match_image(vt_det_eval *ev, const vt_det *pred, int np, const vt_det *gt,
+                             int ng)
+{
+    vt_status st;
     for (int g = 0; g < ng; g++) ev->num_gt[gt[g].cls]++;
 
     if ((st = confusion_add(ev, pred, np, gt, ng))) return st;
@@ -286,6 +415,34 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_
         ev->nrec++;
     }
     return VT_OK;
+}
+
+vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int np, const vt_det *gt, int ng)
+{
+    vt_status st = check_dets(ev, pred, np, gt, ng);
+    if (!st) st = reserve_image(ev, np, ng);
+    if (st) return st;
+    for (int d = 0; d < np; d++)
+        for (int g = 0; g < ng; g++) ev->iou[(size_t)d * ng + g] = vt_det_iou(&pred[d], &gt[g]);
+    return match_image(ev, pred, np, gt, ng);
+}
+
+vt_status vt_det_eval_add_masks(vt_det_eval *ev, const vt_det *pred, int np,
+                                const uint8_t *pred_masks, const vt_det *gt, int ng,
+                                const uint8_t *gt_masks, int w, int h)
+{
+    vt_status st = check_dets(ev, pred, np, gt, ng);
+    if (st) return st;
+    if (w < 1 || h < 1 || (np && !pred_masks) || (ng && !gt_masks))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "mask evaluation: bad masks (%d x %d)", w, h);
+    size_t need = vt_det_mask_iou_scratch(np, ng, w, h);
+    if (!need) return vt_fail(VT_ERR_OUT_OF_MEMORY, "mask evaluation: masks too large");
+    if ((st = reserve_image(ev, np, ng))) return st;
+    if (np && ng) {
+        if ((st = grow_bytes(&ev->mask_scratch, &ev->cap_mask, need))) return st;
+        vt_det_mask_iou(pred_masks, np, gt_masks, ng, w, h, ev->mask_scratch, ev->iou);
+    }
+    return match_image(ev, pred, np, gt, ng);
 }
 
 /* 101-point interpolated AP of one class at threshold bit t over records r[0..n) sorted by

@@ -57,7 +57,12 @@ vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_de
  * = background) counts, per image, detections with score >= cm_conf (default 0.25) matched
  * one-to-one to ground truths of any class with IoU >= 0.5, greedily by IoU: a matched pair
  * adds 1 at [pred][true], an unmatched ground truth at [nc][true] (missed), an unmatched
- * detection at [pred][nc] (background). */
+ * detection at [pred][nc] (background).
+ *
+ * Everything above rests on one IoU matrix per image: vt_det_eval_add fills it with box IoUs,
+ * vt_det_eval_add_masks with mask IoUs (COCO's 'segm' evaluation); the matching, the records,
+ * the metrics, the curves and the confusion matrix are the same code for both.  An instance
+ * task keeps one evaluator of each. */
 #define VT_DET_NUM_IOU 10
 
 typedef struct vt_det_record {
@@ -82,6 +87,8 @@ typedef struct vt_det_eval {
     uint16_t *gt_used;
     unsigned char *used;
     size_t cap_gt, cap_used;
+    void *mask_scratch; /* vt_det_mask_iou's, for vt_det_eval_add_masks */
+    size_t cap_mask;
     /* results of the last vt_det_eval_compute */
     double *ap;      /* nc x VT_DET_NUM_IOU */
     double *ap50, *ap50_95, *p, *r, *f1;
@@ -106,6 +113,14 @@ void vt_det_eval_free(vt_det_eval *ev);
  * VT_ERR_INVALID_ARGUMENT for a class outside 0..nc-1 or a NaN score. */
 vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int npred, const vt_det *gt,
                           int ngt);
+/* The same with mask IoU: pred_masks holds npred planes of w x h bytes (row-major, plane i
+ * of detection i at pred_masks + i * w * h), gt_masks ngt planes likewise; a nonzero byte is
+ * foreground.  The boxes of pred and gt are not read, only their classes and scores.  w and h
+ * may change from one image to the next.  Masks are read during the call only.
+ * VT_ERR_INVALID_ARGUMENT as vt_det_eval_add, or for w, h < 1 or a missing mask array. */
+vt_status vt_det_eval_add_masks(vt_det_eval *ev, const vt_det *pred, int npred,
+                                const uint8_t *pred_masks, const vt_det *gt, int ngt,
+                                const uint8_t *gt_masks, int w, int h);
 /* conf < 0: the threshold maximising the mean F1; else P/R/F1 at that threshold. */
 vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out);
 /* The curves behind those metrics, at IoU 0.5, per class c (-1 throughout for a class without
@@ -116,6 +131,17 @@ vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out)
  * Leaves the metrics of the last compute as they are. */
 vt_status vt_det_eval_curves(vt_det_eval *ev, double *pr, int nconf, double *p, double *r,
                              double *f1);
+
+/* Mask IoU matrix: iou[i * nb + j] = |a_i & b_j| / |a_i | b_j| (0 when the union is empty) for
+ * the na planes a and the nb planes b of w x h bytes (layout as vt_det_eval_add_masks; nonzero
+ * is foreground), in float: the correctly rounded quotient of the two pixel counts while they
+ * stay under 2^24.  The planes are packed to bit rows and each pair only visits the rows and
+ * 64-pixel words where both have foreground.  scratch: vt_det_mask_iou_scratch(na, nb, w, h)
+ * bytes, aligned as malloc's; that function returns 0 when the size does not fit a size_t or an
+ * argument is negative (w, h < 1). */
+size_t vt_det_mask_iou_scratch(int na, int nb, int w, int h);
+void vt_det_mask_iou(const uint8_t *a, int na, const uint8_t *b, int nb, int w, int h,
+                     void *scratch, float *iou);
 
 /* The evaluator of a detection trainer's last completed validation (the detect task's state,
  * lib/task/detect_train.c), e.g. for its PR and F1 curves; NULL before one or for another
