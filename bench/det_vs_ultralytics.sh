@@ -4,11 +4,12 @@
 # scratch with their own default augmentation.  Prints one table: trainer, model, params,
 # the two final validation metrics, training wall time and img/s.
 #
-#   bench/det_vs_ultralytics.sh [--task detect|segment] [--epochs 12] [--imgsz 128]
+#   bench/det_vs_ultralytics.sh [--task detect|segment|instance] [--epochs 12] [--imgsz 128]
 #       [--batch 16] [--threads $(nproc)] [--train 600] [--val 150] [--classes 4]
 #       [--max-objects 8] [--seed 1] [--optimizer adamw] [--lr0 0.002] [--workers 0]
 #       [--workdir /tmp/vt-vs-ultralytics] [--build build] [--peer-dir /tmp/peer-ultralytics]
-#       [--peer-model yolov8n.yaml | yolo26n.yaml | yolo26n-sem.yaml]  (detect default yolov8n)
+#       [--peer-model yolov8n.yaml | yolo26n.yaml | yolo26n-sem.yaml | yolov8n-seg.yaml]
+#       (defaults: detect yolov8n, segment yolo26n-sem, instance yolov8n-seg)
 #
 # Run it under `nice -n 19` on a shared machine.  Exit 77 (skip) when the peer cannot be set
 # up; never run by meson test.  See bench/README.md ("libvisiontrain vs Ultralytics").
@@ -35,6 +36,7 @@ done
 case $task in
   detect) ours=det-n peer_task=detect; : "${peer_model:=yolov8n.yaml}" ;;
   segment) ours=seg-n peer_task=semantic; : "${peer_model:=yolo26n-sem.yaml}" ;;
+  instance) ours=iseg-n peer_task=segment; : "${peer_model:=yolov8n-seg.yaml}" ;;
   *) usage ;;
 esac
 case $build in /*) ;; *) build=$root/$build ;; esac
@@ -101,8 +103,11 @@ PY
 )
 [ "$ours_cpu" != failed ] || { tail -20 "$work/ours.log" >&2; echo "vt train failed" >&2; exit 1; }
 ours_params=$(sed -n 's/^training [^ ]* (\([0-9]*\) parameters.*/\1/p' "$work/ours.log" | head -1)
+o3=0 o4=0
 if [ "$task" = detect ]; then
   read -r o1 o2 < <(sed -n 's/^final validation mAP50 \([0-9.]*\)  mAP50-95 \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
+elif [ "$task" = instance ]; then
+  read -r o1 o2 o3 o4 < <(sed -n 's/^final validation.* mAP50 \([0-9.]*\)  mAP50-95 \([0-9.]*\)  mask P.* mask mAP50 \([0-9.]*\)  mask mAP50-95 \([0-9.]*\).*/\1 \2 \3 \4/p' "$work/ours.log")
 else
   read -r o1 o2 < <(sed -n 's/^final validation mIoU \([0-9.]*\)  pixel accuracy \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
 fi
@@ -122,9 +127,10 @@ peer_json=$(sed -n 's/^PEER_RESULT //p' "$work/peer.log" | tail -1)
 
 # ---- the table ----
 python - "$task" "$ours" "$ours_params" "$o1" "$o2" "$ours_wall" "$ours_cpu" "$ntrain" "$epochs" \
-  "$peer_json" "$($vt info 2>/dev/null | sed -n 's/^libvisiontrain \([^ ,]*\).*/\1/p' | head -1)" <<'PY'
+  "$peer_json" "$($vt info 2>/dev/null | sed -n 's/^libvisiontrain \([^ ,]*\).*/\1/p' | head -1)" \
+  "$o3" "$o4" <<'PY'
 import json, sys
-task, model, params, m1, m2, wall, cpu, ntrain, epochs, pj, ver = sys.argv[1:12]
+task, model, params, m1, m2, wall, cpu, ntrain, epochs, pj, ver, m3, m4 = sys.argv[1:14]
 n = int(ntrain) * int(epochs)
 p = json.loads(pj)
 seg = task == "segment"
@@ -134,6 +140,23 @@ rows = [("libvisiontrain" + (" " + ver if ver else ""), model, int(params), floa
         (p["trainer"], p["model"], p["params"], p["miou"] if seg else p["map50"],
          p["pixel_acc"] if seg else p["map50_95"], p["wall_s"], p["img_s"], p["cpu_s"],
          p["train_images"] * p["epochs"] / p["cpu_s"])]
+if task == "instance":
+    print()
+    print("| trainer | model | params | box mAP50 | box mAP50-95 | mask mAP50 | mask mAP50-95 | wall (s) | img/s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {rows[0][0]} | {model} | {int(params)/1e6:.2f} M | {float(m1):.3f} | {float(m2):.3f} "
+          f"| {float(m3):.3f} | {float(m4):.3f} | {float(wall):.0f} | {n / float(wall):.2f} |")
+    print(f"| {p['trainer']} | {p['model']} | {p['params']/1e6:.2f} M | {p['map50']:.3f} "
+          f"| {p['map50_95']:.3f} | {p['mask_map50']:.3f} | {p['mask_map50_95']:.3f} "
+          f"| {p['wall_s']:.0f} | {p['img_s']:.2f} |")
+    print(f"\nratio libvisiontrain / peer: img/s {n / float(wall) / p['img_s']:.2f}x, "
+          f"img/CPU-s {n / float(cpu) / (p['train_images'] * p['epochs'] / p['cpu_s']):.2f}x; "
+          f"mask mAP50-95 {float(m4) / max(p['mask_map50_95'], 1e-9):.2f}x")
+    if p.get("last_epoch"):
+        print("peer's last epoch (EMA weights) validated: " + ", ".join(
+            f"{k} {v:.3f}" for k, v in zip(("mAP50", "mAP50-95", "mask mAP50", "mask mAP50-95"),
+                                           p["last_epoch"])))
+    sys.exit(0)
 print()
 print(f"| trainer | model | params | {h1} | {h2} | wall (s) | img/s | CPU (s) | img/CPU-s |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -22,7 +22,8 @@ import time
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
-    ap.add_argument("--task", default="detect", choices=["detect", "semantic"])
+    ap.add_argument("--task", default="detect", choices=["detect", "semantic", "segment"],
+                    help="segment: Ultralytics' instance segmentation (yolov8n-seg.yaml)")
     ap.add_argument("--model", default="yolo26n.yaml")
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--imgsz", type=int, default=128)
@@ -77,10 +78,13 @@ def main():
            "params": params, "train_images": nimg, "epochs": a.epochs, "wall_s": wall, "cpu_s": cpu,
            "img_s": nimg * a.epochs / wall, "optimizer": str(tr.args.optimizer),
            "lr0": float(tr.args.lr0)}
-    if a.task == "detect":
+    if a.task in ("detect", "segment"):
         out["map50"] = m.get("metrics/mAP50(B)")
         out["map50_95"] = m.get("metrics/mAP50-95(B)")
-    else:
+    if a.task == "segment":
+        out["mask_map50"] = m.get("metrics/mAP50(M)")
+        out["mask_map50_95"] = m.get("metrics/mAP50-95(M)")
+    if a.task == "semantic":
         out["miou"] = m.get("metrics/mIoU")
         out["pixel_acc"] = m.get("metrics/pixel_acc")
     # the last epoch's own validation (EMA weights of the last epoch), next to best.pt's
@@ -90,8 +94,10 @@ def main():
             rows = [{k.strip(): v for k, v in r.items()} for r in csv.DictReader(f)]
         if rows:
             last = rows[-1]
-            keys = (("metrics/mAP50(B)", "metrics/mAP50-95(B)") if a.task == "detect"
-                    else ("metrics/mIoU", "metrics/pixel_acc"))
+            keys = {"detect": ("metrics/mAP50(B)", "metrics/mAP50-95(B)"),
+                    "segment": ("metrics/mAP50(B)", "metrics/mAP50-95(B)", "metrics/mAP50(M)",
+                                "metrics/mAP50-95(M)"),
+                    "semantic": ("metrics/mIoU", "metrics/pixel_acc")}[a.task]
             out["last_epoch"] = [float(last[k]) for k in keys if k in last]
     print("PEER_RESULT " + json.dumps(out), flush=True)
 

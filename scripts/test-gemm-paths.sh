@@ -19,7 +19,7 @@ build=${1:-build}
 [ $# -gt 0 ] && shift
 paths=("$@")
 [ ${#paths[@]} -gt 0 ] || paths=(auto portable generic sandybridge haswell zen zen2 zen3 skx)
-tests=(train detect_train segment_train)
+tests=(train detect_train segment_train instance_train)
 vt="$build/examples/vt"
 [ -x "$vt" ] || { echo "build first: scripts/test.sh (or ninja -C $build)"; exit 2; }
 extra=""

@@ -17,7 +17,7 @@
 typedef struct fixture {
     vt_dataset *seg_ds;
     int poly_i, poly_k;        /* a polygon of the segmentation dataset's train split */
-    vt_model *cls, *det, *seg;
+    vt_model *cls, *det, *seg, *iseg;
     char image[4096];          /* a 40 x 30 PNG */
     uint8_t pixels[40 * 30 * 3];
     char ckpt[4400];           /* a training checkpoint (weights/last.vtm) */
@@ -100,6 +100,46 @@ static vt_status detect_pixels(fixture *f, void *buf, size_t cap, size_t *size)
     return detect(f, buf, cap, size, 1);
 }
 
+/* The four arrays of an instance call one after the other: cap classes, cap scores, 4 cap box
+ * corners, cap masks of the image's size (24 + IMG_W * IMG_H bytes an object). */
+enum { MASK_BYTES = IMG_W * IMG_H };
+static vt_status instances(fixture *f, void *buf, size_t cap, size_t *size, int pixels)
+{
+    int n = -1, *classes = buf, w = -1, h = -1;
+    float *scores = buf ? (float *)(classes + cap) : NULL, *boxes = buf ? scores + cap : NULL;
+    uint8_t *masks = buf ? (uint8_t *)(boxes + 4 * cap) : NULL;
+    vt_status st =
+        pixels ? vt_model_instances_pixels(f->iseg, f->pixels, IMG_W, IMG_H, 3, IMG_W * 3, 0.0f,
+                                           0.7f, 20, classes, scores, boxes, masks, (int)cap, &n)
+               : vt_model_instances_file(f->iseg, f->image, 0.0f, 0.7f, 20, &w, &h, classes,
+                                         scores, boxes, masks, (int)cap, &n);
+    if (!pixels && st != VT_ERR_INVALID_ARGUMENT)
+        ck_assert_msg(w == IMG_W && h == IMG_H, "image size %dx%d", w, h);
+    *size = (size_t)n;
+    return st;
+}
+static int instances_untouched(const uint8_t *buf, size_t bytes, size_t cap, size_t needed,
+                               size_t unit)
+{
+    (void)unit;
+    size_t ends[4][2] = {{4 * needed, 4 * cap},
+                         {4 * (cap + needed), 8 * cap},
+                         {4 * (2 * cap + 4 * needed), 24 * cap},
+                         {24 * cap + MASK_BYTES * needed, bytes}};
+    for (int a = 0; a < 4; a++)
+        if (first_changed(buf + ends[a][0], ends[a][1] - ends[a][0]) != ends[a][1] - ends[a][0])
+            return 0;
+    return 1;
+}
+static vt_status instances_file(fixture *f, void *buf, size_t cap, size_t *size)
+{
+    return instances(f, buf, cap, size, 0);
+}
+static vt_status instances_pixels(fixture *f, void *buf, size_t cap, size_t *size)
+{
+    return instances(f, buf, cap, size, 1);
+}
+
 static vt_status segment_file(fixture *f, void *buf, size_t cap, size_t *size)
 {
     int w = -1, h = -1;
@@ -167,6 +207,10 @@ static const call_case calls[] = {
     {"vt_dataset_polygon", 2 * sizeof(float), 1, 0, polygon, NULL, NULL},
     {"vt_model_detect_file", 6 * 4, 1, 0, detect_file, NULL, detect_untouched},
     {"vt_model_detect_pixels", 6 * 4, 1, 0, detect_pixels, NULL, detect_untouched},
+    {"vt_model_instances_file", 6 * 4 + MASK_BYTES, 1, 0, instances_file, NULL,
+     instances_untouched},
+    {"vt_model_instances_pixels", 6 * 4 + MASK_BYTES, 1, 0, instances_pixels, NULL,
+     instances_untouched},
     {"vt_model_segment_file", 1, 1, 0, segment_file, image_pixels, NULL},
     {"vt_checkpoint_args", 1, 1, 1, checkpoint_args, NULL, NULL},
     {"vt_estimator_rank", sizeof(int), 1, 0, rank, catalog_size, NULL},
@@ -268,6 +312,7 @@ static void fixture_setup(fixture *f)
 
     ck_assert_int_eq(vt_model_create(&f->cls, "cls-n", 3, "imgsz=16"), VT_OK);
     ck_assert_int_eq(vt_model_create(&f->det, "det-n", 3, "imgsz=32"), VT_OK);
+    ck_assert_int_eq(vt_model_create(&f->iseg, "iseg-n", 3, "imgsz=32"), VT_OK);
     ck_assert_int_eq(vt_model_create(&f->seg, "seg-n", 4, "imgsz=32"), VT_OK);
     snprintf(f->image, sizeof f->image, "%s", vt_test_path("img.png"));
     vt_test_write_png(f->image, IMG_W, IMG_H, 3);
@@ -305,6 +350,7 @@ static void fixture_teardown(fixture *f)
     vt_estimator_destroy(f->est);
     vt_model_destroy(f->cls);
     vt_model_destroy(f->det);
+    vt_model_destroy(f->iseg);
     vt_model_destroy(f->seg);
     vt_dataset_destroy(f->seg_ds);
 }

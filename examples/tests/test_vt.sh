@@ -398,6 +398,47 @@ PY
     fi
 fi
 
+# the tasks, their models and metrics are the library's (vt_task_next, vt_arch_name,
+# vt_task_metrics): the tasks a wrong task= lists are the help's, every model of the help is one
+# vt builds, the default model of each task's data is the one vt estimate picks, and the epoch
+# table and vt val show the task's metrics
+expect 2 "$vt" check data=data task=bogus
+tasks=$(sed -n 's/^vt check: task=bogus: valid tasks: //p' out.txt)
+case $tasks in
+    classify,\ detect,\ segment*) ;;
+    *) echo "FAIL: vt check task=bogus lists the tasks '$tasks'"; failures=$((failures + 1)) ;;
+esac
+for cmd in check synth train; do
+    expect 0 "$vt" help "$cmd"
+    expect_out "task=$(printf '%s' "$tasks" | sed 's/, /|/g')[ ]"
+done
+expect 2 "$vt" demo task=bogus   # the tasks it has synthetic data and settings for
+expect_out '^vt demo: task=bogus: valid tasks: classify, detect, segment$'
+expect 0 "$vt" help train
+models=$(sed -n '/^  model=NAME|FILE/,/or a saved/p' out.txt | tr '\n' ' ' |
+    sed 's/.*model=NAME|FILE *//; s/; or a saved.*//; s/([^)]*)//g; s/[;,]/ /g')
+case " $models " in
+    *" cls-n "*" det-n "*" seg-n "*) ;;
+    *) echo "FAIL: vt help train lists the models '$models'"; failures=$((failures + 1)) ;;
+esac
+for m in $models; do
+    expect 0 "$vt" info model="$m" imgsz=64 classes=3
+    expect_out "^$m: 3 classes"
+done
+expect 0 "$vt" estimate data=data top=1
+expect_out '^run: cls-n, 2 classes'
+expect 0 "$vt" estimate data=segd task=segment top=1
+expect_out '^run: seg-n, 4 classes'
+expect 0 "$vt" train data=segd task=segment imgsz=32 epochs=1 batch=4 plots=0 save=0 progress=plain
+expect_out '^training seg-n '
+expect_out '^ +epoch +loss +val_loss +mIoU +pixel_acc +lr +img/s +time$'
+expect_out '^final validation mIoU [0-9.]+  pixel accuracy [0-9.]+$'
+expect 0 "$vt" val model=seg.vtm data=segd
+expect_out '^val \(2 images\): loss [0-9.]+  mIoU [0-9.]+  pixel accuracy [0-9.]+  \('
+expect 0 "$vt" val model=m.vtm data=data
+expect_out '^val \(4 images\): loss [0-9.]+  top1 [0-9.]+  top5 [0-9.]+  \('
+expect_no 'AP50'
+
 # progress=off leaves out the bar and the epoch table only: the data summary and every problem
 # (stderr: problems and warnings), the results (stdout) still print.  quiet=1: only errors.
 # expect_split CODE COMMAND...: as expect, stdout in out.txt and stderr in err.txt

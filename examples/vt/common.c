@@ -363,8 +363,34 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !strcasecmp(s + n - k, suffix);
 }
 
-/* task=classify|detect|segment; default: detect for a .yaml/.yml/.json or a folder holding a
- * data.yaml, else classify. */
+/* ---- tasks, as the library describes them ---------------------------------------------- */
+
+const char *task_names(const char *sep, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (cap) buf[0] = 0;
+    for (vt_task t = vt_task_next((vt_task)0); t && k < cap; t = vt_task_next(t))
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s", k ? sep : "", vt_task_name(t));
+    return buf;
+}
+
+int parse_task(const char *cmd, const char *v, vt_task *task)
+{
+    if (!v) return 0;
+    /* the name only (the run folder's: task=detect), not the title vt_task_parse takes too */
+    vt_task t = vt_task_parse(v);
+    if (!t || strcmp(vt_task_name(t), v)) {
+        char names[256];
+        fprintf(stderr, "vt %s: task=%s: valid tasks: %s\n", cmd, v,
+                task_names(", ", names, sizeof names));
+        return EXIT_USAGE;
+    }
+    *task = t;
+    return 0;
+}
+
+/* default: detect for a .yaml/.yml/.json or a folder holding a data.yaml, else classify (the
+ * layouts: a YOLO data.yaml or a COCO JSON, else an ImageFolder) */
 int task_value(const char *cmd, const char *v, const char *data, vt_task *task)
 {
     if (!v) {
@@ -376,12 +402,24 @@ int task_value(const char *cmd, const char *v, const char *data, vt_task *task)
                     : VT_TASK_CLASSIFY;
         return 0;
     }
-    if (!strcmp(v, "classify")) *task = VT_TASK_CLASSIFY;
-    else if (!strcmp(v, "detect")) *task = VT_TASK_DETECT;
-    else if (!strcmp(v, "segment")) *task = VT_TASK_SEGMENT;
-    else {
-        fprintf(stderr, "vt %s: task=%s: valid tasks: classify, detect, segment\n", cmd, v);
-        return EXIT_USAGE;
-    }
-    return 0;
+    return parse_task(cmd, v, task);
+}
+
+vt_task model_task_or(const char *arch, vt_task guess)
+{
+    vt_task t = arch ? vt_arch_task(arch) : (vt_task)0;
+    return t && t != VT_TASK_CLASSIFY ? t : guess;
+}
+
+int labels_per_image(vt_task task)
+{
+    return task == VT_TASK_CLASSIFY;
+}
+
+const char *metric_words(vt_metric m)
+{
+    /* table labels that are identifiers rather than words */
+    if (m == VT_METRIC_PIXEL_ACC) return "pixel accuracy";
+    const char *label = vt_metric_label(m);
+    return label ? label : "?";
 }

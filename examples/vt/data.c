@@ -20,14 +20,10 @@ int cmd_synth(args *a)
 {
     const char *data = take(a, "data"), *task_s = take(a, "task");
     vt_task task = VT_TASK_CLASSIFY;
-    if (task_s && !strcmp(task_s, "detect")) task = VT_TASK_DETECT;
-    else if (task_s && !strcmp(task_s, "segment")) task = VT_TASK_SEGMENT;
-    else if (task_s && strcmp(task_s, "classify")) {
-        fprintf(stderr, "vt synth: task=%s: valid tasks: classify, detect, segment\n", task_s);
-        return EXIT_USAGE;
-    }
+    if (parse_task("synth", task_s, &task)) return EXIT_USAGE;
+    /* the options of vt_synth_generate: an ImageFolder's, or the scenes' of the other tasks */
     char opts[512] = "", valid[512] = "data, task";
-    take_scope(a, task == VT_TASK_CLASSIFY ? VT_SCOPE_SYNTH_CLASSIFY : VT_SCOPE_SYNTH_DETECT,
+    take_scope(a, labels_per_image(task) ? VT_SCOPE_SYNTH_CLASSIFY : VT_SCOPE_SYNTH_DETECT,
                opts, sizeof opts, valid, sizeof valid);
     int rc;
     if ((rc = reject_unknown(a, valid))) return rc;
@@ -37,9 +33,7 @@ int cmd_synth(args *a)
     }
     vt_status st = vt_synth_generate(data, task, opts);
     if (st) return fail(a->cmd, st, NULL);
-    printf("wrote a synthetic %s dataset to %s\n",
-           task == VT_TASK_DETECT ? "detection"
-           : task == VT_TASK_SEGMENT ? "segmentation" : "classification", data);
+    printf("wrote a synthetic %s dataset to %s\n", vt_task_title(task), data);
     return 0;
 }
 
@@ -49,8 +43,8 @@ static const char *const split_names[3] = {"train", "val", "test"};
 
 static const char *task_name(vt_task t)
 {
-    return t == VT_TASK_DETECT ? "detection" : t == VT_TASK_SEGMENT ? "segmentation"
-                                                                     : "classification";
+    const char *title = vt_task_title(t);
+    return title ? title : "?";
 }
 
 /* The class table: one row per class, a column per split ("-" for an absent split). */
@@ -107,7 +101,7 @@ int cmd_check(args *a)
         for (int c = 0; c < k; c++) counts[c * 3 + s] = vt_report_class_instances(r, (vt_split)s, c);
     }
     int w = print_class_table(k, report_class, r, counts, total,
-                              task == VT_TASK_CLASSIFY ? "usable images" : "instances");
+                              labels_per_image(task) ? "usable images" : "instances");
     static const struct {
         vt_count what;
         const char *name;
@@ -117,7 +111,7 @@ int cmd_check(args *a)
                 {VT_COUNT_SKIPPED, "skipped"},
                 {VT_COUNT_BACKGROUNDS, "backgrounds"}, {VT_COUNT_INSTANCES, "instances"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        if (task == VT_TASK_CLASSIFY && rows[i].what == VT_COUNT_BACKGROUNDS) continue;
+        if (labels_per_image(task) && rows[i].what == VT_COUNT_BACKGROUNDS) continue;
         printf("  %-*s", w, rows[i].name);
         for (int s = 0; s < 3; s++)
             printf(" %8lld", (long long)vt_report_count(r, rows[i].what, (vt_split)s));
@@ -182,7 +176,7 @@ static int dataset_split_subset(args *a, int is_split)
         return fail(a->cmd, st, NULL);
     }
     vt_dataset *nd;
-    st = vt_dataset_open(&nd, VT_TASK_DETECT, out);
+    st = vt_dataset_open(&nd, vt_dataset_task(ds), out);
     if (st) {
         vt_dataset_destroy(ds);
         return fail(a->cmd, st, NULL);
@@ -239,9 +233,9 @@ static int dataset_stats(args *a)
         printf("dataset %s: %s, %d classes; images: train %lld, val %lld, test %lld\n", data,
                task_name(task), k, (long long)total[0], (long long)total[1], (long long)total[2]);
         print_class_table(k, dataset_class, ds, counts, total,
-                          task == VT_TASK_CLASSIFY ? "images" : "instances");
+                          labels_per_image(task) ? "images" : "instances");
     }
-    for (int s = 0; !st && task != VT_TASK_CLASSIFY && s < 3; s++) {
+    for (int s = 0; !st && !labels_per_image(task) && s < 3; s++) {
         if (!total[s]) continue;
         for (int m = 0; !st && m < 3; m++)
             st = vt_dataset_box_histogram(ds, (vt_split)s, (vt_box_measure)(m + 1), h + m * bins,

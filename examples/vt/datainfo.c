@@ -100,7 +100,7 @@ void print_data_summary(const vt_dataset *ds, const char *data, const data_info 
     }
     char buf[1024];
     int nl = reasons(ds, KIND_LABEL, buf, sizeof buf);
-    int is_box = vt_dataset_task(ds) != VT_TASK_CLASSIFY;
+    int is_box = !labels_per_image(vt_dataset_task(ds));
     if (nl && !strcmp(info->policy, "skip"))
         fprintf(f, ".  %d label problem%s, their images skipped: %s", nl, nl == 1 ? "" : "s",
                 buf);

@@ -72,16 +72,13 @@ static const help_entry help_texts[] = {
      "\n"
      "tool keys:\n"
      "  data=DIR         the dataset (required, unless resume= names a checkpoint)\n"
-     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small, resnet18; det-n (default\n"
-     "                   for detection), det-s, det-m, det-r18; seg-n (default for\n"
-     "                   segmentation), seg-s, seg-m, seg-r18; or a saved .vtm to fine-tune:\n"
-     "                   on data of other classes its head is re-created, every other tensor\n"
-     "                   transferred ('vt: transferred K/N tensors ...')\n"
+     "  model=NAME|FILE  @MODELS@; or a saved .vtm to fine-tune: on data of other classes its "
+     "head is re-created, every other tensor transferred ('vt: transferred K/N tensors ...')\n"
      "  save=FILE        also copy the best weights (weights/best.vtm) to FILE, checked to be\n"
      "                   writable before training; also written after Ctrl-C.  Without it the\n"
      "                   weights are only in the run folder.  save=0|1 is passed to the\n"
      "                   trainer (its run-folder switch); save=0 writes nothing\n"
-     "  task=classify|detect|segment  default: segment for a seg-* model, else detect for a\n"
+     "  task=@TASKS@  default: segment for a seg-* model, else detect for a\n"
      "                   .yaml/.yml/.json, a folder holding a data.yaml or a det-* model,\n"
      "                   else classify\n"
      "  channels=1|3     input channels of a new model (default 3)\n"
@@ -172,12 +169,10 @@ static const help_entry help_texts[] = {
      "Estimate the time and cost of a training run, from the model's layer list and a cost\n"
      "model of each GPU (see lib/estimate/estimate.c), and rank the catalog GPUs.\n"
      "\n"
-     "  model=NAME|FILE  cls-n (default), cls-s, cls-m, cnn-small, resnet18; det-n (default\n"
-     "                   for detection data), det-s, det-m; seg-n (default for segmentation),\n"
-     "                   seg-s, seg-m; or a saved .vtm\n"
+     "  model=NAME|FILE  @MODELS@; or a saved .vtm\n"
      "  data=PATH        take the class and image counts from a dataset, any layout vt train\n"
      "                   reads: an ImageFolder, a YOLO data.yaml (or its folder), a COCO JSON;\n"
-     "                   task=classify|detect|segment as vt train guesses it; or give them:\n"
+     "                   task=@TASKS@ as vt train guesses it; or give them:\n"
      "  classes=N train=N val=N    (defaults 10, 1000, 0)\n"
      "  epochs=100 imgsz=640 batch=16 (total over all GPUs) gpus=1 (data-parallel)\n"
      "  precision=tf32 (default, the trainer's)|fp32|bf16|fp16|amp   optimizer=sgd|adamw\n"
@@ -210,7 +205,7 @@ static const help_entry help_texts[] = {
      "on this GPU +-20 %, extrapolated to another GPU -35/+50 %, uncalibrated -50/+100 %.\n"
      "example: vt estimate model=cls-s train=20000 val=2000 epochs=100 imgsz=224 batch=64\n"},
     {"check",
-     "usage: vt check data=PATH [task=classify|detect|segment policy=drop|skip|fail min_size=10\n"
+     "usage: vt check data=PATH [task=@TASKS@ policy=drop|skip|fail min_size=10\n"
      "                           workers=4 show=100]\n"
      "Validate a dataset with vt_dataset_validate: an ImageFolder (classify), a YOLO data.yaml\n"
      "or a COCO .json (detect); for segment a YOLO-seg data.yaml, a data.yaml with masks:\n"
@@ -251,7 +246,7 @@ static const help_entry help_texts[] = {
      "With model=: the model's layer list (index, kind, output shape, parameters), the one\n"
      "freeze=N counts in, and where its backbone ends (freeze=backbone).\n"},
     {"synth",
-     "usage: vt synth data=DIR [task=classify|detect|segment classes=4 train=100 val=40 imgsz=32\n"
+     "usage: vt synth data=DIR [task=@TASKS@ classes=4 train=100 val=40 imgsz=32\n"
      "                          seed=0]\n"
      "Write a synthetic dataset of coloured shapes on noisy backgrounds.  classify: ImageFolder,\n"
      "one shape per class, train/val images per class (classes 2..8, imgsz 16..512).  detect:\n"
@@ -278,16 +273,107 @@ const char *help_for(const char *cmd)
     return NULL;
 }
 
-void print_help(FILE *f, const char *text)
+/* "cls-n (default), cls-s, ...; det-n (default for detection), ...": the models of every
+ * task the library lists (vt_arch_name, vt_arch_task), each task's default first. */
+static const char *model_list(void)
 {
-    const char *mark = strstr(text, "@TRAINER_KEYS@");
-    if (!mark) {
-        fputs(text, f);
+    static char buf[2048];
+    if (buf[0]) return buf;
+    size_t used = 0;
+    for (vt_task t = vt_task_next((vt_task)0); t; t = vt_task_next(t)) {
+        const char *def = vt_task_default_model(t), *title = vt_task_title(t);
+        int n = 0;
+        if (def && vt_arch_task(def) == t && used < sizeof buf) {
+            /* the first task's is the default of all (no data.yaml: classify) */
+            if (t == vt_task_next((vt_task)0))
+                used += (size_t)snprintf(buf + used, sizeof buf - used, "%s (default)", def);
+            else
+                used += (size_t)snprintf(buf + used, sizeof buf - used, "; %s (default for %s)",
+                                         def, title ? title : "its task");
+            n++;
+        }
+        for (int i = 0; vt_arch_name(i); i++) {
+            const char *name = vt_arch_name(i);
+            if (vt_arch_task(name) != t || (def && !strcmp(name, def)) || used >= sizeof buf)
+                continue;
+            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s",
+                                     n ? ", " : used ? "; " : "", name);
+            n++;
+        }
+    }
+    return buf;
+}
+
+/* "classify|detect|segment": the tasks the library lists. */
+static const char *task_list(void)
+{
+    static char buf[256];
+    return task_names("|", buf, sizeof buf);
+}
+
+/* Print one line of help text (its '\n' included), its placeholders filled (see vt_cli.h); a
+ * line holding @MODELS@ is wrapped at 88 columns, continued under the start of its value. */
+static void print_help_line(FILE *f, const char *line, size_t len)
+{
+    static const struct {
+        const char *mark;
+        const char *(*value)(void);
+    } fills[] = {{"@TRAINER_KEYS@", trainer_keys}, {"@TASKS@", task_list},
+                 {"@MODELS@", model_list}};
+    char out[8192];
+    size_t used = 0;
+    int indent = -1; /* the column of @MODELS@: the line is wrapped */
+    for (size_t i = 0; i < len && used + 1 < sizeof out;) {
+        size_t k = 0;
+        while (k < sizeof fills / sizeof *fills &&
+               strncmp(line + i, fills[k].mark, strlen(fills[k].mark)))
+            k++;
+        if (k == sizeof fills / sizeof *fills) {
+            out[used++] = line[i++];
+            continue;
+        }
+        const char *v = fills[k].value();
+        if (!strcmp(fills[k].mark, "@MODELS@")) indent = (int)used;
+        used += (size_t)snprintf(out + used, sizeof out - used, "%s", v);
+        if (used >= sizeof out) used = sizeof out - 1;
+        i += strlen(fills[k].mark);
+    }
+    out[used] = 0;
+    if (indent < 0) {
+        fputs(out, f);
         return;
     }
-    fwrite(text, 1, (size_t)(mark - text), f);
-    fputs(trainer_keys(), f);
-    fputs(mark + strlen("@TRAINER_KEYS@"), f);
+    /* greedy: as many words as fit in 88 columns, the first of a line always */
+    enum { WIDTH = 88 };
+    char *p = out + indent;
+    size_t col = (size_t)indent;
+    fwrite(out, 1, (size_t)indent, f);
+    int first = 1;
+    while (*p && *p != '\n') {
+        size_t wl = strcspn(p, " \n");
+        if (!first && col + 1 + wl > WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            col = (size_t)indent;
+            first = 1;
+        }
+        if (!first) fputc(' ', f), col++;
+        fwrite(p, 1, wl, f);
+        col += wl;
+        first = 0;
+        p += wl;
+        while (*p == ' ') p++;
+    }
+    fputs("\n", f);
+}
+
+void print_help(FILE *f, const char *text)
+{
+    while (*text) {
+        size_t len = strcspn(text, "\n");
+        if (text[len] == '\n') len++;
+        print_help_line(f, text, len);
+        text += len;
+    }
 }
 
 int cmd_help(const args *a, int argc, char **argv)

@@ -98,7 +98,8 @@ static int print_layers(const char *model, const char *classes, const char *imgs
         }
         st = vt_model_load(&m, model);
     } else {
-        int det = !strncmp(model, "det-", 4);
+        /* without classes=: a detector of COCO's 80 classes, another model of 10 */
+        int det = vt_arch_task(model) == VT_TASK_DETECT;
         char opts[64] = "";
         if (imgsz) snprintf(opts, sizeof opts, "imgsz=%s", imgsz);
         st = vt_model_create(&m, model, classes ? atoi(classes) : det ? 80 : 10, opts);
@@ -500,19 +501,20 @@ int cmd_estimate(args *a)
         if ((st = vt_estimator_set(e, kvb))) EST_FAIL(st);
     }
     if (data) {
-        /* the task as vt train guesses it: the model's (a det-/seg- name or a saved model's),
-         * else the data's layout (a .yaml/.yml/.json or a folder holding data.yaml: detection) */
+        /* the task as vt train guesses it: the model's (a saved model's, or a name's as
+         * model_task_or says), else the data's layout (a .yaml/.yml/.json or a folder holding
+         * data.yaml: detection) */
         vt_task tk;
         if (task_value(cmd, task_s, data, &tk)) {
             rc = EXIT_USAGE;
             goto out;
         }
         if (!task_s && m) tk = vt_model_task(m);
-        else if (!task_s && model && !strncmp(model, "det-", 4)) tk = VT_TASK_DETECT;
-        else if (!task_s && model && !strncmp(model, "seg-", 4)) tk = VT_TASK_SEGMENT;
+        else if (!task_s) tk = model_task_or(model, tk);
         if (!model) { /* the default model of that task, as vt train's */
-            const char *dm = tk == VT_TASK_DETECT ? "model=det-n"
-                           : tk == VT_TASK_SEGMENT ? "model=seg-n" : "model=cls-n";
+            static char dm[80];
+            const char *def = vt_task_default_model(tk);
+            snprintf(dm, sizeof dm, "model=%s", def ? def : "");
             if ((st = vt_estimator_set(e, dm))) EST_FAIL(st);
             model = dm + 6;
         }
@@ -610,7 +612,9 @@ int cmd_estimate(args *a)
     {
         const char *keys[] = {"epochs", "imgsz", "batch", "gpus", "precision", "optimizer"};
         const char *dflt[] = {"100", "640", "16", "1", "tf32", "sgd"};
-        printf("run: %s", m ? vt_model_arch(m) : model ? model : "cls-n");
+        const char *est_model = NULL; /* the estimator's default model */
+        if (!m && !model) vt_option_default(VT_OPT_EST_MODEL, NULL, &est_model);
+        printf("run: %s", m ? vt_model_arch(m) : model ? model : est_model ? est_model : "?");
         if (ds)
             printf(", %d classes, %d train / %d val images", vt_dataset_num_classes(ds),
                    vt_dataset_num_images(ds, VT_SPLIT_TRAIN), vt_dataset_num_images(ds, VT_SPLIT_VAL));

@@ -59,17 +59,28 @@ static void fmt_gpu(const vt_progress *p, char *buf, size_t cap)
     if (!any && k < cap) snprintf(buf + k, cap - k, " n/a");
 }
 
-/* The best epoch so far, by the task's fitness (top-1, mAP50-95 or mIoU): for the last line,
- * also without the table. */
+/* The best epoch so far, by the task's fitness (vt_task_fitness: top-1, mAP50-95, mIoU, ...):
+ * for the last line, also without the table. */
 static void track_best(progress_state *ps, const vt_progress *p, int epoch)
 {
-    vt_metric m = ps->det ? VT_METRIC_MAP50_95 : ps->seg ? VT_METRIC_MIOU : VT_METRIC_TOP1;
     double v;
-    if (vt_progress_metric(p, m, &v) == VT_OK && (ps->best_epoch == 0 || v > ps->best_top1)) {
-        ps->best_top1 = v;
+    if (vt_progress_metric(p, vt_task_fitness(ps->task), &v) == VT_OK &&
+        (ps->best_epoch == 0 || v > ps->best_value)) {
+        ps->best_value = v;
         ps->best_epoch = epoch;
     }
 }
+
+/* A metric column of the epoch table: its label (vt_metric_label), in an odd width of at least
+ * 7 (a %.4f value and a space: "top1" and "P" in 7, "mAP50-95" and "pixel_acc" in 9). */
+static int column_width(vt_metric m)
+{
+    const char *label = vt_metric_label(m);
+    int w = (int)(label ? strlen(label) : 1) | 1;
+    return w < 7 ? 7 : w;
+}
+
+enum { MAX_COLUMNS = 16 };
 
 int progress_cb(void *user, vt_event ev, const vt_progress *p)
 {
@@ -119,77 +130,36 @@ int progress_cb(void *user, vt_event ev, const vt_progress *p)
     ps->epochs_seen++;
     track_best(ps, p, epoch);
     if (ps->mode == PROG_OFF) return 0;
-    /* one row of the summary table */
+    /* one row of the summary table: epoch, loss, val_loss, the task's metrics (the columns of
+     * its results.csv), lr, img/s, time */
     clear_bar(ps);
-    if (!ps->header_done && ps->seg) {
-        ps->header_done = 1; /* the segmentation header is printed below */
-    } else if (!ps->header_done) {
-        if (ps->det)
-            printf("%9s %10s %10s %7s %7s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss",
-                   "P", "R", "mAP50", "mAP50-95", "lr", "img/s", "time");
-        else
-            printf("%9s %10s %10s %7s %7s %10s %8s %9s\n", "epoch", "loss", "val_loss", "top1",
-                   "top5", "lr", "img/s", "time");
+    vt_metric cols[MAX_COLUMNS];
+    int ncols = vt_task_metrics(ps->task, cols, MAX_COLUMNS);
+    if (ncols > MAX_COLUMNS) ncols = MAX_COLUMNS;
+    if (!ps->header_done) {
+        printf("%9s %10s %10s", "epoch", "loss", "val_loss");
+        for (int i = 0; i < ncols; i++)
+            printf(" %*s", column_width(cols[i]), vt_metric_label(cols[i]));
+        printf(" %10s %8s %9s\n", "lr", "img/s", "time");
         ps->header_done = 1;
     }
-    if (ps->seg) {
-        if (ps->header_done == 1) {
-            printf("%9s %10s %10s %7s %9s %10s %8s %9s\n", "epoch", "loss", "val_loss", "mIoU",
-                   "pixel_acc", "lr", "img/s", "time");
-            ps->header_done = 2;
-        }
-        char ep3[24], c3[3][16], tb3[32];
-        static const vt_metric sm[3] = {VT_METRIC_VAL_LOSS, VT_METRIC_MIOU, VT_METRIC_PIXEL_ACC};
-        double v3;
-        snprintf(ep3, sizeof ep3, "%d/%d", epoch, epochs);
-        for (int i = 0; i < 3; i++) {
-            if (vt_progress_metric(p, sm[i], &v3) == VT_OK) snprintf(c3[i], 16, "%.4f", v3);
-            else snprintf(c3[i], 16, "-");
-        }
-        snprintf(tb3, sizeof tb3, "%.1fs", t - ps->epoch_t0);
-        ps->epoch_t0 = t;
-        printf("%9s %10.4f %10s %7s %9s %10.6f %8.0f %9s\n", ep3, metric_or(p, VT_METRIC_LOSS, NAN),
-               c3[0], c3[1], c3[2], metric_or(p, VT_METRIC_LR, 0),
-               metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb3);
-        fflush(stdout);
-        return 0;
-    }
-    if (ps->det) {
-        char ep2[24], cols[4][16], vl2[16], tb2[32];
-        static const vt_metric mm[4] = {VT_METRIC_PRECISION, VT_METRIC_RECALL, VT_METRIC_MAP50,
-                                        VT_METRIC_MAP50_95};
-        double v2;
-        snprintf(ep2, sizeof ep2, "%d/%d", epoch, epochs);
-        if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v2) == VT_OK)
-            snprintf(vl2, sizeof vl2, "%.4f", v2);
-        else snprintf(vl2, sizeof vl2, "-");
-        for (int i = 0; i < 4; i++) {
-            if (vt_progress_metric(p, mm[i], &v2) == VT_OK) snprintf(cols[i], 16, "%.4f", v2);
-            else snprintf(cols[i], 16, "-");
-        }
-        snprintf(tb2, sizeof tb2, "%.1fs", t - ps->epoch_t0);
-        ps->epoch_t0 = t;
-        printf("%9s %10.4f %10s %7s %7s %7s %9s %10.6f %8.0f %9s\n", ep2,
-               metric_or(p, VT_METRIC_LOSS, NAN), vl2, cols[0], cols[1], cols[2], cols[3],
-               metric_or(p, VT_METRIC_LR, 0), metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb2);
-        fflush(stdout);
-        return 0;
-    }
-    char ep[24], vl[16], t1[16], t5[16], tb[32];
+    char ep[24], cell[16], tb[32];
     double v;
     snprintf(ep, sizeof ep, "%d/%d", epoch, epochs);
-    if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v) == VT_OK) snprintf(vl, sizeof vl, "%.4f", v);
-    else snprintf(vl, sizeof vl, "-");
-    if (vt_progress_metric(p, VT_METRIC_TOP1, &v) == VT_OK) snprintf(t1, sizeof t1, "%.4f", v);
-    else snprintf(t1, sizeof t1, "-");
-    if (vt_progress_metric(p, VT_METRIC_TOP5, &v) == VT_OK) snprintf(t5, sizeof t5, "%.4f", v);
-    else snprintf(t5, sizeof t5, "-");
+    if (vt_progress_metric(p, VT_METRIC_VAL_LOSS, &v) == VT_OK)
+        snprintf(cell, sizeof cell, "%.4f", v);
+    else snprintf(cell, sizeof cell, "-");
+    printf("%9s %10.4f %10s", ep, metric_or(p, VT_METRIC_LOSS, NAN), cell);
+    for (int i = 0; i < ncols; i++) {
+        if (vt_progress_metric(p, cols[i], &v) == VT_OK) snprintf(cell, sizeof cell, "%.4f", v);
+        else snprintf(cell, sizeof cell, "-");
+        printf(" %*s", column_width(cols[i]), cell);
+    }
     /* time: wall time of the epoch, validation included */
     snprintf(tb, sizeof tb, "%.1fs", t - ps->epoch_t0);
     ps->epoch_t0 = t;
-    printf("%9s %10.4f %10s %7s %7s %10.6f %8.0f %9s\n", ep, metric_or(p, VT_METRIC_LOSS, NAN),
-           vl, t1, t5, metric_or(p, VT_METRIC_LR, 0), metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0),
-           tb);
+    printf(" %10.6f %8.0f %9s\n", metric_or(p, VT_METRIC_LR, 0),
+           metric_or(p, VT_METRIC_IMAGES_PER_SEC, 0), tb);
     fflush(stdout);
     return 0;
 }

@@ -67,29 +67,31 @@ static int check_writable(const char *cmd, const char *path)
 /* Trainer keys that act on one task's pipeline only (lib/data/loader.c: the geometric
  * augmentation of detection and segmentation samples, or the classifier's crop and erasing;
  * label smoothing is a term of the classification and segmentation losses, the Dice term one
- * of segmentation's).  Given for
- * another task they would be accepted and do nothing, so they are refused. */
+ * of segmentation's).  Given for a task whose pipeline ignores them they would be accepted and
+ * do nothing, so they are refused there.  The library does not say which option a task's
+ * pipeline reads, hence this table: it names the tasks known to ignore a key, so a task the
+ * library adds is refused nothing (its keys are the library's to check). */
 static int refuse_other_task_keys(const char *cmd, const args *a, vt_task task)
 {
-    static const struct { const char *key; unsigned tasks; } only[] = {
+    static const struct { const char *key; unsigned ignored_by; } only[] = {
 #define CLS (1u << VT_TASK_CLASSIFY)
 #define DET (1u << VT_TASK_DETECT)
 #define SEG (1u << VT_TASK_SEGMENT)
-        {"degrees", DET | SEG},   {"translate", DET | SEG}, {"scale", DET | SEG},
-        {"shear", DET | SEG},     {"perspective", DET | SEG}, {"mosaic", DET | SEG},
-        {"mixup", DET | SEG},     {"close_mosaic", DET | SEG}, {"erasing", CLS},
-        {"crop_scale", CLS},      {"label_smoothing", CLS | SEG}, {"dice", SEG},
+        {"degrees", CLS},         {"translate", CLS},       {"scale", CLS},
+        {"shear", CLS},           {"perspective", CLS},     {"mosaic", CLS},
+        {"mixup", CLS},           {"close_mosaic", CLS},    {"erasing", DET | SEG},
+        {"crop_scale", DET | SEG}, {"label_smoothing", DET}, {"dice", CLS | DET},
 #undef CLS
 #undef DET
 #undef SEG
     };
-    static const char *const noun[] = {"", "classification", "detection", "segmentation"};
+    const char *title = vt_task_title(task);
     for (int i = 0; i < a->n; i++)
         for (size_t k = 0; k < sizeof only / sizeof *only; k++)
-            if (key_is(&a->kv[i], only[k].key) && !(only[k].tasks & (1u << task))) {
+            if (key_is(&a->kv[i], only[k].key) && (unsigned)task < 32 &&
+                (only[k].ignored_by & (1u << task))) {
                 fprintf(stderr, "vt %s: %s= does not apply to %s training (it is ignored there); "
-                        "drop it\n", cmd, only[k].key,
-                        (unsigned)task < 4 && *noun[task] ? noun[task] : "this");
+                        "drop it\n", cmd, only[k].key, title ? title : "this");
                 return EXIT_USAGE;
             }
     return 0;
@@ -179,8 +181,33 @@ static int train_progress(void *user, vt_event ev, const vt_progress *p)
     return progress_cb(&s->ps, ev, p);
 }
 
-/* top1_out: the final validation top-1 (classification) or mAP50-95 (detection). */
-static int train(args *a, double *top1_out)
+/* The "final validation ..." line of a run, once its metrics are there (the task's,
+ * vt_task_metrics); *fitness gets the task's fitness (vt_task_fitness) then.  Detection and
+ * classification keep the wording scripts read (bench/, examples/tests): the mAPs only, and
+ * "top-1 accuracy". */
+static void final_validation(vt_trainer *t, vt_task task, int quiet, double *fitness)
+{
+    double v[16], m50, m;
+    vt_metric ms[16];
+    int n = vt_task_metrics(task, ms, 16), have = n > 0 && n <= 16;
+    for (int i = 0; have && i < n; i++) have = vt_trainer_metric(t, ms[i], &v[i]) == VT_OK;
+    if (task == VT_TASK_DETECT && vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK &&
+        vt_trainer_metric(t, VT_METRIC_MAP50_95, &m) == VT_OK) {
+        if (!quiet) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, m);
+    } else if (task == VT_TASK_CLASSIFY && vt_trainer_metric(t, VT_METRIC_TOP1, &m) == VT_OK) {
+        if (!quiet) printf("final validation top-1 accuracy: %.4f\n", m);
+    } else if (have) { /* e.g. segmentation: "mIoU 0.9000  pixel accuracy 0.9800" */
+        for (int i = 0; !quiet && i < n; i++)
+            printf("%s %s %.4f", i ? " " : "final validation", metric_words(ms[i]), v[i]);
+        if (!quiet) printf("\n");
+    } else {
+        return;
+    }
+    if (fitness) vt_trainer_metric(t, vt_task_fitness(task), fitness);
+}
+
+/* fitness_out: the final validation's fitness (top-1, mAP50-95, mIoU, ...: vt_task_fitness). */
+static int train(args *a, double *fitness_out)
 {
     const char *cmd = a->cmd;
     const char *data = take(a, "data"), *arch = take(a, "model"), *save = take(a, "save");
@@ -245,9 +272,12 @@ static int train(args *a, double *top1_out)
     }
     vt_task tk;
     if (task_value(cmd, task, data, &tk)) return EXIT_USAGE;
-    if (!task && arch && !strncmp(arch, "det-", 4)) tk = VT_TASK_DETECT;
-    if (!task && arch && !strncmp(arch, "seg-", 4)) tk = VT_TASK_SEGMENT;
-    if (!arch) arch = tk == VT_TASK_DETECT ? "det-n" : tk == VT_TASK_SEGMENT ? "seg-n" : "cls-n";
+    if (!task) tk = model_task_or(arch, tk);
+    if (!arch) arch = vt_task_default_model(tk);
+    if (!arch) {
+        fprintf(stderr, "vt %s: no default model for task %d: give model=\n", cmd, (int)tk);
+        return EXIT_USAGE;
+    }
     /* save=PATH: a copy of the best weights; without it the weights are only in the run folder */
     int write_model = save != NULL;
     if (save && (!strcmp(save, "0") || !strcmp(save, "1"))) {
@@ -302,8 +332,7 @@ static int train(args *a, double *top1_out)
     cs.listed = vt_dataset_num_problems(ds) == 0;
     cs.ps.mode = mode;
     cs.ps.quiet = quiet;
-    cs.ps.det = tk == VT_TASK_DETECT;
-    cs.ps.seg = tk == VT_TASK_SEGMENT;
+    cs.ps.task = vt_model_task(m);
     cs.ps.trainer = t;
     /* notes too (transfer, early stop); quiet=1: errors only */
     vt_trainer_set_log(t, log_cb, &cs.ps, quiet ? VT_LOG_ERROR : VT_LOG_INFO);
@@ -364,28 +393,15 @@ static int train(args *a, double *top1_out)
     if (rc == 0 && !quiet) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
         if (cs.ps.best_epoch)
-            printf("; best %s %.4f at epoch %d%s",
-                   cs.ps.det ? "mAP50-95" : cs.ps.seg ? "mIoU" : "top1", cs.ps.best_top1,
-                   cs.ps.best_epoch,
+            printf("; best %s %.4f at epoch %d%s", vt_metric_label(vt_task_fitness(cs.ps.task)),
+                   cs.ps.best_value, cs.ps.best_epoch,
                    resume && *resume ? " of this session (the run's best: weights/best.vtm)" : "");
         printf("\n");
         if (resume && *resume && !cs.ps.epochs_seen)
             printf("nothing to train: the run had finished its %.0f epochs; give epochs= above "
                    "%.0f to extend it\n", epochs, epochs);
     }
-    double top1, m50;
-    if (cs.ps.det && vt_trainer_metric(t, VT_METRIC_MAP50_95, &top1) == VT_OK &&
-        vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK) {
-        if (!quiet) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, top1);
-        if (top1_out) *top1_out = top1;
-    } else if (cs.ps.seg && vt_trainer_metric(t, VT_METRIC_MIOU, &top1) == VT_OK &&
-               vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &m50) == VT_OK) {
-        if (!quiet) printf("final validation mIoU %.4f  pixel accuracy %.4f\n", top1, m50);
-        if (top1_out) *top1_out = top1;
-    } else if (!cs.ps.det && vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK) {
-        if (!quiet) printf("final validation top-1 accuracy: %.4f\n", top1);
-        if (top1_out) *top1_out = top1;
-    }
+    final_validation(t, cs.ps.task, quiet, fitness_out);
     const char *dir = vt_trainer_run_dir(t);
     char best[4200];
     snprintf(best, sizeof best, "%s/weights/best.vtm", dir);
@@ -424,15 +440,38 @@ int cmd_train(args *a)
     return train(a, NULL);
 }
 
+/* The demo's setup per task, as a user would pick it: the synthetic data (vt_synth_generate),
+ * the training defaults and the closing line; its models are the tasks' defaults. */
+static const struct demo_setup {
+    vt_task task;
+    const char *dir, *synth, *save, *epochs, *imgsz, *batch, *lr0;
+} demos[] = {
+    {VT_TASK_CLASSIFY, "demo-data", "classes=4 train=300 val=50 imgsz=32 seed=11",
+     "save=demo-model.vtm", "epochs=8", "imgsz=32", "batch=32", "lr0=0.003"},
+    {VT_TASK_DETECT, "demo-det", "classes=3 train=400 val=80 imgsz=64 seed=11",
+     "save=demo-det.vtm", "epochs=30", "imgsz=64", "batch=16", "lr0=0.002"},
+    {VT_TASK_SEGMENT, "demo-seg", "classes=3 train=300 val=60 imgsz=64 seed=11",
+     "save=demo-seg.vtm", "epochs=15", "imgsz=64", "batch=16", "lr0=0.003"},
+};
+
 int cmd_demo(args *a)
 {
     const char *dir = take(a, "data"), *task = take(a, "task");
-    int det = task && !strcmp(task, "detect"), seg = task && !strcmp(task, "segment");
-    if (task && !det && !seg && strcmp(task, "classify")) {
-        fprintf(stderr, "vt demo: task=%s: valid tasks: classify, detect, segment\n", task);
-        return EXIT_USAGE;
+    const struct demo_setup *d = &demos[0];
+    if (task) { /* the tasks the demo has data for: a task name of the library among them */
+        vt_task t = vt_task_parse(task);
+        d = NULL;
+        for (size_t i = 0; t && i < sizeof demos / sizeof *demos; i++)
+            if (demos[i].task == t && !strcmp(vt_task_name(t), task)) d = &demos[i];
+        if (!d) {
+            fprintf(stderr, "vt demo: task=%s: valid tasks:", task);
+            for (size_t i = 0; i < sizeof demos / sizeof *demos; i++)
+                fprintf(stderr, "%s %s", i ? "," : "", vt_task_name(demos[i].task));
+            fprintf(stderr, "\n");
+            return EXIT_USAGE;
+        }
     }
-    if (!dir) dir = det ? "demo-det" : seg ? "demo-seg" : "demo-data";
+    if (!dir) dir = d->dir;
     /* quiet=1 (checked by train()): the demo's own lines too */
     const char *q = NULL;
     for (int i = 0; i < a->n; i++)
@@ -440,48 +479,40 @@ int cmd_demo(args *a)
     int quiet = q && (!strcmp(q, "1") || !strcmp(q, "true") || !strcmp(q, "yes"));
     if (!is_dir(dir)) {
         if (!quiet) printf("generating a synthetic dataset in %s ...\n", dir);
-        vt_status st =
-            det   ? vt_synth_generate(dir, VT_TASK_DETECT, "classes=3 train=400 val=80 imgsz=64 seed=11")
-            : seg ? vt_synth_generate(dir, VT_TASK_SEGMENT, "classes=3 train=300 val=60 imgsz=64 seed=11")
-                  : vt_synth_generate(dir, VT_TASK_CLASSIFY,
-                                      "classes=4 train=300 val=50 imgsz=32 seed=11");
+        vt_status st = vt_synth_generate(dir, d->task, d->synth);
         if (st) return fail(a->cmd, st, NULL);
     }
     /* the demo's defaults, unless given */
-    static const char *const cls_defaults[] = {"data=", "save=demo-model.vtm", "model=cls-n",
-                                               "epochs=8", "imgsz=32", "batch=32", "seed=1",
-                                               "optimizer=adamw", "lr0=0.003"};
-    static const char *const det_defaults[] = {"data=", "save=demo-det.vtm", "model=det-n",
-                                               "epochs=30", "imgsz=64", "batch=16", "seed=1",
-                                               "optimizer=adamw", "lr0=0.002"};
-    static const char *const seg_defaults[] = {"data=", "save=demo-seg.vtm", "model=seg-n",
-                                               "epochs=15", "imgsz=64", "batch=16", "seed=1",
-                                               "optimizer=adamw", "lr0=0.003"};
-    const char *const *defaults = det ? det_defaults : seg ? seg_defaults : cls_defaults;
-    size_t ndef = sizeof cls_defaults / sizeof cls_defaults[0];
-    static char data_arg[4096];
+    static char data_arg[4096], model_arg[64];
+    const char *model = vt_task_default_model(d->task);
     snprintf(data_arg, sizeof data_arg, "data=%s", dir);
+    snprintf(model_arg, sizeof model_arg, "model=%s", model);
+    const char *const defaults[] = {data_arg, d->save, model_arg, d->epochs, d->imgsz, d->batch,
+                                    "seed=1", "optimizer=adamw", d->lr0};
+    size_t ndef = sizeof defaults / sizeof defaults[0];
     args t = *a;
     for (int i = 0; i < t.n; i++)
         if (key_is(&t.kv[i], "data")) t.kv[i].tool = 0; /* re-taken by train() */
     for (size_t i = 0; i < ndef; i++) {
-        const char *d = i == 0 ? data_arg : defaults[i];
-        size_t kl = (size_t)(strchr(d, '=') - d);
+        const char *def = defaults[i];
+        size_t kl = (size_t)(strchr(def, '=') - def);
         int given = 0;
         for (int j = 0; j < a->n; j++)
-            if (a->kv[j].klen == kl && !strncmp(a->kv[j].arg, d, kl)) given = 1;
+            if (a->kv[j].klen == kl && !strncmp(a->kv[j].arg, def, kl)) given = 1;
         if (given || t.n == MAX_KV) continue;
         kv *k = &t.kv[t.n++];
-        k->arg = d;
-        k->val = d + kl + 1;
+        k->arg = def;
+        k->val = def + kl + 1;
         k->klen = kl;
         k->tool = 0;
     }
-    double top1 = 0;
-    int rc = train(&t, &top1);
-    if (quiet) return rc;
-    if (rc == 0 && det) printf("demo: det-n reached mAP50-95 %.3f on the validation images\n", top1);
-    else if (rc == 0 && seg) printf("demo: seg-n reached mIoU %.3f on the validation images\n", top1);
-    else if (rc == 0) printf("demo: cls-n reached %.1f%% validation accuracy\n", 100 * top1);
+    double fitness = 0;
+    int rc = train(&t, &fitness);
+    if (quiet || rc) return rc;
+    vt_metric fit = vt_task_fitness(d->task);
+    if (fit == VT_METRIC_TOP1) printf("demo: %s reached %.1f%% validation accuracy\n", model,
+                                      100 * fitness);
+    else printf("demo: %s reached %s %.3f on the validation images\n", model,
+                vt_metric_label(fit), fitness);
     return rc;
 }

@@ -78,46 +78,33 @@ int cmd_val(args *a)
         goto out;
     }
     if (quiet) goto out;
-    if (vt_model_task(m) == VT_TASK_SEGMENT) {
-        double v[3] = {NAN, NAN, NAN};
-        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
-        vt_trainer_metric(t, VT_METRIC_MIOU, &v[1]);
-        vt_trainer_metric(t, VT_METRIC_PIXEL_ACC, &v[2]);
-        printf("%s (%d images): loss %.4f  mIoU %.4f  pixel accuracy %.4f  (%.1fs)\n",
-               split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2],
-               now_s() - t0);
-        goto out;
+    /* loss and the task's metrics (vt_task_metrics), then the per-class AP of a task that has
+     * them (detection) */
+    double v = NAN;
+    vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v);
+    printf("%s (%d images): loss %.4f", split ? split : "val", vt_dataset_num_images(ds, sp), v);
+    vt_metric ms[16];
+    int nm = vt_task_metrics(vt_model_task(m), ms, 16);
+    for (int i = 0; i < nm && i < 16; i++) {
+        v = NAN;
+        vt_trainer_metric(t, ms[i], &v);
+        printf("  %s %.4f", metric_words(ms[i]), v);
     }
-    if (vt_model_task(m) == VT_TASK_DETECT) {
-        double v[5] = {NAN, NAN, NAN, NAN, NAN};
-        vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &v[0]);
-        vt_trainer_metric(t, VT_METRIC_PRECISION, &v[1]);
-        vt_trainer_metric(t, VT_METRIC_RECALL, &v[2]);
-        vt_trainer_metric(t, VT_METRIC_MAP50, &v[3]);
-        vt_trainer_metric(t, VT_METRIC_MAP50_95, &v[4]);
-        printf("%s (%d images): loss %.4f  P %.4f  R %.4f  mAP50 %.4f  mAP50-95 %.4f  (%.1fs)\n",
-               split ? split : "val", vt_dataset_num_images(ds, sp), v[0], v[1], v[2], v[3], v[4],
-               now_s() - t0);
+    printf("  (%.1fs)\n", now_s() - t0);
+    if (vt_model_num_classes(m) > 0 && vt_trainer_class_ap(t, 0, NULL, NULL, NULL) == VT_OK) {
         /* per class: boxes, AP50, AP50-95 */
         printf("  %-20s %8s %8s %9s\n", "class", "boxes", "AP50", "AP50-95");
         for (int c = 0; c < vt_model_num_classes(m); c++) {
-            double a50, a;
+            double a50, ap;
             int64_t ngt;
-            if (vt_trainer_class_ap(t, c, &a50, &a, &ngt)) break;
+            if (vt_trainer_class_ap(t, c, &a50, &ap, &ngt)) break;
             const char *name = vt_model_class_name(m, c);
             printf("  ");
             print_cell(name ? name : "?", 20); /* display columns: names may be UTF-8 */
             if (ngt == 0) printf(" %8d %8s %9s\n", 0, "-", "-");
-            else printf(" %8lld %8.4f %9.4f\n", (long long)ngt, a50, a);
+            else printf(" %8lld %8.4f %9.4f\n", (long long)ngt, a50, ap);
         }
-        goto out;
     }
-    double top1 = NAN, top5 = NAN, loss = NAN;
-    vt_trainer_metric(t, VT_METRIC_TOP1, &top1);
-    vt_trainer_metric(t, VT_METRIC_TOP5, &top5);
-    vt_trainer_metric(t, VT_METRIC_VAL_LOSS, &loss);
-    printf("%s (%d images): loss %.4f  top1 %.4f  top5 %.4f  (%.1fs)\n", split ? split : "val",
-           vt_dataset_num_images(ds, sp), loss, top1, top5, now_s() - t0);
 out:
     vt_trainer_destroy(t);
     vt_dataset_destroy(ds);
@@ -265,9 +252,51 @@ typedef struct predict_job {
 
 static int predict_image(const predict_job *j, const char *path)
 {
-    if (j->task == VT_TASK_SEGMENT) return segment_one(j->m, path, j->out, j->color);
-    if (j->task == VT_TASK_DETECT) return detect_one(j->m, path, j->conf, j->iou, j->max_det);
-    return predict_one(j->m, path, j->scores, j->k, j->top);
+    switch (j->task) {
+    case VT_TASK_CLASSIFY: return predict_one(j->m, path, j->scores, j->k, j->top);
+    case VT_TASK_DETECT: return detect_one(j->m, path, j->conf, j->iou, j->max_det);
+    case VT_TASK_SEGMENT: return segment_one(j->m, path, j->out, j->color);
+    default: return fail("predict", VT_ERR_UNSUPPORTED, "no prediction for this task");
+    }
+}
+
+/* The keys of each task's prediction (what predict_image does with them). */
+static const struct {
+    vt_task task;
+    const char *keys[4]; /* NULL-terminated */
+} predict_keys[] = {{VT_TASK_CLASSIFY, {"top"}},
+                    {VT_TASK_DETECT, {"conf", "iou", "max_det"}},
+                    {VT_TASK_SEGMENT, {"out", "color"}}};
+enum { N_PREDICT_KEYS = sizeof predict_keys / sizeof predict_keys[0] };
+
+/* The task whose prediction takes key; 0 when none does. */
+static vt_task predict_key_task(const char *key)
+{
+    for (int i = 0; i < N_PREDICT_KEYS; i++)
+        for (int k = 0; predict_keys[i].keys[k]; k++)
+            if (!strcmp(predict_keys[i].keys[k], key)) return predict_keys[i].task;
+    return (vt_task)0;
+}
+
+/* Whether vt predict shows the results of a task's models (predict_image). */
+static int predicts(vt_task task)
+{
+    for (int i = 0; i < N_PREDICT_KEYS; i++)
+        if (predict_keys[i].task == task) return 1;
+    return 0;
+}
+
+/* "conf, iou, max_det": the prediction keys of a task, "none" for a task without. */
+static const char *predict_keys_of(vt_task task, char *buf, size_t cap)
+{
+    size_t used = 0;
+    snprintf(buf, cap, "none");
+    for (int i = 0; i < N_PREDICT_KEYS; i++)
+        for (int k = 0; predict_keys[i].task == task && predict_keys[i].keys[k]; k++)
+            if (used < cap)
+                used += (size_t)snprintf(buf + used, cap - used, "%s%s", k ? ", " : "",
+                                         predict_keys[i].keys[k]);
+    return buf;
 }
 
 int cmd_predict(args *a)
@@ -296,30 +325,34 @@ int cmd_predict(args *a)
     if (st) return fail(a->cmd, st, NULL);
     /* a key of another task's prediction would be accepted and do nothing: refuse it */
     vt_task task = vt_model_task(m);
+    char keys[64];
     const struct {
         const char *key, *val;
-        vt_task task;
-    } per_task[] = {{"top", top_s, VT_TASK_CLASSIFY},   {"conf", conf_s, VT_TASK_DETECT},
-                    {"iou", iou_s, VT_TASK_DETECT},     {"max_det", maxdet_s, VT_TASK_DETECT},
-                    {"out", out_s, VT_TASK_SEGMENT},    {"color", color_s, VT_TASK_SEGMENT}};
-    for (size_t i = 0; i < sizeof per_task / sizeof *per_task; i++)
-        if (per_task[i].val && per_task[i].task != task) {
-            fprintf(stderr, "vt predict: %s= applies to %s models; %s is a %s model (its keys: "
-                    "%s)\n", per_task[i].key,
-                    per_task[i].task == VT_TASK_CLASSIFY ? "classification"
-                    : per_task[i].task == VT_TASK_DETECT ? "detection" : "segmentation",
-                    model,
-                    task == VT_TASK_CLASSIFY ? "classification"
-                    : task == VT_TASK_DETECT ? "detection" : "segmentation",
-                    task == VT_TASK_CLASSIFY ? "top" : task == VT_TASK_DETECT ? "conf, iou, max_det"
-                                                                                : "out, color");
-            vt_model_destroy(m);
-            return EXIT_USAGE;
-        }
-    predict_job job = {m, vt_model_task(m), out_s ? out_s : "predictions", color, (float)conf,
+    } given[] = {{"top", top_s}, {"conf", conf_s}, {"iou", iou_s}, {"max_det", maxdet_s},
+                 {"out", out_s}, {"color", color_s}};
+    for (size_t i = 0; i < sizeof given / sizeof *given; i++) {
+        vt_task owner = given[i].val ? predict_key_task(given[i].key) : (vt_task)0;
+        if (!owner || owner == task) continue;
+        const char *title = vt_task_title(task);
+        fprintf(stderr, "vt predict: %s= applies to %s models; %s is a%s %s model (its keys: "
+                "%s)\n", given[i].key, vt_task_title(owner), model,
+                title && strchr("aeiou", title[0]) ? "n" : "", title ? title : "?",
+                predict_keys_of(task, keys, sizeof keys));
+        vt_model_destroy(m);
+        return EXIT_USAGE;
+    }
+    if (!predicts(task)) { /* a task the library added since */
+        char msg[256];
+        const char *title = vt_task_title(task);
+        snprintf(msg, sizeof msg, "%s is a%s %s model: vt predict does not show its results yet",
+                 model, title && strchr("aeiou", title[0]) ? "n" : "", title ? title : "?");
+        vt_model_destroy(m);
+        return fail(a->cmd, VT_ERR_UNSUPPORTED, msg);
+    }
+    predict_job job = {m, task, out_s ? out_s : "predictions", color, (float)conf,
                        (float)iou, (int)max_det, (int)top, NULL, vt_model_num_classes(m)};
     if (job.top > job.k) job.top = job.k;
-    if (job.task == VT_TASK_CLASSIFY && !(job.scores = malloc((size_t)job.k * sizeof(float)))) {
+    if (!(job.scores = malloc((size_t)(job.k > 0 ? job.k : 1) * sizeof(float)))) {
         vt_model_destroy(m);
         return fail(a->cmd, VT_ERR_OUT_OF_MEMORY, "out of memory");
     }

@@ -42,9 +42,24 @@ void take_scope(args *a, int scope, char *opts, size_t cap, char *valid, size_t 
 int flag_value(const char *cmd, const char *key, const char *v, int *out);
 int int_value(const char *cmd, const char *key, const char *v, long lo, long hi, long *out);
 int num_value(const char *cmd, const char *key, const char *v, double lo, double *out);
-/* task=classify|detect|segment; default: detect for a .yaml/.yml/.json or a folder holding a
- * data.yaml, else classify. */
+/* task=NAME, a name of a task the library lists (vt_task_next, vt_task_name): 0, or EXIT_USAGE
+ * after "vt CMD: task=x: valid tasks: classify, detect, ..."; a NULL value leaves *task. */
+int parse_task(const char *cmd, const char *v, vt_task *task);
+/* task= as parse_task; without it the data layout's guess: detect for a .yaml/.yml/.json or a
+ * folder holding a data.yaml, else classify. */
 int task_value(const char *cmd, const char *v, const char *data, vt_task *task);
+/* The task of a run without task=: a model name's own (vt_arch_task: det-* detect, seg-*
+ * segment, ...), else `guess` (the layout's).  A classifier's name leaves the guess: any
+ * layout has images to classify (vt estimate of a classifier on a detection set's counts). */
+vt_task model_task_or(const char *arch, vt_task guess);
+/* The names of the tasks the library lists, joined by sep ("classify|detect|segment"). */
+const char *task_names(const char *sep, char *buf, size_t cap);
+/* Whether a task's labels are one per image (classification), not objects or pixels: its
+ * dataset tables count images, a dropped label is an "entry", there are no boxes. */
+int labels_per_image(vt_task task);
+/* The words for a metric in a sentence ("pixel accuracy"), else its table label
+ * (vt_metric_label). */
+const char *metric_words(vt_metric m);
 
 /* ---- failures, formatting, files, SIGINT (common.c) ----------------------------------------- */
 
@@ -86,9 +101,8 @@ typedef struct {
     int header_done, bar_shown;
     int best_epoch;
     int epochs_seen;    /* epoch ends of this session (the table printed or not) */
-    double best_top1;   /* classification: top-1; detection: mAP50-95 */
-    int det;            /* detection columns */
-    int seg;            /* segmentation columns */
+    double best_value;  /* the best fitness (vt_task_fitness: top-1, mAP50-95, mIoU, ...) */
+    vt_task task;       /* the run's: its metrics are the table's columns (vt_task_metrics) */
     vt_trainer *trainer; /* for its run folder, named once at the first event */
     int dir_shown;
     int auto_batch;     /* batch=-1: name the batch the run chose at the first event */
@@ -126,6 +140,11 @@ void print_data_summary(const vt_dataset *ds, const char *data, const data_info 
 int write_problems(const vt_dataset *ds, const char *dir, char *path, size_t cap);
 
 /* ---- help (help.c) -------------------------------------------------------------------------- */
+
+/* The help texts hold placeholders filled from the library when printed: @TRAINER_KEYS@ (the
+ * trainer's option keys), @TASKS@ (classify|detect|...), and @MODELS@ (every model name by
+ * task, each task's default marked); a line holding @MODELS@ is written unwrapped and is
+ * wrapped at 88 columns when printed, its continuation lines indented as its value is. */
 
 extern const char *const usage_text;
 const char *help_for(const char *cmd);

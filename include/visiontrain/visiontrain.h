@@ -442,7 +442,7 @@ VT_API vt_status vt_device_info(int device, char *name, size_t name_cap, int *cc
 typedef struct vt_dataset vt_dataset;
 
 /* Open a dataset.  For VT_TASK_DETECT see "detection datasets" below (data.yaml or COCO
- * JSON), for VT_TASK_SEGMENT "segmentation datasets".  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
+ * JSON), for VT_TASK_SEGMENT and VT_TASK_INSTANCE "segmentation datasets".  For VT_TASK_CLASSIFY the ImageFolder layout is expected:
  *   path/train/<class>/<name>.png|jpg|jpeg   path/val/<class>/...   (also "valid", optional "test")
  * Class names are the sorted sub-folder names of train/.  Only file names are read here; images
  * are decoded when training.  Fails with VT_ERR_NOT_FOUND (no such folder / no train split) or
@@ -469,8 +469,8 @@ VT_API const char *vt_dataset_last_error(const vt_dataset *dataset);
 
 /* ---- detection datasets ----------------------------------------------------------------- *
  *
- * vt_dataset_open(&ds, VT_TASK_DETECT, path) accepts (segmentation: see "segmentation
- * datasets" below):
+ * vt_dataset_open(&ds, VT_TASK_DETECT, path) accepts (semantic and instance segmentation: see
+ * "segmentation datasets" below):
  *
  *  - an Ultralytics YOLO data.yaml (a path ending in .yaml or .yml), or a folder holding
  *    data.yaml.  Keys: `path` (dataset root; relative to the folder of the yaml file, which is
@@ -583,7 +583,8 @@ VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char
  *    [[x1, y1, x2, y2, ...], ...] in pixels: each part of an object is one polygon (points more
  *    than a pixel outside the image: COORD_RANGE, dropped; nearer ones are clamped).  RLE
  *    segmentations are recorded ("RLE masks are not supported yet", VT_PROBLEM_BAD_ANNOTATION)
- *    and dropped; `iscrowd` annotations are skipped.
+ *    and dropped (instance datasets decode them, see below); `iscrowd` annotations are
+ *    skipped.
  *  - mask PNGs: a data.yaml with `masks: <folder>` (e.g. `masks: masks`).  The mask of an image
  *    is its path with the last "/images/" replaced by "/<folder>/" and the extension by ".png":
  *    an 8-bit grayscale PNG of the image's size whose pixel values are class ids.  `ignore: N`
@@ -606,7 +607,32 @@ VT_API vt_status vt_dataset_problem(const vt_dataset *dataset, int k, const char
  * (x + 0.5, y + 0.5) is, by the even-odd rule; a centre exactly on a left or top edge is inside,
  * on a right or bottom edge outside, so polygons sharing an edge never share a pixel.  Where
  * polygons overlap, the smaller (by area) is drawn last and wins, as Ultralytics does; equal
- * areas keep label order (later on top). */
+ * areas keep label order (later on top).
+ *
+ * vt_dataset_open(&ds, VT_TASK_INSTANCE, path) opens a dataset for INSTANCE segmentation: each
+ * object has a box, a class and its own outline.  The layouts are the polygon ones above, read
+ * per object:
+ *
+ *  - YOLO-seg: one object a line, "class x1 y1 ... xn yn", with the problems above.  A
+ *    detection line "class cx cy w h" is an object without an outline:
+ *    VT_PROBLEM_POLYGON_POINTS with file and line, the object dropped.
+ *  - COCO: one object per annotation.  Its `segmentation` is a list of polygons, each a part of
+ *    that one object (a bad part is recorded and dropped, the others kept), or an RLE mask
+ *    {"counts": [n0, n1, ...] or pycocotools' compressed string, "size": [height, width]} of
+ *    the image's size, decoded and traced into polygon parts: one per 4-connected region, its
+ *    outer boundary along pixel edges, so exact at the mask's resolution except that holes are
+ *    filled.  A bad RLE (counts that do not add up to height x width, a bad character, another
+ *    size) and an annotation without a `segmentation` (a bbox only) are
+ *    VT_PROBLEM_BAD_ANNOTATION naming "annotations[i] (id N)", the object dropped; an RLE
+ *    without a pixel is ZERO_SIZE.  `iscrowd` annotations are skipped, as Ultralytics' COCO
+ *    converter skips them.
+ *
+ * Classes are the detection classes (no background, no shift; there is no `masks:` layout).
+ * An object's box (vt_dataset_box) is the bounding box of all its parts (not COCO's `bbox`);
+ * vt_dataset_num_polygons / vt_dataset_polygon list the parts of an image's objects in box
+ * order, each with its object's class (>= 0 here).  vt_dataset_mask does not apply
+ * (VT_ERR_UNSUPPORTED) and the ignore value is -1.  The policies, decode=1 and
+ * vt_dataset_validate treat these problems as any other label problem. */
 
 /* Number of polygons of image i (0 for an out-of-range index or a dataset without polygons). */
 VT_API int vt_dataset_num_polygons(const vt_dataset *dataset, vt_split split, int i);
@@ -872,6 +898,23 @@ VT_API vt_status vt_model_detect_pixels(vt_model *model, const uint8_t *pixels, 
                                         int height, int channels, size_t stride, float conf,
                                         float iou, int max_det, int *classes, float *scores,
                                         float *boxes, int cap, int *count);
+
+/* Instance segmentation ("iseg-..."; VT_ERR_UNSUPPORTED for other tasks): the objects as
+ * vt_model_detect_* gives them (classes, scores, boxes, the same conf, iou and max_det), and
+ * each one's mask: plane k of masks (width x height bytes of the image's own size, row-major,
+ * cap planes) is 1 where object k is, 0 elsewhere.  The four arrays fill as one buffer per the
+ * buffer rule (see top): cap and *count count objects, the buffer is NULL unless all four are
+ * given.  _file decodes a PNG or JPEG and gives its size in *width, *height (each may be NULL)
+ * so that a size query tells how large the masks are; _pixels takes 8-bit interleaved pixels
+ * like vt_model_predict_pixels. */
+VT_API vt_status vt_model_instances_file(vt_model *model, const char *path, float conf,
+                                         float iou, int max_det, int *width, int *height,
+                                         int *classes, float *scores, float *boxes,
+                                         uint8_t *masks, int cap, int *count);
+VT_API vt_status vt_model_instances_pixels(vt_model *model, const uint8_t *pixels, int width,
+                                           int height, int channels, size_t stride, float conf,
+                                           float iou, int max_det, int *classes, float *scores,
+                                           float *boxes, uint8_t *masks, int cap, int *count);
 
 /* Segment one image with a segmentation model ("seg-..."; VT_ERR_UNSUPPORTED for other tasks):
  * the class id of every pixel of the image at its own size, row-major, one byte a pixel.  The

@@ -66,6 +66,9 @@ void vt_aug_labels_free(vt_aug_labels *l)
     free(l->box);
     free(l->poly_off);
     free(l->poly_n);
+    free(l->part_off);
+    free(l->part_cnt);
+    free(l->part_len);
     free(l->xy);
     vt_aug_labels_init(l);
 }
@@ -74,6 +77,7 @@ void vt_aug_labels_clear(vt_aug_labels *l)
 {
     l->n = 0;
     l->nxy = 0;
+    l->npart = 0;
 }
 
 static vt_status grow_objects(vt_aug_labels *l, int need)
@@ -90,7 +94,25 @@ static vt_status grow_objects(vt_aug_labels *l, int need)
     int *n = vt_realloc(l->poly_n, sizeof *n * cap);
     if (!n) return VT_ERR_OUT_OF_MEMORY;
     l->poly_n = n;
+    int *po = vt_realloc(l->part_off, sizeof *po * cap);
+    if (!po) return VT_ERR_OUT_OF_MEMORY;
+    l->part_off = po;
+    int *pc = vt_realloc(l->part_cnt, sizeof *pc * cap);
+    if (!pc) return VT_ERR_OUT_OF_MEMORY;
+    l->part_cnt = pc;
     l->cap = cap;
+    return VT_OK;
+}
+
+static vt_status grow_parts(vt_aug_labels *l, int need)
+{
+    if (need <= l->cap_part) return VT_OK;
+    int cap = l->cap_part ? l->cap_part : 8;
+    while (cap < need) cap *= 2;
+    int *p = vt_realloc(l->part_len, sizeof *p * cap);
+    if (!p) return VT_ERR_OUT_OF_MEMORY;
+    l->part_len = p;
+    l->cap_part = cap;
     return VT_OK;
 }
 
@@ -119,16 +141,31 @@ vt_status vt_aug_labels_add_box(vt_aug_labels *l, int cls, float x0, float y0, f
     b->y1 = fmaxf(y0, y1);
     l->poly_off[l->n] = 0;
     l->poly_n[l->n] = 0;
+    l->part_off[l->n] = l->npart;
+    l->part_cnt[l->n] = 0;
     l->n++;
     return VT_OK;
 }
 
 vt_status vt_aug_labels_add_poly(vt_aug_labels *l, int cls, const float *xy, int n)
 {
-    if (!xy || n < 3)
+    return vt_aug_labels_add_parts(l, cls, xy, &n, 1);
+}
+
+vt_status vt_aug_labels_add_parts(vt_aug_labels *l, int cls, const float *xy, const int *part_n,
+                                  int nparts)
+{
+    if (!xy || !part_n || nparts < 1)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: a polygon needs at least 3 points");
+    int n = 0;
+    for (int k = 0; k < nparts; k++) {
+        if (part_n[k] < 3 || part_n[k] > (1 << 28) - n)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: a polygon needs at least 3 points");
+        n += part_n[k];
+    }
     vt_status st = grow_objects(l, l->n + 1);
     if (!st) st = grow_points(l, l->nxy + n);
+    if (!st) st = grow_parts(l, l->npart + nparts);
     if (st) return st;
     float x0 = xy[0], x1 = xy[0], y0 = xy[1], y1 = xy[1];
     for (int k = 1; k < n; k++) {
@@ -141,6 +178,10 @@ vt_status vt_aug_labels_add_poly(vt_aug_labels *l, int cls, const float *xy, int
     l->box[l->n] = (vt_aug_box){cls, x0, y0, x1, y1};
     l->poly_off[l->n] = l->nxy;
     l->poly_n[l->n] = n;
+    l->part_off[l->n] = l->npart;
+    l->part_cnt[l->n] = nparts;
+    memcpy(l->part_len + l->npart, part_n, sizeof *part_n * (size_t)nparts);
+    l->npart += nparts;
     l->nxy += n;
     l->n++;
     return VT_OK;
@@ -152,21 +193,42 @@ const float *vt_aug_labels_poly(const vt_aug_labels *l, int i, int *n)
     return *n ? l->xy + 2 * (size_t)l->poly_off[i] : NULL;
 }
 
+int vt_aug_labels_num_parts(const vt_aug_labels *l, int i) { return l->part_cnt[i]; }
+
+const float *vt_aug_labels_part(const vt_aug_labels *l, int i, int k, int *n)
+{
+    if (k < 0 || k >= l->part_cnt[i]) {
+        *n = 0;
+        return NULL;
+    }
+    const int *len = l->part_len + l->part_off[i];
+    int skip = 0;
+    for (int q = 0; q < k; q++) skip += len[q];
+    *n = len[k];
+    return l->xy + 2 * ((size_t)l->poly_off[i] + skip);
+}
+
 vt_status vt_aug_labels_append(vt_aug_labels *dst, const vt_aug_labels *src)
 {
     if (!dst || !src || dst == src)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_aug_labels_append: bad arguments");
     vt_status st = grow_objects(dst, dst->n + src->n);
     if (!st) st = grow_points(dst, dst->nxy + src->nxy);
+    if (!st) st = grow_parts(dst, dst->npart + src->npart);
     if (st) return st;
     for (int i = 0; i < src->n; i++) {
         dst->box[dst->n + i] = src->box[i];
         dst->poly_n[dst->n + i] = src->poly_n[i];
         dst->poly_off[dst->n + i] = src->poly_n[i] ? src->poly_off[i] + dst->nxy : 0;
+        dst->part_cnt[dst->n + i] = src->part_cnt[i];
+        dst->part_off[dst->n + i] = src->part_off[i] + dst->npart;
     }
     if (src->nxy) memcpy(dst->xy + 2 * (size_t)dst->nxy, src->xy, sizeof(float) * 2 * src->nxy);
+    if (src->npart)
+        memcpy(dst->part_len + dst->npart, src->part_len, sizeof(int) * (size_t)src->npart);
     dst->n += src->n;
     dst->nxy += src->nxy;
+    dst->npart += src->npart;
     return VT_OK;
 }
 

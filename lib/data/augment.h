@@ -71,15 +71,21 @@ typedef struct vt_aug_box {
     float x0, y0, x1, y1; /* pixel corners, x0 <= x1, y0 <= y1 */
 } vt_aug_box;
 
-/* The objects of one image.  Object i has box[i]; when poly_n[i] > 0 it also has a polygon (a
- * YOLO-seg outline) of poly_n[i] points xy[2*poly_off[i] ..], and box[i] is that polygon's
- * bounding box.  Zero-initialise (or vt_aug_labels_init) before use. */
+/* The objects of one image.  Object i has box[i]; when poly_n[i] > 0 it also has an outline of
+ * poly_n[i] points xy[2*poly_off[i] ..], and box[i] is that outline's bounding box.  The
+ * outline is one polygon (a YOLO-seg line) or several parts (an instance of several COCO
+ * polygons): part_cnt[i] parts (0 for a box, 1 for one polygon) whose point counts are
+ * part_len[part_off[i] ..], their points one after the other.  Each part is transformed and
+ * clipped as a polygon of its own.  Zero-initialise (or vt_aug_labels_init) before use. */
 typedef struct vt_aug_labels {
     vt_aug_box *box;
     int *poly_off, *poly_n;
+    int *part_off, *part_cnt;
     float *xy;
     int n, cap;      /* objects */
     int nxy, cap_xy; /* polygon points */
+    int *part_len;
+    int npart, cap_part; /* parts */
 } vt_aug_labels;
 
 void vt_aug_labels_init(vt_aug_labels *l);
@@ -89,10 +95,18 @@ vt_status vt_aug_labels_add_box(vt_aug_labels *l, int cls, float x0, float y0, f
                                 float y1);
 /* A polygon of n >= 3 points (x, y pairs); the box is its bounding box. */
 vt_status vt_aug_labels_add_poly(vt_aug_labels *l, int cls, const float *xy, int n);
+/* An outline of nparts >= 1 parts, part k of part_n[k] >= 3 points, the parts' points one after
+ * the other in xy; the box is the bounding box of them all. */
+vt_status vt_aug_labels_add_parts(vt_aug_labels *l, int cls, const float *xy, const int *part_n,
+                                  int nparts);
 /* Append all of src's objects to dst (dst != src). */
 vt_status vt_aug_labels_append(vt_aug_labels *dst, const vt_aug_labels *src);
-/* Object i's polygon (NULL and *n = 0 for a box-only object). */
+/* Object i's outline: all its points, its parts one after the other (NULL and *n = 0 for a
+ * box-only object). */
 const float *vt_aug_labels_poly(const vt_aug_labels *l, int i, int *n);
+/* Object i's parts (0 for a box-only object), and part k of them (its points, *n of them). */
+int vt_aug_labels_num_parts(const vt_aug_labels *l, int i);
+const float *vt_aug_labels_part(const vt_aug_labels *l, int i, int k, int *n);
 
 /* ---- geometry ------------------------------------------------------------------------------
  * A projective transform from source to output pixel coordinates (continuous, see the top):
@@ -123,7 +137,8 @@ vt_status vt_aug_warp_image(const vt_image *src, const vt_aug_transform *t, int 
  * [0, out_h] (Sutherland-Hodgman); the new box is the bounding box of what is left.  So a box
  * is the enclosing box of its transformed corners when it is fully in view, and of its visible
  * part when it is cut (tighter than Ultralytics, which clips the corners' box, and consistent
- * with the pixels).  A polygon object keeps its clipped polygon.  Then the drop rule
+ * with the pixels).  A polygon object keeps its clipped polygon; an object of several parts
+ * keeps the parts with something left, its box theirs.  Then the drop rule
  * (Ultralytics box_candidates) keeps an object only when, with w, h its new size and w0, h0
  * its size before the transform:
  *     w > 2 and h > 2 pixels,

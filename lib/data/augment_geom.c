@@ -875,76 +875,109 @@ static int keep_box(double w0, double h0, double gain, double w, double h)
     return ar < 20.0;
 }
 
+/* Transform one polygon of np points (or a box, xy NULL) and clip it to the rectangle: the
+ * result in b0 (b1 is scratch; both hold 6 np + 8 points); its point count, < 3 when nothing
+ * is left (or a point maps behind the horizon). */
+static int map_clip(const vt_aug_transform *t, const float *xy, int np, const vt_aug_box *bx,
+                    const double clip[4], double *b0, double *b1)
+{
+    int ok = 1;
+    if (xy) {
+        for (int k = 0; k < np && ok; k++)
+            ok = map_point(t->m, xy[2 * k], xy[2 * k + 1], &b0[2 * k], &b0[2 * k + 1]);
+    } else {
+        /* A box is the polygon of its corners, so that a rotated box cut by the canvas edge
+         * gets the box of its visible part (the transformed corners' box, then clipped, as
+         * Ultralytics does, can reach far beyond the pixels) */
+        const double px[4] = {bx->x0, bx->x1, bx->x1, bx->x0};
+        const double py[4] = {bx->y0, bx->y0, bx->y1, bx->y1};
+        np = 4;
+        for (int k = 0; k < 4 && ok; k++)
+            ok = map_point(t->m, px[k], py[k], &b0[2 * k], &b0[2 * k + 1]);
+    }
+    if (!ok) return 0;
+    np = clip_stage(b0, np, b1, 0, clip[0], 1.0);
+    np = clip_stage(b1, np, b0, 0, clip[2], -1.0);
+    np = clip_stage(b0, np, b1, 1, clip[1], 1.0);
+    np = clip_stage(b1, np, b0, 1, clip[3], -1.0);
+    return np;
+}
+
 vt_status vt_aug_map_labels(vt_aug_labels *l, const vt_aug_transform *t, const float clip[4],
                            int drop_rule)
 {
     if (!l || !t || !clip || !(clip[2] >= clip[0]) || !(clip[3] >= clip[1]))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "augment: bad label transform arguments");
     if (l->n == 0) return VT_OK;
+    /* Scratch: two ping-pong buffers for the clip stages of one part (1.5^4 n < 6n + 8 points
+     * each), and the float results of all parts of an object. */
     int maxpt = 4; /* a box is a 4-point polygon */
-    for (int i = 0; i < l->n; i++)
-        if (l->poly_n[i] > maxpt) maxpt = l->poly_n[i];
-    /* Two ping-pong buffers for the clip stages (1.5^4 n < 6n + 8 points each). */
+    size_t maxobj = 4 * 6 + 8;
+    for (int i = 0; i < l->n; i++) {
+        size_t obj = 0;
+        for (int k = 0; k < l->part_cnt[i]; k++) {
+            int len = l->part_len[l->part_off[i] + k];
+            if (len > maxpt) maxpt = len;
+            obj += (size_t)6 * len + 8;
+        }
+        if (obj > maxobj) maxobj = obj;
+    }
     size_t bufpts = (size_t)6 * maxpt + 8;
     double *b0, *b1;
     float *f;
+    int *fparts; /* the point counts of an object's kept parts (a box: one) */
     b0 = vt_malloc(bufpts * 2 * sizeof(double));
     b1 = vt_malloc(bufpts * 2 * sizeof(double));
-    f = vt_malloc(bufpts * 2 * sizeof(float));
-    if (!b0 || !b1 || !f) {
+    f = vt_malloc(maxobj * 2 * sizeof(float));
+    fparts = vt_malloc(((size_t)l->npart + 1) * sizeof *fparts);
+    if (!b0 || !b1 || !f || !fparts) {
         free(b0);
         free(b1);
         free(f);
+        free(fparts);
         return VT_ERR_OUT_OF_MEMORY;
     }
     vt_aug_labels out;
     vt_aug_labels_init(&out);
     vt_status st = VT_OK;
-    const double cx0 = clip[0], cy0 = clip[1], cx1 = clip[2], cy1 = clip[3];
+    const double cl[4] = {clip[0], clip[1], clip[2], clip[3]};
     for (int i = 0; i < l->n && !st; i++) {
         const vt_aug_box *bx = &l->box[i];
         double w0 = bx->x1 - bx->x0, h0 = bx->y1 - bx->y0;
         double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
-        int np = l->poly_n[i], is_poly = np > 0, ok = 1;
-        if (is_poly) {
-            const float *xy = l->xy + 2 * (size_t)l->poly_off[i];
-            for (int k = 0; k < np && ok; k++)
-                ok = map_point(t->m, xy[2 * k], xy[2 * k + 1], &b0[2 * k], &b0[2 * k + 1]);
-        } else {
-            /* A box is the polygon of its corners, so that a rotated box cut by the canvas edge
-             * gets the box of its visible part (the transformed corners' box, then clipped, as
-             * Ultralytics does, can reach far beyond the pixels) */
-            const double px[4] = {bx->x0, bx->x1, bx->x1, bx->x0};
-            const double py[4] = {bx->y0, bx->y0, bx->y1, bx->y1};
-            np = 4;
-            for (int k = 0; k < 4 && ok; k++)
-                ok = map_point(t->m, px[k], py[k], &b0[2 * k], &b0[2 * k + 1]);
+        int nparts = l->part_cnt[i], is_poly = l->poly_n[i] > 0;
+        int kept = 0, nf = 0; /* parts kept, and their points in f */
+        const float *xy = is_poly ? l->xy + 2 * (size_t)l->poly_off[i] : NULL;
+        for (int k = 0; k < (is_poly ? nparts : 1); k++) {
+            int len = is_poly ? l->part_len[l->part_off[i] + k] : 4;
+            int np = map_clip(t, xy, len, bx, cl, b0, b1);
+            if (xy) xy += 2 * (size_t)len;
+            if (np < 3) continue;
+            float *fk = f + 2 * (size_t)nf;
+            for (int q = 0; q < np; q++) {
+                /* the float copy defines a stored polygon's box, so the box is taken from it */
+                fk[2 * q] = (float)b0[2 * q];
+                fk[2 * q + 1] = (float)b0[2 * q + 1];
+                x0 = fmin(x0, fk[2 * q]);
+                x1 = fmax(x1, fk[2 * q]);
+                y0 = fmin(y0, fk[2 * q + 1]);
+                y1 = fmax(y1, fk[2 * q + 1]);
+            }
+            fparts[kept++] = np;
+            nf += np;
         }
-        if (!ok) continue;
-        np = clip_stage(b0, np, b1, 0, cx0, 1.0);
-        np = clip_stage(b1, np, b0, 0, cx1, -1.0);
-        np = clip_stage(b0, np, b1, 1, cy0, 1.0);
-        np = clip_stage(b1, np, b0, 1, cy1, -1.0);
-        if (np < 3) continue;
-        for (int k = 0; k < np; k++) {
-            /* the float copy defines a stored polygon's box, so the box is taken from it */
-            f[2 * k] = (float)b0[2 * k];
-            f[2 * k + 1] = (float)b0[2 * k + 1];
-            x0 = fmin(x0, f[2 * k]);
-            x1 = fmax(x1, f[2 * k]);
-            y0 = fmin(y0, f[2 * k + 1]);
-            y1 = fmax(y1, f[2 * k + 1]);
-        }
+        if (!kept) continue;
         if (drop_rule ? !keep_box(w0, h0, t->gain, x1 - x0, y1 - y0)
                       : !(x1 > x0 && y1 > y0))
             continue;
-        st = is_poly ? vt_aug_labels_add_poly(&out, bx->cls, f, np)
+        st = is_poly ? vt_aug_labels_add_parts(&out, bx->cls, f, fparts, kept)
                     : vt_aug_labels_add_box(&out, bx->cls, (float)x0, (float)y0, (float)x1,
                                             (float)y1);
     }
     free(b0);
     free(b1);
     free(f);
+    free(fparts);
     if (st) {
         vt_aug_labels_free(&out);
         return st;

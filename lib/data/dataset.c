@@ -203,6 +203,8 @@ VT_API void vt_dataset_destroy(vt_dataset *ds)
         free(ds->split[s].boxes);
         free(ds->split[s].polys);
         free(ds->split[s].poly_xy);
+        free(ds->split[s].part_start);
+        free(ds->split[s].parts);
         for (int i = 0; ds->split[s].mask_paths && i < ds->split[s].n; i++)
             free(ds->split[s].mask_paths[i]);
         free(ds->split[s].mask_paths);
@@ -230,6 +232,7 @@ static const vt_labels task_labels[] = {
     {VT_TASK_CLASSIFY, .image_class = 1},
     {VT_TASK_DETECT, .boxes = 1},
     {VT_TASK_SEGMENT, .masks = 1},
+    {VT_TASK_INSTANCE, .boxes = 1, .instances = 1},
 };
 
 const vt_labels *vt_task_labels(vt_task task)

@@ -27,11 +27,19 @@ typedef struct vt_split_list {
      * entries.  Both NULL for classification. */
     int *box_start;
     vt_det_box *boxes;
-    /* Segmentation polygon datasets (YOLO-seg, COCO): polys[j] is the outline of boxes[j] (one
-     * polygon per box, same order, so image i owns polys[box_start[i] .. box_start[i+1])), its
-     * points in poly_xy.  NULL otherwise. */
+    /* Semantic segmentation polygon datasets (YOLO-seg, COCO; labels->masks): polys[j] is the
+     * outline of boxes[j] (one polygon per box, same order, so image i owns
+     * polys[box_start[i] .. box_start[i+1])), its points in poly_xy.  NULL otherwise. */
     vt_seg_poly *polys;
     float *poly_xy;
+    /* Instance segmentation datasets (labels->instances): object j (boxes[j]) is the union of
+     * its parts parts[part_start[j] .. part_start[j+1]) (at least one each: a YOLO-seg line is
+     * one part, a COCO annotation one part per polygon or per traced RLE region), polygons
+     * whose cls is the object's class (not shifted) and whose points are in poly_xy; boxes[j]
+     * is the bounding box of all its parts.  part_start has box_start[n] + 1 entries.  Both
+     * NULL in other datasets; polys is NULL in instance datasets. */
+    int *part_start;
+    vt_seg_poly *parts;
     /* Segmentation mask layout (data.yaml `masks:`): the class-id PNG of each image; NULL
      * otherwise (and then boxes are empty). */
     char **mask_paths;
@@ -51,15 +59,22 @@ enum { VT_DS_POLICY_DROP = 0, VT_DS_POLICY_SKIP = 1, VT_DS_POLICY_FAIL = 2 };
 /* What a task's dataset is labelled with.  The format readers, the tools and the loader test
  * these, never the task: vt_task_labels (dataset.c) is the one place lib/data maps a task to
  * its labels, so a new task that labels like an existing one (or combines them: instance
- * segmentation = boxes + masks) is one line there. */
+ * segmentation = boxes + instances) is one line there. */
 typedef struct vt_labels {
     vt_task task;
     unsigned char image_class; /* one class per image: the ImageFolder layout */
     unsigned char boxes;       /* objects' boxes: data.yaml / COCO layouts */
-    unsigned char masks;       /* per-pixel class masks, from polygons (class 0 is the added
-                                * "background") or from mask PNGs; `masks:`/`ignore:` in
-                                * data.yaml, COCO categories shift by one */
+    unsigned char masks;       /* semantic segmentation: a per-pixel class map, from polygons
+                                * (class 0 is the added "background", object classes shift by
+                                * one) or from mask PNGs; `masks:`/`ignore:` in data.yaml */
+    unsigned char instances;   /* instance segmentation: each object (box) has its own outline
+                                * of one or more polygon parts (split_list.parts), classes as
+                                * detection's (no background, no shift); COCO RLE decoded */
 } vt_labels;
+
+/* Whether a dataset's labels are polygons read from YOLO-seg lines or COCO `segmentation`
+ * (semantic polygon datasets and instance datasets alike). */
+static inline int vt_labels_polygons(const vt_labels *l) { return l->masks || l->instances; }
 
 /* The labels of a task's datasets, NULL for an unknown task. */
 const vt_labels *vt_task_labels(vt_task task);

@@ -3,6 +3,7 @@
  * include/visiontrain/visiontrain.h ("detection datasets").  JSON has no usable line numbers once parsed, so problems
  * name the entry ("annotations[17]") instead; syntax errors carry line and column. */
 #include "data/detect_data.h"
+#include "data/rle.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ typedef struct coco_ann {
     int entry; /* index in "annotations", for messages */
     vt_det_box box;
     int off, npts; /* segmentation: the polygon's points in the scratch array (npts 0: none) */
+    int part0, nparts; /* instance segmentation: its parts' point counts in the part scratch */
 } coco_ann;
 
 /* Growable scratch of polygon points (normalised x, y pairs). */
@@ -154,6 +156,196 @@ static vt_status parse_segmentation(vt_dataset *ds, const char *file, int i, jso
         pts->n += nv / 2;
     }
     return st;
+}
+
+/* ---- instance segmentation ------------------------------------------------------------------ */
+
+/* Growable scratch of part point counts (instances: an annotation's parts). */
+typedef struct int_buf {
+    int *v;
+    int n, cap;
+} int_buf;
+
+static vt_status int_push(int_buf *b, int x)
+{
+    if (b->n == b->cap) {
+        if (b->cap > INT32_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many polygon parts");
+        int cap = b->cap ? b->cap * 2 : 1024;
+        int *v = vt_realloc(b->v, (size_t)cap * sizeof *v);
+        if (!v) return VT_ERR_OUT_OF_MEMORY;
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n++] = x;
+    return VT_OK;
+}
+
+/* Points of one instance at most (as for a YOLO-seg line), and the largest RLE mask decoded:
+ * the decoder's image limit, so a hostile "size" cannot exhaust memory. */
+#define MAX_INSTANCE_POINTS 100000
+#define MAX_RLE_PIXELS ((int64_t)1 << 28)
+
+/* " (id N)" of an annotation that has an integer id, else "". */
+static void ann_id(json_object *o, char *buf, size_t cap)
+{
+    json_object *x;
+    buf[0] = 0;
+    if (json_object_object_get_ex(o, "id", &x) && json_object_is_type(x, json_type_int))
+        snprintf(buf, cap, " (id %lld)", (long long)json_object_get_int64(x));
+}
+
+/* An RLE segmentation {"counts": [...] | "...", "size": [h, w]}: decoded, its outer contours
+ * traced (rle.h) and appended to pts / parts as normalised parts.  *nparts counts them (0 when
+ * the annotation was dropped, its problem recorded). */
+static vt_status parse_rle(vt_dataset *ds, const char *file, int i, const char *id,
+                           json_object *seg, const coco_img *img, pt_buf *pts, int_buf *parts,
+                           int *nparts)
+{
+    *nparts = 0;
+    json_object *counts, *size;
+    int64_t hw[2] = {0, 0};
+    int ok = json_object_object_get_ex(seg, "size", &size) &&
+             json_object_is_type(size, json_type_array) && json_object_array_length(size) == 2;
+    for (int k = 0; ok && k < 2; k++) {
+        json_object *e = json_object_array_get_idx(size, (size_t)k);
+        ok = json_object_is_type(e, json_type_int);
+        if (ok) hw[k] = json_object_get_int64(e);
+    }
+    ok = ok && json_object_object_get_ex(seg, "counts", &counts) &&
+         (json_object_is_type(counts, json_type_array) ||
+          json_object_is_type(counts, json_type_string));
+    if (!ok)
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]%s: RLE segmentation needs \"counts\" (a list "
+                                 "or a string) and \"size\" [height, width]; dropped", i, id);
+    if (hw[0] != img->h || hw[1] != img->w)
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]%s: RLE \"size\" [%lld, %lld] is not the "
+                                 "image's [height %d, width %d]; dropped", i, id,
+                                 (long long)hw[0], (long long)hw[1], img->h, img->w);
+    if ((int64_t)img->w * img->h > MAX_RLE_PIXELS)
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]%s: RLE mask of %dx%d pixels is over the limit "
+                                 "of 2^28; dropped", i, id, img->w, img->h);
+    uint8_t *mask = vt_malloc((size_t)img->w * img->h);
+    int64_t *cv = NULL;
+    if (!mask) return VT_ERR_OUT_OF_MEMORY;
+    char why[200] = "";
+    vt_status st = VT_OK, bad = VT_OK;
+    if (json_object_is_type(counts, json_type_string)) {
+        bad = vt_rle_decode_string(json_object_get_string(counts), img->h, img->w, mask, why,
+                                   sizeof why);
+    } else {
+        size_t n = json_object_array_length(counts);
+        cv = vt_malloc((n ? n : 1) * sizeof *cv);
+        if (!cv) st = VT_ERR_OUT_OF_MEMORY;
+        for (size_t k = 0; !st && !bad && k < n; k++) {
+            json_object *e = json_object_array_get_idx(counts, k);
+            if (!json_object_is_type(e, json_type_int)) {
+                snprintf(why, sizeof why, "counts[%zu] is not an integer", k);
+                bad = VT_ERR_FORMAT;
+            } else {
+                cv[k] = json_object_get_int64(e);
+            }
+        }
+        if (!st && !bad) bad = vt_rle_decode_counts(cv, n, img->h, img->w, mask, why, sizeof why);
+    }
+    if (bad == VT_ERR_OUT_OF_MEMORY) st = bad;
+    float *xy = NULL;
+    int *pn = NULL, np = 0;
+    if (!st && !bad) {
+        bad = vt_rle_contours(mask, img->w, img->h, MAX_INSTANCE_POINTS, &xy, &pn, &np, why,
+                              sizeof why);
+        if (bad == VT_ERR_OUT_OF_MEMORY) st = bad;
+    }
+    if (!st && bad)
+        st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                               "annotations[%d]%s: bad RLE segmentation: %s; dropped", i, id, why);
+    else if (!st && np == 0)
+        st = vt_ds_problem_add(ds, file, 0, VT_PROBLEM_ZERO_SIZE,
+                               "annotations[%d]%s: RLE mask without a pixel; dropped", i, id);
+    int total = 0;
+    for (int k = 0; k < np; k++) total += pn[k];
+    if (!st && np > 0 && !(st = pt_reserve(pts, total))) {
+        float *dst = pts->v + 2 * (size_t)pts->n;
+        for (int k = 0; k < total; k++) {
+            /* as polygons are normalised (in double), so both forms give the same floats */
+            dst[2 * k] = (float)((double)xy[2 * k] / img->w);
+            dst[2 * k + 1] = (float)((double)xy[2 * k + 1] / img->h);
+        }
+        for (int k = 0; !st && k < np; k++) st = int_push(parts, pn[k]);
+        if (!st) {
+            pts->n += total;
+            *nparts = np;
+        }
+    }
+    free(mask);
+    free(cv);
+    free(xy);
+    free(pn);
+    return st;
+}
+
+/* Instance segmentation: annotation i as one object, all of its "segmentation" (polygons
+ * [[x1, y1, ...], ...] in pixels, each a part; or an RLE mask, its regions the parts) in one
+ * entry of an, its box the bounding box of its parts.  A bad polygon part is recorded and
+ * dropped, the others kept; an annotation without any usable outline (no "segmentation", an
+ * empty list, a bad RLE) is recorded and dropped.  *bad is set when anything was dropped. */
+static vt_status parse_instance(vt_dataset *ds, const char *file, int i, json_object *o,
+                                const coco_img *img, int cls, coco_ann **an, int *nann,
+                                int *cap_ann, pt_buf *pts, int_buf *parts, int *bad)
+{
+    char id[40];
+    ann_id(o, id, sizeof id);
+    json_object *seg;
+    if (!json_object_object_get_ex(o, "segmentation", &seg) ||
+        json_object_is_type(seg, json_type_null) ||
+        (json_object_is_type(seg, json_type_array) && json_object_array_length(seg) == 0)) {
+        *bad = 1;
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]%s: a box without a \"segmentation\" polygon: "
+                                 "instance segmentation needs each object's outline; dropped",
+                                 i, id);
+    }
+    int off = pts->n, part0 = parts->n, np = 0;
+    vt_status st = VT_OK;
+    if (json_object_is_type(seg, json_type_object)) {
+        st = parse_rle(ds, file, i, id, seg, img, pts, parts, &np);
+        if (!st && np == 0) *bad = 1;
+    } else if (!json_object_is_type(seg, json_type_array)) {
+        *bad = 1;
+        return vt_ds_problem_add(ds, file, 0, VT_PROBLEM_BAD_ANNOTATION,
+                                 "annotations[%d]%s: \"segmentation\" is neither a list of "
+                                 "polygons nor an RLE mask; dropped", i, id);
+    } else {
+        /* the polygon parts, read as semantic segmentation reads them, into a scratch list of
+         * one-part annotations that are then merged into one */
+        coco_ann *tmp = NULL;
+        int ntmp = 0, cap_tmp = 0;
+        st = parse_segmentation(ds, file, i, o, img, cls, &tmp, &ntmp, &cap_tmp, pts, bad);
+        for (int k = 0; !st && k < ntmp; k++) st = int_push(parts, tmp[k].npts);
+        if (!st) np = ntmp;
+        free(tmp);
+    }
+    if (st || np == 0) return st;
+    float lo[2] = {1, 1}, hi[2] = {0, 0};
+    for (int k = off; k < pts->n; k++)
+        for (int a = 0; a < 2; a++) {
+            float v = pts->v[2 * (size_t)k + a];
+            lo[a] = v < lo[a] ? v : lo[a];
+            hi[a] = v > hi[a] ? v : hi[a];
+        }
+    if ((st = ann_reserve(an, cap_ann, *nann))) return st;
+    coco_ann *a = &(*an)[(*nann)++];
+    a->img = img->index;
+    a->entry = i;
+    a->box = (vt_det_box){cls, (lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2, hi[0] - lo[0],
+                          hi[1] - lo[1]};
+    a->off = off;
+    a->npts = pts->n - off;
+    a->part0 = part0;
+    a->nparts = np;
+    return VT_OK;
 }
 
 static int cmp_cat(const void *a, const void *b)
@@ -382,11 +574,13 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     char first_missing[1600] = "";
     int nfound = 0;
     coco_img *im = vt_calloc((size_t)ni + 1, sizeof *im);
-    int cap_ann = na + 1, seg = ds->labels->masks;
+    int cap_ann = na + 1, seg = vt_labels_polygons(ds->labels), inst = ds->labels->instances;
     coco_ann *an = vt_calloc((size_t)cap_ann, sizeof *an);
     pt_buf pts = {0};
+    int_buf parts = {0}; /* instances: the point counts of their parts */
     int *entries = NULL; /* allocated once the annotation count is known */
     vt_det_builder b = {0};
+    b.inst = inst;
     st = im && an ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     int nim = 0;
     for (int i = 0; !st && i < ni; i++) {
@@ -466,7 +660,8 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
         json_object *o = json_object_array_get_idx(anns, (size_t)i), *x;
         if (json_object_is_type(o, json_type_object) &&
             json_object_object_get_ex(o, "iscrowd", &x) && json_object_get_boolean(x))
-            continue; /* crowd regions are not single objects */
+            continue; /* crowd regions are not single objects; Ultralytics' COCO converter
+                       * (convert_coco) skips them too, for boxes and segments alike */
         int64_t img_id, cat_id;
         json_object *bbox = NULL;
         double v[4] = {0, 0, 1, 1};
@@ -510,6 +705,13 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
                                    "dropped", i, (long long)cat_id);
             continue;
         }
+        if (inst) {
+            int dropped = 0;
+            st = parse_instance(ds, file, i, o, img, (int)(cat - cats), &an, &nann, &cap_ann,
+                                &pts, &parts, &dropped);
+            if (dropped) bad[img->index] = 1;
+            continue;
+        }
         if (seg) {
             int dropped = 0;
             st = parse_segmentation(ds, file, i, o, img, (int)(cat - cats) + 1, &an, &nann,
@@ -548,6 +750,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     /* Replay the images in order so the builder's per-image ranges come out right. */
     if (!st) {
         vt_det_builder out = {0};
+        out.inst = inst;
         int k = 0;
         for (int i = 0; !st && i < b.n; i++) {
             st = vt_det_builder_image(&out, b.paths[i]);
@@ -555,9 +758,12 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
             int nb = 0, before = ds->num_problems;
             for (; !st && k < nann && an[k].img == i; k++) {
                 entries[nb++] = an[k].entry;
-                st = seg ? vt_det_builder_poly(&out, &an[k].box, pts.v + 2 * (size_t)an[k].off,
-                                               an[k].npts)
-                         : vt_det_builder_box(&out, &an[k].box);
+                st = inst ? vt_det_builder_instance(&out, &an[k].box,
+                                                    pts.v + 2 * (size_t)an[k].off,
+                                                    parts.v + an[k].part0, an[k].nparts)
+                     : seg ? vt_det_builder_poly(&out, &an[k].box, pts.v + 2 * (size_t)an[k].off,
+                                                 an[k].npts)
+                           : vt_det_builder_box(&out, &an[k].box);
             }
             if (!st) st = vt_det_builder_dedupe(&out, ds, file, entries, "annotations");
             if (!st && ds->policy == VT_DS_POLICY_SKIP && (bad[i] || ds->num_problems > before)) {
@@ -593,6 +799,7 @@ static vt_status load_split(vt_dataset *ds, const char *file, json_object *root,
     free(im);
     free(an);
     free(pts.v);
+    free(parts.v);
     free(entries);
     return st;
 }

@@ -73,6 +73,7 @@ typedef struct label_ctx {
     vt_dataset *ds;
     int nc;  /* object classes of the file (class ids 0..nc-1 in label lines) */
     int seg; /* YOLO segmentation labels: "class x1 y1 x2 y2 ..." polygons */
+    int inst; /* ... read per instance (no class shift), else semantic (class 0 background) */
     int *lines;
     int cap_lines;
     char *line;
@@ -218,6 +219,13 @@ static vt_status parse_label_line(label_ctx *c, const char *file, int lineno, ch
     if (c->seg && nt > maxtok)
         return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
                                  "polygon of more than %d points; dropped", (maxtok - 1) / 2);
+    /* A detection line in an instance dataset: the object has a box but no outline to learn
+     * its mask from. */
+    if (c->inst && nt == 5)
+        return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_POLYGON_POINTS,
+                                 "a box (class cx cy w h) without a polygon: instance "
+                                 "segmentation needs each object's outline (class x1 y1 x2 y2 "
+                                 "...); object dropped");
     if (c->seg) return parse_polygon_line(c, file, lineno, tok, nt, box, keep);
     if (nt != 5)
         return vt_ds_problem_add(c->ds, file, lineno, VT_PROBLEM_BAD_LINE,
@@ -296,7 +304,9 @@ static vt_status load_labels(label_ctx *c, vt_det_builder *b, const char *img)
             c->cap_lines = cap;
         }
         c->lines[nb++] = lineno;
-        if (c->seg) {
+        if (c->inst) {
+            st = vt_det_builder_instance(b, &box, c->pts, &c->npts, 1); /* one part a line */
+        } else if (c->seg) {
             box.cls += 1; /* class 0 is the background */
             st = vt_det_builder_poly(b, &box, c->pts, c->npts);
         } else {
@@ -670,6 +680,7 @@ static vt_status load_split(vt_dataset *ds, yaml_ctx *y, const char *root, const
 {
     strlist imgs = {0};
     vt_det_builder b = {0};
+    b.inst = ds->labels->instances;
     vt_status st = VT_OK;
     int problems_before = ds->num_problems;
     y->outside[0] = 0;
@@ -813,7 +824,8 @@ static vt_status load_yaml_doc(vt_dataset *ds, yaml_ctx *y)
     label_ctx lc = {0};
     lc.ds = ds;
     lc.nc = nc;
-    lc.seg = ds->labels->masks;
+    lc.seg = vt_labels_polygons(ds->labels);
+    lc.inst = ds->labels->instances;
     lc.masks = masks;
     if (!st && y_is_null(val[1]))
         st = vt_fail(VT_ERR_DATASET, "%s: no 'train' key (the training images)", y->file);

@@ -26,6 +26,14 @@ typedef struct vt_det_builder {
     vt_seg_poly *polys;
     float *xy;
     int nxy, capxy; /* points */
+    /* Instance segmentation (set inst before the first image): box j owns the parts
+     * parts[part_start[j] .. part_start[j+1]) (all boxes come from vt_det_builder_instance);
+     * part_start has capbox + 1 entries. */
+    int inst;
+    int *part_start;
+    vt_seg_poly *parts;
+    int npart, cappart;
+    int capstart; /* entries of part_start */
 } vt_det_builder;
 
 /* Append an image (path is taken over, freed on failure) with no boxes yet. */
@@ -36,6 +44,11 @@ vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box);
  * last image.  A builder takes either only boxes or only polygons. */
 vt_status vt_det_builder_poly(vt_det_builder *b, const vt_det_box *box, const float *xy,
                               int npts);
+/* Append an object of nparts >= 1 polygon parts and its bounding box to the last image of an
+ * instance builder (inst = 1): part k has part_npts[k] >= 3 normalised points, the parts'
+ * points one after the other in xy (copied). */
+vt_status vt_det_builder_instance(vt_det_builder *b, const vt_det_box *box, const float *xy,
+                                  const int *part_npts, int nparts);
 /* Remove the last image and its boxes (policy=skip). */
 void vt_det_builder_pop(vt_det_builder *b);
 /* Move the result into a split list and reset the builder. */

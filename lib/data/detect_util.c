@@ -301,6 +301,61 @@ vt_status vt_det_builder_poly(vt_det_builder *b, const vt_det_box *box, const fl
     return VT_OK;
 }
 
+/* Room for `more` points in xy. */
+static vt_status reserve_points(vt_det_builder *b, int more)
+{
+    if (more > INT_MAX / 4 - b->nxy) return vt_fail(VT_ERR_DATASET, "too many polygon points");
+    if (b->nxy + more <= b->capxy) return VT_OK;
+    int cap = b->capxy ? b->capxy : 4096;
+    while (cap < b->nxy + more) cap = cap > INT_MAX / 4 ? INT_MAX / 2 : cap * 2;
+    float *p = vt_realloc(b->xy, (size_t)cap * 2 * sizeof *p);
+    if (!p) return VT_ERR_OUT_OF_MEMORY;
+    b->xy = p;
+    b->capxy = cap;
+    return VT_OK;
+}
+
+vt_status vt_det_builder_instance(vt_det_builder *b, const vt_det_box *box, const float *xy,
+                                  const int *part_npts, int nparts)
+{
+    if (!b->inst || nparts < 1 || nparts > INT_MAX / 4 - b->npart)
+        return vt_fail(VT_ERR_DATASET, "too many polygon parts");
+    int total = 0;
+    for (int k = 0; k < nparts; k++) {
+        if (part_npts[k] < 3 || part_npts[k] > INT_MAX / 4 - total)
+            return vt_fail(VT_ERR_DATASET, "polygon part of %d points", part_npts[k]);
+        total += part_npts[k];
+    }
+    vt_status st = reserve_points(b, total);
+    if (st) return st;
+    if (b->npart + nparts > b->cappart) {
+        int cap = b->cappart ? b->cappart : 1024;
+        while (cap < b->npart + nparts) cap = cap > INT_MAX / 4 ? INT_MAX / 2 : cap * 2;
+        vt_seg_poly *p = vt_realloc(b->parts, (size_t)cap * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        b->parts = p;
+        b->cappart = cap;
+    }
+    if (b->nbox > INT_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many boxes");
+    if (b->nbox + 2 > b->capstart) {
+        int cap = b->capstart ? b->capstart * 2 : 1025;
+        while (cap < b->nbox + 2) cap *= 2;
+        int *p = vt_realloc(b->part_start, (size_t)cap * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        if (!b->part_start) p[0] = 0;
+        b->part_start = p;
+        b->capstart = cap;
+    }
+    if ((st = vt_det_builder_box(b, box))) return st;
+    memcpy(b->xy + 2 * (size_t)b->nxy, xy, (size_t)total * 2 * sizeof *xy);
+    for (int k = 0; k < nparts; k++) {
+        b->parts[b->npart++] = (vt_seg_poly){box->cls, part_npts[k], b->nxy};
+        b->nxy += part_npts[k];
+    }
+    b->part_start[b->nbox] = b->npart;
+    return VT_OK;
+}
+
 /* Points used by the first nbox polygons. */
 static int poly_points_end(const vt_det_builder *b)
 {
@@ -313,6 +368,10 @@ void vt_det_builder_pop(vt_det_builder *b)
     free(b->paths[--b->n]);
     b->nbox = b->start[b->n];
     if (b->polys) b->nxy = poly_points_end(b);
+    if (b->inst && b->part_start) {
+        b->npart = b->part_start[b->nbox];
+        b->nxy = b->npart ? b->parts[b->npart - 1].off + b->parts[b->npart - 1].npts : 0;
+    }
 }
 
 void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl)
@@ -325,6 +384,14 @@ void vt_det_builder_finish(vt_det_builder *b, vt_split_list *sl)
     sl->boxes = b->boxes;
     sl->polys = b->polys;
     sl->poly_xy = b->xy;
+    if (b->inst) {
+        /* box_start[n] + 1 offsets and the arrays present even when there are no objects */
+        if (!b->part_start) b->part_start = vt_calloc(1, sizeof(int));
+        if (!b->parts) b->parts = vt_calloc(1, sizeof *b->parts);
+        sl->part_start = b->part_start;
+        sl->parts = b->parts;
+        if (!sl->poly_xy) sl->poly_xy = vt_calloc(1, sizeof(float));
+    }
     if (sl->polys && !sl->poly_xy) sl->poly_xy = vt_calloc(1, sizeof(float));
     memset(b, 0, sizeof *b);
 }
@@ -337,13 +404,16 @@ void vt_det_builder_free(vt_det_builder *b)
     free(b->boxes);
     free(b->polys);
     free(b->xy);
+    free(b->part_start);
+    free(b->parts);
     memset(b, 0, sizeof *b);
 }
 
 typedef struct dup_key {
     vt_det_box b;
-    const float *xy; /* polygon points (segmentation), else NULL */
+    const float *xy; /* polygon points (segmentation: all parts of an instance), else NULL */
     int npts;
+    int nparts; /* instance segmentation: its parts, else 0 */
     int pos;
 } dup_key;
 
@@ -355,6 +425,7 @@ static int cmp_key(const dup_key *a, const dup_key *b)
     for (int k = 0; k < 4; k++)
         if (va[k] != vb[k]) return va[k] < vb[k] ? -1 : 1;
     if (a->npts != b->npts) return a->npts < b->npts ? -1 : 1;
+    if (a->nparts != b->nparts) return a->nparts < b->nparts ? -1 : 1;
     for (int k = 0; k < 2 * a->npts; k++)
         if (a->xy[k] != b->xy[k]) return a->xy[k] < b->xy[k] ? -1 : 1;
     return 0;
@@ -380,6 +451,14 @@ vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *f
         keys[i].b = b->boxes[s + i];
         keys[i].xy = b->polys ? b->xy + 2 * (size_t)b->polys[s + i].off : NULL;
         keys[i].npts = b->polys ? b->polys[s + i].npts : 0;
+        keys[i].nparts = 0;
+        if (b->inst) { /* an object's parts and points are contiguous */
+            const vt_seg_poly *p0 = &b->parts[b->part_start[s + i]];
+            const vt_seg_poly *p1 = &b->parts[b->part_start[s + i + 1] - 1];
+            keys[i].xy = b->xy + 2 * (size_t)p0->off;
+            keys[i].npts = p1->off + p1->npts - p0->off;
+            keys[i].nparts = b->part_start[s + i + 1] - b->part_start[s + i];
+        }
         keys[i].pos = i;
     }
     if (!st) qsort(keys, (size_t)k, sizeof *keys, cmp_dup);
@@ -416,6 +495,28 @@ vt_status vt_det_builder_dedupe(vt_det_builder *b, vt_dataset *ds, const char *f
         b->nbox = s + w;
         b->start[b->n] = b->nbox;
         if (b->polys) b->nxy = pw;
+    }
+    if (!st && b->inst) {
+        /* the same for instances: their parts and points move down over the dropped ones */
+        int w = 0, qw = b->part_start[s];
+        int pw = qw < b->npart ? b->parts[qw].off : b->nxy;
+        for (int i = 0; i < k; i++) {
+            int q0 = b->part_start[s + i], q1 = b->part_start[s + i + 1]; /* read first */
+            if (dead[i]) continue;
+            b->part_start[s + w] = qw;
+            for (int q = q0; q < q1; q++) {
+                vt_seg_poly p = b->parts[q];
+                memmove(b->xy + 2 * (size_t)pw, b->xy + 2 * (size_t)p.off,
+                        (size_t)p.npts * 2 * sizeof(float));
+                p.off = pw;
+                pw += p.npts;
+                b->parts[qw++] = p;
+            }
+            w++;
+        }
+        b->part_start[s + w] = qw;
+        b->npart = qw;
+        b->nxy = pw;
     }
     free(keys);
     free(dead);

@@ -48,6 +48,7 @@ typedef struct lbuf {
     vt_letterbox *lb;
     int *packed;            /* packed image k -> slot */
     uint8_t *masks;         /* segmentation: per slot an imgsz x imgsz class mask */
+    uint16_t *inst;         /* instances: per slot an (imgsz/4)^2 instance-index map */
     /* Two-phase jobs (see the top): per slot its base image (owned ones freed at the end of
      * the job, cached ones borrowed) and labels (lists keep their memory from job to job), and
      * the slots whose base image loaded, in slot order: the mosaic and mixup partners. */
@@ -133,6 +134,7 @@ static void lbuf_free(lbuf *B)
     free(B->lb);
     free(B->packed);
     free(B->masks);
+    free(B->inst);
     for (int i = 0; B->base && i < B->cap; i++)
         if (B->base_owned[i]) vt_image_free(&B->base[i]);
     for (int i = 0; B->base_lab && i < B->cap; i++) vt_aug_labels_free(&B->base_lab[i]);
@@ -179,7 +181,7 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
     GROW(B->status, n);
     GROW(B->msg, n);
     GROW(B->packed, n);
-    if (L->kind == VT_SAMPLE_BOXES) {
+    if (L->kind == VT_SAMPLE_BOXES || L->kind == VT_SAMPLE_INSTANCES) {
         GROW(B->lb, n);
         vt_det_list *bl = vt_realloc(B->boxes, (size_t)n * sizeof *bl);
         if (!bl) return VT_ERR_OUT_OF_MEMORY;
@@ -215,6 +217,13 @@ static vt_status lbuf_reserve(lbuf *B, int n, int with_batch)
         if (!m) return VT_ERR_OUT_OF_MEMORY;
         free(B->masks);
         B->masks = m;
+    }
+    if (L->kind == VT_SAMPLE_INSTANCES) {
+        size_t q = (size_t)(L->cfg.imgsz / 4) * (L->cfg.imgsz / 4);
+        uint16_t *m = vt_malloc((size_t)n * q * sizeof *m);
+        if (!m) return VT_ERR_OUT_OF_MEMORY;
+        free(B->inst);
+        B->inst = m;
     }
     B->cap = n;
     return VT_OK;
@@ -276,7 +285,10 @@ static void *producer_main(void *arg);
 /* The pipeline a dataset trains with by its labels, for loaders that do not name one. */
 static vt_sample_kind labels_sample_kind(const vt_labels *labels)
 {
-    return labels->masks ? VT_SAMPLE_MASK : labels->boxes ? VT_SAMPLE_BOXES : VT_SAMPLE_LABEL;
+    return labels->instances ? VT_SAMPLE_INSTANCES
+           : labels->masks   ? VT_SAMPLE_MASK
+           : labels->boxes   ? VT_SAMPLE_BOXES
+                             : VT_SAMPLE_LABEL;
 }
 
 vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split,
@@ -289,10 +301,14 @@ vt_status vt_loader_create(vt_loader **out, const vt_dataset *ds, vt_split split
     int have = kind == VT_SAMPLE_LABEL   ? sl->labels || !sl->n
                : kind == VT_SAMPLE_BOXES ? sl->box_start || !sl->n
                : kind == VT_SAMPLE_MASK  ? sl->polys || sl->mask_paths || sl->box_start || !sl->n
+               : kind == VT_SAMPLE_INSTANCES ? sl->part_start || !sl->n
                                          : 0;
     if (!have)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: the loader's sample pipeline %d needs "
                        "labels this dataset does not have", ds->root, (int)kind);
+    if (kind == VT_SAMPLE_INSTANCES && (cfg->imgsz < 4 || cfg->imgsz % 4))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: instance maps are imgsz/4 a side; imgsz %d "
+                       "is not a multiple of 4", ds->root, cfg->imgsz);
     vt_loader *L = vt_calloc(1, sizeof *L);
     if (!L) return VT_ERR_OUT_OF_MEMORY;
     L->ds = ds;
@@ -460,6 +476,45 @@ static vt_status base_image(const vt_loader *L, int idx, vt_image *img, int *own
     return VT_OK;
 }
 
+/* Object j of an instance dataset as augmentation labels: its parts' normalised points times
+ * (sx, sy), then through the letterbox lb when given; *xy / *xy_cap is scratch.  The parts'
+ * point counts come straight from the dataset (its parts of one object are contiguous). */
+static vt_status instance_labels(const vt_split_list *sl, int j, float sx, float sy,
+                                 const vt_letterbox *lb, float **xy, int *xy_cap,
+                                 vt_aug_labels *lab)
+{
+    int q0 = sl->part_start[j], q1 = sl->part_start[j + 1];
+    const vt_seg_poly *p0 = &sl->parts[q0], *p1 = &sl->parts[q1 - 1];
+    int off = p0->off, total = p1->off + p1->npts - off;
+    int lens[64], *len = q1 - q0 <= 64 ? lens : vt_malloc((size_t)(q1 - q0) * sizeof *len);
+    if (!len) return VT_ERR_OUT_OF_MEMORY;
+    if (2 * total > *xy_cap) {
+        float *nx = vt_realloc(*xy, (size_t)total * 2 * sizeof *nx);
+        if (!nx) {
+            if (len != lens) free(len);
+            return VT_ERR_OUT_OF_MEMORY;
+        }
+        *xy = nx;
+        *xy_cap = 2 * total;
+    }
+    const float *src = sl->poly_xy + 2 * (size_t)off;
+    for (int k = 0; k < total; k++) {
+        float x = src[2 * k] * sx, y = src[2 * k + 1] * sy;
+        if (lb) {
+            float c4[4] = {x, y, x, y};
+            vt_letterbox_forward(lb, c4);
+            x = c4[0];
+            y = c4[1];
+        }
+        (*xy)[2 * k] = x;
+        (*xy)[2 * k + 1] = y;
+    }
+    for (int q = q0; q < q1; q++) len[q - q0] = sl->parts[q].npts;
+    vt_status st = vt_aug_labels_add_parts(lab, sl->boxes[j].cls, *xy, len, q1 - q0);
+    if (len != lens) free(len);
+    return st;
+}
+
 /* Image idx at its base size and its boxes as augmentation labels in its pixels. */
 static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *owned,
                                uint8_t **buf, size_t *cap, vt_aug_labels *lab)
@@ -473,6 +528,10 @@ static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *
     for (int j = sl->box_start[idx]; !st && j < sl->box_start[idx + 1]; j++) {
         const vt_det_box *b = &sl->boxes[j];
         const vt_seg_poly *pg = sl->polys ? &sl->polys[j] : NULL;
+        if (sl->part_start) { /* an instance's parts: carried through the geometry together */
+            st = instance_labels(sl, j, (float)img->w, (float)img->h, NULL, &xy, &xy_cap, lab);
+            continue;
+        }
         if (pg && pg->npts >= 3) { /* a segmentation outline: carried through the geometry */
             if (2 * pg->npts > xy_cap) {
                 float *nx = vt_realloc(xy, (size_t)pg->npts * 2 * sizeof *nx);
@@ -505,6 +564,20 @@ static vt_status load_labelled(const vt_loader *L, int idx, vt_image *img, int *
 static int pick_partner(const lbuf *B, vt_rng *r)
 {
     return B->ok_slots[vt_rng_below(r, (uint32_t)B->n_ok_slots)];
+}
+
+/* The instance-index map of `slot`: objects objs[0..n) of labels (input pixels), value k + 1
+ * for objs[k], on a cleared map at 1/4 of the input. */
+static vt_status paint_instances(lbuf *B, int slot, const vt_aug_labels *labels, const int *objs,
+                                 int n)
+{
+    int q = B->L->cfg.imgsz / 4;
+    uint16_t *map = B->inst + (size_t)slot * q * q;
+    memset(map, 0, (size_t)q * q * sizeof *map);
+    if (n > 65535)
+        return vt_fail(VT_ERR_DATASET, "%s: %d objects in one sample; instance maps hold 65535",
+                       B->L->ds->split[B->L->split].paths[B->indices[slot]], n);
+    return vt_seg_draw_instance_map(labels, objs, n, 0.25f, q, q, map);
 }
 
 /* One augmented detection sample at s x s from the base image of `slot`: a mosaic of it and
@@ -569,14 +642,21 @@ static vt_status load_det_aug(lbuf *B, int slot, vt_rng *r, float *dst, size_t c
     }
     vt_det_list *boxes = &B->boxes[slot];
     boxes->n = 0;
+    /* instances: the objects whose boxes are kept, in box order, for the map */
+    int inst = L->kind == VT_SAMPLE_INSTANCES && !st;
+    int *kept = inst ? vt_malloc(((size_t)out.n + 1) * sizeof *kept) : NULL;
+    if (inst && !kept) st = VT_ERR_OUT_OF_MEMORY;
     for (int j = 0; !st && j < out.n; j++) {
         const vt_aug_box *b = &out.box[j];
         if (!(b->x1 > b->x0) || !(b->y1 > b->y0)) continue;
         vt_det d = {b->x0, b->y0, b->x1, b->y1, 1.0f, b->cls};
+        if (kept) kept[boxes->n] = j;
         st = vt_det_list_push(boxes, &d);
     }
     if (!st) st = vt_letterbox_geometry(L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, L->cfg.imgsz, 1,
                                         &B->lb[slot]);
+    if (!st && kept) st = paint_instances(B, slot, &out, kept, boxes->n);
+    free(kept);
     vt_aug_labels_free(&out);
     vt_aug_labels_free(&out2);
     return st;
@@ -595,6 +675,12 @@ static vt_status load_det_plain(lbuf *B, int slot, vt_image *dst)
     st = vt_letterbox_image(&img, sz, sz, 1, 114, dst, lb);
     vt_det_list *out = &B->boxes[slot];
     out->n = 0;
+    /* instances: the outlines of the kept boxes, letterboxed like them */
+    int inst = L->kind == VT_SAMPLE_INSTANCES;
+    vt_aug_labels lab;
+    vt_aug_labels_init(&lab);
+    float *xy = NULL;
+    int xy_cap = 0;
     for (int j = sl->box_start[idx]; !st && j < sl->box_start[idx + 1]; j++) {
         const vt_det_box *b = &sl->boxes[j];
         float box[4] = {(b->cx - 0.5f * b->w) * img.w, (b->cy - 0.5f * b->h) * img.h,
@@ -603,7 +689,18 @@ static vt_status load_det_plain(lbuf *B, int slot, vt_image *dst)
         if (!(box[2] > box[0]) || !(box[3] > box[1])) continue;
         vt_det d = {box[0], box[1], box[2], box[3], 1.0f, b->cls};
         st = vt_det_list_push(out, &d);
+        if (!st && inst)
+            st = instance_labels(sl, j, (float)img.w, (float)img.h, lb, &xy, &xy_cap, &lab);
     }
+    if (!st && inst) {
+        int *objs = vt_malloc(((size_t)lab.n + 1) * sizeof *objs);
+        if (!objs) st = VT_ERR_OUT_OF_MEMORY;
+        for (int k = 0; !st && k < lab.n; k++) objs[k] = k;
+        if (!st) st = paint_instances(B, slot, &lab, objs, lab.n);
+        free(objs);
+    }
+    free(xy);
+    vt_aug_labels_free(&lab);
     vt_image_free(&img);
     return st;
 }
@@ -709,7 +806,7 @@ static vt_status load_one(lbuf *B, int slot)
     const vt_split_list *sl = &L->ds->split[L->split];
     int poly_seg = L->kind == VT_SAMPLE_MASK && sl->polys && !sl->mask_paths;
     size_t plane = (size_t)sz * sz;
-    if (L->kind == VT_SAMPLE_BOXES || (poly_seg && augment)) {
+    if (L->kind == VT_SAMPLE_BOXES || L->kind == VT_SAMPLE_INSTANCES || (poly_seg && augment)) {
         /* straight to the slot's place in the CNHW batch of n images */
         if (augment)
             return load_det_aug(B, slot, &rng, B->dst + (size_t)slot * plane,
@@ -776,7 +873,7 @@ static int job_two_phase(const vt_loader *L, const lbuf *B)
 {
     if (!B->aug_seed || !L->cfg.aug) return 0;
     const vt_split_list *sl = &L->ds->split[L->split];
-    return L->kind == VT_SAMPLE_BOXES ||
+    return L->kind == VT_SAMPLE_BOXES || L->kind == VT_SAMPLE_INSTANCES ||
            (L->kind == VT_SAMPLE_MASK && sl->polys && !sl->mask_paths);
 }
 
@@ -973,4 +1070,16 @@ const uint8_t *vt_loader_mask(const vt_loader *L, int k)
     const lbuf *B = L->cur;
     if (!B || !B->masks || k < 0 || k >= B->n_ok) return NULL;
     return B->masks + (size_t)B->packed[k] * L->cfg.imgsz * L->cfg.imgsz;
+}
+
+const uint16_t *vt_loader_instances(const vt_loader *L, int k, int *w, int *h)
+{
+    const lbuf *B = L ? L->cur : NULL;
+    if (w) *w = 0;
+    if (h) *h = 0;
+    if (!B || !B->inst || k < 0 || k >= B->n_ok) return NULL;
+    int q = L->cfg.imgsz / 4;
+    if (w) *w = q;
+    if (h) *h = q;
+    return B->inst + (size_t)B->packed[k] * q * q;
 }

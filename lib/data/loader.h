@@ -37,10 +37,13 @@ typedef struct vt_loader vt_loader;
 /* The per-sample pipeline: what each sample carries besides its image, and so how it is
  * decoded and augmented.  A task's table names the one it trains with (lib/task/task.h). */
 typedef enum vt_sample_kind {
-    VT_SAMPLE_AUTO = 0,  /* the one of the dataset's task (classify, detect, segment) */
+    VT_SAMPLE_AUTO = 0,  /* the one of the dataset's task (classify, detect, segment,
+                          * instance) */
     VT_SAMPLE_LABEL = 1, /* a class per image: resize or random crop, colour, flips, erasing */
     VT_SAMPLE_BOXES = 2, /* boxes: letterbox or mosaic, random affine, mixup, colour, flips */
-    VT_SAMPLE_MASK = 3   /* a class mask: polygons as boxes are, mask PNGs with their image */
+    VT_SAMPLE_MASK = 3,  /* a class mask: polygons as boxes are, mask PNGs with their image */
+    VT_SAMPLE_INSTANCES = 4 /* boxes as VT_SAMPLE_BOXES plus an instance-index map at 1/4 of
+                             * the input (vt_loader_instances); needs instance polygons */
 } vt_sample_kind;
 
 typedef struct vt_loader_config {
@@ -94,7 +97,8 @@ void vt_loader_set_mosaic(vt_loader *L, int on);
  * mosaic so costs one decode, not four, and the partners depend only on aug_seed and `indices`
  * (not on the workers, the prefetch or the cache); a training subset gets partners from the
  * subset without further ado.  An image that fails to decode is left out as above and is
- * nobody's partner.  Polygon segmentation trains through the same path; classification and
+ * nobody's partner.  Polygon segmentation and instance segmentation (VT_SAMPLE_INSTANCES,
+ * whose maps vt_loader_instances gives) train through the same path; classification and
  * mask-PNG segmentation use only their own image. */
 vt_status vt_loader_fill(vt_loader *L, const int *indices, int n, uint64_t aug_seed,
                          float *batch, int32_t *labels, int *n_ok);
@@ -126,6 +130,23 @@ void vt_loader_boxes(const vt_loader *L, int k, const vt_det **boxes, int *count
  * are class ids, or the dataset's ignore value for unlabelled and padding pixels); owned by the
  * loader, valid as the batch is; NULL for an index out of range. */
 const uint8_t *vt_loader_mask(const vt_loader *L, int k);
+
+/* Instance segmentation (VT_SAMPLE_INSTANCES), after a fill or a wait: the instance-index map
+ * of packed image k, *w x *h = imgsz/4 x imgsz/4 (160 x 160 for 640; the loader refuses an
+ * imgsz that is not a multiple of 4), row-major: value j + 1 where object j of
+ * vt_loader_boxes(L, k, ...) covers the pixel, 0 elsewhere.  The boxes and the map hold the
+ * same objects in the same order and count: a box dropped by augmentation (out of view, too
+ * small, a sliver) has no value in the map, and every value j + 1 lies inside box j (scaled
+ * by 1/4).  The outlines are rasterised after all augmentation (mosaic, random affine, mixup,
+ * whose two images' objects both appear, flips; or the letterbox of validation): the final
+ * input-pixel polygon of each part scaled by 1/4, a map pixel belonging to it when its centre
+ * is inside (seg_mask.h's fill); the objects are painted in descending area order so that a
+ * smaller one lies on top (Ultralytics' overlap_mask).  An object's map may be empty where it
+ * is thinner than a map pixel.  Deterministic as the other pipelines: the same aug_seed and
+ * indices give the same boxes and maps whatever the workers, the prefetch and the cache.
+ * Owned by the loader, valid as the batch is; NULL (and *w = *h = 0) for an index out of
+ * range or another pipeline.  w and h may be NULL. */
+const uint16_t *vt_loader_instances(const vt_loader *L, int k, int *w, int *h);
 
 /* The training subset of `fraction` (0..1) of n images: the first round(fraction * n) (at least
  * 2, at most n) of a permutation seeded by `seed`, sorted; out (n ints) gets them and the

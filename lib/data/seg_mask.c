@@ -38,8 +38,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-vt_status vt_seg_rasterize(const float *xy, int npts, int w, int h, uint8_t value,
-                           uint8_t *mask)
+/* The fill of both mask widths: 8-bit class maps and 16-bit instance maps (wide). */
+static vt_status rasterize(const float *xy, int npts, int w, int h, unsigned value, void *mask,
+                           int wide)
 {
     if (!xy || !mask || npts < 3 || w < 1 || h < 1)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_seg_rasterize: bad argument (%d points, %dx%d)",
@@ -77,15 +78,33 @@ vt_status vt_seg_rasterize(const float *xy, int npts, int w, int h, uint8_t valu
         }
         if (nx > 32) qsort(xs, (size_t)nx, sizeof *xs, cmp_double);
         else sort_floats(xs, nx);
-        uint8_t *row = mask + (size_t)y * w;
         for (int k = 0; k + 1 < nx; k += 2) {
             /* columns whose centre x + 0.5 lies in [xs[k], xs[k+1]) */
             double a = fmax(ceil(xs[k] - 0.5), 0), b = fmin(ceil(xs[k + 1] - 0.5), w);
-            if (a < b) memset(row + (int)a, value, (size_t)((int)b - (int)a));
+            if (!(a < b)) continue;
+            if (wide) {
+                uint16_t *row = (uint16_t *)mask + (size_t)y * w;
+                for (int x = (int)a; x < (int)b; x++) row[x] = (uint16_t)value;
+            } else {
+                memset((uint8_t *)mask + (size_t)y * w + (int)a, (int)value,
+                       (size_t)((int)b - (int)a));
+            }
         }
     }
     free(xs);
     return VT_OK;
+}
+
+vt_status vt_seg_rasterize(const float *xy, int npts, int w, int h, uint8_t value,
+                           uint8_t *mask)
+{
+    return rasterize(xy, npts, w, h, value, mask, 0);
+}
+
+vt_status vt_seg_rasterize16(const float *xy, int npts, int w, int h, uint16_t value,
+                             uint16_t *mask)
+{
+    return rasterize(xy, npts, w, h, value, mask, 1);
 }
 
 /* ---- polygons of an image --------------------------------------------------------------------- */
@@ -161,6 +180,56 @@ vt_status vt_seg_draw_aug_labels(const vt_aug_labels *l, int w, int h, uint8_t *
         st = vt_seg_rasterize(xy, n, w, h, (uint8_t)l->box[order[k].index].cls, mask);
     }
     free(order);
+    return st;
+}
+
+vt_status vt_seg_draw_instance_map(const vt_aug_labels *l, const int *objs, int n, float scale,
+                                   int w, int h, uint16_t *map)
+{
+    if (!l || (n > 0 && !objs) || n < 0 || n > 65535 || !map || w < 1 || h < 1 ||
+        !(scale > 0) || !isfinite(scale))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_seg_draw_instance_map: bad argument");
+    if (n == 0) return VT_OK;
+    int maxp = 0;
+    for (int k = 0; k < n; k++) {
+        if (objs[k] < 0 || objs[k] >= l->n)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_seg_draw_instance_map: no object %d",
+                           objs[k]);
+        for (int q = 0; q < vt_aug_labels_num_parts(l, objs[k]); q++) {
+            int np;
+            vt_aug_labels_part(l, objs[k], q, &np);
+            maxp = np > maxp ? np : maxp;
+        }
+    }
+    area_key *order = vt_malloc((size_t)n * sizeof *order);
+    float *px = vt_malloc(((size_t)maxp + 1) * 2 * sizeof *px);
+    vt_status st = order && px ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    int m = 0;
+    for (int k = 0; !st && k < n; k++) {
+        /* the object's area: its parts' (in label pixels; the scale keeps the order) */
+        double a = 0;
+        int nparts = vt_aug_labels_num_parts(l, objs[k]);
+        for (int q = 0; q < nparts; q++) {
+            int np;
+            const float *xy = vt_aug_labels_part(l, objs[k], q, &np);
+            a += vt_seg_poly_area(xy, np);
+        }
+        if (!nparts) continue; /* a box without an outline paints nothing */
+        order[m].area = a;
+        order[m++].index = k;
+    }
+    if (!st) qsort(order, (size_t)m, sizeof *order, cmp_area);
+    for (int k = 0; !st && k < m; k++) {
+        int o = objs[order[k].index];
+        for (int q = 0; !st && q < vt_aug_labels_num_parts(l, o); q++) {
+            int np;
+            const float *xy = vt_aug_labels_part(l, o, q, &np);
+            for (int p = 0; p < 2 * np; p++) px[p] = xy[p] * scale;
+            st = vt_seg_rasterize16(px, np, w, h, (uint16_t)(order[k].index + 1), map);
+        }
+    }
+    free(order);
+    free(px);
     return st;
 }
 
@@ -300,7 +369,9 @@ vt_status vt_seg_image_mask(const vt_dataset *ds, vt_split split, int i, int w, 
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "segmentation mask: no image %d, or a bad buffer "
                        "or size (%dx%d)", i, w, h);
     if (!ds->labels->masks)
-        return vt_fail(VT_ERR_UNSUPPORTED, "%s: not a segmentation dataset", ds->root);
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: not a semantic segmentation dataset%s", ds->root,
+                       ds->labels->instances ? " (instance datasets have one outline per object: "
+                                               "vt_dataset_polygon)" : "");
     if (sl->mask_paths) {
         vt_image m;
         vt_status st = vt_seg_load_mask(sl->mask_paths[i], ds->num_classes, ds->ignore_value, &m,
@@ -323,9 +394,21 @@ vt_status vt_seg_image_mask(const vt_dataset *ds, vt_split split, int i, int w, 
 
 /* ---- public accessors -------------------------------------------------------------------------- */
 
+/* Instance datasets: the parts of image i, all its objects' in box order. */
+static void image_parts(const vt_split_list *sl, int i, int *first, int *count)
+{
+    *first = sl->part_start[sl->box_start[i]];
+    *count = sl->part_start[sl->box_start[i + 1]] - *first;
+}
+
 VT_API int vt_dataset_num_polygons(const vt_dataset *ds, vt_split split, int i)
 {
     const vt_split_list *sl = seg_split(ds, split, i);
+    if (sl && sl->part_start) {
+        int first, count;
+        image_parts(sl, i, &first, &count);
+        return count;
+    }
     return sl && sl->polys ? sl->box_start[i + 1] - sl->box_start[i] : 0;
 }
 
@@ -335,9 +418,12 @@ VT_API vt_status vt_dataset_polygon(const vt_dataset *ds, vt_split split, int i,
     static const char call[] = "vt_dataset_polygon";
     if (npts) *npts = 0;
     const vt_split_list *sl = seg_split(ds, split, i);
-    if (!sl || !sl->polys || k < 0 || k >= sl->box_start[i + 1] - sl->box_start[i])
+    int first = 0, count = 0;
+    if (sl && sl->part_start) image_parts(sl, i, &first, &count);
+    else if (sl && sl->polys) first = sl->box_start[i], count = sl->box_start[i + 1] - first;
+    if (!sl || k < 0 || k >= count)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: no polygon %d of image %d", call, k, i);
-    const vt_seg_poly *p = &sl->polys[sl->box_start[i] + k];
+    const vt_seg_poly *p = sl->part_start ? &sl->parts[first + k] : &sl->polys[first + k];
     if (cls) *cls = p->cls;
     if (npts) *npts = p->npts;
     vt_status st = vt_buffer_fits_int(call, xy, cap, (size_t)p->npts, "points");

@@ -18,6 +18,10 @@
 vt_status vt_seg_rasterize(const float *xy_pixels, int npts, int w, int h, uint8_t value,
                            uint8_t *mask);
 
+/* The same fill into a 16-bit mask (instance-index maps). */
+vt_status vt_seg_rasterize16(const float *xy_pixels, int npts, int w, int h, uint16_t value,
+                             uint16_t *mask);
+
 /* Absolute shoelace area of a polygon (any unit): the key of the overlap order. */
 double vt_seg_poly_area(const float *xy, int n);
 
@@ -35,6 +39,15 @@ vt_status vt_seg_draw_polygons(const vt_seg_poly *polys, int n, const float *xy_
 struct vt_aug_labels;
 vt_status vt_seg_draw_aug_labels(const struct vt_aug_labels *labels, int w, int h,
                                  uint8_t *mask);
+
+/* An instance-index map (Ultralytics' overlap_mask): objects objs[0..n) of labels (n <= 65535,
+ * their outlines in pixels of the labels' image) scaled by `scale` to the w x h map and painted
+ * with value k + 1 for objs[k], every part of an object with its value, objects in descending
+ * area (the sum of their parts' shoelace areas) so that a smaller one lies on top, ties in
+ * objs order (later on top); box-only objects are not painted.  A pixel belongs to a part when
+ * its centre is inside (vt_seg_rasterize).  The map is not cleared first. */
+vt_status vt_seg_draw_instance_map(const struct vt_aug_labels *labels, const int *objs, int n,
+                                   float scale, int w, int h, uint16_t *map);
 
 /* The class mask of image i of a segmentation dataset at w x h pixels (the image's own size):
  * polygon datasets: background 0 then vt_seg_draw_polygons; mask datasets: the mask PNG, which

@@ -382,6 +382,7 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
     const vt_labels *labels = vt_task_labels(task);
     if (!labels)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_synth_generate: unknown task %d", (int)task);
+    if (labels->instances) return vt_synth_instance(dir, options); /* the detection options */
     if (labels->masks) return vt_synth_segment(dir, options); /* the detection options */
     if (labels->boxes) return vt_synth_detect(dir, options);  /* own options */
     /* keys, ranges and defaults: the VT_OPT_SYNTH_* lines of the option table */

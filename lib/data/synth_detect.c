@@ -14,6 +14,11 @@
  * generator found fixed polarity to make small models learn several times faster, and this
  * dataset exists to show training working in minutes.
  *
+ * Segmentation (semantic and instance) writes the same images with each shape's exact outline
+ * as a YOLO-seg polygon instead of its box; the semantic set adds class-id mask PNGs.  Shapes
+ * are drawn larger first, so where they overlap the smaller one is on top in the pixels, as
+ * the masks (and the loader's instance maps) have it.
+ *
  * Every image comes from its own RNG seeded by (seed, split, index): the output for a seed is
  * bit-identical whatever the number of images. */
 #include <errno.h>
@@ -272,16 +277,22 @@ static vt_status write_text_file(const char *path, const char *text, size_t len)
 
 /* ---- both ----------------------------------------------------------------------------------- */
 
-static vt_status write_yaml(const char *path, const det_opts *o, int seg)
+/* What a generated dataset is labelled with. */
+enum { SYNTH_BOXES = 0, SYNTH_SEMANTIC = 1, SYNTH_INSTANCES = 2 };
+
+static vt_status write_yaml(const char *path, const det_opts *o, int mode)
 {
     FILE *f = fopen(path, "wx");
     if (!f) return vt_fail(VT_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     /* No `path:` key: Ultralytics and this library then both use the yaml's folder, so the
      * dataset can be moved. */
+    static const char *const what[3] = {"detection", "segmentation", "instance segmentation"};
     int bad = fprintf(f, "# Synthetic %s dataset written by libvisiontrain "
-                         "(vt_synth_generate, seed %lld)\n", seg ? "segmentation" : "detection",
-                      o->seed) < 0;
-    if (seg)
+                         "(vt_synth_generate, seed %lld)\n", what[mode], o->seed) < 0;
+    if (mode == SYNTH_INSTANCES)
+        bad |= fprintf(f, "# labels/ hold one polygon per object (YOLO-seg), the classes as "
+                          "they are (no background).\n") < 0;
+    if (mode == SYNTH_SEMANTIC)
         bad |= fprintf(f, "# labels/ hold polygons; masks/ hold the same labels as class-id "
                           "PNGs (0 background,\n# shape class k -> k+1): to use them, add "
                           "\"masks: masks\" and name class 0 background.\n") < 0;
@@ -293,8 +304,11 @@ static vt_status write_yaml(const char *path, const det_opts *o, int seg)
     return bad ? vt_fail(VT_ERR_IO, "%s: cannot write: %s", path, strerror(errno)) : VT_OK;
 }
 
-static vt_status synth_run(const char *dir, const char *options, int seg)
+/* mode: SYNTH_*.  Semantic and instance sets write the same images and polygon labels; only
+ * the semantic one adds the mask PNGs. */
+static vt_status synth_run(const char *dir, const char *options, int mode)
 {
+    const int seg = mode != SYNTH_BOXES, masks = mode == SYNTH_SEMANTIC;
     /* keys, ranges and defaults: the VT_OPT_SYNTH_DET_* lines of the option table */
     vt_optvals *v;
     vt_status st = vt_optvals_parse_new(&v, VT_SCOPE_SYNTH_DETECT, options);
@@ -329,13 +343,13 @@ static vt_status synth_run(const char *dir, const char *options, int seg)
         g.text = vt_malloc(g.cap);
         g.polys = vt_malloc(nobj * sizeof *g.polys);
         g.xy = vt_malloc(nobj * 2 * MAX_OUTLINE * sizeof *g.xy);
-        mask = vt_malloc((size_t)n * n);
-        if (!g.text || !g.polys || !g.xy || !mask) st = VT_ERR_OUT_OF_MEMORY;
+        mask = masks ? vt_malloc((size_t)n * n) : NULL;
+        if (!g.text || !g.polys || !g.xy || (masks && !mask)) st = VT_ERR_OUT_OF_MEMORY;
     }
 
     /* Refuse before creating anything, so a user's data is never mixed with ours. */
     static const char *const mine[4] = {"images", "labels", "data.yaml", "masks"};
-    for (int i = 0; i < (seg ? 4 : 3) && !st; i++) {
+    for (int i = 0; i < (masks ? 4 : 3) && !st; i++) {
         struct stat sb;
         snprintf(path, plen, "%s/%s", dir, mine[i]);
         if (stat(path, &sb) == 0)
@@ -344,7 +358,7 @@ static vt_status synth_run(const char *dir, const char *options, int seg)
     }
     for (int sp = 0; sp < 2 && !st; sp++) {
         if (counts[sp] == 0) continue;
-        for (int k = 0; k < (seg ? 3 : 2) && !st; k++) {
+        for (int k = 0; k < (masks ? 3 : 2) && !st; k++) {
             snprintf(path, plen, "%s/%s/%s", dir, k == 2 ? "masks" : k ? "labels" : "images",
                      splits[sp]);
             st = vt_synth_make_dirs(path);
@@ -366,7 +380,7 @@ static vt_status synth_run(const char *dir, const char *options, int seg)
                 st = seg ? write_text_file(path, g.text, g.len)
                          : write_labels(path, count, cls, box, n);
             }
-            if (!st && seg) {
+            if (!st && masks) {
                 memset(mask, 0, (size_t)n * n);
                 st = vt_seg_draw_polygons(g.polys, g.npoly, g.xy, n, n, mask);
                 snprintf(path, plen, "%s/masks/%s/%05d.png", dir, splits[sp], i);
@@ -376,7 +390,7 @@ static vt_status synth_run(const char *dir, const char *options, int seg)
     }
     if (!st) {
         snprintf(path, plen, "%s/data.yaml", dir);
-        st = write_yaml(path, &o, seg);
+        st = write_yaml(path, &o, mode);
     }
     free(path);
     free(pix);
@@ -394,10 +408,15 @@ static vt_status synth_run(const char *dir, const char *options, int seg)
 
 vt_status vt_synth_detect(const char *dir, const char *options)
 {
-    return synth_run(dir, options, 0);
+    return synth_run(dir, options, SYNTH_BOXES);
 }
 
 vt_status vt_synth_segment(const char *dir, const char *options)
 {
-    return synth_run(dir, options, 1);
+    return synth_run(dir, options, SYNTH_SEMANTIC);
+}
+
+vt_status vt_synth_instance(const char *dir, const char *options)
+{
+    return synth_run(dir, options, SYNTH_INSTANCES);
 }

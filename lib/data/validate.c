@@ -207,10 +207,10 @@ static vt_status check_images(vt_dataset *ds, const vt_ds_options *o, unsigned c
 }
 
 /* Drop the marked images of a split, with their labels, boxes, polygons or masks.  Polygon
- * points stay where they are: each polygon keeps its offset. */
+ * points stay where they are: each polygon (or instance part) keeps its offset. */
 static void split_remove(vt_split_list *sl, const unsigned char *bad)
 {
-    int w = 0, wb = 0;
+    int w = 0, wb = 0, wp = 0;
     for (int i = 0; i < sl->n; i++) {
         if (bad[i]) {
             free(sl->paths[i]);
@@ -225,12 +225,18 @@ static void split_remove(vt_split_list *sl, const unsigned char *bad)
             sl->box_start[w] = wb;
             for (int b = b0; b < b1; b++) {
                 if (sl->polys) sl->polys[wb] = sl->polys[b];
+                if (sl->part_start) { /* read both ends before writing part_start[wb <= b] */
+                    int q0 = sl->part_start[b], q1 = sl->part_start[b + 1];
+                    sl->part_start[wb] = wp;
+                    for (int q = q0; q < q1; q++) sl->parts[wp++] = sl->parts[q];
+                }
                 sl->boxes[wb++] = sl->boxes[b];
             }
         }
         w++;
     }
     if (sl->box_start) sl->box_start[w] = wb;
+    if (sl->part_start) sl->part_start[wb] = wp;
     sl->n = w;
 }
 

@@ -774,6 +774,9 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
     if (!st && x.half)
         st = vt_fail(VT_ERR_UNSUPPORTED, "half=1 (float16 export) is not supported yet; the "
                      "export is float32");
+    if (!st && !m->spec->onnx)
+        st = vt_fail(VT_ERR_UNSUPPORTED, "%s: the ONNX export of this architecture is not "
+                     "supported yet", m->arch);
     if (!st && x.nms && !m->spec->onnx->det_head)
         st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 is for detection models; %s is a %s model",
                      m->arch, m->spec->onnx->task);

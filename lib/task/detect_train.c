@@ -7,6 +7,7 @@
 #include "backend/det_loss_math.h"
 #include "data/loader.h"
 #include "task/detect_eval.h"
+#include "task/detect_task.h"
 #include "task/task.h"
 
 #define TRY(x)                                                                                     \
@@ -15,36 +16,14 @@
         if (st_) return st_;                                                                       \
     } while (0)
 
-/* Loss weights and the task-aligned assignment's parameters; see det_loss_math.h. */
-#define DET_BOX_GAIN 3.0f
-#define DET_CLS_GAIN 1.0f
-#define DET_TOPK 13
-#define DET_ALPHA 1.0f
-#define DET_BETA 6.0f
 /* Validation decoding, as Ultralytics validates: a low threshold so the whole precision-recall
  * curve is seen, NMS at IoU 0.7, at most 300 detections an image. */
 #define VAL_CONF 0.001f
 #define VAL_IOU 0.7f
 #define VAL_MAX_DET 300
 
-/* The task's state: ground truth staging, per-anchor assignment, loss terms (backend memory
- * where _dev), decoding buffers and the evaluator of the last validation. */
-typedef struct det_state {
-    float *gt_host, *gt_dev;     /* batch x gt_max records of 5 floats */
-    int gt_cap;                  /* records allocated (host and device) */
-    int32_t *assign_dev;         /* per anchor: the assigned ground truth */
-    float *score_dev;            /* per anchor: its target score */
-    int assign_cap;
-    float *det_loss_dev;         /* 4 floats: box, class, positives, target-score sum */
-    float *head_host, *decode_scratch;
-    size_t head_cap, decode_cap;
-    vt_det_eval *det_eval;
-    int det_eval_valid;          /* det_eval holds the results of a completed validation */
-} det_state;
-
-static void det_release(vt_task_ctx *c)
+void vt_det_task_release(vt_task_ctx *c, vt_det_task *t)
 {
-    det_state *t = c->state;
     if (c->be) {
         c->be->ops->free(c->be, t->gt_dev);
         c->be->ops->free(c->be, t->assign_dev);
@@ -71,10 +50,9 @@ static void det_release(vt_task_ctx *c)
 }
 
 /* Grow the backend buffers for n images of `max_gt` records and the head's grid. */
-static vt_status det_buffers(vt_task_ctx *c, int n, int max_gt, int cells)
+static vt_status det_buffers(vt_task_ctx *c, vt_det_task *t, int n, int max_gt, int cells)
 {
     vt_backend *be = c->be;
-    det_state *t = c->state;
     int rec = n * (max_gt > 0 ? max_gt : 1);
     if (rec > t->gt_cap) {
         be->ops->free(be, t->gt_dev);
@@ -97,14 +75,12 @@ static vt_status det_buffers(vt_task_ctx *c, int n, int max_gt, int cells)
     return VT_OK;
 }
 
-/* The ground truth of the loader's last fill. */
-static vt_status det_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int with_grad,
-                                float *loss)
+vt_status vt_det_task_loss(vt_task_ctx *c, vt_det_task *t, struct vt_loader *L, int n,
+                           int with_grad, float *loss)
 {
     vt_backend *be = c->be;
     vt_exec *e = c->exec;
     vt_model *m = c->model;
-    det_state *t = c->state;
     vt_node *out = &e->g->nodes[m->output_node];
     int max_gt = 0;
     for (int k = 0; k < n; k++) {
@@ -113,8 +89,9 @@ static vt_status det_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int 
         vt_loader_boxes(L, k, &b, &nb, NULL);
         if (nb > max_gt) max_gt = nb;
     }
-    TRY(det_buffers(c, n, max_gt, n * out->out.h * out->out.w));
+    TRY(det_buffers(c, t, n, max_gt, n * out->out.h * out->out.w));
     if (max_gt == 0) max_gt = 1; /* one padding record: the op needs a valid pointer */
+    t->max_gt = max_gt;
     for (int k = 0; k < n; k++) {
         const vt_det *b;
         int nb;
@@ -147,6 +124,15 @@ static vt_status det_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int 
     return VT_OK;
 }
 
+static void det_release(vt_task_ctx *c) { vt_det_task_release(c, c->state); }
+
+/* The ground truth of the loader's last fill. */
+static vt_status det_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int with_grad,
+                                float *loss)
+{
+    return vt_det_task_loss(c, c->state, L, n, with_grad, loss);
+}
+
 /* One validation batch: loss, then each image's detections (back in original pixels) against
  * its ground truth from the dataset. */
 typedef struct det_val {
@@ -161,7 +147,7 @@ static vt_status det_batch(vt_task_ctx *c, struct vt_loader *L, int ok, void *ar
     det_val *v = arg;
     vt_model *m = c->model;
     vt_backend *be = c->be;
-    det_state *t = c->state;
+    vt_det_task *t = c->state;
     vt_node *out = &c->exec->g->nodes[m->output_node];
     int nc = m->num_classes;
     size_t hw = (size_t)out->out.h * out->out.w;
@@ -205,7 +191,7 @@ static vt_status det_evaluate(vt_task_ctx *c, vt_split split, int batch,
                               struct vt_loader **keep)
 {
     vt_model *m = c->model;
-    det_state *t = c->state;
+    vt_det_task *t = c->state;
     int nc = m->num_classes;
     vt_status st = VT_OK;
     if (!t->det_eval) {
@@ -262,7 +248,7 @@ static vt_status det_evaluate(vt_task_ctx *c, vt_split split, int batch,
 static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
                               int64_t *num_gt)
 {
-    const det_state *t = c->state;
+    const vt_det_task *t = c->state;
     if (!t->det_eval || !t->det_eval_valid)
         return vt_fail(VT_ERR_NOT_FOUND, "no detection validation has run on this trainer");
     const vt_det_eval *ev = t->det_eval;
@@ -277,7 +263,7 @@ static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, doubl
 vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)
 {
     if (!c || !c->state || !c->model || c->model->task != VT_TASK_DETECT) return NULL;
-    const det_state *t = c->state;
+    const vt_det_task *t = c->state;
     return t->det_eval && t->det_eval_valid ? t->det_eval : NULL;
 }
 
@@ -360,7 +346,7 @@ const vt_task_iface vt_task_detect = {
     .metric_plot = det_plot,
     .fitness = VT_METRIC_MAP50_95,
     .sample = VT_SAMPLE_BOXES,
-    .state_size = sizeof(det_state),
+    .state_size = sizeof(vt_det_task),
     .batch_loss = det_batch_loss,
     .evaluate = det_evaluate,
     .release = det_release,

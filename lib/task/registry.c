@@ -12,6 +12,7 @@ static const vt_task_iface *const registry[] = {
     &vt_task_classify,
     &vt_task_detect,
     &vt_task_segment,
+    &vt_task_instance,
 };
 enum { NTASK = sizeof registry / sizeof registry[0] };
 

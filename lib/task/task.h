@@ -152,5 +152,6 @@ vt_status vt_task_detect_plots(const vt_task_ctx *c, const char *run_dir);
 extern const vt_task_iface vt_task_classify;
 extern const vt_task_iface vt_task_detect;
 extern const vt_task_iface vt_task_segment;
+extern const vt_task_iface vt_task_instance;
 
 #endif

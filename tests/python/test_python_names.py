@@ -2,6 +2,7 @@
 (a wrong guess says how to choose), and error messages name the Python methods to call, not
 the library's C functions.  Run as test_bindings.py is."""
 
+import ctypes
 import os
 import shutil
 import struct
@@ -11,7 +12,7 @@ import unittest
 from vt_test_env import ROOT  # noqa: E402,F401  (sets up the import paths first)
 
 import visiontrain as vt  # noqa: E402
-from visiontrain import _core  # noqa: E402
+from visiontrain import _console, _core, _model  # noqa: E402
 
 
 def setUpModule():
@@ -145,6 +146,96 @@ class PythonNamesTest(unittest.TestCase):
                          "x.vtm (not a training checkpoint: saved by Model.save()?)")
         # whole names only
         self.assertEqual(_core._python_names("vt_trainer_run_dir"), "vt_trainer_run_dir")
+
+
+class LibraryDescriptionTest(unittest.TestCase):
+    """The Python side's task names, titles, default models and metric keys are the library's
+    (vt_task_next, vt_task_name, ...: read here through ctypes directly), for every task it
+    lists, so a task the library adds needs no list here."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = vt.load_library()
+
+    def text(self, b):
+        return None if b is None else b.decode()
+
+    def library_tasks(self):
+        out, t = [], self.lib.vt_task_next(0)
+        while t:
+            out.append(t)
+            t = self.lib.vt_task_next(t)
+        return out
+
+    def test_every_listed_task(self):
+        lib = self.lib
+        listed = self.library_tasks()
+        self.assertGreaterEqual(len(listed), 3)
+        self.assertEqual([int(i.task) for i in vt.tasks()], listed)
+        for t, info in zip(listed, vt.tasks()):
+            name, title = self.text(lib.vt_task_name(t)), self.text(lib.vt_task_title(t))
+            with self.subTest(task=name):
+                # the enum has the task, by the library's name
+                self.assertIsInstance(info.task, vt.Task)
+                self.assertEqual(info.task.name.lower(), name)
+                self.assertEqual((info.name, info.title), (name, title))
+                # a task argument takes its name, title and model prefix
+                prefix = self.text(lib.vt_task_model_prefix(t))
+                self.assertEqual(info.model_prefix, prefix)
+                for spelling in (name, title, prefix.rstrip("-"), t):
+                    self.assertEqual(_core._task(spelling), t, spelling)
+                # its default model is one of its models, and Model() says so before building it
+                default = self.text(lib.vt_task_default_model(t))
+                self.assertEqual(info.default_model, default)
+                self.assertTrue(default.startswith(prefix))
+                self.assertEqual(vt.Model(default).task, t)
+                # its metrics: the keys of the metrics dictionaries, the table's labels
+                n = lib.vt_task_metrics(t, None, 0)
+                ids = (ctypes.c_int * n)()
+                lib.vt_task_metrics(t, ids, n)
+                keys = [self.text(lib.vt_metric_name(m)) for m in ids]
+                self.assertEqual(list(info.metrics), keys)
+                fitness = lib.vt_task_fitness(t)
+                self.assertEqual(info.fitness, self.text(lib.vt_metric_name(fitness)))
+                self.assertIn(info.fitness, keys)
+                for m, key in zip(ids, keys):
+                    self.assertEqual(vt.Metric(m).name.lower(), key)
+                labels = [self.text(lib.vt_metric_label(m)) for m in ids]
+                self.assertEqual([(c[0], c[1]) for c in _console._columns(info.task)],
+                                 list(zip(labels, keys)))
+                self.assertEqual(_console._best(info.task)[0], info.fitness)
+                # what a validation returns includes them
+                self.assertTrue(set(keys) <= _model._val_metrics())
+
+    def test_metric_keys_and_enum(self):
+        # every Metric is a metric of the library, under the key its dictionaries use
+        for m in vt.Metric:
+            self.assertEqual(_core._metric_key(m), self.text(self.lib.vt_metric_name(m)), m)
+            self.assertEqual(_core._metric_key(m), m.name.lower(), m)
+        self.assertEqual(_core._metric_label(vt.Metric.MAP50_95), "mAP50-95")
+
+    def test_every_model_name(self):
+        i, seen = 0, set()
+        while self.lib.vt_arch_name(i) is not None:
+            arch = self.text(self.lib.vt_arch_name(i))
+            t = self.lib.vt_arch_task(arch.encode())
+            self.assertEqual(_core._arch_task(arch), t, arch)
+            seen.add(t)
+            i += 1
+        self.assertEqual(seen, set(self.library_tasks()))
+        self.assertIsNone(_core._arch_task("no-such-model"))
+
+    def test_unlisted_task_values(self):
+        # a task value the library does not list yet (instance segmentation before its models)
+        # converts without error; one it does not know at all stays an int
+        self.assertEqual(vt.Task.INSTANCE, 4)
+        self.assertEqual(_core._as_enum(vt.Task, 4), vt.Task.INSTANCE)
+        self.assertEqual(_core._as_enum(vt.Task, 99), 99)
+        self.assertIsNone(_core._task_info(99))
+        with self.assertRaises(ValueError) as cm:
+            _core._task("nothing")
+        for info in vt.tasks():
+            self.assertIn(info.name, str(cm.exception))
 
 
 if __name__ == "__main__":

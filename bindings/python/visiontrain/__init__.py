@@ -30,8 +30,9 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
 from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, OptionInfo, OptionScope,
                     OptionType,
                     Polygon,
-                    Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, Trainer,
-                    abi_version, checkpoint_args, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
+                    Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, TaskInfo,
+                    Trainer, abi_version, tasks,
+                    checkpoint_args, cpu_kernels, device_count, devices, no_gpu_reason, option_info, options,
                     synth_generate, version, version_info)
 from ._estimate import (GPU, Catalog, Estimate, Estimator, EstBasis, EstPrecision, EstResult, Pick, GpuField, RankBy,
                         dataset_advice)
@@ -45,9 +46,10 @@ __version__ = "0.1.0"   # version of the bindings; version() is the loaded libra
 __all__ = [
     "ABI_VERSION", "load_library", "library_path", "version", "version_info", "abi_version",
     "cpu_kernels", "checkpoint_args",
-    "options", "option_info", "synth_generate", "devices", "device_count", "no_gpu_reason",
+    "options", "option_info", "tasks", "synth_generate", "devices", "device_count", "no_gpu_reason",
     "dataset_advice", "import_onnx",
     "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "OptionScope", "Box",
+    "TaskInfo",
     "Results", "Boxes", "Probs", "Masks",
     "Polygon", "Problem",
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",

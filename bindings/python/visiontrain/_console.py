@@ -10,18 +10,43 @@ import os
 import sys
 import time
 
+from . import _core
 from ._core import Event, ProblemCode, Split, Task
 
-# Epoch table columns per task: (header, metric, width); "epoch", lr, img/s and time are common.
-_COLUMNS = {
-    Task.CLASSIFY: [("top1", "top1", 7), ("top5", "top5", 7)],
-    Task.DETECT: [("P", "precision", 7), ("R", "recall", 7), ("mAP50", "map50", 7),
-                  ("mAP50-95", "map50_95", 9)],
-    Task.SEGMENT: [("mIoU", "miou", 7), ("pixel_acc", "pixel_acc", 9)],
-}
-# The metric a run's "best" line names (the trainer's fitness), and its label.
-_BEST = {Task.CLASSIFY: ("top1", "top1"), Task.DETECT: ("map50_95", "mAP50-95"),
-         Task.SEGMENT: ("miou", "mIoU")}
+# The words for a metric in a sentence where its table label is an identifier.
+_METRIC_WORDS = {"pixel_acc": "pixel accuracy"}
+
+
+def _label(key):
+    """The table label of a metric key ("map50_95" -> "mAP50-95", the library's)."""
+    for k, label in _core._metric_table().values():
+        if k == key:
+            return label
+    return key
+
+
+def _words(key):
+    return _METRIC_WORDS.get(key, _label(key))
+
+
+def _columns(task):
+    """The epoch table's columns of a task, [(label, key, width)]: its metrics (the library's,
+    in the order of its results.csv), in an odd width of at least 7 ("top1" in 7, "mAP50-95"
+    in 9: as `vt train`); "epoch", loss, val_loss, lr, img/s and time are common."""
+    info = _core._task_info(task) if task is not None else None
+    cols = []
+    for key in info.metrics if info is not None else ():
+        label = _label(key)
+        cols.append((label, key, max(7, len(label) | 1)))
+    return cols
+
+
+def _best(task):
+    """(key, label) of the metric a run's "best" line names: the task's fitness."""
+    info = _core._task_info(task) if task is not None else None
+    if info is None or info.fitness is None:
+        return None
+    return info.fitness, _label(info.fitness)
 
 
 def fmt_duration(s):
@@ -129,6 +154,7 @@ def data_summary(ds, data, out, err=None, policy="drop", decode=True):
         line += ".  %d label problem%s, their images skipped: %s" % (n, "" if n == 1 else "s",
                                                                      text)
     elif n:
+        # labels one per image (classification) are entries; the other tasks' objects, boxes
         noun = ("entry", "entries") if ds.task == Task.CLASSIFY else ("box", "boxes")
         line += ".  %d %s dropped: %s" % (n, noun[n != 1], text)
     n, text = reasons_text("image")
@@ -155,7 +181,9 @@ class TrainPrinter(object):
 
     def __init__(self, trainer, task, out=None, mode=None, err=None):
         self.trainer = trainer
-        self.task = task if task in _COLUMNS else Task.CLASSIFY
+        self.task = task
+        self.columns = _columns(task)     # the task's metrics, as the library lists them
+        self.best_metric = _best(task)    # (key, label) of its fitness
         self.out = out or sys.stdout
         self.err = err            # the data summary when the data has problems (sys.stderr)
         if mode is None:
@@ -234,15 +262,15 @@ class TrainPrinter(object):
 
     def _epoch(self, p):
         self.clear_bar()
-        cols = _COLUMNS[self.task]
+        cols = self.columns
         if not self.header_done:
             self.header_done = True
             head = "%9s %10s %10s" % ("epoch", "loss", "val_loss")
             head += "".join(" %*s" % (w, h) for h, _, w in cols)
             self._print(head + " %10s %8s %9s\n" % ("lr", "img/s", "time"))
         m = p.metrics
-        key = _BEST[self.task][0]
-        if m.get(key) is not None and (self.best is None or m[key] > self.best[0]):
+        key = self.best_metric[0] if self.best_metric else None
+        if key and m.get(key) is not None and (self.best is None or m[key] > self.best[0]):
             self.best = (m[key], p.epoch)
         t = time.time()
         row = "%9s %10.4f %10s" % ("%d/%d" % (p.epoch, p.epochs), m.get("loss", math.nan),
@@ -258,22 +286,26 @@ class TrainPrinter(object):
         self.clear_bar()
         text = "done in %s" % fmt_duration(time.time() - self.t0)
         if self.best is not None:
-            text += "; best %s %.4f at epoch %d" % (_BEST[self.task][1], self.best[0],
+            text += "; best %s %.4f at epoch %d" % (self.best_metric[1], self.best[0],
                                                     self.best[1])
         self._print(text + "\n")
         final_report(self.task, metrics, run_dir, best_weights, self.out)
 
 
 def final_report(task, metrics, run_dir, best_weights, out):
-    """The final metrics and where the weights are (the last lines of `vt train`)."""
+    """The final metrics and where the weights are (the last lines of `vt train`): the task's
+    metrics (the library's); detection and classification in the words scripts read (the mAPs
+    only; "top-1 accuracy")."""
+    info = _core._task_info(task) if task is not None else None
+    keys = info.metrics if info is not None else ()
     if task == Task.DETECT and "map50" in metrics and "map50_95" in metrics:
         out.write("final validation mAP50 %.4f  mAP50-95 %.4f\n"
                   % (metrics["map50"], metrics["map50_95"]))
-    elif task == Task.SEGMENT and "miou" in metrics and "pixel_acc" in metrics:
-        out.write("final validation mIoU %.4f  pixel accuracy %.4f\n"
-                  % (metrics["miou"], metrics["pixel_acc"]))
     elif task == Task.CLASSIFY and "top1" in metrics:
         out.write("final validation top-1 accuracy: %.4f\n" % metrics["top1"])
+    elif keys and all(k in metrics for k in keys):   # e.g. "mIoU 0.9  pixel accuracy 0.98"
+        out.write("final validation %s\n"
+                  % "  ".join("%s %.4f" % (_words(k), metrics[k]) for k in keys))
     if run_dir:
         out.write("run folder: %s (best weights: %s, last: %s)\n"
                   % (run_dir, best_weights or "none yet",
@@ -282,27 +314,26 @@ def final_report(task, metrics, run_dir, best_weights, out):
 
 
 def val_report(trainer, task, split, num_images, seconds, out=None):
-    """The lines `vt val` prints after a validation."""
+    """The lines `vt val` prints after a validation: the loss and the task's metrics (the
+    library's), then per class the AP of a task that has them (detection)."""
     out = out or sys.stdout
     m = trainer.metrics()
     nan = math.nan
-    head = "%s (%d images): loss %.4f" % (split, num_images, m.get("val_loss", nan))
-    if task == Task.SEGMENT:
-        out.write("%s  mIoU %.4f  pixel accuracy %.4f  (%.1fs)\n"
-                  % (head, m.get("miou", nan), m.get("pixel_acc", nan), seconds))
-    elif task == Task.DETECT:
-        out.write("%s  P %.4f  R %.4f  mAP50 %.4f  mAP50-95 %.4f  (%.1fs)\n"
-                  % (head, m.get("precision", nan), m.get("recall", nan), m.get("map50", nan),
-                     m.get("map50_95", nan), seconds))
+    info = _core._task_info(task) if task is not None else None
+    text = "%s (%d images): loss %.4f" % (split, num_images, m.get("val_loss", nan))
+    for key in info.metrics if info is not None else ():
+        text += "  %s %.4f" % (_words(key), m.get(key, nan))
+    out.write("%s  (%.1fs)\n" % (text, seconds))
+    names = trainer.model.class_names
+    try:
+        per_class = [trainer.class_ap(c) for c in range(len(names))]
+    except _core.VisionTrainError:   # NotFoundError: no per-class AP for this task
+        per_class = None
+    if per_class is not None and names:
         out.write("  %-20s %8s %8s %9s\n" % ("class", "boxes", "AP50", "AP50-95"))
-        names = trainer.model.class_names
-        for c, name in enumerate(names):
-            ap50, ap, n = trainer.class_ap(c)
+        for name, (ap50, ap, n) in zip(names, per_class):
             if n == 0:
                 out.write("  %-20s %8d %8s %9s\n" % (name or "?", 0, "-", "-"))
             else:
                 out.write("  %-20s %8d %8.4f %9.4f\n" % (name or "?", n, ap50, ap))
-    else:
-        out.write("%s  top1 %.4f  top5 %.4f  (%.1fs)\n"
-                  % (head, m.get("top1", nan), m.get("top5", nan), seconds))
     out.flush()

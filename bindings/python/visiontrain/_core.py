@@ -4,6 +4,7 @@ import array
 import collections
 import ctypes
 import enum
+import functools
 import logging
 import os
 import re
@@ -20,9 +21,12 @@ _log = logging.getLogger("visiontrain")
 # ---- enums -------------------------------------------------------------------------------------
 
 class Task(enum.IntEnum):
+    """vt_task.  What the library says of each (name, title, models, metrics) is its own:
+    tasks() lists the tasks it trains, with that description."""
     CLASSIFY = 1
     DETECT = 2
-    SEGMENT = 3
+    SEGMENT = 3    # semantic: a class per pixel
+    INSTANCE = 4   # instance segmentation: per object a box, class and mask
 
 
 class ExportFormat(enum.IntEnum):
@@ -65,6 +69,11 @@ class Metric(enum.IntEnum):
     # the run started from another model's weights (other classes, pretrained=)
     TENSORS_TRANSFERRED = 26
     TENSORS_TOTAL = 27
+    # instance segmentation: the masks' scores (the boxes' are PRECISION ... MAP50_95)
+    MASK_PRECISION = 28
+    MASK_RECALL = 29
+    MASK_MAP50 = 30
+    MASK_MAP50_95 = 31
 
 
 class Event(enum.IntEnum):
@@ -140,16 +149,12 @@ class OptionScope(enum.IntFlag):
     EXPORT = 1024          # Model.export(path, format, **options)
 
 
-_TASK_NOUNS = {Task.CLASSIFY: "classification", Task.DETECT: "detection",
-               Task.SEGMENT: "segmentation"}
+# The method giving each task's per-image result (the library's message names C functions).
 _TASK_METHODS = {Task.CLASSIFY: "classify()", Task.DETECT: "detect()", Task.SEGMENT: "segment()"}
 
 # vt_box_measure, by the names Dataset.box_histogram takes
 _BOX_MEASURES = {"width": 1, "height": 2, "sqrt_area": 3}
 
-_TASK_NAMES = {"classify": Task.CLASSIFY, "cls": Task.CLASSIFY, "classification": Task.CLASSIFY,
-               "detect": Task.DETECT, "detection": Task.DETECT,
-               "segment": Task.SEGMENT, "segmentation": Task.SEGMENT}
 _SPLIT_NAMES = {"train": Split.TRAIN, "val": Split.VAL, "valid": Split.VAL,
                 "validation": Split.VAL, "test": Split.TEST}
 _LOG_TO_LOGGING = {LogLevel.ERROR: logging.ERROR, LogLevel.WARNING: logging.WARNING,
@@ -170,13 +175,13 @@ def _enum_arg(value, enum_cls, names, what):
 
 
 def _task(value):
-    return _enum_arg(value, Task, _TASK_NAMES, "task")
+    return _enum_arg(value, Task, _task_names(), "task")
 
 
 def _guess_task(path):
     """The task of a dataset path when none is given, by the vt tool's rule (examples/vt,
     task_value): detect for a .yaml/.yml/.json file or a folder holding a data.yaml, else
-    classify."""
+    classify (the layouts: a YOLO data.yaml or a COCO JSON, else an ImageFolder)."""
     path = os.fspath(path)
     if path.lower().endswith((".yaml", ".yml", ".json")) or \
             os.path.isfile(os.path.join(path, "data.yaml")):
@@ -193,9 +198,9 @@ def _dataset_call(path, task, call):
     try:
         return call(guess)
     except VisionTrainError as e:
-        others = " or ".join('task="%s"' % t.name.lower() for t in Task if t != guess)
+        others = " or ".join('task="%s"' % t.name for t in tasks() if t.task != guess)
         e.message = '%s (task="%s" was guessed from the path; pass %s to choose)' % (
-            e.message, guess.name.lower(), others)
+            e.message, _task_info(guess).name, others)
         e.args = (e.message,)
         raise
 
@@ -205,11 +210,125 @@ def _split(value):
 
 
 def _metric(value):
-    return _enum_arg(value, Metric, {m.name.lower(): m for m in Metric}, "metric")
+    names = {m.name.lower(): m for m in Metric}
+    names.update((key, _as_enum(Metric, i)) for i, (key, _) in _metric_table().items())
+    return _enum_arg(value, Metric, names, "metric")
 
 
 def _log_level(value):
     return _enum_arg(value, LogLevel, {m.name.lower(): m for m in LogLevel}, "log level")
+
+
+# ---- tasks and metrics, as the library describes them ----------------------------------------
+# Names, titles, model prefixes and default models, each task's metrics and fitness, each
+# metric's key and label: read from the library once (its strings are static), so a task or
+# metric a newer library adds shows up here without a change.
+
+class TaskInfo(collections.namedtuple(
+        "TaskInfo", "task name title model_prefix default_model metrics fitness")):
+    """A task as the library describes it (tasks()): task (a Task, or the int of a task these
+    bindings have no member for), name ("detect": the run folder under a project), title
+    ("detection"), model_prefix ("det-"), default_model ("det-n"), metrics (the keys of the
+    metrics its validation reports, in the order of its results.csv columns: ("precision",
+    "recall", "map50", "map50_95")) and fitness (the key of the metric its best checkpoint is
+    chosen by: "map50_95")."""
+    __slots__ = ()
+
+
+def _as_enum(enum_cls, value):
+    """enum_cls(value), or the int where the enum has no member for it (a newer library's)."""
+    try:
+        return enum_cls(value)
+    except ValueError:
+        return int(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _metric_table():
+    """{metric id: (key, label)} for every metric the library names (vt_metric_name,
+    vt_metric_label): "map50_95" / "mAP50-95", ..."""
+    lib = _native.lib()
+    table = {}
+    for i in range(1, 256):   # the metric ids (vt_metric) start at 1 and stay small
+        key = lib.vt_metric_name(i)
+        if key is not None:
+            table[i] = (_text(key), _text(lib.vt_metric_label(i)))
+    return table
+
+
+def _metric_key(metric):
+    """The metrics dictionaries' key of a metric ("map50_95"), None for one the library does
+    not know."""
+    return _metric_table().get(int(metric), (None, None))[0]
+
+
+def _metric_label(metric):
+    """A metric's label in tables ("mAP50-95"), None as above."""
+    return _metric_table().get(int(metric), (None, None))[1]
+
+
+def _describe_task(lib, task):
+    n = lib.vt_task_metrics(task, None, 0)
+    ids = (ctypes.c_int * max(n, 1))()
+    n = min(n, lib.vt_task_metrics(task, ids, n))
+    return TaskInfo(_as_enum(Task, task), _text(lib.vt_task_name(task)),
+                    _text(lib.vt_task_title(task)), _text(lib.vt_task_model_prefix(task)),
+                    _text(lib.vt_task_default_model(task)),
+                    tuple(_metric_key(m) for m in ids[:n]),
+                    _metric_key(lib.vt_task_fitness(task)))
+
+
+@functools.lru_cache(maxsize=None)
+def _task_table():
+    lib = _native.lib()
+    out, t = [], lib.vt_task_next(0)
+    while t and len(out) < 64:
+        out.append(_describe_task(lib, t))
+        t = lib.vt_task_next(t)
+    return tuple(out)
+
+
+def tasks():
+    """The tasks the library trains, in its order: a list of TaskInfo (name, title, model
+    prefix and default model, metric keys, fitness)."""
+    return list(_task_table())
+
+
+@functools.lru_cache(maxsize=None)
+def _task_info(task):
+    """The library's TaskInfo of a task value (listed by tasks() or not), None for a value that
+    is not a task."""
+    for info in _task_table():
+        if info.task == task:
+            return info
+    lib = _native.lib()
+    if lib.vt_task_name(int(task)) is None:
+        return None
+    return _describe_task(lib, int(task))
+
+
+def _task_title(task):
+    info = _task_info(task)
+    return info.title if info is not None else "task %d" % int(task)
+
+
+@functools.lru_cache(maxsize=None)
+def _task_names():
+    """The names a task argument takes: each task's name ("detect"), title ("detection") and
+    model prefix without its dash ("det")."""
+    names = {}
+    for info in _task_table():
+        for name in (info.name, info.title, (info.model_prefix or "").rstrip("-")):
+            if name:
+                names[name.lower()] = info.task
+    return names
+
+
+def _arch_task(arch):
+    """The task of an architecture name ("det-s": detection; vt_arch_task), None for a name
+    the library does not know."""
+    t = _native.lib().vt_arch_task(_cstr(str(arch)))
+    return _as_enum(Task, t) if t else None
 
 
 # ---- strings and errors -------------------------------------------------------------------------
@@ -606,7 +725,7 @@ class Dataset(_Closable):
 
     @property
     def task(self):
-        return Task(self._lib.vt_dataset_task(self._ptr()))
+        return _as_enum(Task, self._lib.vt_dataset_task(self._ptr()))
 
     @property
     def num_classes(self):
@@ -847,7 +966,7 @@ class Model(_Closable):
         if actual != task and actual in _TASK_METHODS:
             actual = Task(actual)
             raise UnsupportedError("%s is a %s model, not a %s one: use Model.%s" % (
-                self.arch, _TASK_NOUNS[actual], _TASK_NOUNS[task], _TASK_METHODS[actual]),
+                self.arch, _task_title(actual), _task_title(task), _TASK_METHODS[actual]),
                 Status.UNSUPPORTED)
 
     def save(self, path):
@@ -856,7 +975,7 @@ class Model(_Closable):
 
     @property
     def task(self):
-        return Task(self._lib.vt_model_task(self._ptr()))
+        return _as_enum(Task, self._lib.vt_model_task(self._ptr()))
 
     @property
     def arch(self):
@@ -1177,6 +1296,8 @@ class Progress(object):
     def __getattr__(self, name):
         if name in Metric.__members__ or name.upper() in Metric.__members__:
             return self.metrics.get(name.lower())
+        if not name.startswith("_") and any(name == key for key, _ in _metric_table().values()):
+            return self.metrics.get(name)   # a metric a newer library names
         raise AttributeError(name)
 
     def as_dict(self):
@@ -1206,10 +1327,10 @@ _KNOWN_EVENTS = frozenset(int(e) for e in Event)
 def _read_progress(lib, event, p):
     metrics = {}
     value = ctypes.c_double()
-    for m in Metric:
+    for m, (key, _) in _metric_table().items():
         st = lib.vt_progress_metric(p, m, ctypes.byref(value))
         if st == 0:
-            metrics[m.name.lower()] = value.value
+            metrics[key] = value.value
         # VT_ERR_NOT_FOUND: not available at this point; any other status: ignore the metric
     try:
         event = Event(event)
@@ -1458,11 +1579,10 @@ class Trainer(_Closable):
         p = self._ptr()
         out = {}
         value = ctypes.c_double()
-        for m in Metric:
-            # VT_ERR_NOT_FOUND: not available yet; any other status (a library that does not
-            # know the metric): left out as well
+        for m, (key, _) in _metric_table().items():
+            # VT_ERR_NOT_FOUND: not available yet; any other status: left out as well
             if self._lib.vt_trainer_metric(p, m, ctypes.byref(value)) == 0:
-                out[m.name.lower()] = value.value
+                out[key] = value.value
         return out
 
     def cancel(self):

@@ -17,18 +17,25 @@ import time
 
 from . import _core, _native
 from ._console import LogLines, TrainPrinter, data_summary, final_report, val_report
-from ._core import BadStateError, Dataset, Status, Task, Trainer
+from ._core import BadStateError, Dataset, Status, Task, Trainer, UnsupportedError
 from ._results import Boxes, Masks, Probs, Results, image_size, numpy_or_none
 
 # Options of Dataset() (how the data is opened); the others of train()/val() go to the Trainer.
 _DATASET_KEYS = ("policy", "decode", "min_size")
 # Options of a new model's vt_model_create() that train() accepts too (before the model exists).
 _NEW_MODEL_KEYS = ("channels", "dropout")
-# The metrics a validation sets.
-_VAL_METRICS = ("val_loss", "top1", "top5", "precision", "recall", "f1", "map50", "map50_95",
-                "miou", "pixel_acc", "fitness")
-_ARCH_TASKS = {"cls": Task.CLASSIFY, "det": Task.DETECT, "seg": Task.SEGMENT}
+# What a validation sets besides the tasks' metrics (_val_metrics): its loss, detection's F1 (at
+# the threshold of its P and R) and the fitness.
+_VAL_EXTRA = ("val_loss", "f1", "fitness")
 _IMAGE_EXTS = (".png", ".jpg", ".jpeg")
+
+
+def _val_metrics():
+    """The keys of the metrics a validation sets: every task's (the library's), _VAL_EXTRA."""
+    keys = set(_VAL_EXTRA)
+    for info in _core.tasks():
+        keys.update(info.metrics)
+    return keys
 
 
 def _is_model_file(model):
@@ -49,7 +56,8 @@ def _summary_args(ds_options):
 
 
 class Model(_core.Model):
-    """A model of one task (classification "cls-*", detection "det-*", segmentation "seg-*").
+    """A model of one task (classification "cls-*", detection "det-*", segmentation "seg-*", ...:
+    visiontrain.tasks() lists them, with their model prefixes and default models).
 
     Model("det-n") is a new model whose classes come from the data of its first train();
     Model("det-n", 3, imgsz=64) builds it now with 3 classes; Model("path/best.vtm") loads a
@@ -73,10 +81,9 @@ class Model(_core.Model):
             _core.Model.__init__(self, model, num_classes, **options)
             return
         arch = str(model)
-        task = _ARCH_TASKS.get(arch.split("-")[0])
+        task = _core._arch_task(arch)   # the library's (vt_arch_task)
         if task is None:
-            # another family (e.g. cnn-small): a two-class copy checks the name and the options
-            # and tells the task
+            # a name the library does not know: a two-class copy says what is wrong with it
             with _core.Model(arch, 2, **options) as probe:
                 task = probe.task
         self._lib = _native.lib()
@@ -237,7 +244,8 @@ class Model(_core.Model):
             all_metrics = trainer.validate(split)
             val_report(trainer, self.task, str(split), ds.num_images(split), time.time() - t0,
                        out=None if verbose else LogLines(logging.INFO))
-        self.metrics = {k: v for k, v in all_metrics.items() if k in _VAL_METRICS}
+        val_metrics = _val_metrics()
+        self.metrics = {k: v for k, v in all_metrics.items() if k in val_metrics}
         return self.metrics
 
     # ---- prediction ----
@@ -273,8 +281,11 @@ class Model(_core.Model):
                 else:
                     (h, w), data = mask.shape, mask.tobytes()
                 r = Results(path, (h, w), names, masks=Masks(w, h, data))
-            else:
+            elif task == Task.CLASSIFY:
                 r = Results(path, shape, names, probs=Probs(self.classify(image)))
+            else:
+                raise UnsupportedError("Model.predict() gives no results for %s models yet"
+                                       % _core._task_title(task), Status.UNSUPPORTED)
             out.append(r)
             if verbose:
                 sys.stdout.write("image %d/%d %s: %s%s (%.1f ms)\n" % (

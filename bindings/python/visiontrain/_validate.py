@@ -11,8 +11,8 @@ import enum
 import os
 
 from . import _native
-from ._core import (Problem, ProblemCode, Task, _Closable, _check, _cpath, _cstr, _dataset_call,
-                    _enum_arg, _Handle, _kv_string, _path_text, _split, _text)
+from ._core import (Problem, ProblemCode, Task, _as_enum, _Closable, _check, _cpath, _cstr,
+                    _dataset_call, _enum_arg, _Handle, _kv_string, _path_text, _split, _text)
 
 
 class Count(enum.IntEnum):
@@ -39,7 +39,7 @@ class Report(_Closable):
         lib = _native.lib()
         self._lib = lib
         self._h = _Handle(ptr, lib.vt_report_destroy, "Report")
-        self.task = Task(lib.vt_report_task(ptr))
+        self.task = _as_enum(Task, lib.vt_report_task(ptr))
         self.class_names = [_text(lib.vt_report_class_name(ptr, i))
                             for i in range(lib.vt_report_num_classes(ptr))]
         f = ctypes.c_char_p()

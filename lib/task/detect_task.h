@@ -1,0 +1,41 @@
+/* Private: the detection task's training side, for the tasks built on a detector (instance
+ * segmentation adds a mask head to it): its state, and the batch's detection loss. */
+#ifndef VT_DETECT_TASK_H
+#define VT_DETECT_TASK_H
+
+#include "task/detect_eval.h"
+#include "task/task.h"
+
+/* Loss weights and the task-aligned assignment's parameters; see det_loss_math.h. */
+#define DET_BOX_GAIN 3.0f
+#define DET_CLS_GAIN 1.0f
+#define DET_TOPK 13
+#define DET_ALPHA 1.0f
+#define DET_BETA 6.0f
+
+/* The state: ground truth staging, per-anchor assignment, loss terms (backend memory where
+ * _dev), decoding buffers and the evaluator of the last validation. */
+typedef struct vt_det_task {
+    float *gt_host, *gt_dev;     /* batch x gt_max records of 5 floats */
+    int gt_cap;                  /* records allocated (host and device) */
+    int max_gt;                  /* records per image of the last loss */
+    int32_t *assign_dev;         /* per anchor: the assigned ground truth */
+    float *score_dev;            /* per anchor: its target score */
+    int assign_cap;
+    float *det_loss_dev;         /* 4 floats: box, class, positives, target-score sum */
+    float *head_host, *decode_scratch;
+    size_t head_cap, decode_cap;
+    vt_det_eval *det_eval;
+    int det_eval_valid;          /* det_eval holds the results of a completed validation */
+} vt_det_task;
+
+/* The detection loss of the batch already run forward (the boxes of L's last fill), on the
+ * model's output 0; with_grad: also its gradient into output 0's dy.  Afterwards t->gt_dev
+ * holds the ground truth (t->max_gt records an image, the loader's box order) and
+ * t->assign_dev every anchor's assigned ground truth. */
+vt_status vt_det_task_loss(vt_task_ctx *c, vt_det_task *t, struct vt_loader *L, int n,
+                           int with_grad, float *loss);
+/* Frees t's buffers (it stays usable). */
+void vt_det_task_release(vt_task_ctx *c, vt_det_task *t);
+
+#endif
