@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev check
       libpng-dev libjpeg62-turbo-dev zlib1g-dev libyaml-dev libjson-c-dev
       libblis-serial-dev python3 python3-pip libprotobuf-c-dev protobuf-c-compiler
-      libfreetype-dev fonts-dejavu-core)
+      libfreetype-dev fonts-dejavu-core
+      openmpi-bin libopenmpi-dev)   # distributed training (-Dmpi) and its 2-rank tests
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 pkgs+=(python3-venv)   # `python3 -m venv` before `pip install ./bindings/python` (README)

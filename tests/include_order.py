@@ -6,6 +6,7 @@ layer builds on, never of a later one (docs/architecture.md):
 
     core < image < data
     backend < nn < task < train < estimate      (task, train and estimate also build on data)
+    backend < dist < train                      (the communicators; train and estimate build on it)
     cuda builds on backend: it implements the backend interface; lib/ never includes it.
 
 Usage: include_order.py SOURCE_ROOT.  Prints every include that goes up (or sideways) the
@@ -24,10 +25,11 @@ ALLOWED = {
     'data': {'core', 'image', 'data'},
     'backend': {'core', 'backend'},
     'cuda': {'core', 'backend', 'cuda'},
+    'dist': {'core', 'backend', 'dist'},
     'nn': {'core', 'image', 'backend', 'nn'},
     'task': {'core', 'image', 'data', 'backend', 'nn', 'task'},
-    'train': {'core', 'image', 'data', 'backend', 'nn', 'task', 'train'},
-    'estimate': {'core', 'image', 'data', 'backend', 'nn', 'task', 'train', 'estimate'},
+    'train': {'core', 'image', 'data', 'backend', 'dist', 'nn', 'task', 'train'},
+    'estimate': {'core', 'image', 'data', 'backend', 'dist', 'nn', 'task', 'train', 'estimate'},
 }
 ANYWHERE = {'visiontrain/visiontrain.h', 'vt_config.h'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

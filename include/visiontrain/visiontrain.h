@@ -276,6 +276,14 @@ typedef enum vt_option {
                                      parameters get no update and no weight decay, their batch
                                      norms keep their running statistics (eval mode), and no
                                      gradient is computed below the first trained layer */
+    VT_OPT_DIST = 153,            /* string "auto" | "off", default "auto" ("dist"): data-parallel
+                                     training when the process is one rank of several
+                                     (`mpirun -np N ...`, in a build with MPI): each rank
+                                     trains batch images of every step (the step's batch is
+                                     batch x ranks), gradients are averaged over the ranks,
+                                     only rank 0 writes the run folder and calls the progress
+                                     callback, the other ranks log warnings and errors only.
+                                     "off": each process trains on its own */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */

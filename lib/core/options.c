@@ -15,6 +15,7 @@
 static const char *const optimizer_choices[] = {"sgd", "adamw", NULL};
 static const char *const precision_choices[] = {"tf32", "fp32", "bf16", NULL};
 static const char *const cache_choices[] = {"none", "ram", NULL};
+static const char *const dist_choices[] = {"auto", "off", NULL};
 static const char *const est_precision_choices[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const policy_choices[] = {"drop", "skip", "fail", NULL};
 
@@ -133,6 +134,9 @@ static const vt_optdef table[] = {
      "a saved model (.vtm) whose matching tensors start the run", 0},
     {VT_OPT_FREEZE, "freeze", S, 0, 0, 0, "", NULL, T,
      "layers not trained: N (the first N of 'vt info model=' list) or backbone", 0},
+    /* distributed training */
+    {VT_OPT_DIST, "dist", S, 0, 0, 0, "auto", dist_choices, T,
+     "data-parallel over the ranks of an MPI launch (mpirun -np N): auto or off", 0},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)", 0},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size", 0},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

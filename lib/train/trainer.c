@@ -475,12 +475,24 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
 {
     vt_exec *e = t->exec;
     vt_model *m = t->model;
-    e->n = n;
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
-    TRY(vt_exec_forward(e, 1));
-    TRY(t->task->batch_loss(vt_trainer_task_ctx(t), L, n, 1, loss_out));
-    TRY(vt_exec_backward_outputs(e, m->outputs, m->n_outputs));
+    vt_status st = VT_OK;
+    if (n > 0) { /* distributed: n = 0 when this rank's slice of the step was unreadable */
+        e->n = n;
+        st = vt_exec_forward(e, 1);
+        if (!st) st = t->task->batch_loss(vt_trainer_task_ctx(t), L, n, 1, loss_out);
+        if (!st) st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
+    }
+    /* all gradients are complete here: the ranks sum them (dist.c), or a failure of any rank
+     * stops them all */
+    if (t->dist_on) {
+        TRY(vt_dist_reduce_grads(t, st, n, loss_out));
+        if (t->step_images == 0) return VT_OK; /* no rank had images: skipped by all */
+    } else {
+        TRY(st);
+        t->step_images = n;
+    }
     TRY(optimizer_step(t, lr));
     mark_dirty(t);
     if (!isfinite(*loss_out))
@@ -597,6 +609,7 @@ static void update_eta(vt_trainer *t, const run_clock *c, int epochs, int nb, in
  * not called again in this run (the final save of last.vtm is not reported). */
 static void notify(vt_trainer *t, vt_event ev)
 {
+    if (t->rank > 0) return; /* distributed: rank 0 reports (a cancel on any rank is reduced) */
     if (t->cb && !atomic_load(&t->cancel) && t->cb(t->cb_user, ev, &t->prog))
         atomic_store(&t->cancel, 1);
 }
@@ -621,16 +634,6 @@ static vt_status save_ckpts(vt_trainer *t, const char *const *names, int n)
     return VT_OK;
 }
 
-/* Prefetch: submit the epoch's batches up to (not including) batch `upto`. */
-static vt_status submit_upto(vt_loader *L, const int *perm, int ntrain, int batch, int nb,
-                             uint64_t aug_seed, int *next, int upto)
-{
-    for (; *next < nb && *next < upto; (*next)++) {
-        int b = *next, n = ntrain - b * batch < batch ? ntrain - b * batch : batch;
-        TRY(vt_loader_submit(L, perm + (size_t)b * batch, n, aug_seed));
-    }
-    return VT_OK;
-}
 
 /* What a run holds while its epochs go by: run() sets it up, run_epoch and run_batch use it. */
 typedef struct run_state {
@@ -645,7 +648,43 @@ typedef struct run_state {
     int cache_ram, cached_logged;
     int64_t cache_cap;
     int validate, patience, period, plots, save;
+    int rank, world;         /* distributed: this rank of world (0 of 1 alone) */
 } run_state;
+
+/* The epoch's steps: batch x world images each, the last one shorter when at least 2 images a
+ * rank are left (a trailing single image would make batch-norm statistics meaningless, so it
+ * is dropped; the shuffle puts other images last in other epochs). */
+static int steps_per_epoch(int ntrain, int batch, int world)
+{
+    int g = batch * world, rem = ntrain % g;
+    return ntrain / g + (rem >= 2 * world ? 1 : 0);
+}
+
+/* This rank's slice of step b: images perm[*off .. *off + n), returns n.  Every rank takes
+ * the same number of steps; the slices of a step are disjoint and together the step's images
+ * of one process training batch x world, so the ranks see the same data order as it.  A
+ * trailing step splits its images evenly (the slices differ by one at most). */
+static int shard(const run_state *r, int b, int *off)
+{
+    int g = r->batch * r->world, full = r->ntrain / g;
+    if (b < full) {
+        *off = b * g + r->rank * r->batch;
+        return r->batch;
+    }
+    int rem = r->ntrain - full * g, q = rem / r->world, e = rem % r->world;
+    *off = full * g + r->rank * q + (r->rank < e ? r->rank : e);
+    return q + (r->rank < e ? 1 : 0);
+}
+
+/* Prefetch: submit this rank's slices of the epoch's steps up to (not including) `upto`. */
+static vt_status submit_upto(const run_state *r, uint64_t aug_seed, int *next, int upto)
+{
+    for (; *next < r->nb && *next < upto; (*next)++) {
+        int off, n = shard(r, *next, &off);
+        TRY(vt_loader_submit(r->L, r->perm + off, n, aug_seed));
+    }
+    return VT_OK;
+}
 
 /* Batch b of the epoch: its images decoded (or waited for, with prefetch), trained, then the
  * metrics and the callback.  A batch without 2 readable images is skipped (warnings logged).
@@ -654,53 +693,85 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
 {
     vt_train_pos *pos = &t->pos;
     run_clock *clk = &r->clk;
-    int batch = r->batch, nb = r->nb, ntrain = r->ntrain;
+    int batch = r->batch, nb = r->nb;
     double now = vt_now();
     double step_est = clk->steps ? clk->step_time / (double)clk->steps : 0;
-    if (clk->budget > 0 && now - clk->start + step_est + clk->save_time > clk->budget) {
+    int out_of_time = clk->budget > 0 && now - clk->start + step_est + clk->save_time >
+                                             clk->budget;
+    if (t->dist_on) {
+        /* the ranks stop together: at the first rank out of time, or cancelled */
+        double f[2] = {out_of_time, atomic_load(&t->cancel)};
+        TRY(vt_dist_agree(t, VT_OK, f, 2, VT_COMM_MAX));
+        out_of_time = f[0] > 0;
+        if (f[1] > 0 && !out_of_time) {
+            atomic_store(&t->cancel, 1);
+            t->stop = VT_STOP_CANCELLED;
+            return VT_OK;
+        }
+    }
+    if (out_of_time) {
         t->stop = VT_STOP_TIME;
         return VT_OK;
     }
-    int n = ntrain - b * batch < batch ? ntrain - b * batch : batch, ok;
+    int off, n = shard(r, b, &off), ok;
     double filled;
     vt_status st;
     if (r->depth) {
         /* depth batches in flight while this one trains: b + 1 .. b + depth */
-        TRY(submit_upto(r->L, r->perm, ntrain, batch, nb, aug_seed, next, b + r->depth));
+        TRY(submit_upto(r, aug_seed, next, b + r->depth));
         const float *hb = NULL;
         const int32_t *hl = NULL;
         double w0 = vt_now();
         vt_status lst = vt_loader_wait(r->L, &hb, &hl, &ok);
         filled = vt_now();
         pos->data_wait += filled - w0; /* only the time blocked */
-        TRY(submit_upto(r->L, r->perm, ntrain, batch, nb, aug_seed, next, b + 1 + r->depth));
-        st = lst;
+        st = submit_upto(r, aug_seed, next, b + 1 + r->depth);
+        if (!st) st = lst;
         if (!st && ok >= 2) {
             size_t plane = (size_t)r->sz * r->sz;
             memcpy(t->host_labels, hl, (size_t)ok * sizeof(int32_t));
-            TRY(t->be->ops->upload(t->be, vt_exec_input(t->exec), hb,
-                                   (size_t)t->model->channels * ok * plane * sizeof(float)));
+            st = t->be->ops->upload(t->be, vt_exec_input(t->exec), hb,
+                                    (size_t)t->model->channels * ok * plane * sizeof(float));
         }
     } else {
-        st = vt_trainer_fill_input(t, r->L, r->perm + (size_t)b * batch, n, aug_seed, &ok);
+        st = vt_trainer_fill_input(t, r->L, r->perm + off, n, aug_seed, &ok);
         filled = vt_now();
         pos->data_wait += filled - now;
     }
-    if (st == VT_ERR_DATASET || (!st && ok < 2)) { /* unreadable batch: warned, skip */
+    if (t->dist_on) {
+        /* an unreadable slice (warned) trains nothing on this rank; the others go on, and
+         * the step is skipped when no rank had 2 readable images */
+        if (st == VT_ERR_DATASET || (!st && ok < 2)) {
+            vt_err_clear();
+            st = VT_OK;
+            ok = 0;
+        }
+        /* any other failure stops every rank at the step's reduction (train_batch) */
+    }
+    if (!t->dist_on && (st == VT_ERR_DATASET || (!st && ok < 2))) { /* unreadable: skip */
         pos->batch = b + 1;
         clk->unsaved = 1;
         pos->epoch_time += filled - now;
         pos->elapsed += filled - now;
         return VT_OK;
     }
-    if (st) return st;
+    float loss = 0;
+    /* distributed: the failure reaches the other ranks at the step's reduction */
+    if (st) return t->dist_on ? vt_dist_reduce_grads(t, st, 0, &loss) : st;
     double lr = lr_at(t, t->prog.iteration, nb, r->epochs);
-    float loss;
     TRY(train_batch(t, ok, lr, &loss, r->L));
+    if (t->step_images == 0) { /* distributed: no rank had a readable slice */
+        pos->batch = b + 1;
+        clk->unsaved = 1;
+        pos->epoch_time += vt_now() - now;
+        pos->elapsed += vt_now() - now;
+        return VT_OK;
+    }
     if (use_ema(t)) TRY(vt_ema_update(t));
     double end = vt_now();
+    /* the step's mean loss and its images over all ranks (distributed) */
     pos->loss_sum += loss;
-    pos->images += ok;
+    pos->images += t->step_images;
     pos->batch = b + 1;
     pos->iteration = t->prog.iteration;
     pos->epoch_time += end - now;
@@ -719,6 +790,27 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
     vt_tb_step(t, loss);
     notify(t, VT_EVENT_BATCH_END);
     if (atomic_load(&t->cancel)) t->stop = VT_STOP_CANCELLED;
+    return VT_OK;
+}
+
+/* The checkpoints, results.csv and plots of epoch ep just completed. */
+static vt_status save_epoch(vt_trainer *t, run_state *r, int ep, int improved)
+{
+    const char *names[3];
+    char period_name[64];
+    int k = 0;
+    names[k++] = "last.vtm";
+    if (improved) names[k++] = "best.vtm";
+    if (r->period > 0 && (ep + 1) % r->period == 0) {
+        snprintf(period_name, sizeof period_name, "epoch%d.vtm", ep + 1);
+        names[k++] = period_name;
+    }
+    double s0 = vt_now();
+    TRY(save_ckpts(t, names, k));
+    TRY(vt_train_write_results(t));
+    r->clk.save_time = (vt_now() - s0) / k * 1.5; /* the final save writes one file */
+    r->clk.unsaved = 0;
+    if (r->plots) TRY(vt_train_write_plots(t));
     return VT_OK;
 }
 
@@ -765,18 +857,29 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
     if (pos->images == 0)
         return vt_fail(VT_ERR_DATASET, "%s: no batch of epoch %d had 2 or more readable images "
                        "(see the warnings in the log)", r->ds->root, ep + 1);
+    /* distributed: one set of BN statistics before validation and checkpoints read them */
+    TRY(vt_dist_sync_buffers(t));
     double val_seconds = 0;
     if (r->validate) {
         double now = vt_now();
-        if (clk->budget > 0 &&
-            now - clk->start + val_estimate(t, clk, batch) + clk->save_time > clk->budget) {
+        double late[1] = {clk->budget > 0 && now - clk->start + val_estimate(t, clk, batch) +
+                                                     clk->save_time > clk->budget};
+        TRY(vt_dist_agree(t, VT_OK, late, 1, VT_COMM_MAX));
+        if (late[0] > 0) {
             t->stop = VT_STOP_TIME;
             return VT_OK;
         }
-        if (use_ema(t)) TRY(vt_ema_swap(t));
-        st = vt_trainer_evaluate(t, VT_SPLIT_VAL, batch, &r->VL);
-        vt_status s2 = use_ema(t) ? vt_ema_swap(t) : VT_OK;
-        if (st || (st = s2)) return st;
+        /* distributed: rank 0 validates (the replicas are identical) and sends its metrics,
+         * so that every rank decides the same (best epoch, early stopping) */
+        if (t->rank == 0) {
+            if (use_ema(t)) st = vt_ema_swap(t);
+            if (!st) {
+                st = vt_trainer_evaluate(t, VT_SPLIT_VAL, batch, &r->VL);
+                vt_status s2 = use_ema(t) ? vt_ema_swap(t) : VT_OK;
+                if (!st) st = s2;
+            }
+        }
+        TRY(vt_dist_share_metrics(t, st));
         val_seconds = clk->val_time = vt_now() - now;
         pos->elapsed += val_seconds;
     }
@@ -803,24 +906,14 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
     set_metric(&t->prog, VT_METRIC_FITNESS, fitness);
     set_metric(&t->prog, VT_METRIC_BEST_FITNESS, pos->best_fitness);
     update_eta(t, clk, epochs, nb, r->validate, batch);
-    if (r->save) {
-        const char *names[3];
-        char period_name[64];
-        int k = 0;
-        names[k++] = "last.vtm";
-        if (improved) names[k++] = "best.vtm";
-        if (r->period > 0 && (ep + 1) % r->period == 0) {
-            snprintf(period_name, sizeof period_name, "epoch%d.vtm", ep + 1);
-            names[k++] = period_name;
-        }
-        double s0 = vt_now();
-        TRY(save_ckpts(t, names, k));
-        TRY(vt_train_write_results(t));
-        clk->save_time = (vt_now() - s0) / k * 1.5; /* the final save writes one file */
-        clk->unsaved = 0;
-        if (r->plots) TRY(vt_train_write_plots(t));
-    }
+    /* distributed: only rank 0 saves; the others learn how it went */
+    TRY(vt_dist_root_status(t, r->save ? save_epoch(t, r, ep, improved) : VT_OK));
     notify(t, VT_EVENT_EPOCH_END);
+    if (t->dist_on) {
+        double f[1] = {atomic_load(&t->cancel)};
+        TRY(vt_dist_agree(t, VT_OK, f, 1, VT_COMM_MAX));
+        if (f[0] > 0) atomic_store(&t->cancel, 1);
+    }
     if (atomic_load(&t->cancel)) {
         t->stop = VT_STOP_CANCELLED;
         return VT_OK;
@@ -849,21 +942,31 @@ static vt_status run(vt_trainer *t)
     vt_results_init(&t->results, t->task);
     memset(&t->pos, 0, sizeof t->pos);
     t->pos.best_fitness = -INFINITY;
-    const char *resume = vt_opt_str(&t->opts, VT_OPT_RESUME);
-    int resuming = resume[0] != 0;
-    if (resuming) {
-        char rpath[VT_OPT_STR_MAX];
-        snprintf(rpath, sizeof rpath, "%s", resume);
-        TRY(vt_train_load(t, rpath, &rs)); /* may change t->opts */
-    }
-    if (!resuming) TRY(apply_pretrained(t));
-    else if (*vt_opt_str(&t->opts, VT_OPT_PRETRAINED) && t->opts.set[vt_opt_index(
-                 vt_optdef_by_id(VT_OPT_PRETRAINED))])
-        vt_log(&t->log, VT_LOG_WARNING, "pretrained=%s is not applied when resuming: the "
-               "checkpoint holds the weights", vt_opt_str(&t->opts, VT_OPT_PRETRAINED));
+    /* Distributed: the communicator first (its opening is the ranks' first collective); from
+     * here on a failure of one rank reaches the others at the next agreement (`agreed`
+     * counts those of the set-up, -1 once one reported a failure). */
+    TRY(open_backend(t));
+    TRY(vt_dist_begin(t));
+    int agreed = 0;
     vt_status st = VT_OK;
     vt_loader *L = NULL, *VL = NULL;
     int *perm = NULL, *subset = NULL;
+    const char *resume = vt_opt_str(&t->opts, VT_OPT_RESUME);
+    int resuming = resume[0] != 0;
+    if (resuming) {
+        /* every rank reads the checkpoint (a shared file system); rank 0's state is then
+         * broadcast, so the replicas start identical */
+        char rpath[VT_OPT_STR_MAX];
+        snprintf(rpath, sizeof rpath, "%s", resume);
+        if ((st = vt_train_load(t, rpath, &rs))) goto done; /* may change t->opts */
+    }
+    if (!resuming) {
+        if ((st = apply_pretrained(t))) goto done;
+    } else if (*vt_opt_str(&t->opts, VT_OPT_PRETRAINED) && t->opts.set[vt_opt_index(
+                   vt_optdef_by_id(VT_OPT_PRETRAINED))])
+        vt_log(&t->log, VT_LOG_WARNING, "pretrained=%s is not applied when resuming: the "
+               "checkpoint holds the weights", vt_opt_str(&t->opts, VT_OPT_PRETRAINED));
+    int world = t->world;
     int epochs = (int)vt_opt_num(&t->opts, VT_OPT_EPOCHS);
     int batch = (int)vt_opt_num(&t->opts, VT_OPT_BATCH);
     int nsplit = ds->split[VT_SPLIT_TRAIN].n;
@@ -878,6 +981,12 @@ static vt_status run(vt_trainer *t)
     }
     int ntrain = vt_loader_pick_subset(nsplit, fraction, seed, subset);
     if (batch == -1 && (st = vt_autobatch(t, subset, ntrain, NULL, &batch))) goto done;
+    if (t->dist_on) { /* the first agreement: all set so far, and the smallest batch=-1 */
+        double v[1] = {-batch};
+        agreed = (st = vt_dist_agree(t, VT_OK, v, 1, VT_COMM_MAX)) ? -1 : 1;
+        if (st) goto done;
+        batch = (int)-v[0];
+    }
     /* Batches of one image are never trained (batch-norm statistics of a single image are
      * meaningless, see the trailing-batch rule below), so batch=1 would train nothing: say so
      * rather than fail later as if images could not be read. */
@@ -887,19 +996,21 @@ static vt_status run(vt_trainer *t)
                      "take batch=1)", batch);
         goto done;
     }
-    if (batch > ntrain) batch = ntrain;
-    if (ntrain < 2) {
-        st = vt_fail(VT_ERR_DATASET, "%s: need at least 2 training images", ds->root);
+    if (ntrain < 2 * world) {
+        st = vt_fail(VT_ERR_DATASET, "%s: need at least 2 training images%s", ds->root,
+                     world > 1 ? " for each rank" : "");
         goto done;
     }
+    /* batch is each rank's: a step trains batch x world images */
+    if (batch * world > ntrain) batch = ntrain / world;
     /* A trailing batch of one image would make batch-norm statistics meaningless: drop it. */
-    int nb = ntrain / batch + (ntrain % batch >= 2 ? 1 : 0);
+    int nb = steps_per_epoch(ntrain, batch, world);
     if (resuming && rs.pos.batch > 0 && rs.pos.nb != nb) {
         st = vt_fail(VT_ERR_CHECKPOINT,
                      "%s: the checkpoint stopped inside an epoch of %d batches, but this run has "
-                     "%d batches per epoch (batch size or dataset changed); resume from a "
-                     "checkpoint saved at an epoch end or keep the batch size", resume, rs.pos.nb,
-                     nb);
+                     "%d batches per epoch (batch size, rank count or dataset changed); resume "
+                     "from a checkpoint saved at an epoch end or keep the batch size", resume,
+                     rs.pos.nb, nb);
         goto done;
     }
     if ((st = prepare(t, batch)) || (st = reset_optimizer(t)) || (st = vt_train_gpu_begin(t)))
@@ -916,7 +1027,7 @@ static vt_status run(vt_trainer *t)
     if (use_ema(t) && (st = vt_ema_prepare(t, rs.ema_p, rs.ema_b))) goto done;
     if (!resuming || !m->class_names)
         vt_model_set_class_names(m, (const char *const *)ds->class_names, ds->num_classes);
-    int save = vt_opt_num(&t->opts, VT_OPT_SAVE) != 0;
+    int save = vt_opt_num(&t->opts, VT_OPT_SAVE) != 0 && t->rank == 0; /* rank 0 writes */
     if (save && (st = vt_run_dir_create(t, rs.run_dir[0] ? rs.run_dir : NULL))) goto done;
     vt_tb_open(t);
     int sz = imgsz_of(t);
@@ -944,6 +1055,13 @@ static vt_status run(vt_trainer *t)
         st = VT_ERR_OUT_OF_MEMORY;
         goto done;
     }
+    if (t->dist_on) { /* the second agreement: every rank ready; then one start for all */
+        agreed = (st = vt_dist_agree(t, VT_OK, NULL, 0, VT_COMM_MAX)) ? -1 : 2;
+        if (st || (st = vt_dist_bcast_state(t))) goto done;
+        vt_log(&t->log, VT_LOG_INFO, "distributed: %d ranks over %s, %d on this host; batch %d "
+               "a rank, %d a step", world, t->comm->engine, t->comm->local_size, batch,
+               batch * world);
+    }
     if (ntrain < nsplit)
         vt_log(&t->log, VT_LOG_INFO, "fraction=%g: training on %d of %d images", fraction, ntrain,
                nsplit);
@@ -967,21 +1085,31 @@ static vt_status run(vt_trainer *t)
                resume, t->pos.epoch + 1, t->pos.batch, nb, (long long)t->pos.iteration);
     vt_train_pos *pos = &t->pos;
     run_state rst = {ds, clk, L, NULL, perm, subset, epochs, batch, nb, ntrain, depth, sz, seed,
-                     aug, cache_ram, 0, cache_cap, validate, patience, period, plots, save};
+                     aug, cache_ram, 0, cache_cap, validate, patience, period, plots, save,
+                     t->rank, world};
     while (!st && !t->stop && pos->epoch < epochs) st = run_epoch(t, &rst);
     clk = rst.clk;
     VL = rst.VL;
     if (st) goto done;
     if (!t->stop) t->stop = VT_STOP_COMPLETED;
+    if ((st = vt_dist_sync_buffers(t))) goto done; /* the weights the model gets, rank 0 saves */
     /* A stop inside an epoch (time budget, cancel) saves the position reached. */
     if (save && (t->stop == VT_STOP_TIME || t->stop == VT_STOP_CANCELLED) && clk.unsaved) {
         const char *names[1] = {"last.vtm"};
-        if ((st = save_ckpts(t, names, 1))) goto done;
+        st = save_ckpts(t, names, 1);
     }
+    if ((st = vt_dist_root_status(t, st))) goto done;
     if (t->stop == VT_STOP_TIME)
         vt_log(&t->log, VT_LOG_INFO, "time budget of %g h reached at epoch %d, batch %d; saved",
                vt_opt_num(&t->opts, VT_OPT_TIME), pos->epoch + 1, pos->batch);
 done:
+    /* a rank that failed during the set-up tells the others at the agreement they wait in */
+    if (st && t->dist_on && agreed == 0) {
+        double v[1] = {0};
+        vt_dist_agree(t, st, v, 1, VT_COMM_MAX);
+    } else if (st && t->dist_on && agreed == 1) {
+        vt_dist_agree(t, st, NULL, 0, VT_COMM_MAX);
+    }
     vt_resume_state_free(&rs);
     free(perm);
     free(subset);
@@ -1010,6 +1138,7 @@ done:
     if (!st && t->run_dir[0] && vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0)
         st = vt_train_write_final_plots(t);
     vt_tb_close(t);
+    vt_dist_end(t);
     return st;
 }
 

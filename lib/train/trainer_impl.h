@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backend/device.h"
 #include "data/dataset.h"
+#include "dist/comm.h"
 #include "nn/exec.h"
 #include "nn/model.h"
 #include "core/checkpoint.h"
@@ -84,6 +85,15 @@ struct vt_trainer {
     int xfer_k, xfer_n;          /* tensors transferred / the model's, 0 / 0 when none */
     char xfer_note[320];         /* "transferred K/N tensors (...)", logged when the run starts */
     char pretrained_done[VT_OPT_STR_MAX]; /* the pretrained= file already applied, "" none */
+
+    /* distributed training (trainer.c, "distributed training"): the job's communicator,
+     * opened by the first run that finds itself one rank of several and kept (MPI joins a
+     * world once); dist_on only while vt_trainer_run trains with it */
+    vt_comm *comm;
+    int dist_on;
+    int rank, world;             /* 0 and 1 unless dist_on */
+    int step_images;             /* images of the last step over all ranks */
+    vt_log_level log_level;      /* t->log.max_level outside a run (ranks > 0 lower it) */
 };
 
 /* The first layer that trains (vt_exec_plan's grad_from): the freeze= count when it is more
@@ -146,6 +156,29 @@ void vt_tb_step(vt_trainer *t, float batch_loss);
 void vt_tb_sync(vt_trainer *t);
 /* The plots as images, fsync, close. */
 void vt_tb_close(vt_trainer *t);
+
+/* ---- dist.c: distributed training (the file's comment says how the ranks agree) ---- */
+/* At the start of a run: the communicator when dist=auto and the process is one rank of
+ * several (opened once), dist_on, rank, world; ranks > 0 log warnings and errors only. */
+vt_status vt_dist_begin(vt_trainer *t);
+/* At the end of a run: the log level back, dist_on cleared. */
+void vt_dist_end(vt_trainer *t);
+/* Every rank's status and values v[0..n-1] (n <= 8) reduced with op: VT_OK with the reduced
+ * values when no rank failed, else this rank's own error or one naming the rank that failed.
+ * Not distributed: returns st. */
+vt_status vt_dist_agree(vt_trainer *t, vt_status st, double *v, int n, vt_comm_op op);
+/* Rank 0's status to every rank (after what only rank 0 does: saves, validation). */
+vt_status vt_dist_root_status(vt_trainer *t, vt_status st);
+/* Rank 0's weights, BN statistics, optimiser moments, step count and EMA to every rank. */
+vt_status vt_dist_bcast_state(vt_trainer *t);
+/* The mean over the ranks of the BN running statistics (and of their EMA). */
+vt_status vt_dist_sync_buffers(vt_trainer *t);
+/* After a backward of n local images (n = 0: none this step, st: this rank's failure so far):
+ * the step's images over all ranks into t->step_images (0: every rank skips the step), *loss
+ * their mean loss, the trainable gradients the weighted sum over the ranks. */
+vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss);
+/* After rank 0's validation (status st): its status and metrics (t->prog) on every rank. */
+vt_status vt_dist_share_metrics(vt_trainer *t, vt_status st);
 
 /* ---- ema.c ---- */
 /* Allocate the EMA (and scratch) buffers and start them from the given host copies (resume)

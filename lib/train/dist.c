@@ -1,0 +1,162 @@
+/* Distributed (data-parallel) training: the trainer's side of the communicator (dist/comm.h).
+ *
+ * Every rank holds a replica of the model and trains its shard of each step (trainer.c's
+ * shard(): step b's batch x ranks images of the epoch's seeded order, rank r the r-th slice),
+ * so a run over N ranks of batch B sees the steps of one process of batch N x B.  After the
+ * backward the gradients are summed over the ranks, each rank's weighted by its share of the
+ * step's images (n_r / N), and every replica applies the same update:
+ *   - classification (mean cross-entropy over the batch) and segmentation (a mean over the
+ *     batch's pixels, the same count per image): the weighted sum of the per-rank mean
+ *     gradients is the gradient of the mean over the whole step, exactly, also for a trailing
+ *     step whose slices differ by one image;
+ *   - detection normalises its loss by the targets of each rank's own batch (a per-rank
+ *     normaliser), so its update is close to, not equal to, the one-process update; an exact
+ *     one needs the target sum all-reduced before the loss's gradient is scaled (later).
+ * Batch-norm layers normalise with each replica's own batch statistics (the forward differs
+ * from one process with the whole step: no sync_bn yet).  Their running statistics are
+ * averaged over the ranks before they are read (validation, checkpoints, the end of the
+ * run): the running update is linear, so averaging once equals averaging at every step.
+ *
+ * The ranks stay in lock step: every decision that ends or skips something (the time budget,
+ * cancel, an unreadable batch, a failure) is reduced, so all ranks take it together; rank 0
+ * validates and sends its metrics, so the fitness, early stopping and best epoch agree; only
+ * rank 0 writes the run folder. */
+#include <math.h>
+#include <string.h>
+
+#include "train/trainer_impl.h"
+
+static int is_adamw(const vt_trainer *t)
+{
+    return strcmp(vt_opt_str(&t->opts, VT_OPT_OPTIMIZER), "adamw") == 0;
+}
+
+vt_status vt_dist_begin(vt_trainer *t)
+{
+    t->dist_on = 0;
+    t->rank = 0;
+    t->world = 1;
+    t->log_level = t->log.max_level;
+    if (strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") == 0) return VT_OK;
+    if (!t->comm) VT_TRY(vt_comm_open(&t->comm, t->be));
+    if (!t->comm) return VT_OK; /* one process */
+    if (!t->be->ops->host_memory)
+        return vt_fail(VT_ERR_UNSUPPORTED, "rank %d of %d: distributed training over %s runs "
+                       "CPU backends, not device=%s (GPU ranks need the NCCL engine, not built "
+                       "yet)", t->comm->rank, t->comm->size, t->comm->engine, t->device);
+    t->dist_on = 1;
+    t->rank = t->comm->rank;
+    t->world = t->comm->size;
+    /* only rank 0 logs the run; the others say what goes wrong */
+    if (t->rank > 0 && t->log.max_level > VT_LOG_WARNING) t->log.max_level = VT_LOG_WARNING;
+    return VT_OK;
+}
+
+void vt_dist_end(vt_trainer *t)
+{
+    if (t->dist_on) t->log.max_level = t->log_level;
+    t->dist_on = 0;
+    t->rank = 0;
+    t->world = 1;
+}
+
+vt_status vt_dist_agree(vt_trainer *t, vt_status st, double *v, int n, vt_comm_op op)
+{
+    if (!t->dist_on) return st;
+    double buf[9];
+    if (n > 8) return vt_fail(VT_ERR_INTERNAL, "vt_dist_agree: %d values", n);
+    /* the highest failing rank + 1, 0 when none failed; values reduced with op (the flag with
+     * MAX: a SUM of flags is ranks that failed, MIN would hide them) */
+    buf[0] = st ? t->rank + 1 : 0;
+    for (int i = 0; i < n; i++) buf[1 + i] = v[i];
+    vt_status cst;
+    if (op == VT_COMM_MAX) {
+        cst = t->comm->ops->allreduce_host(t->comm, buf, (size_t)n + 1, VT_COMM_MAX);
+    } else {
+        cst = t->comm->ops->allreduce_host(t->comm, buf, 1, VT_COMM_MAX);
+        if (!cst && n) cst = t->comm->ops->allreduce_host(t->comm, buf + 1, (size_t)n, op);
+    }
+    if (cst) return cst;
+    if (st) return st; /* this rank's own error, already set */
+    if (buf[0] > 0)
+        return vt_fail(VT_ERR_BAD_STATE, "rank %d of %d failed (its log says why); all ranks "
+                       "stop", (int)buf[0] - 1, t->world);
+    for (int i = 0; i < n; i++) v[i] = buf[1 + i];
+    return VT_OK;
+}
+
+vt_status vt_dist_root_status(vt_trainer *t, vt_status st)
+{
+    if (!t->dist_on) return st;
+    int32_t code = (int32_t)st;
+    vt_status cst = t->comm->ops->bcast_host(t->comm, &code, sizeof code, 0);
+    if (cst) return cst;
+    if (t->rank == 0 || !code) return st;
+    return vt_fail((vt_status)code, "rank 0 failed (its log says why); all ranks stop");
+}
+
+/* Rank 0's weights, optimiser state and EMA to every rank: one start for all replicas, fresh
+ * or resumed. */
+vt_status vt_dist_bcast_state(vt_trainer *t)
+{
+    if (!t->dist_on) return VT_OK;
+    vt_comm *c = t->comm;
+    const vt_graph *g = &t->model->graph;
+    size_t np = (size_t)g->n_params * sizeof(float), nbuf = (size_t)g->n_buffers * sizeof(float);
+    VT_TRY(c->ops->bcast(c, t->exec->params, np, 0));
+    if (nbuf) VT_TRY(c->ops->bcast(c, t->exec->buffers, nbuf, 0));
+    VT_TRY(c->ops->bcast(c, t->opt_m, np, 0));
+    if (is_adamw(t)) VT_TRY(c->ops->bcast(c, t->opt_v, np, 0));
+    if (t->ema_p) VT_TRY(c->ops->bcast(c, t->ema_p, np, 0));
+    if (t->ema_b && nbuf) VT_TRY(c->ops->bcast(c, t->ema_b, nbuf, 0));
+    double v[1] = {(double)t->opt_t};
+    VT_TRY(c->ops->bcast_host(c, v, sizeof v, 0));
+    t->opt_t = (int64_t)v[0];
+    return VT_OK;
+}
+
+vt_status vt_dist_sync_buffers(vt_trainer *t)
+{
+    if (!t->dist_on) return VT_OK;
+    size_t n = (size_t)t->model->graph.n_buffers;
+    if (!n) return VT_OK;
+    float inv = 1.0f / (float)t->world;
+    VT_TRY(t->comm->ops->allreduce_scaled(t->comm, t->exec->buffers, n, inv));
+    if (t->ema_b) VT_TRY(t->comm->ops->allreduce_scaled(t->comm, t->ema_b, n, inv));
+    return VT_OK;
+}
+
+vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss)
+{
+    vt_exec *e = t->exec;
+    const vt_graph *g = &t->model->graph;
+    /* a rank without images this step (an unreadable slice) adds nothing */
+    if (!st && n == 0) {
+        st = t->be->ops->fill(t->be, e->grads, (size_t)g->n_params, 0.0f);
+        *loss = 0;
+    }
+    double v[2] = {n, st ? 0 : (double)n * *loss};
+    VT_TRY(vt_dist_agree(t, st, v, 2, VT_COMM_SUM));
+    t->step_images = (int)v[0];
+    if (v[0] == 0) return VT_OK; /* the caller skips the step on every rank */
+    *loss = (float)(v[1] / v[0]);
+    /* only what the optimiser updates: [d0, n_decay) and [n0, n_params) (trainable_ranges) */
+    float w = (float)(n / v[0]);
+    int64_t d0 = t->opt_d0, n0 = t->opt_n0;
+    if (g->n_decay > d0)
+        VT_TRY(t->comm->ops->allreduce_scaled(t->comm, e->grads + d0, (size_t)(g->n_decay - d0),
+                                              w));
+    if (g->n_params > n0)
+        VT_TRY(t->comm->ops->allreduce_scaled(t->comm, e->grads + n0,
+                                              (size_t)(g->n_params - n0), w));
+    return VT_OK;
+}
+
+vt_status vt_dist_share_metrics(vt_trainer *t, vt_status st)
+{
+    if (!t->dist_on) return st;
+    VT_TRY(vt_dist_root_status(t, st));
+    vt_comm *c = t->comm;
+    VT_TRY(c->ops->bcast_host(c, t->prog.value, sizeof t->prog.value, 0));
+    return c->ops->bcast_host(c, t->prog.has, sizeof t->prog.has, 0);
+}

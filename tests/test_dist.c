@@ -1,0 +1,394 @@
+/* Distributed training (lib/train/dist.c, lib/dist/).
+ *
+ *   test_dist env   (one process, any build): a launch this build cannot join is refused with
+ *                   a clear message (mpirun without MPI in the build; torchrun's RANK /
+ *                   WORLD_SIZE), and dist=off trains alone whatever the environment says.
+ *   test_dist mpi   (under `mpirun -np 2`, a build with MPI):
+ *     1. equality: 2 ranks x batch 4 give the weights of 1 process x batch 8 (each rank also
+ *        trains that reference alone, dist=off) after 3 epochs of 6 steps, the last step of
+ *        each epoch a trailing one of 2 images a rank.  The model has no batch norm (its
+ *        forward would differ: per-replica batch statistics); tolerance below.
+ *     2. replicas: after each of 4 one-step runs the weights' checksums agree over the ranks
+ *        bit for bit.
+ *     3. a run of 2 epochs of cnn-small (batch norm) with validation, checkpoints and plots:
+ *        it completes on both ranks, only rank 0 wrote a run folder, weights and BN running
+ *        statistics are identical over the ranks, both report rank 0's top-1, and rank 0's
+ *        log names "2 ranks".
+ * Each rank writes its own copy of the synthetic data set (they are the same bytes), so no
+ * collective is needed before the first run starts MPI.  Exit status 0 pass, 1 fail, 77 skip. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "vt_config.h"
+#include "nn/graph.h"
+#include "nn/model.h"
+#include "train/trainer_impl.h"
+#include <visiontrain/visiontrain.h>
+
+#if VT_HAVE_MPI
+#include <mpi.h>
+#endif
+
+static int failures;
+static int my_rank;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "rank %d: FAIL %s:%d: ", my_rank, __FILE__, __LINE__);                \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static const char *tmp_root(void)
+{
+    const char *t = getenv("VT_TEST_TMP");
+    return t && *t ? t : "/tmp";
+}
+
+/* conv3x3(3->8, bias) + ReLU, maxpool 2, conv3x3(8->16, bias) + ReLU, global average pool,
+ * linear: a classifier without batch norm, so that the forward of a rank's 4 images is the
+ * forward of those images in a batch of 8. */
+static int build_plain(vt_graph *g, const void *cfg, int nc, int ch, int imgsz, float dropout,
+                       int out[VT_MODEL_MAX_OUTPUTS])
+{
+    (void)cfg;
+    (void)dropout;
+    int x = vt_g_input(g, ch, imgsz, imgsz);
+    x = vt_g_act(g, vt_g_conv(g, x, 8, 3, 1, 1, 1, 1), VT_ACT_RELU, 0);
+    x = vt_g_maxpool(g, x, 2, 2, 0);
+    x = vt_g_act(g, vt_g_conv(g, x, 16, 3, 1, 1, 1, 1), VT_ACT_RELU, 0);
+    g->backbone_end = g->n_nodes;
+    x = vt_g_gap(g, x);
+    return (out[0] = vt_g_linear(g, x, nc)) < 0 ? -1 : 1;
+}
+
+static const vt_arch_spec plain_spec = {.name = "plain-test", .task = VT_TASK_CLASSIFY,
+                                        .revision = 1, .min_classes = 2, .build = build_plain,
+                                        .probs = 1};
+
+static const char *const quiet_aug[] = {"fliplr=0", "hsv_h=0", "hsv_s=0", "hsv_v=0",
+                                        "translate=0", "scale=0", "erasing=0", "crop_scale=1",
+                                        NULL};
+
+static vt_status make_data(char *path, size_t cap, const char *name, int rank, const char *opts)
+{
+    snprintf(path, cap, "%s/dist_%s_r%d", tmp_root(), name, rank);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path); /* a run before this one left it */
+    if (system(cmd) != 0) return vt_fail(VT_ERR_IO, "%s: cannot remove", path);
+    return vt_synth_generate(path, VT_TASK_CLASSIFY, opts);
+}
+
+static void set_all(vt_trainer *t, const char *const *s)
+{
+    for (; *s; s++) CHECK(vt_trainer_set(t, *s) == VT_OK, "%s: %s", *s, vt_trainer_last_error(t));
+}
+
+/* Train a fresh plain model (seed 3) on data; its weights into *w (malloc'd, n floats). */
+static vt_status train_plain(const char *data, const char *const *settings, float **w, int *n)
+{
+    vt_dataset *ds;
+    vt_model *m;
+    vt_trainer *t;
+    *w = NULL;
+    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data);
+    if (st) return st;
+    if ((st = vt_model_create_spec(&m, &plain_spec, vt_dataset_num_classes(ds),
+                                   "imgsz=16 seed=3"))) {
+        vt_dataset_destroy(ds);
+        return st;
+    }
+    if ((st = vt_trainer_create(&t, m, ds))) {
+        vt_model_destroy(m);
+        vt_dataset_destroy(ds);
+        return st;
+    }
+    set_all(t, quiet_aug);
+    set_all(t, settings);
+    st = vt_trainer_run(t);
+    if (st) fprintf(stderr, "rank %d: run: %s\n", my_rank, vt_trainer_last_error(t));
+    vt_trainer_destroy(t); /* hands the weights to the model */
+    if (!st) {
+        *n = (int)m->graph.n_params;
+        *w = malloc((size_t)*n * sizeof(float));
+        memcpy(*w, m->params, (size_t)*n * sizeof(float));
+    }
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+    return st;
+}
+
+/* ---- one process ---- */
+
+static int run_env(void)
+{
+    char data[4096];
+    if (make_data(data, sizeof data, "env", 0, "classes=2 train=4 val=0 imgsz=16 seed=2")) {
+        fprintf(stderr, "synth: %s\n", vt_last_error());
+        return 1;
+    }
+    const char *common[] = {"epochs=1", "batch=4", "save=0", "val=0", "workers=0", NULL};
+    float *w;
+    int n;
+    /* an MPI launch's variables in a build without MPI: refused (a build with MPI would
+     * start MPI on them, which only mpirun can answer: test_dist mpi covers it) */
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    if (!VT_HAVE_MPI) {
+        vt_status st = train_plain(data, common, &w, &n);
+        CHECK(st == VT_ERR_UNSUPPORTED && strstr(vt_last_error(), "no MPI") &&
+              strstr(vt_last_error(), "dist=off"),
+              "mpirun launch without MPI: status %d, '%s'", st, vt_last_error());
+        free(w);
+    }
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    /* torchrun's convention: the NCCL engine is not there yet */
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("RANK", "1", 1);
+    vt_status st = train_plain(data, common, &w, &n);
+    CHECK(st == VT_ERR_UNSUPPORTED && strstr(vt_last_error(), "WORLD_SIZE=2") &&
+          strstr(vt_last_error(), "mpirun"),
+          "RANK/WORLD_SIZE launch: status %d, '%s'", st, vt_last_error());
+    free(w);
+    /* dist=off: trains alone whatever the environment says */
+    const char *off[] = {"epochs=1", "batch=4", "save=0", "val=0", "workers=0", "dist=off",
+                         NULL};
+    st = train_plain(data, off, &w, &n);
+    CHECK(st == VT_OK && w, "dist=off under WORLD_SIZE=2: %s", vt_last_error());
+    free(w);
+    unsetenv("WORLD_SIZE");
+    unsetenv("RANK");
+    /* and an ordinary run is unchanged */
+    st = train_plain(data, common, &w, &n);
+    CHECK(st == VT_OK && w, "one process: %s", vt_last_error());
+    free(w);
+    printf("%s: env %s\n", VT_HAVE_MPI ? "MPI build" : "build without MPI",
+           failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}
+
+#if VT_HAVE_MPI
+
+static uint64_t checksum(const float *x, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* 1 when every rank holds the same checksum */
+static int same_everywhere(uint64_t h)
+{
+    uint64_t lo = h, hi = h;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return lo == hi;
+}
+
+typedef struct log_seen {
+    int ranks;
+} log_seen;
+
+static void on_log(void *user, vt_log_level level, const char *msg)
+{
+    (void)level;
+    if (strstr(msg, "2 ranks")) ((log_seen *)user)->ranks++;
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void test_equality(int rank)
+{
+    char data[4096];
+    /* 4 classes x 11 = 44 images: 5 steps of 8 and a trailing one of 4 (2 a rank) */
+    CHECK(make_data(data, sizeof data, "eq", rank, "classes=4 train=11 val=0 imgsz=16 seed=5") ==
+              VT_OK, "synth: %s", vt_last_error());
+    const char *dist[] = {"epochs=3", "batch=4", "lr0=0.05", "momentum=0.9", "warmup_epochs=0",
+                          "seed=1", "save=0", "val=0", "workers=0", NULL};
+    const char *ref[] = {"epochs=3", "batch=8", "lr0=0.05", "momentum=0.9", "warmup_epochs=0",
+                         "seed=1", "save=0", "val=0", "workers=0", "dist=off", NULL};
+    float *wd = NULL, *wr = NULL, *w0 = NULL;
+    int nd = 0, nr = 0;
+    double t0 = MPI_Wtime();
+    vt_status st = train_plain(data, dist, &wd, &nd);
+    double t_dist = MPI_Wtime() - t0;
+    CHECK(st == VT_OK, "2-rank run: %s", vt_last_error());
+    st = train_plain(data, ref, &wr, &nr);
+    CHECK(st == VT_OK, "1-process run: %s", vt_last_error());
+    /* the untrained weights, to see that training moved them */
+    vt_model *m0;
+    CHECK(vt_model_create_spec(&m0, &plain_spec, 4, "imgsz=16 seed=3") == VT_OK, "model");
+    w0 = m0->params;
+    if (wd && wr && nd == nr) {
+        double maxd = 0, maxw = 0, moved = 0;
+        for (int i = 0; i < nd; i++) {
+            double d = fabs((double)wd[i] - wr[i]);
+            if (d > maxd) maxd = d;
+            if (fabs(wr[i]) > maxw) maxw = fabs(wr[i]);
+            if (fabs((double)wr[i] - w0[i]) > moved) moved = fabs((double)wr[i] - w0[i]);
+        }
+        /* fp32: the GEMMs of 4 and of 8 images sum in other orders; 18 SGD steps keep the
+         * difference near 1e-6 of the weights' scale; 1e-4 leaves room, and a wrong shard,
+         * weighting or missing all-reduce differs by about the update itself (`moved`) */
+        double tol = 1e-4 * (maxw > 1 ? maxw : 1);
+        CHECK(maxd <= tol, "2 ranks x 4 vs 1 x 8: max |dw| %.3g > %.3g", maxd, tol);
+        CHECK(moved > 100 * tol, "training hardly moved the weights (%.3g)", moved);
+        if (rank == 0)
+            printf("equality: %d weights, max |w(2 ranks x 4) - w(1 x 8)| = %.3g (max |w| %.3g, "
+                   "moved up to %.3g; tolerance %.3g); 2-rank run %.2f s\n",
+                   nd, maxd, maxw, moved, tol, t_dist);
+        CHECK(same_everywhere(checksum(wd, (size_t)nd)), "replicas differ after the run");
+    }
+    vt_model_destroy(m0);
+    free(wd);
+    free(wr);
+}
+
+/* Four runs of one step each on the same trainer: the replicas agree after every step. */
+static void test_every_step(int rank)
+{
+    char data[4096];
+    CHECK(make_data(data, sizeof data, "step", rank, "classes=2 train=4 val=0 imgsz=16 seed=6") ==
+              VT_OK, "synth: %s", vt_last_error());
+    vt_dataset *ds;
+    vt_model *m;
+    vt_trainer *t;
+    if (vt_dataset_open(&ds, VT_TASK_CLASSIFY, data)) {
+        CHECK(0, "open: %s", vt_last_error());
+        return;
+    }
+    CHECK(vt_model_create(&m, "cls-n", 2, "imgsz=16") == VT_OK, "model");
+    CHECK(vt_trainer_create(&t, m, ds) == VT_OK, "trainer");
+    const char *s[] = {"epochs=1", "batch=4", "lr0=0.05", "seed=1", "save=0", "val=0",
+                       "workers=0", NULL};
+    set_all(t, s);
+    for (int k = 0; k < 4; k++) {
+        CHECK(vt_trainer_run(t) == VT_OK, "run %d: %s", k, vt_trainer_last_error(t));
+        CHECK(vt_model_pull(m) == VT_OK, "pull");
+        int same = same_everywhere(checksum(m->params, (size_t)m->graph.n_params));
+        int same_bn = same_everywhere(checksum(m->buffers, (size_t)m->graph.n_buffers));
+        CHECK(same && same_bn, "after step %d: weights %s, BN statistics %s", k + 1,
+              same ? "agree" : "DIFFER", same_bn ? "agree" : "DIFFER");
+    }
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+}
+
+static void test_full_run(int rank)
+{
+    char data[4096], project[4096];
+    CHECK(make_data(data, sizeof data, "full", rank, "classes=3 train=12 val=4 imgsz=16 seed=7") ==
+              VT_OK, "synth: %s", vt_last_error());
+    snprintf(project, sizeof project, "%s/dist_runs", tmp_root());
+    if (rank == 0) {
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", project);
+        CHECK(system(cmd) == 0, "rm");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    vt_dataset *ds;
+    vt_model *m;
+    vt_trainer *t;
+    if (vt_dataset_open(&ds, VT_TASK_CLASSIFY, data)) {
+        CHECK(0, "open: %s", vt_last_error());
+        return;
+    }
+    CHECK(vt_model_create(&m, "cnn-small", 3, "imgsz=16") == VT_OK, "model");
+    CHECK(vt_trainer_create(&t, m, ds) == VT_OK, "trainer");
+    char proj_opt[4200];
+    snprintf(proj_opt, sizeof proj_opt, "project=%s", project);
+    const char *s[] = {"epochs=2", "batch=6", "seed=1", "workers=1", "name=bn", proj_opt,
+                       "ema=1", NULL};
+    set_all(t, s);
+    log_seen seen = {0};
+    vt_trainer_set_log(t, on_log, &seen, VT_LOG_INFO);
+    double t0 = MPI_Wtime();
+    vt_status st = vt_trainer_run(t);
+    double secs = MPI_Wtime() - t0;
+    CHECK(st == VT_OK, "2-epoch run: %s", vt_trainer_last_error(t));
+    CHECK(vt_trainer_stop_reason(t) == VT_STOP_COMPLETED, "stop reason %d",
+          vt_trainer_stop_reason(t));
+    const char *dir = vt_trainer_run_dir(t);
+    if (rank == 0) {
+        CHECK(dir[0] != 0, "rank 0 has no run folder");
+        char p[4400];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/weights/last.vtm", dir);
+        CHECK(stat(p, &sb) == 0, "rank 0 wrote no %s", p);
+        snprintf(p, sizeof p, "%s/results.csv", dir);
+        CHECK(stat(p, &sb) == 0, "rank 0 wrote no %s", p);
+        CHECK(seen.ranks >= 1, "rank 0's log does not name '2 ranks'");
+        printf("full run: 2 epochs of cnn-small with validation, EMA, checkpoints and plots "
+               "on 2 ranks in %.2f s\n", secs);
+    } else {
+        CHECK(dir[0] == 0, "rank %d has a run folder %s", rank, dir);
+        CHECK(seen.ranks == 0, "rank %d logged the run", rank);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* one run folder in the project, the one rank 0 made */
+    char pdir[4200];
+    snprintf(pdir, sizeof pdir, "%s", project);
+    CHECK(count_entries(pdir) == 1, "%d entries in %s, want rank 0's run folder only",
+          count_entries(pdir), pdir);
+    CHECK(vt_model_pull(m) == VT_OK, "pull");
+    CHECK(same_everywhere(checksum(m->params, (size_t)m->graph.n_params)),
+          "weights differ over the ranks after the run");
+    CHECK(same_everywhere(checksum(m->buffers, (size_t)m->graph.n_buffers)),
+          "BN statistics differ over the ranks after the run");
+    double top1 = -1;
+    CHECK(vt_trainer_metric(t, VT_METRIC_TOP1, &top1) == VT_OK, "rank %d has no top-1", rank);
+    uint64_t h = checksum((const float *)(const void *)&(float){(float)top1}, 1);
+    CHECK(same_everywhere(h), "top-1 differs over the ranks (%g here)", top1);
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+}
+
+static int run_mpi(void)
+{
+    int size = 1, rank = 0, via;
+    vt_comm_launch(&size, &rank, &via);
+    if (size != 2 || !via) {
+        fprintf(stderr, "test_dist mpi: run under 'mpirun -np 2' (world %d)\n", size);
+        return 77;
+    }
+    my_rank = rank;
+    test_equality(rank); /* the first run starts MPI */
+    test_every_step(rank);
+    test_full_run(rank);
+    int bad = failures;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("dist: %s\n", bad ? "FAILED" : "ok");
+    return bad ? 1 : 0; /* MPI is finalized at exit by the library, which started it */
+}
+
+#endif
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "env") == 0) return run_env();
+#if VT_HAVE_MPI
+    if (argc > 1 && strcmp(argv[1], "mpi") == 0) return run_mpi();
+#endif
+    fprintf(stderr, "usage: test_dist env | mpi (under mpirun -np 2, a build with MPI)\n");
+    return 77;
+}
