@@ -1,6 +1,7 @@
 /* lib/core: status strings, versions, the thread-local error, the option table and its
  * key=value / typed setters (trainer and model scopes), the RNG, and the thread pool. */
 #include <check.h>
+#include <sched.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -699,6 +700,19 @@ START_TEST(test_pool)
     vt_pool_destroy(p);
     vt_pool_destroy(NULL);
     ck_assert_msg(vt_cpu_count() >= 1, "vt_cpu_count() = %d", vt_cpu_count());
+    /* a process bound to fewer processors (taskset, a cpuset, an MPI rank's binding) counts
+     * those: bound to one, one */
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) == 0 && CPU_COUNT(&all) > 1) {
+        int first = 0;
+        while (!CPU_ISSET(first, &all)) first++;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
+        ck_assert_int_eq(vt_cpu_count(), 1);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);
+        ck_assert_int_eq(vt_cpu_count(), CPU_COUNT(&all));
+    }
     free(hits);
 }
 END_TEST

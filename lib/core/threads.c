@@ -1,6 +1,7 @@
 #include "core/threads.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -96,10 +97,20 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* The online processors this process may run on: a process bound to fewer (taskset, a
+ * container's cpuset, an MPI launcher binding each rank to its cores) gets that many. */
 int vt_cpu_count(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    if (n < 1) n = 1;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int a = CPU_COUNT(&set);
+        if (a >= 1 && a < n) n = a;
+    }
+#endif
+    return (int)n;
 }
 
 vt_status vt_pool_create(vt_pool **out, int threads)
