@@ -140,6 +140,14 @@ static vt_status instances_pixels(fixture *f, void *buf, size_t cap, size_t *siz
     return instances(f, buf, cap, size, 1);
 }
 
+static vt_status image_read(fixture *f, void *buf, size_t cap, size_t *size)
+{
+    int w = -1, h = -1;
+    vt_status st = vt_image_read(f->image, buf, cap, &w, &h);
+    *size = (size_t)w * (size_t)h * 3;
+    return st;
+}
+
 static vt_status segment_file(fixture *f, void *buf, size_t cap, size_t *size)
 {
     int w = -1, h = -1;
@@ -212,6 +220,7 @@ static const call_case calls[] = {
     {"vt_model_instances_pixels", 6 * 4 + MASK_BYTES, 1, 0, instances_pixels, NULL,
      instances_untouched},
     {"vt_model_segment_file", 1, 1, 0, segment_file, image_pixels, NULL},
+    {"vt_image_read", 1, 1, 0, image_read, NULL, NULL},
     {"vt_checkpoint_args", 1, 1, 1, checkpoint_args, NULL, NULL},
     {"vt_estimator_rank", sizeof(int), 1, 0, rank, catalog_size, NULL},
     {"vt_model_predict_file", sizeof(float), 0, 0, predict_file, classes, NULL},

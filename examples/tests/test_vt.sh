@@ -398,6 +398,80 @@ PY
     fi
 fi
 
+# instance segmenter: predict prints the objects as a detector does and, with out=, writes the
+# instance-id image and the overlay (the image, each object blended with its class colour)
+expect 0 "$vt" synth data=insd task=instance classes=3 train=8 val=2 imgsz=64 seed=1
+expect 0 "$vt" train data=insd model=iseg-n imgsz=64 epochs=1 batch=4 plots=0 save=ins.vtm
+expect 0 "$vt" predict model=ins.vtm source=insd/images/val conf=0.0001 max_det=5
+expect_out '^insd/images/val/00000.png: 5 instances$'
+expect_out '^  (circle|square|triangle) +[0-9.]+  [0-9.]+ [0-9.]+ [0-9.]+ [0-9.]+$'
+[ -e predictions/00000_instances.png ] && { echo "FAIL: vt predict: instance files without out="; failures=$((failures + 1)); }
+expect 2 "$vt" predict model=ins.vtm source=insd/images/val color=0
+expect_out 'color= applies to segmentation models; ins.vtm is an instance segmentation model'
+expect 0 "$vt" predict model=ins.vtm source=insd/images/val conf=0.0001 max_det=5 out=insp
+cp out.txt insp.txt
+if [ ! -s insp/00000_instances.png ] || [ ! -s insp/00000_overlay.png ] ||
+   [ ! -s insp/00001_overlay.png ]; then
+    echo "FAIL: vt predict on an instance segmenter: instance or overlay PNG missing"
+    ls insp 2>&1 | sed 's/^/    /'
+    failures=$((failures + 1))
+elif command -v python3 >/dev/null 2>&1; then
+    # ids 0..count, the overlay the image where no object is and the half-and-half blend with
+    # the object's class colour where one is
+    if ! python3 - insd/images/val/00000.png insp/00000_instances.png insp/00000_overlay.png insp.txt <<'PY'
+import struct, sys, zlib
+def png(path):
+    d = open(path, 'rb').read()
+    pos, idat, w = 8, b'', 0
+    while pos < len(d):
+        n, kind = struct.unpack('>I4s', d[pos:pos + 8])
+        body = d[pos + 8:pos + 8 + n]
+        if kind == b'IHDR':
+            w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
+        elif kind == b'IDAT':
+            idat += body
+        pos += 12 + n
+    bpp = {0: 1, 2: 3}[ctype]
+    raw, rows, prev = zlib.decompress(idat), [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw[y * (w * bpp + 1)], bytearray(raw[y * (w * bpp + 1) + 1:(y + 1) * (w * bpp + 1)])
+        for i in range(len(line)):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            p = a + b - c
+            pred = [0, a, b, (a + b) // 2,
+                    a if abs(p - a) <= abs(p - b) and abs(p - a) <= abs(p - c) else b if abs(p - b) <= abs(p - c) else c][f]
+            line[i] = (line[i] + pred) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, bpp, b''.join(rows)
+pal = [(31, 119, 180), (255, 127, 14), (44, 160, 44)]
+names = ['circle', 'square', 'triangle']
+lines = open(sys.argv[4]).read().split('\n')
+start = lines.index(sys.argv[1] + ': 5 instances')
+cls = [names.index(l.split()[0]) for l in lines[start + 1:start + 6]]
+w, h, _, img = png(sys.argv[1])
+iw, ih, _, ids = png(sys.argv[2])
+ow, oh, obpp, over = png(sys.argv[3])
+if (iw, ih) != (w, h) or (ow, oh, obpp) != (w, h, 3):
+    sys.exit('sizes: image %dx%d, instances %dx%d, overlay %dx%d x%d' % (w, h, iw, ih, ow, oh, obpp))
+if max(ids) > 5:
+    sys.exit('instance id %d of 5 objects' % max(ids))
+for i in range(w * h):
+    px = img[3 * i:3 * i + 3]
+    want = tuple(px) if ids[i] == 0 else tuple((px[c] + pal[cls[ids[i] - 1]][c] + 1) // 2 for c in range(3))
+    if tuple(over[3 * i:3 * i + 3]) != want:
+        sys.exit('pixel %d (id %d): overlay %s, want %s' % (i, ids[i], tuple(over[3 * i:3 * i + 3]), want))
+print('ids present:', sorted(set(ids)))
+PY
+    then
+        echo "FAIL: vt predict: the instance ids or the overlay are wrong"
+        failures=$((failures + 1))
+    else
+        echo "ok   : vt predict instance ids and overlay"
+    fi
+fi
+
 # the tasks, their models and metrics are the library's (vt_task_next, vt_arch_name,
 # vt_task_metrics): the tasks a wrong task= lists are the help's, every model of the help is one
 # vt builds, the default model of each task's data is the one vt estimate picks, and the epoch

@@ -33,7 +33,7 @@ const char *const usage_text =
     "  train     train a classifier (ImageFolder), a detector (YOLO data.yaml, COCO json)\n"
     "            or a segmenter (YOLO-seg, masks); resume=RUN/weights/last.vtm continues\n"
     "  val       evaluate a saved model on a dataset split\n"
-    "  predict   classify images, or detect objects in them, with a saved model\n"
+    "  predict   classify images, or detect or segment objects in them, with a saved model\n"
     "  export    write a saved model as an ONNX file\n"
     "  import    read a model from an ONNX file (torchvision's resnet18) into a .vtm\n"
     "  estimate  estimate the time and cost of a training run on each catalog GPU\n"
@@ -124,7 +124,7 @@ static const help_entry help_texts[] = {
     {"predict",
      "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
      "                  max_det=300 out=predictions color=1]\n"
-     "Classify PNG or JPEG images with a saved model, or detect objects with a detector.\n"
+     "Classify PNG or JPEG images with a saved model, detect objects, or segment them.\n"
      "source= takes files, and a folder stands for the images directly in it; image paths may\n"
      "also be given without source=.  Classifier: one line per image, 'path: class\n"
      "probability' (top=K: the K best classes).  Detector: 'path: N detections', then one line\n"
@@ -132,7 +132,12 @@ static const help_entry help_texts[] = {
      "at IoU iou, at most max_det).  Segmenter: writes OUT/<name>_mask.png (class id per\n"
      "pixel, the image's size; out=DIR, default predictions) and OUT/<name>_color.png (each\n"
      "class in its colour, a class named background black; color=0: the class-id mask only),\n"
-     "and prints each class's share of the pixels.\n"
+     "and prints each class's share of the pixels.  Instance segmenter: 'path: N instances'\n"
+     "and one line per object as for a detector (conf=, iou=, max_det= as there); with\n"
+     "out=DIR also OUT/<name>_instances.png (8-bit gray, the image's size: 0 background, k+1\n"
+     "object k, best score first, ids capped at 255; where objects overlap the better one's)\n"
+     "and OUT/<name>_overlay.png (the image with each object's mask blended half and half in\n"
+     "its class's colour).\n"
      "example: vt predict model=shapes.vtm source=shapes/val/circle top=2\n"},
     {"export",
      "usage: vt export model=FILE.vtm [format=onnx out=FILE.onnx opset=17 batch=1|N|dynamic\n"

@@ -1,4 +1,4 @@
-/* vt val and vt predict (classification, detection and segmentation). */
+/* vt val and vt predict (classification, detection, segmentation and instance segmentation). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,6 +114,44 @@ out:
 
 /* ---- predict ---------------------------------------------------------------------------- */
 
+/* "path: N <what>s", then one line per object: class, score, box corners in the image's pixels. */
+static void print_objects(vt_model *m, const char *path, const char *what, int n, const int *cls,
+                          const float *sc, const float *box)
+{
+    printf("%s: %d %s%s\n", path, n, what, n == 1 ? "" : "s");
+    for (int k = 0; k < n; k++) {
+        const char *name = vt_model_class_name(m, cls[k]);
+        char idx[16];
+        snprintf(idx, sizeof idx, "class%d", cls[k]);
+        printf("  ");
+        print_cell(name ? name : idx, display_width(name ? name : idx) > 12
+                                          ? display_width(name ? name : idx) : 12);
+        printf(" %.4f  %.1f %.1f %.1f %.1f\n", sc[k], box[4 * k], box[4 * k + 1],
+               box[4 * k + 2], box[4 * k + 3]);
+    }
+}
+
+/* The colours of the run folder's val_batch pictures (class k: entry k % 20). */
+static const uint8_t palette[20][3] = {
+    {31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},  {148, 103, 189},
+    {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},
+    {0, 0, 128},    {255, 215, 0},  {0, 128, 128},  {255, 99, 71},  {128, 0, 0},
+    {60, 180, 75},  {70, 240, 240}, {240, 50, 230}, {170, 110, 40}, {0, 0, 0}};
+
+/* file = <out>/<stem of path><suffix> ("_mask.png"); creates the folder out. */
+static void out_file(const char *out, const char *path, const char *suffix, char *file,
+                     size_t cap)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char stem[1024];
+    snprintf(stem, sizeof stem, "%s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot) *dot = 0;
+    mkdir(out, 0777);
+    snprintf(file, cap, "%s/%s%s", out, stem, suffix);
+}
+
 /* One line per detection: path, class, score, box corners in the image's pixels. */
 static int detect_one(vt_model *m, const char *path, float conf, float iou, int max_det)
 {
@@ -137,19 +175,7 @@ static int detect_one(vt_model *m, const char *path, float conf, float iou, int 
     }
     int rc = 0;
     if (st) rc = fail("predict", st, vt_model_last_error(m));
-    else {
-        printf("%s: %d detection%s\n", path, n, n == 1 ? "" : "s");
-        for (int k = 0; k < n; k++) {
-            const char *name = vt_model_class_name(m, cls[k]);
-            char idx[16];
-            snprintf(idx, sizeof idx, "class%d", cls[k]);
-            printf("  ");
-            print_cell(name ? name : idx, display_width(name ? name : idx) > 12
-                                              ? display_width(name ? name : idx) : 12);
-            printf(" %.4f  %.1f %.1f %.1f %.1f\n", sc[k], box[4 * k],
-                   box[4 * k + 1], box[4 * k + 2], box[4 * k + 3]);
-        }
-    }
+    else print_objects(m, path, "detection", n, cls, sc, box);
     free(cls);
     free(sc);
     free(box);
@@ -170,14 +196,8 @@ static int segment_one(vt_model *m, const char *path, const char *out, int color
         free(mask);
         return fail("predict", st, vt_model_last_error(m));
     }
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    char stem[1024], file[4096];
-    snprintf(stem, sizeof stem, "%s", base);
-    char *dot = strrchr(stem, '.');
-    if (dot) *dot = 0;
-    mkdir(out, 0777);
-    snprintf(file, sizeof file, "%s/%s_mask.png", out, stem);
+    char file[4096];
+    out_file(out, path, "_mask.png", file, sizeof file);
     long counts[256] = {0};
     for (size_t i = 0; i < (size_t)w * h; i++) counts[mask[i]]++;
     st = vt_png_save(file, mask, w, h, 1, (size_t)w);
@@ -192,29 +212,102 @@ static int segment_one(vt_model *m, const char *path, const char *out, int color
         printf("\n");
     }
     if (!rc && color) {
-        /* the colours of the run folder's val_batch pictures (class k: entry k % 20), a class
-         * named "background" black */
-        static const uint8_t pal[20][3] = {
-            {31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},  {148, 103, 189},
-            {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207},
-            {0, 0, 128},    {255, 215, 0},  {0, 128, 128},  {255, 99, 71},  {128, 0, 0},
-            {60, 180, 75},  {70, 240, 240}, {240, 50, 230}, {170, 110, 40}, {0, 0, 0}};
+        /* the palette, a class named "background" black */
         uint8_t lut[256][3];
         for (int c = 0; c < 256; c++) {
             const char *name = c < vt_model_num_classes(m) ? vt_model_class_name(m, c) : NULL;
             int bg = c >= vt_model_num_classes(m) || (name && strcmp(name, "background") == 0);
-            for (int k = 0; k < 3; k++) lut[c][k] = bg ? 0 : pal[c % 20][k];
+            for (int k = 0; k < 3; k++) lut[c][k] = bg ? 0 : palette[c % 20][k];
         }
         uint8_t *rgb = malloc((size_t)w * h * 3);
         if (!rgb) st = VT_ERR_OUT_OF_MEMORY;
         for (size_t i = 0; rgb && i < (size_t)w * h; i++) memcpy(rgb + 3 * i, lut[mask[i]], 3);
-        snprintf(file, sizeof file, "%s/%s_color.png", out, stem);
+        out_file(out, path, "_color.png", file, sizeof file);
         if (rgb) st = vt_png_save(file, rgb, w, h, 3, (size_t)w * 3);
         if (st) rc = fail("predict", st, NULL);
         else printf("  colours: %s\n", file);
         free(rgb);
     }
     free(mask);
+    return rc;
+}
+
+/* Instance segmentation: one line per object as for detection and, with out=DIR,
+ * <out>/<stem>_instances.png (8-bit gray: 0 background, k + 1 object k, best score first, ids
+ * capped at 255; where objects overlap the better one's id) and <stem>_overlay.png (the image,
+ * each object's pixels blended half and half with its class's colour). */
+static int instances_one(vt_model *m, const char *path, float conf, float iou, int max_det,
+                         const char *out)
+{
+    int n = 0, cap = 16, w = 0, h = 0, *cls = NULL;
+    float *sc = NULL, *box = NULL;
+    uint8_t *masks = NULL;
+    vt_status st = vt_model_instances_file(m, path, conf, iou, max_det, &w, &h, NULL, NULL, NULL,
+                                           NULL, 0, &n); /* the image's size */
+    for (; !st;) {
+        size_t plane = (size_t)w * h;
+        cls = malloc((size_t)cap * sizeof *cls);
+        sc = malloc((size_t)cap * sizeof *sc);
+        box = malloc((size_t)cap * 4 * sizeof *box);
+        masks = malloc((size_t)cap * (plane ? plane : 1));
+        if (!cls || !sc || !box || !masks) {
+            st = VT_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        st = vt_model_instances_file(m, path, conf, iou, max_det, &w, &h, cls, sc, box, masks,
+                                     cap, &n);
+        if (st != VT_ERR_BUFFER_TOO_SMALL) break;
+        free(cls);
+        free(sc);
+        free(box);
+        free(masks);
+        masks = NULL;
+        cap = n;
+        st = VT_OK;
+    }
+    int rc = 0;
+    if (st) rc = fail("predict", st, st == VT_ERR_OUT_OF_MEMORY ? "out of memory"
+                                                              : vt_model_last_error(m));
+    else print_objects(m, path, "instance", n, cls, sc, box);
+    uint8_t *ids = NULL, *rgb = NULL;
+    size_t plane = (size_t)w * h;
+    if (!rc && out) {
+        char file[4096];
+        if (!(ids = calloc(plane ? plane : 1, 1))) st = VT_ERR_OUT_OF_MEMORY;
+        for (int k = n - 1; ids && k >= 0; k--) /* the best object last: on top */
+            for (size_t i = 0; i < plane; i++)
+                if (masks[(size_t)k * plane + i]) ids[i] = (uint8_t)(k + 1 < 255 ? k + 1 : 255);
+        if (!st) {
+            out_file(out, path, "_instances.png", file, sizeof file);
+            st = vt_png_save(file, ids, w, h, 1, (size_t)w);
+        }
+        if (!st) printf("  instances: %s\n", file);
+        int iw = 0, ih = 0;
+        if (!st && !(rgb = malloc(plane ? plane * 3 : 1))) st = VT_ERR_OUT_OF_MEMORY;
+        if (!st) st = vt_image_read(path, rgb, plane * 3, &iw, &ih);
+        /* each pixel in the colour of its top object (id 255: the best one covering it) */
+        for (size_t i = 0; !st && i < plane; i++) {
+            int k = ids[i];
+            if (!k) continue;
+            for (int j = 0; j < n && k == 255; j++) /* find the best object covering it */
+                if (masks[(size_t)j * plane + i]) k = j + 1;
+            const uint8_t *col = palette[cls[k - 1] % 20];
+            for (int c = 0; c < 3; c++)
+                rgb[3 * i + c] = (uint8_t)((rgb[3 * i + c] + col[c] + 1) / 2);
+        }
+        if (!st) {
+            out_file(out, path, "_overlay.png", file, sizeof file);
+            st = vt_png_save(file, rgb, w, h, 3, (size_t)w * 3);
+        }
+        if (!st) printf("  overlay: %s\n", file);
+        if (st) rc = fail("predict", st, st == VT_ERR_OUT_OF_MEMORY ? "out of memory" : NULL);
+    }
+    free(ids);
+    free(rgb);
+    free(cls);
+    free(sc);
+    free(box);
+    free(masks);
     return rc;
 }
 
@@ -242,7 +335,7 @@ static int predict_one(vt_model *m, const char *path, float *scores, int k, int 
 typedef struct predict_job {
     vt_model *m;
     vt_task task;
-    const char *out; /* segmentation: the folder of the mask files */
+    const char *out; /* segmentation, instances: the folder of the mask files (NULL: none) */
     int color;
     float conf, iou;
     int max_det, top;
@@ -256,6 +349,8 @@ static int predict_image(const predict_job *j, const char *path)
     case VT_TASK_CLASSIFY: return predict_one(j->m, path, j->scores, j->k, j->top);
     case VT_TASK_DETECT: return detect_one(j->m, path, j->conf, j->iou, j->max_det);
     case VT_TASK_SEGMENT: return segment_one(j->m, path, j->out, j->color);
+    case VT_TASK_INSTANCE:
+        return instances_one(j->m, path, j->conf, j->iou, j->max_det, j->out);
     default: return fail("predict", VT_ERR_UNSUPPORTED, "no prediction for this task");
     }
 }
@@ -263,18 +358,27 @@ static int predict_image(const predict_job *j, const char *path)
 /* The keys of each task's prediction (what predict_image does with them). */
 static const struct {
     vt_task task;
-    const char *keys[4]; /* NULL-terminated */
+    const char *keys[5]; /* NULL-terminated */
 } predict_keys[] = {{VT_TASK_CLASSIFY, {"top"}},
                     {VT_TASK_DETECT, {"conf", "iou", "max_det"}},
-                    {VT_TASK_SEGMENT, {"out", "color"}}};
+                    {VT_TASK_SEGMENT, {"out", "color"}},
+                    {VT_TASK_INSTANCE, {"conf", "iou", "max_det", "out"}}};
 enum { N_PREDICT_KEYS = sizeof predict_keys / sizeof predict_keys[0] };
 
-/* The task whose prediction takes key; 0 when none does. */
+/* Whether the prediction of task takes key. */
+static int predict_takes(vt_task task, const char *key)
+{
+    for (int i = 0; i < N_PREDICT_KEYS; i++)
+        for (int k = 0; predict_keys[i].task == task && predict_keys[i].keys[k]; k++)
+            if (!strcmp(predict_keys[i].keys[k], key)) return 1;
+    return 0;
+}
+
+/* The first task whose prediction takes key; 0 when none does. */
 static vt_task predict_key_task(const char *key)
 {
     for (int i = 0; i < N_PREDICT_KEYS; i++)
-        for (int k = 0; predict_keys[i].keys[k]; k++)
-            if (!strcmp(predict_keys[i].keys[k], key)) return predict_keys[i].task;
+        if (predict_takes(predict_keys[i].task, key)) return predict_keys[i].task;
     return (vt_task)0;
 }
 
@@ -332,7 +436,7 @@ int cmd_predict(args *a)
                  {"out", out_s}, {"color", color_s}};
     for (size_t i = 0; i < sizeof given / sizeof *given; i++) {
         vt_task owner = given[i].val ? predict_key_task(given[i].key) : (vt_task)0;
-        if (!owner || owner == task) continue;
+        if (!owner || predict_takes(task, given[i].key)) continue;
         const char *title = vt_task_title(task);
         fprintf(stderr, "vt predict: %s= applies to %s models; %s is a%s %s model (its keys: "
                 "%s)\n", given[i].key, vt_task_title(owner), model,
@@ -349,7 +453,8 @@ int cmd_predict(args *a)
         vt_model_destroy(m);
         return fail(a->cmd, VT_ERR_UNSUPPORTED, msg);
     }
-    predict_job job = {m, task, out_s ? out_s : "predictions", color, (float)conf,
+    predict_job job = {m, task, out_s ? out_s : task == VT_TASK_SEGMENT ? "predictions" : NULL,
+                       color, (float)conf,
                        (float)iou, (int)max_det, (int)top, NULL, vt_model_num_classes(m)};
     if (job.top > job.k) job.top = job.k;
     if (!(job.scores = malloc((size_t)(job.k > 0 ? job.k : 1) * sizeof(float)))) {

@@ -840,6 +840,14 @@ VT_API vt_status vt_synth_generate(const char *dir, vt_task task, const char *op
 VT_API vt_status vt_png_save(const char *path, const uint8_t *pixels, int width, int height,
                              int channels, size_t stride);
 
+/* Decode a PNG or JPEG file (recognised by its content) into 8-bit RGB, 3 bytes a pixel, rows
+ * of width * 3 bytes (gray expanded, alpha dropped, 16-bit reduced), as the models see it.  rgb
+ * fills per the buffer rule (see top) with cap bytes; *width and *height get the image's size,
+ * also on a size query (rgb NULL, cap 0), so the bytes needed are width * height * 3.
+ * Errors: VT_ERR_INVALID_ARGUMENT, VT_ERR_IO, VT_ERR_FORMAT (with the path). */
+VT_API vt_status vt_image_read(const char *path, uint8_t *rgb, size_t cap, int *width,
+                               int *height);
+
 /* ---- models ----------------------------------------------------------------------------- */
 
 typedef struct vt_model vt_model;

@@ -10,6 +10,7 @@
 #include "image/image.h"
 
 #include "core/atomic_file.h"
+#include "core/buffer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -738,4 +739,26 @@ VT_API vt_status vt_png_save(const char *path, const uint8_t *pixels, int width,
                              int channels, size_t stride)
 {
     return vt_image_save_png(path, pixels, width, height, channels, stride);
+}
+
+VT_API vt_status vt_image_read(const char *path, uint8_t *rgb, size_t cap, int *width,
+                               int *height)
+{
+    if (width) *width = 0;
+    if (height) *height = 0;
+    if (!path || !width || !height)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_image_read: NULL argument");
+    vt_status st = vt_buffer_args("vt_image_read", rgb, cap);
+    if (st) return st;
+    vt_image img;
+    if ((st = vt_image_load(path, &img))) return st;
+    *width = img.w;
+    *height = img.h;
+    size_t n = (size_t)img.w * img.h;
+    st = vt_buffer_fits("vt_image_read", rgb, cap, n * 3, "bytes");
+    if (!st && rgb)
+        for (size_t i = 0; i < n; i++)
+            for (int c = 0; c < 3; c++) rgb[3 * i + c] = img.data[i * img.c + (img.c == 3 ? c : 0)];
+    vt_image_free(&img);
+    return st;
 }

@@ -27,7 +27,7 @@ from .errors import (AbiMismatchError, BadStateError, BufferTooSmallError, Cance
                      InvalidArgumentError, LibraryNotFoundError, NotFoundError, NumericError,
                      OptionError, OptionValueError, OutOfMemoryError, Status, UnknownOptionError,
                      UnsupportedError, VisionTrainError)
-from ._core import (Box, Dataset, Detection, Event, ExportFormat, LogLevel, Metric, OptionInfo, OptionScope,
+from ._core import (Box, Dataset, Detection, Event, Instance, ExportFormat, LogLevel, Metric, OptionInfo, OptionScope,
                     OptionType,
                     Polygon,
                     Prediction, Problem, ProblemCode, Progress, Split, StopReason, Task, TaskInfo,
@@ -39,7 +39,7 @@ from ._estimate import (GPU, Catalog, Estimate, Estimator, EstBasis, EstPrecisio
 from ._validate import Count, Report, clone_dataset, problem_code_name, validate
 from ._model import Model
 from ._import import import_onnx
-from ._results import Boxes, Masks, Probs, Results
+from ._results import Boxes, InstanceMasks, Masks, Probs, Results
 
 __version__ = "0.1.0"   # version of the bindings; version() is the loaded library's
 
@@ -48,9 +48,9 @@ __all__ = [
     "cpu_kernels", "checkpoint_args",
     "options", "option_info", "tasks", "synth_generate", "devices", "device_count", "no_gpu_reason",
     "dataset_advice", "import_onnx",
-    "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "OptionInfo", "OptionScope", "Box",
+    "Dataset", "Model", "Trainer", "Progress", "Prediction", "Detection", "Instance", "OptionInfo", "OptionScope", "Box",
     "TaskInfo",
-    "Results", "Boxes", "Probs", "Masks",
+    "Results", "Boxes", "Probs", "Masks", "InstanceMasks",
     "Polygon", "Problem",
     "Catalog", "GPU", "Estimator", "Estimate", "Report", "Count", "validate", "clone_dataset",
     "problem_code_name",

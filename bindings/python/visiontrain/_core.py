@@ -150,7 +150,8 @@ class OptionScope(enum.IntFlag):
 
 
 # The method giving each task's per-image result (the library's message names C functions).
-_TASK_METHODS = {Task.CLASSIFY: "classify()", Task.DETECT: "detect()", Task.SEGMENT: "segment()"}
+_TASK_METHODS = {Task.CLASSIFY: "classify()", Task.DETECT: "detect()", Task.SEGMENT: "segment()",
+                 Task.INSTANCE: "instances()"}
 
 # vt_box_measure, by the names Dataset.box_histogram takes
 _BOX_MEASURES = {"width": 1, "height": 2, "sqrt_area": 3}
@@ -915,6 +916,10 @@ Prediction = collections.namedtuple("Prediction", "index name probability")
 #: One detection of Model.detect(): class index and name, score (0..1), corners in the image's
 #: own pixels.
 Detection = collections.namedtuple("Detection", "index name score x0 y0 x1 y1")
+#: One object of Model.instances(): a Detection's fields and its mask at the image's size (1
+#: where the object is): a numpy uint8 array (H, W) when numpy is loaded, else a
+#: (width, height, bytes) tuple with the row-major mask, as Model.segment() returns.
+Instance = collections.namedtuple("Instance", "index name score x0 y0 x1 y1 mask")
 
 
 def _np():
@@ -1090,6 +1095,61 @@ class Model(_Closable):
                 name = names[i] if i < len(names) and names[i] is not None else str(i)
                 out.append(Detection(i, name, sc[k], bx[4 * k], bx[4 * k + 1], bx[4 * k + 2],
                                      bx[4 * k + 3]))
+            return out
+
+    def instances(self, image, conf=0.25, iou=0.7, max_det=300, width=None, height=None,
+                  channels=None, stride=None):
+        """Objects and their masks in one image, for an instance segmentation model
+        ("iseg-..."): a list of Instance, best score first, selected as detect() selects boxes;
+        each one's mask has the image's own size.  ``image`` takes the same forms as
+        classify()."""
+        self._require_task(Task.INSTANCE)
+        p = self._ptr()
+        names = self.class_names
+        is_path = isinstance(image, (str, os.PathLike))
+        if is_path:
+            w, h = ctypes.c_int(0), ctypes.c_int(0)
+            n = ctypes.c_int(0)
+            self._check(self._lib.vt_model_instances_file(  # the image's size
+                p, _cpath(image), float(conf), float(iou), int(max_det), ctypes.byref(w),
+                ctypes.byref(h), None, None, None, None, 0, ctypes.byref(n)))
+            w, h, cap = w.value, h.value, max(n.value, 1)
+        else:
+            buf, w, h, c, strd = _pixels(image, width, height, channels, stride)
+            # grown to the count the library reports when more are found
+            cap = max(1, min(32, (64 << 20) // max(w * h, 1)))
+        while True:
+            cls = (ctypes.c_int * cap)()
+            sc = (ctypes.c_float * cap)()
+            bx = (ctypes.c_float * (4 * cap))()
+            masks = (ctypes.c_uint8 * (cap * w * h))()
+            n = ctypes.c_int(0)
+            if is_path:
+                st = self._lib.vt_model_instances_file(
+                    p, _cpath(image), float(conf), float(iou), int(max_det),
+                    ctypes.byref(ctypes.c_int()), ctypes.byref(ctypes.c_int()), cls, sc, bx,
+                    masks, cap, ctypes.byref(n))
+            else:
+                st = self._lib.vt_model_instances_pixels(
+                    p, ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)), w, h, c, strd,
+                    float(conf), float(iou), int(max_det), cls, sc, bx, masks, cap,
+                    ctypes.byref(n))
+            if st == Status.BUFFER_TOO_SMALL:  # nothing was written; n is the count
+                cap = n.value
+                continue
+            self._check(st)
+            np = _np()
+            plane = w * h
+            raw = bytes(masks)
+            out = []
+            for k in range(n.value):
+                i = cls[k]
+                name = names[i] if i < len(names) and names[i] is not None else str(i)
+                m = raw[k * plane:(k + 1) * plane]
+                m = np.frombuffer(m, dtype=np.uint8).reshape(h, w) if np is not None \
+                    else (w, h, m)
+                out.append(Instance(i, name, sc[k], bx[4 * k], bx[4 * k + 1], bx[4 * k + 2],
+                                    bx[4 * k + 3], m))
             return out
 
     def segment(self, image, width=None, height=None, channels=None, stride=None):

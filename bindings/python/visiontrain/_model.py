@@ -18,7 +18,8 @@ import time
 from . import _core, _native
 from ._console import LogLines, TrainPrinter, data_summary, final_report, val_report
 from ._core import BadStateError, Dataset, Status, Task, Trainer, UnsupportedError
-from ._results import Boxes, Masks, Probs, Results, image_size, numpy_or_none
+from ._results import (Boxes, InstanceMasks, Masks, Probs, Results, image_size,
+                       numpy_or_none)
 
 # Options of Dataset() (how the data is opened); the others of train()/val() go to the Trainer.
 _DATASET_KEYS = ("policy", "decode", "min_size")
@@ -256,8 +257,9 @@ class Model(_core.Model):
         ``source``: an image file (PNG or JPEG), a folder (its .png/.jpg/.jpeg files, sorted), a
         glob pattern ("imgs/*.png"), a numpy uint8 array (H, W) or (H, W, C) with RGB(A)
         channels, a batch array (N, H, W, C), a PIL image, or a list of any of these.
-        Detection: boxes with score >= conf after class-aware NMS at IoU ``iou``, at most
-        ``max_det`` per image.  Prints one line per image unless verbose=False."""
+        Detection and instance segmentation: boxes with score >= conf after class-aware NMS
+        at IoU ``iou``, at most ``max_det`` per image; instance segmentation adds each box's
+        mask (Results.masks, an InstanceMasks: data is (N, H, W) uint8 at the image's size).  Prints one line per image unless verbose=False."""
         task = self.task
         names = self.names
         images = _images(source)
@@ -274,6 +276,21 @@ class Model(_core.Model):
                 r = Results(path, shape, names, boxes=Boxes(
                     [(d.x0, d.y0, d.x1, d.y1) for d in dets], [d.score for d in dets],
                     [d.index for d in dets], shape))
+            elif task == Task.INSTANCE:
+                objs = self.instances(image, conf=conf, iou=iou, max_det=max_det)
+                h, w = shape if shape else (None, None)
+                planes = []
+                for o in objs:
+                    if isinstance(o.mask, tuple):
+                        w, h, data = o.mask
+                    else:
+                        (h, w), data = o.mask.shape, o.mask.tobytes()
+                    planes.append(data)
+                if w is None:  # no objects and a header that could not be read
+                    w = h = 0
+                r = Results(path, shape or (h, w), names, boxes=Boxes(
+                    [(o.x0, o.y0, o.x1, o.y1) for o in objs], [o.score for o in objs],
+                    [o.index for o in objs], shape), masks=InstanceMasks(w, h, planes))
             elif task == Task.SEGMENT:
                 mask = self.segment(image)
                 if isinstance(mask, tuple):

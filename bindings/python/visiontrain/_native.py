@@ -140,6 +140,8 @@ PROTOTYPES = {
                                            ctypes.c_size_t, POINTER(ctypes.c_uint8)]),
     "vt_png_save": (c_status, [c_char_p, POINTER(ctypes.c_uint8), c_int, c_int, c_int,
                                ctypes.c_size_t]),
+    "vt_image_read": (c_status, [c_char_p, POINTER(ctypes.c_uint8), ctypes.c_size_t,
+                                 POINTER(c_int), POINTER(c_int)]),
     "vt_model_last_error": (c_char_p, [c_void_p]),
     "vt_model_output_shape": (c_status, [c_void_p, POINTER(c_int), POINTER(c_int),
                                          POINTER(c_int)]),

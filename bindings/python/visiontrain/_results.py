@@ -1,5 +1,5 @@
 """Prediction results of Model.predict(): one Results per image, with Boxes (detection), Probs
-(classification) or Masks (segmentation).  Arrays are numpy arrays when numpy can be imported,
+(classification), Masks (segmentation) or Boxes and InstanceMasks (instance segmentation).  Arrays are numpy arrays when numpy can be imported,
 plain (nested) lists otherwise."""
 
 import struct
@@ -179,13 +179,61 @@ class Masks(object):
         return "<visiontrain.Masks %dx%d classes=%s>" % (self._w, self._h, self.classes)
 
 
+class InstanceMasks(object):
+    """The masks of one image's objects (instance segmentation), in the order of its Boxes.
+    data: (N, H, W) numpy uint8, 1 where object i is (a list of N masks, each a list of rows of
+    ints, without numpy); shape: (H, W); len(masks), masks[i] (object i's (H, W) mask) and
+    iteration work as on a list; area(i): the fraction of the image's pixels object i covers."""
+
+    def __init__(self, width, height, planes):
+        self._w, self._h = width, height
+        self._planes = [bytes(p) for p in planes]
+
+    def _mask(self, plane):
+        np = numpy_or_none()
+        if np is not None:
+            return np.frombuffer(plane, dtype=np.uint8).reshape(self._h, self._w).copy()
+        w = self._w
+        return [list(plane[r * w:(r + 1) * w]) for r in range(self._h)]
+
+    @property
+    def data(self):
+        np = numpy_or_none()
+        if np is not None:
+            return np.frombuffer(b"".join(self._planes), dtype=np.uint8).reshape(
+                len(self._planes), self._h, self._w).copy()
+        return [self._mask(p) for p in self._planes]
+
+    @property
+    def shape(self):
+        return (self._h, self._w)
+
+    def area(self, i):
+        n = self._w * self._h
+        return (n - self._planes[i].count(0)) / float(n) if n else 0.0
+
+    def __len__(self):
+        return len(self._planes)
+
+    def __getitem__(self, i):
+        return self._mask(self._planes[i])
+
+    def __iter__(self):
+        for p in self._planes:
+            yield self._mask(p)
+
+    def __repr__(self):
+        return "<visiontrain.InstanceMasks %d of %dx%d>" % (len(self), self._w, self._h)
+
+
 class Results(object):
     """The prediction for one image.
 
     path: the image file (or "imageN" for an in-memory image); orig_shape: (height, width), or
     None where the file's header could not be read; names: {class id: name}; boxes (detection
     models), probs (classification) and masks (segmentation): the one of its task, None for
-    the others.  len(results) is the number of boxes (detection), else 0 or 1."""
+    the others; instance segmentation has boxes and masks (InstanceMasks, one per box).
+    len(results) is the number of boxes (detection, instances), else 0 or 1."""
 
     def __init__(self, path, orig_shape, names, boxes=None, probs=None, masks=None):
         self.path = path
@@ -213,7 +261,10 @@ class Results(object):
             k = self.probs.top1
             out.append({"name": self.names.get(k, str(k)), "class": k,
                         "confidence": self.probs.top1conf})
-        if self.masks is not None:
+        if isinstance(self.masks, InstanceMasks):
+            for d, i in zip(out, range(len(self.masks))):
+                d["area"] = self.masks.area(i)
+        elif self.masks is not None:
             for k in self.masks.classes:
                 out.append({"name": self.names.get(k, str(k)), "class": k,
                             "area": self.masks.area(k)})
