@@ -35,6 +35,10 @@ typedef struct vt_det_task {
  * t->assign_dev every anchor's assigned ground truth. */
 vt_status vt_det_task_loss(vt_task_ctx *c, vt_det_task *t, struct vt_loader *L, int n,
                            int with_grad, float *loss);
+/* Per-class AP of an evaluator's last compute (the class_ap of the tasks on a detector):
+ * VT_ERR_NOT_FOUND naming the task when !valid, VT_ERR_INVALID_ARGUMENT for a bad class. */
+vt_status vt_det_eval_class_ap(const vt_det_eval *ev, int valid, const char *task, int cls,
+                               double *ap50, double *ap50_95, int64_t *num_gt);
 /* Frees t's buffers (it stays usable). */
 void vt_det_task_release(vt_task_ctx *c, vt_det_task *t);
 

@@ -245,19 +245,25 @@ static vt_status det_evaluate(vt_task_ctx *c, vt_split split, int batch,
     return VT_OK;
 }
 
-static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
-                              int64_t *num_gt)
+vt_status vt_det_eval_class_ap(const vt_det_eval *ev, int valid, const char *task, int cls,
+                               double *ap50, double *ap50_95, int64_t *num_gt)
 {
-    const vt_det_task *t = c->state;
-    if (!t->det_eval || !t->det_eval_valid)
-        return vt_fail(VT_ERR_NOT_FOUND, "no detection validation has run on this trainer");
-    const vt_det_eval *ev = t->det_eval;
+    if (!ev || !valid)
+        return vt_fail(VT_ERR_NOT_FOUND, "no %s validation has run on this trainer", task);
     if (cls < 0 || cls >= ev->nc)
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "class %d is outside 0..%d", cls, ev->nc - 1);
     if (ap50) *ap50 = ev->ap50[cls];
     if (ap50_95) *ap50_95 = ev->ap50_95[cls];
     if (num_gt) *num_gt = ev->num_gt[cls];
     return VT_OK;
+}
+
+static vt_status det_class_ap(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
+                              int64_t *num_gt)
+{
+    const vt_det_task *t = c->state;
+    return vt_det_eval_class_ap(t->det_eval, t->det_eval_valid, "detection", cls, ap50, ap50_95,
+                                num_gt);
 }
 
 vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)

@@ -314,16 +314,8 @@ static vt_status inst_class_ap(const vt_task_ctx *c, int cls, double *ap50, doub
                                int64_t *num_gt)
 {
     const inst_state *t = c->state;
-    const vt_det_eval *ev = t->mask_eval;
-    if (!ev || !t->det.det_eval_valid)
-        return vt_fail(VT_ERR_NOT_FOUND, "no instance segmentation validation has run on this "
-                       "trainer");
-    if (cls < 0 || cls >= ev->nc)
-        return vt_fail(VT_ERR_INVALID_ARGUMENT, "class %d is outside 0..%d", cls, ev->nc - 1);
-    if (ap50) *ap50 = ev->ap50[cls];
-    if (ap50_95) *ap50_95 = ev->ap50_95[cls];
-    if (num_gt) *num_gt = ev->num_gt[cls];
-    return VT_OK;
+    return vt_det_eval_class_ap(t->mask_eval, t->det.det_eval_valid, "instance segmentation",
+                                cls, ap50, ap50_95, num_gt);
 }
 
 /* ---- the task's models and table ---- */
