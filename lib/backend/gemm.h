@@ -6,6 +6,7 @@
 #ifndef VT_GEMM_H
 #define VT_GEMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/threads.h"
@@ -31,20 +32,49 @@ int vt_cpu_x86_level(void);
 
 /* bf16 GEMM (gemm_bf16.c): vt_sgemm's contract (fp32 in and out, row-major, transposes), with
  * op(A) and op(B) rounded to bf16 (round to nearest even, NaN kept a NaN) and the products
- * accumulated in fp32.  An AVX512_BF16 (VDPBF16PS) kernel where vt_cpu_has_bf16(), else a
- * portable reference; VT_CPU_BF16=portable forces the reference (read once).  The kernel, like
- * the instruction, treats denormal operands as zero and flushes denormal sums (|x| < 2^-126);
- * the reference does not. */
+ * accumulated in fp32.  Kernels, the best the CPU and the OS allow chosen at the first product:
+ * AMX (TDPBF16PS tiles, gemm_bf16_amx.c) where vt_cpu_has_amx(), else AVX512_BF16 (VDPBF16PS)
+ * where vt_cpu_has_bf16(), else a portable reference.  VT_CPU_BF16=portable|avx512|amx (read
+ * once) asks for one; a kernel the machine lacks gives the best one it has.  The kernels, like
+ * the instructions, treat denormal operands as zero and flush denormal sums (|x| < 2^-126); the
+ * reference does not.  Results of the kernels and the reference differ only in the order of
+ * the fp32 sums. */
 void vt_gemm_bf16(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
                   const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
 /* The portable reference, always built (tests compare the kernel with it). */
 void vt_gemm_bf16_portable(vt_pool *pool, int transa, int transb, int m, int n, int k,
                            float alpha, const float *a, int lda, const float *b, int ldb,
                            float beta, float *c, int ldc);
-/* What vt_gemm_bf16 runs, e.g. "AVX512_BF16 14x32".  Static string.  Thread-safe. */
+/* What vt_gemm_bf16 runs: "AMX 32x32", "AVX512_BF16 14x32" or "portable (why)".  Static
+ * string.  Thread-safe. */
 const char *vt_gemm_bf16_kernel(void);
+/* For tests and benchmarks: makes vt_gemm_bf16 run the kernel named "amx", "avx512" or
+ * "portable" from now on; 1 when done, 0 (choice unchanged) when this machine cannot run it or
+ * the name is unknown.  Not to be called while another thread is inside vt_gemm_bf16. */
+int vt_gemm_bf16_force(const char *kernel);
 /* 1 when the CPU has AVX512_BF16 (cpuid 7.1 EAX bit 5) and the AVX-512 state of level 3. */
 int vt_cpu_has_bf16(void);
+/* 1 when the AMX kernel can run: built with a compiler that has the AMX intrinsics, the CPU has
+ * AMX-TILE and AMX-BF16 (cpuid 7.0 EDX bits 24, 22) and AVX512_BF16, the OS enables the tile
+ * state (XCR0 bits 17, 18), and Linux granted this process the tile data (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, asked once per process, at the first call).  Thread-safe. */
+int vt_cpu_has_amx(void);
+
+/* Between gemm_bf16.c and gemm_bf16_amx.c (x86-64, callable where vt_cpu_has_bf16()). */
+typedef struct vt_bf16_view { /* element (i, p) at x[i * rs + p * cs]: i along a panel */
+    const float *x;
+    ptrdiff_t rs, cs;
+} vt_bf16_view;
+/* Panels of h rows of X, rows [i0, i0 + mb) and k in [p0, p0 + kb): panel after panel, each
+ * kpad (>= (kb + 1) / 2) pairs q of h words (bf16(X(i, 2q)) | bf16(X(i, 2q + 1)) << 16), zero
+ * past mb and kb. */
+void vt_bf16_pack_pairs(const vt_bf16_view *X, int i0, int mb, int p0, int kb, int h, int kpad,
+                        uint32_t *dst);
+/* C (m x n, row stride ldc) = alpha op(A) op(B) + beta C on the calling thread with AMX (only
+ * where vt_cpu_has_amx()); 0, with nothing written, when the packing buffer cannot be had. */
+int vt_gemm_bf16_amx_serial(int m, int n, int k, float alpha, const vt_bf16_view *A,
+                            const vt_bf16_view *B, float beta, float *c, int ldc);
+
 /* fp32 -> bf16 bits, round to nearest even; NaN stays a (quiet) NaN. */
 uint16_t vt_bf16_round(float x);
 float vt_bf16_to_float(uint16_t h);

@@ -1,8 +1,9 @@
 /* bf16 GEMM with fp32 accumulation (gemm.h): the operands are rounded to bf16 while they are
- * packed, the products accumulate in fp32.  Where the processor has AVX512_BF16 (and the OS
- * saves zmm state) a VDPBF16PS micro-kernel runs the products; elsewhere a portable reference
- * (same rounding, fp32 accumulation in C).  VT_CPU_BF16=portable forces the reference (read once,
- * at the first product).
+ * packed, the products accumulate in fp32.  Kernels, the best the machine runs chosen at the
+ * first product: AMX tiles (gemm_bf16_amx.c, on these packed B panels), a VDPBF16PS
+ * micro-kernel where the processor has AVX512_BF16 (and the OS saves zmm state), else a
+ * portable reference (same rounding, fp32 accumulation in C).  VT_CPU_BF16=portable|avx512|amx
+ * asks for one (read once, at the first product); vt_gemm_bf16_force, for tests and benchmarks.
  *
  * Layout for VDPBF16PS, which multiplies pairs of bf16 and adds both products to one fp32 lane:
  * k is cut into pairs (an odd k padded with a zero).  A B micro-panel holds, for each pair,
@@ -12,7 +13,10 @@
  * KC (pairs) x MC x NC as BLIS does: a KC x NC block of B packed once, MC x KC of A per block of
  * rows, the micro-kernel sweeping the NR panels of B over each MR panel of A.  KC = 256 pairs:
  * a B micro-panel is 32 KiB (L1).  12 x 32 and KC 128 or 384 pairs measured the same within the
- * noise (bench/gemm_bf16.c, Zen 4: 188 vs 96 GFLOP/s fp32 for 2048^3 on one core). */
+ * noise (bench/gemm_bf16.c, Zen 4: 188 vs 96 GFLOP/s fp32 for 2048^3 on one core).  The
+ * rounding is VCVTNE(2)PS2BF16 with vt_bf16_round's result restored where they differ
+ * (bf16_cvt.h).  Products are split over the pool in whole micro-tiles, by columns where
+ * n >= m, else by rows. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -112,6 +116,7 @@ void vt_gemm_bf16_portable(vt_pool *pool, int transa, int transb, int m, int n, 
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "backend/bf16_cvt.h"
 #include "backend/transpose8.h"
 
 int vt_cpu_has_bf16(void)
@@ -131,44 +136,53 @@ int vt_cpu_has_bf16(void) { return 0; }
 enum { MR = 14, NR = 32, KCP = 256 /* pairs */, MC = 168, NC = 2048 };
 
 /* An operand element (i, p) at x[i * rs + p * cs]: i along the micro-panel, p along k. */
-typedef struct bview {
-    const float *x;
-    ptrdiff_t rs, cs;
-} bview;
+typedef vt_bf16_view bview;
 
-/* 16 floats -> their bf16 rounding in the high halves of 32-bit lanes (low halves zero).
- * Same arithmetic as vt_bf16_round. */
-BF16_TARGET static inline __m512i round_hi(__m512 v)
+/* Rows i of X contiguous along the panel (rs == 1): the panels of mb rows (h each, kpad pairs,
+ * zero past mb and kb): for pair q, the words (X(i, 2q), X(i, 2q + 1)).  A pass over the pairs
+ * fills up to 256 rows' panels at a time, so that each row of k is read 1 KiB at a time rather
+ * than h floats (a page a panel and row: TLB misses; 2.5x faster packing of a 2048-column B). */
+BF16_TARGET static void pack_interleave(const bview *X, const float *src, int mb, int kb, int h,
+                                        int kpad, uint32_t *dst)
 {
-    __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb);
-    r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
-    __m512i absu = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(absu, _mm512_set1_epi32(0x7f800000));
-    __m512i q = _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi32((int)0xffff0000u)),
-                                _mm512_set1_epi32(0x00400000));
-    return _mm512_mask_mov_epi32(r, nan, q);
-}
-
-/* Rows i of X contiguous along the panel (rs == 1): for pair q, the words (X(i, 2q),
- * X(i, 2q + 1)) of hh rows, zero past hh (up to h) and past kb. */
-BF16_TARGET static void pack_interleave(const bview *X, const float *src, int hh, int kb, int h,
-                                        uint32_t *dst)
-{
-    int kp = (kb + 1) / 2;
-    for (int q = 0; q < kp; q++, dst += h) {
-        const float *s0 = src + (ptrdiff_t)(2 * q) * X->cs;
-        const float *s1 = s0 + X->cs;
-        int two = 2 * q + 1 < kb;
-        for (int i = 0; i < h; i += 16) {
-            int w = hh - i < 16 ? (hh - i > 0 ? hh - i : 0) : 16;
-            int wh = h - i < 16 ? h - i : 16;
-            __mmask16 ml = (__mmask16)((1u << w) - 1), ms = (__mmask16)((1u << wh) - 1);
-            __m512i lo = _mm512_srli_epi32(round_hi(_mm512_maskz_loadu_ps(ml, s0 + i)), 16);
-            __m512i hi = two ? round_hi(_mm512_maskz_loadu_ps(ml, s1 + i)) : _mm512_setzero_si512();
-            _mm512_mask_storeu_epi32(dst + i, ms, _mm512_or_si512(lo, hi));
+    int kp = (kb + 1) / 2, per = 256 / h > 0 ? 256 / h : 1;
+    for (int r = 0; r < mb; r += per * h) {
+        int np = (mb - r + h - 1) / h < per ? (mb - r + h - 1) / h : per;
+        uint32_t *d0 = dst + (size_t)(r / h) * kpad * h;
+        /* whole panels of whole vectors (h a multiple of 16, as AMX's 32): no masks */
+        int plain = h % 16 == 0 && mb - r >= np * h;
+        for (int q = 0; q < kp; q++) {
+            const float *s0 = src + (ptrdiff_t)(2 * q) * X->cs + r;
+            const float *s1 = s0 + X->cs;
+            int two = 2 * q + 1 < kb;
+            if (plain && two) {
+                for (int g = 0; g < np; g++) {
+                    uint32_t *d = d0 + (size_t)g * kpad * h + (size_t)q * h;
+                    for (int i = 0; i < h; i += 16)
+                        _mm512_storeu_si512(d + i,
+                                            vt_bf16_pairs16(_mm512_loadu_ps(s0 + g * h + i),
+                                                            _mm512_loadu_ps(s1 + g * h + i)));
+                }
+                continue;
+            }
+            for (int g = 0; g < np; g++) {
+                uint32_t *d = d0 + (size_t)g * kpad * h + (size_t)q * h;
+                int hh = mb - r - g * h;
+                for (int i = 0; i < h; i += 16) {
+                    int w = hh - i < 16 ? (hh - i > 0 ? hh - i : 0) : 16;
+                    int wh = h - i < 16 ? h - i : 16;
+                    __mmask16 ml = (__mmask16)((1u << w) - 1), ms = (__mmask16)((1u << wh) - 1);
+                    const float *a0 = s0 + g * h + i, *a1 = s1 + g * h + i;
+                    __m512 x1 = two ? _mm512_maskz_loadu_ps(ml, a1) : _mm512_setzero_ps();
+                    _mm512_mask_storeu_epi32(d + i, ms,
+                                             vt_bf16_pairs16(_mm512_maskz_loadu_ps(ml, a0), x1));
+                }
+            }
         }
+        if (kpad > kp)
+            for (int g = 0; g < np; g++)
+                memset(d0 + (size_t)g * kpad * h + (size_t)kp * h, 0,
+                       (size_t)(kpad - kp) * h * sizeof *dst);
     }
 }
 
@@ -189,9 +203,8 @@ BF16_TARGET static void pack_transpose(const bview *X, const float *src, int hh,
             __m256 r[8], o[8];
             for (int q = 0; q < 8; q++) {
                 if (q < rows) {
-                    __m512i v = _mm512_srli_epi32(
-                        round_hi(_mm512_maskz_loadu_ps(ml, src + (i + q) * rs + p)), 16);
-                    r[q] = _mm256_castsi256_ps(_mm512_cvtepi32_epi16(v));
+                    r[q] = _mm256_castsi256_ps(
+                        vt_bf16_cvt16(_mm512_maskz_loadu_ps(ml, src + (i + q) * rs + p)));
                 } else
                     r[q] = _mm256_setzero_ps();
             }
@@ -219,19 +232,30 @@ static void pack_scalar(const bview *X, const float *src, int hh, int kb, int h,
         }
 }
 
-/* Micro-panels of rows [i0, i0 + mb), k in [p0, p0 + kb), h rows each. */
+/* Micro-panels of rows [i0, i0 + mb), k in [p0, p0 + kb), h rows each, kpad pairs a panel
+ * (the pairs past kb zero: the AMX kernel's k steps of 16 pairs). */
 BF16_TARGET static void pack_panels(const bview *X, int i0, int mb, int p0, int kb, int h,
-                                    uint32_t *dst)
+                                    int kpad, uint32_t *dst)
 {
     int kp = (kb + 1) / 2;
+    if (X->rs == 1) {
+        pack_interleave(X, X->x + i0 + (ptrdiff_t)p0 * X->cs, mb, kb, h, kpad, dst);
+        return;
+    }
     for (int r = 0; r < mb; r += h) {
         int hh = mb - r < h ? mb - r : h;
         const float *src = X->x + (ptrdiff_t)(i0 + r) * X->rs + (ptrdiff_t)p0 * X->cs;
-        if (X->rs == 1) pack_interleave(X, src, hh, kb, h, dst);
-        else if (X->cs == 1) pack_transpose(X, src, hh, kb, h, dst);
+        if (X->cs == 1) pack_transpose(X, src, hh, kb, h, dst);
         else pack_scalar(X, src, hh, kb, h, dst);
-        dst += (size_t)kp * h;
+        if (kpad > kp) memset(dst + (size_t)kp * h, 0, (size_t)(kpad - kp) * h * sizeof *dst);
+        dst += (size_t)kpad * h;
     }
+}
+
+void vt_bf16_pack_pairs(const vt_bf16_view *X, int i0, int mb, int p0, int kb, int h, int kpad,
+                        uint32_t *dst)
+{
+    pack_panels(X, i0, mb, p0, kb, h, kpad, dst);
 }
 
 /* C[mm x nn] (row stride ldc) = alpha * Apanel Bpanel + beta C, kp pairs; beta 0: C not read. */
@@ -325,10 +349,10 @@ BF16_TARGET static int gemm_serial(int m, int n, int k, float alpha, const bview
         for (int pc = 0; pc < k; pc += KC) {
             int kb = k - pc < KC ? k - pc : KC, kp = (kb + 1) / 2;
             float bt = pc == 0 ? beta : 1.0f;
-            pack_panels(&Bt, jc, nb, pc, kb, NR, bp);
+            pack_panels(&Bt, jc, nb, pc, kb, NR, kp, bp);
             for (int ic = 0; ic < m; ic += MC) {
                 int mb = m - ic < MC ? m - ic : MC;
-                pack_panels(A, ic, mb, pc, kb, MR, ap);
+                pack_panels(A, ic, mb, pc, kb, MR, kp, ap);
                 for (int jr = 0; jr < nb; jr += NR) {
                     int nn = nb - jr < NR ? nb - jr : NR;
                     const uint32_t *bpan = bp + (size_t)(jr / NR) * kp * NR;
@@ -346,7 +370,7 @@ BF16_TARGET static int gemm_serial(int m, int n, int k, float alpha, const bview
 }
 
 typedef struct {
-    int m, n, k, split_n, parts;
+    int m, n, k, split_n, parts, amx, align;
     float alpha, beta;
     bview A, B;
     int ta, tb, lda, ldb;
@@ -359,7 +383,7 @@ typedef struct {
 static void bf16_part(void *ctx, size_t p0, size_t p1)
 {
     bf16_job *J = ctx;
-    int total = J->split_n ? J->n : J->m, align = J->split_n ? NR : MR;
+    int total = J->split_n ? J->n : J->m, align = J->align;
     int per = (total + J->parts - 1) / J->parts;
     per = (per + align - 1) / align * align;
     for (size_t p = p0; p < p1; p++) {
@@ -368,11 +392,17 @@ static void bf16_part(void *ctx, size_t p0, size_t p1)
         int ok;
         if (J->split_n) {
             bview B = {J->B.x + (ptrdiff_t)lo * J->B.cs, J->B.rs, J->B.cs};
-            ok = gemm_serial(J->m, hi - lo, J->k, J->alpha, &J->A, &B, J->beta, J->c + lo, J->ldc);
+            ok = J->amx ? vt_gemm_bf16_amx_serial(J->m, hi - lo, J->k, J->alpha, &J->A, &B,
+                                                  J->beta, J->c + lo, J->ldc)
+                        : gemm_serial(J->m, hi - lo, J->k, J->alpha, &J->A, &B, J->beta,
+                                      J->c + lo, J->ldc);
         } else {
             bview A = {J->A.x + (ptrdiff_t)lo * J->A.rs, J->A.rs, J->A.cs};
-            ok = gemm_serial(hi - lo, J->n, J->k, J->alpha, &A, &J->B, J->beta,
-                             J->c + (ptrdiff_t)lo * J->ldc, J->ldc);
+            float *c = J->c + (ptrdiff_t)lo * J->ldc;
+            ok = J->amx ? vt_gemm_bf16_amx_serial(hi - lo, J->n, J->k, J->alpha, &A, &J->B,
+                                                  J->beta, c, J->ldc)
+                        : gemm_serial(hi - lo, J->n, J->k, J->alpha, &A, &J->B, J->beta, c,
+                                      J->ldc);
         }
         if (!ok) /* no memory for the packing buffer (nothing written): the reference */
             vt_gemm_bf16_portable(NULL, J->ta, J->tb, J->split_n ? J->m : hi - lo,
@@ -385,20 +415,44 @@ static void bf16_part(void *ctx, size_t p0, size_t p1)
 }
 #endif
 
-/* ---- dispatch -------------------------------------------------------------------------------- */
-static int use_kernel;
+/* ---- dispatch --------------------------------------------------------------------------------
+ * The kernel is read once per product (a forced change takes effect at the next one). */
+enum { K_PORTABLE, K_AVX512, K_AMX };
+static int kernel;
 static pthread_once_t choice_once = PTHREAD_ONCE_INIT;
+
+static int runnable(int k)
+{
+    return k == K_PORTABLE || (k == K_AVX512 && vt_cpu_has_bf16()) || (k == K_AMX && vt_cpu_has_amx());
+}
+
 static void choose(void)
 {
     const char *env = getenv("VT_CPU_BF16");
-    use_kernel = vt_cpu_has_bf16() && !(env && !strcmp(env, "portable"));
+    int want = !env ? -1 : !strcmp(env, "portable") ? K_PORTABLE : !strcmp(env, "avx512") ? K_AVX512
+             : !strcmp(env, "amx")                  ? K_AMX
+                                                    : -1;
+    if (want >= 0 && runnable(want)) kernel = want;
+    else kernel = vt_cpu_has_amx() ? K_AMX : vt_cpu_has_bf16() ? K_AVX512 : K_PORTABLE;
+}
+
+int vt_gemm_bf16_force(const char *name)
+{
+    pthread_once(&choice_once, choose);
+    int want = !name ? -1 : !strcmp(name, "portable") ? K_PORTABLE : !strcmp(name, "avx512") ? K_AVX512
+             : !strcmp(name, "amx")                    ? K_AMX
+                                                       : -1;
+    if (want < 0 || !runnable(want)) return 0;
+    kernel = want;
+    return 1;
 }
 
 const char *vt_gemm_bf16_kernel(void)
 {
     pthread_once(&choice_once, choose);
-    if (use_kernel) return "AVX512_BF16 14x32";
-    return vt_cpu_has_bf16() ? "portable (VT_CPU_BF16=portable)" : "portable (no AVX512_BF16)";
+    if (kernel == K_AMX) return "AMX 32x32";
+    if (kernel == K_AVX512) return "AVX512_BF16 14x32";
+    return vt_cpu_has_bf16() ? "portable (asked for)" : "portable (no AVX512_BF16)";
 }
 
 void vt_gemm_bf16(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
@@ -406,18 +460,21 @@ void vt_gemm_bf16(vt_pool *pool, int transa, int transb, int m, int n, int k, fl
 {
     if (m <= 0 || n <= 0) return;
     pthread_once(&choice_once, choose);
+    int kern = kernel;
 #if defined(__x86_64__)
-    if (use_kernel && k > 0 && alpha != 0.0f) {
-        bf16_job J = {.m = m, .n = n, .k = k, .split_n = n >= m, .parts = 1, .alpha = alpha,
-                      .beta = beta, .A = {a, transa ? 1 : lda, transa ? lda : 1},
+    if (kern != K_PORTABLE && k > 0 && alpha != 0.0f) {
+        bf16_job J = {.m = m, .n = n, .k = k, .split_n = n >= m, .parts = 1, .amx = kern == K_AMX,
+                      .alpha = alpha, .beta = beta, .A = {a, transa ? 1 : lda, transa ? lda : 1},
                       .B = {b, transb ? 1 : ldb, transb ? ldb : 1}, .ta = transa, .tb = transb,
                       .lda = lda, .ldb = ldb, .a = a, .b = b, .c = c, .ldc = ldc};
+        /* parts of whole micro-tiles: AMX's are 32 x 32 */
+        J.align = J.amx ? 32 : J.split_n ? NR : MR;
         int threads = vt_pool_threads(pool);
         double work = (double)m * n * k;
-        int align = J.split_n ? NR : MR, len = J.split_n ? n : m;
+        int len = J.split_n ? n : m;
         if (threads > 1 && work >= 2e6) {
             J.parts = threads;
-            while (J.parts > 1 && (len + J.parts - 1) / J.parts < align) J.parts--;
+            while (J.parts > 1 && (len + J.parts - 1) / J.parts < J.align) J.parts--;
         }
         vt_pool_run(J.parts > 1 ? pool : NULL, (size_t)J.parts, 1, bf16_part, &J);
         return;
