@@ -117,7 +117,7 @@ typedef struct mask_job {
     float *dcoef, *dproto;
     float scale;  /* gain / max(P, 1) */
     double *loss; /* per image */
-    int failed;   /* an allocation failed */
+    float *work;  /* per image 2 x mh x mw floats: the box's logits and their gradients */
 } mask_job;
 
 static void mask_range(void *ctx, size_t b, size_t e)
@@ -125,12 +125,8 @@ static void mask_range(void *ctx, size_t b, size_t e)
     mask_job *j = ctx;
     const vt_mask_loss_desc *d = j->d;
     size_t HW = (size_t)d->mh * d->mw, A = (size_t)d->anchors, n = (size_t)d->n;
-    float *z = vt_malloc(2 * HW * sizeof *z), *g = z + HW;
-    if (!z) {
-        j->failed = 1;
-        return;
-    }
     for (size_t i = b; i < e; i++) {
+        float *z = j->work + 2 * HW * i, *g = z + HW;
         double sum = 0;
         if (j->dproto)
             for (int c = 0; c < d->k; c++) {
@@ -185,7 +181,6 @@ static void mask_range(void *ctx, size_t b, size_t e)
         }
         j->loss[i] = sum;
     }
-    free(z);
 }
 
 vt_status vt_cpu_mask_loss(vt_backend *b, const vt_mask_loss_desc *d, const float *coef,
@@ -205,12 +200,13 @@ vt_status vt_cpu_mask_loss(vt_backend *b, const vt_mask_loss_desc *d, const floa
                            "truth %d of %d", a, assign[a], d->max_gt);
         P += assign[a] >= 0;
     }
-    double *part = vt_cpu_scratch(b, (size_t)d->n * sizeof(double));
+    /* the backend's scratch: the per-image sums, then each image's working rows */
+    size_t HW = (size_t)d->mh * d->mw;
+    double *part = vt_cpu_scratch(b, (size_t)d->n * (sizeof(double) + 2 * HW * sizeof(float)));
     if (!part) return VT_ERR_OUT_OF_MEMORY;
     mask_job j = {d, coef, proto, gt, assign, inst, dcoef, dproto,
-                  d->gain / (float)(P > 1 ? P : 1), part, 0};
+                  d->gain / (float)(P > 1 ? P : 1), part, (float *)(part + d->n)};
     vt_pool_run(POOL(b), (size_t)d->n, 1, mask_range, &j);
-    if (j.failed) return VT_ERR_OUT_OF_MEMORY;
     double sum = 0;
     for (int i = 0; i < d->n; i++) sum += part[i];
     loss[0] = (float)sum;

@@ -8,6 +8,7 @@
 
 #include "core/buffer.h"
 #include "image/image.h"
+#include "image/letterbox.h"
 #include "nn/exec.h"
 #include "core/checkpoint.h"
 
@@ -470,6 +471,18 @@ VT_API vt_status vt_model_output_shape(const vt_model *m, int *c, int *h, int *w
     *h = s.h;
     *w = s.w;
     return VT_OK;
+}
+
+vt_status vt_model_forward_letterbox(vt_model *m, const vt_image *img, vt_letterbox *lb)
+{
+    vt_status st = vt_model_predict_ready(m);
+    if (st) return st;
+    vt_exec *e = m->pred_exec;
+    vt_image lbimg = {0};
+    if ((st = vt_letterbox_image(img, m->imgsz, m->imgsz, 1, 114, &lbimg, lb))) return st;
+    vt_image_to_float(&lbimg, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
+    vt_image_free(&lbimg);
+    return vt_exec_forward(e, 0);
 }
 
 VT_API vt_status vt_model_forward(vt_model *m, const float *input, int n, float *output, size_t cap)

@@ -151,6 +151,13 @@ vt_status vt_model_from_checkpoint(vt_model **out, struct vt_ckpt *c, vt_arch_lo
 
 /* The lazily created CPU predictor, sized for one image at imgsz, holding the current weights. */
 vt_status vt_model_predict_ready(vt_model *m);
+/* The predictors of the letterboxing tasks: vt_model_predict_ready, img letterboxed to imgsz
+ * (gray 114 padding) into the predictor's input, one forward; *lb gets the geometry. */
+struct vt_image;
+struct vt_letterbox;
+vt_status vt_model_forward_letterbox(vt_model *m, const struct vt_image *img,
+                                     struct vt_letterbox *lb);
+
 /* Copy caller pixels (1, 3 or 4 channels, any stride) into a gray or RGB image (malloc'd);
  * VT_ERR_INVALID_ARGUMENT for a bad geometry. */
 struct vt_image;

@@ -75,14 +75,18 @@ static vt_status inst_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int
     TRY(vt_det_task_loss(c, &t->det, L, n, with_grad, &ldet));
     int mh = proto->out.h, mw = proto->out.w;
     size_t HW = (size_t)mh * mw;
+    /* host-memory backends (the CPU) take the maps straight into their buffer */
+    int direct = be->ops->host_memory;
     if ((size_t)n * HW > t->inst_cap) {
         be->ops->free(be, t->inst_dev);
         free(t->inst_host);
+        t->inst_host = NULL;
         t->inst_dev = be->ops->alloc(be, (size_t)n * HW * sizeof(uint16_t));
-        t->inst_host = vt_malloc((size_t)n * HW * sizeof(uint16_t));
-        t->inst_cap = t->inst_dev && t->inst_host ? (size_t)n * HW : 0;
+        if (!direct) t->inst_host = vt_malloc((size_t)n * HW * sizeof(uint16_t));
+        t->inst_cap = t->inst_dev && (direct || t->inst_host) ? (size_t)n * HW : 0;
         if (!t->inst_cap) return VT_ERR_OUT_OF_MEMORY;
     }
+    uint16_t *stage = direct ? t->inst_dev : t->inst_host;
     if (!t->mask_loss_dev && !(t->mask_loss_dev = be->ops->alloc(be, 2 * sizeof(float))))
         return VT_ERR_OUT_OF_MEMORY;
     for (int k = 0; k < n; k++) {
@@ -91,9 +95,10 @@ static vt_status inst_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int
         if (!map || w != mw || h != mh)
             return vt_fail(VT_ERR_INTERNAL, "instance map %d of %dx%d for prototypes of %dx%d", k,
                            w, h, mw, mh);
-        memcpy(t->inst_host + (size_t)k * HW, map, HW * sizeof(uint16_t));
+        memcpy(stage + (size_t)k * HW, map, HW * sizeof(uint16_t));
     }
-    TRY(be->ops->upload(be, t->inst_dev, t->inst_host, (size_t)n * HW * sizeof(uint16_t)));
+    if (!direct)
+        TRY(be->ops->upload(be, t->inst_dev, t->inst_host, (size_t)n * HW * sizeof(uint16_t)));
     vt_mask_loss_desc d = {.n = n, .k = coef->out.c, .anchors = coef->out.h * coef->out.w,
                            .mh = mh, .mw = mw, .mstride = (float)c->exec->w / (float)mw,
                            .max_gt = t->det.max_gt, .gain = MASK_GAIN};

@@ -24,15 +24,9 @@ static vt_status detect_image(vt_model *m, const char *call, const vt_image *img
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "detect: conf=%g and iou=%g must be in 0..1",
                        (double)conf, (double)iou);
     if (max_det <= 0) max_det = 300;
-    st = vt_model_predict_ready(m);
-    if (st) return st;
-    vt_exec *e = m->pred_exec;
-    vt_image lbimg = {0};
     vt_letterbox lb;
-    if ((st = vt_letterbox_image(img, m->imgsz, m->imgsz, 1, 114, &lbimg, &lb))) return st;
-    vt_image_to_float(&lbimg, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
-    vt_image_free(&lbimg);
-    if ((st = vt_exec_forward(e, 0))) return st;
+    if ((st = vt_model_forward_letterbox(m, img, &lb))) return st;
+    vt_exec *e = m->pred_exec;
     const vt_node *out = &e->g->nodes[m->output_node];
     int nc = m->num_classes;
     vt_det_level lv[VT_DET_MAX_LEVELS];

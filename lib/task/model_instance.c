@@ -24,14 +24,9 @@ static vt_status instance_image(vt_model *m, const char *call, const vt_image *i
     if (!(conf >= 0 && conf <= 1) || !(iou >= 0 && iou <= 1))
         return vt_fail(VT_ERR_INVALID_ARGUMENT, "%s: conf=%g and iou=%g must be in 0..1", call,
                        (double)conf, (double)iou);
-    if ((st = vt_model_predict_ready(m))) return st;
-    vt_exec *e = m->pred_exec;
-    vt_image lbimg = {0};
     vt_letterbox lb;
-    if ((st = vt_letterbox_image(img, m->imgsz, m->imgsz, 1, 114, &lbimg, &lb))) return st;
-    vt_image_to_float(&lbimg, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
-    vt_image_free(&lbimg);
-    if ((st = vt_exec_forward(e, 0))) return st;
+    if ((st = vt_model_forward_letterbox(m, img, &lb))) return st;
+    vt_exec *e = m->pred_exec;
     const vt_graph *g = e->g;
     const vt_node *o[3] = {&g->nodes[m->outputs[0]], &g->nodes[m->outputs[1]],
                            &g->nodes[m->outputs[2]]};

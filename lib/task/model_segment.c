@@ -14,16 +14,11 @@ static vt_status segment_image(vt_model *m, const vt_image *img, uint8_t *mask)
 {
     if (m->task != VT_TASK_SEGMENT)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s is not a segmentation model", m->arch);
-    vt_status st = vt_model_predict_ready(m);
+    vt_letterbox lb;
+    vt_status st = vt_model_forward_letterbox(m, img, &lb);
     if (st) return st;
     vt_exec *e = m->pred_exec;
     int sz = m->imgsz, K = m->num_classes;
-    vt_image lbimg = {0};
-    vt_letterbox lb;
-    if ((st = vt_letterbox_image(img, sz, sz, 1, 114, &lbimg, &lb))) return st;
-    vt_image_to_float(&lbimg, m->channels, 0, vt_exec_input(e), (size_t)sz * sz);
-    vt_image_free(&lbimg);
-    if ((st = vt_exec_forward(e, 0))) return st;
     size_t hw = (size_t)sz * sz;
     float *logits = vt_malloc((size_t)K * hw * sizeof(float));
     uint8_t *best = vt_malloc(hw);
