@@ -10,6 +10,8 @@
 #       [--workdir /tmp/vt-vs-ultralytics] [--build build] [--peer-dir /tmp/peer-ultralytics]
 #       [--peer-model yolov8n.yaml | yolo26n.yaml | yolo26n-sem.yaml | yolov8n-seg.yaml]
 #       (defaults: detect yolov8n, segment yolo26n-sem, instance yolov8n-seg)
+#       [--model det-n | iseg-n | ...] (ours; default det-n, seg-n, iseg-n)
+#       [--synth "min_size=16 max_size=200 sizes=log"] (more vt synth options: the multi-scale set)
 #
 # Run it under `nice -n 19` on a shared machine.  Exit 77 (skip) when the peer cannot be set
 # up; never run by meson test.  See bench/README.md ("libvisiontrain vs Ultralytics").
@@ -19,8 +21,8 @@ root=$(dirname "$here")
 
 task=detect epochs=12 imgsz=128 batch=16 threads=$(nproc) ntrain=600 nval=150 classes=4
 maxobj=8 seed=1 optimizer=adamw lr0=0.002 workers=0 work=/tmp/vt-vs-ultralytics
-build=build peer_dir=/tmp/peer-ultralytics peer_model=""
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+build=build peer_dir=/tmp/peer-ultralytics peer_model="" model="" synth_extra=""
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case $1 in
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
     --max-objects) maxobj=$2 ;; --seed) seed=$2 ;; --optimizer) optimizer=$2 ;;
     --lr0) lr0=$2 ;; --workers) workers=$2 ;; --workdir) work=$2 ;; --build) build=$2 ;;
     --peer-dir) peer_dir=$2 ;; --peer-model) peer_model=$2 ;;
+    --model) model=$2 ;; --synth) synth_extra=$2 ;;
     *) usage ;;
   esac
   shift 2
@@ -39,6 +42,7 @@ case $task in
   instance) ours=iseg-n peer_task=segment; : "${peer_model:=yolov8n-seg.yaml}" ;;
   *) usage ;;
 esac
+[ -n "$model" ] && ours=$model
 case $build in /*) ;; *) build=$root/$build ;; esac
 vt=$build/examples/vt
 [ -x "$vt" ] || { echo "build first: meson setup $build && ninja -C $build" >&2; exit 2; }
@@ -71,7 +75,7 @@ fi
 rm -rf "$work" && mkdir -p "$work"
 synth_task=$task
 "$vt" synth data="$work/data" task=$synth_task classes="$classes" train="$ntrain" val="$nval" \
-  imgsz="$imgsz" seed="$seed" max_objects="$maxobj" > /dev/null
+  imgsz="$imgsz" seed="$seed" max_objects="$maxobj" $synth_extra > /dev/null
 # Ultralytics writes labels/*.cache beside the labels: it gets its own copy.  For segment, the
 # copy has no masks/: a masks/ folder beside data.yaml makes Ultralytics read PNG masks with its
 # own id convention (classes 0..nc-1, no background id: our 0=background, k+1 masks are rejected
@@ -82,7 +86,7 @@ cp -r "$work/data/images" "$work/data/labels" "$work/data/data.yaml" "$work/peer
 
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "cpu: $cpu, $(nproc) online; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "data: vt synth task=$synth_task classes=$classes train=$ntrain val=$nval imgsz=$imgsz seed=$seed max_objects=$maxobj"
+echo "data: vt synth task=$synth_task classes=$classes train=$ntrain val=$nval imgsz=$imgsz seed=$seed max_objects=$maxobj $synth_extra"
 echo "both: epochs=$epochs imgsz=$imgsz batch=$batch optimizer=$optimizer lr0=$lr0 threads=$threads, from scratch, default augmentation"
 
 # ---- ours ----

@@ -551,6 +551,37 @@ START_TEST(test_synth_detect)
     ck_assert_int_eq(vt_dataset_num_images(ds, VT_SPLIT_VAL), 0);
     ck_assert_int_eq(vt_dataset_num_problems(ds), 1);
     vt_dataset_destroy(ds);
+
+    /* min_size / max_size / sizes=log: a set spanning a decade, as many objects per octave */
+    ck_assert_int_eq(vt_synth_generate(P("s6"), VT_TASK_DETECT,
+                                       "train=60 val=0 imgsz=256 min_size=16 max_size=200 "
+                                       "sizes=log max_objects=8 seed=2"),
+                     VT_OK);
+    ds = open_ok(P("s6"));
+    int octave[4] = {0}, n6 = 0; /* 16-32, 32-64, 64-128, 128-200 px */
+    float lo = 1e9f, hi = 0;
+    for (int i = 0; i < 60; i++)
+        for (int j = 0; j < vt_dataset_num_boxes(ds, VT_SPLIT_TRAIN, i); j++) {
+            int cls;
+            float b[4];
+            ck_assert_int_eq(vt_dataset_box(ds, VT_SPLIT_TRAIN, i, j, &cls, b), VT_OK);
+            float side = 256.0f * (b[2] > b[3] ? b[2] : b[3]);
+            lo = side < lo ? side : lo;
+            hi = side > hi ? side : hi;
+            octave[side < 32 ? 0 : side < 64 ? 1 : side < 128 ? 2 : 3]++;
+            n6++;
+        }
+    vt_dataset_destroy(ds);
+    ck_assert_msg(lo >= 15.5f && hi <= 200.5f && lo < 20 && hi > 170, "sizes %f..%f", lo, hi);
+    /* log-uniform: 30% / 30% / 30% / 19% of the objects; linear would put 4% in the first */
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(octave[k] > n6 / 6, "octave %d: %d of %d", k, octave[k], n6);
+    ck_assert_int_eq(vt_synth_generate(P("s7"), VT_TASK_DETECT, "min_size=50 max_size=40"),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_synth_generate(P("s7"), VT_TASK_DETECT, "imgsz=64 max_size=65"),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_synth_generate(P("s7"), VT_TASK_DETECT, "sizes=cubic"),
+                     VT_ERR_OPTION_VALUE);
 }
 END_TEST
 

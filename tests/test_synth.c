@@ -208,7 +208,7 @@ START_TEST(shapes_fit_and_cover)
         for (int t = 0; t < 40; t++) {
             int w = 16 + (int)vt_rng_below(&rng, 60), h = 16 + (int)vt_rng_below(&rng, 60);
             vt_shape s;
-            vt_shape_random(&s, kind, &rng, w, h, 0.35f, 0.8f);
+            vt_shape_random(&s, kind, &rng, w, h, 0.35f, 0.8f, kind & 1);
             float b[4];
             vt_shape_bbox(&s, b);
             ck_assert(b[0] >= 0 && b[1] >= 0 && b[2] <= w && b[3] <= h);

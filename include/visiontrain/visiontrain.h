@@ -353,6 +353,13 @@ typedef enum vt_option {
     VT_OPT_SYNTH_DET_IMGSZ = 823,       /* int 32..1024, default 160 ("imgsz")                 */
     VT_OPT_SYNTH_DET_SEED = 824,        /* int 0..2^53-1, default 0 ("seed")                   */
     VT_OPT_SYNTH_DET_MAX_OBJECTS = 825, /* int 0..64 shapes per image, default 6 ("max_objects") */
+    VT_OPT_SYNTH_DET_MIN_SIZE = 826,    /* int 0..1024 px, the smallest shape's longer side,
+                                         * default 0 = 5% of imgsz ("min_size")                 */
+    VT_OPT_SYNTH_DET_MAX_SIZE = 827,    /* int 0..1024 px, the largest, default 0 = 50% of
+                                         * imgsz ("max_size")                                   */
+    VT_OPT_SYNTH_DET_SIZES = 828,       /* string "linear" (default: sizes uniform between the
+                                         * two) or "log" (log-uniform: as many objects per
+                                         * octave of size) ("sizes")                            */
 
     /* vt_estimator_calibrate options */
     VT_OPT_CAL_BATCHES = 900,     /* string "B1,B2[,B3]", 1 to 3 batch sizes >= 2, default ""

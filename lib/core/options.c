@@ -18,6 +18,7 @@ static const char *const cache_choices[] = {"none", "ram", NULL};
 static const char *const dist_choices[] = {"auto", "off", NULL};
 static const char *const est_precision_choices[] = {"fp32", "tf32", "bf16", "fp16", "amp", NULL};
 static const char *const policy_choices[] = {"drop", "skip", "fail", NULL};
+static const char *const synth_sizes_choices[] = {"linear", "log", NULL};
 
 #define SEED_MAX 9007199254740991.0 /* 2^53 - 1: every seed is exact in a double */
 #define EST_NAME_MAX 63             /* the estimator's names (model, gpu) */
@@ -208,6 +209,12 @@ static const vt_optdef table[] = {
     {VT_OPT_SYNTH_DET_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL, SYD, "seed of the images", 0},
     {VT_OPT_SYNTH_DET_MAX_OBJECTS, "max_objects", I, 0, 64, 6, NULL, NULL, SYD,
      "most shapes in one image", 0},
+    {VT_OPT_SYNTH_DET_MIN_SIZE, "min_size", I, 0, 1024, 0, NULL, NULL, SYD,
+     "smallest shape's longer side in pixels (0 = 5% of imgsz)", AUTO},
+    {VT_OPT_SYNTH_DET_MAX_SIZE, "max_size", I, 0, 1024, 0, NULL, NULL, SYD,
+     "largest shape's longer side in pixels (0 = 50% of imgsz)", AUTO},
+    {VT_OPT_SYNTH_DET_SIZES, "sizes", S, 0, 0, 0, "linear", synth_sizes_choices, SYD,
+     "shape sizes uniform (linear) or log-uniform (log) between min_size and max_size", 0},
     /* vt_estimator_calibrate */
     {VT_OPT_CAL_BATCHES, "batches", S, 0, 0, 0, "", NULL, CAL,
      "1 to 3 batch sizes >= 2, B1,B2[,B3] (empty = batch/4, batch/2, batch)", 0},

@@ -42,9 +42,10 @@ const char *vt_shape_name(int kind);
 void vt_shape_prepare(vt_shape *s);
 /* A random shape of `kind` (random rotation jitter, thickness, size and position) whose tight
  * bounding box lies inside a w x h image and whose larger side is min_frac..max_frac of
- * min(w, h).  Consumes a fixed number of draws from rng. */
+ * min(w, h), uniform in that range or, with log_size, log-uniform (as many per octave).
+ * Consumes a fixed number of draws from rng. */
 void vt_shape_random(vt_shape *s, int kind, vt_rng *rng, int w, int h, float min_frac,
-                     float max_frac);
+                     float max_frac, int log_size);
 /* Tight axis-aligned bounding box in image coordinates: box = {x0, y0, x1, y1}. */
 void vt_shape_bbox(const vt_shape *s, float box[4]);
 /* Fraction of pixel (px, py) the shape covers, 0..1 (exact inside/outside away from edges,

@@ -170,7 +170,7 @@ void vt_shape_draw(const vt_shape *s, uint8_t *pixels, int w, int h, int c, size
 }
 
 void vt_shape_random(vt_shape *s, int kind, vt_rng *rng, int w, int h, float min_frac,
-                     float max_frac)
+                     float max_frac, int log_size)
 {
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -190,7 +190,8 @@ void vt_shape_random(vt_shape *s, int kind, vt_rng *rng, int w, int h, float min
     float ub[4];
     vt_shape_bbox(s, ub); /* local frame at scale 1, centre 0 */
     float side = (float)(w < h ? w : h);
-    float target = side * (min_frac + (max_frac - min_frac) * u_size);
+    float target = log_size ? side * min_frac * powf(max_frac / min_frac, u_size)
+                            : side * (min_frac + (max_frac - min_frac) * u_size);
     float ext = fmaxf(ub[2] - ub[0], ub[3] - ub[1]);
     s->scale = target / ext;
     float bw = (ub[2] - ub[0]) * s->scale, bh = (ub[3] - ub[1]) * s->scale;
@@ -258,7 +259,7 @@ static void synth_classify_image(uint8_t *pix, int n, int kind, vt_rng *rng)
     }
 
     vt_shape s;
-    vt_shape_random(&s, kind, rng, n, n, 0.45f, 0.80f);
+    vt_shape_random(&s, kind, rng, n, n, 0.45f, 0.80f, 0);
     uint8_t c8[3] = {clamp_u8(col[0]), clamp_u8(col[1]), clamp_u8(col[2])};
     vt_shape_draw(&s, pix, n, n, 3, (size_t)n * 3, c8);
 

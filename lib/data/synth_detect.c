@@ -1,11 +1,13 @@
 /* Synthetic detection datasets in the Ultralytics YOLO layout, for tests and demos:
  *   dir/data.yaml  dir/images/{train,val}/NNNNN.png  dir/labels/{train,val}/NNNNN.txt
  * Options (space-separated key=value): classes=3 (3..8), train=200, val=50 (images),
- * imgsz=160 (32..1024), seed=0, max_objects=6 (0..64).
+ * imgsz=160 (32..1024), seed=0, max_objects=6 (0..64), min_size=0 and max_size=0 (px; 0 = 5% and
+ * 50% of imgsz), sizes=linear|log.
  *
  * Each image holds 0..max_objects shapes (about 10% of the images are empty and have no label
  * file, which is how YOLO marks a background), one shape kind per class, with random colour,
- * size (8..80 px at imgsz 160, scaled with imgsz), position and slight rotation, on a shaded,
+ * size (by default 8..80 px at imgsz 160, scaled with imgsz; sizes=log draws them log-uniform,
+ * as many per octave, for a set whose objects span a decade or more), position and slight rotation, on a shaded,
  * textured and noisy background.  Shapes may overlap, but never hide more than about a third
  * of one another, so every label still names a visible object.  Boxes are the exact extents
  * of the drawn geometry (vt_shape_bbox), so pixels and labels agree.
@@ -40,6 +42,8 @@
 
 typedef struct det_opts {
     long long classes, train, val, imgsz, seed, max_objects;
+    float min_frac, max_frac; /* the shapes' longer side over imgsz */
+    int log_size;
 } det_opts;
 
 static uint8_t clamp_u8(float v) { return v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)(v + 0.5f); }
@@ -122,8 +126,7 @@ static int synth_image(uint8_t *pix, int n, const det_opts *o, vt_rng *rng, int 
         float bb[4];
         int placed = 0;
         for (int t = 0; t < PLACE_TRIES && !placed; t++) {
-            /* 8..80 px at 160, i.e. 5%..50% of the side */
-            vt_shape_random(&s, c, rng, n, n, 0.05f, 0.5f);
+            vt_shape_random(&s, c, rng, n, n, o->min_frac, o->max_frac, o->log_size);
             vt_shape_bbox(&s, bb);
             float area = (bb[2] - bb[0]) * (bb[3] - bb[1]);
             placed = 1;
@@ -321,8 +324,21 @@ static vt_status synth_run(const char *dir, const char *options, int mode)
                   (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_VAL),
                   (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_IMGSZ),
                   (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_SEED),
-                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_MAX_OBJECTS)};
+                  (long long)vt_opt_num(v, VT_OPT_SYNTH_DET_MAX_OBJECTS), 0.05f, 0.5f, 0};
+    double lo = vt_opt_num(v, VT_OPT_SYNTH_DET_MIN_SIZE);
+    double hi = vt_opt_num(v, VT_OPT_SYNTH_DET_MAX_SIZE);
+    o.log_size = strcmp(vt_opt_str(v, VT_OPT_SYNTH_DET_SIZES), "log") == 0;
+    const int set_lo = lo > 0, set_hi = hi > 0;
     free(v);
+    if (lo == 0) lo = 0.05 * (double)o.imgsz;
+    if (hi == 0) hi = 0.5 * (double)o.imgsz;
+    if (lo > hi || hi > (double)o.imgsz)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                       "vt_synth_generate: shape sizes min_size=%g..max_size=%g px: need "
+                       "min_size <= max_size <= imgsz=%lld",
+                       lo, hi, o.imgsz);
+    if (set_lo) o.min_frac = (float)(lo / (double)o.imgsz);
+    if (set_hi) o.max_frac = (float)(hi / (double)o.imgsz);
     static const char *const splits[2] = {"train", "val"};
     const long long counts[2] = {o.train, o.val};
     const int n = (int)o.imgsz;
