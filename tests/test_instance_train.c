@@ -3,10 +3,12 @@
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
 #include "visiontrain/visiontrain.h"
+#include "vt_config.h"
 
 /* thresholds: see test_train_learns */
 #define MASK_MAP50_MIN 0.45
@@ -39,6 +41,75 @@ START_TEST(test_task_described)
     vt_model_destroy(m);
 }
 END_TEST
+
+/* dir/instances_<split>.json: the COCO form of a generated YOLO-seg set's split (n images of
+ * side px, classes 0..nc-1 -> category ids 1..nc named as data.yaml names them: a model meeting
+ * other class names gets a new head), the same polygons in pixels, file names relative to dir. */
+static void write_coco_split(const char *dir, const char *split, int n, int px,
+                             const char *const *names, int nc)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/instances_%s.json", dir, split);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"images\": [");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s{\"id\": %d, \"file_name\": \"images/%s/%05d.png\", \"width\": %d, "
+                   "\"height\": %d}", i ? ", " : "", i + 1, split, i, px, px);
+    fprintf(f, "], \"annotations\": [");
+    int ann = 0;
+    for (int i = 0; i < n; i++) {
+        char lp[4096], line[8192];
+        snprintf(lp, sizeof lp, "%s/labels/%s/%05d.txt", dir, split, i);
+        FILE *l = fopen(lp, "r");
+        if (!l) continue; /* an empty image has no label file */
+        while (fgets(line, sizeof line, l)) {
+            char *p = line, *e;
+            long cls = strtol(p, &e, 10);
+            if (e == p) continue;
+            float x0 = 1e9f, y0 = 1e9f, x1 = -1e9f, y1 = -1e9f;
+            fprintf(f, "%s{\"id\": %d, \"image_id\": %d, \"category_id\": %ld, \"iscrowd\": 0, "
+                       "\"segmentation\": [[", ann ? ", " : "", ann + 1, i + 1, cls + 1);
+            for (int k = 0;; k++) {
+                p = e;
+                double v = strtod(p, &e);
+                if (e == p) break;
+                float q = (float)(v * px); /* the loader divides by the width again */
+                fprintf(f, "%s%.9g", k ? ", " : "", (double)q);
+                if (k % 2 == 0) x0 = fminf(x0, q), x1 = fmaxf(x1, q);
+                else y0 = fminf(y0, q), y1 = fmaxf(y1, q);
+            }
+            fprintf(f, "]], \"bbox\": [%.9g, %.9g, %.9g, %.9g], \"area\": %.9g}", (double)x0,
+                    (double)y0, (double)(x1 - x0), (double)(y1 - y0),
+                    (double)((x1 - x0) * (y1 - y0)));
+            ann++;
+        }
+        fclose(l);
+    }
+    fprintf(f, "], \"categories\": [");
+    for (int c = 0; c < nc; c++)
+        fprintf(f, "%s{\"id\": %d, \"name\": \"%s\"}", c ? ", " : "", c + 1, names[c]);
+    fprintf(f, "]}\n");
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Validation of model m on the val split of the dataset at path: box and mask mAP50-95. */
+static void validate_on(vt_model *m, const char *path, double *box, double *mask, double *m50)
+{
+    vt_dataset *ds;
+    ck_assert_msg(vt_dataset_open(&ds, VT_TASK_INSTANCE, path) == VT_OK, "%s: %s", path,
+                  vt_last_error());
+    ck_assert_int_eq(vt_dataset_num_problems(ds), 0);
+    vt_trainer *t;
+    ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "batch=8"), VT_OK);
+    ck_assert_msg(vt_trainer_validate(t, VT_SPLIT_VAL) == VT_OK, "%s", vt_trainer_last_error(t));
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_MAP50_95, box), VT_OK);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_MASK_MAP50_95, mask), VT_OK);
+    ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_MASK_MAP50, m50), VT_OK);
+    vt_trainer_destroy(t);
+    vt_dataset_destroy(ds);
+}
 
 /* iseg-n learns boxes and masks of generated shapes within CI time.  On Sapphire Rapids the
  * GEMM paths reach mask mAP50 0.58 (portable) .. 0.76 (generic) .. 0.83 (skx) and mAP50-95
@@ -79,8 +150,19 @@ START_TEST(test_train_learns)
     ck_assert_int_eq(vt_trainer_class_ap(t, 0, &a50, &a, &ngt), VT_OK);
     ck_assert_int_gt(ngt, 0);
     vt_trainer_destroy(t);
-    vt_model_destroy(m);
     vt_dataset_destroy(ds);
+
+    /* the same validation set read as YOLO-seg and as COCO JSON: the same figures */
+    static const char *const names[3] = {"circle", "square", "triangle"};
+    write_coco_split(dir, "train", 300, 64, names, 3);
+    write_coco_split(dir, "val", 60, 64, names, 3);
+    double yb, ym, ym50, cb, cm, cm50;
+    validate_on(m, dir, &yb, &ym, &ym50);
+    validate_on(m, vt_test_path("ishapes/instances_train.json"), &cb, &cm, &cm50);
+    ck_assert_msg(ym > 0.2 && yb == cb && ym == cm && ym50 == cm50,
+                  "YOLO-seg box %.6f mask %.6f / %.6f, COCO box %.6f mask %.6f / %.6f", yb, ym,
+                  ym50, cb, cm, cm50);
+    vt_model_destroy(m);
 }
 END_TEST
 

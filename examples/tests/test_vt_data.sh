@@ -85,4 +85,11 @@ expect_out 'batch=1: training needs at least 2 images a batch \(batch normalizat
 expect_no 'could be read'
 expect 0 "$vt" train data=cls imgsz=16 epochs=1 batch=2 save=0
 
+# ---- the dataset tools take task= and policy= (an instance set read as one) ----
+expect 0 "$vt" synth data=inst task=instance classes=3 train=8 val=4 imgsz=32 seed=1
+expect 0 "$vt" dataset stats data=inst task=instance policy=drop
+expect_out '^dataset inst: instance segmentation, 3 classes'
+expect 0 "$vt" dataset subset data=inst task=instance out=inst-sub fraction=0.5
+expect_out '^wrote inst-sub/data.yaml'
+
 finish

@@ -142,10 +142,11 @@ int cmd_check(args *a)
     return corrupt || sized ? EXIT_DATA : 0;
 }
 
-/* Open data= for a dataset tool (task= and policy= as for check). */
-static int open_for_tool(args *a, const char *data, vt_dataset **ds)
+/* Open data= for a dataset tool with its task= and policy= (as for check; taken by the caller
+ * before it rejects unknown keys). */
+static int open_for_tool(args *a, const char *data, const char *task_s, const char *policy,
+                         vt_dataset **ds)
 {
-    const char *task_s = take(a, "task"), *policy = take(a, "policy");
     vt_task task;
     int rc = task_value(a->cmd, task_s, data, &task);
     if (rc) return rc;
@@ -158,6 +159,7 @@ static int open_for_tool(args *a, const char *data, vt_dataset **ds)
 static int dataset_split_subset(args *a, int is_split)
 {
     const char *data = take(a, "data"), *out = take(a, "out");
+    const char *task_s = take(a, "task"), *policy = take(a, "policy");
     char opts[256] = "", valid[256] = "data, out, task, policy";
     take_scope(a, is_split ? VT_SCOPE_DATASET_SPLIT : VT_SCOPE_DATASET_SUBSET, opts, sizeof opts,
                valid, sizeof valid);
@@ -169,7 +171,7 @@ static int dataset_split_subset(args *a, int is_split)
                 a->cmd);
         return EXIT_USAGE;
     }
-    if ((rc = open_for_tool(a, data, &ds))) return rc;
+    if ((rc = open_for_tool(a, data, task_s, policy, &ds))) return rc;
     vt_status st = is_split ? vt_dataset_split(ds, out, opts) : vt_dataset_subset(ds, out, opts);
     if (st) {
         vt_dataset_destroy(ds);
@@ -209,6 +211,7 @@ static int dataset_clone(args *a)
 static int dataset_stats(args *a)
 {
     const char *data = take(a, "data"), *plot = take(a, "plot"), *bins_s = take(a, "bins");
+    const char *task_s = take(a, "task"), *policy = take(a, "policy");
     long bins = 10;
     vt_dataset *ds = NULL;
     int rc = reject_unknown(a, "data, plot, bins, task, policy");
@@ -218,7 +221,7 @@ static int dataset_stats(args *a)
         fprintf(stderr, "%s: data=PATH is required (see 'vt help dataset')\n", a->cmd);
         return EXIT_USAGE;
     }
-    if ((rc = open_for_tool(a, data, &ds))) return rc;
+    if ((rc = open_for_tool(a, data, task_s, policy, &ds))) return rc;
     int k = vt_dataset_num_classes(ds);
     vt_task task = vt_dataset_task(ds);
     int64_t *counts = calloc((size_t)k * 3 + 1, sizeof *counts), *tmp = calloc((size_t)k + 1, 8);
