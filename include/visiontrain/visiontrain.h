@@ -1048,17 +1048,20 @@ typedef enum vt_export_format {
  * convolutions; input "images", float32 NCHW of the model's channels and imgsz, values in
  * [0, 1] as vt_model_forward takes them (resize or letterbox is the caller's); outputs as
  * vt_model_forward: "probs" [N, num_classes], "head" [N, 4 + num_classes, imgsz/8, imgsz/8],
- * "logits" [N, num_classes, imgsz, imgsz].  The contract is also written into the file's
- * metadata_props.  options: NULL or space-separated key=value (VT_OPT_EXPORT_*) among
+ * "logits" [N, num_classes, imgsz, imgsz]; instance segmenters add "coefs" [N, k, imgsz/8,
+ * imgsz/8] (k mask coefficients per anchor of the head) and "protos" [N, k, imgsz/4, imgsz/4].
+ * The contract is also written into the file's metadata_props (docs/onnx.md).  options: NULL
+ * or space-separated key=value (VT_OPT_EXPORT_*) among
  *   opset=13..21 (default 17)   batch=N (1..65536, default 1) | dynamic
- *   nms=0|1 (detectors; 1: decoded, NMS'd detections "boxes" [K, 4] x0 y0 x1 y1 in input
- *            pixels, "scores" [K], "classes" [K] int64, best first, as vt_model_detect_*;
+ *   nms=0|1 (detectors and instance segmenters; 1: decoded, NMS'd detections "boxes" [K, 4]
+ *            x0 y0 x1 y1 in input pixels, "scores" [K], "classes" [K] int64, best first, as
+ *            vt_model_detect_*, and for instance segmenters "coefs" [K, k] and "protos";
  *            needs batch=1)
  *   conf=0.25 iou=0.7 max_det=300 (with nms=1, as vt_model_detect_*)   half=0 (fp32 only)
  *   fold=1 (0: batch norms as BatchNormalization nodes with their running statistics)
  * Errors: VT_ERR_INVALID_ARGUMENT (NULL, bad format), VT_ERR_UNKNOWN_OPTION,
  * VT_ERR_OPTION_VALUE, VT_ERR_UNSUPPORTED (a build without protobuf-c, half=1, nms=1 on a
- * non-detector or with batch != 1), VT_ERR_NOT_FOUND / VT_ERR_IO (with the path),
+ * model without a detection head or with batch != 1), VT_ERR_NOT_FOUND / VT_ERR_IO (with the path),
  * VT_ERR_OUT_OF_MEMORY.  The message is in vt_model_last_error(). */
 VT_API vt_status vt_model_export(vt_model *model, const char *path, vt_export_format format,
                                  const char *options);

@@ -228,7 +228,7 @@ static const vt_optdef table[] = {
     {VT_OPT_EXPORT_BATCH, "batch", I, 1, 65536, 1, NULL, NULL, X,
      "batch dimension of the exported graph (or dynamic)", 0},
     {VT_OPT_EXPORT_NMS, "nms", I, 0, 1, 0, NULL, NULL, X,
-     "detectors: decoded, NMS'd detections as outputs (needs batch=1, 0/1)", 0},
+     "detectors, instance segmenters: decoded, NMS'd detections as outputs (batch=1, 0/1)", 0},
     {VT_OPT_EXPORT_CONF, "conf", F, 0, 1, 0.25, NULL, NULL, X,
      "with nms=1: lowest detection confidence", 0},
     {VT_OPT_EXPORT_IOU, "iou", F, 0, 1, 0.7, NULL, NULL, X, "with nms=1: NMS IoU threshold", 0},

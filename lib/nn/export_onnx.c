@@ -5,8 +5,10 @@
  * weights and bias (the running statistics the predictor uses), so the file holds what the
  * predictor computes and nothing a runtime would have to fuse; any other batch norm (every one
  * with fold=0) becomes a BatchNormalization in inference mode.  Dropout is the identity at
- * inference and emits nothing.  Detectors may get the decoding and NMS of vt_model_detect_*
- * appended (nms=1).
+ * inference and emits nothing.  Every output of the model is a graph output, named by the
+ * spec.  Models with a detection head may get the decoding and NMS of vt_model_detect_*
+ * appended (nms=1); per-anchor outputs (an instance segmenter's mask coefficients) then give
+ * the kept detections' rows.
  *
  * The protobuf is written by protobuf-c from lib/nn/onnx_ir.proto.  Every message, string and
  * array of the file is allocated in an arena that is freed at the end, so one failure path
@@ -384,10 +386,26 @@ static const char *act_node(ox *o, const vt_node *nd, int i, const char *in, con
     return n ? out : NULL;
 }
 
-/* Emits the graph's nodes; *out_name gets the name of the model output's tensor.  fold: batch
- * norms into their convolutions where they can be. */
-static void emit_graph(ox *o, const vt_model *m, int fold, const char *out_want,
-                       const char **out_name)
+/* The output j whose node is i, or -1. */
+static int output_of(const vt_model *m, int i)
+{
+    for (int j = 0; j < m->n_outputs; j++)
+        if (m->outputs[j] == i) return j;
+    return -1;
+}
+
+/* The tensor name node i writes: want[j] for output j, else "t<i>". */
+static const char *tensor_name(ox *o, const vt_model *m, const char *const *want, int i)
+{
+    int j = output_of(m, i);
+    return j >= 0 ? want[j] : xstrf(o, "t%d", i);
+}
+
+/* Emits the graph's nodes; got[j] gets the name of output j's tensor, want[j] where the node
+ * writes one (an identity activation or dropout passes its input's on).  fold: batch norms
+ * into their convolutions where they can be. */
+static void emit_graph(ox *o, const vt_model *m, int fold, const char *const *want,
+                       const char **got)
 {
     const vt_graph *g = &m->graph;
     int n = g->n_nodes;
@@ -399,16 +417,16 @@ static void emit_graph(ox *o, const vt_model *m, int fold, const char *out_want,
     for (int i = 0; i < n && !o->st; i++) {
         const vt_node *nd = &g->nodes[i];
         const char *in = nd->n_in ? name[nd->in[0]] : NULL;
-        const char *out = i == m->output_node ? out_want : xstrf(o, "t%d", i);
+        const char *out = tensor_name(o, m, want, i);
         Vtonnx__NodeProto *x = NULL;
         switch (nd->op) {
         case VT_OP_INPUT: name[i] = "images"; break;
         case VT_OP_CONV: {
             const vt_node *bn = NULL;
             if (fold && readers[i] == 1 && i + 1 < n && g->nodes[i + 1].op == VT_OP_BN &&
-                g->nodes[i + 1].in[0] == i && i != m->output_node)
+                g->nodes[i + 1].in[0] == i && output_of(m, i) < 0)
                 bn = &g->nodes[i + 1];
-            if (bn) out = i + 1 == m->output_node ? out_want : xstrf(o, "t%d", i + 1);
+            if (bn) out = tensor_name(o, m, want, i + 1);
             name[i] = conv_node(o, m, i, bn, in, out);
             if (bn) {
                 name[i + 1] = name[i];
@@ -477,7 +495,7 @@ static void emit_graph(ox *o, const vt_model *m, int fold, const char *out_want,
         if (!o->st && !name[i])
             o->st = vt_fail(VT_ERR_INTERNAL, "ONNX export: node %d not emitted", i);
     }
-    if (!o->st) *out_name = name[m->output_node];
+    for (int j = 0; j < m->n_outputs && !o->st; j++) got[j] = name[m->outputs[j]];
 }
 
 /* Decoding and NMS of the detection head, as vt_model_detect_* do them (batch 1): boxes from
@@ -578,6 +596,34 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
     node(o, "Gather", "classes", 2, "nms_cls", "nms_order");
 }
 
+/* After emit_nms: output j, `in` ([1, c, h, w] or [1, c, 1, A], one column per anchor of the
+ * head in its order), as `out` [K, c], the columns of the cells NMS kept in the order of
+ * "scores". */
+static void emit_nms_rows(ox *o, const vt_model *m, int j, const char *in, const char *out)
+{
+    const vt_node *hn = &m->graph.nodes[m->output_node], *nd = &m->graph.nodes[m->outputs[j]];
+    int64_t cells = (int64_t)hn->out.h * hn->out.w, cols = (int64_t)nd->out.h * nd->out.w;
+    if (cols != cells) {
+        if (!o->st)
+            o->st = vt_fail(VT_ERR_INTERNAL, "ONNX export of %s: output %d has %lld columns, "
+                            "the head %lld anchors", m->arch, j, (long long)cols,
+                            (long long)cells);
+        return;
+    }
+    const char *flat = xstrf(o, "%s_flat", out), *rows = xstrf(o, "%s_rows", out),
+               *cell = xstrf(o, "%s_cell", out);
+    node(o, "Reshape", flat, 2, in,
+         const_i(o, xstrf(o, "%s_shape", out), 1, 2, (int64_t)nd->out.c, cells));
+    Vtonnx__NodeProto *tr = node(o, "Transpose", rows, 1, flat);
+    Vtonnx__AttributeProto *perm =
+        attr(o, tr, "perm", VTONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    static const int64_t perm_v[2] = {1, 0};
+    if (perm) perm->ints = (int64_t *)perm_v, perm->n_ints = 2;
+    /* the kept detections' cells, best score first */
+    node(o, "Gather", cell, 2, "nms_cell", "nms_order");
+    node(o, "Gather", out, 2, rows, cell);
+}
+
 /* ---- the contract in metadata_props --------------------------------------------------------- */
 
 /* The class names as a JSON list of strings. */
@@ -636,6 +682,10 @@ static void write_meta(ox *o, const vt_model *m, const xopts *x)
             meta(o, "max_det", xstrf(o, "%lld", x->max_det));
         }
     }
+    if (sp->mask_output > 0 && sp->mask_output < m->n_outputs) {
+        const vt_node *pn = &m->graph.nodes[m->outputs[sp->mask_output]];
+        meta(o, "mask_stride", xstrf(o, "%g", (double)m->imgsz / pn->out.w));
+    }
 }
 
 /* ---- writing -------------------------------------------------------------------------------- */
@@ -658,6 +708,14 @@ static int ir_version_for(int opset)
     return opset <= 14 ? 7 : opset <= 18 ? 8 : opset <= 20 ? 9 : 10;
 }
 
+/* The count of outputs the spec names (output 0 and its more_outputs). */
+static int spec_outputs(const vt_onnx_spec *sp)
+{
+    int n = 1;
+    while (sp->more_outputs && sp->more_outputs[n - 1]) n++;
+    return n;
+}
+
 static vt_status build_and_write(ox *o, vt_model *m, const char *path, const xopts *x)
 {
     const vt_node *on = &m->graph.nodes[m->output_node];
@@ -665,10 +723,26 @@ static vt_status build_and_write(ox *o, vt_model *m, const char *path, const xop
     int64_t b = x->batch ? x->batch : -1;
     int64_t in_d[4] = {b, m->channels, m->imgsz, m->imgsz};
     const vt_onnx_spec *sp = m->spec->onnx;
-    const char *out_want = sp->softmax ? "logits" : sp->out_name;
-    const char *out = NULL;
-    emit_graph(o, m, (int)x->fold, out_want, &out);
-    Vtonnx__ValueInfoProto *outs[3] = {0};
+    int n_model = sp->more_outputs ? spec_outputs(sp) : 1;
+    if (sp->more_outputs && n_model != m->n_outputs)
+        return vt_fail(VT_ERR_INTERNAL, "ONNX export of %s: the model has %d outputs, its "
+                       "export names %d", m->arch, m->n_outputs, n_model);
+    /* with nms=1 a per-anchor output's own name is its gathered rows' */
+    const char *want[VT_MODEL_MAX_OUTPUTS] = {sp->softmax ? "logits" : sp->out_name};
+    const char *got[VT_MODEL_MAX_OUTPUTS] = {NULL};
+    for (int j = 1; j < m->n_outputs; j++) {
+        const char *nm = j < n_model ? sp->more_outputs[j - 1] : NULL;
+        int rows = x->nms && (sp->nms_rows >> (j - 1) & 1u);
+        /* outputs the spec leaves out are ordinary tensors */
+        want[j] = !nm ? xstrf(o, "t%d", m->outputs[j]) : rows ? xstrf(o, "nms_%s_all", nm) : nm;
+    }
+    emit_graph(o, m, (int)x->fold, want, got);
+    if (o->st) return o->st;
+    const char *out = got[0];
+    /* an output whose node wrote another tensor's name (it passed its input on) */
+    for (int j = 1; j < n_model; j++)
+        if (strcmp(got[j], want[j])) node(o, "Identity", want[j], 1, got[j]);
+    Vtonnx__ValueInfoProto *outs[VT_MODEL_MAX_OUTPUTS + 2] = {0};
     size_t n_out = 1;
     if (sp->softmax) {
         attr_i(o, node(o, "Softmax", "probs", 1, out), "axis", 1);
@@ -685,6 +759,20 @@ static vt_status build_and_write(ox *o, vt_model *m, const char *path, const xop
     } else {
         int64_t d[4] = {b, on->out.c, on->out.h, on->out.w};
         outs[0] = value_info(o, out, VTONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d, bparam);
+    }
+    for (int j = 1; j < n_model; j++) {
+        const vt_node *nd = &m->graph.nodes[m->outputs[j]];
+        const char *nm = sp->more_outputs[j - 1];
+        if (x->nms && (sp->nms_rows >> (j - 1) & 1u)) {
+            emit_nms_rows(o, m, j, want[j], nm);
+            const char *k[2] = {"detections", NULL};
+            int64_t d[2] = {-1, nd->out.c};
+            outs[n_out++] = value_info(o, nm, VTONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d, k);
+        } else {
+            int64_t d[4] = {b, nd->out.c, nd->out.h, nd->out.w};
+            outs[n_out++] = value_info(o, nm, VTONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d,
+                                       bparam);
+        }
     }
     Vtonnx__ValueInfoProto *in = value_info(o, "images", VTONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
                                             4, in_d, bparam);
@@ -778,7 +866,8 @@ VT_API vt_status vt_model_export(vt_model *m, const char *path, vt_export_format
         st = vt_fail(VT_ERR_UNSUPPORTED, "%s: the ONNX export of this architecture is not "
                      "supported yet", m->arch);
     if (!st && x.nms && !m->spec->onnx->det_head)
-        st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 is for detection models; %s is a %s model",
+        st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 is for detection models (those with a "
+                     "detection head); %s is a %s model",
                      m->arch, m->spec->onnx->task);
     if (!st && x.nms && x.batch != 1)
         st = vt_fail(VT_ERR_UNSUPPORTED, "nms=1 needs batch=1 (max_det is per image)");

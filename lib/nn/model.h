@@ -14,6 +14,14 @@ typedef struct vt_onnx_spec {
     const char *outputs;     /* metadata "outputs" */
     int det_head;            /* output 0 is a detector head: "strides" metadata, nms=1 offered */
     const char *nms_outputs; /* metadata "outputs" with nms=1 */
+    /* The graph outputs for the model's outputs 1.. in order (NULL-terminated; NULL: output 0
+     * alone).  Their count must be the model's. */
+    const char *const *more_outputs;
+    /* nms=1: bit i - 1 for an output i with one column per anchor of the head, in its order
+     * ([N, c, H, W] as the head, or [N, c, 1, A]): it is given as the kept detections' rows
+     * [K, c]; the other outputs as they are. */
+    unsigned nms_rows;
+    int mask_output;         /* > 0: that output is prototype masks, metadata "mask_stride" */
 } vt_onnx_spec;
 
 enum { VT_MODEL_MAX_OUTPUTS = 4 };

@@ -325,12 +325,47 @@ static vt_status inst_class_ap(const vt_task_ctx *c, int cls, double *ap50, doub
 
 /* ---- the task's models and table ---- */
 
-/* iseg-*: det-* (the same encoder, neck and head; its backbone shared) with the mask head.  No
- * ONNX export yet (onnx NULL: vt_model_export refuses it). */
+/* The export: the detector's head and NMS (detect_train.c's det_onnx) plus the two mask
+ * outputs; with nms=1 the coefficients are gathered per kept detection, so that a caller makes
+ * each mask from coefs and protos alone, as vt_iseg_decode does. */
+static const char *const iseg_more_outputs[] = {"coefs", "protos", NULL};
+static const vt_onnx_spec iseg_onnx = {
+    .task = "instance",
+    .letterbox = 1,
+    .out_name = "head",
+    .det_head = 1,
+    .more_outputs = iseg_more_outputs,
+    .nms_rows = 1, /* coefs */
+    .mask_output = 2,
+    .outputs = "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of "
+               "the grids of 'strides' (imgsz / stride squared each), grid after "
+               "grid, row-major (one grid: H = W = imgsz / stride; several: H = 1, "
+               "W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "
+               "then one logit per class; box centre ((x + 0.5 + dx) * stride, "
+               "(y + 0.5 + dy) * stride), size stride * exp(clamp(lw, -6, 7)), "
+               "stride * exp(clamp(lh, -6, 7)); score sigmoid(logit); then "
+               "class-aware NMS. coefs: float32 [N, k, H, W] (the head's H, W), "
+               "k mask coefficients per anchor of the head. protos: float32 "
+               "[N, k, imgsz / s, imgsz / s], k prototype masks, s = 'mask_stride'. "
+               "A kept anchor's mask: m = coefs[:, anchor] . protos.reshape(k, -1) "
+               "reshaped to imgsz / s x imgsz / s, the object where m > 0 "
+               "(sigmoid(m) > 0.5) inside its box: mask pixel (r, c) when its centre "
+               "((c + 0.5) * s, (r + 0.5) * s) is in [x0, x1) x [y0, y1)",
+    .nms_outputs = "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: "
+                   "float32 [K], classes: int64 [K]; best score first. coefs: "
+                   "float32 [K, k], each detection's mask coefficients. protos: "
+                   "float32 [1, k, imgsz / s, imgsz / s], s = 'mask_stride'. Masks: "
+                   "sigmoid(coefs @ protos.reshape(k, -1)) > 0.5 (the logit > 0), "
+                   "reshaped to [K, imgsz / s, imgsz / s], each cropped to its box: "
+                   "mask pixel (r, c) when its centre ((c + 0.5) * s, (r + 0.5) * s) "
+                   "is in [x0, x1) x [y0, y1)",
+};
+
+/* iseg-*: det-* (the same encoder, neck and head; its backbone shared) with the mask head. */
 #define ISEG(nm, cf, bb)                                                                           \
     {.name = nm, .task = VT_TASK_INSTANCE, .revision = 1, .backbone = bb,                         \
      .default_imgsz = 640, .min_classes = 1, .multiple = 32, .build = vt_build_iseg, .cfg = cf,  \
-     .init = vt_init_det_head}
+     .init = vt_init_det_head, .onnx = &iseg_onnx}
 static const vt_arch_spec iseg_n = ISEG("iseg-n", &vt_net_n, "encoder-n");
 static const vt_arch_spec iseg_s = ISEG("iseg-s", &vt_net_s, "encoder-s");
 static const vt_arch_spec iseg_m = ISEG("iseg-m", &vt_net_m, "encoder-m");

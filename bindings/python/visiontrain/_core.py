@@ -1180,8 +1180,8 @@ class Model(_Closable):
 
     def export(self, path=None, format="onnx", **options):
         """Write the inference graph to ``path`` (default: the model's arch + ".onnx") and return
-        the path.  Options as ``vt export``: opset=17, batch=1 or "dynamic", nms=0|1 (detectors:
-        decoded, NMS'd boxes), conf=, iou=, max_det= (with nms=1), half=0."""
+        the path.  Options as ``vt export``: opset=17, batch=1 or "dynamic", nms=0|1 (detectors and
+        instance segmenters: decoded, NMS'd boxes), conf=, iou=, max_det= (with nms=1), half=0."""
         fmt = {f.name.lower(): f for f in ExportFormat}.get(str(format).lower())
         if fmt is None:
             raise InvalidArgumentError("unknown export format %r (known: onnx)" % (format,),
