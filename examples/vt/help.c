@@ -256,9 +256,12 @@ static const help_entry help_texts[] = {
      "Write a synthetic dataset of coloured shapes on noisy backgrounds.  classify: ImageFolder,\n"
      "one shape per class, train/val images per class (classes 2..8, imgsz 16..512).  detect:\n"
      "YOLO layout with data.yaml, train/val images in all, max_objects=6 shapes per image\n"
-     "(classes 3..8, imgsz 32..1024; defaults classes=3 train=200 val=50 imgsz=160).\n"
+     "(classes 3..8, imgsz 32..1024; defaults classes=3 train=200 val=50 imgsz=160), their\n"
+     "longer side min_size..max_size px (default 5%..50% of imgsz), sizes=linear|log (log:\n"
+     "as many per octave, e.g. min_size=8 max_size=200 sizes=log for a multi-scale set).\n"
      "segment: the detect options and scenes, YOLO-seg polygons in labels/ and the same labels\n"
-     "as class-id PNGs in masks/ (0 background, shape class k -> k+1).\n"},
+     "as class-id PNGs in masks/ (0 background, shape class k -> k+1).  instance: the same\n"
+     "polygons, one object each, no masks/.\n"},
     {"demo",
      "usage: vt demo [data=DIR save=FILE key=value ...]\n"
      "Generate a synthetic dataset in DIR (default demo-data) unless it exists, train cls-n on\n"
