@@ -556,6 +556,23 @@ START_TEST(test_task_descriptions)
         }
         ck_assert_msg(fit, "%s: its fitness is not among its metrics", name);
         ck_assert_int_eq(vt_task_metrics(t, NULL, 0), nm);
+        /* a task's own defaults: the detectors' schedule is linear after 3 warm-up epochs, and
+         * a value the caller sets wins */
+        vt_model *m;
+        ck_assert_int_eq(vt_model_create(&m, dm, 3, "imgsz=64"), VT_OK);
+        vt_trainer *tr;
+        ck_assert_int_eq(vt_trainer_create(&tr, m, NULL), VT_OK);
+        double cos_lr = -1, warm = -1;
+        ck_assert_int_eq(vt_trainer_get_float(tr, VT_OPT_COS_LR, &cos_lr), VT_OK);
+        ck_assert_int_eq(vt_trainer_get_float(tr, VT_OPT_WARMUP_EPOCHS, &warm), VT_OK);
+        int det = t == VT_TASK_DETECT || t == VT_TASK_INSTANCE;
+        ck_assert_msg(cos_lr == (det ? 0 : 1) && warm == (det ? 3 : 1), "%s: cos_lr %g warmup %g",
+                      name, cos_lr, warm);
+        ck_assert_int_eq(vt_trainer_set(tr, det ? "cos_lr=1" : "cos_lr=0"), VT_OK);
+        ck_assert_int_eq(vt_trainer_get_float(tr, VT_OPT_COS_LR, &cos_lr), VT_OK);
+        ck_assert(cos_lr == (det ? 1 : 0));
+        vt_trainer_destroy(tr);
+        vt_model_destroy(m);
     }
     ck_assert_int_ge(ntask, 3);
     ck_assert_ptr_null(vt_task_name((vt_task)0));

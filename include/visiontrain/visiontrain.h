@@ -187,8 +187,10 @@ typedef enum vt_option {
     VT_OPT_MOMENTUM = 106,        /* float 0..1, SGD momentum / Adam beta1, default 0.9        */
     VT_OPT_WEIGHT_DECAY = 107,    /* float >= 0, default 5e-4 (not applied to biases and BN)   */
     VT_OPT_NESTEROV = 108,        /* int 0|1, default 1                                        */
-    VT_OPT_WARMUP_EPOCHS = 109,   /* float >= 0, linear LR warm-up, default 1                   */
-    VT_OPT_COS_LR = 110,          /* int 0|1: cosine (1) or linear (0) decay, default 1         */
+    VT_OPT_WARMUP_EPOCHS = 109,   /* float >= 0, linear LR warm-up, default 1 (detection and
+                                   * instance segmentation: 3)                                  */
+    VT_OPT_COS_LR = 110,          /* int 0|1: cosine (1) or linear (0) decay, default 1
+                                   * (detection and instance segmentation: 0)                   */
     VT_OPT_LABEL_SMOOTHING = 111, /* float 0..<1, default 0                                     */
     VT_OPT_SEED = 112,            /* int >= 0, default 0: same seed => same run on the CPU      */
     VT_OPT_DEVICE = 113,          /* string "cpu" | "0" | "1" ..., default "cpu"                */

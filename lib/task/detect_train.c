@@ -358,6 +358,7 @@ const vt_task_iface vt_task_detect = {
     .release = det_release,
     .class_ap = det_class_ap,
     .confusion_unit = "objects",
+    .train_defaults = VT_DET_TRAIN_DEFAULTS,
     .plots = vt_task_detect_plots,
     .val_tile = det_val_tile,
     .val_pred_title = "Validation images: predictions (confidence >= 0.25)",

@@ -398,4 +398,5 @@ const vt_task_iface vt_task_instance = {
     .release = inst_release,
     .class_ap = inst_class_ap,
     .confusion_unit = "objects",
+    .train_defaults = VT_DET_TRAIN_DEFAULTS,
 };

@@ -86,6 +86,9 @@ typedef struct vt_task_iface {
     const char *model_prefix;
     const char *default_model;
     const vt_arch_spec *const *archs;
+    /* The task's own defaults of trainer options (key=value list, NULL: none): they replace
+     * the option table's before the caller sets anything, and stay defaults (not "set"). */
+    const char *train_defaults;
     /* takes class labels per image (vt_trainer_step's input) */
     int class_labels;
     /* The results table: every task's starts with epoch, train/loss, val/loss, then its own

@@ -66,6 +66,16 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
     t->ds = ds;
     t->task = task;
     vt_optvals_init(&t->opts, VT_SCOPE_TRAINER);
+    if (task->train_defaults) {
+        vt_status st = vt_optvals_set_list(&t->opts, task->train_defaults);
+        if (st) {
+            free(t->tc.state);
+            free(t);
+            return vt_fail(VT_ERR_INTERNAL, "the %s task's defaults '%s': %s", task->name,
+                           task->train_defaults, vt_last_error());
+        }
+        memset(t->opts.set, 0, sizeof t->opts.set);
+    }
     atomic_init(&t->cancel, 0);
     vt_results_init(&t->results, task);
     /* Other classes than the model's: the model is re-created for them with every matching
