@@ -11,6 +11,18 @@
  * Against cosine after 1, det-n's mAP50-95 on the three 128 px benchmark sets rose from 0.746 /
  * 0.728 / 0.725 to 0.762 / 0.752 / 0.742 (bench/README.md, "Objects over a decade"). */
 #define VT_DET_TRAIN_DEFAULTS "cos_lr=0 warmup_epochs=3"
+/* The ONNX metadata of a detector head's output and of its nms=1 outputs (the instance
+ * segmenters' export starts with the same). */
+#define VT_DET_HEAD_CONTRACT                                                                      \
+    "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of the grids of 'strides' "    \
+    "(imgsz / stride squared each), grid after grid, row-major (one grid: H = W = imgsz / "      \
+    "stride; several: H = 1, W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "  \
+    "then one logit per class; box centre ((x + 0.5 + dx) * stride, (y + 0.5 + dy) * stride), " \
+    "size stride * exp(clamp(lw, -6, 7)), stride * exp(clamp(lh, -6, 7)); score "              \
+    "sigmoid(logit); then class-aware NMS"
+#define VT_DET_NMS_CONTRACT                                                                       \
+    "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: float32 [K], classes: int64 "    \
+    "[K]; best score first"
 #define DET_BOX_GAIN 3.0f
 #define DET_CLS_GAIN 1.0f
 #define DET_TOPK 13

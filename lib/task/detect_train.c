@@ -318,16 +318,8 @@ static const vt_onnx_spec det_onnx = {
     .letterbox = 1,
     .out_name = "head",
     .det_head = 1,
-    .outputs = "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of "
-               "the grids of 'strides' (imgsz / stride squared each), grid after "
-               "grid, row-major (one grid: H = W = imgsz / stride; several: H = 1, "
-               "W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "
-               "then one logit per class; box centre ((x + 0.5 + dx) * stride, "
-               "(y + 0.5 + dy) * stride), size stride * exp(clamp(lw, -6, 7)), "
-               "stride * exp(clamp(lh, -6, 7)); score sigmoid(logit); then "
-               "class-aware NMS",
-    .nms_outputs = "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: "
-                   "float32 [K], classes: int64 [K]; best score first",
+    .outputs = VT_DET_HEAD_CONTRACT,
+    .nms_outputs = VT_DET_NMS_CONTRACT,
 };
 #define DET(nm, rev, cf, bb, fn) \
     {.name = nm, .task = VT_TASK_DETECT, .revision = rev, .backbone = bb, \

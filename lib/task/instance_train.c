@@ -337,22 +337,14 @@ static const vt_onnx_spec iseg_onnx = {
     .more_outputs = iseg_more_outputs,
     .nms_rows = 1, /* coefs */
     .mask_output = 2,
-    .outputs = "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of "
-               "the grids of 'strides' (imgsz / stride squared each), grid after "
-               "grid, row-major (one grid: H = W = imgsz / stride; several: H = 1, "
-               "W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "
-               "then one logit per class; box centre ((x + 0.5 + dx) * stride, "
-               "(y + 0.5 + dy) * stride), size stride * exp(clamp(lw, -6, 7)), "
-               "stride * exp(clamp(lh, -6, 7)); score sigmoid(logit); then "
-               "class-aware NMS. coefs: float32 [N, k, H, W] (the head's H, W), "
+    .outputs = VT_DET_HEAD_CONTRACT ". coefs: float32 [N, k, H, W] (the head's H, W), "
                "k mask coefficients per anchor of the head. protos: float32 "
                "[N, k, imgsz / s, imgsz / s], k prototype masks, s = 'mask_stride'. "
                "A kept anchor's mask: m = coefs[:, anchor] . protos.reshape(k, -1) "
                "reshaped to imgsz / s x imgsz / s, the object where m > 0 "
                "(sigmoid(m) > 0.5) inside its box: mask pixel (r, c) when its centre "
                "((c + 0.5) * s, (r + 0.5) * s) is in [x0, x1) x [y0, y1)",
-    .nms_outputs = "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: "
-                   "float32 [K], classes: int64 [K]; best score first. coefs: "
+    .nms_outputs = VT_DET_NMS_CONTRACT ". coefs: "
                    "float32 [K, k], each detection's mask coefficients. protos: "
                    "float32 [1, k, imgsz / s, imgsz / s], s = 'mask_stride'. Masks: "
                    "sigmoid(coefs @ protos.reshape(k, -1)) > 0.5 (the logit > 0), "

@@ -234,7 +234,7 @@ def gap_threshold(scores, q, cap):
 
 def detect_family(tmp, root, arch, epochs):
     with trained(arch, os.path.join(root, "data.yaml"), "detect", 64, epochs=epochs, batch=8,
-                 optimizer="adamw", lr0=0.002) as m:
+                 optimizer="adamw", lr0=0.002, warmup_epochs=1) as m:
         sess = export_checked(m, os.path.join(tmp, arch + ".onnx"), batch="dynamic")
         e = random_parity(m, sess, 2, 3)
         files = images(os.path.join(root, "images"), "val", 6)
@@ -331,8 +331,9 @@ def instance_family(tmp, root, arch, epochs):
     """iseg-*: the three raw outputs (head as det-*, coefs, protos) on random tensors and
     decoded images; with nms=1 the detections as vt_model_instances_pixels gives them and
     their masks made from the exported coefs and protos against the library's."""
+    # one warm-up epoch (the detectors' default is 3): one-epoch models must find objects
     with trained(arch, os.path.join(root, "data.yaml"), "instance", 64, epochs=epochs, batch=8,
-                 optimizer="adamw", lr0=0.002) as m:
+                 optimizer="adamw", lr0=0.002, warmup_epochs=1) as m:
         sess = export_checked(m, os.path.join(tmp, arch + ".onnx"), batch="dynamic")
         names = [o.name for o in sess.get_outputs()]
         check(names == ["head", "coefs", "protos"], "%s: outputs %s" % (arch, names))
