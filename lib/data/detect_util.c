@@ -272,35 +272,6 @@ vt_status vt_det_builder_box(vt_det_builder *b, const vt_det_box *box)
     return VT_OK;
 }
 
-vt_status vt_det_builder_poly(vt_det_builder *b, const vt_det_box *box, const float *xy,
-                              int npts)
-{
-    if (npts < 3 || npts > INT_MAX / 4 - b->nxy)
-        return vt_fail(VT_ERR_DATASET, "too many polygon points");
-    if (b->nxy + npts > b->capxy) {
-        int cap = b->capxy ? b->capxy : 4096;
-        while (cap < b->nxy + npts) cap = cap > INT_MAX / 4 ? INT_MAX / 2 : cap * 2;
-        float *p = vt_realloc(b->xy, (size_t)cap * 2 * sizeof *p);
-        if (!p) return VT_ERR_OUT_OF_MEMORY;
-        b->xy = p;
-        b->capxy = cap;
-    }
-    /* polys grows with boxes: same capacity */
-    if (!b->polys || b->nbox == b->capbox) {
-        int cap = b->nbox == b->capbox ? (b->capbox ? b->capbox * 2 : 1024) : b->capbox;
-        if (b->capbox > INT_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many polygons");
-        vt_seg_poly *p = vt_realloc(b->polys, (size_t)cap * sizeof *p);
-        if (!p) return VT_ERR_OUT_OF_MEMORY;
-        b->polys = p;
-    }
-    vt_status st = vt_det_builder_box(b, box);
-    if (st) return st;
-    memcpy(b->xy + 2 * (size_t)b->nxy, xy, (size_t)npts * 2 * sizeof *xy);
-    b->polys[b->nbox - 1] = (vt_seg_poly){box->cls, npts, b->nxy};
-    b->nxy += npts;
-    return VT_OK;
-}
-
 /* Room for `more` points in xy. */
 static vt_status reserve_points(vt_det_builder *b, int more)
 {
@@ -312,6 +283,28 @@ static vt_status reserve_points(vt_det_builder *b, int more)
     if (!p) return VT_ERR_OUT_OF_MEMORY;
     b->xy = p;
     b->capxy = cap;
+    return VT_OK;
+}
+
+vt_status vt_det_builder_poly(vt_det_builder *b, const vt_det_box *box, const float *xy,
+                              int npts)
+{
+    if (npts < 3) return vt_fail(VT_ERR_DATASET, "a polygon of %d points", npts);
+    vt_status st = reserve_points(b, npts);
+    if (st) return st;
+    /* polys grows with boxes: same capacity */
+    if (!b->polys || b->nbox == b->capbox) {
+        int cap = b->nbox == b->capbox ? (b->capbox ? b->capbox * 2 : 1024) : b->capbox;
+        if (b->capbox > INT_MAX / 4) return vt_fail(VT_ERR_DATASET, "too many polygons");
+        vt_seg_poly *p = vt_realloc(b->polys, (size_t)cap * sizeof *p);
+        if (!p) return VT_ERR_OUT_OF_MEMORY;
+        b->polys = p;
+    }
+    st = vt_det_builder_box(b, box);
+    if (st) return st;
+    memcpy(b->xy + 2 * (size_t)b->nxy, xy, (size_t)npts * 2 * sizeof *xy);
+    b->polys[b->nbox - 1] = (vt_seg_poly){box->cls, npts, b->nxy};
+    b->nxy += npts;
     return VT_OK;
 }
 
