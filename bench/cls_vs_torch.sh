@@ -64,7 +64,7 @@ echo "both: cnn-small, epochs=$epochs batch=$batch seed=$seed, the library's def
 "$vt" train data="$data" model=cnn-small channels=1 imgsz=28 epochs="$epochs" batch="$batch" \
   seed="$seed" save=0 progress=plain "$@" > "$work/ours.log" 2>&1 ||
   { tail -20 "$work/ours.log" >&2; echo "vt train failed" >&2; exit 1; }
-ours_top1=$(sed -n 's/^final validation top-1 accuracy: \([0-9.]*\).*/\1/p' "$work/ours.log")
+ours_top1=$(sed -n 's/^final validation top1 \([0-9.]*\).*/\1/p' "$work/ours.log")
 # the mean of the epochs' img/s column (training steps, loading included)
 ours_ips=$(awk '$1 ~ /^[0-9]+\/[0-9]+$/ {s += $7; n++} END {if (n) printf "%.1f", s / n}' "$work/ours.log")
 

@@ -109,7 +109,7 @@ PY
 ours_params=$(sed -n 's/^training [^ ]* (\([0-9]*\) parameters.*/\1/p' "$work/ours.log" | head -1)
 o3=0 o4=0
 if [ "$task" = detect ]; then
-  read -r o1 o2 < <(sed -n 's/^final validation mAP50 \([0-9.]*\)  mAP50-95 \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
+  read -r o1 o2 < <(sed -n 's/^final validation.*  mAP50 \([0-9.]*\)  mAP50-95 \([0-9.]*\).*/\1 \2/p' "$work/ours.log")
 elif [ "$task" = instance ]; then
   read -r o1 o2 o3 o4 < <(sed -n 's/^final validation.* mAP50 \([0-9.]*\)  mAP50-95 \([0-9.]*\)  mask P.* mask mAP50 \([0-9.]*\)  mask mAP50-95 \([0-9.]*\).*/\1 \2 \3 \4/p' "$work/ours.log")
 else

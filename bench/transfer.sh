@@ -56,8 +56,8 @@ train() {
   "$vt" train save=0 progress=plain "$@" > "$log" 2>&1 ||
     { tail -20 "$log" >&2; echo "vt train $* failed" >&2; exit 1; }
   local metric
-  metric=$(sed -n -e 's/^final validation top-1 accuracy: \([0-9.]*\).*/\1/p' \
-                  -e 's/^final validation mAP50 [0-9.]*  mAP50-95 \([0-9.]*\).*/\1/p' \
+  metric=$(sed -n -e 's/^final validation top1 \([0-9.]*\).*/\1/p' \
+                  -e 's/^final validation P .*  mAP50 [0-9.]*  mAP50-95 \([0-9.]*\).*/\1/p' \
                   -e 's/^final validation mIoU \([0-9.]*\).*/\1/p' "$log")
   local ips
   ips=$(awk '$1 == "epoch" && $2 == "loss" {for (i = 1; i <= NF; i++) if ($i == "img/s") c = i}

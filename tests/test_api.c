@@ -534,6 +534,64 @@ END_TEST
 /* The library's description of its tasks: every task listed once, its name and title parse
  * back, its models are its own (prefix, task, creatable), its fitness is one of its metrics,
  * every metric has a unique name. */
+/* Which trainer options a task's training reads, what its datasets label, and the task a
+ * layout suggests: the library's answers to what the vt tool and the Python layer used to
+ * keep lists of. */
+START_TEST(test_task_options_and_labels)
+{
+    static const struct {
+        vt_task task;
+        const char *ignored, *read;
+        unsigned labels;
+    } want[] = {
+        {VT_TASK_CLASSIFY, "degrees translate scale shear perspective mosaic mixup close_mosaic dice",
+         "erasing crop_scale label_smoothing fliplr hsv_v epochs", VT_LABELS_IMAGE_CLASS},
+        {VT_TASK_DETECT, "erasing crop_scale label_smoothing dice",
+         "mosaic mixup degrees close_mosaic fliplr epochs", VT_LABELS_BOXES},
+        {VT_TASK_SEGMENT, "erasing crop_scale", "mosaic degrees label_smoothing dice epochs",
+         VT_LABELS_CLASS_MAP},
+        {VT_TASK_INSTANCE, "erasing crop_scale label_smoothing dice", "mosaic mixup epochs",
+         VT_LABELS_BOXES | VT_LABELS_INSTANCES},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        for (int applies = 0; applies < 2; applies++) {
+            char list[160];
+            snprintf(list, sizeof list, "%s", applies ? want[i].read : want[i].ignored);
+            for (char *k = strtok(list, " "); k; k = strtok(NULL, " "))
+                ck_assert_msg(vt_task_option_applies(want[i].task, k) == applies,
+                              "%s: %s= applies %d, expected %d", vt_task_name(want[i].task), k,
+                              vt_task_option_applies(want[i].task, k), applies);
+        }
+        ck_assert_int_eq(vt_task_option_applies(want[i].task, "no_such_key"), -1);
+        ck_assert_int_eq(vt_task_option_applies(want[i].task, "fold"), -1); /* export's */
+        ck_assert_int_eq(vt_task_option_applies(want[i].task, NULL), -1);
+        ck_assert_uint_eq(vt_task_label_kinds(want[i].task), want[i].labels);
+    }
+    ck_assert_int_eq(vt_task_option_applies((vt_task)99, "epochs"), -1);
+    ck_assert_uint_eq(vt_task_label_kinds((vt_task)0), 0);
+    ck_assert_uint_eq(vt_task_label_kinds((vt_task)99), 0);
+    /* every task of the library is described */
+    for (vt_task t = vt_task_next(0); t; t = vt_task_next(t)) {
+        ck_assert_uint_ne(vt_task_label_kinds(t), 0);
+        ck_assert_int_eq(vt_task_option_applies(t, "epochs"), 1);
+    }
+
+    /* the layout's task */
+    const char *dir = vt_test_path("guess");
+    ck_assert_int_eq(mkdir(dir, 0755), 0);
+    ck_assert_int_eq(vt_dataset_guess_task(dir), VT_TASK_CLASSIFY); /* an ImageFolder */
+    FILE *f = fopen(vt_test_path("guess/data.yaml"), "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_int_eq(vt_dataset_guess_task(dir), VT_TASK_DETECT);
+    ck_assert_int_eq(vt_dataset_guess_task("some/where/instances_val.json"), VT_TASK_DETECT);
+    ck_assert_int_eq(vt_dataset_guess_task("D.YAML"), VT_TASK_DETECT);
+    ck_assert_int_eq(vt_dataset_guess_task("cfg.yml"), VT_TASK_DETECT);
+    ck_assert_int_eq(vt_dataset_guess_task("no/such/folder"), VT_TASK_CLASSIFY);
+    ck_assert_int_eq(vt_dataset_guess_task(NULL), VT_TASK_CLASSIFY);
+}
+END_TEST
+
 START_TEST(test_task_descriptions)
 {
     int ntask = 0;
@@ -620,6 +678,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, vt_test_scratch_setup, vt_test_scratch_teardown);
     tcase_add_test(tc, test_destroy_null);
     tcase_add_test(tc, test_task_descriptions);
+    tcase_add_test(tc, test_task_options_and_labels);
     tcase_add_test(tc, test_device_queries);
     tcase_add_test(tc, test_null_dataset_model);
     tcase_add_test(tc, test_null_trainer);

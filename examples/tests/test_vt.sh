@@ -564,7 +564,7 @@ expect_err '^  bad/images/train/00009.png: PNG image too large \(20000x20000.*\[
 expect_err '^  bad/images/train/00010.png: 1x1 image, smaller than min_size=10 \[image_too_small\]$'
 expect_err '^  all 5 problems: .*runs/detect/off/problems.txt$'
 expect_out '^training det-n \('
-expect_out '^final validation mAP50 [0-9.]+  mAP50-95 [0-9.]+$'
+expect_out '^final validation P [0-9.]+  R [0-9.]+  mAP50 [0-9.]+  mAP50-95 [0-9.]+$'
 expect_out '^saved bad.vtm: the best weights'
 expect_out '^run folder: .*runs/detect/off \(best weights'
 expect_no '^data:|^ +epoch +loss|epoch 1/1|^ +1/1 '   # summary with problems: stderr; no bar, no table
@@ -594,13 +594,13 @@ expect 0 "$vt" synth data=ncd task=detect classes=3 train=8 val=4 imgsz=32 seed=
 sed 's/^nc: 3$/nc: 5/' ncd/data.yaml >ncd/d.yaml && mv ncd/d.yaml ncd/data.yaml
 expect_split 0 "$vt" train data=ncd $bad_args save=0 progress=off
 expect_err "^  ncd/data.yaml:[0-9]+: 'names' has 3 entries but 'nc' is 5; using the 3 names \[class_count\]$"
-expect_out '^final validation mAP50 '
+expect_out '^final validation P .*  mAP50 '
 # a clean dataset: the summary on stdout; the library's notes ("vt: ...") on stderr with
 # progress=off, silenced by quiet=1 (a 2-class model fine-tuned to 3 classes)
 expect 0 "$vt" synth data=cls3 classes=3 train=2 val=1 imgsz=16 seed=1
 expect_split 0 "$vt" train data=cls3 model=m.vtm imgsz=16 epochs=1 batch=4 save=0 progress=off
 expect_out '^data: cls3 \(policy=drop\): train 6 of 6 images used; val 3 of 3 images used; no problems found$'
-expect_out '^final validation top-1 accuracy: [0-9.]+$'
+expect_out '^final validation top1 [0-9.]+  top5 [0-9.]+$'
 expect_err '^vt: transferred [0-9]+/[0-9]+ tensors'
 expect_split 0 "$vt" train data=cls3 model=m.vtm imgsz=16 epochs=1 batch=4 save=0 quiet=1
 expect_silent

@@ -357,12 +357,6 @@ int num_value(const char *cmd, const char *key, const char *v, double lo, double
     return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcasecmp(s + n - k, suffix);
-}
-
 /* ---- tasks, as the library describes them ---------------------------------------------- */
 
 const char *task_names(const char *sep, char *buf, size_t cap)
@@ -389,31 +383,28 @@ int parse_task(const char *cmd, const char *v, vt_task *task)
     return 0;
 }
 
-/* default: detect for a .yaml/.yml/.json or a folder holding a data.yaml, else classify (the
- * layouts: a YOLO data.yaml or a COCO JSON, else an ImageFolder) */
+/* default: the task the data's layout suggests (vt_dataset_guess_task: detection for a
+ * .yaml/.yml/.json or a folder holding a data.yaml, else classification) */
 int task_value(const char *cmd, const char *v, const char *data, vt_task *task)
 {
     if (!v) {
-        char buf[4096];
-        snprintf(buf, sizeof buf, "%s/data.yaml", data ? data : ".");
-        *task = data && (ends_with(data, ".yaml") || ends_with(data, ".yml") ||
-                         ends_with(data, ".json") || is_file(buf))
-                    ? VT_TASK_DETECT
-                    : VT_TASK_CLASSIFY;
+        *task = vt_dataset_guess_task(data ? data : ".");
         return 0;
     }
     return parse_task(cmd, v, task);
 }
 
+/* A model's task, unless it labels images (a classifier name says little of the data: the
+ * layout's guess stands). */
 vt_task model_task_or(const char *arch, vt_task guess)
 {
     vt_task t = arch ? vt_arch_task(arch) : (vt_task)0;
-    return t && t != VT_TASK_CLASSIFY ? t : guess;
+    return t && !labels_per_image(t) ? t : guess;
 }
 
 int labels_per_image(vt_task task)
 {
-    return task == VT_TASK_CLASSIFY;
+    return (vt_task_label_kinds(task) & VT_LABELS_IMAGE_CLASS) != 0;
 }
 
 const char *metric_words(vt_metric m)

@@ -98,8 +98,8 @@ static int print_layers(const char *model, const char *classes, const char *imgs
         }
         st = vt_model_load(&m, model);
     } else {
-        /* without classes=: a detector of COCO's 80 classes, another model of 10 */
-        int det = vt_arch_task(model) == VT_TASK_DETECT;
+        /* without classes=: a model of boxes with COCO's 80 classes, another one of 10 */
+        int det = (vt_task_label_kinds(vt_arch_task(model)) & VT_LABELS_BOXES) != 0;
         char opts[64] = "";
         if (imgsz) snprintf(opts, sizeof opts, "imgsz=%s", imgsz);
         st = vt_model_create(&m, model, classes ? atoi(classes) : det ? 80 : 10, opts);

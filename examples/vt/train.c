@@ -64,36 +64,23 @@ static int check_writable(const char *cmd, const char *path)
     return 0;
 }
 
-/* Trainer keys that act on one task's pipeline only (lib/data/loader.c: the geometric
- * augmentation of detection and segmentation samples, or the classifier's crop and erasing;
- * label smoothing is a term of the classification and segmentation losses, the Dice term one
- * of segmentation's).  Given for a task whose pipeline ignores them they would be accepted and
- * do nothing, so they are refused there.  The library does not say which option a task's
- * pipeline reads, hence this table: it names the tasks known to ignore a key, so a task the
- * library adds is refused nothing (its keys are the library's to check). */
+/* Trainer keys a task's training ignores (the library says which: vt_task_option_applies,
+ * e.g. mosaic= for classification, erasing= for detection) would be accepted and do nothing:
+ * they are refused. */
 static int refuse_other_task_keys(const char *cmd, const args *a, vt_task task)
 {
-    static const struct { const char *key; unsigned ignored_by; } only[] = {
-#define CLS (1u << VT_TASK_CLASSIFY)
-#define DET (1u << VT_TASK_DETECT)
-#define SEG (1u << VT_TASK_SEGMENT)
-        {"degrees", CLS},         {"translate", CLS},       {"scale", CLS},
-        {"shear", CLS},           {"perspective", CLS},     {"mosaic", CLS},
-        {"mixup", CLS},           {"close_mosaic", CLS},    {"erasing", DET | SEG},
-        {"crop_scale", DET | SEG}, {"label_smoothing", DET}, {"dice", CLS | DET},
-#undef CLS
-#undef DET
-#undef SEG
-    };
     const char *title = vt_task_title(task);
-    for (int i = 0; i < a->n; i++)
-        for (size_t k = 0; k < sizeof only / sizeof *only; k++)
-            if (key_is(&a->kv[i], only[k].key) && (unsigned)task < 32 &&
-                (only[k].ignored_by & (1u << task))) {
-                fprintf(stderr, "vt %s: %s= does not apply to %s training (it is ignored there); "
-                        "drop it\n", cmd, only[k].key, title ? title : "this");
-                return EXIT_USAGE;
-            }
+    for (int i = 0; i < a->n; i++) {
+        char key[64];
+        size_t n = a->kv[i].klen < sizeof key ? a->kv[i].klen : sizeof key - 1;
+        memcpy(key, a->kv[i].arg, n);
+        key[n] = 0;
+        if (vt_task_option_applies(task, key) == 0) {
+            fprintf(stderr, "vt %s: %s= does not apply to %s training (it is ignored there); "
+                    "drop it\n", cmd, key, title ? title : "this");
+            return EXIT_USAGE;
+        }
+    }
     return 0;
 }
 
@@ -181,28 +168,19 @@ static int train_progress(void *user, vt_event ev, const vt_progress *p)
     return progress_cb(&s->ps, ev, p);
 }
 
-/* The "final validation ..." line of a run, once its metrics are there (the task's,
- * vt_task_metrics); *fitness gets the task's fitness (vt_task_fitness) then.  Detection and
- * classification keep the wording scripts read (bench/, examples/tests): the mAPs only, and
- * "top-1 accuracy". */
+/* The "final validation ..." line of a run, once its metrics are there: the task's
+ * (vt_task_metrics) with their labels, e.g. "mAP50 0.9000  mAP50-95 0.7000" after P and R;
+ * *fitness gets the task's fitness (vt_task_fitness) then. */
 static void final_validation(vt_trainer *t, vt_task task, int quiet, double *fitness)
 {
-    double v[16], m50, m;
+    double v[16];
     vt_metric ms[16];
     int n = vt_task_metrics(task, ms, 16), have = n > 0 && n <= 16;
     for (int i = 0; have && i < n; i++) have = vt_trainer_metric(t, ms[i], &v[i]) == VT_OK;
-    if (task == VT_TASK_DETECT && vt_trainer_metric(t, VT_METRIC_MAP50, &m50) == VT_OK &&
-        vt_trainer_metric(t, VT_METRIC_MAP50_95, &m) == VT_OK) {
-        if (!quiet) printf("final validation mAP50 %.4f  mAP50-95 %.4f\n", m50, m);
-    } else if (task == VT_TASK_CLASSIFY && vt_trainer_metric(t, VT_METRIC_TOP1, &m) == VT_OK) {
-        if (!quiet) printf("final validation top-1 accuracy: %.4f\n", m);
-    } else if (have) { /* e.g. segmentation: "mIoU 0.9000  pixel accuracy 0.9800" */
-        for (int i = 0; !quiet && i < n; i++)
-            printf("%s %s %.4f", i ? " " : "final validation", metric_words(ms[i]), v[i]);
-        if (!quiet) printf("\n");
-    } else {
-        return;
-    }
+    if (!have) return;
+    for (int i = 0; !quiet && i < n; i++)
+        printf("%s %s %.4f", i ? " " : "final validation", metric_words(ms[i]), v[i]);
+    if (!quiet) printf("\n");
     if (fitness) vt_trainer_metric(t, vt_task_fitness(task), fitness);
 }
 

@@ -1148,6 +1148,25 @@ VT_API const char *vt_arch_name(int i);
 VT_API int vt_task_metrics(vt_task task, vt_metric *out, int cap);
 /* The metric a run keeps the best checkpoint by (top1, mAP50-95, mIoU, mask mAP50-95). */
 VT_API vt_metric vt_task_fitness(vt_task task);
+/* Whether a task's training reads the trainer option `key` (vt_trainer_create's keys): 1 it
+ * does, 0 the task ignores it (e.g. mosaic= for classification, whose images are not scenes;
+ * erasing= for detection), -1 for an unknown task or a key that is not a trainer option. */
+VT_API int vt_task_option_applies(vt_task task, const char *key);
+
+/* What a task's datasets label (vt_task_label_kinds: an OR of these). */
+enum {
+    VT_LABELS_IMAGE_CLASS = 1, /* one class per image (an ImageFolder)                      */
+    VT_LABELS_BOXES = 2,       /* objects with boxes (a YOLO data.yaml, a COCO JSON)        */
+    VT_LABELS_CLASS_MAP = 4,   /* a class per pixel (semantic: polygons or mask PNGs)        */
+    VT_LABELS_INSTANCES = 8    /* each object its own outline (polygons, COCO RLE)           */
+};
+/* The label kinds of a task's datasets; 0 for an unknown task. */
+VT_API unsigned vt_task_label_kinds(vt_task task);
+/* The task a dataset's layout suggests when none is named: the first task (vt_task_next
+ * order) labelling boxes only for a .yaml / .yml / .json file or a folder holding a
+ * data.yaml, else the first labelling one class per image (an ImageFolder).  Looks at the
+ * path's name and that one file only: it does not open the dataset. */
+VT_API vt_task vt_dataset_guess_task(const char *path);
 /* A metric's key ("loss", "top1", "map50_95", "mask_map50_95", ...: lower case, the Python
  * metrics dictionary's keys) and its label in tables ("mAP50-95", "mask mAP50-95"); NULL for
  * a value that is not a metric. */

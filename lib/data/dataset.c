@@ -242,6 +242,42 @@ const vt_labels *vt_task_labels(vt_task task)
     return NULL;
 }
 
+VT_API unsigned vt_task_label_kinds(vt_task task)
+{
+    const vt_labels *l = vt_task_labels(task);
+    if (!l) return 0;
+    return (l->image_class ? VT_LABELS_IMAGE_CLASS : 0u) | (l->boxes ? VT_LABELS_BOXES : 0u) |
+           (l->masks ? VT_LABELS_CLASS_MAP : 0u) | (l->instances ? VT_LABELS_INSTANCES : 0u);
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && !strcasecmp(s + n - m, suf);
+}
+
+VT_API vt_task vt_dataset_guess_task(const char *path)
+{
+    int boxes = 0;
+    if (path) {
+        boxes = has_suffix(path, ".yaml") || has_suffix(path, ".yml") || has_suffix(path, ".json");
+        if (!boxes) {
+            size_t n = strlen(path) + sizeof "/data.yaml";
+            char *f = vt_malloc(n);
+            struct stat st;
+            if (f) {
+                snprintf(f, n, "%s/data.yaml", path);
+                boxes = stat(f, &st) == 0 && S_ISREG(st.st_mode);
+                free(f);
+            }
+        }
+    }
+    unsigned want = boxes ? VT_LABELS_BOXES : VT_LABELS_IMAGE_CLASS;
+    for (size_t i = 0; i < sizeof task_labels / sizeof task_labels[0]; i++)
+        if (vt_task_label_kinds(task_labels[i].task) == want) return task_labels[i].task;
+    return (vt_task)0;
+}
+
 vt_status vt_dataset_load(vt_dataset **out, vt_task task, const char *path, int policy,
                           int lenient)
 {

@@ -113,6 +113,8 @@ const vt_task_iface vt_task_classify = {
     .model_prefix = "cls-",
     .default_model = "cls-n",
     .archs = cls_archs,
+    /* its images are not scenes: no geometry, mosaic or mixup; no pixel loss */
+    .ignored_options = "degrees translate scale shear perspective mosaic mixup close_mosaic dice",
     .class_labels = 1,
     .n_metrics = 2,
     .metrics = cls_metrics,

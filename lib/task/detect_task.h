@@ -6,7 +6,10 @@
 #include "task/detect_eval.h"
 #include "task/task.h"
 
-/* Loss weights and the task-aligned assignment's parameters; see det_loss_math.h. */
+/* The trainer options the detectors' training does not read: classification's random erasing
+ * and crop, label smoothing, segmentation's Dice term. */
+#define VT_DET_IGNORED_OPTIONS "erasing crop_scale label_smoothing dice"
+
 /* The detectors' schedule (Ultralytics' defaults too): linear decay after 3 warm-up epochs.
  * Against cosine after 1, det-n's mAP50-95 on the three 128 px benchmark sets rose from 0.746 /
  * 0.728 / 0.725 to 0.762 / 0.752 / 0.742 (bench/README.md, "Objects over a decade"). */
@@ -23,6 +26,7 @@
 #define VT_DET_NMS_CONTRACT                                                                       \
     "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: float32 [K], classes: int64 "    \
     "[K]; best score first"
+/* Loss weights and the task-aligned assignment's parameters; see det_loss_math.h. */
 #define DET_BOX_GAIN 3.0f
 #define DET_CLS_GAIN 1.0f
 #define DET_TOPK 13

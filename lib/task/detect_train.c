@@ -338,6 +338,7 @@ const vt_task_iface vt_task_detect = {
     .model_prefix = "det-",
     .default_model = "det-n",
     .archs = det_archs,
+    .ignored_options = VT_DET_IGNORED_OPTIONS,
     .n_metrics = 4,
     .metrics = det_metrics,
     .metric_cols = det_cols,

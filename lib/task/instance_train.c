@@ -378,6 +378,7 @@ const vt_task_iface vt_task_instance = {
     .model_prefix = "iseg-",
     .default_model = "iseg-n",
     .archs = iseg_archs,
+    .ignored_options = VT_DET_IGNORED_OPTIONS,
     .n_metrics = 8,
     .metrics = inst_metrics,
     .metric_cols = inst_cols,

@@ -122,6 +122,34 @@ VT_API vt_metric vt_task_fitness(vt_task task)
     return ti ? ti->fitness : (vt_metric)0;
 }
 
+/* Whether key is a word of the space-separated list. */
+static int in_list(const char *list, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ') p++;
+        size_t w = strcspn(p, " ");
+        if (w == n && !strncmp(p, key, n)) return 1;
+        p += w;
+    }
+    return 0;
+}
+
+VT_API int vt_task_option_applies(vt_task task, const char *key)
+{
+    const vt_task_iface *ti = vt_task_find(task);
+    if (!ti || !key) return -1;
+    int trainer_key = 0;
+    for (int o = vt_option_next(0); o && !trainer_key; o = vt_option_next(o)) {
+        const char *k;
+        trainer_key = (vt_option_scopes((vt_option)o) & VT_SCOPE_TRAINER) &&
+                      vt_option_info((vt_option)o, &k, NULL, NULL, NULL, NULL) == VT_OK &&
+                      !strcmp(k, key);
+    }
+    if (!trainer_key) return -1;
+    return !in_list(ti->ignored_options, key);
+}
+
 static const struct {
     const char *name, *label;
 } metric_names[VT_NMETRIC] = {

@@ -207,6 +207,7 @@ const vt_task_iface vt_task_segment = {
     .model_prefix = "seg-",
     .default_model = "seg-n",
     .archs = seg_archs,
+    .ignored_options = "erasing crop_scale", /* classification's augmentations */
     .n_metrics = 2,
     .metrics = seg_metrics,
     .metric_cols = seg_cols,

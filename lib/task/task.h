@@ -91,6 +91,9 @@ typedef struct vt_task_iface {
     const char *train_defaults;
     /* takes class labels per image (vt_trainer_step's input) */
     int class_labels;
+    /* The trainer options its training does not read (keys, space-separated; NULL: none):
+     * vt_task_option_applies says 0 for them, so that a program can refuse them. */
+    const char *ignored_options;
     /* The results table: every task's starts with epoch, train/loss, val/loss, then its own
      * metric columns, then lr, time/epoch, time/data_wait, time/elapsed. */
     int n_metrics;

@@ -154,7 +154,7 @@ class TrainTest(unittest.TestCase):
         infos = [r.getMessage() for r in logs.records if r.levelno == logging.INFO]
         for pattern in (summary, inf, nan):
             self.assertTrue(any(re.match(pattern, w) for w in warnings), (pattern, warnings))
-        self.assertTrue(any(re.match(r"^final validation mAP50 \d\.\d{4}  mAP50-95 ", i)
+        self.assertTrue(any(re.match(r"^final validation P \d\.\d{4}  R \d\.\d{4}  mAP50 \d\.\d{4}  mAP50-95 ", i)
                             for i in infos), infos)
         # verbose=True: the summary of the problems on stderr, the run on stdout
         out, err = io.StringIO(), io.StringIO()
@@ -163,7 +163,7 @@ class TrainTest(unittest.TestCase):
         for pattern in (summary, inf, nan):
             self.assertRegex(err.getvalue(), re.compile(pattern, re.M))
         self.assertNotIn("coord_range", out.getvalue())
-        self.assertIn("final validation mAP50", out.getvalue())
+        self.assertRegex(out.getvalue(), r"final validation P .*  mAP50 ")
         # val: the summary first, as `vt val`; verbose=False: to the logger, metrics as info
         with contextlib.redirect_stdout(out), self.assertLogs("visiontrain", "INFO") as logs:
             m.val(data=data, verbose=False)
@@ -446,7 +446,8 @@ class DisplayTest(unittest.TestCase):
                                         lr=0.01, images_per_sec=120.0, fitness=0.1))
         p(vt.Event.EPOCH_END, _progress(vt.Event.EPOCH_END, 2, 4, 4, loss=1.5, lr=0.001,
                                         images_per_sec=120.0))
-        p.finish({"map50": 0.3, "map50_95": 0.1}, "runs/detect/train",
+        p.finish({"precision": 0.5, "recall": 0.25, "map50": 0.3, "map50_95": 0.1},
+                 "runs/detect/train",
                  "runs/detect/train/weights/best.vtm")
         text = out.getvalue()
         self.assertTrue(text.startswith("run folder: runs/detect/train (weights/last.vtm"))
@@ -459,7 +460,8 @@ class DisplayTest(unittest.TestCase):
                                r"+0\.010000 +120 +\d+\.\ds\n")
         self.assertRegex(text, r"\n +2/2 +1\.5000 +- +- +- +- +- +0\.001000 ")  # no validation
         self.assertIn("best mAP50-95 0.1000 at epoch 1", text)
-        self.assertIn("final validation mAP50 0.3000  mAP50-95 0.1000", text)
+        self.assertIn("final validation P 0.5000  R 0.2500  mAP50 0.3000  mAP50-95 0.1000",
+                      text)
 
     def test_plain_lines_are_throttled(self):
         out = io.StringIO()

@@ -11,7 +11,7 @@ import sys
 import time
 
 from . import _core
-from ._core import Event, ProblemCode, Split, Task
+from ._core import Event, ProblemCode, Split
 
 # The words for a metric in a sentence where its table label is an identifier.
 _METRIC_WORDS = {"pixel_acc": "pixel accuracy"}
@@ -155,7 +155,7 @@ def data_summary(ds, data, out, err=None, policy="drop", decode=True):
                                                                      text)
     elif n:
         # labels one per image (classification) are entries; the other tasks' objects, boxes
-        noun = ("entry", "entries") if ds.task == Task.CLASSIFY else ("box", "boxes")
+        noun = ("entry", "entries") if _core._labels_per_image(ds.task) else ("box", "boxes")
         line += ".  %d %s dropped: %s" % (n, noun[n != 1], text)
     n, text = reasons_text("image")
     if n:
@@ -294,16 +294,11 @@ class TrainPrinter(object):
 
 def final_report(task, metrics, run_dir, best_weights, out):
     """The final metrics and where the weights are (the last lines of `vt train`): the task's
-    metrics (the library's); detection and classification in the words scripts read (the mAPs
-    only; "top-1 accuracy")."""
+    metrics (the library's) with their labels, e.g. "mAP50 0.9000  mAP50-95 0.7000" after P
+    and R."""
     info = _core._task_info(task) if task is not None else None
     keys = info.metrics if info is not None else ()
-    if task == Task.DETECT and "map50" in metrics and "map50_95" in metrics:
-        out.write("final validation mAP50 %.4f  mAP50-95 %.4f\n"
-                  % (metrics["map50"], metrics["map50_95"]))
-    elif task == Task.CLASSIFY and "top1" in metrics:
-        out.write("final validation top-1 accuracy: %.4f\n" % metrics["top1"])
-    elif keys and all(k in metrics for k in keys):   # e.g. "mIoU 0.9  pixel accuracy 0.98"
+    if keys and all(k in metrics for k in keys):
         out.write("final validation %s\n"
                   % "  ".join("%s %.4f" % (_words(k), metrics[k]) for k in keys))
     if run_dir:

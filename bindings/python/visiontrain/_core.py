@@ -180,14 +180,19 @@ def _task(value):
 
 
 def _guess_task(path):
-    """The task of a dataset path when none is given, by the vt tool's rule (examples/vt,
-    task_value): detect for a .yaml/.yml/.json file or a folder holding a data.yaml, else
-    classify (the layouts: a YOLO data.yaml or a COCO JSON, else an ImageFolder)."""
-    path = os.fspath(path)
-    if path.lower().endswith((".yaml", ".yml", ".json")) or \
-            os.path.isfile(os.path.join(path, "data.yaml")):
-        return Task.DETECT
-    return Task.CLASSIFY
+    """The task of a dataset path when none is given, as the library guesses it from the
+    layout (vt_dataset_guess_task: detect for a .yaml/.yml/.json file or a folder holding a
+    data.yaml, else classify)."""
+    return Task(_native.lib().vt_dataset_guess_task(os.fsencode(os.fspath(path))))
+
+
+_LABELS_IMAGE_CLASS = 1  # VT_LABELS_IMAGE_CLASS of vt_task_label_kinds
+
+
+def _labels_per_image(task):
+    """Whether a task's datasets give one class per image (an ImageFolder) rather than
+    objects or pixels (the library's vt_task_label_kinds)."""
+    return bool(_native.lib().vt_task_label_kinds(int(task)) & _LABELS_IMAGE_CLASS)
 
 
 def _dataset_call(path, task, call):

@@ -230,6 +230,9 @@ PROTOTYPES = {
     "vt_arch_name": (c_char_p, [c_int]),
     "vt_task_metrics": (c_int, [c_enum, POINTER(c_enum), c_int]),
     "vt_task_fitness": (c_enum, [c_enum]),
+    "vt_task_option_applies": (c_int, [c_enum, c_char_p]),
+    "vt_task_label_kinds": (ctypes.c_uint, [c_enum]),
+    "vt_dataset_guess_task": (c_enum, [c_char_p]),
     "vt_metric_name": (c_char_p, [c_enum]),
     "vt_metric_label": (c_char_p, [c_enum]),
 }
