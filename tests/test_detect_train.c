@@ -52,9 +52,11 @@ END_TEST
 START_TEST(test_assign)
 {
     enum { A = 16, NC = 3 };
-    float pred[(4 + NC) * A] = {0}; /* every box 8x8 on its cell, every class probability 1/2 */
-    /* cell (1,1) predicts A's box exactly: centre (12,12), 20x20 */
-    pred[2 * A + 5] = pred[3 * A + 5] = logf(2.5f);
+    float pred[(4 + NC) * A] = {0}; /* every class probability 1/2 */
+    /* every box 8x8 on its cell: each edge half a stride from the centre */
+    for (int k = 0; k < 4 * A; k++) pred[k] = logf(0.5f);
+    /* cell (1,1) predicts A's box exactly: centre (12,12), 20x20, edges 1.25 strides away */
+    for (int f = 0; f < 4; f++) pred[f * A + 5] = logf(1.25f);
     float gt[4 * 5];
     set_gt(gt, 0, 2, 2, 22, 22);          /* A: 9 cell centres inside */
     set_gt(gt + 5, 1, 25, 17, 27, 19);    /* B: tiny, no centre inside; its centre cell (3,2) */
@@ -220,16 +222,17 @@ END_TEST
 
 START_TEST(test_head_decode)
 {
-    /* One image, 2 classes, 4x4 grid at stride 8: cell (1,1) encodes a box centred at (14, 8),
-     * 16 x 24, class 1; every other logit is very negative. */
+    /* One image, 2 classes, 4x4 grid at stride 8: cell (1,1) (centre (12, 12)) encodes the box
+     * (6, -4)..(22, 20), edges 0.75, 2, 1.25 and 1 strides away, class 1; every other logit is
+     * very negative. */
     enum { NC = 2, HW = 16 };
     float out[(4 + NC) * HW], scratch[(4 + NC) * HW];
     for (int i = 0; i < (4 + NC) * HW; i++) out[i] = i < 4 * HW ? 0.0f : -10.0f;
     int k = 1 * 4 + 1;
-    out[0 * HW + k] = 0.25f;
-    out[1 * HW + k] = -0.5f;
-    out[2 * HW + k] = logf(2.0f);
-    out[3 * HW + k] = logf(3.0f);
+    out[0 * HW + k] = logf(0.75f);
+    out[1 * HW + k] = logf(2.0f);
+    out[2 * HW + k] = logf(1.25f);
+    out[3 * HW + k] = 0.0f;
     out[(4 + 1) * HW + k] = 2.0f;
     vt_det_list dets = {0};
     vt_det_level lv = {4, 4, 8.0f};

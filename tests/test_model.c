@@ -533,9 +533,10 @@ START_TEST(test_ckpt_bad_sections)
 }
 END_TEST
 
-/* A det-s written before its layout changed (no "rev", or rev=1: ReLU) has the same parameter
- * count as today's but computes something else: refused, naming the revisions; rev=2 loads.
- * det-n and seg-* are at revision 3 (their widths or decoder changed since). */
+/* A det-s written before its layout changed (no "rev", rev=1: ReLU, rev=2: a centre and size
+ * box code) has the same parameter count as today's but computes something else: refused,
+ * naming the revisions; rev=3 loads.  det-n is at revision 4 (its widths changed too), seg-*
+ * at 3 (their decoder). */
 START_TEST(test_ckpt_layout_revision)
 {
     vt_graph g;
@@ -546,23 +547,27 @@ START_TEST(test_ckpt_layout_revision)
     const char *base = "arch=det-s\ntask=2\nnum_classes=3\nchannels=3\nimgsz=64\ndropout=0\n"
                        "seed=0\n";
     char meta[256];
-    snprintf(meta, sizeof meta, "%srev=2\n", base);
+    snprintf(meta, sizeof meta, "%srev=3\n", base);
     write_sections(meta, 0, NULL, 1, np, nb);
     vt_model *m;
-    ck_assert_msg(vt_model_load(&m, vt_test_path("crafted.vtm")) == VT_OK, "rev=2 det-s: %s",
+    ck_assert_msg(vt_model_load(&m, vt_test_path("crafted.vtm")) == VT_OK, "rev=3 det-s: %s",
                   vt_last_error());
     vt_model_destroy(m);
     write_sections(base, 0, NULL, 1, np, nb);
     expect_crafted_fail("det-s without rev");
-    ck_assert_msg(strstr(vt_last_error(), "revision 1") && strstr(vt_last_error(), "revision 2"),
+    ck_assert_msg(strstr(vt_last_error(), "revision 1") && strstr(vt_last_error(), "revision 3"),
                   "message '%s' does not name both revisions", vt_last_error());
+    snprintf(meta, sizeof meta, "%srev=2\n", base);
+    write_sections(meta, 0, NULL, 1, np, nb);
+    expect_crafted_fail("det-s rev=2");
     snprintf(meta, sizeof meta, "%srev=1\n", base);
     write_sections(meta, 0, NULL, 1, np, nb);
     expect_crafted_fail("det-s rev=1");
     /* a classifier has had one layout: no rev is revision 1, as every old file says */
     ck_assert_int_eq(vt_arch_find("cnn-small")->revision, 1);
     ck_assert_int_eq(vt_arch_find("seg-n")->revision, 3); /* the feature-pyramid decoder */
-    ck_assert_int_eq(vt_arch_find("det-n")->revision, 3); /* neck and head 96 wide */
+    ck_assert_int_eq(vt_arch_find("det-n")->revision, 4); /* 96 wide, edge box code */
+    ck_assert_int_eq(vt_arch_find("iseg-n")->revision, 2);  /* the edge box code */
 }
 END_TEST
 

@@ -964,8 +964,8 @@ VT_API vt_status vt_model_output_shape(const vt_model *model, int *c, int *h, in
  * 8-bit pixels / 255 after the resize or letterbox the predict functions do.  Writes n images
  * of vt_model_output_shape() into output, which fills per the buffer rule (see top) with cap
  * floats and n x c x h x w its fixed size: classifiers the softmax probabilities (as
- * vt_model_predict_*), detectors the raw head (per cell dx, dy, lw, lh and one logit per
- * class; see the README), segmenters the per-pixel class logits.  These are exactly the
+ * vt_model_predict_*), detectors the raw head (per cell the log distances ll, lt, lr, lb of
+ * the box's edges from the cell's centre and one logit per class; see docs/onnx.md), segmenters the per-pixel class logits.  These are exactly the
  * outputs of the model exported with vt_model_export (no NMS), which is how the export is
  * checked.  Buffers are the caller's; same threading rules as the predict functions. */
 VT_API vt_status vt_model_forward(vt_model *model, const float *input, int n, float *output,

@@ -4,10 +4,14 @@
  *
  * HEAD LAYOUT.  The detector's output has 4 + nc channels per anchor (CNHW, see backend.h; the
  * anchors of an image are the cells of the levels in vt_det_loss_desc, level after level).
- * Channels 0..3 are the raw box fields (dx, dy, lw, lh) of an anchor whose cell centre is
- * (cx, cy) on a level of `stride` input pixels per cell; the box they encode, in input pixels, is
- *   centre  cx + dx * stride,  cy + dy * stride
- *   size    stride * exp(lw), stride * exp(lh)     (lw, lh clamped to [VT_DET_LOG_MIN, MAX])
+ * Channels 0..3 are the raw box fields (ll, lt, lr, lb) of an anchor whose cell centre is
+ * (cx, cy) on a level of `stride` input pixels per cell: the log distances, in strides, from
+ * the centre to the box's four edges.  The box they encode, in input pixels, is
+ *   x0 = cx - stride * exp(ll),  y0 = cy - stride * exp(lt)
+ *   x1 = cx + stride * exp(lr),  y1 = cy + stride * exp(lb)   (each clamped to [VT_DET_LOG_MIN, MAX])
+ * so each edge is its own field, as FCOS and YOLOv8 regress them (a centre and a size moved
+ * two fields for one edge: det-n's mAP50-95 on the 128 px benchmark sets 0.762 / 0.752 / 0.742
+ * with them, 0.780 / 0.761 / ... with the edges, bench/README.md).
  * Channels 4..4+nc-1 are class logits (sigmoid, one independent probability per class).
  *
  * TARGET ASSIGNMENT (task-aligned, as TOOD and YOLOv8 do).  An anchor is a candidate for ground
@@ -78,21 +82,24 @@ VT_HD int vt_det_anchor(const vt_det_loss_desc *d, long a, float *cx, float *cy,
     return l;
 }
 
-/* Decode an anchor's raw box fields into corners (input pixels).  *lw_live / *lh_live (when
- * non-NULL) receive whether the size exponents were inside their clamp (derivative switches). */
-VT_HD void vt_det_decode_box(float dx, float dy, float lw, float lh, float cx, float cy,
-                             float stride, float box[4], int *lw_live, int *lh_live)
+/* One clamped log distance; *live (when non-NULL) receives whether it was inside the clamp
+ * (the derivative's switch). */
+VT_HD float vt_det_log_dist(float l, int *live)
 {
-    float cw = lw < VT_DET_LOG_MIN ? VT_DET_LOG_MIN : lw > VT_DET_LOG_MAX ? VT_DET_LOG_MAX : lw;
-    float ch = lh < VT_DET_LOG_MIN ? VT_DET_LOG_MIN : lh > VT_DET_LOG_MAX ? VT_DET_LOG_MAX : lh;
-    if (lw_live) *lw_live = cw == lw;
-    if (lh_live) *lh_live = ch == lh;
-    float bx = cx + dx * stride, by = cy + dy * stride;
-    float bw = stride * expf(cw), bh = stride * expf(ch);
-    box[0] = bx - 0.5f * bw;
-    box[1] = by - 0.5f * bh;
-    box[2] = bx + 0.5f * bw;
-    box[3] = by + 0.5f * bh;
+    float c = l < VT_DET_LOG_MIN ? VT_DET_LOG_MIN : l > VT_DET_LOG_MAX ? VT_DET_LOG_MAX : l;
+    if (live) *live = c == l;
+    return expf(c);
+}
+
+/* Decode an anchor's raw box fields f[k * fs], k = 0..3, into corners (input pixels); live
+ * (when non-NULL) receives each field's clamp switch. */
+VT_HD void vt_det_decode_box(const float *f, long fs, float cx, float cy, float stride,
+                             float box[4], int live[4])
+{
+    box[0] = cx - stride * vt_det_log_dist(f[0], live ? &live[0] : 0);
+    box[1] = cy - stride * vt_det_log_dist(f[fs], live ? &live[1] : 0);
+    box[2] = cx + stride * vt_det_log_dist(f[2 * fs], live ? &live[2] : 0);
+    box[3] = cy + stride * vt_det_log_dist(f[3 * fs], live ? &live[3] : 0);
 }
 
 /* Plain IoU of two corner boxes of positive size. */
@@ -180,7 +187,7 @@ VT_HD float vt_det_align(const vt_det_loss_desc *d, const float *pa, long fs, co
                          float cx, float cy, float stride, float *iou)
 {
     float p[4];
-    vt_det_decode_box(pa[0], pa[fs], pa[2 * fs], pa[3 * fs], cx, cy, stride, p, 0, 0);
+    vt_det_decode_box(pa, fs, cx, cy, stride, p, 0);
     float io = vt_det_box_iou(p, g + 1);
     *iou = io;
     float z = pa[(4 + (int)g[0]) * fs];
@@ -262,20 +269,17 @@ VT_HD void vt_det_anchor_loss(const vt_det_loss_desc *d, const float *pred, long
     int gcls = -1;
     float dbox[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (g) {
-        int lw_live, lh_live;
+        int live[4];
         float p[4], dp[4];
-        vt_det_decode_box(pred[0], pred[fs], pred[2 * fs], pred[3 * fs], cx, cy, stride, p,
-                          &lw_live, &lh_live);
+        vt_det_decode_box(pred, fs, cx, cy, stride, p, live);
         float ciou = vt_det_ciou(p, g + 1, dp);
         *box_loss += d->box_gain * scale * t * (1.0f - ciou);
         gcls = (int)g[0];
-        /* d(1 - ciou)/d corners = -dp; corners from (bx, by, bw, bh): x0 = bx - bw/2 ... */
+        /* d(1 - ciou)/d corners = -dp; corner k moves with its field alone: d x0 / d ll =
+         * -stride * exp(ll) = x0 - cx, d x1 / d lr = x1 - cx (y alike) */
         float k = -d->box_gain * scale * t * d->grad_scale;
-        float bw = p[2] - p[0], bh = p[3] - p[1];
-        dbox[0] = k * stride * (dp[0] + dp[2]);
-        dbox[1] = k * stride * (dp[1] + dp[3]);
-        dbox[2] = lw_live ? k * bw * 0.5f * (dp[2] - dp[0]) : 0.0f;
-        dbox[3] = lh_live ? k * bh * 0.5f * (dp[3] - dp[1]) : 0.0f;
+        for (int f = 0; f < 4; f++)
+            dbox[f] = live[f] ? k * dp[f] * (p[f] - (f & 1 ? cy : cx)) : 0.0f;
     }
     float cl = 0.0f, kc = d->cls_gain * scale;
     for (int c = 0; c < d->nc; c++) {

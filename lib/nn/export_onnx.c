@@ -499,7 +499,7 @@ static void emit_graph(ox *o, const vt_model *m, int fold, const char *const *wa
 }
 
 /* Decoding and NMS of the detection head, as vt_model_detect_* do them (batch 1): boxes from
- * (dx, dy, lw, lh), sigmoid scores, the best class of every cell, class-aware NMS, at most
+ * the four log edge distances (det_loss_math.h), sigmoid scores, the best class of every cell, class-aware NMS, at most
  * max_det by score, boxes clipped to the input. */
 static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
 {
@@ -508,36 +508,33 @@ static void emit_nms(ox *o, const vt_model *m, const char *head, const xopts *x)
     int64_t cells = (int64_t)gh * gw;
     vt_det_loss_desc lv = {.n = 1, .nc = nc};
     lv.n_levels = vt_det_head_levels(&m->graph, m->output_node, m->imgsz, lv.level);
-    /* per anchor: its cell centre (2 planes) and its level's stride, half stride */
-    float *grid = xalloc(o, 4 * (size_t)cells * sizeof *grid);
+    /* per anchor: its cell centre (2 planes) and its level's stride */
+    float *grid = xalloc(o, 3 * (size_t)cells * sizeof *grid);
     if (!grid) return;
-    for (int64_t a = 0; a < cells; a++) {
-        float s;
-        vt_det_anchor(&lv, a, &grid[a], &grid[cells + a], &s);
-        grid[2 * cells + a] = s;
-        grid[3 * cells + a] = 0.5f * s;
-    }
+    for (int64_t a = 0; a < cells; a++)
+        vt_det_anchor(&lv, a, &grid[a], &grid[cells + a], &grid[2 * cells + a]);
     int64_t gd[4] = {1, 2, gh, gw}, sd[4] = {1, 1, gh, gw};
     const char *gname = tensor(o, "nms_grid", grid, NULL, 2 * (size_t)cells, 4, gd);
     const char *sname = tensor(o, "nms_stride", grid + 2 * cells, NULL, (size_t)cells, 4, sd);
-    const char *hname = tensor(o, "nms_half_stride", grid + 3 * cells, NULL, (size_t)cells, 4, sd);
     const char *ax1 = const_i(o, "nms_axis1", 1, 1, (int64_t)1);
     const char *c0 = const_i(o, "nms_c0", 1, 1, (int64_t)0);
     const char *c2 = const_i(o, "nms_c2", 1, 1, (int64_t)2);
     const char *c4 = const_i(o, "nms_c4", 1, 1, (int64_t)4);
     const char *cend = const_i(o, "nms_cend", 1, 1, (int64_t)(4 + nc));
-    node(o, "Slice", "nms_d", 4, head, c0, c2, ax1);
-    node(o, "Slice", "nms_lwh", 4, head, c2, c4, ax1);
+    node(o, "Slice", "nms_llt", 4, head, c0, c2, ax1);
+    node(o, "Slice", "nms_lrb", 4, head, c2, c4, ax1);
     node(o, "Slice", "nms_logits", 4, head, c4, cend, ax1);
-    /* centre (cell centre + d * stride), half size stride / 2 * exp(clamped log size) */
-    node(o, "Mul", "nms_ds", 2, "nms_d", sname);
-    node(o, "Add", "nms_ctr", 2, "nms_ds", gname);
-    node(o, "Clip", "nms_lwh_c", 3, "nms_lwh", const_f(o, "nms_lmin", VT_DET_LOG_MIN),
-         const_f(o, "nms_lmax", VT_DET_LOG_MAX));
-    node(o, "Exp", "nms_ewh", 1, "nms_lwh_c");
-    node(o, "Mul", "nms_half", 2, "nms_ewh", hname);
-    node(o, "Sub", "nms_p0", 2, "nms_ctr", "nms_half");
-    node(o, "Add", "nms_p1", 2, "nms_ctr", "nms_half");
+    /* the edges: cell centre -/+ stride * exp(clamped log distance) */
+    const char *lmin = const_f(o, "nms_lmin", VT_DET_LOG_MIN);
+    const char *lmax = const_f(o, "nms_lmax", VT_DET_LOG_MAX);
+    node(o, "Clip", "nms_llt_c", 3, "nms_llt", lmin, lmax);
+    node(o, "Clip", "nms_lrb_c", 3, "nms_lrb", lmin, lmax);
+    node(o, "Exp", "nms_elt", 1, "nms_llt_c");
+    node(o, "Exp", "nms_erb", 1, "nms_lrb_c");
+    node(o, "Mul", "nms_dlt", 2, "nms_elt", sname);
+    node(o, "Mul", "nms_drb", 2, "nms_erb", sname);
+    node(o, "Sub", "nms_p0", 2, gname, "nms_dlt");
+    node(o, "Add", "nms_p1", 2, gname, "nms_drb");
     attr_i(o, node(o, "Concat", "nms_corners", 2, "nms_p0", "nms_p1"), "axis", 1);
     node(o, "Reshape", "nms_boxes_t", 2, "nms_corners",
          const_i(o, "nms_shape_b", 1, 3, (int64_t)1, (int64_t)4, (int64_t)cells));

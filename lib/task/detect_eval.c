@@ -80,7 +80,7 @@ vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_de
         const float *p = o + k;
         float *q = scratch + k * (4 + nc), box[4], cx, cy, s;
         vt_det_anchor(&d, k, &cx, &cy, &s);
-        vt_det_decode_box(p[0], p[fs], p[2 * fs], p[3 * fs], cx, cy, s, box, NULL, NULL);
+        vt_det_decode_box(p, fs, cx, cy, s, box, NULL);
         q[0] = 0.5f * (box[0] + box[2]);
         q[1] = 0.5f * (box[1] + box[3]);
         q[2] = box[2] - box[0];

@@ -19,10 +19,10 @@
 #define VT_DET_HEAD_CONTRACT                                                                      \
     "head: float32 [N, 4 + num_classes, H, W], anchors: the cells of the grids of 'strides' "    \
     "(imgsz / stride squared each), grid after grid, row-major (one grid: H = W = imgsz / "      \
-    "stride; several: H = 1, W = their total); per anchor (x, y) of its grid: dx, dy, lw, lh, "  \
-    "then one logit per class; box centre ((x + 0.5 + dx) * stride, (y + 0.5 + dy) * stride), " \
-    "size stride * exp(clamp(lw, -6, 7)), stride * exp(clamp(lh, -6, 7)); score "              \
-    "sigmoid(logit); then class-aware NMS"
+    "stride; several: H = 1, W = their total); per anchor (x, y) of its grid: ll, lt, lr, lb, " \
+    "then one logit per class; with (cx, cy) = ((x + 0.5) * stride, (y + 0.5) * stride) and "  \
+    "e(l) = stride * exp(clamp(l, -6, 7)): box x0 = cx - e(ll), y0 = cy - e(lt), x1 = cx + "   \
+    "e(lr), y1 = cy + e(lb); score sigmoid(logit); then class-aware NMS"
 #define VT_DET_NMS_CONTRACT                                                                       \
     "boxes: float32 [K, 4] x0 y0 x1 y1 in input pixels, scores: float32 [K], classes: int64 "    \
     "[K]; best score first"

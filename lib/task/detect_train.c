@@ -312,7 +312,9 @@ static const char *const det_cols[] = {"metrics/precision", "metrics/recall", "m
 static const unsigned char det_plot[] = {1, 1, 1, 1};
 
 /* The detectors (lib/nn/models.c): revision 2 had SiLU activations (1: ReLU, the same
- * parameters); det-n's revision 3 its neck and head 96 wide (64 before). */
+ * parameters); det-n's revision 3 its neck and head 96 wide (64 before); then (det-n 4, det-s
+ * and det-m 3, det-r18 2) the head's box fields became the edges' log distances (a centre
+ * offset and log size before: the same parameters, other boxes). */
 static const vt_onnx_spec det_onnx = {
     .task = "detect",
     .letterbox = 1,
@@ -325,10 +327,10 @@ static const vt_onnx_spec det_onnx = {
     {.name = nm, .task = VT_TASK_DETECT, .revision = rev, .backbone = bb, \
      .default_imgsz = 640, .min_classes = 1 /* one-class detection is common */, \
      .multiple = 32, .build = fn, .cfg = cf, .init = vt_init_det_head, .onnx = &det_onnx}
-static const vt_arch_spec det_n = DET("det-n", 3, &vt_net_n, "encoder-n", vt_build_det);
-static const vt_arch_spec det_s = DET("det-s", 2, &vt_net_s, "encoder-s", vt_build_det);
-static const vt_arch_spec det_m = DET("det-m", 2, &vt_net_m, "encoder-m", vt_build_det);
-static const vt_arch_spec det_r18 = DET("det-r18", 1, NULL, "resnet18", vt_build_det_r18);
+static const vt_arch_spec det_n = DET("det-n", 4, &vt_net_n, "encoder-n", vt_build_det);
+static const vt_arch_spec det_s = DET("det-s", 3, &vt_net_s, "encoder-s", vt_build_det);
+static const vt_arch_spec det_m = DET("det-m", 3, &vt_net_m, "encoder-m", vt_build_det);
+static const vt_arch_spec det_r18 = DET("det-r18", 2, NULL, "resnet18", vt_build_det_r18);
 static const vt_arch_spec *const det_archs[] = {&det_n, &det_s, &det_m, &det_r18, NULL};
 
 const vt_task_iface vt_task_detect = {

@@ -157,7 +157,7 @@ vt_status vt_iseg_decode(const vt_iseg_heads *h, int k, float conf, float iou, i
         if (!(s >= conf)) continue;
         float box[4], cx, cy, st;
         vt_det_anchor(&dd, a, &cx, &cy, &st);
-        vt_det_decode_box(p[0], p[fs], p[2 * fs], p[3 * fs], cx, cy, st, box, NULL, NULL);
+        vt_det_decode_box(p, fs, cx, cy, st, box, NULL);
         o->cand[nk++] = (vt_iseg_cand){{box[0], box[1], box[2], box[3], s, best}, a};
     }
     /* class-aware NMS, best score first (equal scores: the lower anchor) */
@@ -353,9 +353,10 @@ static const vt_onnx_spec iseg_onnx = {
                    "is in [x0, x1) x [y0, y1)",
 };
 
-/* iseg-*: det-* (the same encoder, neck and head; its backbone shared) with the mask head. */
+/* iseg-*: det-* (the same encoder, neck and head; its backbone shared) with the mask head;
+ * revision 2: the detectors' box fields as edge distances (see detect_train.c). */
 #define ISEG(nm, cf, bb)                                                                           \
-    {.name = nm, .task = VT_TASK_INSTANCE, .revision = 1, .backbone = bb,                         \
+    {.name = nm, .task = VT_TASK_INSTANCE, .revision = 2, .backbone = bb,                         \
      .default_imgsz = 640, .min_classes = 1, .multiple = 32, .build = vt_build_iseg, .cfg = cf,  \
      .init = vt_init_det_head, .onnx = &iseg_onnx}
 static const vt_arch_spec iseg_n = ISEG("iseg-n", &vt_net_n, "encoder-n");
