@@ -547,7 +547,9 @@ static void short_run(vt_task task, int plots, char *run_dir, size_t cap)
     ck_assert_int_eq(vt_dataset_open(&ds, task, data), VT_OK);
     vt_model *m;
     int nc = vt_dataset_num_classes(ds);
-    const char *arch = task == VT_TASK_DETECT ? "det-n" : task == VT_TASK_SEGMENT ? "seg-n" : "iseg-n";
+    const char *arch = task == VT_TASK_DETECT    ? "det-n"
+                       : task == VT_TASK_SEGMENT ? "seg-n"
+                                                 : "iseg-n";
     ck_assert_int_eq(vt_model_create(&m, arch, nc, "imgsz=32"), VT_OK);
     vt_trainer *t;
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
@@ -617,7 +619,9 @@ static void check_instance_labels(const char *rd, const vt_dataset *ds)
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {
             int mx = (int)((x + 0.5) / s), my = (int)((y + 0.5) / s);
-            int k = cls[(size_t)(my < img.h ? my : img.h - 1) * img.w + (mx < img.w ? mx : img.w - 1)];
+            if (mx >= img.w) mx = img.w - 1;
+            if (my >= img.h) my = img.h - 1;
+            int k = cls[(size_t)my * img.w + mx];
             const uint8_t *q = fit.data + ((size_t)y * w + x) * fit.c;
             const uint8_t *m = mos.data + ((size_t)(y0 + y) * mos.w + x0 + x) * 3;
             int same = 1, diff = 0;
