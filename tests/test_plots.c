@@ -1,7 +1,9 @@
 /* The plots a person reads: text (TrueType through FreeType and the built-in fallback: letters
  * with descenders below the baseline, UTF-8 names, a box for a missing glyph), chart axes and
- * legends, the confusion matrix's shares, the PR / F1 curves of detect_eval.c, and the figures
- * of detection and segmentation run folders (present with plots=1, absent with plots=0). */
+ * legends, the confusion matrix's shares, the PR / F1 curves of detect_eval.c (of boxes and of
+ * masks), the instance masks of the validation mosaics, and the figures of detection,
+ * segmentation and instance segmentation run folders (present with plots=1, absent with
+ * plots=0). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,10 +11,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/seg_mask.h"
 #include "image/image.h"
 #include "image/plot.h"
 #include "testutil.h"
 #include "task/detect_eval.h"
+#include "task/detect_task.h"
+#include "task/instance.h"
+#include "task/task.h"
 #include "visiontrain/visiontrain.h"
 
 #define INK_RGB 0x000000u
@@ -200,22 +206,21 @@ static int longest_run(const vt_image *im, int r, int g, int b)
     return best;
 }
 
-/* The frame of the plot area: the longest runs of the axis colour (90, 90, 90). */
+/* The frame of the plot area: the first and last rows with a third of the axis colour (90, 90,
+ * 90), the bottom one maybe under a curve at 0; its columns where the top row has that colour. */
 static void plot_area(const vt_image *im, int *x0, int *y0, int *x1, int *y1)
 {
-    int best = 0;
     *x0 = *y0 = *x1 = *y1 = -1;
     for (int y = 0; y < im->h; y++) {
         int n = 0;
         for (int x = 0; x < im->w; x++) n += is_rgb(im, x, y, 90, 90, 90, 0);
-        if (n > best * 9 / 10 && n > im->w / 3) {
-            if (n > best) best = n;
+        if (n > im->w / 3) {
             if (*y0 < 0) *y0 = y;
             *y1 = y;
         }
     }
     ck_assert_int_ge(*y0, 0);
-    int mid = (*y0 + *y1) / 2;
+    int mid = *y0;
     for (int x = 0; x < im->w; x++)
         if (is_rgb(im, x, mid, 90, 90, 90, 0)) {
             if (*x0 < 0) *x0 = x;
@@ -339,6 +344,29 @@ static void known_eval(vt_det_eval *ev)
     ck_assert_int_eq(vt_det_eval_add(ev, pred, 4, gt, 4), VT_OK);
 }
 
+/* The PNG at path: w x h (w > 0: checked), and its thick mean curve (the colour 31, 119, 180)
+ * at y = want[i] (the plot area's 0..ylim_top) where x = at[i] (0..1). */
+static void check_mean_curve(const char *path, double ylim_top, int n, const double *at,
+                             const double *want)
+{
+    vt_image im;
+    ck_assert_int_eq(vt_image_load(path, &im), VT_OK);
+    int x0, y0, x1, y1;
+    plot_area(&im, &x0, &y0, &x1, &y1);
+    for (int i = 0; i < n; i++) {
+        int x = x0 + (int)lround(at[i] * (x1 - x0)), lo = im.h, hi = -1;
+        for (int y = 0; y < im.h; y++)
+            if (is_rgb(&im, x, y, 31, 119, 180, 0)) {
+                if (y < lo) lo = y;
+                if (y > hi) hi = y;
+            }
+        int wy = y1 - (int)lround(want[i] / ylim_top * (y1 - y0));
+        ck_assert_msg(hi >= 0 && abs((lo + hi) / 2 - wy) <= 3,
+                      "%s: x %.2f: curve at rows %d..%d, want about %d", path, at[i], lo, hi, wy);
+    }
+    vt_image_free(&im);
+}
+
 START_TEST(test_pr_f1_curves)
 {
     vt_det_eval ev;
@@ -375,24 +403,10 @@ START_TEST(test_pr_f1_curves)
                   .ylim = {0, 1}};
     const char *path = vt_test_path("pr.png");
     ck_assert_int_eq(vt_plot_figure(path, 600, 500, &ax, &s, 1), VT_OK);
-    vt_image im;
-    ck_assert_int_eq(vt_image_load(path, &im), VT_OK);
-    int x0, y0, x1, y1;
-    plot_area(&im, &x0, &y0, &x1, &y1);
     const double at[3] = {0.12, 0.5, 0.9}, want[3] = {1.0, 0.75, 0.0};
-    for (int i = 0; i < 3; i++) {
-        int x = x0 + (int)lround(at[i] * (x1 - x0)), lo = im.h, hi = -1;
-        for (int y = 0; y < im.h; y++)
-            if (is_rgb(&im, x, y, 31, 119, 180, 0)) {
-                if (y < lo) lo = y;
-                if (y > hi) hi = y;
-            }
-        int wy = y1 - (int)lround(want[i] * (y1 - y0));
-        ck_assert_msg(hi >= 0 && abs((lo + hi) / 2 - wy) <= 3,
-                      "recall %.2f: curve at rows %d..%d, want about %d", at[i], lo, hi, wy);
-    }
-    vt_image_free(&im);
+    check_mean_curve(path, 1, 3, at, want);
     vt_det_eval_free(&ev);
+    vt_image im;
 
     /* many classes: grey curves without legend entries, the mean's entry (its mAP) beside */
     vt_series many[13];
@@ -414,10 +428,117 @@ static int exists(const char *dir, const char *name)
     return stat(p, &sb) == 0 && sb.st_size > 0;
 }
 
-/* A short run of a detector or segmenter with plots on or off. */
+/* A PNG's size: 1 when it is one of w x h. */
+static int png_size(const char *dir, const char *name, int w, int h)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    vt_image im;
+    if (vt_image_load(p, &im) != VT_OK) return 0;
+    int ok = im.w == w && im.h == h && im.c == 3;
+    vt_image_free(&im);
+    return ok;
+}
+
+/* The box curves and the mask curves of an instance segmenter: known_eval's detections with
+ * their boxes on the objects' and masks of which the third misses its object, so that mask
+ * AP50 (TP, FP, FP, TP: precision 1 up to recall 0.25, 0.5 up to 0.5) is below box AP50. */
+START_TEST(test_box_mask_curves)
+{
+    enum { W = 20, H = 4 };
+    vt_det_eval box, mask;
+    known_eval(&box);
+    ck_assert_int_eq(vt_det_eval_init(&mask, 2), VT_OK);
+    vt_det gt[4] = {{0, 0, 10, 10, 1, 0}, {20, 0, 30, 10, 1, 0}, {40, 0, 50, 10, 1, 0},
+                    {60, 0, 70, 10, 1, 0}};
+    vt_det pred[4] = {{0, 0, 10, 10, 0.9f, 0}, {80, 80, 90, 90, 0.8f, 0},
+                      {20, 0, 30, 10, 0.7f, 0}, {40, 0, 50, 10, 0.6f, 0}};
+    static uint8_t gm[4][H][W], pm[4][H][W];
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < 4; x++) {
+            for (int j = 0; j < 4; j++) gm[j][y][4 * j + x] = 1; /* object j: columns 4j.. */
+            pm[0][y][x] = pm[3][y][8 + x] = 1;                   /* objects 0 and 2 */
+            pm[1][y][16 + x] = pm[2][y][16 + x] = 1;             /* on no object */
+        }
+    ck_assert_int_eq(vt_det_eval_add_masks(&mask, pred, 4, &pm[0][0][0], gt, 4, &gm[0][0][0], W,
+                                           H), VT_OK);
+    vt_det_metrics bm, mm;
+    ck_assert_int_eq(vt_det_eval_compute(&box, -1, &bm), VT_OK);
+    ck_assert_int_eq(vt_det_eval_compute(&mask, -1, &mm), VT_OK);
+    ck_assert_double_lt(mm.map50, bm.map50 - 0.1);
+
+    static vt_dataset ds;
+    ds.num_classes = 2;
+    vt_task_ctx c = {.ds = &ds};
+    const char *dir = vt_test_path("curves");
+    vt_test_mkdirs(dir);
+    ck_assert_int_eq(vt_det_curves(&c, &box, dir, "Box", "box IoU"), VT_OK);
+    ck_assert_int_eq(vt_det_curves(&c, &mask, dir, "Mask", "mask IoU"), VT_OK);
+    ck_assert_int_eq(vt_det_curves(&c, NULL, dir, "None", "IoU"), VT_OK);
+    ck_assert(!exists(dir, "NonePR_curve.png")); /* no evaluator: no figure */
+    static const char *const files[4] = {"BoxPR_curve.png", "BoxF1_curve.png", "MaskPR_curve.png",
+                                         "MaskF1_curve.png"};
+    for (int i = 0; i < 4; i++) ck_assert_msg(png_size(dir, files[i], 1000, 640), "%s", files[i]);
+    /* each PR curve follows its evaluator's steps, the F1 curves their own values */
+    char p[4400];
+    const double at[3] = {0.12, 0.4, 0.6}, box_pr[3] = {1, 0.75, 0.75}, mask_pr[3] = {1, 0.5, 0};
+    snprintf(p, sizeof p, "%s/BoxPR_curve.png", dir);
+    check_mean_curve(p, 1.02, 3, at, box_pr);
+    snprintf(p, sizeof p, "%s/MaskPR_curve.png", dir);
+    check_mean_curve(p, 1.02, 3, at, mask_pr);
+    /* F1 (the mean over the classes with ground truth: class 0's) at conf 0.65: box TP 2 of 3
+     * detections for 4 objects (F1 4/7), mask TP 1 of 3 (F1 2/7) */
+    const double c65[1] = {0.65}, box_f1[1] = {4.0 / 7}, mask_f1[1] = {2.0 / 7};
+    snprintf(p, sizeof p, "%s/BoxF1_curve.png", dir);
+    check_mean_curve(p, 1.02, 1, c65, box_f1);
+    snprintf(p, sizeof p, "%s/MaskF1_curve.png", dir);
+    check_mean_curve(p, 1.02, 1, c65, mask_f1);
+    vt_det_eval_free(&box);
+    vt_det_eval_free(&mask);
+}
+END_TEST
+
+/* The predictions' class map of the instance mosaics is vt_model_instances_pixels' masks, each
+ * pixel the class of the best instance covering it (an untrained iseg-n at a low threshold
+ * has plenty), VT_TILE_NONE elsewhere; the boxes are the same. */
+START_TEST(test_instance_tile_map)
+{
+    enum { W = 40, H = 30, CAP = 50 };
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "iseg-n", 3, "imgsz=32"), VT_OK);
+    static uint8_t px[W * H * 3], map[W * H], masks[CAP][W * H];
+    for (int i = 0; i < W * H * 3; i++) px[i] = (uint8_t)(i * 37 % 251);
+    vt_image img = {W, H, 3, px};
+    int cls[CAP], cls2[CAP], n = 0, n2 = 0;
+    float sc[CAP], sc2[CAP], box[4 * CAP], box2[4 * CAP];
+    memset(map, VT_TILE_NONE, sizeof map);
+    ck_assert_int_eq(vt_iseg_tile_predict(m, &img, 0.01f, 0.7f, CAP, cls, sc, box, &n, map),
+                     VT_OK);
+    ck_assert_int_eq(vt_model_instances_pixels(m, px, W, H, 3, W * 3, 0.01f, 0.7f, CAP, cls2, sc2,
+                                               box2, &masks[0][0], CAP, &n2), VT_OK);
+    ck_assert_int_eq(n, n2);
+    ck_assert_int_gt(n, 0);
+    ck_assert_mem_eq(cls, cls2, (size_t)n * sizeof *cls);
+    ck_assert_mem_eq(box, box2, (size_t)n * 4 * sizeof *box);
+    int painted = 0;
+    for (int p = 0; p < W * H; p++) {
+        int want = VT_TILE_NONE;
+        for (int k = 0; k < n && want == VT_TILE_NONE; k++)
+            if (masks[k][p]) want = cls[k];
+        ck_assert_msg(map[p] == want, "pixel %d: class %d, want %d", p, map[p], want);
+        painted += want != VT_TILE_NONE;
+    }
+    ck_assert_int_gt(painted, 0);
+    vt_model_destroy(m);
+}
+END_TEST
+
+/* A short run of a detector, segmenter or instance segmenter with plots on or off. */
 static void short_run(vt_task task, int plots, char *run_dir, size_t cap)
 {
-    const char *data = vt_test_path(task == VT_TASK_DETECT ? "det" : "seg");
+    const char *data = vt_test_path(task == VT_TASK_DETECT    ? "det"
+                                    : task == VT_TASK_SEGMENT ? "seg"
+                                                              : "iseg");
     struct stat sb;
     if (stat(data, &sb) != 0)
         ck_assert_int_eq(vt_synth_generate(data, task, "classes=3 train=16 val=6 imgsz=32 seed=2"),
@@ -426,9 +547,10 @@ static void short_run(vt_task task, int plots, char *run_dir, size_t cap)
     ck_assert_int_eq(vt_dataset_open(&ds, task, data), VT_OK);
     vt_model *m;
     int nc = vt_dataset_num_classes(ds);
-    ck_assert_int_eq(vt_model_create(&m, task == VT_TASK_DETECT ? "det-n" : "seg-n", nc,
-                                     "imgsz=32"),
-                     VT_OK);
+    const char *arch = task == VT_TASK_DETECT    ? "det-n"
+                       : task == VT_TASK_SEGMENT ? "seg-n"
+                                                 : "iseg-n";
+    ck_assert_int_eq(vt_model_create(&m, arch, nc, "imgsz=32"), VT_OK);
     vt_trainer *t;
     ck_assert_int_eq(vt_trainer_create(&t, m, ds), VT_OK);
     char proj[4200], pl[32];
@@ -444,6 +566,86 @@ static void short_run(vt_task task, int plots, char *run_dir, size_t cap)
     vt_dataset_destroy(ds);
 }
 
+/* The mosaics' layout (lib/image/mosaic.c): cells of 256 pixels, 4 apart, under a title; a
+ * tile's image scaled to fit its cell, centred. */
+enum { MOS_CELL = 256, MOS_GAP = 4, MOS_TOP = 31, MOS_PITCH = 256 + 14 + 6 };
+
+/* The size of a mosaic of n tiles whose masks show nk classes (a key of their colours). */
+static void mosaic_size(int n, int nk, int *w, int *h)
+{
+    int cols = (int)ceil(sqrt((double)n)), rows = (n + cols - 1) / cols;
+    int per_row = cols * (MOS_CELL + MOS_GAP) / 150;
+    *w = cols * (MOS_CELL + MOS_GAP) + MOS_GAP;
+    *h = MOS_TOP + rows * MOS_PITCH + MOS_GAP + (nk + per_row - 1) / per_row * 20;
+}
+
+/* How many classes the instance masks of the first n validation images of ds show. */
+static int instance_classes_shown(const vt_dataset *ds, int n)
+{
+    int shown[256] = {0}, nk = 0;
+    for (int i = 0; i < n; i++) {
+        int w, h;
+        ck_assert_int_eq(vt_dataset_image_size(ds, VT_SPLIT_VAL, i, &w, &h), VT_OK);
+        uint8_t *cls = malloc((size_t)w * h);
+        ck_assert_ptr_nonnull(cls);
+        ck_assert_int_eq(vt_seg_instance_classes(ds, VT_SPLIT_VAL, i, w, h, VT_TILE_NONE, cls),
+                         VT_OK);
+        for (size_t p = 0; p < (size_t)w * h; p++)
+            if (cls[p] != VT_TILE_NONE && !shown[cls[p]]) nk += shown[cls[p]] = 1;
+        free(cls);
+    }
+    return nk;
+}
+
+/* The labels mosaic of an instance run: inside its objects' masks, tile 0 (val image 0) is the
+ * image blended with the class colours at 170/256 (the mosaic's opacity), outside them the
+ * plain image; box lines and labels cover some pixels of both. */
+static void check_instance_labels(const char *rd, const vt_dataset *ds)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/val_batch0_labels.png", rd);
+    vt_image mos, img, fit;
+    ck_assert_int_eq(vt_image_load(p, &mos), VT_OK);
+    ck_assert_int_eq(vt_image_load(ds->split[VT_SPLIT_VAL].paths[0], &img), VT_OK);
+    uint8_t *cls = malloc((size_t)img.w * img.h);
+    ck_assert_ptr_nonnull(cls);
+    ck_assert_int_eq(vt_seg_instance_classes(ds, VT_SPLIT_VAL, 0, img.w, img.h, VT_TILE_NONE,
+                                             cls), VT_OK);
+    double s = fmin((double)MOS_CELL / img.w, (double)MOS_CELL / img.h);
+    int w = (int)lround(img.w * s), h = (int)lround(img.h * s);
+    ck_assert_int_eq(vt_image_resize(&img, w, h, &fit), VT_OK);
+    int x0 = MOS_GAP + (MOS_CELL - w) / 2, y0 = MOS_TOP + (MOS_CELL - h) / 2;
+    long in = 0, in_ok = 0, out = 0, out_ok = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int mx = (int)((x + 0.5) / s), my = (int)((y + 0.5) / s);
+            if (mx >= img.w) mx = img.w - 1;
+            if (my >= img.h) my = img.h - 1;
+            int k = cls[(size_t)my * img.w + mx];
+            const uint8_t *q = fit.data + ((size_t)y * w + x) * fit.c;
+            const uint8_t *m = mos.data + ((size_t)(y0 + y) * mos.w + x0 + x) * 3;
+            int same = 1, diff = 0;
+            for (int ch = 0; ch < 3; ch++) {
+                int v = q[fit.c == 3 ? ch : 0], want = v;
+                if (k != VT_TILE_NONE) {
+                    int col = (int)(vt_class_rgb(k) >> (16 - 8 * ch) & 255);
+                    want = v + ((col - v) * 170 >> 8);
+                }
+                same &= abs(m[ch] - want) <= 1;
+                diff |= m[ch] != v;
+            }
+            if (k != VT_TILE_NONE) in++, in_ok += same && diff;
+            else out++, out_ok += same;
+        }
+    ck_assert_msg(in > 0 && out > 0, "val image 0: %ld mask pixels, %ld others", in, out);
+    ck_assert_msg(in_ok >= in * 6 / 10, "%ld of %ld mask pixels in their class colour", in_ok, in);
+    ck_assert_msg(out_ok >= out * 6 / 10, "%ld of %ld other pixels plain", out_ok, out);
+    vt_image_free(&fit);
+    vt_image_free(&img);
+    vt_image_free(&mos);
+    free(cls);
+}
+
 START_TEST(test_run_figures)
 {
     static const char *const det_files[] = {"results.png", "confusion_matrix.png", "PR_curve.png",
@@ -451,11 +653,18 @@ START_TEST(test_run_figures)
                                             "val_batch0_pred.png"};
     static const char *const seg_files[] = {"results.png", "confusion_matrix.png",
                                             "val_batch0_labels.png", "val_batch0_pred.png"};
+    static const char *const inst_files[] = {"results.png", "confusion_matrix.png",
+                                             "BoxPR_curve.png", "BoxF1_curve.png",
+                                             "MaskPR_curve.png", "MaskF1_curve.png",
+                                             "val_batch0_labels.png", "val_batch0_pred.png"};
+    static const vt_task tasks[3] = {VT_TASK_DETECT, VT_TASK_SEGMENT, VT_TASK_INSTANCE};
+    static const char *const *const lists[3] = {det_files, seg_files, inst_files};
+    static const int counts[3] = {6, 4, 8};
     char rd[4200];
-    for (int task = 0; task < 2; task++) {
-        vt_task tk = task ? VT_TASK_SEGMENT : VT_TASK_DETECT;
-        const char *const *files = task ? seg_files : det_files;
-        int nf = task ? 4 : 6;
+    for (int task = 0; task < 3; task++) {
+        vt_task tk = tasks[task];
+        const char *const *files = lists[task];
+        int nf = counts[task];
         short_run(tk, 1, rd, sizeof rd);
         for (int i = 0; i < nf; i++) ck_assert_msg(exists(rd, files[i]), "%s: no %s", rd, files[i]);
         if (tk == VT_TASK_SEGMENT) {
@@ -474,6 +683,27 @@ START_TEST(test_run_figures)
             }
             vt_image_free(&im);
         }
+        if (tk == VT_TASK_INSTANCE) {
+            /* the box and mask curves instead of a detector's; the mosaics of the 6 validation
+             * images with the key of the classes their masks show (the predictions' of a model
+             * one epoch old: any of 0..3); the objects' masks in the labels mosaic */
+            ck_assert(!exists(rd, "PR_curve.png") && !exists(rd, "F1_curve.png"));
+            for (int i = 2; i < 6; i++)
+                ck_assert_msg(png_size(rd, files[i], 1000, 640), "%s", files[i]);
+            vt_dataset *ds;
+            ck_assert_int_eq(vt_dataset_open(&ds, tk, vt_test_path("iseg")), VT_OK);
+            int mw, mh, nk = instance_classes_shown(ds, 6), pred_ok = 0;
+            ck_assert_int_gt(nk, 0);
+            mosaic_size(6, nk, &mw, &mh);
+            ck_assert(png_size(rd, "val_batch0_labels.png", mw, mh));
+            for (int k = 0; k <= 3 && !pred_ok; k++) {
+                mosaic_size(6, k, &mw, &mh);
+                pred_ok = png_size(rd, "val_batch0_pred.png", mw, mh);
+            }
+            ck_assert_msg(pred_ok, "val_batch0_pred.png: not a mosaic of 6 images");
+            check_instance_labels(rd, ds);
+            vt_dataset_destroy(ds);
+        }
         short_run(tk, 0, rd, sizeof rd);
         for (int i = 0; i < nf; i++) ck_assert_msg(!exists(rd, files[i]), "plots=0 wrote %s", files[i]);
     }
@@ -491,6 +721,8 @@ int main(void)
     tcase_add_test(tc, test_flat_series_and_legend);
     tcase_add_test(tc, test_confusion_shares);
     tcase_add_test(tc, test_pr_f1_curves);
+    tcase_add_test(tc, test_box_mask_curves);
+    tcase_add_test(tc, test_instance_tile_map);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("runs");
     tcase_add_checked_fixture(tr, vt_test_scratch_setup, vt_test_scratch_teardown);

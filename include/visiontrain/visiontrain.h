@@ -1247,7 +1247,8 @@ VT_API void vt_trainer_set_progress(vt_trainer *trainer, vt_progress_fn fn, void
  *                        stopped the run
  *   weights/best.vtm     checkpoint of the epoch with the best fitness
  *   weights/epochN.vtm   every save_period epochs
- *   results.csv          one row per epoch; results.png and confusion_matrix.png (plots=1)
+ *   results.csv          one row per epoch; results.png, confusion_matrix.png and the task's
+ *                        curves and validation mosaics (plots=1; docs/training-runs.md)
  *   events.out.tfevents.<time>.<host>   TensorBoard log of the session (tensorboard=1): every
  *                        results.csv column each epoch, loss, img/s, data-wait share and memory
  *                        every 10 steps, the plots at the end (README, "TensorBoard")

@@ -90,7 +90,7 @@ static const vt_optdef table[] = {
     {VT_OPT_PRICE, "price", F, 0, 1e6, 0, NULL, NULL, T,
      "USD per device-hour, for the cost shown in progress", 0},
     {VT_OPT_PLOTS, "plots", I, 0, 1, 1, NULL, NULL, T,
-     "draw results.png and confusion_matrix.png (0/1)", 0},
+     "draw the run's figures: results.png, confusion_matrix.png, curves, mosaics (0/1)", 0},
     /* augmentation (Ultralytics names and defaults; lib/data/augment.h has the details) */
     {VT_OPT_HSV_H, "hsv_h", F, 0, 1, 0.015, NULL, NULL, T,
      "hue shift, fraction of the colour circle", 0},

@@ -401,6 +401,30 @@ static void image_parts(const vt_split_list *sl, int i, int *first, int *count)
     *count = sl->part_start[sl->box_start[i + 1]] - *first;
 }
 
+vt_status vt_seg_instance_classes(const vt_dataset *ds, vt_split split, int i, int w, int h,
+                                  uint8_t none, uint8_t *mask)
+{
+    const vt_split_list *sl = seg_split(ds, split, i);
+    if (!sl || !mask || w < 1 || h < 1)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "instance class map: no image %d, or a bad "
+                       "buffer or size (%dx%d)", i, w, h);
+    if (!ds->labels->instances)
+        return vt_fail(VT_ERR_UNSUPPORTED, "%s: not an instance segmentation dataset", ds->root);
+    memset(mask, none, (size_t)w * h);
+    if (!sl->part_start) return VT_OK;
+    int first, n;
+    image_parts(sl, i, &first, &n);
+    vt_seg_poly *parts = vt_malloc(((size_t)n + 1) * sizeof *parts);
+    if (!parts) return VT_ERR_OUT_OF_MEMORY;
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        if (sl->parts[first + k].cls >= 0 && sl->parts[first + k].cls < none)
+            parts[m++] = sl->parts[first + k];
+    vt_status st = vt_seg_draw_polygons(parts, m, sl->poly_xy, w, h, mask);
+    free(parts);
+    return st;
+}
+
 VT_API int vt_dataset_num_polygons(const vt_dataset *ds, vt_split split, int i)
 {
     const vt_split_list *sl = seg_split(ds, split, i);

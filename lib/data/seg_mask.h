@@ -58,6 +58,13 @@ vt_status vt_seg_draw_instance_map(const struct vt_aug_labels *labels, const int
 vt_status vt_seg_image_mask(const vt_dataset *ds, vt_split split, int i, int w, int h,
                             uint8_t *mask);
 
+/* The class map of image i of an instance segmentation dataset at w x h pixels (the image's own
+ * size): `none` everywhere, then each object's parts with its class as vt_seg_draw_polygons
+ * draws them (larger first); parts of a class >= none are left out (a byte holds the classes
+ * below it).  Errors as vt_seg_image_mask; VT_ERR_UNSUPPORTED for another dataset. */
+vt_status vt_seg_instance_classes(const vt_dataset *ds, vt_split split, int i, int w, int h,
+                                  uint8_t none, uint8_t *mask);
+
 /* The mask value of ignored pixels (255 by default), -1 for a non-segmentation dataset. */
 int vt_seg_ignore_value(const vt_dataset *ds);
 

@@ -96,29 +96,38 @@ vt_status vt_plot_mosaic(const char *path, const char *title, const vt_mosaic_ti
     if (n < 1) return VT_OK;
     int cols = (int)ceil(sqrt((double)n)), rows = (n + cols - 1) / cols;
     int pitch_y = CELL + CAPTION + 6, top = title ? 17 + 14 : GAP;
-    /* a key of the class colours under the grid, for the masks (boxes carry their names) */
-    int key = 0;
-    for (int i = 0; i < n; i++) key |= tiles[i].mask != NULL;
-    int key_rows = 0, key_w = 0;
-    if (key) {
-        int per_row = (cols * (CELL + GAP)) / 150;
-        key_w = 150;
-        if (per_row < 1) per_row = 1;
-        key_rows = (nc + per_row - 1) / per_row;
-    }
+    /* a key of the class colours under the grid, for the classes the masks show (boxes carry
+     * their names) */
+    unsigned char *shown = nc > 0 ? vt_calloc((size_t)nc, 1) : NULL;
+    if (nc > 0 && !shown) return VT_ERR_OUT_OF_MEMORY;
+    int nkey = 0;
+    for (int i = 0; i < n; i++)
+        for (size_t p = 0; tiles[i].mask && p < (size_t)tiles[i].w * tiles[i].h; p++) {
+            int k = tiles[i].mask[p];
+            if (k < nc && k != mask_skip && !shown[k]) {
+                shown[k] = 1;
+                nkey++;
+            }
+        }
+    const int key_w = 150;
+    int per_row = (cols * (CELL + GAP)) / key_w;
+    if (per_row < 1) per_row = 1;
+    int key_rows = (nkey + per_row - 1) / per_row;
     vt_canvas c;
     int W = cols * (CELL + GAP) + GAP, H = top + rows * pitch_y + GAP + key_rows * 20;
     vt_status st = vt_canvas_init(&c, W, H);
-    if (st) return st;
+    if (st) {
+        free(shown);
+        return st;
+    }
     if (title) vt_canvas_text(&c, (W - vt_text_width(title, 17)) / 2, 7, title, 17, RGB(30, 30, 30), 0);
     for (int i = 0; i < n && !st; i++) {
         int ox = GAP + (i % cols) * (CELL + GAP), oy = top + (i / cols) * pitch_y;
         vt_canvas_rect(&c, ox, oy, CELL, CELL, RGB(235, 235, 235));
         st = draw_tile(&c, ox, oy, &tiles[i], names, nc, mask_skip);
     }
-    for (int k = 0, j = 0; key && k < nc; k++) {
-        if (k == mask_skip) continue;
-        int per_row = (W - GAP) / key_w;
+    for (int k = 0, j = 0; k < nc; k++) {
+        if (!shown[k]) continue;
         int kx = GAP + (j % per_row) * key_w, ky = top + rows * pitch_y + (j / per_row) * 20;
         vt_canvas_rect(&c, kx, ky + 3, 14, 14, vt_class_rgb(k));
         char idx[16], fit[160];
@@ -127,6 +136,7 @@ vt_status vt_plot_mosaic(const char *path, const char *title, const vt_mosaic_ti
         vt_canvas_text(&c, kx + 20, ky + 2, fit, CAPTION, RGB(30, 30, 30), 0);
         j++;
     }
+    free(shown);
     if (!st) st = vt_image_save_png(path, c.px, c.w, c.h, 3, (size_t)c.w * 3);
     vt_canvas_free(&c);
     return st;

@@ -111,8 +111,8 @@ typedef struct vt_mosaic_tile {
 
 /* A PNG grid of n tiles (each scaled to fit 256 x 256) with their boxes (class colour, name and
  * score) and masks (class colours at 2/3 opacity, but class mask_skip, e.g. a background; -1 paints
- * every class; ids >= nc are left unpainted), and a key of the class colours when there are
- * masks. */
+ * every class; ids >= nc are left unpainted), and under it a key of the colours of the classes
+ * the masks paint. */
 vt_status vt_plot_mosaic(const char *path, const char *title, const vt_mosaic_tile *tiles, int n,
                          const char *const *names, int nc, int mask_skip);
 

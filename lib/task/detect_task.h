@@ -62,4 +62,27 @@ vt_status vt_det_eval_class_ap(const vt_det_eval *ev, int valid, const char *tas
 /* Frees t's buffers (it stays usable). */
 void vt_det_task_release(vt_task_ctx *c, vt_det_task *t);
 
+/* ---- the figures of the tasks on a detector (detect_plots.c) ---- */
+
+/* <prefix>PR_curve.png and <prefix>F1_curve.png in run_dir: evaluator ev's precision-recall and
+ * F1-confidence curves (vt_det_eval_curves), per class and their mean, titled with the prefix
+ * ("Mask": "Mask precision-recall curve") and the IoU they match at ("mask IoU"); nothing when
+ * ev is NULL (no validation yet) or no class has ground truth. */
+vt_status vt_det_curves(const vt_task_ctx *c, vt_det_eval *ev, const char *run_dir,
+                        const char *prefix, const char *iou);
+
+/* The validation mosaics' predictions: their title, and their filter (confidence at least 0.25,
+ * NMS at IoU 0.7, at most 100). */
+#define VT_DET_TILE_TITLE "Validation images: predictions (confidence >= 0.25)"
+/* A tile's predictions: up to cap of model m's detections on img (classes, scores, corners in
+ * img's pixels) and their count; map: the tile's pred->mask, for a task that paints masks
+ * (NULL for a detector). */
+typedef vt_status (*vt_det_tile_fn)(vt_model *m, const vt_image *img, float conf, float iou,
+                                    int cap, int *classes, float *scores, float *boxes,
+                                    int *count, uint8_t *map);
+/* The tile of image i: its ground-truth boxes into gt, fn's predictions into pred (its boxes;
+ * pred->mask, as the caller set it, is fn's map). */
+vt_status vt_det_tile(const vt_task_ctx *c, int i, const vt_image *img, vt_task_tile *gt,
+                      vt_task_tile *pred, vt_det_tile_fn fn);
+
 #endif

@@ -273,38 +273,6 @@ vt_det_eval *vt_detect_last_eval(const vt_task_ctx *c)
     return t->det_eval && t->det_eval_valid ? t->det_eval : NULL;
 }
 
-/* The validation mosaics' tile: the image's boxes and the model's detections (confidence at
- * least 0.25, NMS at IoU 0.7, at most 100). */
-static vt_status det_val_tile(const vt_task_ctx *c, int i, const vt_image *img,
-                              vt_task_tile *gt, vt_task_tile *pred)
-{
-    const vt_split_list *sl = &c->ds->split[VT_SPLIT_VAL];
-    int b0 = sl->box_start[i], nb = sl->box_start[i + 1] - b0;
-    gt->box = vt_calloc((size_t)nb + 1, sizeof *gt->box);
-    if (!gt->box) return VT_ERR_OUT_OF_MEMORY;
-    for (int j = 0; j < nb; j++) {
-        const vt_det_box *g = &sl->boxes[b0 + j];
-        gt->box[j] = (vt_mosaic_box){(g->cx - g->w / 2) * img->w, (g->cy - g->h / 2) * img->h,
-                                     (g->cx + g->w / 2) * img->w, (g->cy + g->h / 2) * img->h,
-                                     -1.0f, g->cls};
-    }
-    gt->nbox = nb;
-    enum { CAP = 100 };
-    int cls[CAP], count = 0;
-    float score[CAP], box[4 * CAP];
-    TRY(vt_model_detect_pixels(c->model, img->data, img->w, img->h, img->c,
-                               (size_t)img->w * img->c, 0.25f, 0.7f, CAP, cls, score, box, CAP,
-                               &count));
-    if (count > CAP) count = CAP;
-    pred->box = vt_calloc((size_t)count + 1, sizeof *pred->box);
-    if (!pred->box) return VT_ERR_OUT_OF_MEMORY;
-    for (int j = 0; j < count; j++)
-        pred->box[j] = (vt_mosaic_box){box[4 * j], box[4 * j + 1], box[4 * j + 2],
-                                       box[4 * j + 3], score[j], cls[j]};
-    pred->nbox = count;
-    return VT_OK;
-}
-
 static const vt_metric det_metrics[] = {VT_METRIC_PRECISION, VT_METRIC_RECALL, VT_METRIC_MAP50,
                                         VT_METRIC_MAP50_95};
 static const char *const det_cols[] = {"metrics/precision", "metrics/recall", "metrics/mAP50",
@@ -355,6 +323,6 @@ const vt_task_iface vt_task_detect = {
     .confusion_unit = "objects",
     .train_defaults = VT_DET_TRAIN_DEFAULTS,
     .plots = vt_task_detect_plots,
-    .val_tile = det_val_tile,
-    .val_pred_title = "Validation images: predictions (confidence >= 0.25)",
+    .val_tile = vt_task_detect_tile,
+    .val_pred_title = VT_DET_TILE_TITLE,
 };

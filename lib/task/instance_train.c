@@ -9,6 +9,7 @@
 #include "backend/det_loss_math.h"
 #include "backend/mask_loss_math.h"
 #include "data/loader.h"
+#include "data/seg_mask.h"
 #include "task/detect_eval.h"
 #include "task/detect_task.h"
 #include "task/instance.h"
@@ -323,6 +324,32 @@ static vt_status inst_class_ap(const vt_task_ctx *c, int cls, double *ap50, doub
                                 cls, ap50, ap50_95, num_gt);
 }
 
+/* ---- the figures ---- */
+
+/* BoxPR_curve.png, BoxF1_curve.png, MaskPR_curve.png and MaskF1_curve.png of the last
+ * validation: the detector's curves of each evaluator. */
+static vt_status inst_plots(const vt_task_ctx *c, const char *run_dir)
+{
+    const inst_state *t = c->state;
+    if (!t->det.det_eval_valid) return VT_OK; /* no validation yet */
+    TRY(vt_det_curves(c, t->box_eval, run_dir, "Box", "box IoU"));
+    return vt_det_curves(c, t->mask_eval, run_dir, "Mask", "mask IoU");
+}
+
+/* The validation mosaics' tile: the detector's (boxes, their classes and scores) with the
+ * image's instance masks and the model's painted in their classes' colours. */
+static vt_status inst_val_tile(const vt_task_ctx *c, int i, const vt_image *img,
+                               vt_task_tile *gt, vt_task_tile *pred)
+{
+    size_t px = (size_t)img->w * img->h;
+    gt->mask = vt_malloc(px);
+    pred->mask = vt_malloc(px);
+    if (!gt->mask || !pred->mask) return VT_ERR_OUT_OF_MEMORY;
+    memset(pred->mask, VT_TILE_NONE, px);
+    TRY(vt_seg_instance_classes(c->ds, VT_SPLIT_VAL, i, img->w, img->h, VT_TILE_NONE, gt->mask));
+    return vt_det_tile(c, i, img, gt, pred, vt_iseg_tile_predict);
+}
+
 /* ---- the task's models and table ---- */
 
 /* The export: the detector's head and NMS (detect_train.c's det_onnx) plus the two mask
@@ -393,4 +420,7 @@ const vt_task_iface vt_task_instance = {
     .class_ap = inst_class_ap,
     .confusion_unit = "objects",
     .train_defaults = VT_DET_TRAIN_DEFAULTS,
+    .plots = inst_plots,
+    .val_tile = inst_val_tile,
+    .val_pred_title = VT_DET_TILE_TITLE,
 };

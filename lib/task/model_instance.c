@@ -11,14 +11,16 @@
 #include "nn/model.h"
 #include "task/instance.h"
 
-/* The four arrays count as one buffer of instances: present when all four are. */
+/* The four arrays count as one buffer of instances: present when all four are.  map: NULL, or
+ * the masks painted into one image-sized class map instead of planes (masks unused; see
+ * vt_iseg_tile_predict). */
 static vt_status instance_image(vt_model *m, const char *call, const vt_image *img, float conf,
                                 float iou, int max_det, int *classes, float *scores,
-                                float *boxes, uint8_t *masks, int cap, int *count)
+                                float *boxes, uint8_t *masks, uint8_t *map, int cap, int *count)
 {
     if (m->task != VT_TASK_INSTANCE)
         return vt_fail(VT_ERR_UNSUPPORTED, "%s is not an instance segmentation model", m->arch);
-    void *buf = classes && scores && boxes && masks ? (void *)classes : NULL;
+    void *buf = classes && scores && boxes && (masks || map) ? (void *)classes : NULL;
     vt_status st = vt_buffer_args_int(call, buf, cap);
     if (st) return st;
     if (!(conf >= 0 && conf <= 1) || !(iou >= 0 && iou <= 1))
@@ -48,7 +50,8 @@ static vt_status instance_image(vt_model *m, const char *call, const vt_image *i
     }
     if (!st && buf) {
         size_t W = (size_t)img->w, H = (size_t)img->h, HW = (size_t)h.mh * h.mw;
-        for (int k = 0; k < n; k++) {
+        /* the worst first: in a class map the best one's mask lies on top */
+        for (int k = n - 1; k >= 0; k--) {
             const vt_det *d = &dec.dets[k];
             float b[4] = {d->x0, d->y0, d->x1, d->y1};
             vt_letterbox_inverse(&lb, b);
@@ -56,15 +59,18 @@ static vt_status instance_image(vt_model *m, const char *call, const vt_image *i
             scores[k] = d->score;
             memcpy(boxes + 4 * (size_t)k, b, sizeof b);
             /* image pixel (x, y) is canvas pixel (pad + (x + 0.5) * scale), then mask pixel */
-            uint8_t *dst = masks + (size_t)k * W * H;
+            uint8_t *dst = map ? map : masks + (size_t)k * W * H;
             const uint8_t *src = dec.masks + (size_t)k * HW;
+            if (map && d->cls >= 255) continue; /* not a class a byte holds */
             for (size_t y = 0; y < H; y++) {
                 int my = (int)((lb.pad_y + (y + 0.5f) * lb.sy) / h.mstride);
                 if (my >= h.mh) my = h.mh - 1;
                 for (size_t x = 0; x < W; x++) {
                     int mx = (int)((lb.pad_x + (x + 0.5f) * lb.sx) / h.mstride);
                     if (mx >= h.mw) mx = h.mw - 1;
-                    dst[y * W + x] = src[(size_t)my * h.mw + mx];
+                    uint8_t v = src[(size_t)my * h.mw + mx];
+                    if (!map) dst[y * W + x] = v;
+                    else if (v) dst[y * W + x] = (uint8_t)d->cls;
                 }
             }
         }
@@ -88,7 +94,7 @@ VT_API vt_status vt_model_instances_file(vt_model *m, const char *path, float co
         if (width) *width = img.w;
         if (height) *height = img.h;
         st = instance_image(m, "vt_model_instances_file", &img, conf, iou, max_det, classes,
-                            scores, boxes, masks, cap, count);
+                            scores, boxes, masks, NULL, cap, count);
         vt_image_free(&img);
     }
     return vt_err_capture(m->err, st);
@@ -106,8 +112,17 @@ VT_API vt_status vt_model_instances_pixels(vt_model *m, const uint8_t *pixels, i
     vt_status st = vt_model_pixels_image(pixels, width, height, channels, stride, &img);
     if (!st) {
         st = instance_image(m, "vt_model_instances_pixels", &img, conf, iou, max_det, classes,
-                            scores, boxes, masks, cap, count);
+                            scores, boxes, masks, NULL, cap, count);
         vt_image_free(&img);
     }
     return vt_err_capture(m->err, st);
+}
+
+vt_status vt_iseg_tile_predict(vt_model *m, const vt_image *img, float conf, float iou, int cap,
+                               int *classes, float *scores, float *boxes, int *count,
+                               uint8_t *map)
+{
+    *count = 0;
+    return instance_image(m, "validation mosaic", img, conf, iou, cap, classes, scores, boxes,
+                          NULL, map, cap, count);
 }

@@ -69,12 +69,15 @@ struct vt_task_ctx {
     void *state;               /* the task's private state (state_size bytes, zeroed) */
 };
 
-/* One image of a validation mosaic: boxes or a mask (vt_malloc'd; the caller frees both). */
+/* One image of a validation mosaic: boxes, a mask or both (vt_malloc'd; the caller frees
+ * both). */
 typedef struct vt_task_tile {
     vt_mosaic_box *box;
     int nbox;
-    uint8_t *mask;        /* w x h class ids */
+    uint8_t *mask;        /* w x h class ids; VT_TILE_NONE: no class (instance masks) */
 } vt_task_tile;
+/* A tile mask's pixel that belongs to no object: never painted. */
+#define VT_TILE_NONE 255
 
 typedef struct vt_task_iface {
     vt_task id;
@@ -124,7 +127,8 @@ typedef struct vt_task_iface {
                           vt_task_tile *pred);
     const char *val_pred_title;
     int mask_background;
-    /* Optional (NULL: none): the task's own figures of its last validation, into run_dir. */
+    /* Optional (NULL: none): the task's own figures of its last validation, into run_dir (a
+     * detector's PR_curve.png and F1_curve.png, an instance segmenter's Box and Mask ones). */
     vt_status (*plots)(const vt_task_ctx *c, const char *run_dir);
     /* Optional (NULL: not offered): per-class AP of the last validation. */
     vt_status (*class_ap)(const vt_task_ctx *c, int cls, double *ap50, double *ap50_95,
@@ -151,8 +155,11 @@ vt_status vt_task_confusion(vt_task_ctx *c, int k);
 vt_status vt_task_segment_tile(const vt_task_ctx *c, int i, const vt_image *img,
                                vt_task_tile *gt, vt_task_tile *pred);
 
-/* The detection figures (detect_plots.c): PR_curve.png and F1_curve.png. */
+/* The detection figures (detect_plots.c): PR_curve.png and F1_curve.png, and the mosaics'
+ * tile: the image's boxes and the model's detections. */
 vt_status vt_task_detect_plots(const vt_task_ctx *c, const char *run_dir);
+vt_status vt_task_detect_tile(const vt_task_ctx *c, int i, const vt_image *img, vt_task_tile *gt,
+                              vt_task_tile *pred);
 
 /* The tasks of lib/task/ (the registry is lib/task/registry.c). */
 extern const vt_task_iface vt_task_classify;

@@ -1,7 +1,9 @@
 /* The figures of a run folder (plots=1): after every epoch results.png, confusion_matrix.png
- * and the task's own (its table's plots: a detector's PR_curve.png and F1_curve.png); at the
- * end of the run val_batch0_labels.png and val_batch0_pred.png (tasks with a val_tile), the
- * first validation images with their ground truth and the final model's predictions.
+ * and the task's own (its table's plots: a detector's PR_curve.png and F1_curve.png, an
+ * instance segmenter's BoxPR_curve.png, BoxF1_curve.png, MaskPR_curve.png and
+ * MaskF1_curve.png); at the end of the run val_batch0_labels.png and val_batch0_pred.png (tasks
+ * with a val_tile), the first validation images with their ground truth and the final model's
+ * predictions (boxes, masks, or both).
  * The drawing itself is lib/image/plot.c and mosaic.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,9 +72,11 @@ vt_status vt_train_write_final_plots(vt_trainer *t)
     vt_mosaic_tile *tiles = vt_calloc(MOSAIC_MAX, sizeof *tiles);
     vt_status st = d && tiles ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     for (int i = 0; i < n && !st; i++) st = mosaic_tile(t, i, d);
-    /* segmentation: the background class (0 named "background") is left unpainted */
+    /* segmentation: the background class (0 named "background") is left unpainted; instance
+     * masks: the pixels of no object */
     const char *c0 = class_name(t, 0);
-    int skip = t->task->mask_background && c0 && strcasecmp(c0, "background") == 0 ? 0 : -1;
+    int skip = t->task->mask_background && c0 && strcasecmp(c0, "background") == 0 ? 0
+                                                                                 : VT_TILE_NONE;
     const char *const *names = (const char *const *)t->ds->class_names;
     char path[4200];
     for (int which = 0; which < 2 && !st; which++) {

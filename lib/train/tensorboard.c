@@ -212,9 +212,11 @@ void vt_tb_close(vt_trainer *t)
     saved_error se;
     save_error(&se);
     /* the run folder's figures (those the task wrote) */
-    static const char *const figures[6] = {"results", "confusion_matrix", "PR_curve", "F1_curve",
-                                           "val_batch0_labels", "val_batch0_pred"};
-    for (int i = 0; i < 6 && t->tb && vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0; i++) {
+    static const char *const figures[] = {"results", "confusion_matrix", "PR_curve", "F1_curve",
+                                          "BoxPR_curve", "BoxF1_curve", "MaskPR_curve",
+                                          "MaskF1_curve", "val_batch0_labels", "val_batch0_pred"};
+    enum { NFIG = sizeof figures / sizeof figures[0] };
+    for (int i = 0; i < NFIG && t->tb && vt_opt_num(&t->opts, VT_OPT_PLOTS) != 0; i++) {
         char file[64], tag[64];
         snprintf(file, sizeof file, "%s.png", figures[i]);
         snprintf(tag, sizeof tag, "plots/%s", figures[i]);

@@ -134,10 +134,11 @@ void vt_resume_state_free(vt_resume_state *rs);
 vt_status vt_train_write_results(vt_trainer *t);
 
 /* ---- run_plots.c ---- */
-/* After an epoch: results.png, confusion_matrix.png, and PR_curve.png / F1_curve.png of a
- * detector's last validation, in the run folder. */
+/* After an epoch: results.png, confusion_matrix.png, and the task's figures of its last
+ * validation (PR_curve.png / F1_curve.png of a detector, their Box and Mask ones of an instance
+ * segmenter), in the run folder. */
 vt_status vt_train_write_plots(vt_trainer *t);
-/* At the end of a run (detection and segmentation): val_batch0_labels.png and
+/* At the end of a run (detection, segmentation, instances): val_batch0_labels.png and
  * val_batch0_pred.png, the first 16 validation images with their ground truth and with the
  * model's predictions (the model holds the final weights). */
 vt_status vt_train_write_final_plots(vt_trainer *t);
