@@ -34,7 +34,7 @@ __global__ void k_det_count(long cells, const int32_t *assign, const float *scor
     block_sum2(&p, &t, sh);
     if (threadIdx.x == 0) {
         loss[2] = p;
-        loss[3] = t > 1.0f ? t : 1.0f;
+        loss[3] = t;
     }
 }
 
@@ -54,7 +54,7 @@ __global__ void k_det_loss(vt_det_loss_desc d, long A, const float *pred, const 
                          : nullptr;
     float cb = 0.0f, cc = 0.0f;
     vt_det_anchor_loss(&d, pred + i, (long)d.n * A, cx, cy, s, g, g ? score[i] : 0.0f,
-                       1.0f / loss[3], &cb, &cc, dpred ? dpred + i : nullptr);
+                       1.0f / vt_det_norm(loss[3]), &cb, &cc, dpred ? dpred + i : nullptr);
     box[i] = cb;
     cls[i] = cc;
 }

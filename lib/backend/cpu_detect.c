@@ -92,8 +92,7 @@ vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float 
         total += npos[i];
         tsum += j.tsum[i];
     }
-    float S = (float)(tsum > 1.0 ? tsum : 1.0);
-    j.scale = 1.0f / S;
+    j.scale = 1.0f / vt_det_norm((float)tsum);
     vt_pool_run(POOL(b), (size_t)d->n, grain, loss_range, &j);
     double box = 0, cls = 0;
     for (int i = 0; i < d->n; i++) {
@@ -103,7 +102,7 @@ vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float 
     loss[0] = (float)box;
     loss[1] = (float)cls;
     loss[2] = (float)total;
-    loss[3] = S;
+    loss[3] = (float)tsum;
     return VT_OK;
 }
 

@@ -102,6 +102,9 @@ VT_HD void vt_det_decode_box(const float *f, long fs, float cx, float cy, float 
     box[3] = cy + stride * vt_det_log_dist(f[3 * fs], live ? &live[3] : 0);
 }
 
+/* The loss's normaliser S of a batch whose positives' target scores sum to tsum. */
+VT_HD float vt_det_norm(float tsum) { return tsum > 1.0f ? tsum : 1.0f; }
+
 /* Plain IoU of two corner boxes of positive size. */
 VT_HD float vt_det_box_iou(const float p[4], const float g[4])
 {

@@ -121,6 +121,7 @@ vt_status vt_det_task_loss(vt_task_ctx *c, vt_det_task *t, struct vt_loader *L, 
     float l[4];
     TRY(be->ops->download(be, l, t->det_loss_dev, sizeof l));
     *loss = l[0] + l[1];
+    c->loss_weight = l[3]; /* both terms are over max(1, the target-score sum) */
     return VT_OK;
 }
 

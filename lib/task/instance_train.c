@@ -74,6 +74,9 @@ static vt_status inst_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int
     vt_node *coef = &c->exec->g->nodes[m->outputs[1]], *proto = &c->exec->g->nodes[m->outputs[2]];
     float ldet;
     TRY(vt_det_task_loss(c, &t->det, L, n, with_grad, &ldet));
+    /* the mask term is a mean over the positives, the box terms over S: no one normaliser
+     * (ranks weight by images, an approximation of the one-batch update) */
+    c->loss_weight = -1;
     int mh = proto->out.h, mw = proto->out.w;
     size_t HW = (size_t)mh * mw;
     /* host-memory backends (the CPU) take the maps straight into their buffer */

@@ -54,6 +54,12 @@ struct vt_task_ctx {
      * in the split (other tasks), host memory */
     const int32_t *host_labels;
     float *host_probs;         /* classes x batch floats of host scratch */
+    /* Set by batch_loss when its loss is a sum over the batch divided by max(1, loss_weight)
+     * (detection: its positives' target-score sum); the trainer sets it to -1 before each call,
+     * which means the image count (a mean over images, or over pixels with the same count per
+     * image).  The ranks of a distributed step weight their gradients by it, so that the
+     * update is the one of a single batch of all their images. */
+    double loss_weight;
     vt_progress *prog;         /* evaluate writes its metrics here */
     /* the last validation's confusion matrix (k x k, rows the true class), kept by the trainer
      * for confusion_matrix.png; evaluate (re)allocates and fills it */

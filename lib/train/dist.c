@@ -3,15 +3,17 @@
  * Every rank holds a replica of the model and trains its shard of each step (trainer.c's
  * shard(): step b's batch x ranks images of the epoch's seeded order, rank r the r-th slice),
  * so a run over N ranks of batch B sees the steps of one process of batch N x B.  After the
- * backward the gradients are summed over the ranks, each rank's weighted by its share of the
- * step's images (n_r / N), and every replica applies the same update:
+ * backward the gradients are summed over the ranks and every replica applies the same update.
+ * A rank's loss is a sum over its slice divided by max(1, w_r), w_r the task's loss_weight
+ * (task.h; its image count unless the task says otherwise), so its gradient is G_r / max(1,
+ * w_r); weighted by max(1, w_r) / max(1, W), W = sum of w_r, the sum is sum G_r / max(1, W),
+ * the gradient of the whole step's loss, exactly:
  *   - classification (mean cross-entropy over the batch) and segmentation (a mean over the
- *     batch's pixels, the same count per image): the weighted sum of the per-rank mean
- *     gradients is the gradient of the mean over the whole step, exactly, also for a trailing
- *     step whose slices differ by one image;
- *   - detection normalises its loss by the targets of each rank's own batch (a per-rank
- *     normaliser), so its update is close to, not equal to, the one-process update; an exact
- *     one needs the target sum all-reduced before the loss's gradient is scaled (later).
+ *     batch's pixels, the same count per image): w_r = the rank's images, also for a
+ *     trailing step whose slices differ by one image;
+ *   - detection: w_r = the positives' target-score sum of the rank's slice;
+ *   - instance segmentation: box terms over that sum, the mask term over the positives: no
+ *     one normaliser, weighted by images (close to, not equal to, the one-process update).
  * Batch-norm layers normalise with each replica's own batch statistics (the forward differs
  * from one process with the whole step: no sync_bn yet).  Their running statistics are
  * averaged over the ranks before they are read (validation, checkpoints, the end of the
@@ -135,13 +137,17 @@ vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss)
         st = t->be->ops->fill(t->be, e->grads, (size_t)g->n_params, 0.0f);
         *loss = 0;
     }
-    double v[2] = {n, st ? 0 : (double)n * *loss};
-    VT_TRY(vt_dist_agree(t, st, v, 2, VT_COMM_SUM));
+    /* this rank's loss is a sum over its slice divided by max(1, wr) */
+    double lw = vt_trainer_task_ctx(t)->loss_weight, wr = st || n == 0 ? 0 : lw >= 0 ? lw : n;
+    double nr = wr > 1 ? wr : 1, have = st || n == 0 ? 0 : 1;
+    double v[3] = {n, wr, have * nr * *loss};
+    VT_TRY(vt_dist_agree(t, st, v, 3, VT_COMM_SUM));
     t->step_images = (int)v[0];
     if (v[0] == 0) return VT_OK; /* the caller skips the step on every rank */
-    *loss = (float)(v[1] / v[0]);
+    double W = v[1] > 1 ? v[1] : 1; /* the step's normaliser */
+    *loss = (float)(v[2] / W);
     /* only what the optimiser updates: [d0, n_decay) and [n0, n_params) (trainable_ranges) */
-    float w = (float)(n / v[0]);
+    float w = (float)(have * nr / W);
     int64_t d0 = t->opt_d0, n0 = t->opt_n0;
     if (g->n_decay > d0)
         VT_TRY(t->comm->ops->allreduce_scaled(t->comm, e->grads + d0, (size_t)(g->n_decay - d0),

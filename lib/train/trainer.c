@@ -491,7 +491,9 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
     if (n > 0) { /* distributed: n = 0 when this rank's slice of the step was unreadable */
         e->n = n;
         st = vt_exec_forward(e, 1);
-        if (!st) st = t->task->batch_loss(vt_trainer_task_ctx(t), L, n, 1, loss_out);
+        vt_task_ctx *tc = vt_trainer_task_ctx(t);
+        tc->loss_weight = -1;
+        if (!st) st = t->task->batch_loss(tc, L, n, 1, loss_out);
         if (!st) st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
     }
     /* all gradients are complete here: the ranks sum them (dist.c), or a failure of any rank
