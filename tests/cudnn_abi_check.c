@@ -2,8 +2,7 @@
  * value and layout it declares, at compile time, and every function pointer type against the
  * real prototype, through a copy of each type with cuDNN's own handle, descriptor, enum and
  * perf types put back (__builtin_types_compatible_p; nothing is linked).  Built only where
- * cudnn.h is installed (tests/meson.build); the module itself
- * never includes it. */
+ * cudnn.h is installed (tests/meson.build); the module itself never includes it. */
 /* the legacy convolution API is marked deprecated in cuDNN 9; it is the one the module uses */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include <cudnn.h>
