@@ -78,6 +78,13 @@ static const vt_dnn_plan *dnn_plan(vt_cuda_backend *cb, const vt_conv_desc *d)
     return cb->dnn ? vt_dnn_plan_for(cb, d, im2col_bytes(cb, d), 0) : NULL;
 }
 
+/* cuDNN's algorithms were found on its own (aligned) buffers; a pass whose pointers are not all
+ * 16-byte aligned (a weight after an odd-sized one in the packed parameters) runs on im2col. */
+static bool dnn_aligned(const void *a, const void *b, const void *c)
+{
+    return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15u) == 0;
+}
+
 static void count_im2col(vt_cuda_backend *cb, int passes)
 {
     if (cb->dnn) cb->dnn->passes_im2col += (unsigned long long)passes;
@@ -194,7 +201,7 @@ vt_status vt_cuda_conv_forward(vt_backend *b, const vt_conv_desc *d, const float
     const long long NP = (long long)d->n * d->ho * d->wo; /* y row length */
     vt_status st;
     const vt_dnn_plan *plan = dnn_plan(cb, d);
-    const bool on_dnn = plan && plan->algo[0] >= 0;
+    const bool on_dnn = plan && plan->algo[0] >= 0 && dnn_aligned(x, w, y);
     if (!on_dnn) count_im2col(cb, 1);
     if (on_dnn) {
         if ((st = vt_dnn_forward(cb, plan, x, w, y, ws)) != VT_OK) return st;
@@ -238,11 +245,11 @@ vt_status vt_cuda_conv_backward(vt_backend *b, const vt_conv_desc *d, const floa
 
     /* the passes cuDNN takes; the others (dx or dw left non-NULL) continue below */
     const vt_dnn_plan *plan = dnn_plan(cb, d);
-    if (plan && dx && plan->algo[1] >= 0) {
+    if (plan && dx && plan->algo[1] >= 0 && dnn_aligned(w, dy, dx)) {
         if ((st = vt_dnn_backward_data(cb, plan, w, dy, dx, ws)) != VT_OK) return st;
         dx = NULL;
     }
-    if (plan && dw && plan->algo[2] >= 0) {
+    if (plan && dw && plan->algo[2] >= 0 && dnn_aligned(x, dy, dw)) {
         if ((st = vt_dnn_backward_filter(cb, plan, x, dy, dw, ws)) != VT_OK) return st;
         dw = NULL;
     }

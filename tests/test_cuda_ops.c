@@ -509,6 +509,31 @@ START_TEST(test_conv_cudnn)
             cudnn_case(&cudnn_cases[i], (int)(i % 2), tol, tag, &dnn, &total);
         }
     }
+    /* weights 4 bytes past a 16-byte boundary (as after an odd-sized weight in the packed
+     * parameters): that pass runs on im2col, with the same result */
+    {
+        for (int be = 0; be < 2; be++) vt_backend_cuda_set_fp32(B[be], 1);
+        vt_conv_desc d = make_desc(&conv_cases[0]);
+        size_t xn = (size_t)d.cin * d.n * d.h * d.w, yn = (size_t)d.cout * d.n * d.ho * d.wo;
+        size_t wn = (size_t)d.cout * (d.cin / d.groups) * d.kh * d.kw;
+        tbuf x = tb_rand(xn, -1, 1), w = tb_rand(wn + 1, -0.5f, 0.5f), y = tb_out(yn);
+        void *ws[2] = {NULL, NULL};
+        for (int be = 0; be < 2; be++) {
+            size_t bytes = B[be]->ops->conv_workspace(B[be], &d);
+            if (bytes) ck_assert_ptr_nonnull(ws[be] = B[be]->ops->alloc(B[be], bytes));
+        }
+        vt_cuda_conv_info a, c;
+        vt_backend_cuda_conv_info(B[1], &a);
+        BOTH(b->ops->conv_forward(b, &d, x.d[be], (float *)w.d[be] + 1, NULL, y.d[be], ws[be]));
+        vt_backend_cuda_conv_info(B[1], &c);
+        ck_assert_msg(c.im2col_passes == a.im2col_passes + 1 && c.cudnn_passes == a.cudnn_passes,
+                      "a misaligned weight pointer went to cuDNN");
+        expect_close(&y, TOL_CUDNN_FP32, "misaligned weights: y");
+        for (int be = 0; be < 2; be++) B[be]->ops->free(B[be], ws[be]);
+        tb_free(&x);
+        tb_free(&w);
+        tb_free(&y);
+    }
     /* the plan made by a pass (math mode changed after conv_workspace): within im2col's bytes */
     for (int be = 0; be < 2; be++) vt_backend_cuda_set_fp32(B[be], 0);
     conv_flip_math = 1;
