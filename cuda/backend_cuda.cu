@@ -234,6 +234,7 @@ void vt_cuda_destroy(vt_backend *b)
     {
         VT_CUDA_GUARD(cb);
         if (cb->stream) (void)cudaStreamSynchronize(cb->stream);
+        vt_dnn_backend_destroy(cb);
         if (cb->cublas) (void)cublasDestroy(cb->cublas);
         vt_cuda_cache_destroy(cb);
         if (cb->stream) (void)cudaStreamDestroy(cb->stream);
@@ -284,6 +285,8 @@ extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
             cublasStatus_t bs = cublasSetMathMode(cb->cublas, CUBLAS_TF32_TENSOR_OP_MATH);
             if (bs != CUBLAS_STATUS_SUCCESS) st = vt_cublas_fail(bs, "cublasSetMathMode");
         }
+        /* cuDNN only with VT_CUDNN=1; without it (or when it does not load) im2col */
+        if (st == VT_OK) vt_dnn_backend_init(cb);
     }
     if (st != VT_OK) {
         vt_cuda_destroy(&cb->base);
@@ -318,6 +321,13 @@ extern "C" void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes)
 {
     if (!b || b->ops != &cuda_ops) return;
     vt_cuda(b)->conv_col_cap = bytes ? bytes : VT_CONV_COL_CAP;
+}
+
+extern "C" void vt_backend_cuda_conv_info(vt_backend *b, vt_cuda_conv_info *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!b || b->ops != &cuda_ops) return;
+    vt_dnn_conv_info(vt_cuda(b), out);
 }
 
 extern "C" void *vt_cuda_host_alloc(int device, size_t bytes)

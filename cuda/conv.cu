@@ -10,7 +10,11 @@
  * The backward pass reuses the same workspace: col(x) for dw, then dcol = w^T dy overwrites it
  * and col2im gathers it into dx (deterministic: one thread per dx element, no atomics).
  * TODO(perf): depthwise convs become `groups` GEMMs of one row each; a direct kernel would be
- * much faster. */
+ * much faster.
+ *
+ * With VT_CUDNN=1 (experimental, cudnn_conv.cu) each pass whose shape has a cuDNN algorithm runs
+ * there instead; everything here stays as it was for the other passes and as the reference.
+ * conv_workspace then reports the larger of the two paths' bytes, so either fits. */
 #include "cuda_internal.cuh"
 
 static int conv_valid(const vt_conv_desc *d)
@@ -50,11 +54,40 @@ static int conv_chunk(const vt_cuda_backend *cb, const vt_conv_desc *d)
     return (int)nb;
 }
 
+/* The im2col path's bytes (0 for a direct convolution). */
+static size_t im2col_bytes(const vt_cuda_backend *cb, const vt_conv_desc *d)
+{
+    if (conv_direct(d)) return 0;
+    return (size_t)d->cin * d->kh * d->kw * (size_t)conv_chunk(cb, d) * d->ho * d->wo *
+           sizeof(float);
+}
+
 size_t vt_cuda_conv_workspace(vt_backend *b, const vt_conv_desc *d)
 {
-    if (!conv_valid(d) || conv_direct(d)) return 0;
-    return (size_t)d->cin * d->kh * d->kw * (size_t)conv_chunk(vt_cuda(b), d) * d->ho * d->wo *
-           sizeof(float);
+    vt_cuda_backend *cb = vt_cuda(b);
+    if (!conv_valid(d)) return 0;
+    size_t col = im2col_bytes(cb, d);
+    /* the shape's cuDNN plan is made here, where the caller learns the bytes it needs */
+    const vt_dnn_plan *p = cb->dnn ? vt_dnn_plan_for(cb, d, col, 1) : NULL;
+    return vt_dnn_ws_report(col, p ? p->ws_max : 0);
+}
+
+/* The shape's cuDNN plan when cuDNN is on (NULL: off, or no room for another plan). */
+static const vt_dnn_plan *dnn_plan(vt_cuda_backend *cb, const vt_conv_desc *d)
+{
+    return cb->dnn ? vt_dnn_plan_for(cb, d, im2col_bytes(cb, d), 0) : NULL;
+}
+
+/* cuDNN's algorithms were found on its own (aligned) buffers; a pass whose pointers are not all
+ * 16-byte aligned (a weight after an odd-sized one in the packed parameters) runs on im2col. */
+static bool dnn_aligned(const void *a, const void *b, const void *c)
+{
+    return (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15u) == 0;
+}
+
+static void count_im2col(vt_cuda_backend *cb, int passes)
+{
+    if (cb->dnn) cb->dnn->passes_im2col += (unsigned long long)passes;
 }
 
 /* The index arithmetic of the column kernels runs in I: unsigned 32-bit when every index of the
@@ -167,7 +200,12 @@ vt_status vt_cuda_conv_forward(vt_backend *b, const vt_conv_desc *d, const float
     const int K = cg * d->kh * d->kw;
     const long long NP = (long long)d->n * d->ho * d->wo; /* y row length */
     vt_status st;
-    if (conv_direct(d)) {
+    const vt_dnn_plan *plan = dnn_plan(cb, d);
+    const bool on_dnn = plan && plan->algo[0] >= 0 && dnn_aligned(x, w, y);
+    if (!on_dnn) count_im2col(cb, 1);
+    if (on_dnn) {
+        if ((st = vt_dnn_forward(cb, plan, x, w, y, ws)) != VT_OK) return st;
+    } else if (conv_direct(d)) {
         st = vt_cuda_gemm_batched(cb, 0, 0, coutg, (int)NP, K, 1.0f, w, K, (long long)coutg * K, x,
                                   (int)NP, (long long)cg * NP, 0.0f, y, (int)NP,
                                   (long long)coutg * NP, G);
@@ -204,6 +242,18 @@ vt_status vt_cuda_conv_backward(vt_backend *b, const vt_conv_desc *d, const floa
     const long long NP = (long long)d->n * d->ho * d->wo;
     vt_status st;
     if (db && (st = vt_cuda_channel_sum(b, d->cout, (size_t)NP, dy, db)) != VT_OK) return st;
+
+    /* the passes cuDNN takes; the others (dx or dw left non-NULL) continue below */
+    const vt_dnn_plan *plan = dnn_plan(cb, d);
+    if (plan && dx && plan->algo[1] >= 0 && dnn_aligned(w, dy, dx)) {
+        if ((st = vt_dnn_backward_data(cb, plan, w, dy, dx, ws)) != VT_OK) return st;
+        dx = NULL;
+    }
+    if (plan && dw && plan->algo[2] >= 0 && dnn_aligned(x, dy, dw)) {
+        if ((st = vt_dnn_backward_filter(cb, plan, x, dy, dw, ws)) != VT_OK) return st;
+        dw = NULL;
+    }
+    count_im2col(cb, (dx != NULL) + (dw != NULL));
 
     if (conv_direct(d)) {
         /* dw_g = dy_g * x_g^T;  dx_g += w_g^T * dy_g (beta = 1 accumulates in place). */

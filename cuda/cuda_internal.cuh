@@ -14,8 +14,11 @@
 /* core.h and backend.h are plain C without C++ guards of their own. */
 extern "C" {
 #include "backend/backend.h"
+#include "backend/cuda_device.h"
 #include "core/core.h"
 }
+#include "cudnn_load.h"
+#include "cudnn_plan.h"
 
 /* The caching allocator (alloc.cu): size-class free lists so steady-state training steps do not
  * call cudaMalloc/cudaFree, which synchronise the device. */
@@ -32,6 +35,32 @@ struct vt_cuda_cache {
     size_t held, peak;     /* bytes obtained from cudaMalloc, now and at most */
 };
 
+/* The experimental cuDNN convolutions (cudnn_conv.cu): one plan per convolution shape, chosen
+ * once with cudnnFind* and kept for the backend's life.  A pass whose algorithm is -1 runs on
+ * im2col + cuBLAS. */
+#define VT_DNN_PLAN_SLOTS 512 /* a power of two; at most 3/4 of it filled (cudnn_plan.h) */
+struct vt_dnn_plan {
+    vt_dnn_tensor x, y; /* CNHW through strides (cudnn_conv.cu says why) */
+    vt_dnn_filter w;
+    vt_dnn_conv conv;
+    int algo[3];        /* forward, backward data, backward filter; -1: im2col */
+    int math[3];        /* the math type each algorithm was found with */
+    size_t ws[3];       /* their workspace bytes */
+    size_t ws_max;
+};
+
+struct vt_dnn_state {
+    const vt_dnn *lib;
+    vt_dnn_handle handle;
+    vt_dnn_table table; /* over keys/used below */
+    vt_dnn_key keys[VT_DNN_PLAN_SLOTS];
+    unsigned char used[VT_DNN_PLAN_SLOTS];
+    vt_dnn_plan plans[VT_DNN_PLAN_SLOTS];
+    unsigned long long passes_dnn, passes_im2col;
+    unsigned shapes_dnn; /* plans with at least one pass on cuDNN */
+    char last_plan[256];
+};
+
 struct vt_cuda_backend {
     vt_backend base; /* must stay first: ops receive a vt_backend* */
     int device;
@@ -45,6 +74,9 @@ struct vt_cuda_backend {
      * per-sample losses of softmax_xent).  Grows, never shrinks; stream order makes reuse safe. */
     void *scratch;
     size_t scratch_bytes;
+    /* cuDNN (VT_CUDNN=1 and libcudnn.so.9 loaded): NULL runs every convolution on im2col. */
+    vt_dnn_state *dnn;
+    char conv_engine[256]; /* what runs the convolutions, and why (vt_cuda_conv_info) */
 };
 
 static inline vt_cuda_backend *vt_cuda(vt_backend *b)
@@ -154,6 +186,24 @@ void vt_cuda_cache_release(vt_cuda_backend *cb); /* frees every cached (not in-u
 void vt_cuda_cache_destroy(vt_cuda_backend *cb); /* frees everything */
 /* Ensure cb->scratch holds at least `bytes`. */
 vt_status vt_cuda_scratch(vt_cuda_backend *cb, size_t bytes);
+
+/* ---- cudnn_conv.cu ---- */
+/* At backend creation (device current): cuDNN on when VT_CUDNN=1 and it loads; never fails
+ * (without it cb->dnn stays NULL and conv_engine says why). */
+void vt_dnn_backend_init(vt_cuda_backend *cb);
+void vt_dnn_backend_destroy(vt_cuda_backend *cb);
+/* The plan of shape d (made now when new; `announced`: called by conv_workspace, see
+ * vt_dnn_ws_limit), or NULL when cuDNN is off or the table is full. */
+const vt_dnn_plan *vt_dnn_plan_for(vt_cuda_backend *cb, const vt_conv_desc *d,
+                                   size_t im2col_bytes, int announced);
+/* The passes through cuDNN (plan->algo[pass] >= 0): y = conv(x, w); dx += dL/dx; dw = dL/dw. */
+vt_status vt_dnn_forward(vt_cuda_backend *cb, const vt_dnn_plan *p, const float *x,
+                         const float *w, float *y, void *ws);
+vt_status vt_dnn_backward_data(vt_cuda_backend *cb, const vt_dnn_plan *p, const float *w,
+                               const float *dy, float *dx, void *ws);
+vt_status vt_dnn_backward_filter(vt_cuda_backend *cb, const vt_dnn_plan *p, const float *x,
+                                 const float *dy, float *dw, void *ws);
+void vt_dnn_conv_info(vt_cuda_backend *cb, vt_cuda_conv_info *out);
 
 /* ---- backend_cuda.cu ---- */
 /* Row-major strided-batched GEMM on the backend's stream (batch == 1: plain cublasSgemm).  Each

@@ -56,6 +56,7 @@ static const vt_cuda_plugin table = {
     vt_cuda_host_alloc,
     vt_cuda_host_free,
     gpu_metrics,
+    vt_backend_cuda_conv_info,
 };
 
 /* Called once per process by the core, before anything else of the module (under the core's

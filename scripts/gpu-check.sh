@@ -57,6 +57,18 @@ fi
 rm -rf "$build/device-libs" # a stale bundle (e.g. from a build with OpenBLAS) would ride along
 ../shared/tools/device-bundle.sh "$build"
 
+# Every step of gpu-run.sh resolves (programs, arguments, scripts) with the bundle in place;
+# its logs go to a scratch folder, not into the carried build.
+scratch=$(mktemp -d)
+if ! OUT=$scratch VT_GPU_BUILD=$build bash scripts/gpu-run.sh --dry-run >"$scratch/dry-run.txt" 2>&1; then
+    sed -n '/=== summary/,$p' "$scratch/dry-run.txt" >&2
+    echo "gpu-check: scripts/gpu-run.sh --dry-run failed: fix the step above first" >&2
+    rm -rf "$scratch"
+    exit 1
+fi
+grep '^cudnn_library' "$scratch/dry-run.txt" || true
+rm -rf "$scratch"
+
 # The carry limit is 64 MiB for everything named in carry.
 kib=$(du -sk "$build" | cut -f1)
 if [ "$kib" -gt 60000 ]; then
@@ -75,5 +87,9 @@ then make ONE call (the script keeps itself under ~8 minutes and prints a table 
 and give_back right after unless you rerun at once.  Options (environment, in the command):
     VT_GPU_SANITIZE=1 bash scripts/gpu-run.sh   always runs test_cuda_ops under compute-sanitizer (default: when it fails)
     VT_GPU_NO_BENCH=1 bash scripts/gpu-run.sh   tests only
+    VT_GPU_ONLY='cudnn|^test_cuda_ops\$|^resnet18_224_b128_tf32\$' bash scripts/gpu-run.sh
+                                                the experimental cuDNN convolutions and their references only
+The cuDNN steps (VT_CUDNN=1) need libcudnn.so.9 there (PyTorch's pip package has one; the
+script finds it or skips them, saying so in the cudnn_library row).
 Logs come back under the run's files_at (one file per step).
 MSG

@@ -145,6 +145,10 @@ START_TEST(test_module_real)
     ck_assert_msg(n >= 0, "vt_device_count() = %d", n);
     ck_assert_msg(mapped("libvisiontrain-cuda.so") && mapped("libcublas"),
                   "after vt_device_count the module and cuBLAS should be mapped");
+    /* cuDNN is loaded only by a backend made with VT_CUDNN=1 (cuda/cudnn_load.h) */
+    const char *dnn = getenv("VT_CUDNN");
+    int dnn_on = dnn && strcmp(dnn, "1") == 0;
+    ck_assert_msg(!mapped("libcudnn"), "cuDNN is mapped before any backend asked for it");
     /* the answers now come from the CUDA runtime, not from the loader */
     vt_err_clear();
     vt_status st = vt_device_info(n, NULL, 0, NULL, NULL, NULL, NULL);
@@ -159,6 +163,12 @@ START_TEST(test_module_real)
                   "backend on missing device %d: status %d, '%s'", n, st, vt_last_error());
     if (n > 0) {
         ck_assert_msg(vt_backend_cuda_create(&b, 0) == VT_OK, "device 0: %s", vt_last_error());
+        vt_cuda_conv_info info;
+        vt_backend_cuda_conv_info(b, &info);
+        ck_assert_msg(info.engine[0] && info.cudnn == mapped("libcudnn"), "%s", info.engine);
+        if (!dnn_on)
+            ck_assert_msg(!info.cudnn && strstr(info.engine, "im2col") && !mapped("libcudnn"),
+                          "without VT_CUDNN=1: %s", info.engine);
         vt_backend_destroy(b);
     }
 }

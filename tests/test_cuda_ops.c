@@ -332,6 +332,10 @@ static vt_conv_desc make_desc(const conv_shape *s)
     return d;
 }
 
+/* test_conv_cudnn: switch the GPU backends from TF32 to plain fp32 between conv_workspace and
+ * the passes (the cuDNN plan is then made by the pass, within im2col's bytes). */
+static int conv_flip_math;
+
 static void conv_case(const vt_conv_desc *d, int with_bias, double tol, const char *tag)
 {
     size_t xn = (size_t)d->cin * d->n * d->h * d->w, yn = (size_t)d->cout * d->n * d->ho * d->wo;
@@ -347,6 +351,8 @@ static void conv_case(const vt_conv_desc *d, int with_bias, double tol, const ch
             ck_assert_ptr_nonnull(ws[be]);
         }
     }
+    if (conv_flip_math)
+        for (int be = 0; be < 2; be++) vt_backend_cuda_set_fp32(B[be], 1);
     BOTH(b->ops->conv_forward(b, d, x.d[be], w.d[be], with_bias ? bias.d[be] : NULL, y.d[be],
                               ws[be]));
     BOTH(b->ops->conv_backward(b, d, x.d[be], w.d[be], dy.d[be], dx.d[be], dw.d[be],
@@ -379,17 +385,22 @@ static void conv_all(double tol, const char *tag)
     }
 }
 
+/* test_conv_cudnn's: with VT_CUDNN=1 B[1]'s convolutions are cuDNN's */
+static int on_cudnn(vt_backend *b);
+#define TOL_CUDNN_FP32 1e-4
+#define TOL_CUDNN_TF32 4e-3
+
 START_TEST(test_conv_fp32)
 {
     set_tf32(0);
-    conv_all(TOL_FP32, "fp32");
+    conv_all(on_cudnn(B[1]) ? TOL_CUDNN_FP32 : TOL_FP32, "fp32");
 }
 END_TEST
 
 START_TEST(test_conv_tf32)
 {
     set_tf32(1);
-    conv_all(TOL_TF32, "tf32");
+    conv_all(on_cudnn(B[1]) ? TOL_CUDNN_TF32 : TOL_TF32, "tf32");
     set_tf32(0);
 }
 END_TEST
@@ -402,12 +413,141 @@ START_TEST(test_conv_chunked)
     for (int i = 0; i < 2; i++) {
         vt_conv_desc d = make_desc(&s[i]);
         size_t per_image = (size_t)d.cin * d.kh * d.kw * d.ho * d.wo * sizeof(float);
+        double tol = on_cudnn(B[1]) ? TOL_CUDNN_FP32 : TOL_FP32; /* cuDNN: no chunks */
         vt_backend_cuda_set_conv_cap(B[1], 1);
-        conv_case(&d, 1, TOL_FP32, "chunk=1");
+        conv_case(&d, 1, tol, "chunk=1");
         vt_backend_cuda_set_conv_cap(B[1], per_image * 5 / 2);
-        conv_case(&d, 1, TOL_FP32, "chunk=2");
+        conv_case(&d, 1, tol, "chunk=2");
     }
     vt_backend_cuda_set_conv_cap(B[1], 0);
+}
+END_TEST
+
+/* ---- cuDNN against im2col (experimental: VT_CUDNN=1) ------------------------------------------ */
+
+/* Two more CUDA backends (main): DNN made with VT_CUDNN=1, whose convolutions go through cuDNN
+ * where a plan has an algorithm, and REF made without it (im2col + cuBLAS, whatever the
+ * environment says), its reference on the same GPU.  B[1] follows the environment: with
+ * VT_CUDNN=1 (scripts/gpu-run.sh runs the suite so too) every other test checks cuDNN's
+ * convolutions against the CPU, with the tolerances below in place of TOL_FP32/TOL_TF32.
+ * Tolerances (relative L2 error, as everywhere here): fp32 1e-4, above the 1e-5 of a changed
+ * summation order because cuDNN may pick Winograd or FFT algorithms, whose transforms round
+ * more; TF32 4e-3, both sides rounding their operands to TF32 independently (each ~1e-3 from
+ * fp32, TOL_TF32 being against the CPU's fp32).  When cuDNN did not load the test says why
+ * and passes, unless VT_TEST_EXPECT_CUDNN=1 (scripts/gpu-run.sh sets it once it has found
+ * libcudnn.so.9).  (TOL_CUDNN_FP32 and TOL_CUDNN_TF32 are defined above test_conv_fp32.) */
+static vt_backend *DNN, *REF;
+
+/* Does backend b run its convolutions through cuDNN? */
+static int on_cudnn(vt_backend *b)
+{
+    vt_cuda_conv_info info;
+    vt_backend_cuda_conv_info(b, &info);
+    return info.cudnn;
+}
+
+static const conv_shape cudnn_cases[] = {
+    {8, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1},   /* a ResNet 3x3 */
+    {8, 64, 28, 28, 128, 3, 3, 2, 2, 1, 1, 1},  /* its strided 3x3 */
+    {8, 64, 28, 28, 128, 1, 1, 2, 2, 0, 0, 1},  /* and the 1x1 stride-2 downsample */
+    {4, 32, 16, 16, 32, 3, 3, 1, 1, 1, 1, 32},  /* depthwise */
+    {4, 32, 17, 17, 32, 3, 3, 2, 2, 1, 1, 32},  /* depthwise, stride 2, odd size */
+    {4, 48, 9, 9, 96, 1, 1, 1, 1, 0, 0, 1},     /* 1x1 direct */
+    {3, 24, 11, 13, 36, 3, 3, 1, 1, 1, 1, 4},   /* groups 4 */
+};
+
+static void cudnn_case(const conv_shape *s, int with_bias, double tol, const char *tag, int *dnn,
+                       int *total)
+{
+    vt_cuda_conv_info a, b;
+    vt_conv_desc d = make_desc(s);
+    vt_backend_cuda_conv_info(B[1], &a);
+    conv_case(&d, with_bias, tol, tag);
+    vt_backend_cuda_conv_info(B[1], &b);
+    unsigned long long got = b.cudnn_passes - a.cudnn_passes;
+    unsigned long long im = b.im2col_passes - a.im2col_passes;
+    ck_assert_msg(got + im == 3, "%s: %llu cuDNN + %llu im2col passes, not 3", tag, got, im);
+    fprintf(stderr, "  cudnn %s: %llu of 3 passes on cuDNN; %s\n", tag, got, b.last_plan);
+    *dnn += (int)got;
+    *total += 3;
+}
+
+START_TEST(test_conv_cudnn)
+{
+    vt_cuda_conv_info info;
+    vt_backend_cuda_conv_info(DNN, &info);
+    fprintf(stderr, "test_conv_cudnn: %s\n", info.engine);
+    ck_assert_msg(info.engine[0], "the cuDNN backend describes no convolution engine");
+    if (!info.cudnn) {
+        const char *expect = getenv("VT_TEST_EXPECT_CUDNN");
+        ck_assert_msg(!expect || strcmp(expect, "1") != 0,
+                      "VT_TEST_EXPECT_CUDNN=1 but cuDNN is not on: %s", info.engine);
+        fprintf(stderr, "test_conv_cudnn: cuDNN not on, nothing compared\n");
+        return;
+    }
+    ck_assert_msg(strstr(info.engine, "EXPERIMENTAL"), "%s", info.engine);
+    /* the reference is the im2col backend: B[0] for the rest of this test, B[1] cuDNN (restored
+     * at the end; this is the suite's last test, so a failure that skips the restore harms
+     * nothing) */
+    ck_assert_msg(!on_cudnn(REF), "the reference backend runs cuDNN");
+    vt_backend *cpu = B[0], *gpu = B[1];
+    B[0] = REF;
+    B[1] = DNN;
+    int dnn = 0, total = 0, first = 0;
+    for (int tf32 = 0; tf32 < 2; tf32++) {
+        for (int be = 0; be < 2; be++) vt_backend_cuda_set_fp32(B[be], !tf32);
+        double tol = tf32 ? TOL_CUDNN_TF32 : TOL_CUDNN_FP32;
+        char tag[32];
+        for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) {
+            snprintf(tag, sizeof tag, "%s case %zu", tf32 ? "tf32" : "fp32", i);
+            int before = dnn;
+            cudnn_case(&conv_cases[i], (int)(i % 3 != 2), tol, tag, &dnn, &total);
+            if (i == 0 && !tf32) first = dnn - before;
+        }
+        for (size_t i = 0; i < sizeof cudnn_cases / sizeof cudnn_cases[0]; i++) {
+            snprintf(tag, sizeof tag, "%s resnet-like %zu", tf32 ? "tf32" : "fp32", i);
+            cudnn_case(&cudnn_cases[i], (int)(i % 2), tol, tag, &dnn, &total);
+        }
+    }
+    /* weights 4 bytes past a 16-byte boundary (as after an odd-sized weight in the packed
+     * parameters): that pass runs on im2col, with the same result */
+    {
+        for (int be = 0; be < 2; be++) vt_backend_cuda_set_fp32(B[be], 1);
+        vt_conv_desc d = make_desc(&conv_cases[0]);
+        size_t xn = (size_t)d.cin * d.n * d.h * d.w, yn = (size_t)d.cout * d.n * d.ho * d.wo;
+        size_t wn = (size_t)d.cout * (d.cin / d.groups) * d.kh * d.kw;
+        tbuf x = tb_rand(xn, -1, 1), w = tb_rand(wn + 1, -0.5f, 0.5f), y = tb_out(yn);
+        void *ws[2] = {NULL, NULL};
+        for (int be = 0; be < 2; be++) {
+            size_t bytes = B[be]->ops->conv_workspace(B[be], &d);
+            if (bytes) ck_assert_ptr_nonnull(ws[be] = B[be]->ops->alloc(B[be], bytes));
+        }
+        vt_cuda_conv_info a, c;
+        vt_backend_cuda_conv_info(B[1], &a);
+        BOTH(b->ops->conv_forward(b, &d, x.d[be], (float *)w.d[be] + 1, NULL, y.d[be], ws[be]));
+        vt_backend_cuda_conv_info(B[1], &c);
+        ck_assert_msg(c.im2col_passes == a.im2col_passes + 1 && c.cudnn_passes == a.cudnn_passes,
+                      "a misaligned weight pointer went to cuDNN");
+        expect_close(&y, TOL_CUDNN_FP32, "misaligned weights: y");
+        for (int be = 0; be < 2; be++) B[be]->ops->free(B[be], ws[be]);
+        tb_free(&x);
+        tb_free(&w);
+        tb_free(&y);
+    }
+    /* the plan made by a pass (math mode changed after conv_workspace): within im2col's bytes */
+    for (int be = 0; be < 2; be++) vt_backend_cuda_set_fp32(B[be], 0);
+    conv_flip_math = 1;
+    const conv_shape late = {2, 16, 10, 11, 24, 3, 3, 1, 1, 1, 1, 1};
+    cudnn_case(&late, 1, TOL_CUDNN_FP32, "plan made by a pass", &dnn, &total);
+    conv_flip_math = 0;
+    vt_backend_cuda_conv_info(DNN, &info);
+    fprintf(stderr, "test_conv_cudnn: %d of %d passes on cuDNN, %u shapes planned (%u with a "
+            "cuDNN pass)\n", dnn, total, info.shapes, info.shapes_cudnn);
+    B[0] = cpu;
+    B[1] = gpu;
+    /* a plain 3x3 convolution that cuDNN cannot take at all would make the whole path moot */
+    ck_assert_msg(first == 3, "the plain 3x3 ran %d of its 3 passes on cuDNN", first);
+    ck_assert_msg(info.shapes_cudnn > 0 && info.cudnn_passes > 0, "nothing ran on cuDNN");
 }
 END_TEST
 
@@ -920,6 +1060,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_det_loss);
     tcase_add_test(tc, test_mask_loss);
     tcase_add_test(tc, test_oom_then_usable);
+    tcase_add_test(tc, test_conv_cudnn); /* last: it swaps B[] while it runs */
     suite_add_tcase(s, tc);
     return s;
 }
@@ -938,11 +1079,31 @@ int main(void)
         return 1;
     }
     vt_backend_cuda_set_fp32(B[1], 1);
+    /* the experimental cuDNN convolutions, on only through the environment (test_conv_cudnn) */
+    const char *was = getenv("VT_CUDNN");
+    char saved[64];
+    snprintf(saved, sizeof saved, "%s", was ? was : "");
+    setenv("VT_CUDNN", "1", 1);
+    vt_status dst = vt_backend_cuda_create(&DNN, dev);
+    unsetenv("VT_CUDNN");
+    if (dst == VT_OK) dst = vt_backend_cuda_create(&REF, dev);
+    if (was) setenv("VT_CUDNN", saved, 1);
+    if (dst != VT_OK) {
+        fprintf(stderr, "test_cuda_ops: cannot create the cuDNN backends: %s\n", vt_last_error());
+        return 1;
+    }
+    vt_backend_cuda_set_fp32(DNN, 1);
+    vt_backend_cuda_set_fp32(REF, 1);
+    vt_cuda_conv_info info;
+    vt_backend_cuda_conv_info(B[1], &info);
+    fprintf(stderr, "test_cuda_ops: convolutions: %s\n", info.engine);
     SRunner *sr = srunner_create(cuda_suite());
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    vt_backend_destroy(REF);
+    vt_backend_destroy(DNN);
     vt_backend_destroy(B[1]);
     vt_backend_destroy(B[0]);
     return failed == 0 ? 0 : 1;

@@ -166,6 +166,12 @@ int cmd_info(args *a)
                        name, ma, mi, total / 1e9, freeb / 1e9);
         }
     }
+    /* the experimental cuDNN convolutions: the module decides when a backend is made */
+    const char *dnn = getenv("VT_CUDNN");
+    if (dnn && *dnn)
+        printf("cuDNN convolutions: VT_CUDNN=%s%s (EXPERIMENTAL, not yet run on a GPU); a GPU "
+               "run logs whether libcudnn.so.9 loaded (\"GPU convolutions: ...\")\n", dnn,
+               strcmp(dnn, "1") == 0 ? " asks for them" : ": off (only VT_CUDNN=1 turns them on)");
     printf("\n");
     print_catalog(cat);
     vt_catalog_destroy(cat);

@@ -67,6 +67,21 @@ void vt_cuda_host_free(void *p);
  * exercise the batch-chunked path on small shapes.  Query conv_workspace after setting it. */
 void vt_backend_cuda_set_conv_cap(vt_backend *b, size_t bytes);
 
+/* What runs a CUDA backend's convolutions.  im2col + cuBLAS always; with VT_CUDNN=1 in the
+ * environment when the backend is created, and libcudnn.so.9 loaded, cuDNN 9 (EXPERIMENTAL:
+ * it has not run on a GPU in this project yet) for the passes it takes, the others on im2col.
+ * Counts are of passes (a forward, a backward data, a backward filter) since creation. */
+typedef struct vt_cuda_conv_info {
+    int cudnn;                        /* 1: cuDNN loaded and on for this backend */
+    unsigned long long cudnn_passes;  /* passes cuDNN ran */
+    unsigned long long im2col_passes; /* passes im2col ran while cuDNN was on */
+    unsigned shapes, shapes_cudnn;    /* shapes planned; those with a pass on cuDNN */
+    char engine[256];                 /* one line: the engine, its version, or why not cuDNN */
+    char last_plan[256];              /* the last shape planned and each pass's algorithm */
+} vt_cuda_conv_info;
+/* Fills *out; for a backend that is not CUDA's (or no module), zeros and engine "". */
+void vt_backend_cuda_conv_info(vt_backend *b, vt_cuda_conv_info *out);
+
 /* Live figures of a GPU from NVML (the NVIDIA management library, libnvidia-ml.so.1, which
  * the module loads with dlopen on the first request: cuda/nvml.c).  `have` says which fields
  * were read (VT_GPU_HAVE_* bits); 0 when NVML or the device cannot answer. */
@@ -94,7 +109,7 @@ unsigned vt_cuda_gpu_metrics(int device, vt_gpu_metrics *out);
 #define VT_CUDA_PLUGIN_FILE "libvisiontrain-cuda.so"
 #define VT_CUDA_PLUGIN_ENTRY "vt_cuda_plugin_entry"
 /* Bump when this table, vt_backend_ops or anything else both sides share changes meaning. */
-#define VT_CUDA_PLUGIN_VERSION 2u
+#define VT_CUDA_PLUGIN_VERSION 3u
 
 /* What the module hands the core: its identity (checked before anything is called) and the
  * real functions declared above. */
@@ -113,6 +128,7 @@ typedef struct vt_cuda_plugin {
     void *(*host_alloc)(int device, size_t bytes);
     void (*host_free)(void *p);
     unsigned (*gpu_metrics)(int device, vt_gpu_metrics *out);
+    void (*conv_info)(vt_backend *b, vt_cuda_conv_info *out);
 } vt_cuda_plugin;
 
 /* The module's one exported symbol (VT_CUDA_PLUGIN_ENTRY).  `failv` is the core's vt_failv: the

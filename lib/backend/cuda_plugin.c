@@ -219,3 +219,10 @@ unsigned vt_cuda_gpu_metrics(int device, vt_gpu_metrics *out)
     const vt_cuda_plugin *p = module_if_loaded(); /* a GPU backend implies the module */
     return p && p->gpu_metrics ? p->gpu_metrics(device, out) : 0;
 }
+
+void vt_backend_cuda_conv_info(vt_backend *b, vt_cuda_conv_info *out)
+{
+    memset(out, 0, sizeof *out);
+    const vt_cuda_plugin *p = module_if_loaded(); /* a GPU backend implies the module */
+    if (p && p->conv_info) p->conv_info(b, out);
+}

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda_device.h"
 #include "data/loader.h"
 #include "train/autobatch.h"
 #include "train/gpu_metrics.h"
@@ -65,6 +66,7 @@ VT_API vt_status vt_trainer_create(vt_trainer **out, vt_model *model, vt_dataset
     t->model = model;
     t->ds = ds;
     t->task = task;
+    t->conv_shapes_logged = -1;
     vt_optvals_init(&t->opts, VT_SCOPE_TRAINER);
     if (task->train_defaults) {
         vt_status st = vt_optvals_set_list(&t->opts, task->train_defaults);
@@ -199,6 +201,7 @@ static void release_device(vt_trainer *t)
     if (t->task->release) t->task->release(vt_trainer_task_ctx(t));
     vt_exec_destroy(t->exec);
     t->exec = NULL;
+    t->conv_shapes_logged = -1;
     vt_backend_destroy(t->be);
     t->be = NULL;
     t->device[0] = 0;
@@ -374,6 +377,25 @@ static vt_status open_backend(vt_trainer *t)
     return st;
 }
 
+/* With VT_CUDNN in the environment (the experimental cuDNN convolutions, cuda/cudnn_conv.cu), a
+ * GPU run says what runs its convolutions, each time new shapes have been planned (vt_exec_prepare
+ * plans them): the engine, or why cuDNN is not on, and how many passes each path ran. */
+static void log_conv_engine(vt_trainer *t)
+{
+    if (!getenv("VT_CUDNN")) return;
+    vt_cuda_conv_info info;
+    vt_backend_cuda_conv_info(t->be, &info); /* zeros and "" for the CPU */
+    if (!info.engine[0] || (long)info.shapes == t->conv_shapes_logged) return;
+    t->conv_shapes_logged = (long)info.shapes;
+    if (!info.cudnn) {
+        vt_log(&t->log, VT_LOG_INFO, "GPU convolutions: %s", info.engine);
+        return;
+    }
+    vt_log(&t->log, VT_LOG_INFO, "GPU convolutions: %s; %u shapes planned, %u with a cuDNN pass; "
+           "passes so far: %llu cuDNN, %llu im2col", info.engine, info.shapes, info.shapes_cudnn,
+           info.cudnn_passes, info.im2col_passes);
+}
+
 /* Backend for the current device, activations for batch x imgsz, host staging buffers, and the
  * model's weights uploaded. */
 static vt_status prepare(vt_trainer *t, int batch)
@@ -391,6 +413,7 @@ static vt_status prepare(vt_trainer *t, int batch)
     TRY(freeze_layers(t, &t->exec->frozen));
     trainable_ranges(&t->model->graph, t->exec->frozen, &t->opt_d0, &t->opt_n0);
     TRY(vt_exec_prepare(t->exec, batch, sz, sz));
+    log_conv_engine(t);
     size_t need = (size_t)batch * t->model->channels * sz * sz;
     /* a new backend kind may want the other kind of staging memory */
     int for_gpu = !t->be->ops->host_memory;
