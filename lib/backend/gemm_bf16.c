@@ -22,24 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/bf16_math.h"
 #include "backend/gemm.h"
 #include "core/threads.h"
 
-uint16_t vt_bf16_round(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+/* The rounding itself is bf16_math.h's, which the CUDA backend's operand conversion shares. */
+uint16_t vt_bf16_round(float x) { return vt_bf16_rne(x); }
 
-float vt_bf16_to_float(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
+float vt_bf16_to_float(uint16_t h) { return vt_bf16_widen(h); }
 
 static inline float bf16r(float x) { return vt_bf16_to_float(vt_bf16_round(x)); }
 
