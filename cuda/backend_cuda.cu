@@ -7,6 +7,7 @@
 #include "cuda_internal.cuh"
 
 extern "C" {
+#include "backend/bf16_math.h"
 #include "backend/cuda_device.h"
 }
 
@@ -168,6 +169,84 @@ __global__ void k_scale_matrix(float *c, int m, int n, int ldc, long long stride
     }
 }
 
+/* ---- bf16 operands (precision=bf16, EXPERIMENTAL: VT_CUDA_BF16=1; not yet run on a GPU) ------
+ * What is bf16: only the operands of the products.  Each GEMM converts op(A) and op(B) into the
+ * backend's two bf16 buffers just before cublasGemmEx / cublasGemmStridedBatchedEx, which
+ * multiply them on the tensor cores and accumulate in fp32 (CUBLAS_COMPUTE_32F) into the fp32 C.
+ * Activations, gradients, weights (the fp32 master copy), optimizer state, batch-norm
+ * statistics and losses all stay fp32 in memory: the simpler, safer first step, the same
+ * arithmetic as the CPU's precision=bf16 (gemm.h), and nothing outside this file changes.  The
+ * price is a conversion pass over each operand per product (reading 4 bytes and writing 2 per
+ * element: small beside the GEMM for the convolutions, which are most of the step) and the
+ * buffers' memory, up to half of the largest im2col chunk each.  Storing activations in bf16
+ * would halve their memory and traffic but touches every kernel; that is for after a GPU run.
+ * The convolutions run on im2col + these GEMMs in bf16 (not cuDNN: its bf16 convolutions take
+ * and give bf16 tensors, y and the accumulated dx included, which is more than the operands).
+ * The rounding is bf16_math.h's (round to nearest even, NaN kept a NaN, subnormals rounded, not
+ * flushed), the one the CPU's bf16 products use, unit-tested on the CPU (test_cuda_host). */
+
+__global__ void k_to_bf16(size_t n, const float *x, uint16_t *y)
+{
+    VT_GRID_STRIDE(i, n) y[i] = vt_bf16_rne(x[i]);
+}
+
+/* The elements an operand's `batch` matrices span from its first: `rows` rows of `cols`,
+ * `ld` apart, matrices `stride` apart (stride 0: one matrix shared by every batch).  Converted
+ * whole, gaps included, so that the bf16 copy keeps the operand's ld and strides (the gaps lie
+ * inside the caller's allocation: between its first and last elements). */
+static size_t operand_span(int rows, int cols, int ld, long long stride, int batch)
+{
+    size_t one = (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
+    return stride > 0 ? (size_t)(batch - 1) * (size_t)stride + one : one;
+}
+
+/* x (n floats) into bf16 buffer `which`, grown to fit. */
+static vt_status to_bf16(vt_cuda_backend *cb, int which, const float *x, size_t n,
+                         const uint16_t **out)
+{
+    size_t bytes = n * sizeof(uint16_t);
+    if (cb->bf16_bytes[which] < bytes) {
+        void *p = vt_cuda_alloc(&cb->base, bytes);
+        if (!p) return VT_ERR_DEVICE_OOM; /* the allocator set the message */
+        vt_cuda_free(&cb->base, cb->bf16_buf[which]); /* stream order makes the reuse safe */
+        cb->bf16_buf[which] = p;
+        cb->bf16_bytes[which] = bytes;
+    }
+    uint16_t *y = (uint16_t *)cb->bf16_buf[which];
+    vt_status st = vt_cuda_launch(cb, n, "gemm (bf16 operand conversion)", k_to_bf16, n, x, y);
+    *out = y;
+    return st;
+}
+
+static vt_status gemm_bf16(vt_cuda_backend *cb, cublasOperation_t opa, cublasOperation_t opb,
+                           int m, int n, int k, float alpha, const float *a, int lda,
+                           long long stride_a, const float *bm, int ldb, long long stride_b,
+                           float beta, float *c, int ldc, long long stride_c, int batch)
+{
+    /* op(A) is m x k: stored k x m when transposed; op(B) k x n: stored n x k */
+    const bool ta = opa == CUBLAS_OP_T, tb = opb == CUBLAS_OP_T;
+    size_t na = operand_span(ta ? k : m, ta ? m : k, lda, stride_a, batch);
+    size_t nb = operand_span(tb ? n : k, tb ? k : n, ldb, stride_b, batch);
+    const uint16_t *a16 = NULL, *b16 = NULL;
+    vt_status st = to_bf16(cb, 0, a, na, &a16);
+    if (st == VT_OK) st = to_bf16(cb, 1, bm, nb, &b16);
+    if (st != VT_OK) return st;
+    if (batch == 1) {
+        VT_CUBLAS_TRY(cublasGemmEx(cb->cublas, opb, opa, n, m, k, &alpha, b16, CUDA_R_16BF, ldb,
+                                   a16, CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, ldc,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                      "cublasGemmEx (bf16)");
+    } else {
+        VT_CUBLAS_TRY(cublasGemmStridedBatchedEx(cb->cublas, opb, opa, n, m, k, &alpha, b16,
+                                                 CUDA_R_16BF, ldb, stride_b, a16, CUDA_R_16BF,
+                                                 lda, stride_a, &beta, c, CUDA_R_32F, ldc,
+                                                 stride_c, batch, CUBLAS_COMPUTE_32F,
+                                                 CUBLAS_GEMM_DEFAULT),
+                      "cublasGemmStridedBatchedEx (bf16)");
+    }
+    return VT_OK;
+}
+
 vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int m, int n, int k,
                                float alpha, const float *a, int lda, long long stride_a,
                                const float *bm, int ldb, long long stride_b, float beta, float *c,
@@ -185,6 +264,9 @@ vt_status vt_cuda_gemm_batched(vt_cuda_backend *cb, int transa, int transb, int 
      * the m/n roles; each operand's transpose flag stays its own. */
     cublasOperation_t opa = transa ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (cb->bf16)
+        return gemm_bf16(cb, opa, opb, m, n, k, alpha, a, lda, stride_a, bm, ldb, stride_b, beta,
+                         c, ldc, stride_c, batch);
     if (batch == 1) {
         VT_CUBLAS_TRY(cublasSgemm(cb->cublas, opb, opa, n, m, k, &alpha, bm, ldb, a, lda, &beta, c,
                                   ldc),
@@ -235,8 +317,9 @@ void vt_cuda_destroy(vt_backend *b)
         VT_CUDA_GUARD(cb);
         if (cb->stream) (void)cudaStreamSynchronize(cb->stream);
         vt_dnn_backend_destroy(cb);
+        vt_cuda_graphs_destroy(cb);
         if (cb->cublas) (void)cublasDestroy(cb->cublas);
-        vt_cuda_cache_destroy(cb);
+        vt_cuda_cache_destroy(cb); /* the bf16 buffers and cuBLAS's workspace with the rest */
         if (cb->stream) (void)cudaStreamDestroy(cb->stream);
         (void)cudaGetLastError();
     }
@@ -287,6 +370,8 @@ extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
         }
         /* cuDNN only with VT_CUDNN=1; without it (or when it does not load) im2col */
         if (st == VT_OK) vt_dnn_backend_init(cb);
+        /* the experimental CUDA graphs only with VT_CUDA_GRAPHS=1 */
+        if (st == VT_OK) vt_cuda_graphs_init(cb);
     }
     if (st != VT_OK) {
         vt_cuda_destroy(&cb->base);
@@ -304,6 +389,12 @@ extern "C" void vt_backend_cuda_set_fp32(vt_backend *b, int plain_fp32)
     /* CUBLAS_DEFAULT_MATH is plain fp32 for Sgemm unless NVIDIA_TF32_OVERRIDE forces TF32. */
     (void)cublasSetMathMode(cb->cublas,
                             cb->plain_fp32 ? CUBLAS_DEFAULT_MATH : CUBLAS_TF32_TENSOR_OP_MATH);
+}
+
+extern "C" void vt_backend_cuda_set_bf16(vt_backend *b, int on)
+{
+    if (!b || b->ops != &cuda_ops) return;
+    vt_cuda(b)->bf16 = on != 0;
 }
 
 extern "C" void vt_backend_cuda_memory(vt_backend *b, size_t *held_bytes, size_t *peak_bytes)
@@ -328,6 +419,26 @@ extern "C" void vt_backend_cuda_conv_info(vt_backend *b, vt_cuda_conv_info *out)
     memset(out, 0, sizeof *out);
     if (!b || b->ops != &cuda_ops) return;
     vt_dnn_conv_info(vt_cuda(b), out);
+}
+
+extern "C" int vt_backend_cuda_graph_begin(vt_backend *b, const int key[4])
+{
+    if (!b || b->ops != &cuda_ops) return 0;
+    return vt_cuda_graphs_begin(vt_cuda(b), key);
+}
+
+extern "C" vt_status vt_backend_cuda_graph_end(vt_backend *b, vt_status region, int *ran)
+{
+    *ran = 0;
+    if (!b || b->ops != &cuda_ops) return VT_OK;
+    return vt_cuda_graphs_end(vt_cuda(b), region, ran);
+}
+
+extern "C" void vt_backend_cuda_graph_info(vt_backend *b, vt_cuda_graph_info *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!b || b->ops != &cuda_ops) return;
+    vt_cuda_graphs_info(vt_cuda(b), out);
 }
 
 extern "C" void *vt_cuda_host_alloc(int device, size_t bytes)

@@ -14,7 +14,10 @@
  *
  * With VT_CUDNN=1 (experimental, cudnn_conv.cu) each pass whose shape has a cuDNN algorithm runs
  * there instead; everything here stays as it was for the other passes and as the reference.
- * conv_workspace then reports the larger of the two paths' bytes, so either fits. */
+ * conv_workspace then reports the larger of the two paths' bytes, so either fits.
+ *
+ * With precision=bf16 (experimental, VT_CUDA_BF16=1) the GEMMs below take bf16 copies of their
+ * operands (vt_cuda_gemm_batched); x, w, y, dx and dw stay fp32 and nothing here changes. */
 #include "cuda_internal.cuh"
 
 static int conv_valid(const vt_conv_desc *d)
@@ -68,14 +71,15 @@ size_t vt_cuda_conv_workspace(vt_backend *b, const vt_conv_desc *d)
     if (!conv_valid(d)) return 0;
     size_t col = im2col_bytes(cb, d);
     /* the shape's cuDNN plan is made here, where the caller learns the bytes it needs */
-    const vt_dnn_plan *p = cb->dnn ? vt_dnn_plan_for(cb, d, col, 1) : NULL;
+    const vt_dnn_plan *p = cb->dnn && !cb->bf16 ? vt_dnn_plan_for(cb, d, col, 1) : NULL;
     return vt_dnn_ws_report(col, p ? p->ws_max : 0);
 }
 
-/* The shape's cuDNN plan when cuDNN is on (NULL: off, or no room for another plan). */
+/* The shape's cuDNN plan when cuDNN is on (NULL: off, or no room for another plan).  With
+ * precision=bf16 every pass runs on im2col + the bf16 GEMMs (backend_cuda.cu says why). */
 static const vt_dnn_plan *dnn_plan(vt_cuda_backend *cb, const vt_conv_desc *d)
 {
-    return cb->dnn ? vt_dnn_plan_for(cb, d, im2col_bytes(cb, d), 0) : NULL;
+    return cb->dnn && !cb->bf16 ? vt_dnn_plan_for(cb, d, im2col_bytes(cb, d), 0) : NULL;
 }
 
 /* cuDNN's algorithms were found on its own (aligned) buffers; a pass whose pointers are not all

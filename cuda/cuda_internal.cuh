@@ -19,6 +19,7 @@ extern "C" {
 }
 #include "cudnn_load.h"
 #include "cudnn_plan.h"
+#include "graph_plan.h"
 
 /* The caching allocator (alloc.cu): size-class free lists so steady-state training steps do not
  * call cudaMalloc/cudaFree, which synchronise the device. */
@@ -61,6 +62,19 @@ struct vt_dnn_state {
     char last_plan[256];
 };
 
+/* The experimental CUDA graphs of the training step (graph.cu; VT_CUDA_GRAPHS=1 when the backend
+ * is made): the decisions (graph_plan.h) and one executable graph per slot. */
+struct vt_cuda_graphs {
+    vt_graph_plan plan;
+    cudaGraphExec_t exec[VT_GRAPH_SLOTS];
+    void *cublas_ws;         /* cuBLAS's own workspace (cublasSetWorkspace), so that a captured
+                              * GEMM never allocates */
+    vt_graph_action action;  /* of the region being recorded */
+    int slot;
+    int capturing;
+    char state[160];         /* why graphs are off, or "" */
+};
+
 struct vt_cuda_backend {
     vt_backend base; /* must stay first: ops receive a vt_backend* */
     int device;
@@ -77,6 +91,12 @@ struct vt_cuda_backend {
     /* cuDNN (VT_CUDNN=1 and libcudnn.so.9 loaded): NULL runs every convolution on im2col. */
     vt_dnn_state *dnn;
     char conv_engine[256]; /* what runs the convolutions, and why (vt_cuda_conv_info) */
+    /* precision=bf16 (EXPERIMENTAL, VT_CUDA_BF16=1; backend_cuda.cu, "GEMM"): every product's
+     * operands are converted to bf16 into these two buffers (grown, never shrunk), C stays fp32 */
+    int bf16;
+    void *bf16_buf[2];
+    size_t bf16_bytes[2];
+    vt_cuda_graphs graphs;
 };
 
 static inline vt_cuda_backend *vt_cuda(vt_backend *b)
@@ -204,6 +224,16 @@ vt_status vt_dnn_backward_data(vt_cuda_backend *cb, const vt_dnn_plan *p, const 
 vt_status vt_dnn_backward_filter(vt_cuda_backend *cb, const vt_dnn_plan *p, const float *x,
                                  const float *dy, float *dw, void *ws);
 void vt_dnn_conv_info(vt_cuda_backend *cb, vt_cuda_conv_info *out);
+
+/* ---- graph.cu ---- */
+/* At backend creation (device current): graphs on when VT_CUDA_GRAPHS=1; never fails (any
+ * failure leaves them off, graphs.state saying why). */
+void vt_cuda_graphs_init(vt_cuda_backend *cb);
+void vt_cuda_graphs_destroy(vt_cuda_backend *cb);
+/* vt_backend_cuda_graph_begin / _end / _info (cuda_device.h) for a backend known to be CUDA's */
+int vt_cuda_graphs_begin(vt_cuda_backend *cb, const int key[4]);
+vt_status vt_cuda_graphs_end(vt_cuda_backend *cb, vt_status region, int *ran);
+void vt_cuda_graphs_info(vt_cuda_backend *cb, vt_cuda_graph_info *out);
 
 /* ---- backend_cuda.cu ---- */
 /* Row-major strided-batched GEMM on the backend's stream (batch == 1: plain cublasSgemm).  Each

@@ -57,6 +57,10 @@ static const vt_cuda_plugin table = {
     vt_cuda_host_free,
     gpu_metrics,
     vt_backend_cuda_conv_info,
+    vt_backend_cuda_set_bf16,
+    vt_backend_cuda_graph_begin,
+    vt_backend_cuda_graph_end,
+    vt_backend_cuda_graph_info,
 };
 
 /* Called once per process by the core, before anything else of the module (under the core's

@@ -50,6 +50,14 @@ vt_status vt_cuda_device_info(int device, char *name, size_t name_cap, int *cc_m
  * CUDA backend. */
 void vt_backend_cuda_set_fp32(vt_backend *b, int plain_fp32);
 
+/* precision=bf16 (EXPERIMENTAL: not yet run on a GPU; the device layer asks for it only with
+ * VT_CUDA_BF16=1): on, every product (convolutions, linear layers) takes bf16 copies of its
+ * operands and accumulates in fp32 (cuBLAS's CUBLAS_COMPUTE_32F); activations, weights,
+ * gradients, optimizer state, batch-norm statistics and losses stay fp32; the convolutions run
+ * on im2col (not cuDNN).  Off: TF32 or fp32 as vt_backend_cuda_set_fp32 says.  Does nothing
+ * when b is not a CUDA backend. */
+void vt_backend_cuda_set_bf16(vt_backend *b, int on);
+
 /* Bytes the backend's caching allocator holds from the device (in use + cached) and its peak,
  * for logs and benchmarks.  Zeros when b is not a CUDA backend. */
 void vt_backend_cuda_memory(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
@@ -82,6 +90,34 @@ typedef struct vt_cuda_conv_info {
 /* Fills *out; for a backend that is not CUDA's (or no module), zeros and engine "". */
 void vt_backend_cuda_conv_info(vt_backend *b, vt_cuda_conv_info *out);
 
+/* The experimental CUDA graphs of the training step (EXPERIMENTAL: not yet run on a GPU; on
+ * only with VT_CUDA_GRAPHS=1 in the environment when the backend is made; cuda/graph.cu).  The
+ * trainer brackets the sync-free part of a step (backward and the optimizer's update) with
+ * begin and end:
+ *   begin(b, key): 1 when the backend's stream now records instead of running (the caller then
+ *     issues the region's ops as usual and must call end), 0 to run the region plainly (graphs
+ *     off or given up, or the key still warming up: cuda/graph_plan.h).  key: what fixes the
+ *     region's shapes (batch, height, width, frozen prefix).  Never an error.
+ *   end(b, region, &ran): ends the recording, makes or updates the key's executable graph and
+ *     launches it: *ran = 1.  *ran = 0 when nothing ran (the recording failed, or `region`, the
+ *     status of the region's ops, is not VT_OK): the caller runs the region again plainly, with
+ *     the host state it had at begin; graphs are then off for the backend's life (info says
+ *     why).  Returns VT_OK unless the backend is unusable.
+ * For a backend that is not CUDA's (or no module): begin 0; end VT_OK with *ran = 0. */
+typedef struct vt_cuda_graph_info {
+    int enabled;                  /* VT_CUDA_GRAPHS=1 when the backend was made */
+    int active;                   /* enabled and not given up */
+    int warmup;                   /* plain steps of a key before its capture */
+    unsigned long long plain;     /* regions run plainly (warm-up, off, fallbacks) */
+    unsigned long long captured;  /* regions recorded into a new executable graph and launched */
+    unsigned long long replayed;  /* regions recorded, updated into the key's graph, launched */
+    unsigned long long reinstantiated, evicted, failed;
+    char state[160];              /* "" or why graphs are off */
+} vt_cuda_graph_info;
+int vt_backend_cuda_graph_begin(vt_backend *b, const int key[4]);
+vt_status vt_backend_cuda_graph_end(vt_backend *b, vt_status region, int *ran);
+void vt_backend_cuda_graph_info(vt_backend *b, vt_cuda_graph_info *out);
+
 /* Live figures of a GPU from NVML (the NVIDIA management library, libnvidia-ml.so.1, which
  * the module loads with dlopen on the first request: cuda/nvml.c).  `have` says which fields
  * were read (VT_GPU_HAVE_* bits); 0 when NVML or the device cannot answer. */
@@ -109,7 +145,7 @@ unsigned vt_cuda_gpu_metrics(int device, vt_gpu_metrics *out);
 #define VT_CUDA_PLUGIN_FILE "libvisiontrain-cuda.so"
 #define VT_CUDA_PLUGIN_ENTRY "vt_cuda_plugin_entry"
 /* Bump when this table, vt_backend_ops or anything else both sides share changes meaning. */
-#define VT_CUDA_PLUGIN_VERSION 3u
+#define VT_CUDA_PLUGIN_VERSION 4u
 
 /* What the module hands the core: its identity (checked before anything is called) and the
  * real functions declared above. */
@@ -129,6 +165,10 @@ typedef struct vt_cuda_plugin {
     void (*host_free)(void *p);
     unsigned (*gpu_metrics)(int device, vt_gpu_metrics *out);
     void (*conv_info)(vt_backend *b, vt_cuda_conv_info *out);
+    void (*set_bf16)(vt_backend *b, int on);
+    int (*graph_begin)(vt_backend *b, const int key[4]);
+    vt_status (*graph_end)(vt_backend *b, vt_status region, int *ran);
+    void (*graph_info)(vt_backend *b, vt_cuda_graph_info *out);
 } vt_cuda_plugin;
 
 /* The module's one exported symbol (VT_CUDA_PLUGIN_ENTRY).  `failv` is the core's vt_failv: the

@@ -226,3 +226,29 @@ void vt_backend_cuda_conv_info(vt_backend *b, vt_cuda_conv_info *out)
     const vt_cuda_plugin *p = module_if_loaded(); /* a GPU backend implies the module */
     if (p && p->conv_info) p->conv_info(b, out);
 }
+
+void vt_backend_cuda_set_bf16(vt_backend *b, int on)
+{
+    const vt_cuda_plugin *p = module_if_loaded();
+    if (p && p->set_bf16) p->set_bf16(b, on);
+}
+
+int vt_backend_cuda_graph_begin(vt_backend *b, const int key[4])
+{
+    const vt_cuda_plugin *p = module_if_loaded(); /* a GPU backend implies the module */
+    return p && p->graph_begin ? p->graph_begin(b, key) : 0;
+}
+
+vt_status vt_backend_cuda_graph_end(vt_backend *b, vt_status region, int *ran)
+{
+    *ran = 0;
+    const vt_cuda_plugin *p = module_if_loaded();
+    return p && p->graph_end ? p->graph_end(b, region, ran) : VT_OK;
+}
+
+void vt_backend_cuda_graph_info(vt_backend *b, vt_cuda_graph_info *out)
+{
+    memset(out, 0, sizeof *out);
+    const vt_cuda_plugin *p = module_if_loaded();
+    if (p && p->graph_info) p->graph_info(b, out);
+}
