@@ -65,12 +65,17 @@ static const vt_device_iface cpu_device = {
 
 /* ---- CUDA (the module, loaded on first use) ----------------------------------------------- */
 
+/* precision=bf16 has not run on a GPU yet (cuda/backend_cuda.cu, "bf16 operands"): refused
+ * unless VT_CUDA_BF16=1 asks to try it. */
 static vt_status cuda_set_precision(vt_backend *b, vt_device_precision p)
 {
-    if (p == VT_DEVICE_PRECISION_BF16)
-        return vt_fail(VT_ERR_UNSUPPORTED, "precision=bf16 has not run on a GPU yet: use tf32 "
-                       "or fp32 there (docs/gpu.md)");
+    int bf16 = p == VT_DEVICE_PRECISION_BF16;
+    if (bf16 && !vt_cuda_bf16_wanted())
+        return vt_fail(VT_ERR_UNSUPPORTED, "precision=bf16 on a GPU is experimental and has not "
+                       "run on one yet: set VT_CUDA_BF16=1 in the environment to try it, or use "
+                       "tf32 or fp32 (docs/gpu.md)");
     vt_backend_cuda_set_fp32(b, p == VT_DEVICE_PRECISION_FP32);
+    vt_backend_cuda_set_bf16(b, bf16);
     return VT_OK;
 }
 
@@ -87,6 +92,8 @@ static const vt_device_iface cuda_device = {
     .host_alloc = vt_cuda_host_alloc,
     .host_free = vt_cuda_host_free,
     .set_precision = cuda_set_precision,
+    .graph_begin = vt_backend_cuda_graph_begin,
+    .graph_end = vt_backend_cuda_graph_end,
     .memory = vt_backend_cuda_memory,
     .metrics = vt_cuda_gpu_metrics,
     .capacity = cuda_capacity,
@@ -146,6 +153,23 @@ vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backen
         *out = NULL;
     }
     return st;
+}
+
+int vt_cuda_bf16_wanted(void)
+{
+    const char *v = getenv("VT_CUDA_BF16");
+    return v && !strcmp(v, "1");
+}
+
+int vt_device_graph_begin(const vt_device *d, vt_backend *b, const int key[4])
+{
+    return d->iface->graph_begin ? d->iface->graph_begin(b, key) : 0;
+}
+
+vt_status vt_device_graph_end(const vt_device *d, vt_backend *b, vt_status region, int *ran)
+{
+    *ran = 0;
+    return d->iface->graph_end ? d->iface->graph_end(b, region, ran) : VT_OK;
 }
 
 void *vt_device_host_alloc(const vt_device *d, size_t bytes)

@@ -23,7 +23,8 @@ typedef enum vt_device_kind {
 
 /* Precision of gemm/conv.  DEFAULT: the fastest the device keeps accurate enough for training
  * (TF32 tensor ops on CUDA); FP32: plain IEEE fp32 everywhere.  The CPU computes fp32 either
- * way. */
+ * way.  BF16: on the CPU where it has AVX512-BF16; on CUDA experimental, refused unless
+ * VT_CUDA_BF16=1 (vt_cuda_bf16_wanted), as it has not run on a GPU yet. */
 typedef enum vt_device_precision {
     VT_DEVICE_PRECISION_DEFAULT = 0,
     VT_DEVICE_PRECISION_FP32 = 1,
@@ -41,6 +42,10 @@ typedef struct vt_device_iface {
     void (*host_free)(void *p);
     vt_status (*set_precision)(vt_backend *b, vt_device_precision p); /* refuses what the
                                                                           device cannot do */
+    /* The experimental graphs of a step's sync-free region (cuda_device.h,
+     * vt_backend_cuda_graph_begin / _end); NULL: none (the region runs plainly). */
+    int (*graph_begin)(vt_backend *b, const int key[4]);
+    vt_status (*graph_end)(vt_backend *b, vt_status region, int *ran);
     void (*memory)(vt_backend *b, size_t *held_bytes, size_t *peak_bytes);
     /* Live figures of device `index`; returns out->have (0: none). */
     unsigned (*metrics)(int index, vt_gpu_metrics *out);
@@ -65,6 +70,14 @@ static inline int vt_device_is_gpu(const vt_device *d)
 
 /* A backend on the device, at that precision. */
 vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backend **out);
+/* 1 when VT_CUDA_BF16=1 is in the environment: precision=bf16 is then accepted on a GPU. */
+int vt_cuda_bf16_wanted(void);
+/* Around the sync-free part of a training step (backward and the update): begin returns 1 when
+ * the device records the region's ops into a graph (end must follow), 0 to run them plainly;
+ * end launches the recording, *ran = 0 when nothing ran and the caller must run the region
+ * again plainly (see cuda_device.h).  Devices without graphs: 0, and VT_OK with *ran = 0. */
+int vt_device_graph_begin(const vt_device *d, vt_backend *b, const int key[4]);
+vt_status vt_device_graph_end(const vt_device *d, vt_backend *b, vt_status region, int *ran);
 /* Page-locked host memory for fast, asynchronous uploads to the device: NULL with an error set
  * when the device has none to give (the CPU) or the driver refuses; callers then fall back to
  * ordinary memory.  Free it with vt_device_host_free on the same device (NULL: nothing). */

@@ -502,6 +502,34 @@ static vt_status optimizer_step(vt_trainer *t, double lr)
     return VT_OK;
 }
 
+/* Backward and the optimizer's update: the part of a step with no host synchronisation (the
+ * task's batch_loss has brought the loss down already, waiting for the stream).  With the
+ * experimental CUDA graphs (VT_CUDA_GRAPHS=1, cuda/graph.cu) the device records these ops into
+ * a graph of the step's shapes and launches it; when it could not (*ran = 0, graphs then off
+ * for the backend), nothing of the region ran and it runs again plainly, with the optimizer's
+ * step count as it was (backward changes no host state). */
+static vt_status backward_update(vt_trainer *t, double lr)
+{
+    vt_exec *e = t->exec;
+    vt_model *m = t->model;
+    const int key[4] = {e->n, e->h, e->w, e->frozen};
+    int64_t opt_t = t->opt_t;
+    if (!e->prof && vt_device_graph_begin(&t->dev, t->be, key)) {
+        vt_status st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
+        if (!st) st = optimizer_step(t, lr);
+        int ran = 0;
+        TRY(vt_device_graph_end(&t->dev, t->be, st, &ran));
+        if (ran) return VT_OK;
+        t->opt_t = opt_t;
+        vt_cuda_graph_info gi;
+        vt_backend_cuda_graph_info(t->be, &gi);
+        vt_log(&t->log, VT_LOG_INFO, "CUDA graphs (experimental): %s%s%s; the steps run as plain "
+               "launches", gi.state, st ? ": " : "", st ? vt_last_error() : "");
+    }
+    TRY(vt_exec_backward_outputs(e, m->outputs, m->n_outputs));
+    return optimizer_step(t, lr);
+}
+
 /* Forward, loss, backward and update on the batch already in the executor's input.  L: the
  * loader of the batch (detection reads its boxes there). */
 static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, vt_loader *L)
@@ -517,18 +545,19 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
         vt_task_ctx *tc = vt_trainer_task_ctx(t);
         tc->loss_weight = -1;
         if (!st) st = t->task->batch_loss(tc, L, n, 1, loss_out);
-        if (!st) st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
+        if (!st && t->dist_on) st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
     }
     /* all gradients are complete here: the ranks sum them (dist.c), or a failure of any rank
      * stops them all */
     if (t->dist_on) {
         TRY(vt_dist_reduce_grads(t, st, n, loss_out));
         if (t->step_images == 0) return VT_OK; /* no rank had images: skipped by all */
+        TRY(optimizer_step(t, lr));
     } else {
         TRY(st);
+        TRY(n > 0 ? backward_update(t, lr) : optimizer_step(t, lr));
         t->step_images = n;
     }
-    TRY(optimizer_step(t, lr));
     mark_dirty(t);
     if (!isfinite(*loss_out))
         return vt_fail(VT_ERR_NUMERIC,
