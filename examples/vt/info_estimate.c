@@ -172,6 +172,15 @@ int cmd_info(args *a)
         printf("cuDNN convolutions: VT_CUDNN=%s%s (EXPERIMENTAL, not yet run on a GPU); a GPU "
                "run logs whether libcudnn.so.9 loaded (\"GPU convolutions: ...\")\n", dnn,
                strcmp(dnn, "1") == 0 ? " asks for them" : ": off (only VT_CUDNN=1 turns them on)");
+    /* precision=bf16 and the step's CUDA graphs on a GPU: experimental, off unless asked for */
+    if (ngpu > 0 || getenv("VT_CUDA_BF16") || getenv("VT_CUDA_GRAPHS")) {
+        const char *bf = getenv("VT_CUDA_BF16"), *gr = getenv("VT_CUDA_GRAPHS");
+        int bf_on = bf && !strcmp(bf, "1"), gr_on = gr && !strcmp(gr, "1");
+        printf("GPU precision=bf16: EXPERIMENTAL, not yet run on a GPU; %s\n",
+               bf_on ? "VT_CUDA_BF16=1 accepts it" : "refused unless VT_CUDA_BF16=1");
+        printf("GPU CUDA graphs of the training step: EXPERIMENTAL, not yet run on a GPU; %s\n",
+               gr_on ? "VT_CUDA_GRAPHS=1 turns them on" : "off (VT_CUDA_GRAPHS=1 turns them on)");
+    }
     printf("\n");
     print_catalog(cat);
     vt_catalog_destroy(cat);

@@ -287,6 +287,11 @@ static vt_devmodel cpu_prior(void)
     return d;
 }
 
+/* bf16 (and fp16) figures come from this same model: the catalog's half-precision rate through
+ * the same efficiencies (gpu_eff) and scalings, not from a bf16 measurement (precision=bf16 on a
+ * GPU is experimental and has not run on one yet, docs/gpu.md).  Its 2 bytes per activation
+ * are an autocast-style run's; this backend's bf16 converts only the GEMM operands and keeps
+ * activations in fp32 (cuda/backend_cuda.cu), so for it the memory terms are optimistic. */
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
