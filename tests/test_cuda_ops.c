@@ -22,10 +22,19 @@
 
 #include "backend/backend.h"
 #include "backend/cuda_device.h"
+#include "backend/gemm.h" /* vt_bf16_round: the CPU's bf16 rounding, bf16_math.h's */
 #include "testutil.h"
 
 #define TOL_FP32 1e-5
 #define TOL_TF32 2e-3
+/* precision=bf16 (experimental): against the CPU's fp32 on the raw operands, 1e-2 relative L2
+ * (bf16 keeps 8 mantissa bits: each operand is off by at most 2^-9 = 2e-3 relative, so a
+ * product of two by at most about 4e-3, and a sum of random products by less); against the
+ * CPU's fp32 on the same bf16-rounded operands, 2e-5: each product of two bf16 is exact in fp32,
+ * so only the summation order differs (1e-5 for fp32 above), doubled for cuBLAS's bf16
+ * kernels, which may split k differently. */
+#define TOL_BF16 1e-2
+#define TOL_BF16_SAME_OPERANDS 2e-5
 
 static vt_backend *B[2]; /* [0] CPU reference, [1] CUDA */
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -79,6 +88,27 @@ static tbuf tb_rand(size_t n, float lo, float hi)
     float *h = malloc(n * sizeof(float) + 4);
     for (size_t i = 0; i < n; i++) h[i] = urand(lo, hi);
     tb_upload(&t, h);
+    free(h);
+    return t;
+}
+
+/* test_gemm_bf16 / test_conv_bf16 (experimental precision=bf16 on the GPU): when set, the
+ * products' operands (made by tb_operand) reach the CPU reference rounded to bf16 as the GPU
+ * rounds them, and the GPU its raw values; the CPU's fp32 products of the rounded operands are
+ * then what the GPU's bf16 products with fp32 accumulation compute, up to the summation order. */
+static int round_cpu_operands;
+
+/* An operand of a product: tb_rand's values (the same draws), rounded to bf16 on the CPU side
+ * when round_cpu_operands is set. */
+static tbuf tb_operand(size_t n, float lo, float hi)
+{
+    tbuf t = tb_alloc(n, sizeof(float));
+    float *h = malloc(n * sizeof(float) + 4);
+    for (size_t i = 0; i < n; i++) h[i] = urand(lo, hi);
+    OK(B[1]->ops->upload(B[1], t.d[1], h, t.bytes));
+    if (round_cpu_operands)
+        for (size_t i = 0; i < n; i++) h[i] = vt_bf16_to_float(vt_bf16_round(h[i]));
+    OK(B[0]->ops->upload(B[0], t.d[0], h, t.bytes));
     free(h);
     return t;
 }
@@ -250,7 +280,7 @@ static void gemm_case(int ta, int tb, int m, int n, int k, int pad, float alpha,
 {
     int lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
     size_t arows = ta ? k : m, brows = tb ? n : k;
-    tbuf a = tb_rand(arows * lda, -1, 1), bm = tb_rand(brows * ldb, -1, 1);
+    tbuf a = tb_operand(arows * lda, -1, 1), bm = tb_operand(brows * ldb, -1, 1);
     /* beta == 0 must not read C: poison it (only possible when C has no padding to compare). */
     tbuf c = (beta == 0.0f && pad == 0) ? tb_out((size_t)m * ldc) : tb_rand((size_t)m * ldc, -1, 1);
     BOTH(b->ops->gemm(b, ta, tb, m, n, k, alpha, a.d[be], lda, bm.d[be], ldb, beta, c.d[be], ldc));
@@ -286,6 +316,18 @@ START_TEST(test_gemm_tf32)
     set_tf32(1);
     gemm_all(TOL_TF32);
     set_tf32(0);
+}
+END_TEST
+
+/* Experimental precision=bf16: operands converted to bf16 (backend_cuda.cu, "bf16 operands"). */
+START_TEST(test_gemm_bf16)
+{
+    vt_backend_cuda_set_bf16(B[1], 1);
+    gemm_all(TOL_BF16); /* against fp32 on the raw operands */
+    round_cpu_operands = 1;
+    gemm_all(TOL_BF16_SAME_OPERANDS); /* the GPU's rounding is the CPU's */
+    round_cpu_operands = 0;
+    vt_backend_cuda_set_bf16(B[1], 0);
 }
 END_TEST
 
@@ -340,8 +382,8 @@ static void conv_case(const vt_conv_desc *d, int with_bias, double tol, const ch
 {
     size_t xn = (size_t)d->cin * d->n * d->h * d->w, yn = (size_t)d->cout * d->n * d->ho * d->wo;
     size_t wn = (size_t)d->cout * (d->cin / d->groups) * d->kh * d->kw;
-    tbuf x = tb_rand(xn, -1, 1), w = tb_rand(wn, -0.5f, 0.5f), bias = tb_rand(d->cout, -1, 1);
-    tbuf y = tb_out(yn), dy = tb_rand(yn, -1, 1), dx = tb_rand(xn, -1, 1);
+    tbuf x = tb_operand(xn, -1, 1), w = tb_operand(wn, -0.5f, 0.5f), bias = tb_rand(d->cout, -1, 1);
+    tbuf y = tb_out(yn), dy = tb_operand(yn, -1, 1), dx = tb_rand(xn, -1, 1);
     tbuf dw = tb_out(wn), db = tb_out(d->cout);
     void *ws[2] = {NULL, NULL};
     for (int be = 0; be < 2; be++) {
@@ -368,9 +410,9 @@ static void conv_case(const vt_conv_desc *d, int with_bias, double tol, const ch
     expect_close(&dx, tol, w2);
     snprintf(w2, sizeof w2, "%s: dw", what);
     expect_close(&dw, tol, w2);
-    if (with_bias) {
+    if (with_bias) { /* db sums dy in fp32 (the CPU's dy rounded when round_cpu_operands) */
         snprintf(w2, sizeof w2, "%s: db", what);
-        expect_close(&db, TOL_FP32, w2);
+        expect_close(&db, round_cpu_operands ? TOL_BF16 : TOL_FP32, w2);
     }
     for (int be = 0; be < 2; be++) B[be]->ops->free(B[be], ws[be]);
     tb_free(&x); tb_free(&w); tb_free(&bias); tb_free(&y);
@@ -420,6 +462,25 @@ START_TEST(test_conv_chunked)
         conv_case(&d, 1, tol, "chunk=2");
     }
     vt_backend_cuda_set_conv_cap(B[1], 0);
+}
+END_TEST
+
+/* Experimental precision=bf16: every pass on im2col + bf16 GEMMs (groups: strided-batched;
+ * 1x1: the activations as operands; chunks: dy's rows NP apart converted whole). */
+START_TEST(test_conv_bf16)
+{
+    vt_backend_cuda_set_bf16(B[1], 1);
+    conv_all(TOL_BF16, "bf16");
+    round_cpu_operands = 1;
+    conv_all(TOL_BF16_SAME_OPERANDS, "bf16 same operands");
+    const conv_shape s = {5, 3, 11, 9, 7, 3, 3, 1, 1, 1, 1, 1};
+    vt_conv_desc d = make_desc(&s);
+    size_t per_image = (size_t)d.cin * d.kh * d.kw * d.ho * d.wo * sizeof(float);
+    vt_backend_cuda_set_conv_cap(B[1], per_image * 5 / 2);
+    conv_case(&d, 1, TOL_BF16_SAME_OPERANDS, "bf16 chunk=2");
+    vt_backend_cuda_set_conv_cap(B[1], 0);
+    round_cpu_operands = 0;
+    vt_backend_cuda_set_bf16(B[1], 0);
 }
 END_TEST
 
@@ -1043,9 +1104,11 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_gemm_fp32);
     tcase_add_test(tc, test_gemm_tf32);
     tcase_add_test(tc, test_gemm_k0);
+    tcase_add_test(tc, test_gemm_bf16);
     tcase_add_test(tc, test_conv_fp32);
     tcase_add_test(tc, test_conv_tf32);
     tcase_add_test(tc, test_conv_chunked);
+    tcase_add_test(tc, test_conv_bf16);
     tcase_add_test(tc, test_axpy_add_bias_sum);
     tcase_add_test(tc, test_activations);
     tcase_add_test(tc, test_dropout);

@@ -4,6 +4,10 @@
  * and epoch after epoch (detection and segmentation through vt_trainer_run, whose loader is
  * deterministic for a seed).  fp32 must agree closely; TF32 within its rounding.
  *
+ * The experimental GPU precision=bf16 (VT_CUDA_BF16=1) and CUDA graphs (VT_CUDA_GRAPHS=1), both
+ * not yet run on a GPU: test_bf16_* against fp32 on the same GPU, test_graph_steps replays
+ * against plain launches (bit for bit).
+ *
  * Exits 77 (meson's "skipped") when the machine has no GPU or the build has no CUDA.
  * VT_TEST_CUDA_DEVICE picks the device (default 0; "cpu" runs the test against the CPU itself). */
 #include <math.h>
@@ -11,12 +15,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda_device.h"
 #include "testutil.h"
+#include "train/trainer_impl.h" /* t->be: the graphs' counters */
 #include "visiontrain/visiontrain.h"
 
 static char gpu[32] = "0";
 
 enum { STEPS = 20, BATCH = 16 };
+
+/* test_graph_steps: every 5th step trains on the first TAIL images only (a shape change, as
+ * an epoch's trailing batch), and the graphs' counters of the last run */
+enum { TAIL = 8 };
+static int with_tail;
+static vt_cuda_graph_info last_graphs;
 
 /* Losses of STEPS vt_trainer_step calls on fixed random data. */
 static void step_losses(const char *arch, const char *model_opts, int channels, int imgsz,
@@ -46,9 +58,11 @@ static void step_losses(const char *arch, const char *model_opts, int channels, 
     for (int i = 0; i < BATCH; i++) y[i] = (i * 7) % 10;
     for (int s = 0; s < STEPS; s++) {
         losses[s] = NAN;
-        ck_assert_msg(vt_trainer_step(t, x, y, BATCH, &losses[s]) == VT_OK, "%s on %s step %d: %s",
+        int nb = with_tail && s % 5 == 4 ? TAIL : BATCH;
+        ck_assert_msg(vt_trainer_step(t, x, y, nb, &losses[s]) == VT_OK, "%s on %s step %d: %s",
                       arch, device, s, vt_trainer_last_error(t));
     }
+    vt_backend_cuda_graph_info(t->be, &last_graphs); /* zeros for the CPU */
     if (strcmp(device, "cpu") != 0) {
         double mem = 0;
         ck_assert_int_eq(vt_trainer_metric(t, VT_METRIC_DEVICE_MEMORY_BYTES, &mem), VT_OK);
@@ -100,6 +114,135 @@ END_TEST
 START_TEST(test_resnet18_tf32)
 {
     check_steps("resnet18", "channels=3 imgsz=32", 3, 32, "tf32", "sgd", 3e-2);
+}
+END_TEST
+
+/* ---- experimental: precision=bf16 and CUDA graphs on the GPU --------------------------------- */
+
+/* A variable set for the scope of a test (restored: the other tests run without it). */
+static void set_env(const char *name, const char *value)
+{
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+}
+
+/* precision=bf16 on a GPU without VT_CUDA_BF16=1: VT_ERR_UNSUPPORTED, naming the variable. */
+START_TEST(test_bf16_refused_without_env)
+{
+    if (!strcmp(gpu, "cpu")) return; /* the CPU has its own rule (AVX512-BF16) */
+    set_env("VT_CUDA_BF16", NULL);
+    vt_model *m;
+    ck_assert_int_eq(vt_model_create(&m, "cnn-small", 10, "channels=1 imgsz=28"), VT_OK);
+    vt_trainer *t;
+    ck_assert_int_eq(vt_trainer_create(&t, m, NULL), VT_OK);
+    char kv[64];
+    snprintf(kv, sizeof kv, "device=%s", gpu);
+    ck_assert_int_eq(vt_trainer_set(t, kv), VT_OK);
+    ck_assert_int_eq(vt_trainer_set(t, "precision=bf16"), VT_OK);
+    float x[4 * 28 * 28] = {0}, loss;
+    int32_t y[4] = {0, 1, 2, 3};
+    ck_assert_int_eq(vt_trainer_step(t, x, y, 4, &loss), VT_ERR_UNSUPPORTED);
+    const char *msg = vt_trainer_last_error(t);
+    ck_assert_msg(strstr(msg, "VT_CUDA_BF16=1") != NULL, "message: %s", msg);
+    vt_trainer_destroy(t);
+    vt_model_destroy(m);
+}
+END_TEST
+
+/* STEPS steps in bf16 (VT_CUDA_BF16=1) against the same steps in fp32 on the same GPU.
+ * Tolerance: relative difference of each step's loss <= 5e-2.  bf16 keeps 8 mantissa bits
+ * (relative rounding 2^-9 = 2e-3 per operand, against TF32's 10 bits and 5e-4), and the
+ * difference grows as the weights drift apart over the steps; TF32 against the CPU's fp32 is
+ * allowed 3e-2 for ResNet-18 above.  Both must learn (the last loss below the first). */
+static void check_bf16(const char *arch, const char *model_opts, int channels, int imgsz,
+                       const char *optimizer)
+{
+    if (!strcmp(gpu, "cpu")) return; /* the CPU's bf16 is test_gemm_bf16's */
+    float f[STEPS], h[STEPS];
+    step_losses(arch, model_opts, channels, imgsz, gpu, "fp32", optimizer, f);
+    set_env("VT_CUDA_BF16", "1");
+    step_losses(arch, model_opts, channels, imgsz, gpu, "bf16", optimizer, h);
+    set_env("VT_CUDA_BF16", NULL);
+    double worst = 0;
+    for (int s = 0; s < STEPS; s++) {
+        double e = fabs((double)h[s] - f[s]) / fmax(1.0, fabs((double)f[s]));
+        fprintf(stderr, "%-9s bf16 %-5s step %2d  fp32 %.6f  bf16 %.6f  rel %.2e\n", arch,
+                optimizer, s, f[s], h[s], e);
+        ck_assert_msg(isfinite(h[s]), "%s step %d: bf16 loss %f", arch, s, h[s]);
+        if (e > worst) worst = e;
+    }
+    ck_assert_msg(worst <= 5e-2, "%s bf16 %s: losses differ from fp32 by %.3g (relative) > 5e-2",
+                  arch, optimizer, worst);
+    ck_assert_msg(h[STEPS - 1] < h[0], "%s in bf16: loss %f -> %f", arch, h[0], h[STEPS - 1]);
+}
+
+START_TEST(test_bf16_cnn_small)
+{
+    check_bf16("cnn-small", "channels=1 imgsz=28", 1, 28, "sgd");
+}
+END_TEST
+
+START_TEST(test_bf16_cls_n_adamw)
+{
+    check_bf16("cls-n", "channels=3 imgsz=32", 3, 32, "adamw");
+}
+END_TEST
+
+/* The losses of STEPS steps with VT_CUDA_GRAPHS=1 (warm-up `warmup` steps per shape) and the
+ * graphs' counters. */
+static void graph_losses(const char *arch, const char *opts, int ch, int sz, const char *opt,
+                         const char *warmup, float *losses, vt_cuda_graph_info *gi)
+{
+    set_env("VT_CUDA_GRAPHS", warmup ? "1" : NULL);
+    set_env("VT_CUDA_GRAPHS_WARMUP", warmup);
+    step_losses(arch, opts, ch, sz, gpu, "tf32", opt, losses);
+    *gi = last_graphs;
+    set_env("VT_CUDA_GRAPHS", NULL);
+    set_env("VT_CUDA_GRAPHS_WARMUP", NULL);
+}
+
+/* Graph replays against plain launches: the same losses bit for bit.  The reference is the
+ * same setting with a warm-up longer than the run (so it never captures, but has the cuBLAS
+ * workspace of graph mode, which could change cuBLAS's choice of kernels), then the default
+ * (graphs off) within 1e-5 relative, as a changed GEMM kernel would give.  Every 5th step is a
+ * smaller batch: another shape, warmed up and captured on its own.  With 2 warm-up steps a shape,
+ * of the 16 full batches 2 run plainly, 1 is captured and 13 replay; of the 4 small ones 2, 1
+ * and 1.  SGD (cnn-small) and AdamW (cls-n: bias corrections change every step). */
+static void check_graphs(const char *arch, const char *opts, int ch, int sz, const char *opt)
+{
+    if (!strcmp(gpu, "cpu")) return;
+    float ref[STEPS], g[STEPS], off[STEPS];
+    vt_cuda_graph_info gi_ref, gi, gi_off;
+    with_tail = 1;
+    graph_losses(arch, opts, ch, sz, opt, "1000000", ref, &gi_ref);
+    graph_losses(arch, opts, ch, sz, opt, "2", g, &gi);
+    graph_losses(arch, opts, ch, sz, opt, NULL, off, &gi_off);
+    with_tail = 0;
+    fprintf(stderr, "%s graphs: plain %llu captured %llu replayed %llu reinstantiated %llu "
+            "failed %llu%s%s\n", arch, gi.plain, gi.captured, gi.replayed, gi.reinstantiated,
+            gi.failed, gi.state[0] ? ": " : "", gi.state);
+    ck_assert_msg(gi.enabled && gi.active && gi.failed == 0, "%s: graphs %s", arch, gi.state);
+    ck_assert_msg(gi.captured == 2 && gi.replayed == 14 && gi.plain == 4,
+                  "%s: plain %llu captured %llu replayed %llu (expected 4, 2, 14)", arch,
+                  gi.plain, gi.captured, gi.replayed);
+    ck_assert_msg(gi_ref.captured + gi_ref.replayed == 0, "the reference captured");
+    ck_assert_msg(!gi_off.enabled, "graphs on without VT_CUDA_GRAPHS");
+    for (int s = 0; s < STEPS; s++) {
+        double e = fabs((double)off[s] - ref[s]) / fmax(1.0, fabs((double)ref[s]));
+        fprintf(stderr, "%-9s graphs step %2d  plain %.9g  graph %.9g  off %.9g\n", arch, s,
+                ref[s], g[s], off[s]);
+        ck_assert_msg(memcmp(&g[s], &ref[s], sizeof g[s]) == 0,
+                      "%s step %d: the graph's loss %.9g is not the plain launches' %.9g", arch,
+                      s, g[s], ref[s]);
+        ck_assert_msg(e <= 1e-5, "%s step %d: graphs off %.9g vs plain %.9g", arch, s, off[s],
+                      ref[s]);
+    }
+}
+
+START_TEST(test_graph_steps)
+{
+    check_graphs("cnn-small", "channels=1 imgsz=28", 1, 28, "sgd");
+    check_graphs("cls-n", "channels=3 imgsz=32", 3, 32, "adamw");
 }
 END_TEST
 
@@ -255,6 +398,10 @@ int main(void)
     tcase_add_test(tc, test_det_run);
     tcase_add_test(tc, test_seg_run);
     tcase_add_test(tc, test_autobatch_and_figures);
+    tcase_add_test(tc, test_bf16_refused_without_env);
+    tcase_add_test(tc, test_bf16_cnn_small);
+    tcase_add_test(tc, test_bf16_cls_n_adamw);
+    tcase_add_test(tc, test_graph_steps);
     suite_add_tcase(s, tc);
     /* No fork: the CUDA driver, initialised by vt_device_count above, does not survive one. */
     SRunner *sr = srunner_create(s);
