@@ -11,6 +11,13 @@
 # dynamic linker's cache, PyTorch's pip packages, /usr and /opt) and skips those steps, saying
 # so, when there is none.
 #
+# The experimental bf16 precision (VT_CUDA_BF16=1) and CUDA graphs of the training step
+# (VT_CUDA_GRAPHS=1), not yet run on a GPU, get their own steps too: the tests' tcases for them
+# (test_cuda_ops's "bf16": bf16 GEMMs and convolutions against the CPU; test_cuda_train's
+# "experimental": bf16 steps against fp32, the bf16 refusal, graph replays against plain
+# launches bit for bit), and speed steps beside the fp32/TF32 ones.  To run only those:
+#   VT_GPU_ONLY='bf16|graphs' scripts/gpu-run.sh
+#
 # Usage: scripts/gpu-run.sh [--dry-run]
 #   --dry-run  here, without a GPU: every step's command must resolve (programs built, scripts
 #              present), the test programs run (they load and skip: exit 77, test_cuda_module
@@ -25,7 +32,8 @@
 #              VT_GPU_BUDGET=480  seconds for the whole script (keep under the run's timeout_s)
 #              VT_GPU_BUILD=DIR   the build folder (default build-gpu)
 #              VT_GPU_ONLY=REGEX  only the steps whose name matches (bash =~), e.g.
-#                                 'cudnn|^test_cuda_ops$|^resnet18_224_b128_tf32$' 
+#                                 'cudnn|^test_cuda_ops$|^resnet18_224_b128_tf32$', or
+#                                 'bf16|graphs' for the experimental bf16 and graphs steps 
 set -uo pipefail
 dry=0
 case ${1:-} in
@@ -41,6 +49,9 @@ budget=${VT_GPU_BUDGET:-480}
 start=$(date +%s)
 # Steps that set VT_CUDNN=1 run only when cuDNN was found (cudnn_dir below).
 cudnn_env="VT_CUDNN=1 VT_TEST_EXPECT_CUDNN=1"
+# The experimental bf16 precision and CUDA graphs (off without these variables).
+bf16_env="VT_CUDA_BF16=1"
+graphs_env="VT_CUDA_GRAPHS=1"
 
 # GPU test programs, in order of importance.  A missing one is reported, not fatal.
 #   name|per-step timeout seconds|command (relative to the repo root; leading VAR=value words
@@ -53,6 +64,10 @@ tests=(
     # the other conv tests: cuDNN vs the CPU; test_cuda_train: training with cuDNN)
     "test_cuda_ops_cudnn|150|$cudnn_env $build/tests/test_cuda_ops"
     "test_cuda_train_cudnn|150|$cudnn_env $build/tests/test_cuda_train"
+    # the experimental bf16 and graphs alone (Check's CK_RUN_CASE picks the tcase; the full runs
+    # above include them too): first to run with VT_GPU_ONLY='bf16|graphs'
+    "test_cuda_ops_bf16|60|CK_RUN_CASE=bf16 $bf16_env $build/tests/test_cuda_ops"
+    "test_cuda_train_bf16_graphs|120|CK_RUN_CASE=experimental $bf16_env $build/tests/test_cuda_train"
 )
 # Benchmarks (bench/ may not exist yet).  Add entries as they appear; the last output line of
 # each is shown in the table, so make a benchmark print its headline figure last.
@@ -65,6 +80,16 @@ benches=(
     "resnet18_224_b128_tf32_cudnn|90|$cudnn_env $build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=20 warmup=5"
     "torch_resnet18_tf32_cl|60|python3 bench/torch_resnet18.py --channels-last --steps 20 --warmup 5"
     "torch_resnet18_tf32|60|python3 bench/torch_resnet18.py --steps 20 --warmup 5"
+    # the experimental bf16 (operands of every product converted to bf16, fp32 accumulation)
+    # beside TF32, and PyTorch's bf16 autocast with channels-last
+    "cnn_small_b256_bf16|40|$bf16_env $build/bench/train_throughput device=0 batch=256 steps=50 warmup=10 precision=bf16"
+    "resnet18_224_b128_bf16|60|$bf16_env $build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=20 warmup=5 precision=bf16"
+    "torch_resnet18_bf16_cl|60|python3 bench/torch_resnet18.py --precision bf16 --channels-last --steps 20 --warmup 5"
+    # the experimental CUDA graphs of backward + update: a small CNN at batch 64 is where launch
+    # gaps weigh most; the same without graphs beside it
+    "cnn_small_b64_tf32|40|$build/bench/train_throughput device=0 batch=64 steps=100 warmup=10"
+    "cnn_small_b64_tf32_graphs|40|$graphs_env $build/bench/train_throughput device=0 batch=64 steps=100 warmup=10"
+    "resnet18_224_b128_tf32_graphs|60|$graphs_env $build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=20 warmup=5"
     "resnet18_224_b128_fp32|60|$build/bench/train_throughput device=0 arch=resnet18 classes=1000 channels=3 imgsz=224 batch=128 steps=10 warmup=3 precision=fp32"
     "torch_resnet18_fp32|60|python3 bench/torch_resnet18.py --precision fp32 --steps 10 --warmup 3"
     "cnn_small_b64_fp32|40|$build/bench/train_throughput device=0 batch=64 steps=50 warmup=10 precision=fp32"
@@ -194,6 +219,15 @@ run_step() { # name timeout command...
     local last
     last=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-90)
     rows+=("$name|$status|$secs|$last")
+    # whether a graphs benchmark replayed (the trainer logs its first replay, or why not)
+    case " ${envs[*]:-} " in
+        *" VT_CUDA_GRAPHS=1 "*)
+            if [[ $name != test_* ]]; then
+                local gl
+                gl=$(grep -m1 'CUDA graphs' "$log" | sed 's/.*CUDA graphs/CUDA graphs/' | cut -c1-90)
+                rows+=("${name}_state|info|-|${gl:-no 'CUDA graphs' line: never replayed}")
+            fi ;;
+    esac
     # what ran the convolutions of a cuDNN benchmark (the trainer's log line)
     if [ "$cudnn_step" = 1 ] && [[ $name != test_* ]]; then
         local eng

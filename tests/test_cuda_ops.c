@@ -1104,11 +1104,9 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_gemm_fp32);
     tcase_add_test(tc, test_gemm_tf32);
     tcase_add_test(tc, test_gemm_k0);
-    tcase_add_test(tc, test_gemm_bf16);
     tcase_add_test(tc, test_conv_fp32);
     tcase_add_test(tc, test_conv_tf32);
     tcase_add_test(tc, test_conv_chunked);
-    tcase_add_test(tc, test_conv_bf16);
     tcase_add_test(tc, test_axpy_add_bias_sum);
     tcase_add_test(tc, test_activations);
     tcase_add_test(tc, test_dropout);
@@ -1125,6 +1123,12 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_oom_then_usable);
     tcase_add_test(tc, test_conv_cudnn); /* last: it swaps B[] while it runs */
     suite_add_tcase(s, tc);
+    /* the experimental precision=bf16 (CK_RUN_CASE=bf16 runs only these) */
+    TCase *tb = tcase_create("bf16");
+    tcase_set_timeout(tb, 300);
+    tcase_add_test(tb, test_gemm_bf16);
+    tcase_add_test(tb, test_conv_bf16);
+    suite_add_tcase(s, tb);
     return s;
 }
 

@@ -398,11 +398,16 @@ int main(void)
     tcase_add_test(tc, test_det_run);
     tcase_add_test(tc, test_seg_run);
     tcase_add_test(tc, test_autobatch_and_figures);
-    tcase_add_test(tc, test_bf16_refused_without_env);
-    tcase_add_test(tc, test_bf16_cnn_small);
-    tcase_add_test(tc, test_bf16_cls_n_adamw);
-    tcase_add_test(tc, test_graph_steps);
     suite_add_tcase(s, tc);
+    /* the experimental bf16 and CUDA graphs (CK_RUN_CASE=experimental runs only these) */
+    TCase *tx = tcase_create("experimental");
+    tcase_add_checked_fixture(tx, vt_test_scratch_setup, vt_test_scratch_teardown);
+    tcase_set_timeout(tx, 600);
+    tcase_add_test(tx, test_bf16_refused_without_env);
+    tcase_add_test(tx, test_bf16_cnn_small);
+    tcase_add_test(tx, test_bf16_cls_n_adamw);
+    tcase_add_test(tx, test_graph_steps);
+    suite_add_tcase(s, tx);
     /* No fork: the CUDA driver, initialised by vt_device_count above, does not survive one. */
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

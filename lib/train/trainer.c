@@ -519,9 +519,19 @@ static vt_status backward_update(vt_trainer *t, double lr)
         if (!st) st = optimizer_step(t, lr);
         int ran = 0;
         TRY(vt_device_graph_end(&t->dev, t->be, st, &ran));
-        if (ran) return VT_OK;
-        t->opt_t = opt_t;
         vt_cuda_graph_info gi;
+        if (ran) {
+            if (!t->graphs_logged) {
+                vt_backend_cuda_graph_info(t->be, &gi);
+                t->graphs_logged = gi.replayed > 0;
+                if (t->graphs_logged)
+                    vt_log(&t->log, VT_LOG_INFO, "CUDA graphs (EXPERIMENTAL, VT_CUDA_GRAPHS=1): "
+                           "backward and update replayed as a graph (batch %d, %d plain steps a "
+                           "shape first)", e->n, gi.warmup);
+            }
+            return VT_OK;
+        }
+        t->opt_t = opt_t;
         vt_backend_cuda_graph_info(t->be, &gi);
         vt_log(&t->log, VT_LOG_INFO, "CUDA graphs (experimental): %s%s%s; the steps run as plain "
                "launches", gi.state, st ? ": " : "", st ? vt_last_error() : "");

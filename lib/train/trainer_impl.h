@@ -69,6 +69,7 @@ struct vt_trainer {
     double gpu_sampled_at;       /* vt_now() of the last GPU figures (gpu_metrics.c) */
     uint64_t dev_version;        /* model->version the device weights correspond to */
     long conv_shapes_logged;     /* VT_CUDNN: the GPU's planned conv shapes last logged, -1 none */
+    int graphs_logged;          /* the CUDA graphs' first replay was logged */
     int dirty;                   /* device weights are newer than the model's host copy */
 
     /* run state */
