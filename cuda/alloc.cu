@@ -83,6 +83,9 @@ void vt_cuda_cache_destroy(vt_cuda_backend *cb)
     c->held = 0;
     cb->scratch = NULL;
     cb->scratch_bytes = 0;
+    cb->bf16_buf[0] = cb->bf16_buf[1] = NULL;
+    cb->bf16_bytes[0] = cb->bf16_bytes[1] = 0;
+    cb->graphs.cublas_ws = NULL;
 }
 
 static vt_status alloc_block(vt_cuda_backend *cb, size_t bytes, void **out)
@@ -150,15 +153,20 @@ void vt_cuda_free(vt_backend *b, void *p)
     /* Not ours: ignoring it is the only safe choice for a void function that must not abort. */
 }
 
-vt_status vt_cuda_scratch(vt_cuda_backend *cb, size_t bytes)
+vt_status vt_cuda_grow(vt_cuda_backend *cb, void **buf, size_t *have, size_t bytes)
 {
-    if (cb->scratch_bytes >= bytes) return VT_OK;
-    size_t want = cb->scratch_bytes * 2 > bytes ? cb->scratch_bytes * 2 : bytes;
+    if (*have >= bytes) return VT_OK;
+    size_t want = *have * 2 > bytes ? *have * 2 : bytes;
     void *p = NULL;
     vt_status st = alloc_block(cb, want, &p);
     if (st != VT_OK) return st;
-    vt_cuda_free(&cb->base, cb->scratch);
-    cb->scratch = p;
-    cb->scratch_bytes = want;
+    vt_cuda_free(&cb->base, *buf);
+    *buf = p;
+    *have = want;
     return VT_OK;
+}
+
+vt_status vt_cuda_scratch(vt_cuda_backend *cb, size_t bytes)
+{
+    return vt_cuda_grow(cb, &cb->scratch, &cb->scratch_bytes, bytes);
 }

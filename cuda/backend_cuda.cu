@@ -204,16 +204,11 @@ static size_t operand_span(int rows, int cols, int ld, long long stride, int bat
 static vt_status to_bf16(vt_cuda_backend *cb, int which, const float *x, size_t n,
                          const uint16_t **out)
 {
-    size_t bytes = n * sizeof(uint16_t);
-    if (cb->bf16_bytes[which] < bytes) {
-        void *p = vt_cuda_alloc(&cb->base, bytes);
-        if (!p) return VT_ERR_DEVICE_OOM; /* the allocator set the message */
-        vt_cuda_free(&cb->base, cb->bf16_buf[which]); /* stream order makes the reuse safe */
-        cb->bf16_buf[which] = p;
-        cb->bf16_bytes[which] = bytes;
-    }
+    vt_status st = vt_cuda_grow(cb, &cb->bf16_buf[which], &cb->bf16_bytes[which],
+                                n * sizeof(uint16_t));
+    if (st != VT_OK) return st;
     uint16_t *y = (uint16_t *)cb->bf16_buf[which];
-    vt_status st = vt_cuda_launch(cb, n, "gemm (bf16 operand conversion)", k_to_bf16, n, x, y);
+    st = vt_cuda_launch(cb, n, "gemm (bf16 operand conversion)", k_to_bf16, n, x, y);
     *out = y;
     return st;
 }

@@ -204,6 +204,9 @@ static inline vt_status vt_cuda_launch(const vt_cuda_backend *cb, size_t n, cons
 /* ---- alloc.cu ---- */
 void vt_cuda_cache_release(vt_cuda_backend *cb); /* frees every cached (not in-use) block */
 void vt_cuda_cache_destroy(vt_cuda_backend *cb); /* frees everything */
+/* A buffer of the backend (*buf, *have bytes) grown to hold at least `bytes` (at least doubling;
+ * the old block goes back to the cache: stream order makes that safe).  Never shrinks. */
+vt_status vt_cuda_grow(vt_cuda_backend *cb, void **buf, size_t *have, size_t bytes);
 /* Ensure cb->scratch holds at least `bytes`. */
 vt_status vt_cuda_scratch(vt_cuda_backend *cb, size_t bytes);
 
