@@ -89,6 +89,8 @@ and give_back right after unless you rerun at once.  Options (environment, in th
     VT_GPU_NO_BENCH=1 bash scripts/gpu-run.sh   tests only
     VT_GPU_ONLY='cudnn|^test_cuda_ops\$|^resnet18_224_b128_tf32\$' bash scripts/gpu-run.sh
                                                 the experimental cuDNN convolutions and their references only
+    VT_GPU_ONLY='bf16|graphs|^test_cuda_module\$|^cnn_small_b64_tf32\$|^resnet18_224_b128_tf32\$' bash scripts/gpu-run.sh
+                                                the experimental bf16 and CUDA graphs and their references only
 The cuDNN steps (VT_CUDNN=1) need libcudnn.so.9 there (PyTorch's pip package has one; the
 script finds it or skips them, saying so in the cudnn_library row).
 Logs come back under the run's files_at (one file per step).
