@@ -204,7 +204,8 @@ static void graph_losses(const char *arch, const char *opts, int ch, int sz, con
 /* Graph replays against plain launches: the same losses bit for bit.  The reference is the
  * same setting with a warm-up longer than the run (so it never captures, but has the cuBLAS
  * workspace of graph mode, which could change cuBLAS's choice of kernels), then the default
- * (graphs off) within 1e-5 relative, as a changed GEMM kernel would give.  Every 5th step is a
+ * (graphs off) within 1e-4 relative: a GEMM kernel chosen otherwise sums in another order
+ * (about 1e-6 a product in fp32 accumulation), and the steps carry it on.  Every 5th step is a
  * smaller batch: another shape, warmed up and captured on its own.  With 2 warm-up steps a shape,
  * of the 16 full batches 2 run plainly, 1 is captured and 13 replay; of the 4 small ones 2, 1
  * and 1.  SGD (cnn-small) and AdamW (cls-n: bias corrections change every step). */
@@ -234,7 +235,7 @@ static void check_graphs(const char *arch, const char *opts, int ch, int sz, con
         ck_assert_msg(memcmp(&g[s], &ref[s], sizeof g[s]) == 0,
                       "%s step %d: the graph's loss %.9g is not the plain launches' %.9g", arch,
                       s, g[s], ref[s]);
-        ck_assert_msg(e <= 1e-5, "%s step %d: graphs off %.9g vs plain %.9g", arch, s, off[s],
+        ck_assert_msg(e <= 1e-4, "%s step %d: graphs off %.9g vs plain %.9g", arch, s, off[s],
                       ref[s]);
     }
 }
