@@ -3,14 +3,17 @@
  * (lib/backend/bf16_math.h, compiled here as plain C, by nvcc as __host__ __device__, and used
  * by the CPU's bf16 products as vt_bf16_round), and the decisions of the training step's CUDA
  * graphs (cuda/graph_plan.c, linked here directly): warm-up, capture, replay, a shape change,
- * eviction, a failure.  The GPU sides are test_cuda_ops.c's test_gemm_bf16 / test_conv_bf16
+ * eviction, a failure; and the device layer's refusal of precision=bf16 on a GPU without
+ * VT_CUDA_BF16=1 (asked of a CPU backend, which the CUDA settings leave alone).  The GPU sides are test_cuda_ops.c's test_gemm_bf16 / test_conv_bf16
  * and test_cuda_train.c's test_bf16_steps / test_graph_steps (skipped without a GPU). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/bf16_math.h"
+#include "backend/device.h"
 #include "backend/gemm.h"
 #include "graph_plan.h"
 #include "testutil.h"
@@ -112,6 +115,35 @@ START_TEST(test_bf16_against_reference)
         checked++;
     }
     ck_assert_uint_gt(checked, 2000000);
+}
+END_TEST
+
+/* ---- precision=bf16 on a GPU: refused unless VT_CUDA_BF16=1 ----------------------------------- */
+
+START_TEST(test_bf16_needs_env)
+{
+    vt_device d;
+    ck_assert_int_eq(vt_device_parse("cuda:0", &d), VT_OK);
+    ck_assert_ptr_nonnull(d.iface->set_precision);
+    vt_backend *b;
+    ck_assert_int_eq(vt_backend_cpu_create(&b, 1), VT_OK);
+    static const char *const refused[] = {NULL, "", "0", "yes", "11"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        if (refused[i]) setenv("VT_CUDA_BF16", refused[i], 1);
+        else unsetenv("VT_CUDA_BF16");
+        ck_assert_int_eq(vt_cuda_bf16_wanted(), 0);
+        ck_assert_int_eq(d.iface->set_precision(b, VT_DEVICE_PRECISION_BF16), VT_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(vt_last_error(), "VT_CUDA_BF16=1") &&
+                          strstr(vt_last_error(), "experimental"),
+                      "message: %s", vt_last_error());
+        /* the other precisions are never refused */
+        ck_assert_int_eq(d.iface->set_precision(b, VT_DEVICE_PRECISION_FP32), VT_OK);
+        ck_assert_int_eq(d.iface->set_precision(b, VT_DEVICE_PRECISION_DEFAULT), VT_OK);
+    }
+    setenv("VT_CUDA_BF16", "1", 1);
+    ck_assert_int_eq(vt_cuda_bf16_wanted(), 1);
+    ck_assert_int_eq(d.iface->set_precision(b, VT_DEVICE_PRECISION_BF16), VT_OK);
+    vt_backend_destroy(b);
 }
 END_TEST
 
@@ -264,6 +296,7 @@ static Suite *suite(void)
     tcase_set_timeout(tr, 60);
     tcase_add_test(tr, test_bf16_cases);
     tcase_add_test(tr, test_bf16_against_reference);
+    tcase_add_test(tr, test_bf16_needs_env);
     suite_add_tcase(s, tr);
     TCase *tg = tcase_create("graphs");
     tcase_add_test(tg, test_graph_off);
