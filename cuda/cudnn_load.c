@@ -2,38 +2,20 @@
  * cudnn_abi.h, so no cuDNN header is needed to build. */
 #include "cudnn_load.h"
 
+#include "dl_lib.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 4))) static void say(char *why, size_t cap, const char *fmt, ...)
-{
-    if (!why || !cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, cap, fmt, ap);
-    va_end(ap);
-}
-
 vt_dnn *vt_dnn_open(const char *path, char *why, size_t why_cap)
 {
-    if (why && why_cap) why[0] = 0;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *err = dlerror();
-        say(why, why_cap, "cuDNN could not be loaded: %s", err ? err : path);
-        return NULL;
-    }
     vt_dnn *d = calloc(1, sizeof *d);
     if (!d) {
-        dlclose(lib);
-        say(why, why_cap, "cuDNN: out of memory");
+        vt_dl_say(why, why_cap, "cuDNN: out of memory");
         return NULL;
     }
-    d->lib = lib;
     static const char *const names[] = {
         "cudnnGetVersion", "cudnnGetErrorString", "cudnnCreate", "cudnnDestroy",
         "cudnnSetStream", "cudnnCreateTensorDescriptor", "cudnnDestroyTensorDescriptor",
@@ -57,21 +39,18 @@ vt_dnn *vt_dnn_open(const char *path, char *why, size_t why_cap)
                      (void **)&d->conv_bwd_data, (void **)&d->conv_bwd_filter};
     _Static_assert(sizeof names / sizeof names[0] == sizeof slot / sizeof slot[0],
                    "one slot per name");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        /* POSIX's sanctioned way to turn dlsym's object pointer into a function pointer */
-        *slot[i] = dlsym(lib, names[i]);
-        if (!*slot[i]) {
-            say(why, why_cap, "%s has no %s (not cuDNN 9?)", path, names[i]);
-            dlclose(lib);
-            free(d);
-            return NULL;
-        }
+    d->lib = vt_dl_open(path, "cuDNN", names, slot, sizeof names / sizeof names[0],
+                        "not cuDNN 9?", why, why_cap);
+    if (!d->lib) {
+        free(d);
+        return NULL;
     }
     d->version = d->get_version();
     if (d->version < 90000 || d->version > 99999) {
-        say(why, why_cap, "%s is cuDNN version %zu; the module needs cuDNN 9 (90000..99999)", path,
-            d->version);
-        dlclose(lib);
+        vt_dl_say(why, why_cap,
+                  "%s is cuDNN version %zu; the module needs cuDNN 9 (90000..99999)", path,
+                  d->version);
+        dlclose(d->lib);
         free(d);
         return NULL;
     }

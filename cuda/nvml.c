@@ -3,9 +3,9 @@
  * build. */
 #include "nvml.h"
 
+#include "dl_lib.h"
+
 #include <dlfcn.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,31 +31,13 @@ struct vt_nvml {
     nvml_return (*temperature)(nvml_device dev, int sensor, unsigned *celsius);
 };
 
-__attribute__((format(printf, 3, 4))) static void say(char *why, size_t cap, const char *fmt, ...)
-{
-    if (!why || !cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, cap, fmt, ap);
-    va_end(ap);
-}
-
 vt_nvml *vt_nvml_open(const char *path, char *why, size_t why_cap)
 {
-    if (why && why_cap) why[0] = 0;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *err = dlerror();
-        say(why, why_cap, "NVML could not be loaded: %s", err ? err : path);
-        return NULL;
-    }
     vt_nvml *n = calloc(1, sizeof *n);
     if (!n) {
-        dlclose(lib);
-        say(why, why_cap, "NVML: out of memory");
+        vt_dl_say(why, why_cap, "NVML: out of memory");
         return NULL;
     }
-    n->lib = lib;
     static const char *const names[] = {
         "nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetHandleByPciBusId_v2",
         "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetUtilizationRates",
@@ -63,20 +45,16 @@ vt_nvml *vt_nvml_open(const char *path, char *why, size_t why_cap)
     void **slot[] = {(void **)&n->init, (void **)&n->shutdown, (void **)&n->by_bus_id,
                      (void **)&n->by_index, (void **)&n->utilization, (void **)&n->memory,
                      (void **)&n->power, (void **)&n->temperature};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        /* POSIX's sanctioned way to turn dlsym's object pointer into a function pointer */
-        *slot[i] = dlsym(lib, names[i]);
-        if (!*slot[i]) {
-            say(why, why_cap, "%s has no %s (too old a driver?)", path, names[i]);
-            dlclose(lib);
-            free(n);
-            return NULL;
-        }
+    n->lib = vt_dl_open(path, "NVML", names, slot, sizeof names / sizeof names[0],
+                        "too old a driver?", why, why_cap);
+    if (!n->lib) {
+        free(n);
+        return NULL;
     }
     int rc = n->init();
     if (rc != 0) {
-        say(why, why_cap, "NVML (%s) did not initialise: error %d", path, rc);
-        dlclose(lib);
+        vt_dl_say(why, why_cap, "NVML (%s) did not initialise: error %d", path, rc);
+        dlclose(n->lib);
         free(n);
         return NULL;
     }
