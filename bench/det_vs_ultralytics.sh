@@ -12,6 +12,7 @@
 #       (defaults: detect yolov8n, segment yolo26n-sem, instance yolov8n-seg)
 #       [--model det-n | iseg-n | ...] (ours; default det-n, seg-n, iseg-n)
 #       [--synth "min_size=16 max_size=200 sizes=log"] (more vt synth options: the multi-scale set)
+#       [--precision fp32 | bf16] (ours; bf16 needs a CPU with AMX or AVX512-BF16)
 #
 # Run it under `nice -n 19` on a shared machine.  Exit 77 (skip) when the peer cannot be set
 # up; never run by meson test.  See bench/README.md ("libvisiontrain vs Ultralytics").
@@ -21,7 +22,7 @@ root=$(dirname "$here")
 
 task=detect epochs=12 imgsz=128 batch=16 threads=$(nproc) ntrain=600 nval=150 classes=4
 maxobj=8 seed=1 optimizer=adamw lr0=0.002 workers=0 work=/tmp/vt-vs-ultralytics
-build=build peer_dir=/tmp/peer-ultralytics peer_model="" model="" synth_extra=""
+build=build peer_dir=/tmp/peer-ultralytics peer_model="" model="" synth_extra="" precision=fp32
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --max-objects) maxobj=$2 ;; --seed) seed=$2 ;; --optimizer) optimizer=$2 ;;
     --lr0) lr0=$2 ;; --workers) workers=$2 ;; --workdir) work=$2 ;; --build) build=$2 ;;
     --peer-dir) peer_dir=$2 ;; --peer-model) peer_model=$2 ;;
-    --model) model=$2 ;; --synth) synth_extra=$2 ;;
+    --model) model=$2 ;; --synth) synth_extra=$2 ;; --precision) precision=$2 ;;
     *) usage ;;
   esac
   shift 2
@@ -88,6 +89,7 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "cpu: $cpu, $(nproc) online; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "data: vt synth task=$synth_task classes=$classes train=$ntrain val=$nval imgsz=$imgsz seed=$seed max_objects=$maxobj $synth_extra"
 echo "both: epochs=$epochs imgsz=$imgsz batch=$batch optimizer=$optimizer lr0=$lr0 threads=$threads, from scratch, default augmentation"
+echo "ours: precision=$precision"
 
 # ---- ours ----
 # workers=0 by default: the peer forces workers=0 on a CPU, so both load in the training thread
@@ -96,7 +98,7 @@ echo "both: epochs=$epochs imgsz=$imgsz batch=$batch optimizer=$optimizer lr0=$l
 # wall and CPU seconds (user + system, all threads) of the whole vt train process
 read -r ours_wall ours_cpu < <(python - "$work/ours.log" "$vt" train data="$work/data" \
   model="$ours" imgsz="$imgsz" epochs="$epochs" batch="$batch" optimizer="$optimizer" \
-  lr0="$lr0" workers="$workers" seed="$seed" save=0 progress=plain <<'PY'
+  lr0="$lr0" workers="$workers" seed="$seed" save=0 progress=plain precision="$precision" <<'PY'
 import resource, subprocess, sys, time
 t = time.perf_counter()
 with open(sys.argv[1], "w") as log:
