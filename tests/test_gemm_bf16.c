@@ -12,6 +12,9 @@
  * written); 1 and 2 pool threads, and two threads calling at once.  Special operands: the
  * kernels' rounding is vt_bf16_round's (a denormal that rounds to 2^-126 counts), NaN and
  * infinities propagate.  Exits 77 (skipped) only where no bf16 path runs at all. */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -19,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/device.h"
 #include "backend/gemm.h"
+#include "visiontrain/visiontrain.h"
 #include "core/core.h"
 #include "core/threads.h"
 #include "testutil.h"
@@ -398,6 +403,53 @@ START_TEST(test_env_default)
 }
 END_TEST
 
+/* Whether a kernel is reported slower than fp32 (the trainer's warning, vt_cpu_kernels): the
+ * portable one always, AMX never, AVX512_BF16 on Intel processors only (the measured rule). */
+static int cpu_vendor_is(const char *want)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    char v[13];
+    memcpy(v, &b, 4);
+    memcpy(v + 4, &d, 4);
+    memcpy(v + 8, &c, 4);
+    v[12] = 0;
+    return strcmp(v, want) == 0;
+#else
+    (void)want;
+    return 0;
+#endif
+}
+
+START_TEST(test_slower_rule)
+{
+    const char *kernels = vt_cpu_kernels();
+    ck_assert_ptr_nonnull(strstr(kernels, "; precision=bf16: "));
+    vt_device cpu;
+    ck_assert_int_eq(vt_device_parse("cpu", &cpu), VT_OK);
+    char note[256];
+    ck_assert_int_eq(vt_device_precision_note(&cpu, VT_DEVICE_PRECISION_FP32, note, sizeof note), 0);
+    ck_assert_str_eq(note, "");
+    if (!vt_cpu_has_bf16()) {
+        ck_assert_ptr_nonnull(strstr(kernels, "precision=bf16: none"));
+        ck_assert_int_eq(vt_device_precision_note(&cpu, VT_DEVICE_PRECISION_BF16, note, sizeof note), 0);
+        ck_assert_str_eq(note, "");
+    }
+    for (int kern = 0; kern < NKERN; kern++) {
+        if (!vt_gemm_bf16_force(kname[kern])) continue;
+        int want = kern == 0 ? 1 : kern == 2 ? 0 : cpu_vendor_is("GenuineIntel");
+        ck_assert_int_eq(vt_gemm_bf16_slower_than_fp32(), want);
+        if (!vt_cpu_has_bf16()) continue;
+        int slower = vt_device_precision_note(&cpu, VT_DEVICE_PRECISION_BF16, note, sizeof note);
+        ck_assert_int_eq(slower, want);
+        ck_assert_ptr_nonnull(strstr(note, "bf16 products: "));
+        ck_assert_ptr_nonnull(strstr(note, vt_gemm_bf16_kernel()));
+        ck_assert_int_eq(strstr(note, "precision=fp32 is faster") != NULL, want);
+    }
+}
+END_TEST
+
 /* Degenerate products: k = 0 and alpha = 0 scale C by beta without reading A or B (NaN there);
  * m or n = 0 write nothing. */
 START_TEST(test_degenerate)
@@ -443,6 +495,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_env_amx);
     tcase_add_test(tc, test_env_default);
     tcase_add_test(tc, test_degenerate);
+    tcase_add_test(tc, test_slower_rule);
     suite_add_tcase(s, tc);
     return s;
 }

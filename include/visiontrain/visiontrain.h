@@ -427,7 +427,10 @@ VT_API vt_status vt_option_default(vt_option option, double *number, const char 
 /* ---- devices ---------------------------------------------------------------------------- */
 
 /* What runs the CPU's matrix products, e.g. "BLIS 0.9.0 skx (own packing) (small products:
- * haswell) (AVX-512; BLIS alone picks haswell here)", or "portable ..." without a BLAS.  The
+ * haswell) (AVX-512; BLIS alone picks haswell here); precision=bf16: AMX 32x32", or "portable
+ * ..." without a BLAS.  After "precision=bf16: " the bf16 kernel ("AMX 32x32", "AVX512_BF16
+ * 14x32", or "none (needs AVX512-BF16)": precision=bf16 is then refused), followed by " (slower
+ * than fp32 here)" where it is measured so on this kind of processor (AVX512_BF16 on Intel).  The
  * library chooses once per process, at the first product, the fastest kernels the processor
  * runs, and packs their operands itself.  The environment variable VT_CPU_GEMM overrides the
  * choice for benchmarks and tests: "portable" (the built-in kernel), a BLIS sub-configuration

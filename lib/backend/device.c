@@ -4,6 +4,7 @@
 #include "backend/device.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,12 +55,25 @@ static vt_status cpu_set_precision(vt_backend *b, vt_device_precision p)
     return VT_OK;
 }
 
+static int cpu_precision_note(vt_device_precision p, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (p != VT_DEVICE_PRECISION_BF16 || !vt_cpu_has_bf16()) return 0;
+    int slower = vt_gemm_bf16_slower_than_fp32();
+    snprintf(buf, cap, "bf16 products: %s%s", vt_gemm_bf16_kernel(),
+             slower ? "; on this kind of processor that trains slower than fp32 (measured "
+                      "0.7-0.85x): precision=fp32 is faster here, at the same quality"
+                    : "");
+    return slower;
+}
+
 static const vt_device_iface cpu_device = {
     .name = "cpu",
     .kind = VT_DEVICE_KIND_CPU,
     .max_index = 0,
     .backend_create = cpu_backend_create,
     .set_precision = cpu_set_precision,
+    .precision_note = cpu_precision_note,
     .capacity = cpu_capacity,
 };
 
@@ -210,7 +224,29 @@ vt_status vt_device_capacity(const vt_device *d, size_t *total_bytes, size_t *av
 
 /* ---- public queries ------------------------------------------------------------------------ */
 
-VT_API const char *vt_cpu_kernels(void) { return vt_sgemm_kernels(); }
+int vt_device_precision_note(const vt_device *d, vt_device_precision p, char *buf, size_t cap)
+{
+    if (cap) buf[0] = 0;
+    return d->iface->precision_note && cap ? d->iface->precision_note(p, buf, cap) : 0;
+}
+
+static char cpu_kernels_desc[320];
+static pthread_once_t cpu_kernels_once = PTHREAD_ONCE_INIT;
+
+static void describe_cpu_kernels(void)
+{
+    const char *bf16 = vt_cpu_has_bf16() ? vt_gemm_bf16_kernel() : "none (needs AVX512-BF16)";
+    snprintf(cpu_kernels_desc, sizeof cpu_kernels_desc, "%s; precision=bf16: %s%s",
+             vt_sgemm_kernels(), bf16,
+             vt_cpu_has_bf16() && vt_gemm_bf16_slower_than_fp32() ? " (slower than fp32 here)"
+                                                                  : "");
+}
+
+VT_API const char *vt_cpu_kernels(void)
+{
+    pthread_once(&cpu_kernels_once, describe_cpu_kernels);
+    return cpu_kernels_desc;
+}
 
 VT_API int vt_device_count(void)
 {

@@ -42,6 +42,10 @@ typedef struct vt_device_iface {
     void (*host_free)(void *p);
     vt_status (*set_precision)(vt_backend *b, vt_device_precision p); /* refuses what the
                                                                           device cannot do */
+    /* What computes precision p's products here, for the log ("bf16 products: AMX 32x32"),
+     * into buf; returns 1 when p is measured slower than fp32 on this device (buf then says so
+     * and what to use), 0 otherwise.  NULL or buf[0] == 0: nothing to say. */
+    int (*precision_note)(vt_device_precision p, char *buf, size_t cap);
     /* The experimental graphs of a step's sync-free region (cuda_device.h,
      * vt_backend_cuda_graph_begin / _end); NULL: none (the region runs plainly). */
     int (*graph_begin)(vt_backend *b, const int key[4]);
@@ -70,6 +74,8 @@ static inline int vt_device_is_gpu(const vt_device *d)
 
 /* A backend on the device, at that precision. */
 vt_status vt_device_backend(const vt_device *d, vt_device_precision p, vt_backend **out);
+/* The device's precision_note (above); buf = "" and 0 when it has none. */
+int vt_device_precision_note(const vt_device *d, vt_device_precision p, char *buf, size_t cap);
 /* 1 when VT_CUDA_BF16=1 is in the environment: precision=bf16 is then accepted on a GPU. */
 int vt_cuda_bf16_wanted(void);
 /* Around the sync-free part of a training step (backward and the update): begin returns 1 when

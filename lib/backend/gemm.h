@@ -48,6 +48,10 @@ void vt_gemm_bf16_portable(vt_pool *pool, int transa, int transb, int m, int n, 
 /* What vt_gemm_bf16 runs: "AMX 32x32", "AVX512_BF16 14x32" or "portable (why)".  Static
  * string.  Thread-safe. */
 const char *vt_gemm_bf16_kernel(void);
+/* 1 when the kernel vt_gemm_bf16 runs trains slower than vt_sgemm's fp32 on this CPU, as
+ * measured: the portable one anywhere, AVX512_BF16 on an Intel processor (no AMX, or AMX
+ * refused).  Thread-safe. */
+int vt_gemm_bf16_slower_than_fp32(void);
 /* For tests and benchmarks: makes vt_gemm_bf16 run the kernel named "amx", "avx512" or
  * "portable" from now on; 1 when done, 0 (choice unchanged) when this machine cannot run it or
  * the name is unknown.  Not to be called while another thread is inside vt_gemm_bf16. */

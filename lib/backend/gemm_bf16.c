@@ -116,8 +116,16 @@ int vt_cpu_has_bf16(void)
     if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
     return (a >> 5) & 1;
 }
+
+static int cpu_is_intel(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu; /* "GenuineIntel" */
+}
 #else
 int vt_cpu_has_bf16(void) { return 0; }
+static int cpu_is_intel(void) { return 0; }
 #endif
 
 /* ---- AVX512_BF16 kernel ---------------------------------------------------------------------- */
@@ -443,6 +451,16 @@ const char *vt_gemm_bf16_kernel(void)
     if (kernel == K_AMX) return "AMX 32x32";
     if (kernel == K_AVX512) return "AVX512_BF16 14x32";
     return vt_cpu_has_bf16() ? "portable (asked for)" : "portable (no AVX512_BF16)";
+}
+
+/* Measured whole training runs (bench/README.md, "bf16 on the CPU"): AMX 1.6-1.9x fp32 (det-n,
+ * cnn-small, Sapphire Rapids); AVX512_BF16 1.3x on AMD Zen 4, whose 512-bit FMAs issue at half
+ * the rate of Intel's, but 0.7-0.85x on an Intel Xeon without AMX, whose two fp32 FMA ports
+ * match VDPBF16PS's rate while the packing's casts come on top. */
+int vt_gemm_bf16_slower_than_fp32(void)
+{
+    pthread_once(&choice_once, choose);
+    return kernel == K_PORTABLE || (kernel == K_AVX512 && cpu_is_intel());
 }
 
 void vt_gemm_bf16(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,

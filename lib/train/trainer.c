@@ -371,6 +371,11 @@ static vt_status open_backend(vt_trainer *t)
                           &t->be));
     t->dev = d;
     snprintf(t->device, sizeof t->device, "%s", dev);
+    char note[256];
+    int slower = vt_device_precision_note(&d, !strcmp(prec, "bf16") ? VT_DEVICE_PRECISION_BF16
+                                                                    : VT_DEVICE_PRECISION_FP32,
+                                          note, sizeof note);
+    if (note[0]) vt_log(&t->log, slower ? VT_LOG_WARNING : VT_LOG_INFO, "%s", note);
     vt_status st = vt_exec_create(&t->exec, &t->model->graph, t->be);
     if (st) release_device(t);
     t->dev_version = 0; /* fresh device memory: upload */
