@@ -4,6 +4,7 @@
 # runs each.
 #
 #   bench/cpu_vs_torch.sh [BUILD_DIR=build] [REPS=3]
+#   (then, where the CPU has bf16, the same in bf16 against PyTorch's bf16 autocast)
 #
 # PyTorch runs once per rep with its default thread count and once with 2 threads; its best
 # run is the baseline.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the machine
@@ -20,6 +21,8 @@ tp="$build/bench/train_throughput"
 [ -x "$tp" ] || { echo "build first: ninja -C $build"; exit 2; }
 $py -c 'import torch' 2>/dev/null || { echo "needs Debian's python3-torch (apt-get install python3-torch)"; exit 77; }
 best() { sort -g | tail -1; }
+# the img/s figure of a torch_small_cnn.py line (its tag, "bf16 cl", shifts the columns)
+imgs() { awk '{for (i = 1; i <= NF; i++) if ($i == "img/s") print $(i - 1)}'; }
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 ceiling=""
 if [ -x "$build/bench/gemm_shapes" ]; then
@@ -27,21 +30,34 @@ if [ -x "$build/bench/gemm_shapes" ]; then
   echo "$line"
   ceiling=$(echo "$line" | sed -n 's/.*: \([0-9.]*\) GFLOP\/s$/\1/p')
 fi
-printf '%-6s %14s %14s %8s %10s %9s\n' batch "vt img/s" "torch img/s" ratio "vt GFLOP/s" "of ceil."
+printf '%-11s %14s %14s %8s %10s %9s\n' batch "vt img/s" "torch img/s" ratio "vt GFLOP/s" "of ceil."
+# fp32 rows, then (where the CPU has bf16: `vt info`'s "precision=bf16:" is not "none") bf16
+# rows: ours with precision=bf16 against PyTorch's bf16 autocast, NCHW and channels-last, its
+# best run the baseline; the last column of a bf16 row is its speed over our fp32 row's.
+precs=fp32
+"$build/examples/vt" info 2>/dev/null | grep -q 'precision=bf16: none' || precs="fp32 bf16"
+declare -A fp32_best
+for prec in $precs; do
 for b in 64 256; do
   steps=$(( b == 64 ? 40 : 12 ))
   vt=(); th=()
+  if [ "$prec" = bf16 ]; then tflags=(--bf16 --threads 2); tflags2=(--bf16 --channels-last --threads 2); vflags=(precision=bf16)
+  else tflags=(); tflags2=(--threads 2); vflags=(); fi
   # as many runs of each side (2 per rep), alternating, so that neither gets more draws of a
-  # noisy machine's best moment
+  # noisy machine's best moment (bf16: PyTorch NCHW and channels-last, both at 2 threads)
   for r in $(seq "$reps"); do
-    vt+=("$("$tp" batch=$b steps=$steps | awk '{print $5, $9}')")
-    th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps | awk '{print $6}')")
-    vt+=("$("$tp" batch=$b steps=$steps | awk '{print $5, $9}')")
-    th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps --threads 2 | awk '{print $6}')")
+    vt+=("$("$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
+    th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps "${tflags[@]}" | imgs)")
+    vt+=("$("$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
+    th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps "${tflags2[@]}" | imgs)")
   done
   vbest=$(printf '%s\n' "${vt[@]}" | best); t=$(printf '%s\n' "${th[@]}" | best)
   v=${vbest% *}; g=${vbest#* }
   frac="-"
   [ -n "$ceiling" ] && frac=$(printf '%.0f%%' "$(echo "100 * $g / $ceiling" | bc -l)")
-  printf '%-6s %14.1f %14.1f %7.2fx %10.1f %9s\n' "$b" "$v" "$t" "$(echo "$v / $t" | bc -l)" "$g" "$frac"
+  extra=""
+  if [ "$prec" = fp32 ]; then fp32_best[$b]=$v
+  else extra=$(printf '  bf16 / our fp32 %.2fx' "$(echo "$v / ${fp32_best[$b]}" | bc -l)"); fi
+  printf '%-11s %14.1f %14.1f %7.2fx %10.1f %9s%s\n' "$b $prec" "$v" "$t" "$(echo "$v / $t" | bc -l)" "$g" "$frac" "$extra"
+done
 done
