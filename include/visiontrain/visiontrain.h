@@ -306,7 +306,8 @@ typedef enum vt_option {
                                    * default "tf32" like the trainer's VT_OPT_PRECISION.  Each
                                    * GPU runs the nearest precision it has: tf32 -> fp32 without
                                    * TF32 (before Ampere); bf16 -> fp16 on Volta/Turing (their
-                                   * tensor cores have fp16, not bf16), else fp32; the CPU fp32.
+                                   * tensor cores have fp16, not bf16), else fp32; the CPU bf16
+                                   * for bf16/amp with AVX512-BF16, else fp32.
                                    * VT_EST_PRECISION says which one an estimate used
                                    * ("precision")                                              */
     VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
