@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/gemm.h"
 #include "estimate/estimate.h"
 #include "estimate/estimator_impl.h"
 #include "nn/model.h"
@@ -410,9 +411,13 @@ START_TEST(precision_per_gpu)
     ck_assert_double_eq(run_get(e, "precision=bf16", VT_EST_PRECISION), VT_EST_PREC_BF16);
     ck_assert_double_eq(run_get(e, "precision=fp16", VT_EST_PRECISION), VT_EST_PREC_FP16);
     ck_assert_double_eq(run_get(e, "precision=fp32", VT_EST_PRECISION), VT_EST_PREC_FP32);
-    /* the CPU: fp32 */
+    /* the CPU: bf16 where it has AVX512-BF16, else fp32; tf32 and fp16 are fp32 there */
     ck_assert_int_eq(vt_estimator_set(e, "precision=bf16"), VT_OK);
-    ck_assert_double_eq(run_get(e, "gpu=cpu", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    ck_assert_double_eq(run_get(e, "gpu=cpu", VT_EST_PRECISION),
+                        vt_cpu_has_bf16() ? VT_EST_PREC_BF16 : VT_EST_PREC_FP32);
+    ck_assert_double_eq(run_get(e, "precision=fp16", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    ck_assert_double_eq(run_get(e, "precision=tf32", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    ck_assert_int_eq(vt_estimator_set(e, "precision=bf16"), VT_OK);
     /* a ranking reports each GPU's own */
     int n = 0;
     ck_assert_int_eq(vt_estimator_rank(e, VT_RANK_COST, NULL, 0, &n), VT_OK);
@@ -888,6 +893,151 @@ START_TEST(calibrate_cpu_accuracy)
 }
 END_TEST
 
+/* gpus=N: the all-reduce term, its link by interconnect, link_gbs, and N ranks on the CPU. */
+START_TEST(data_parallel_link)
+{
+    /* the formula by hand: 4 collectives a step, 2(n-1) hops each, 2(n-1)/n of the gradient */
+    ck_assert_double_eq(vt_est_allreduce_seconds(1, 1e6, 1e9, 1e-6), 0);
+    ck_assert_double_eq_tol(vt_est_allreduce_seconds(8, 1e6, 1e10, 2e-6),
+                            4 * 14 * 2e-6 + 14.0 / 8 * 4e6 / 1e10, 1e-15);
+    ck_assert_double_eq_tol(vt_est_allreduce_seconds(2, 3e8, 1e10, 0), 1.0 * 1.2e9 / 1e10, 1e-12);
+    ck_assert_double_eq_tol(vt_est_allreduce_seconds(2, 3e8, 1e30, 1e-6), 5 * 2e-6, 1e-15);
+
+    const char *kv[] = {"model=det-n", "imgsz=320", "batch=64", "gpus=4", "val=0", NULL};
+    vt_estimator *e = mk(kv);
+    double P = run_get(e, "gpu=H100 SXM", VT_EST_PARAMS);
+    double sxm = res(e, VT_EST_COMPUTE_SECONDS_PER_STEP);
+    /* the default is the catalog GPU's link: NVLink 4 on an H100 SXM, 360 GB/s */
+    double sxm360 = run_get(e, "link_gbs=360", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(sxm360, sxm, 1e-12 * sxm);
+    /* link_gbs replaces the bandwidth: the step moves by 2(n-1)/n * 4P * (1/a - 1/b) */
+    double slow = run_get(e, "link_gbs=10", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(slow - sxm, 1.5 * 4 * P * (1 / 10e9 - 1 / 360e9), 1e-9 * slow);
+    /* an H100 PCIe card: PCIe 5 (50 GB/s) and the PCIe hop latency; same FLOP model apart */
+    ck_assert_int_eq(vt_estimator_set(e, "link_gbs=0"), VT_OK);
+    double pcie = run_get(e, "gpu=H100 PCIe", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    double pcie50 = run_get(e, "link_gbs=50", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(pcie50, pcie, 1e-12 * pcie);
+    ck_assert_int_eq(vt_estimator_set(e, "link_gbs=0"), VT_OK);
+    /* a T4 (Turing: PCIe 3, 12 GB/s) against an A40 (Ampere: PCIe 4, 25 GB/s) */
+    double t4 = run_get(e, "gpu=T4", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(run_get(e, "link_gbs=12", VT_EST_COMPUTE_SECONDS_PER_STEP), t4,
+                            1e-12 * t4);
+    ck_assert_int_eq(vt_estimator_set(e, "link_gbs=0"), VT_OK);
+    double a40 = run_get(e, "gpu=A40", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(run_get(e, "link_gbs=25", VT_EST_COMPUTE_SECONDS_PER_STEP), a40,
+                            1e-12 * a40);
+    ck_assert_int_eq(vt_estimator_set(e, "link_gbs=-1"), VT_ERR_OPTION_VALUE);
+
+    /* the CPU: N ranks share the host, its memory (each 1/N) and its price (counted once) */
+    const char *kc[] = {"model=cls-n", "imgsz=64", "batch=32", "val=0", "gpu=cpu",
+                        "local_price=2", "link_gbs=0", NULL};
+    vt_estimator *c = mk(kc);
+    double mem1 = run_get(c, "gpus=1", VT_EST_DEVICE_MEMORY_BYTES);
+    double one = res(c, VT_EST_COMPUTE_SECONDS_PER_STEP);
+    double mem2 = run_get(c, "gpus=2", VT_EST_DEVICE_MEMORY_BYTES);
+    double two = res(c, VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(mem2, mem1 / 2, 1e-9 * mem1);
+    ck_assert_double_eq(res(c, VT_EST_USD_PER_HOUR), 2);
+    double Pc = res(c, VT_EST_PARAMS);
+    /* two ranks at half the host's speed each do about what one rank does, plus the exchange */
+    ck_assert_double_gt(two, one);
+    ck_assert_double_lt(two, 1.5 * one);
+    double two1 = run_get(c, "link_gbs=1", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    double two2 = run_get(c, "link_gbs=2", VT_EST_COMPUTE_SECONDS_PER_STEP);
+    ck_assert_double_eq_tol(two1 - two2, 4 * Pc * (1 / 1e9 - 1 / 2e9), 1e-9 * two1);
+    vt_estimator_destroy(c);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
+/* A calibration file's precision line and its measured step seconds at batch b (-1 if none). */
+static void read_cal(const char *path, char *prec, size_t cap, int b, double *seconds)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    prec[0] = '\0';
+    *seconds = -1;
+    while (fgets(line, sizeof line, f)) {
+        int mb;
+        double s;
+        if (strncmp(line, "precision ", 10) == 0) {
+            snprintf(prec, cap, "%s", line + 10);
+            prec[strcspn(prec, "\n")] = '\0';
+        } else if (sscanf(line, "measured %d %lf", &mb, &s) == 2 && mb == b) *seconds = s;
+    }
+    fclose(f);
+}
+
+/* precision=bf16 on the CPU: uncalibrated and calibrated estimates report the precision the
+ * CPU runs (bf16 with AVX512-BF16, else the fp32 the trainer falls back to); where the CPU has
+ * bf16 the calibration's steps run bf16 (the trainer refuses it elsewhere, so a bf16 file
+ * means they did), its file says so, and its measured step differs from an fp32 one's. */
+START_TEST(calibrate_cpu_bf16)
+{
+    const char *kv[] = {"model=cls-n", "imgsz=32", "batch=16", "classes=4", "train=320",
+                        "val=0", "gpu=cpu", "workers=1", NULL};
+    int has = vt_cpu_has_bf16();
+    double want = has ? VT_EST_PREC_BF16 : VT_EST_PREC_FP32;
+    vt_estimator *e = mk(kv);
+    ck_assert_double_eq(run_get(e, "precision=bf16", VT_EST_PRECISION), want);
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_UNCALIBRATED);
+    double u16 = res(e, VT_EST_STEP_SECONDS), m16 = res(e, VT_EST_PEAK_MEMORY_BYTES);
+    ck_assert_double_eq(run_get(e, "precision=tf32", VT_EST_PRECISION), VT_EST_PREC_FP32);
+    /* the CPU's bf16 keeps activations in fp32 (4 bytes: the same memory, unlike a GPU's
+     * 2-byte estimate), and the uncalibrated model runs its GEMMs at the fp32 rate
+     * (CPU_BF16_RATE 1.0, estimate.c) */
+    ck_assert_double_eq(res(e, VT_EST_PEAK_MEMORY_BYTES), m16);
+    if (!has || CPU_BF16_RATE == 1.0)
+        ck_assert_double_eq_tol(res(e, VT_EST_STEP_SECONDS), u16, 1e-12 * u16);
+
+    char *dir = vt_test_tmpdir("estimate_bf16cal");
+    char *p32 = malloc(strlen(dir) + 16), *p16 = malloc(strlen(dir) + 16), prec[256];
+    sprintf(p32, "%s/fp32.cal", dir);
+    sprintf(p16, "%s/bf16.cal", dir);
+    ck_assert_int_eq(vt_estimator_set(e, "precision=bf16"), VT_OK);
+    ck_assert_msg(vt_estimator_calibrate(e, "cpu", "seconds=1 batches=8,16") == VT_OK,
+                  "bf16 calibration: %s", vt_estimator_last_error(e));
+    ck_assert_int_eq(vt_estimator_save_calibration(e, p16), VT_OK);
+    double s16, s32;
+    read_cal(p16, prec, sizeof prec, 16, &s16);
+    ck_assert_str_eq(prec, has ? "bf16" : "fp32");
+    ck_assert_double_gt(s16, 0);
+    ck_assert_double_eq(run_get(e, "precision=bf16", VT_EST_PRECISION), want);
+    ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+    if (has) {
+        /* estimating fp32 from a bf16 calibration: extrapolated by the rate ratio */
+        ck_assert_double_eq(run_get(e, "precision=fp32", VT_EST_PRECISION), VT_EST_PREC_FP32);
+        ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_EXTRAPOLATED);
+        ck_assert_msg(vt_estimator_calibrate(e, "cpu", "seconds=1 batches=8,16") == VT_OK,
+                      "fp32 calibration: %s", vt_estimator_last_error(e));
+        ck_assert_int_eq(vt_estimator_save_calibration(e, p32), VT_OK);
+        read_cal(p32, prec, sizeof prec, 16, &s32);
+        ck_assert_str_eq(prec, "fp32");
+        ck_assert_double_gt(s32, 0);
+        ck_assert_msg(s16 != s32, "bf16 and fp32 calibrations measured the same step (%g s)", s16);
+        fprintf(stderr, "CPU calibration at batch 16: fp32 %.5f s/step, bf16 %.5f s/step\n", s32,
+                s16);
+        ck_assert_double_eq(run_get(e, "precision=fp32", VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+        /* the bf16 file loaded: a bf16 estimate is calibrated and uses its measured model */
+        vt_estimator *e2 = mk(kv);
+        ck_assert_int_eq(vt_estimator_load_calibration(e2, p16), VT_OK);
+        ck_assert_double_eq(run_get(e2, "precision=bf16", VT_EST_PRECISION), VT_EST_PREC_BF16);
+        ck_assert_double_eq(res(e2, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+        double c16 = res(e2, VT_EST_STEP_SECONDS);
+        ck_assert_double_eq(run_get(e, "precision=bf16", VT_EST_BASIS), VT_EST_BASIS_EXTRAPOLATED);
+        ck_assert_double_ne(c16, res(e, VT_EST_STEP_SECONDS));
+        vt_estimator_destroy(e2);
+    }
+    vt_test_rmtree(dir);
+    free(dir);
+    free(p32);
+    free(p16);
+    vt_estimator_destroy(e);
+}
+END_TEST
+
 START_TEST(calibrate_errors)
 {
     vt_estimator *e = mk(NULL);
@@ -929,6 +1079,8 @@ static Suite *suite(void)
     tcase_add_test(tc, calibration_files);
     tcase_add_test(tc, calibrate_errors);
     tcase_add_test(tc, calibrate_cpu_accuracy);
+    tcase_add_test(tc, calibrate_cpu_bf16);
+    tcase_add_test(tc, data_parallel_link);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -41,6 +41,7 @@ static const struct {
     {VT_OPT_EST_LOCAL_PRICE, VT_SCOPE_ESTIMATOR, "local_price"},
     {VT_OPT_EST_OPTIMIZER, VT_SCOPE_ESTIMATOR, "optimizer"},
     {VT_OPT_EST_MEMORY_FRACTION, VT_SCOPE_ESTIMATOR, "memory_fraction"},
+    {VT_OPT_EST_LINK_GBS, VT_SCOPE_ESTIMATOR, "link_gbs"},
     {VT_OPT_DS_POLICY, VT_SCOPE_DATASET_OPEN | VT_SCOPE_DATASET_VALIDATE, "policy"},
     {VT_OPT_DS_DECODE, VT_SCOPE_DATASET_OPEN, "decode"},
     {VT_OPT_DS_MIN_SIZE, VT_SCOPE_DATASET_OPEN | VT_SCOPE_DATASET_VALIDATE, "min_size"},
@@ -113,6 +114,7 @@ START_TEST(test_every_key_is_listed)
     /* the ABI's fixed values */
     ck_assert_int_eq(VT_OPT_EST_MODEL, 500);
     ck_assert_int_eq(VT_OPT_EST_MEMORY_FRACTION, 520);
+    ck_assert_int_eq(VT_OPT_EST_LINK_GBS, 521);
     ck_assert_int_eq(vt_option_scopes((vt_option)599), 0);
     ck_assert_int_eq(vt_option_scopes((vt_option)0), 0);
 }

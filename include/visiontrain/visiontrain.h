@@ -306,7 +306,8 @@ typedef enum vt_option {
                                    * default "tf32" like the trainer's VT_OPT_PRECISION.  Each
                                    * GPU runs the nearest precision it has: tf32 -> fp32 without
                                    * TF32 (before Ampere); bf16 -> fp16 on Volta/Turing (their
-                                   * tensor cores have fp16, not bf16), else fp32; the CPU fp32.
+                                   * tensor cores have fp16, not bf16), else fp32; the CPU bf16
+                                   * for bf16/amp with AVX512-BF16, else fp32.
                                    * VT_EST_PRECISION says which one an estimate used
                                    * ("precision")                                              */
     VT_OPT_EST_MOSAIC = 508,      /* float 0..1 probability of a 4-image mosaic, default 0       */
@@ -315,7 +316,9 @@ typedef enum vt_option {
     VT_OPT_EST_GPU = 511,         /* string: a catalog name or abbreviation (vt_catalog_find),
                                    * "local" (the calibrated device) or "cpu", default "local"
                                    * ("gpu")                                                    */
-    VT_OPT_EST_NUM_GPUS = 512,    /* int 1..64 data-parallel GPUs, default 1 ("gpus")            */
+    VT_OPT_EST_NUM_GPUS = 512,    /* int 1..64 data-parallel GPUs, default 1 ("gpus"); with
+                                   * VT_OPT_EST_GPU "cpu" (or a CPU calibration) N MPI ranks on
+                                   * this host, sharing its cores and memory                    */
     VT_OPT_EST_CHANNELS = 513,    /* int 1|3, default 3 ("channels")                             */
     VT_OPT_EST_LOAD_MS = 514,     /* float >= 0: one worker's milliseconds to decode and augment
                                    * one image; 0 = the built-in model (see estimate.c)         */
@@ -326,6 +329,11 @@ typedef enum vt_option {
     VT_OPT_EST_LOCAL_PRICE = 518, /* float >= 0 USD per hour of the local device, default 0     */
     VT_OPT_EST_OPTIMIZER = 519,   /* string "sgd" | "adamw" (optimiser state memory), default sgd */
     VT_OPT_EST_MEMORY_FRACTION = 520, /* float 0.1..1 of device memory usable, default 0.9       */
+    VT_OPT_EST_LINK_GBS = 521,    /* float >= 0 GB/s one device's link reaches in the gradient
+                                   * all-reduce of VT_OPT_EST_NUM_GPUS > 1; 0 (default) = by
+                                   * interconnect: NVLink or PCIe from the catalog GPU, shared
+                                   * memory for ranks on the CPU (docs/estimator.md) ("link_gbs";
+                                   * added after 520, ABI-compatible)                           */
 
     /* vt_dataset_open_ex / vt_dataset_validate options */
     VT_OPT_DS_POLICY = 600,       /* string "drop" | "skip" | "fail", default "drop" ("policy"):
@@ -1388,7 +1396,7 @@ VT_API const char *vt_catalog_last_error(const vt_catalog *catalog);
 
 typedef struct vt_estimator vt_estimator;
 
-/* Estimator settings are the vt_option values 500..520 (VT_OPT_EST_*, see vt_option);
+/* Estimator settings are the vt_option values 500..521 (VT_OPT_EST_*, see vt_option);
  * vt_est_option is their former enum's name, kept so that existing sources compile
  * unchanged (the values and the setters' ABI are the same: an enum is an int). */
 typedef vt_option vt_est_option;

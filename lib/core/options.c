@@ -178,6 +178,9 @@ static const vt_optdef table[] = {
      "optimizer whose state is counted: sgd or adamw", 0},
     {VT_OPT_EST_MEMORY_FRACTION, "memory_fraction", F, 0.1, 1, 0.9, NULL, NULL, E,
      "fraction of device memory usable", 0},
+    {VT_OPT_EST_LINK_GBS, "link_gbs", F, 0, 1e6, 0, NULL, NULL, E,
+     "GB/s of a device's link in the gradient all-reduce of gpus > 1 (0 = by interconnect: "
+     "the catalog GPU's NVLink or PCIe, shared memory on the CPU)", 0},
     /* vt_dataset_open_ex / vt_dataset_validate */
     {VT_OPT_DS_POLICY, "policy", S, 0, 0, 0, "drop", policy_choices, DS,
      "an image with a problem: drop it, skip its bad labels, or fail", 0},

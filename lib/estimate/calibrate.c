@@ -17,6 +17,7 @@
 
 #include "backend/backend.h"
 #include "backend/device.h"
+#include "backend/gemm.h"
 
 /* The probes run the backend's own conv and BN/ReLU kernels, and their times are read back
  * through the same formula as the model's layers, so R, s0 and BW mean what the formula means. */
@@ -131,13 +132,14 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 
 /* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
  * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
-static vt_status probe_device(const vt_device *dev, int plain_fp32, double probe_s,
-                              vt_devmodel *dm)
+static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s, vt_devmodel *dm)
 {
     vt_backend *b = NULL;
     int on_gpu = vt_device_is_gpu(dev);
-    vt_status st = vt_device_backend(dev, plain_fp32 ? VT_DEVICE_PRECISION_FP32
-                                                    : VT_DEVICE_PRECISION_DEFAULT, &b);
+    vt_status st = vt_device_backend(dev, prec == VT_PREC_FP32   ? VT_DEVICE_PRECISION_FP32
+                                          : prec == VT_PREC_BF16 ? VT_DEVICE_PRECISION_BF16
+                                                                 : VT_DEVICE_PRECISION_DEFAULT,
+                                     &b);
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
@@ -222,7 +224,7 @@ typedef struct calib_ctx {
     vt_model *model;
     const char *device;
     int imgsz, channels, classes;
-    int plain_fp32; /* GPU: the steps run precision=fp32 (else the trainer's TF32) */
+    vt_prec prec; /* the steps' precision: fp32 or TF32 on a GPU, fp32 or bf16 on the CPU */
 } calib_ctx;
 
 /* Lower-quartile seconds of a training step at each of nb batch sizes (after a warm-up step
@@ -261,7 +263,9 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
         if (st == VT_OK) snprintf(kv, sizeof kv, "imgsz=%d", cx->imgsz), st = vt_trainer_set(t[j], kv);
         if (st == VT_OK) snprintf(kv, sizeof kv, "device=%s", cx->device), st = vt_trainer_set(t[j], kv);
         if (st == VT_OK)
-            st = vt_trainer_set(t[j], cx->plain_fp32 ? "precision=fp32" : "precision=tf32");
+            st = vt_trainer_set(t[j], cx->prec == VT_PREC_FP32   ? "precision=fp32"
+                                      : cx->prec == VT_PREC_BF16 ? "precision=bf16"
+                                                                 : "precision=tf32");
         if (st == VT_OK && (st = vt_trainer_step(t[j], img, lab, batches[j], NULL)) != VT_OK)
             failed = j;
     }
@@ -374,9 +378,18 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
 
     vt_calib c;
     memset(&c, 0, sizeof c);
-    /* GPU steps at the estimate's precision where the trainer has it (fp32, else TF32) */
-    int plain_fp32 = !on_gpu || strcmp(OSTR(e, VT_OPT_EST_PRECISION), "fp32") == 0;
-    st = probe_device(&devc, plain_fp32, fmax(0.1, 0.08 * co.seconds), &c.dm);
+    /* Probes and steps at the precision the estimate asks for, as the device runs it: a GPU
+     * fp32 for fp32, else TF32 (the trainer's default; its bf16 is experimental); the CPU bf16
+     * for bf16 or amp where it has AVX512-BF16, else fp32 (the CPU's tf32 is fp32, and an
+     * estimate on a CPU without bf16 reports the fp32 it falls back to: vt_est_cpu_precision). */
+    vt_prec asked = vt_est_parse_prec(OSTR(e, VT_OPT_EST_PRECISION));
+    vt_prec prec = on_gpu ? (asked == VT_PREC_FP32 ? VT_PREC_FP32 : VT_PREC_TF32)
+                          : vt_est_cpu_precision(asked);
+    if (!on_gpu && asked == VT_PREC_BF16 && prec != VT_PREC_BF16)
+        vt_log(&e->log, VT_LOG_INFO, "calibration: precision=%s: this CPU has no AVX512-BF16 "
+               "(the trainer refuses bf16 here); calibrating fp32",
+               OSTR(e, VT_OPT_EST_PRECISION));
+    st = probe_device(&devc, prec, fmax(0.1, 0.08 * co.seconds), &c.dm);
     if (st != VT_OK) return st;
     vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f, %.1f ns per "
            "im2col row), BN/ReLU %.1f GB/s", c.dm.rate * 1e-9, c.dm.s0, c.dm.row_s * 1e9,
@@ -388,7 +401,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     char tdev[32]; /* the trainer's device option names a GPU by its index ("cuda:1" -> "1") */
     snprintf(tdev, sizeof tdev, "%d", devc.index);
     calib_ctx cx = {NULL, on_gpu ? tdev : device, (int)OPT(e, VT_OPT_EST_IMGSZ), g.input.c,
-                    e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES), plain_fp32};
+                    e->have_model ? e->m_classes : (int)OPT(e, VT_OPT_EST_CLASSES), prec};
     char mopt[64];
     snprintf(mopt, sizeof mopt, "channels=%d imgsz=%d", cx.channels, cx.imgsz);
     const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
@@ -444,7 +457,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     c.dm.layer_s = icpt / g.n_nodes;
     c.on_gpu = on_gpu;
     c.device = dev;
-    c.prec = plain_fp32 ? VT_PREC_FP32 : VT_PREC_TF32;
+    c.prec = prec;
     snprintf(c.gpu, sizeof c.gpu, "%s", on_gpu ? co.gpu : "");
     snprintf(c.model, sizeof c.model, "%s", arch);
     c.imgsz = cx.imgsz;
@@ -474,8 +487,9 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     vt_model_destroy(cx.model);
     vt_graph_free(&g);
     e->cal = c;
-    vt_log(&e->log, VT_LOG_INFO, "calibration: k %.3f, rate %.1f GFLOP/s, stream %.1f GB/s, "
-           "%.1f us per layer", k, c.dm.rate * 1e-9, c.dm.bw * 1e-9, c.dm.layer_s * 1e6);
+    vt_log(&e->log, VT_LOG_INFO, "calibration (%s): k %.3f, rate %.1f GFLOP/s, stream %.1f GB/s, "
+           "%.1f us per layer", vt_est_prec_names[prec], k, c.dm.rate * 1e-9, c.dm.bw * 1e-9,
+           c.dm.layer_s * 1e6);
     return VT_OK;
 }
 

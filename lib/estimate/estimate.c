@@ -28,8 +28,15 @@
  *                  (+I + O for BN, +I for activations);  a = 4 bytes (2 with bf16)
  *   step_device = sum of layers + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state, AdamW 2)
  *                 + C + b*channels*imgsz^2*4/H2D (GPU only, H2D = 12 GB/s)
- *                 + for n > 1 GPUs: a ring all-reduce of the gradients,
- *                   2*(n-1)/n * 4*params / 25 GB/s
+ *                 + for n > 1 devices (gpus=N): a ring all-reduce of the gradients,
+ *                   calls*2*(n-1)*hop + 2*(n-1)/n * 4*params / link, with calls = 4 a step
+ *                   (two agreements, two gradient ranges; + one per 2^28 floats), link and
+ *                   hop by interconnect (gpu_links below: NVLink 120-720 GB/s, PCIe 3/4/5
+ *                   12/25/50 GB/s, 1.5 / 4 us a hop; link_gbs= replaces the bandwidth)
+ *                 On the CPU gpus=N means N MPI ranks on this host: each runs b = B/N images
+ *                 at R/N and BW/N (they share the cores and memory bandwidth) and they
+ *                 exchange through shared memory at link = BW/2, 0.5 us a hop; each has
+ *                 1/N of the host's memory, and the host's price is counted once.
  * Forward only (validation, batch 2b): forward F and traffic only, 0.4*L per layer, no optimiser.
  * Loading: one worker needs l = (0.2 ms + 4 ns * imgsz^2) * (1 + mosaic) per image (the
  *   loader decodes each image once and renders mosaic + affine + HSV in one pass, about as
@@ -54,7 +61,13 @@
  *   an A100 and ResNet-18 in PyTorch ~6-10% on an H200.)  p is the precision the GPU runs
  *   (gpu_precision: TF32 and bf16 from Ampere on, else fp32; bf16 -> fp16 on Volta/Turing).
  * Uncalibrated CPU: R = 30 GFLOP/s per core, BW = 4 GB/s per core (max 20), s0 = 24, L = 15 us,
- *   C = 50 us, row_s = 0.  These are guesses; calibrate.
+ *   C = 50 us, row_s = 0.  These are guesses; calibrate.  precision=bf16 (or amp) runs bf16
+ *   where the CPU has AVX512-BF16 (vt_cpu_has_bf16), else fp32, as the CPU's tf32 is fp32
+ *   (VT_EST_PRECISION says which).  bf16 assumes R as fp32 (CPU_BF16_RATE = 1.0x) and the
+ *   same BW and a = 4: the CPU backend rounds only GEMM operands to bf16, and measured steps
+ *   were 0.7x fp32 on Intel Xeons and 1.3-1.5x on AMD Zen 4 (bench/README.md).  A CPU
+ *   calibrated at one precision estimates the other with R scaled by that ratio (basis
+ *   extrapolated).
  * Calibration (vt_estimator_calibrate) measures on the local device, through the backend:
  *   BN + ReLU forward and backward on 2M values (17 passes in the formula above, 10 when the
  *   backend fuses them: gives BW);
@@ -83,6 +96,7 @@
 #include <unistd.h>
 
 
+#include "backend/gemm.h"
 #include "core/buffer.h"
 #include "estimate/estimator_impl.h"
 #include "nn/exec.h"
@@ -243,7 +257,7 @@ double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt
 
 /* ---- device models ------------------------------------------------------------------------- */
 
-static vt_prec parse_prec(const char *s)
+vt_prec vt_est_parse_prec(const char *s)
 {
     if (strcmp(s, "tf32") == 0) return VT_PREC_TF32;
     if (strcmp(s, "fp32") == 0) return VT_PREC_FP32;
@@ -279,11 +293,29 @@ static double gpu_peak(const vt_gpu *g, vt_prec p)
     return v * 1e12;
 }
 
-static vt_devmodel cpu_prior(void)
+vt_prec vt_est_cpu_precision(vt_prec p)
+{
+    return p == VT_PREC_BF16 && vt_cpu_has_bf16() ? VT_PREC_BF16 : VT_PREC_FP32;
+}
+
+/* The CPU's GEMM rate R at precision p relative to fp32, for a model with no measurement at p:
+ * the uncalibrated CPU, or one calibrated at the other precision.  bf16 counts as fp32 (1.0):
+ * the CPU backend rounds only the GEMM operands to bf16 (activations, BN and the optimiser
+ * stay fp32, so BW and a = 4 bytes are unchanged), and what that buys depends on the chip more
+ * than on the kernel: measured whole steps 1.3-1.5x fp32 on an AMD Zen 4 (AVX512-BF16), 0.7x on
+ * Intel Xeons with AVX512-BF16, with or without AMX (bench/README.md, "bf16 on the CPU"), so
+ * 1.0 is the middle, and a calibration at precision=bf16 measures it. */
+static double cpu_rate_factor(vt_prec p)
+{
+    return p == VT_PREC_BF16 ? CPU_BF16_RATE : 1.0;
+}
+
+static vt_devmodel cpu_prior(vt_prec p)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    vt_devmodel d = {30e9 * n, fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4, 1, 0, 0, 0};
+    vt_devmodel d = {30e9 * n * cpu_rate_factor(p), fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4,
+                     1, 0, 0, 0};
     return d;
 }
 
@@ -316,9 +348,81 @@ static double host_memory_bytes(void)
     return pages > 0 && psz > 0 ? (double)pages * psz : -1;
 }
 
+/* The gradient all-reduce of gpus=N > 1 devices (a ring: each device sends and receives
+ * 2*(N-1)/N of the gradient): what one device's link reaches (bytes/s) and a latency per ring
+ * hop (seconds), by interconnect.  NVLink: 0.8 x the GPU's one-direction NVLink bandwidth,
+ * about the all-reduce bus bandwidth nccl-tests report on DGX/HGX systems without NVLink
+ * SHARP (A100 SXM ~230-240 of 300 GB/s); PCIe x16: 0.8 x the one-direction link rate (gen3
+ * 15.75, gen4 31.5, gen5 63 GB/s), the data crossing the host bridge.  Per hop 1.5 us over
+ * NVLink, 4 us over PCIe (NCCL's small all-reduces on 8 GPUs take ~15-25 us and ~50-80 us).
+ * Which link a catalog GPU has comes from its name and architecture: the SXM forms and B200
+ * (HGX boards) and the NVL cards (NVLink bridges) NVLink, the other cards PCIe of their
+ * generation (Turing 3, Ampere and Ada 4, Hopper and Blackwell 5); a GPU added by CSV with
+ * another architecture gets PCIe 4.  VT_OPT_EST_LINK_GBS replaces the bandwidth. */
+typedef struct link_spec {
+    const char *name_has, *arch; /* a name containing name_has, or else of architecture arch */
+    double gbs, hop_us;
+} link_spec;
+
+static const link_spec gpu_links[] = {
+    {"V100 SXM", NULL, 120, 1.5},  /* NVLink 2: 150 GB/s a direction */
+    {"A100 SXM", NULL, 240, 1.5},  /* NVLink 3: 300 */
+    {"H100 SXM", NULL, 360, 1.5},  /* NVLink 4: 450 */
+    {"H200 SXM", NULL, 360, 1.5},
+    {"H100 NVL", NULL, 240, 1.5},  /* NVLink bridge: 300 a direction */
+    {"H200 NVL", NULL, 360, 1.5},  /* NVLink bridge: 450 */
+    {"B200", NULL, 720, 1.5},      /* NVLink 5: 900 */
+    {"SXM", NULL, 240, 1.5},       /* another SXM board (added by CSV): NVLink 3's figure */
+    {NULL, "Turing", 12, 4},       /* PCIe 3 x16 */
+    {NULL, "Volta", 12, 4},
+    {NULL, "Ampere", 25, 4},       /* PCIe 4 x16 */
+    {NULL, "Ada", 25, 4},
+    {NULL, "Hopper", 50, 4},       /* PCIe 5 x16 */
+    {NULL, "Blackwell", 50, 4},
+};
+#define LINK_DEFAULT_GBS 25.0 /* PCIe 4 x16: a GPU of an architecture not listed above */
+#define LINK_DEFAULT_HOP_US 4.0
+/* N ranks on the CPU (mpirun -np N on one host) exchange through shared memory: each byte is
+ * copied in by one rank and read (and reduced) by another through the same memory system, so
+ * half the host's streaming bandwidth BW; 0.5 us per hop (Open MPI's shared-memory transport
+ * on one socket).  The ranks share the host's cores and memory bandwidth: each runs its b =
+ * B/N images at R/N and BW/N. */
+#define CPU_LINK_SHARE 0.5
+#define CPU_LINK_HOP_US 0.5
+/* Collectives a training step makes (lib/train/dist.c): the ranks' agreement on the step's
+ * status, image count and loss (two host all-reduces) and the gradients' two ranges (with
+ * and without weight decay), each in pieces of at most 2^28 floats (lib/dist/comm_mpi.c). */
+#define STEP_COLLECTIVES 4
+#define COMM_CHUNK_FLOATS 268435456.0
+
+static void gpu_link(const vt_gpu *g, double *bw, double *hop_s)
+{
+    *bw = LINK_DEFAULT_GBS * 1e9;
+    *hop_s = LINK_DEFAULT_HOP_US * 1e-6;
+    size_t n = sizeof gpu_links / sizeof gpu_links[0];
+    for (size_t i = 0; i < n; i++) {
+        const link_spec *l = &gpu_links[i];
+        if (l->name_has ? strstr(g->name, l->name_has) != NULL : strcmp(g->arch, l->arch) == 0) {
+            *bw = l->gbs * 1e9;
+            *hop_s = l->hop_us * 1e-6;
+            return;
+        }
+    }
+}
+
+/* Seconds of a step's all-reduces over n devices of `params` gradients on a link of bw
+ * bytes/s and hop_s seconds per ring hop. */
+double vt_est_allreduce_seconds(int n, double params, double bw, double hop_s)
+{
+    if (n < 2) return 0;
+    double calls = STEP_COLLECTIVES + floor(params / COMM_CHUNK_FLOATS);
+    return calls * 2.0 * (n - 1) * hop_s + 2.0 * (n - 1) / n * 4 * params / bw;
+}
+
 /* Where an estimate runs: the device model, capacity, price, and a verified batch cap. */
 typedef struct target {
     vt_devmodel dm;
+    double link_bw, hop_s; /* the all-reduce link of gpus=N (bytes/s, seconds per hop) */
     int on_gpu;
     double mem_bytes;  /* < 0 unknown */
     double price;      /* per device hour, < 0 unknown */
@@ -329,28 +433,43 @@ typedef struct target {
 
 static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
 {
-    vt_prec p = parse_prec(OSTR(e, VT_OPT_EST_PRECISION));
+    vt_prec p = vt_est_parse_prec(OSTR(e, VT_OPT_EST_PRECISION));
     memset(t, 0, sizeof *t);
     t->price = -1;
     t->mem_bytes = -1;
     int local = strcmp(name, "local") == 0, cpu = strcmp(name, "cpu") == 0;
     if (local || cpu) {
         const vt_calib *c = &e->cal;
+        vt_prec cp = vt_est_cpu_precision(p);
         if (c->valid && (local || !c->on_gpu)) {
             t->dm = c->dm;
             t->on_gpu = c->on_gpu;
-            t->prec = c->on_gpu ? c->prec : VT_PREC_FP32;
+            t->prec = c->on_gpu ? c->prec : cp;
             t->basis = VT_EST_BASIS_CALIBRATED;
+            if (!c->on_gpu && c->prec != cp) { /* calibrated at the other precision */
+                t->dm.rate *= cpu_rate_factor(cp) / cpu_rate_factor(c->prec);
+                t->basis = VT_EST_BASIS_EXTRAPOLATED;
+            }
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
             else if (gi >= 0) t->mem_bytes = e->cat.gpus[gi].v[VT_GPU_MEMORY_GB] * 1e9;
         } else {
-            t->dm = cpu_prior();
+            t->dm = cpu_prior(cp);
+            t->prec = cp;
             t->mem_bytes = host_memory_bytes();
             t->basis = VT_EST_BASIS_UNCALIBRATED;
         }
         t->price = OPT(e, VT_OPT_EST_LOCAL_PRICE);
+        if (t->on_gpu) {
+            int gi = c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
+            if (gi >= 0) gpu_link(&e->cat.gpus[gi], &t->link_bw, &t->hop_s);
+            else t->link_bw = LINK_DEFAULT_GBS * 1e9, t->hop_s = LINK_DEFAULT_HOP_US * 1e-6;
+        } else {
+            t->link_bw = CPU_LINK_SHARE * t->dm.bw;
+            t->hop_s = CPU_LINK_HOP_US * 1e-6;
+        }
+        if (OPT(e, VT_OPT_EST_LINK_GBS) > 0) t->link_bw = OPT(e, VT_OPT_EST_LINK_GBS) * 1e9;
         return VT_OK;
     }
     int gi = vt_catalog_resolve(&e->cat, name);
@@ -370,6 +489,8 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
     t->price = g->v[VT_GPU_PRICE_USD_H];
     if (e->cal.valid && e->cal.on_gpu && e->cal.gpu[0] && vt_gpu_name_eq(e->cal.gpu, g->name))
         t->verified = (double)e->cal.verified_max_batch;
+    gpu_link(g, &t->link_bw, &t->hop_s);
+    if (OPT(e, VT_OPT_EST_LINK_GBS) > 0) t->link_bw = OPT(e, VT_OPT_EST_LINK_GBS) * 1e9;
     return VT_OK;
 }
 
@@ -405,17 +526,22 @@ static double load_seconds(const vt_estimator *e)
 static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t, vt_est_out *o)
 {
     memset(o, 0, sizeof *o);
-    int imgsz = (int)OPT(e, VT_OPT_EST_IMGSZ), ngpu = t->on_gpu ? (int)OPT(e, VT_OPT_EST_NUM_GPUS) : 1;
-    int states = optimizer_states(e);
+    /* ngpu devices: GPUs, or on the CPU ranks sharing the host (its cores, memory bandwidth
+     * and memory; one host's price) */
+    int imgsz = (int)OPT(e, VT_OPT_EST_IMGSZ), ngpu = (int)OPT(e, VT_OPT_EST_NUM_GPUS);
+    int states = optimizer_states(e), hosts = t->on_gpu ? ngpu : 1;
     double B = OPT(e, VT_OPT_EST_BATCH), ntrain = OPT(e, VT_OPT_EST_TRAIN_IMAGES);
     double nval = OPT(e, VT_OPT_EST_VAL_EACH) > 0 ? OPT(e, VT_OPT_EST_VAL_IMAGES) : 0;
     double workers = fmax(1, OPT(e, VT_OPT_EST_WORKERS));
     int b = (int)ceil(B / ngpu);
+    vt_devmodel dm = t->dm;
+    if (!t->on_gpu) dm.rate /= ngpu, dm.bw /= ngpu;
 
-    double tdev = vt_est_graph_seconds(g, imgsz, imgsz, b, &t->dm, 1, states);
-    double tval = nval > 0 ? vt_est_graph_seconds(g, imgsz, imgsz, 2 * b, &t->dm, 0, states) : 0;
+    double tdev = vt_est_graph_seconds(g, imgsz, imgsz, b, &dm, 1, states);
+    double tval = nval > 0 ? vt_est_graph_seconds(g, imgsz, imgsz, 2 * b, &dm, 0, states) : 0;
     if (tdev < 0 || tval < 0) return VT_ERR_INVALID_ARGUMENT;
-    if (ngpu > 1) tdev += 2.0 * (ngpu - 1) / ngpu * 4 * (double)g->n_params / ALLREDUCE_BW;
+    double tar = vt_est_allreduce_seconds(ngpu, (double)g->n_params, t->link_bw, t->hop_s);
+    tdev += tar;
     double ls = load_seconds(e), tload = B * ls / workers, tvload = 2 * B * ls / workers;
     double step = t->on_gpu ? fmax(tdev, tload) : tdev + tload;
     double vstep = t->on_gpu ? fmax(tval, tvload) : tval + tvload;
@@ -443,10 +569,10 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_TOTAL_SECONDS_LOW, total * lo);
     put(o, VT_EST_TOTAL_SECONDS_HIGH, total * hi);
     if (t->price >= 0) {
-        put(o, VT_EST_USD_PER_HOUR, t->price * ngpu);
-        put(o, VT_EST_COST_USD, total / 3600 * t->price * ngpu);
-        put(o, VT_EST_COST_USD_LOW, total * lo / 3600 * t->price * ngpu);
-        put(o, VT_EST_COST_USD_HIGH, total * hi / 3600 * t->price * ngpu);
+        put(o, VT_EST_USD_PER_HOUR, t->price * hosts);
+        put(o, VT_EST_COST_USD, total / 3600 * t->price * hosts);
+        put(o, VT_EST_COST_USD_LOW, total * lo / 3600 * t->price * hosts);
+        put(o, VT_EST_COST_USD_HIGH, total * hi / 3600 * t->price * hosts);
     }
 
     vt_layer_cost *lc = vt_malloc((size_t)g->n_nodes * sizeof *lc);
@@ -468,7 +594,8 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     put(o, VT_EST_PEAK_MEMORY_BYTES, peak);
     int fits = 1;
     if (t->mem_bytes > 0) {
-        double cap = t->mem_bytes * OPT(e, VT_OPT_EST_MEMORY_FRACTION);
+        /* the CPU's ranks each get their share of the host's memory */
+        double cap = t->mem_bytes * OPT(e, VT_OPT_EST_MEMORY_FRACTION) / (t->on_gpu ? 1 : ngpu);
         put(o, VT_EST_DEVICE_MEMORY_BYTES, cap);
         fits = peak <= cap;
         /* scratch is at most max(wmax, chunk) floats whatever the batch */

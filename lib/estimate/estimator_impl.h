@@ -10,9 +10,9 @@
 #define NRES 32 /* result slots: bits of vt_est_out.have */
 #define STR_MAX 64
 #define H2D_BW 12e9
-#define ALLREDUCE_BW 25e9
 #define CKPT_BW 200e6
 #define FWD_LAYER_SHARE 0.4
+#define CPU_BF16_RATE 1.0 /* the CPU's bf16 GEMM rate / fp32 without a measurement (estimate.c) */
 
 /* What a calibration found; saved to and loaded from a text file. */
 typedef struct vt_calib {
@@ -56,8 +56,18 @@ struct vt_estimator {
 
 extern const char *const vt_est_prec_names[];
 
+/* The precision a VT_OPT_EST_PRECISION value asks for (bf16 for "bf16" and "amp"). */
+vt_prec vt_est_parse_prec(const char *s);
+/* The precision the CPU runs when p is asked for: bf16 where it has AVX512-BF16
+ * (vt_cpu_has_bf16), else fp32 (the trainer refuses bf16 there; tf32 and fp16 are fp32). */
+vt_prec vt_est_cpu_precision(vt_prec p);
+
 /* Graph of the estimator's model setting (caller frees with vt_graph_free). */
 vt_status vt_est_build_graph(const vt_estimator *e, vt_graph *g);
+
+/* Seconds of one training step's gradient all-reduces over n devices (0 for n < 2) of
+ * `params` floats, on a link of bw bytes/s with hop_s seconds per ring hop (estimate.c). */
+double vt_est_allreduce_seconds(int n, double params, double bw, double hop_s);
 
 /* Calibration: R, s0 and row_s of dm from n (2 or 3) convolution probes, probe i taking t[i]
  * seconds for F[i] FLOPs at GEMM size d[i] over rows[i] im2col rows, as the formula has it:

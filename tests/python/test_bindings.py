@@ -138,6 +138,7 @@ class TestOptions(unittest.TestCase):
         self.assertGreater(len(every), len(vt.options()))
         est = vt.options(vt.OptionScope.ESTIMATOR)
         self.assertIn("memory_fraction", [o.key for o in est])
+        self.assertIn("link_gbs", [o.key for o in est])
         self.assertEqual({o.target for o in est}, {"estimator"})
         self.assertEqual(vt.option_info("epochs").default, 10)
         self.assertEqual(vt.option_info("epochs", vt.OptionScope.ESTIMATOR).default, 100)

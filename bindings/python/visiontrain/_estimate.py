@@ -305,7 +305,7 @@ class Estimator(_Closable):
     Settings (keyword arguments here, in set() and in run()/rank()): model (an architecture
     name or a Model), dataset (a Dataset: its image counts), classes, train, val, epochs, batch,
     imgsz, precision, mosaic, val_each, workers, gpu, gpus, channels, load_ms, startup,
-    deadline_h, budget_usd, local_price, optimizer, memory_fraction (see visiontrain.h).
+    deadline_h, budget_usd, local_price, optimizer, memory_fraction, link_gbs (see visiontrain.h).
     """
 
     def __init__(self, **settings):
