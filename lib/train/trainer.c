@@ -885,7 +885,9 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
     update_eta(t, clk, r->epochs, nb, r->validate, batch);
     vt_tb_step(t, loss);
     notify(t, VT_EVENT_BATCH_END);
-    if (atomic_load(&t->cancel)) t->stop = VT_STOP_CANCELLED;
+    /* distributed: a cancel asked for here (rank 0's callback) stops every rank together at
+     * the next step's agreement, or at the epoch end's after the last step */
+    if (!t->dist_on && atomic_load(&t->cancel)) t->stop = VT_STOP_CANCELLED;
     return VT_OK;
 }
 
