@@ -437,6 +437,7 @@ typedef struct resume_trace {
     int log_lines;      /* "resuming a 2-rank checkpoint on 1 rank" / "on 2 ranks" */
     const char *want_log;
     char run_dir[4096]; /* the run's folder, "" when none */
+    char line[512];     /* the first of those log lines */
 } resume_trace;
 
 static int on_resume_progress(void *user, vt_event ev, const vt_progress *p)
@@ -458,7 +459,8 @@ static void on_resume_log(void *user, vt_log_level level, const char *msg)
 {
     resume_trace *r = user;
     (void)level;
-    if (r->want_log && strstr(msg, r->want_log)) r->log_lines++;
+    if (r->want_log && strstr(msg, r->want_log) && !r->log_lines++)
+        snprintf(r->line, sizeof r->line, "%s", msg);
 }
 
 /* A run of cls-n (imgsz 16, seed 3) traced by r; its status, and its weights into *w on
@@ -618,6 +620,7 @@ static void test_resume(int rank)
                "x batch 4: 7 steps, 44 images, differs by %.3g; uninterrupted run %.2f s, "
                "2-rank resume %.2f s\n",
                dc, dd, tol, de, t_a, t_c);
+        printf("resume: the log of E: %s\n", e.line);
     }
 out:
     free(wa);

@@ -1079,11 +1079,13 @@ static vt_status resume_shape(vt_trainer *t, vt_train_pos *pos, const char *path
                      ntrain - *start, *ep_nb - *b0, batch * world);
         else if (mid)
             snprintf(where, sizeof where, "epoch %d's images were all trained", pos->epoch + 1);
+        char was[32] = "";
+        if (pos->global_batch > 0) snprintf(was, sizeof was, ", were %d", pos->global_batch);
         vt_log(&t->log, VT_LOG_INFO,
-               "resuming a %d-rank checkpoint on %d rank%s (batch %d x %d a step, was %d): %s; "
-               "the learning-rate schedule continues at epoch %.3f (%d batches an epoch, were "
-               "%d)", ow, world, world == 1 ? "" : "s", batch, world, pos->global_batch, where,
-               ((double)pos->iteration + pos->lr_shift) / nb, nb, onb);
+               "resuming a %d-rank checkpoint on %d rank%s (steps of batch %d x %d = %d images%s): "
+               "%s; the learning-rate schedule continues at epoch %.3f (%d batches an epoch, "
+               "were %d)", ow, world, world == 1 ? "" : "s", batch, world, batch * world, was,
+               where, ((double)pos->iteration + pos->lr_shift) / nb, nb, onb);
     }
     return VT_OK;
 }
