@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "vt_config.h"
+#include "core/checkpoint.h"
 #include "nn/graph.h"
 #include "nn/model.h"
 #include "train/trainer_impl.h"
@@ -513,6 +514,53 @@ static double max_diff(const float *a, const float *b, int n, double *maxw)
     return d;
 }
 
+/* A copy of checkpoint `from` as a library before the world size was recorded wrote it: the
+ * TRNR keys world, global_batch, epoch_nb, seen and lr_shift left out. */
+static vt_status strip_world(const char *from, const char *to)
+{
+    static const char tags[][5] = {"META", "NAME", "PARM", "BUFS", "TRNR", "ARGS",
+                                   "OPTM", "OPTV", "TPRM", "TBUF", "HIST"};
+    static const char *const drop[] = {"world=", "global_batch=", "epoch_nb=", "seen=",
+                                       "lr_shift="};
+    vt_ckpt *c = NULL;
+    vt_ckpt_writer *w = NULL;
+    vt_status st = vt_ckpt_open(&c, from);
+    if (!st) st = vt_ckw_create(&w);
+    for (size_t i = 0; !st && i < sizeof tags / sizeof tags[0]; i++) {
+        uint32_t tag = VT_TAG(tags[i][0], tags[i][1], tags[i][2], tags[i][3]);
+        if (!vt_ckpt_has(c, tag)) continue;
+        void *data = NULL;
+        size_t n = 0;
+        if ((st = vt_ckpt_get(c, tag, &data, &n))) break;
+        if (!strcmp(tags[i], "TRNR")) { /* its lines less the new keys */
+            char *txt = data, *out = malloc(n + 1);
+            size_t k = 0;
+            for (size_t p = 0; out && p < n;) {
+                size_t e = p;
+                while (e < n && txt[e] != '\n') e++;
+                int keep = 1;
+                for (size_t d = 0; d < sizeof drop / sizeof drop[0]; d++)
+                    if (!strncmp(txt + p, drop[d], strlen(drop[d]))) keep = 0;
+                if (keep) {
+                    memcpy(out + k, txt + p, e - p + (e < n));
+                    k += e - p + (e < n);
+                }
+                p = e + 1;
+            }
+            free(data);
+            data = out;
+            n = k;
+            if (!out) st = VT_ERR_OUT_OF_MEMORY;
+        }
+        if (!st) st = vt_ckw_add(w, tag, data, n, 0);
+        free(data);
+    }
+    if (!st) st = vt_ckw_write(w, to);
+    vt_ckw_destroy(w);
+    vt_ckpt_close(c);
+    return st;
+}
+
 /* 44 images, 2 epochs of 6 steps of 4 x 2 ranks (the last a trailing one of 2 a rank), cls-n
  * (batch norm: resume= needs a registered model, and the plain test models are not):
  *   A  uninterrupted on 2 ranks;
@@ -524,7 +572,10 @@ static double max_diff(const float *a, const float *b, int n, double *maxw)
  *      (batch norm normalises over 8 images, not each rank's 4), the difference is printed;
  *   E  B resumed alone with batch 4: the remaining 28 images in 7 steps (11 an epoch now),
  *      each image of the epoch trained once (44 in all), the learning rate continuing at
- *      A's (epoch 1 + 2/6 of the schedule). */
+ *      A's (epoch 1 + 2/6 of the schedule);
+ *   F  B's checkpoint as older libraries wrote it (no world, seen, ...): read as one rank's; it
+ *      resumes inside the epoch with the same batches per epoch (alone x 8: D's weights bit for
+ *      bit) and is refused with another count (alone x 4, 11 an epoch) with a message. */
 static void test_resume(int rank)
 {
     char data[4096], project[4096], ckpt[4400], cut[4400];
@@ -575,6 +626,28 @@ static void test_resume(int rank)
     const char *alone4[] = {res_opt, "save=0", "workers=0", "dist=off", "batch=4", NULL};
     e.want_log = "resuming a 2-rank checkpoint on 1 rank";
     CHECK(train_traced(data, alone4, &e, &we, &ne) == VT_OK, "E: %s", vt_last_error());
+    /* F: the older checkpoint */
+    char old[4500], old_opt[4600];
+    snprintf(old, sizeof old, "%s/old_r%d.vtm", project, rank);
+    snprintf(old_opt, sizeof old_opt, "resume=%s", old);
+    CHECK(strip_world(cut, old) == VT_OK, "F: cannot write %s: %s", old, vt_last_error());
+    const char *old8[] = {old_opt, "save=0", "workers=0", "dist=off", "batch=8", NULL};
+    const char *old4[] = {old_opt, "save=0", "workers=0", "dist=off", "batch=4", NULL};
+    resume_trace f8 = {0}, f4 = {0};
+    float *wf = NULL, *wf4 = NULL;
+    int nf = 0, nf4 = 0;
+    CHECK(train_traced(data, old8, &f8, &wf, &nf) == VT_OK, "F x 8: %s", vt_last_error());
+    CHECK(f8.steps == 4 && f8.first == 9 && f8.images == 44, "F x 8: %d steps from iteration "
+          "%lld, %ld images", f8.steps, (long long)f8.first, f8.images);
+    CHECK(wf && wd && nf == nd && !memcmp(wf, wd, (size_t)nf * sizeof(float)),
+          "F x 8: the older checkpoint's resume differs from D's");
+    st = train_traced(data, old4, &f4, &wf4, &nf4);
+    CHECK(st == VT_ERR_CHECKPOINT && strstr(vt_last_error(), "inside an epoch of 6 batches") &&
+          strstr(vt_last_error(), "11 batches per epoch"),
+          "F x 4: status %d, '%s' (want a refusal: another batch count, no record)", st,
+          vt_last_error());
+    free(wf);
+    free(wf4);
     if (!wa || !wc || !wd || !we || na != nc || na != nd || na != ne) goto out;
     double maxw, dc = max_diff(wc, wa, na, &maxw), dd = max_diff(wd, wa, na, &maxw);
     double de = max_diff(we, wa, na, &maxw), tol = 1e-4 * (maxw > 1 ? maxw : 1);
