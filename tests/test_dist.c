@@ -19,7 +19,8 @@
  *        log names "2 ranks".
  *     4. resume (test_resume): a 2-rank run cancelled inside an epoch, resumed on 2 ranks
  *        (the uninterrupted run's weights), and alone with batch 8 and with batch 4 (the
- *        epoch's remaining images re-sharded, each trained once; the learning rate goes on).
+ *        epoch's remaining images re-sharded, each trained once; the learning rate goes on);
+ *        the same checkpoint without the world fields (older libraries); an epoch-end one.
  * Each rank writes its own copy of the synthetic data set (they are the same bytes), so no
  * collective is needed before the first run starts MPI.  Exit status 0 pass, 1 fail, 77 skip. */
 #include <math.h>
@@ -575,7 +576,10 @@ static vt_status strip_world(const char *from, const char *to)
  *      A's (epoch 1 + 2/6 of the schedule);
  *   F  B's checkpoint as older libraries wrote it (no world, seen, ...): read as one rank's; it
  *      resumes inside the epoch with the same batches per epoch (alone x 8: D's weights bit for
- *      bit) and is refused with another count (alone x 4, 11 an epoch) with a message. */
+ *      bit) and is refused with another count (alone x 4, 11 an epoch) with a message;
+ *   G  a 2-rank run cancelled at the last step of epoch 1 (it stops at the epoch end, all
+ *      ranks together), resumed alone x 4: epoch 2 whole, its 44 images in 11 steps, the
+ *      learning rate going on from A's epoch 1 end. */
 static void test_resume(int rank)
 {
     char data[4096], project[4096], ckpt[4400], cut[4400];
@@ -648,6 +652,35 @@ static void test_resume(int rank)
           vt_last_error());
     free(wf);
     free(wf4);
+    /* G: an epoch-end checkpoint of 2 ranks resumed alone */
+    const char *saving_g[] = {"epochs=2", "batch=4", "momentum=0.9", "warmup_epochs=0",
+                              "seed=1", "lr0=0.05", "val=0", "workers=0", "plots=0",
+                              "name=end", proj_opt, NULL};
+    resume_trace g = {0}, g1 = {0};
+    float *wg = NULL, *wg1 = NULL;
+    int ng = 0, ng1 = 0;
+    g.cancel_at = 6;
+    st = train_traced(data, saving_g, &g, &wg, &ng);
+    CHECK(st == VT_ERR_CANCELLED, "G: status %d (want cancelled): %s", st, vt_last_error());
+    char end_ckpt[4600], end_opt[4700];
+    if (rank == 0) {
+        CHECK(g.last == 6, "G: cancelled after iteration %lld, want 6", (long long)g.last);
+        snprintf(end_ckpt, sizeof end_ckpt, "%s/weights/last.vtm", g.run_dir);
+    }
+    MPI_Bcast(end_ckpt, sizeof end_ckpt, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(end_opt, sizeof end_opt, "resume=%s", end_ckpt);
+    const char *end4[] = {end_opt, "save=0", "workers=0", "dist=off", "batch=4", NULL};
+    g1.want_log = "resuming a 2-rank checkpoint on 1 rank";
+    CHECK(train_traced(data, end4, &g1, &wg1, &ng1) == VT_OK, "G: resume: %s", vt_last_error());
+    CHECK(g1.steps == 11 && g1.first == 7 && g1.last == 17 && g1.images == 44,
+          "G: %d steps, iterations %lld..%lld, %ld images (want 11, 7..17, 44)", g1.steps,
+          (long long)g1.first, (long long)g1.last, g1.images);
+    CHECK(g1.log_lines == 1 && strstr(g1.line, "from an epoch end"), "G: log '%s'", g1.line);
+    if (rank == 0)
+        CHECK(fabs(g1.lr[7] - a.lr[7]) <= 1e-12, "G: lr %.17g at its first step, A's %.17g",
+              g1.lr[7], a.lr[7]);
+    free(wg);
+    free(wg1);
     if (!wa || !wc || !wd || !we || na != nc || na != nd || na != ne) goto out;
     double maxw, dc = max_diff(wc, wa, na, &maxw), dd = max_diff(wd, wa, na, &maxw);
     double de = max_diff(we, wa, na, &maxw), tol = 1e-4 * (maxw > 1 ? maxw : 1);
