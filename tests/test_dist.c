@@ -17,6 +17,10 @@
  *        it completes on both ranks, only rank 0 wrote a run folder, weights and BN running
  *        statistics are identical over the ranks, both report rank 0's top-1, and rank 0's
  *        log names "2 ranks".
+ *     4. resume (test_resume): a 2-rank run cancelled inside an epoch, resumed on 2 ranks
+ *        (the uninterrupted run's weights), and alone with batch 8 and with batch 4 (the
+ *        epoch's remaining images re-sharded, each trained once; the learning rate goes on);
+ *        the same checkpoint without the world fields (older libraries); an epoch-end one.
  * Each rank writes its own copy of the synthetic data set (they are the same bytes), so no
  * collective is needed before the first run starts MPI.  Exit status 0 pass, 1 fail, 77 skip. */
 #include <math.h>
@@ -27,6 +31,7 @@
 #include <sys/stat.h>
 
 #include "vt_config.h"
+#include "core/checkpoint.h"
 #include "nn/graph.h"
 #include "nn/model.h"
 #include "train/trainer_impl.h"
@@ -422,6 +427,315 @@ static void test_full_run(int rank)
     vt_dataset_destroy(ds);
 }
 
+/* ---- resume on another rank count ---- */
+
+typedef struct resume_trace {
+    vt_trainer *t;
+    int64_t cancel_at;  /* cancel at this iteration's batch end; 0 = never */
+    int steps;          /* batch ends seen */
+    int64_t first, last; /* the iterations of the first and the last step seen */
+    double lr[64];      /* the learning rate of iteration i (1-based) */
+    long images, seen;  /* the epoch's images trained / of its order reached, at the last step */
+    int log_lines;      /* "resuming a 2-rank checkpoint on 1 rank" / "on 2 ranks" */
+    const char *want_log;
+    char run_dir[4096]; /* the run's folder, "" when none */
+    char line[512];     /* the first of those log lines */
+} resume_trace;
+
+static int on_resume_progress(void *user, vt_event ev, const vt_progress *p)
+{
+    resume_trace *r = user;
+    if (ev != VT_EVENT_BATCH_END) return 0;
+    int64_t it = vt_progress_iteration(p);
+    double lr = 0;
+    if (vt_progress_metric(p, VT_METRIC_LR, &lr) == VT_OK && it > 0 && it < 64) r->lr[it] = lr;
+    if (!r->steps) r->first = it;
+    r->last = it;
+    r->steps++;
+    r->images = r->t->pos.images; /* the trainer's position after the step (trainer_impl.h) */
+    r->seen = r->t->pos.seen;
+    return r->cancel_at && it == r->cancel_at;
+}
+
+static void on_resume_log(void *user, vt_log_level level, const char *msg)
+{
+    resume_trace *r = user;
+    (void)level;
+    if (r->want_log && strstr(msg, r->want_log) && !r->log_lines++)
+        snprintf(r->line, sizeof r->line, "%s", msg);
+}
+
+/* A run of cls-n (imgsz 16, seed 3) traced by r; its status, and its weights into *w on
+ * success.  A registered model: resume= finds its architecture by name. */
+static vt_status train_traced(const char *data, const char *const *settings, resume_trace *r,
+                              float **w, int *n)
+{
+    vt_dataset *ds;
+    vt_model *m;
+    *w = NULL;
+    vt_status st = vt_dataset_open(&ds, VT_TASK_CLASSIFY, data);
+    if (st) return st;
+    if ((st = vt_model_create(&m, "cls-n", vt_dataset_num_classes(ds), "imgsz=16 seed=3"))) {
+        vt_dataset_destroy(ds);
+        return st;
+    }
+    if ((st = vt_trainer_create(&r->t, m, ds))) {
+        vt_model_destroy(m);
+        vt_dataset_destroy(ds);
+        return st;
+    }
+    set_all(r->t, quiet_aug);
+    set_all(r->t, settings);
+    vt_trainer_set_progress(r->t, on_resume_progress, r);
+    vt_trainer_set_log(r->t, on_resume_log, r, VT_LOG_INFO);
+    st = vt_trainer_run(r->t);
+    if (st && st != VT_ERR_CANCELLED)
+        fprintf(stderr, "rank %d: run: %s\n", my_rank, vt_trainer_last_error(r->t));
+    snprintf(r->run_dir, sizeof r->run_dir, "%s", vt_trainer_run_dir(r->t));
+    vt_trainer_destroy(r->t);
+    r->t = NULL;
+    if (!st || st == VT_ERR_CANCELLED) {
+        *n = (int)m->graph.n_params;
+        *w = malloc((size_t)*n * sizeof(float));
+        memcpy(*w, m->params, (size_t)*n * sizeof(float));
+    }
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+    return st;
+}
+
+static double max_diff(const float *a, const float *b, int n, double *maxw)
+{
+    double d = 0;
+    *maxw = 0;
+    for (int i = 0; i < n; i++) {
+        if (fabs((double)a[i] - b[i]) > d) d = fabs((double)a[i] - b[i]);
+        if (fabs(b[i]) > *maxw) *maxw = fabs(b[i]);
+    }
+    return d;
+}
+
+/* A copy of checkpoint `from` as a library before the world size was recorded wrote it: the
+ * TRNR keys world, global_batch, epoch_nb, seen and lr_shift left out. */
+static vt_status strip_world(const char *from, const char *to)
+{
+    static const char tags[][5] = {"META", "NAME", "PARM", "BUFS", "TRNR", "ARGS",
+                                   "OPTM", "OPTV", "TPRM", "TBUF", "HIST"};
+    static const char *const drop[] = {"world=", "global_batch=", "epoch_nb=", "seen=",
+                                       "lr_shift="};
+    vt_ckpt *c = NULL;
+    vt_ckpt_writer *w = NULL;
+    vt_status st = vt_ckpt_open(&c, from);
+    if (!st) st = vt_ckw_create(&w);
+    for (size_t i = 0; !st && i < sizeof tags / sizeof tags[0]; i++) {
+        uint32_t tag = VT_TAG(tags[i][0], tags[i][1], tags[i][2], tags[i][3]);
+        if (!vt_ckpt_has(c, tag)) continue;
+        void *data = NULL;
+        size_t n = 0;
+        if ((st = vt_ckpt_get(c, tag, &data, &n))) break;
+        if (!strcmp(tags[i], "TRNR")) { /* its lines less the new keys */
+            char *txt = data, *out = malloc(n + 1);
+            size_t k = 0;
+            for (size_t p = 0; out && p < n;) {
+                size_t e = p;
+                while (e < n && txt[e] != '\n') e++;
+                int keep = 1;
+                for (size_t d = 0; d < sizeof drop / sizeof drop[0]; d++)
+                    if (!strncmp(txt + p, drop[d], strlen(drop[d]))) keep = 0;
+                if (keep) {
+                    memcpy(out + k, txt + p, e - p + (e < n));
+                    k += e - p + (e < n);
+                }
+                p = e + 1;
+            }
+            free(data);
+            data = out;
+            n = k;
+            if (!out) st = VT_ERR_OUT_OF_MEMORY;
+        }
+        if (!st) st = vt_ckw_add(w, tag, data, n, 0);
+        free(data);
+    }
+    if (!st) st = vt_ckw_write(w, to);
+    vt_ckw_destroy(w);
+    vt_ckpt_close(c);
+    return st;
+}
+
+/* 44 images, 2 epochs of 6 steps of 4 x 2 ranks (the last a trailing one of 2 a rank), cls-n
+ * (batch norm: resume= needs a registered model, and the plain test models are not):
+ *   A  uninterrupted on 2 ranks;
+ *   B  the same, cancelled after iteration 8 (epoch 2, step 2: 16 of its 44 images trained);
+ *      its last.vtm is the mid-epoch checkpoint resumed below;
+ *   C  B resumed on 2 ranks: steps 9..12 of A, the weights of A (the same computation);
+ *   D  B resumed alone (dist=off on each rank) with batch 8: 4 steps of the remaining 28
+ *      images (3 of 8, a trailing one of 4), A's learning rates; its weights are not A's
+ *      (batch norm normalises over 8 images, not each rank's 4), the difference is printed;
+ *   E  B resumed alone with batch 4: the remaining 28 images in 7 steps (11 an epoch now),
+ *      each image of the epoch trained once (44 in all), the learning rate continuing at
+ *      A's (epoch 1 + 2/6 of the schedule);
+ *   F  B's checkpoint as older libraries wrote it (no world, seen, ...): read as one rank's; it
+ *      resumes inside the epoch with the same batches per epoch (alone x 8: D's weights bit for
+ *      bit) and is refused with another count (alone x 4, 11 an epoch) with a message;
+ *   G  a 2-rank run cancelled at the last step of epoch 1 (it stops at the epoch end, all
+ *      ranks together), resumed alone x 4: epoch 2 whole, its 44 images in 11 steps, the
+ *      learning rate going on from A's epoch 1 end. */
+static void test_resume(int rank)
+{
+    char data[4096], project[4096], ckpt[4400], cut[4400];
+    CHECK(make_data(data, sizeof data, "res", rank, "classes=4 train=11 val=0 imgsz=16 seed=5") ==
+              VT_OK, "synth: %s", vt_last_error());
+    snprintf(project, sizeof project, "%s/dist_resume_runs", tmp_root());
+    if (rank == 0) {
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", project);
+        CHECK(system(cmd) == 0, "rm");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    char proj_opt[4200];
+    snprintf(proj_opt, sizeof proj_opt, "project=%s", project);
+    snprintf(cut, sizeof cut, "%s/cut.vtm", project);
+    const char *common[] = {"epochs=2", "batch=4", "momentum=0.9", "warmup_epochs=0", "seed=1",
+                            "lr0=0.05", "val=0", "workers=0", "save=0", NULL};
+    const char *saving[] = {"epochs=2", "batch=4", "momentum=0.9", "warmup_epochs=0", "seed=1",
+                            "lr0=0.05", "val=0", "workers=0", "plots=0", "name=cut", proj_opt,
+                            NULL};
+    float *wa = NULL, *wb = NULL, *wc = NULL, *wd = NULL, *we = NULL;
+    int na = 0, nb = 0, nc = 0, nd = 0, ne = 0;
+    resume_trace a = {0}, b = {0}, c = {0}, d = {0}, e = {0};
+    double t0 = MPI_Wtime();
+    CHECK(train_traced(data, common, &a, &wa, &na) == VT_OK, "A: %s", vt_last_error());
+    double t_a = MPI_Wtime() - t0;
+    b.cancel_at = 8;
+    vt_status st = train_traced(data, saving, &b, &wb, &nb);
+    CHECK(st == VT_ERR_CANCELLED, "B: status %d (want cancelled): %s", st, vt_last_error());
+    if (rank == 0) {
+        CHECK(b.last == 8, "B: cancelled after iteration %lld, want 8", (long long)b.last);
+        snprintf(ckpt, sizeof ckpt, "%s/weights/last.vtm", b.run_dir);
+        char cmd[9000];
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s'", ckpt, cut);
+        CHECK(system(cmd) == 0, "B: no checkpoint %s", ckpt);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    char res_opt[4500];
+    snprintf(res_opt, sizeof res_opt, "resume=%s", cut);
+    const char *on2[] = {res_opt, "save=0", "workers=0", NULL};
+    c.want_log = "resuming a 2-rank"; /* must not appear: same world */
+    t0 = MPI_Wtime();
+    CHECK(train_traced(data, on2, &c, &wc, &nc) == VT_OK, "C: %s", vt_last_error());
+    double t_c = MPI_Wtime() - t0;
+    const char *alone8[] = {res_opt, "save=0", "workers=0", "dist=off", "batch=8", NULL};
+    d.want_log = "resuming a 2-rank checkpoint on 1 rank";
+    CHECK(train_traced(data, alone8, &d, &wd, &nd) == VT_OK, "D: %s", vt_last_error());
+    const char *alone4[] = {res_opt, "save=0", "workers=0", "dist=off", "batch=4", NULL};
+    e.want_log = "resuming a 2-rank checkpoint on 1 rank";
+    CHECK(train_traced(data, alone4, &e, &we, &ne) == VT_OK, "E: %s", vt_last_error());
+    /* F: the older checkpoint */
+    char old[4500], old_opt[4600];
+    snprintf(old, sizeof old, "%s/old_r%d.vtm", project, rank);
+    snprintf(old_opt, sizeof old_opt, "resume=%s", old);
+    CHECK(strip_world(cut, old) == VT_OK, "F: cannot write %s: %s", old, vt_last_error());
+    const char *old8[] = {old_opt, "save=0", "workers=0", "dist=off", "batch=8", NULL};
+    const char *old4[] = {old_opt, "save=0", "workers=0", "dist=off", "batch=4", NULL};
+    resume_trace f8 = {0}, f4 = {0};
+    float *wf = NULL, *wf4 = NULL;
+    int nf = 0, nf4 = 0;
+    CHECK(train_traced(data, old8, &f8, &wf, &nf) == VT_OK, "F x 8: %s", vt_last_error());
+    CHECK(f8.steps == 4 && f8.first == 9 && f8.images == 44, "F x 8: %d steps from iteration "
+          "%lld, %ld images", f8.steps, (long long)f8.first, f8.images);
+    CHECK(wf && wd && nf == nd && !memcmp(wf, wd, (size_t)nf * sizeof(float)),
+          "F x 8: the older checkpoint's resume differs from D's");
+    st = train_traced(data, old4, &f4, &wf4, &nf4);
+    CHECK(st == VT_ERR_CHECKPOINT && strstr(vt_last_error(), "inside an epoch of 6 batches") &&
+          strstr(vt_last_error(), "11 batches per epoch"),
+          "F x 4: status %d, '%s' (want a refusal: another batch count, no record)", st,
+          vt_last_error());
+    free(wf);
+    free(wf4);
+    /* G: an epoch-end checkpoint of 2 ranks resumed alone */
+    const char *saving_g[] = {"epochs=2", "batch=4", "momentum=0.9", "warmup_epochs=0",
+                              "seed=1", "lr0=0.05", "val=0", "workers=0", "plots=0",
+                              "name=end", proj_opt, NULL};
+    resume_trace g = {0}, g1 = {0};
+    float *wg = NULL, *wg1 = NULL;
+    int ng = 0, ng1 = 0;
+    g.cancel_at = 6;
+    st = train_traced(data, saving_g, &g, &wg, &ng);
+    CHECK(st == VT_ERR_CANCELLED, "G: status %d (want cancelled): %s", st, vt_last_error());
+    char end_ckpt[4600], end_opt[4700];
+    if (rank == 0) {
+        CHECK(g.last == 6, "G: cancelled after iteration %lld, want 6", (long long)g.last);
+        snprintf(end_ckpt, sizeof end_ckpt, "%s/weights/last.vtm", g.run_dir);
+    }
+    MPI_Bcast(end_ckpt, sizeof end_ckpt, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(end_opt, sizeof end_opt, "resume=%s", end_ckpt);
+    const char *end4[] = {end_opt, "save=0", "workers=0", "dist=off", "batch=4", NULL};
+    g1.want_log = "resuming a 2-rank checkpoint on 1 rank";
+    CHECK(train_traced(data, end4, &g1, &wg1, &ng1) == VT_OK, "G: resume: %s", vt_last_error());
+    CHECK(g1.steps == 11 && g1.first == 7 && g1.last == 17 && g1.images == 44,
+          "G: %d steps, iterations %lld..%lld, %ld images (want 11, 7..17, 44)", g1.steps,
+          (long long)g1.first, (long long)g1.last, g1.images);
+    CHECK(g1.log_lines == 1 && strstr(g1.line, "from an epoch end"), "G: log '%s'", g1.line);
+    if (rank == 0)
+        CHECK(fabs(g1.lr[7] - a.lr[7]) <= 1e-12, "G: lr %.17g at its first step, A's %.17g",
+              g1.lr[7], a.lr[7]);
+    free(wg);
+    free(wg1);
+    if (!wa || !wc || !wd || !we || na != nc || na != nd || na != ne) goto out;
+    double maxw, dc = max_diff(wc, wa, na, &maxw), dd = max_diff(wd, wa, na, &maxw);
+    double de = max_diff(we, wa, na, &maxw), tol = 1e-4 * (maxw > 1 ? maxw : 1);
+    CHECK(dc <= tol, "C (2 ranks, resumed) vs A: max |dw| %.3g > %.3g", dc, tol);
+    CHECK(isfinite(dd), "D: weights not finite");
+    CHECK(same_everywhere(checksum(wc, (size_t)nc)), "C: replicas differ after the resume");
+    /* E trains other steps (batch 4): its weights differ from A's by about an update */
+    CHECK(de > 100 * tol && isfinite(de), "E (1 x 4) hardly differs from A (%.3g)", de);
+    /* rank 0 reports the distributed runs (A, C); every rank its own D and E */
+    if (rank == 0) {
+        CHECK(a.steps == 12 && a.last == 12, "A: %d steps, last iteration %lld", a.steps,
+              (long long)a.last);
+        CHECK(c.steps == 4 && c.first == 9 && c.last == 12, "C: %d steps, iterations %lld..%lld",
+              c.steps, (long long)c.first, (long long)c.last);
+        CHECK(c.images == 44 && c.seen == 44, "C: epoch 2 trained %ld images (order reached %ld), "
+              "want 44", c.images, c.seen);
+        CHECK(c.log_lines == 0, "C: logged a rank-count change on the same world");
+        for (int i = 9; i <= 12; i++)
+            CHECK(c.lr[i] == a.lr[i], "C: lr at iteration %d %.17g, A's %.17g", i, c.lr[i],
+                  a.lr[i]);
+    }
+    CHECK(d.steps == 4 && d.first == 9 && d.last == 12, "D: %d steps, iterations %lld..%lld",
+          d.steps, (long long)d.first, (long long)d.last);
+    CHECK(d.images == 44 && d.seen == 44, "D: epoch 2 trained %ld images, want 44", d.images);
+    CHECK(d.log_lines == 1, "D: %d log lines '%s'", d.log_lines, d.want_log);
+    CHECK(e.steps == 7 && e.first == 9 && e.last == 15, "E: %d steps, iterations %lld..%lld",
+          e.steps, (long long)e.first, (long long)e.last);
+    CHECK(e.images == 44 && e.seen == 44, "E: epoch 2 trained %ld images (order reached %ld), "
+          "want 44", e.images, e.seen);
+    CHECK(e.log_lines == 1, "E: %d log lines '%s'", e.log_lines, e.want_log);
+    /* A's rates, every rank's own: the 1-process runs see no callback of the 2-rank ones on
+     * ranks > 0, so the comparison is rank 0's */
+    if (rank == 0) {
+        for (int i = 9; i <= 12; i++)
+            CHECK(fabs(d.lr[i] - a.lr[i]) <= 1e-12, "D: lr at iteration %d %.17g, A's %.17g",
+                  i, d.lr[i], a.lr[i]);
+        CHECK(fabs(e.lr[9] - a.lr[9]) <= 1e-12 && e.lr[15] < e.lr[9],
+              "E: lr %.17g at its first step (A's %.17g), %.17g at its last", e.lr[9], a.lr[9],
+              e.lr[15]);
+        printf("resume: a 2-rank run cancelled mid-epoch (iteration 8, 16 of 44 images), "
+               "resumed on 2 ranks: max |w - w(uninterrupted)| = %.3g; on 1 rank x batch 8: "
+               "4 steps, %.3g (batch norm over 8; tolerance of the 2-rank one %.3g); on 1 rank "
+               "x batch 4: 7 steps, 44 images, differs by %.3g; uninterrupted run %.2f s, "
+               "2-rank resume %.2f s\n",
+               dc, dd, tol, de, t_a, t_c);
+        printf("resume: the log of E: %s\n", e.line);
+    }
+out:
+    free(wa);
+    free(wb);
+    free(wc);
+    free(wd);
+    free(we);
+}
+
 static int run_mpi(void)
 {
     int size = 1, rank = 0, via;
@@ -434,6 +748,7 @@ static int run_mpi(void)
     test_equality(rank); /* the first run starts MPI */
     test_every_step(rank);
     test_full_run(rank);
+    test_resume(rank);
     int bad = failures;
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) printf("dist: %s\n", bad ? "FAILED" : "ok");

@@ -262,13 +262,15 @@ vt_status vt_train_save(vt_trainer *t, const char *const *paths, int npaths)
                       "format=%d\ntask=%d\nepoch=%d\nbatch=%d\nnb=%d\niteration=%lld\nopt_t=%lld\n"
                       "loss_sum=%a\nimages=%ld\ndata_wait=%a\nepoch_time=%a\nelapsed=%a\n"
                       "best_fitness=%a\nbest_epoch=%d\nema_updates=%lld\nema=%d\n"
-                      "dataset_hash=%016llx\ntrain_images=%d\nval_images=%d\ndata=%s\n",
+                      "dataset_hash=%016llx\ntrain_images=%d\nval_images=%d\nworld=%d\n"
+                      "global_batch=%d\nepoch_nb=%d\nseen=%ld\nlr_shift=%a\ndata=%s\n",
                       TRNR_FORMAT, (int)m->task, p->epoch, p->batch, p->nb,
                       (long long)p->iteration, (long long)t->opt_t, p->loss_sum, p->images,
                       p->data_wait, p->epoch_time, p->elapsed, p->best_fitness, p->best_epoch,
                       (long long)p->ema_updates, ema, (unsigned long long)vt_dataset_hash(t->ds),
                       t->ds->split[VT_SPLIT_TRAIN].n, t->ds->split[VT_SPLIT_VAL].n,
-                      strchr(data, '\n') ? "" : data);
+                      p->world > 0 ? p->world : 1, p->global_batch, p->epoch_nb, p->seen,
+                      p->lr_shift, strchr(data, '\n') ? "" : data);
     free(data_abs);
     if (tn >= (int)sizeof trnr) tn = (int)sizeof trnr - 1;
     if ((st = add_text(w, TAG_TRNR, trnr, (size_t)tn))) goto out;
@@ -326,6 +328,25 @@ static vt_status need_d(const char *path, const char *txt, size_t n, const char 
     if (!*v || *end || isnan(*out))
         return vt_fail(VT_ERR_CHECKPOINT, "%s: bad trainer state: %s=%s", path, key, v);
     return VT_OK;
+}
+
+/* A key that older checkpoints lack: *out = def when it is absent. */
+static vt_status opt_ll(const char *path, const char *txt, size_t n, const char *key,
+                        long long min, long long max, long long def, long long *out)
+{
+    char v[128];
+    *out = def;
+    if (!vt_ckpt_kv(txt, n, key, v, sizeof v)) return VT_OK;
+    return need_ll(path, txt, n, key, min, max, out);
+}
+
+static vt_status opt_d(const char *path, const char *txt, size_t n, const char *key, double def,
+                       double *out)
+{
+    char v[128];
+    *out = def;
+    if (!vt_ckpt_kv(txt, n, key, v, sizeof v)) return VT_OK;
+    return need_d(path, txt, n, key, out);
 }
 
 /* Get a section that must be there, of exactly `size` bytes when size != (size_t)-1. */
@@ -424,6 +445,17 @@ vt_status vt_train_load(vt_trainer *t, const char *path, vt_resume_state *rs)
         (st = need_d(path, trnr, trnr_n, "elapsed", &d[3])) ||
         (st = need_d(path, trnr, trnr_n, "best_fitness", &d[4])))
         goto out;
+    /* the run's shape, absent before distributed checkpoints: one rank, the batch's images
+     * not recorded (0), the epoch's batches those of the position, where in the epoch's
+     * order unknown (-1: the resume needs the same batches per epoch) */
+    long long w[4];
+    double lr_shift;
+    if ((st = opt_ll(path, trnr, trnr_n, "world", 1, 1 << 20, 1, &w[0])) ||
+        (st = opt_ll(path, trnr, trnr_n, "global_batch", 0, INT32_MAX, 0, &w[1])) ||
+        (st = opt_ll(path, trnr, trnr_n, "epoch_nb", 0, INT32_MAX, v[3], &w[2])) ||
+        (st = opt_ll(path, trnr, trnr_n, "seen", -1, INT32_MAX, -1, &w[3])) ||
+        (st = opt_d(path, trnr, trnr_n, "lr_shift", 0, &lr_shift)))
+        goto out;
     if (v[2] > v[3]) {
         st = vt_fail(VT_ERR_CHECKPOINT, "%s: bad trainer state: batch %lld of %lld", path, v[2],
                      v[3]);
@@ -491,6 +523,11 @@ vt_status vt_train_load(vt_trainer *t, const char *path, vt_resume_state *rs)
     p->epoch_time = d[2];
     p->elapsed = d[3];
     p->best_fitness = d[4];
+    p->world = (int)w[0];
+    p->global_batch = (int)w[1];
+    p->epoch_nb = (int)w[2];
+    p->seen = (long)w[3];
+    p->lr_shift = lr_shift;
     /* <run>/weights/<file>: continue in <run> */
     const char *slash = strrchr(path, '/');
     if (slash) {

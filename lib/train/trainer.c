@@ -625,16 +625,23 @@ static int use_ema(const vt_trainer *t) { return vt_opt_num(&t->opts, VT_OPT_EMA
 
 /* ---- training ---- */
 
+/* The learning rate of optimiser step `step` (0-based): a schedule over the run's progress in
+ * epochs, x = step / nb (per step, not per epoch: it moves by 1/nb of an epoch each step), with
+ * a linear warm-up over the first warmup_epochs x nb steps.  A resume whose epochs have another
+ * number of steps (another rank count or batch) continues the schedule where it stood, in
+ * epochs: pos.lr_shift holds the schedule steps ahead of the iteration count, and the later
+ * steps each move it by 1/nb of the new run's epoch.  lr0 is not scaled with the global batch. */
 static double lr_at(const vt_trainer *t, int64_t step, int nb, int epochs)
 {
     double lr0 = base_lr(t), lrf = vt_opt_num(&t->opts, VT_OPT_LRF);
-    double x = (double)step / nb;
+    double s = (double)step + t->pos.lr_shift;
+    double x = s / nb;
     double decay = vt_opt_num(&t->opts, VT_OPT_COS_LR) != 0
                        ? 1.0 - (1.0 - lrf) * (1.0 - cos(M_PI * x / epochs)) / 2.0
                        : 1.0 - (1.0 - lrf) * x / epochs;
     double warm = vt_opt_num(&t->opts, VT_OPT_WARMUP_EPOCHS) * nb;
     double lr = lr0 * decay;
-    if (warm >= 1 && step < warm) lr *= (step + 1) / warm;
+    if (warm >= 1 && s < warm) lr *= (s + 1) / warm;
     return lr;
 }
 
@@ -728,6 +735,9 @@ typedef struct run_state {
     int64_t cache_cap;
     int validate, patience, period, plots, save;
     int rank, world;         /* distributed: this rank of world (0 of 1 alone) */
+    /* the epoch in progress: its steps from step b0 on cover images perm[start ..) (0 and 0,
+     * but for an epoch resumed on another rank count or batch); it has ep_nb steps */
+    int start, b0, ep_nb;
 } run_state;
 
 /* The epoch's steps: batch x world images each, the last one shorter when at least 2 images a
@@ -742,23 +752,35 @@ static int steps_per_epoch(int ntrain, int batch, int world)
 /* This rank's slice of step b: images perm[*off .. *off + n), returns n.  Every rank takes
  * the same number of steps; the slices of a step are disjoint and together the step's images
  * of one process training batch x world, so the ranks see the same data order as it.  A
- * trailing step splits its images evenly (the slices differ by one at most). */
+ * trailing step splits its images evenly (the slices differ by one at most).  A resumed epoch
+ * re-shards what is left of its order, perm[start ..), from step b0 on. */
 static int shard(const run_state *r, int b, int *off)
 {
-    int g = r->batch * r->world, full = r->ntrain / g;
+    int g = r->batch * r->world, left = r->ntrain - r->start, full = left / g;
+    b -= r->b0;
     if (b < full) {
-        *off = b * g + r->rank * r->batch;
+        *off = r->start + b * g + r->rank * r->batch;
         return r->batch;
     }
-    int rem = r->ntrain - full * g, q = rem / r->world, e = rem % r->world;
-    *off = full * g + r->rank * q + (r->rank < e ? r->rank : e);
+    int rem = left - full * g, q = rem / r->world, e = rem % r->world;
+    *off = r->start + full * g + r->rank * q + (r->rank < e ? r->rank : e);
     return q + (r->rank < e ? 1 : 0);
+}
+
+/* Step b done (trained or skipped): the position after it, and the images of the epoch's order
+ * it reached over all ranks (the last step's dropped single images count as reached). */
+static void step_done(vt_train_pos *pos, const run_state *r, int b)
+{
+    int g = r->batch * r->world, left = r->ntrain - r->start, k = b - r->b0 + 1;
+    pos->batch = b + 1;
+    pos->seen = r->start + (k <= left / g ? (long)k * g : (long)left);
+    if (pos->batch >= r->ep_nb) pos->seen = r->ntrain;
 }
 
 /* Prefetch: submit this rank's slices of the epoch's steps up to (not including) `upto`. */
 static vt_status submit_upto(const run_state *r, uint64_t aug_seed, int *next, int upto)
 {
-    for (; *next < r->nb && *next < upto; (*next)++) {
+    for (; *next < r->ep_nb && *next < upto; (*next)++) {
         int off, n = shard(r, *next, &off);
         TRY(vt_loader_submit(r->L, r->perm + off, n, aug_seed));
     }
@@ -828,7 +850,7 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
         /* any other failure stops every rank at the step's reduction (train_batch) */
     }
     if (!t->dist_on && (st == VT_ERR_DATASET || (!st && ok < 2))) { /* unreadable: skip */
-        pos->batch = b + 1;
+        step_done(pos, r, b);
         clk->unsaved = 1;
         pos->epoch_time += filled - now;
         pos->elapsed += filled - now;
@@ -840,7 +862,7 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
     double lr = lr_at(t, t->prog.iteration, nb, r->epochs);
     TRY(train_batch(t, ok, lr, &loss, r->L));
     if (t->step_images == 0) { /* distributed: no rank had a readable slice */
-        pos->batch = b + 1;
+        step_done(pos, r, b);
         clk->unsaved = 1;
         pos->epoch_time += vt_now() - now;
         pos->elapsed += vt_now() - now;
@@ -851,7 +873,7 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
     /* the step's mean loss and its images over all ranks (distributed) */
     pos->loss_sum += loss;
     pos->images += t->step_images;
-    pos->batch = b + 1;
+    step_done(pos, r, b);
     pos->iteration = t->prog.iteration;
     pos->epoch_time += end - now;
     pos->elapsed += end - now;
@@ -868,7 +890,9 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
     update_eta(t, clk, r->epochs, nb, r->validate, batch);
     vt_tb_step(t, loss);
     notify(t, VT_EVENT_BATCH_END);
-    if (atomic_load(&t->cancel)) t->stop = VT_STOP_CANCELLED;
+    /* distributed: a cancel asked for here (rank 0's callback) stops every rank together at
+     * the next step's agreement, or at the epoch end's after the last step */
+    if (!t->dist_on && atomic_load(&t->cancel)) t->stop = VT_STOP_CANCELLED;
     return VT_OK;
 }
 
@@ -913,12 +937,16 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
     if (pos->batch == 0) {
         pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
         pos->images = 0;
+        pos->seen = 0;
+        r->start = r->b0 = 0; /* a whole epoch: steps of batch x world from the first image */
+        r->ep_nb = nb;
     }
-    pos->nb = nb;
+    pos->nb = r->ep_nb;
     t->prog.epoch = ep + 1;
+    t->prog.batches = r->ep_nb;
     int next = pos->batch; /* prefetch: the next batch to submit */
     vt_status st = VT_OK;
-    for (int b = pos->batch; !st && !t->stop && b < nb; b++)
+    for (int b = pos->batch; !st && !t->stop && b < r->ep_nb; b++)
         st = run_batch(t, r, b, aug_seed, &next);
     vt_loader_drain(r->L); /* a stop inside the epoch leaves prefetched batches behind */
     if (st) return st;
@@ -980,6 +1008,8 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
     /* the epoch is complete: the position moves to the start of the next one */
     pos->epoch = ep + 1;
     pos->batch = 0;
+    pos->seen = 0;
+    pos->nb = nb;
     pos->loss_sum = pos->data_wait = pos->epoch_time = 0;
     pos->images = 0;
     set_metric(&t->prog, VT_METRIC_FITNESS, fitness);
@@ -1002,6 +1032,65 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
                "early stop: no better fitness for %d epochs; the best was %.4f at epoch %d",
                r->patience, pos->best_fitness, pos->best_epoch);
         t->stop = VT_STOP_EARLY;
+    }
+    return VT_OK;
+}
+
+/* A resume on this run's shape (ntrain images, batch a rank, world ranks, nb steps an epoch):
+ * the learning-rate schedule carried over in epochs (lr_at), and where the epoch in progress
+ * continues.  The epoch's order is seeded by (seed, epoch) alone, so another rank count or
+ * batch continues it from the images already trained (pos->seen), re-sharded in steps of
+ * batch x world (shard()), the trailing-step rule applied to what is left; the same shape
+ * continues it exactly as if it had not stopped.  Fills *start, *b0, *ep_nb (run_state). */
+static vt_status resume_shape(vt_trainer *t, vt_train_pos *pos, const char *path, int ntrain,
+                              int batch, int world, int nb, int *start, int *b0, int *ep_nb)
+{
+    int onb = pos->epoch_nb > 0 ? pos->epoch_nb : pos->nb, ow = pos->world > 0 ? pos->world : 1;
+    if (onb > 0 && onb != nb) /* in schedule steps of this run: the same fraction of an epoch */
+        pos->lr_shift = ((double)pos->iteration + pos->lr_shift) * nb / onb -
+                        (double)pos->iteration;
+    *start = *b0 = 0;
+    *ep_nb = nb;
+    int mid = pos->batch > 0;
+    if (mid && pos->seen < 0) { /* an older checkpoint: where its order stands is unknown */
+        if (pos->nb != nb)
+            return vt_fail(VT_ERR_CHECKPOINT,
+                           "%s: the checkpoint stopped inside an epoch of %d batches, but this "
+                           "run has %d batches per epoch (batch size, rank count or dataset "
+                           "changed), and it predates the record of the images trained; resume "
+                           "from a checkpoint saved at an epoch end or keep the batch size",
+                           path, pos->nb, nb);
+        long g = (long)batch * world;
+        pos->seen = pos->batch >= nb ? ntrain : pos->batch * g < ntrain ? pos->batch * g : ntrain;
+    }
+    if (mid && pos->seen > ntrain)
+        return vt_fail(VT_ERR_CHECKPOINT, "%s: bad trainer state: %ld images of an epoch of %d "
+                       "trained", path, pos->seen, ntrain);
+    if (mid) {
+        *b0 = pos->batch;
+        *start = (int)pos->seen;
+        /* a finished epoch (validation pending) stays finished */
+        *ep_nb = pos->batch >= pos->nb ? pos->batch
+                                         : pos->batch + steps_per_epoch(ntrain - *start, batch,
+                                                                        world);
+        if (*ep_nb == pos->batch) *start = ntrain;
+        pos->nb = *ep_nb;
+    }
+    if (ow != world || (pos->global_batch > 0 && pos->global_batch != batch * world)) {
+        char where[160] = "from an epoch end";
+        if (mid && *ep_nb > *b0)
+            snprintf(where, sizeof where, "%ld of epoch %d's %d images were trained, the "
+                     "remaining %d go in %d steps of %d", pos->seen, pos->epoch + 1, ntrain,
+                     ntrain - *start, *ep_nb - *b0, batch * world);
+        else if (mid)
+            snprintf(where, sizeof where, "epoch %d's images were all trained", pos->epoch + 1);
+        char was[32] = "";
+        if (pos->global_batch > 0) snprintf(was, sizeof was, ", were %d", pos->global_batch);
+        vt_log(&t->log, VT_LOG_INFO,
+               "resuming a %d-rank checkpoint on %d rank%s (steps of batch %d x %d = %d images%s): "
+               "%s; the learning-rate schedule continues at epoch %.3f (%d batches an epoch, "
+               "were %d)", ow, world, world == 1 ? "" : "s", batch, world, batch * world, was,
+               where, ((double)pos->iteration + pos->lr_shift) / nb, nb, onb);
     }
     return VT_OK;
 }
@@ -1084,14 +1173,11 @@ static vt_status run(vt_trainer *t)
     if (batch * world > ntrain) batch = ntrain / world;
     /* A trailing batch of one image would make batch-norm statistics meaningless: drop it. */
     int nb = steps_per_epoch(ntrain, batch, world);
-    if (resuming && rs.pos.batch > 0 && rs.pos.nb != nb) {
-        st = vt_fail(VT_ERR_CHECKPOINT,
-                     "%s: the checkpoint stopped inside an epoch of %d batches, but this run has "
-                     "%d batches per epoch (batch size, rank count or dataset changed); resume "
-                     "from a checkpoint saved at an epoch end or keep the batch size", resume,
-                     rs.pos.nb, nb);
+    /* the epoch the run starts in: whole (0, 0, nb) unless resumed inside one */
+    int ep_start = 0, ep_b0 = 0, ep_nb = nb;
+    if (resuming && (st = resume_shape(t, &rs.pos, resume, ntrain, batch, world, nb, &ep_start,
+                                       &ep_b0, &ep_nb)))
         goto done;
-    }
     if ((st = prepare(t, batch)) || (st = reset_optimizer(t)) || (st = vt_train_gpu_begin(t)))
         goto done;
     size_t np = (size_t)m->graph.n_params;
@@ -1103,6 +1189,10 @@ static vt_status run(vt_trainer *t)
         t->opt_t = rs.opt_t;
         t->pos = rs.pos;
     }
+    /* what the checkpoints record of this run's shape */
+    t->pos.world = world;
+    t->pos.global_batch = batch * world;
+    t->pos.epoch_nb = nb;
     if (use_ema(t) && (st = vt_ema_prepare(t, rs.ema_p, rs.ema_b))) goto done;
     if (!resuming || !m->class_names)
         vt_model_set_class_names(m, (const char *const *)ds->class_names, ds->num_classes);
@@ -1165,7 +1255,7 @@ static vt_status run(vt_trainer *t)
     vt_train_pos *pos = &t->pos;
     run_state rst = {ds, clk, L, NULL, perm, subset, epochs, batch, nb, ntrain, depth, sz, seed,
                      aug, cache_ram, 0, cache_cap, validate, patience, period, plots, save,
-                     t->rank, world};
+                     t->rank, world, ep_start, ep_b0, ep_nb};
     while (!st && !t->stop && pos->epoch < epochs) st = run_epoch(t, &rst);
     clk = rst.clk;
     VL = rst.VL;

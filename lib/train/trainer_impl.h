@@ -22,7 +22,15 @@ typedef struct vt_train_pos {
     int epoch;          /* 0-based epoch in progress (== epochs when finished)                */
     int batch;          /* batches of that epoch already trained (0..nb); nb: val pending      */
     int64_t iteration;  /* optimiser steps so far                                             */
-    int nb;             /* batches per epoch the position refers to                           */
+    int nb;             /* batches of the epoch the position refers to                        */
+    long seen;          /* partial epoch: images of the epoch's seeded order consumed (trained
+                           or skipped), where a resume continues it; -1: not recorded (older
+                           checkpoints)                                                       */
+    int world;          /* ranks the position was trained on (1 alone)                        */
+    int global_batch;   /* images a step: batch x world                                       */
+    int epoch_nb;       /* batches of a whole epoch of that run: the schedule's unit          */
+    double lr_shift;    /* learning-rate schedule steps ahead of `iteration` (a resume whose
+                           epoch has another number of batches, trainer.c lr_at)             */
     double loss_sum;    /* partial epoch: sum of batch losses                                 */
     long images;        /* partial epoch: images trained                                      */
     double data_wait;   /* partial epoch: seconds waiting for the loader                      */
