@@ -403,11 +403,21 @@ static vt_status bn_back(vt_backend *b, int channels, size_t m, const float *x, 
                                 beta, dy, coef, dx);
 }
 
+/* dx_add = 0: dx zero-filled first, then the accumulating kernels (as the executor did before
+ * the op took dx_add). */
+static vt_status bn_dx_start(vt_backend *b, int channels, size_t m, float *dx, int dx_add)
+{
+    if (dx_add || !dx || channels <= 0) return VT_OK;
+    return vt_cuda_fill(b, dx, (size_t)channels * m, 0.0f);
+}
+
 vt_status vt_cuda_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
                               const float *gamma, const float *save_mean,
-                              const float *save_invstd, const float *dy, float *dx, float *dgamma,
-                              float *dbeta)
+                              const float *save_invstd, const float *dy, float *dx, int dx_add,
+                              float *dgamma, float *dbeta)
 {
+    vt_status st = bn_dx_start(b, channels, m, dx, dx_add);
+    if (st != VT_OK) return st;
     return bn_back(b, channels, m, x, NULL, gamma, NULL, save_mean, save_invstd, dy, dx, dgamma,
                    dbeta, VT_ACT_NONE, "bn_backward");
 }
@@ -416,9 +426,10 @@ vt_status vt_cuda_bn_act_backward(vt_backend *b, vt_act act, int channels, size_
                                   const float *x, const float *y, const float *gamma,
                                   const float *beta, const float *save_mean,
                                   const float *save_invstd, const float *dy, float *dx,
-                                  float *dgamma, float *dbeta)
+                                  int dx_add, float *dgamma, float *dbeta)
 {
     vt_status st = vt_bn_act_check(act, "bn_act_backward");
+    if (st == VT_OK) st = bn_dx_start(b, channels, m, dx, dx_add);
     if (st != VT_OK) return st;
     return bn_back(b, channels, m, x, y, gamma, beta, save_mean, save_invstd, dy, dx, dgamma,
                    dbeta, act, "bn_act_backward");

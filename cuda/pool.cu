@@ -99,13 +99,15 @@ __global__ void k_maxpool_bwd(vt_pool_desc d, const int32_t *idx, const float *d
 }
 
 vt_status vt_cuda_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
-                                   const float *dy, float *dx)
+                                   const float *dy, float *dx, int dx_add)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     vt_status st = check_pool(d, "maxpool_backward");
     if (st != VT_OK) return st;
     size_t total = (size_t)d->planes * d->h * d->w;
-    if (total == 0 || !dx || d->ho == 0 || d->wo == 0) return VT_OK;
+    if (total == 0 || !dx) return VT_OK;
+    if (!dx_add && (st = vt_cuda_fill(b, dx, total, 0.0f)) != VT_OK) return st;
+    if (d->ho == 0 || d->wo == 0) return VT_OK;
     VT_CUDA_GUARD(cb);
     auto kernel = !pool_fits_u32(d) ? k_maxpool_bwd<size_t, 0>
                   : d->s == 2       ? k_maxpool_bwd<uint32_t, 2>

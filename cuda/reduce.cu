@@ -78,11 +78,15 @@ __global__ void k_gap_backward(size_t total, size_t hw, const float *dy, float *
 }
 
 vt_status vt_cuda_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy,
-                               float *dx)
+                               float *dx, int dx_add)
 {
     vt_cuda_backend *cb = vt_cuda(b);
     size_t total = planes * hw;
     if (total == 0 || !dx) return VT_OK;
+    if (!dx_add) {
+        vt_status st = vt_cuda_fill(b, dx, total, 0.0f);
+        if (st != VT_OK) return st;
+    }
     VT_CUDA_GUARD(cb);
     return vt_cuda_launch(cb, total, "gap_backward", k_gap_backward, total, hw, dy, dx);
 }

@@ -396,6 +396,110 @@ START_TEST(test_silu_accuracy)
 }
 END_TEST
 
+/* Gradients assigned (dx_add = 0, over NaN) equal gradients added to zeros (dx_add = 1), bit for
+ * bit, for every op that takes dx_add (the fast 2x2 pool, a general pool, BN, BN + ReLU, BN +
+ * SiLU, global average pool); and BN + activation + 2x2 pool fused gives the bits of
+ * bn_act_forward_train then maxpool_forward (odd and even maps), refusing another window. */
+static void fill_f(float *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = (float)((seed >> 9) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+static void expect_same(const float *a, const float *b, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(memcmp(&a[i], &b[i], sizeof(float)) == 0, "%s [%zu]: %.9g vs %.9g", what, i,
+                      (double)a[i], (double)b[i]);
+}
+
+START_TEST(test_assign_grads_and_pool_fusion)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    const vt_backend_ops *o = be->ops;
+    static const int shapes[][3] = {{3, 28, 28}, {4, 13, 11}, {2, 1, 6}}; /* images, h, w */
+    for (int sh = 0; sh < 3; sh++) {
+        int C = 5, N = shapes[sh][0], h = shapes[sh][1], w = shapes[sh][2];
+        size_t m = (size_t)N * h * w, n = C * m;
+        float *x = malloc(n * 4), *dy = malloc(n * 4), *a = malloc(n * 4), *z = malloc(n * 4);
+        float *y = malloc(n * 4), *py = malloc(n * 4), *py2 = malloc(n * 4);
+        int32_t *idx = malloc(n * 4), *idx2 = malloc(n * 4);
+        float gamma[5] = {1.5f, -0.5f, 2.0f, 1, 0.7f}, beta[5] = {0.25f, 1.0f, -3.0f, 0, -0.1f};
+        float rm[5] = {0}, rv[5] = {1, 1, 1, 1, 1}, rm2[5] = {0}, rv2[5] = {1, 1, 1, 1, 1};
+        float sm[5], si[5], sm2[5], si2[5], dg[5], db[5], dg2[5], db2[5];
+        fill_f(x, n, 7 + sh);
+        fill_f(dy, n, 99 + sh);
+        for (int act = 0; act < 3; act++) {
+            vt_act A = act == 0 ? VT_ACT_NONE : act == 1 ? VT_ACT_RELU : VT_ACT_SILU;
+            ck_assert_int_eq(o->bn_forward_train(be, C, m, x, gamma, beta, 1e-5f, 0.1f, rm, rv,
+                                                 sm, si, y), VT_OK);
+            for (size_t i = 0; i < n; i++) a[i] = NAN, z[i] = 0.0f;
+            if (A == VT_ACT_NONE) {
+                ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, sm, si, dy, a, 0, dg, db),
+                                 VT_OK);
+                ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, sm, si, dy, z, 1, dg2, db2),
+                                 VT_OK);
+            } else {
+                ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f,
+                                                         rm, rv, sm, si, y), VT_OK);
+                ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, y, gamma, beta, sm, si, dy, a,
+                                                    0, dg, db), VT_OK);
+                ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, y, gamma, beta, sm, si, dy, z,
+                                                    1, dg2, db2), VT_OK);
+                /* ReLU's mask, recomputed from x, is the output's: dL/dx is 0 where y is 0
+                 * up to the BN's own terms, so compare with BN backward of dy masked by y */
+                if (A == VT_ACT_RELU) {
+                    float *g = malloc(n * 4), *r = malloc(n * 4);
+                    for (size_t i = 0; i < n; i++) g[i] = y[i] > 0 ? dy[i] : 0.0f, r[i] = 0;
+                    ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, sm, si, g, r, 1, dg2,
+                                                    db2), VT_OK);
+                    expect_same(a, r, n, "BN + ReLU backward vs BN backward of the masked dy");
+                    free(g), free(r);
+                }
+            }
+            expect_same(a, z, n, A == VT_ACT_NONE ? "bn_backward" : "bn_act_backward");
+            if (A == VT_ACT_NONE || h < 2 || w < 2) continue;
+            /* the fused pool: the same pooled values, argmax and statistics */
+            vt_pool_desc d = {C * N, h, w, h / 2, w / 2, 2, 2, 0};
+            ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f,
+                                                     rm, rv, sm, si, y), VT_OK);
+            ck_assert_int_eq(o->maxpool_forward(be, &d, y, py, idx), VT_OK);
+            ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f,
+                                                          0.1f, rm2, rv2, sm2, si2, &d, py2,
+                                                          idx2), VT_OK);
+            size_t pn = (size_t)C * N * d.ho * d.wo;
+            expect_same(py, py2, pn, "fused pool output");
+            ck_assert_int_eq(memcmp(idx, idx2, pn * 4), 0);
+            expect_same(sm, sm2, C, "fused pool mean");
+            expect_same(si, si2, C, "fused pool invstd");
+            vt_pool_desc d3 = {C * N, h, w, (h - 3) / 2 + 1, (w - 3) / 2 + 1, 3, 2, 0};
+            ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f,
+                                                          0.1f, rm2, rv2, sm2, si2, &d3, py2,
+                                                          idx2), VT_ERR_INVALID_ARGUMENT);
+            /* pool backward: assigned vs added to zeros, fast and general windows */
+            for (int k = 2; k <= 3; k++) {
+                vt_pool_desc pd = k == 2 ? d : d3;
+                if (pd.ho < 1 || pd.wo < 1) continue;
+                ck_assert_int_eq(o->maxpool_forward(be, &pd, y, py, idx), VT_OK);
+                for (size_t i = 0; i < n; i++) a[i] = NAN, z[i] = 0.0f;
+                ck_assert_int_eq(o->maxpool_backward(be, &pd, idx, dy, a, 0), VT_OK);
+                ck_assert_int_eq(o->maxpool_backward(be, &pd, idx, dy, z, 1), VT_OK);
+                expect_same(a, z, n, k == 2 ? "maxpool 2x2 backward" : "maxpool 3x3 backward");
+            }
+        }
+        for (size_t i = 0; i < n; i++) a[i] = NAN, z[i] = 0.0f;
+        ck_assert_int_eq(o->gap_backward(be, (size_t)C * N, (size_t)h * w, dy, a, 0), VT_OK);
+        ck_assert_int_eq(o->gap_backward(be, (size_t)C * N, (size_t)h * w, dy, z, 1), VT_OK);
+        expect_same(a, z, n, "gap_backward");
+        free(x), free(dy), free(a), free(z), free(y), free(py), free(py2), free(idx), free(idx2);
+    }
+    vt_backend_destroy(be);
+}
+END_TEST
+
 /* The device layer: specs, the CPU's backend and what it does not offer. */
 START_TEST(test_device_layer)
 {
@@ -547,6 +651,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_rows2d);
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);
+    tcase_add_test(tc, test_assign_grads_and_pool_fusion);
     tcase_add_test(tc, test_device_layer);
     tcase_add_test(tc, test_mask_loss);
     suite_add_tcase(s, tc);

@@ -759,13 +759,23 @@ static void bn_case(int ch, size_t m, float shift, vt_act act)
     tbuf dy = tb_rand(n, -1, 1), dx = tb_rand(n, -1, 1), dg = tb_out(ch), dbt = tb_out(ch);
     if (act) {
         BOTH(b->ops->bn_act_backward(b, act, ch, m, x.d[be], y.d[be], gamma.d[be], beta.d[be],
-                                     sm.d[be], si.d[be], dy.d[be], dx.d[be], dg.d[be],
+                                     sm.d[be], si.d[be], dy.d[be], dx.d[be], 1, dg.d[be],
                                      dbt.d[be]));
     } else {
         BOTH(b->ops->bn_backward(b, ch, m, x.d[be], gamma.d[be], sm.d[be], si.d[be], dy.d[be],
-                                 dx.d[be], dg.d[be], dbt.d[be]));
+                                 dx.d[be], 1, dg.d[be], dbt.d[be]));
     }
     BNCHK(dx, "dx");
+    /* dx assigned (dx_add = 0): what it held is never read */
+    if (act) {
+        BOTH(b->ops->bn_act_backward(b, act, ch, m, x.d[be], y.d[be], gamma.d[be], beta.d[be],
+                                     sm.d[be], si.d[be], dy.d[be], dx.d[be], 0, dg.d[be],
+                                     dbt.d[be]));
+    } else {
+        BOTH(b->ops->bn_backward(b, ch, m, x.d[be], gamma.d[be], sm.d[be], si.d[be], dy.d[be],
+                                 dx.d[be], 0, dg.d[be], dbt.d[be]));
+    }
+    BNCHK(dx, "dx (assigned)");
     BNCHK(dg, "dgamma");
     BNCHK(dbt, "dbeta");
 #undef BNCHK
@@ -812,8 +822,10 @@ static void pool_case(int planes, int h, int w, int k, int s, int p)
     BOTH(b->ops->maxpool_forward(b, &d, x.d[be], y.d[be], idx.d[be]));
     expect_close(&y, 0.0, what);
     expect_equal_bytes(&idx, "maxpool idx");
-    BOTH(b->ops->maxpool_backward(b, &d, idx.d[be], dy.d[be], dx.d[be]));
+    BOTH(b->ops->maxpool_backward(b, &d, idx.d[be], dy.d[be], dx.d[be], 1));
     expect_close(&dx, TOL_FP32, "maxpool_backward");
+    BOTH(b->ops->maxpool_backward(b, &d, idx.d[be], dy.d[be], dx.d[be], 0));
+    expect_close(&dx, TOL_FP32, "maxpool_backward (assigned)");
     tbuf ya = tb_out(yn), dxa = tb_rand(xn, -1, 1);
     BOTH(b->ops->avgpool_forward(b, &d, x.d[be], ya.d[be]));
     expect_close(&ya, TOL_FP32, "avgpool_forward");
@@ -839,8 +851,10 @@ START_TEST(test_gap_upsample)
          dx = tb_rand(planes * hw, -1, 1);
     BOTH(b->ops->gap_forward(b, planes, hw, x.d[be], y.d[be]));
     expect_close(&y, TOL_FP32, "gap_forward");
-    BOTH(b->ops->gap_backward(b, planes, hw, dy.d[be], dx.d[be]));
+    BOTH(b->ops->gap_backward(b, planes, hw, dy.d[be], dx.d[be], 1));
     expect_close(&dx, TOL_FP32, "gap_backward");
+    BOTH(b->ops->gap_backward(b, planes, hw, dy.d[be], dx.d[be], 0));
+    expect_close(&dx, TOL_FP32, "gap_backward (assigned)");
     tbuf x2 = tb_rand(7 * 1001, -1, 1), y2 = tb_out(7);
     BOTH(b->ops->gap_forward(b, 7, 1001, x2.d[be], y2.d[be]));
     expect_close(&y2, TOL_FP32, "gap_forward long planes");

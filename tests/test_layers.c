@@ -169,6 +169,19 @@ static int b_block_silu(vt_graph *g, int x)
     return vt_g_act(g, vt_g_add(g, y, x), VT_ACT_SILU, 0);
 }
 
+/* conv -> BN -> ReLU / SiLU -> 2x2 max pool: the CPU runs the BN, the activation and the pool as
+ * one op (bn_act_pool_forward_train), the activation never written */
+static int b_bn_relu_pool(vt_graph *g, int x)
+{
+    int y = vt_g_act(g, vt_g_bn(g, vt_g_conv(g, x, 3, 3, 1, 1, 1, 0)), VT_ACT_RELU, 0);
+    return vt_g_maxpool(g, y, 2, 2, 0);
+}
+static int b_bn_silu_pool(vt_graph *g, int x)
+{
+    int y = vt_g_act(g, vt_g_bn(g, vt_g_conv(g, x, 3, 3, 1, 1, 1, 0)), VT_ACT_SILU, 0);
+    return vt_g_maxpool(g, y, 2, 2, 0);
+}
+
 static const gcase cases[] = {
     {"conv3x3", 3, 6, 5, 2, b_conv3, 1e-2},
     {"conv3x3-stride2", 3, 7, 7, 2, b_conv_s2, 1e-2},
@@ -193,6 +206,8 @@ static const gcase cases[] = {
     {"flatcat", 2, 5, 6, 2, b_flatcat, 1e-2},
     {"conv-bn-relu-block", 3, 5, 5, 3, b_block, 3e-2},
     {"conv-bn-silu-block", 3, 5, 5, 3, b_block_silu, 3e-2},
+    {"conv-bn-relu-maxpool2", 3, 7, 6, 3, b_bn_relu_pool, 3e-2},
+    {"conv-bn-silu-maxpool2", 2, 6, 7, 3, b_bn_silu_pool, 3e-2},
 };
 
 START_TEST(test_gradcheck) { run_case(&cases[_i], 0); }

@@ -10,7 +10,9 @@
  *   values, so a convolution over the whole batch is one GEMM, batch-norm statistics are
  *   contiguous, and a channel concat is a plain copy.  "planes" below means C*N.
  * - Gradients: parameter gradients (dw, db, dgamma, dbeta) are ASSIGNED; gradients flowing to a
- *   layer's inputs (dx) are ACCUMULATED (+=), because an activation may feed several layers.
+ *   layer's inputs (dx) are ACCUMULATED (+=), because an activation may feed several layers;
+ *   the ops that take dx_add (BN, max pool, global average pool) assign dx when it is 0 (the
+ *   executor passes 0 to the first writer of a gradient, which then needs no zero-fill).
  *   A NULL dx means the input needs no gradient (e.g. the image batch).
  * - Ops may run asynchronously (CUDA stream order); only download() and synchronize() wait.
  * - Every op returns VT_OK or a vt_status with the thread's error message set (vt_fail()).
@@ -25,7 +27,7 @@
 
 #include "core/core.h"
 
-#define VT_BACKEND_API_VERSION 5
+#define VT_BACKEND_API_VERSION 6
 
 typedef struct vt_backend vt_backend;
 

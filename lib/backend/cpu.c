@@ -316,8 +316,11 @@ vt_status vt_cpu_act_backward(vt_backend *b, vt_act act, float alpha, size_t n, 
 typedef struct {
     size_t m;
     const float *x, *gamma, *beta, *mean, *invstd, *dy, *rm, *rv;
-    const float *yr; /* fused ReLU backward: the op's output, the mask */
-    vt_act act;      /* fused activation: VT_ACT_NONE (plain BN), RELU or SILU */
+    vt_act act; /* fused activation: VT_ACT_NONE (plain BN), RELU or SILU */
+    int add;    /* backward: dx += (1) or dx = (0) */
+    const vt_pool_desc *pd; /* bn_act_pool_forward_train: the 2x2 pool; y, idx its outputs, */
+    int32_t *idx;
+    float *rows; /* and a few planes of act(bn(x)) per pool thread */
     const vt_cpu_act_kernels *k;
     float eps, momentum;
     float *y, *dx, *dgamma, *dbeta, *save_mean, *save_invstd, *run_mean, *run_var;
@@ -402,25 +405,31 @@ static void bn_apply(const bn_job *J, size_t m, const float *x, float scale, flo
     else affine(m, x, scale, shift, y);
 }
 
+/* Channel c's batch statistics: saved, the running ones updated; its scale and shift. */
+static void bn_train_stats(const bn_job *J, size_t c, float *scale, float *shift)
+{
+    size_t m = J->m;
+    double mean, var;
+    mean_var(J->x + c * m, m, &mean, &var);
+    double ss = var * (double)m;
+    float invstd = (float)(1.0 / sqrt(var + J->eps));
+    float fm = (float)mean;
+    *scale = J->gamma[c] * invstd;
+    *shift = J->beta[c] - fm * *scale;
+    J->save_mean[c] = fm;
+    J->save_invstd[c] = invstd;
+    double unbiased = m > 1 ? ss / (double)(m - 1) : var;
+    J->run_mean[c] = (1.0f - J->momentum) * J->run_mean[c] + J->momentum * fm;
+    J->run_var[c] = (1.0f - J->momentum) * J->run_var[c] + J->momentum * (float)unbiased;
+}
+
 static void bn_train_channels(void *ctx, size_t c0, size_t c1)
 {
     const bn_job *J = ctx;
-    size_t m = J->m;
     for (size_t c = c0; c < c1; c++) {
-        const float *restrict x = J->x + c * m;
-        float *restrict y = J->y + c * m;
-        double mean, var;
-        mean_var(x, m, &mean, &var);
-        double ss = var * (double)m;
-        float invstd = (float)(1.0 / sqrt(var + J->eps));
-        float scale = J->gamma[c] * invstd, fm = (float)mean;
-        float shift = J->beta[c] - fm * scale;
-        bn_apply(J, m, x, scale, shift, y);
-        J->save_mean[c] = fm;
-        J->save_invstd[c] = invstd;
-        double unbiased = m > 1 ? ss / (double)(m - 1) : var;
-        J->run_mean[c] = (1.0f - J->momentum) * J->run_mean[c] + J->momentum * fm;
-        J->run_var[c] = (1.0f - J->momentum) * J->run_var[c] + J->momentum * (float)unbiased;
+        float scale, shift;
+        bn_train_stats(J, c, &scale, &shift);
+        bn_apply(J, J->m, J->x + c * J->m, scale, shift, J->y + c * J->m);
     }
 }
 
@@ -459,24 +468,28 @@ vt_status vt_cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, const fl
 }
 
 /* Sums of g and g*(x-mean) over one block of at most BN_BLOCK values of a channel, g = dy
- * (masked by yr > 0 for a fused ReLU), added to *sdy and *sdyx: 16 lanes as in mean_var. */
+ * (masked by z > 0 for a fused ReLU, z = x * scale + shift: the BN's output as the forward
+ * computed it, so that the mask needs no read of the op's output), added to *sdy and *sdyx:
+ * 16 lanes as in mean_var. */
 enum { BN_BLOCK = 1024 };
 
 static void bn_bwd_block_sums(size_t n, const float *restrict x, const float *restrict dy,
-                              const float *restrict yr, float mean, double *sdy, double *sdyx)
+                              int relu, float scale, float shift, float mean, double *sdy,
+                              double *sdyx)
 {
     const v4f mv = {mean, mean, mean, mean}, zero = {0};
+    const v4f sv = {scale, scale, scale, scale}, hv = {shift, shift, shift, shift};
     v4f s1[4] = {{0}}, s2[4] = {{0}};
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int q = 0; q < 4; q++) {
-            v4f g = load4(dy + i + 4 * q);
-            if (yr) g = (v4f)((v4i)g & (load4(yr + i + 4 * q) > zero)); /* y > 0: -1 */
+            v4f g = load4(dy + i + 4 * q), xv = load4(x + i + 4 * q);
+            if (relu) g = (v4f)((v4i)g & (xv * sv + hv > zero)); /* z > 0: -1 */
             s1[q] += g;
-            s2[q] += g * (load4(x + i + 4 * q) - mv);
+            s2[q] += g * (xv - mv);
         }
     for (int j = 0; i < n; i++, j++) {
-        float g = yr && !(yr[i] > 0.0f) ? 0.0f : dy[i];
+        float g = relu && !(x[i] * scale + shift > 0.0f) ? 0.0f : dy[i];
         s1[j / 4][j % 4] += g;
         s2[j / 4][j % 4] += g * (x[i] - mean);
     }
@@ -484,16 +497,27 @@ static void bn_bwd_block_sums(size_t n, const float *restrict x, const float *re
     *sdyx += total4(s2);
 }
 
-static void bn_bwd_dx(size_t m, const float *restrict x, const float *restrict dy,
-                      const float *restrict yr, float a, float b1, float b0, float *restrict dx)
+/* dx (+)= a * g + b1 * x + b0, g = dy (masked as above for a fused ReLU, 4 lanes at a time:
+ * the compiler does not vectorise the masked select by itself); add = 0 assigns. */
+static void bn_bwd_dx(size_t m, const float *restrict x, const float *restrict dy, int relu,
+                      float scale, float shift, float a, float b1, float b0, int add,
+                      float *restrict dx)
 {
-    if (yr)
-        for (size_t i = 0; i < m; i++) {
-            float g = dy[i], k = yr[i] > 0.0f ? 1.0f : 0.0f;
-            dx[i] += a * (g * k) + b1 * x[i] + b0;
-        }
-    else
-        for (size_t i = 0; i < m; i++) dx[i] += a * dy[i] + b1 * x[i] + b0;
+    const v4f sv = {scale, scale, scale, scale}, hv = {shift, shift, shift, shift}, zero = {0};
+    const v4f av = {a, a, a, a}, b1v = {b1, b1, b1, b1}, b0v = {b0, b0, b0, b0};
+    size_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        v4f xv = load4(x + i), g = load4(dy + i);
+        if (relu) g = (v4f)((v4i)g & (xv * sv + hv > zero));
+        v4f r = av * g + b1v * xv + b0v;
+        if (add) r += load4(dx + i);
+        memcpy(dx + i, &r, sizeof r);
+    }
+    for (; i < m; i++) {
+        float g = relu && !(x[i] * scale + shift > 0.0f) ? 0.0f : dy[i];
+        float r = a * g + b1 * x[i] + b0;
+        dx[i] = add ? dx[i] + r : r;
+    }
 }
 
 /* The gradient reaching the BN's output, block by block: dy itself (plain BN, or ReLU, whose
@@ -512,16 +536,16 @@ static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
     const bn_job *J = ctx;
     size_t m = J->m;
     float tmp[BN_BLOCK];
+    int relu = J->act == VT_ACT_RELU;
     for (size_t c = c0; c < c1; c++) {
         const float *x = J->x + c * m, *dy = J->dy + c * m;
-        const float *yr = J->act == VT_ACT_RELU ? J->yr + c * m : NULL;
         float mean = J->mean[c], invstd = J->invstd[c];
         float scale = J->gamma[c] * invstd, shift = J->beta ? J->beta[c] - mean * scale : 0.0f;
         double sdy = 0, sdyx = 0;
         for (size_t b = 0; b < m; b += BN_BLOCK) {
             size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
             const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
-            bn_bwd_block_sums(n, x + b, g, yr ? yr + b : NULL, mean, &sdy, &sdyx);
+            bn_bwd_block_sums(n, x + b, g, relu, scale, shift, mean, &sdy, &sdyx);
         }
         float dbeta = (float)sdy, dgamma = (float)(sdyx * invstd);
         J->dbeta[c] = dbeta;
@@ -532,23 +556,24 @@ static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
         float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
               b1 = -k * dgamma * invstd;
         if (J->act != VT_ACT_SILU) {
-            bn_bwd_dx(m, x, dy, yr, a, b1, b0, J->dx + c * m);
+            bn_bwd_dx(m, x, dy, relu, scale, shift, a, b1, b0, J->add, J->dx + c * m);
             continue;
         }
         for (size_t b = 0; b < m; b += BN_BLOCK) { /* SiLU: the block's g once more */
             size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
             const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
-            bn_bwd_dx(n, x + b, g, NULL, a, b1, b0, J->dx + c * m + b);
+            bn_bwd_dx(n, x + b, g, 0, 0.0f, 0.0f, a, b1, b0, J->add, J->dx + c * m + b);
         }
     }
 }
 
 vt_status vt_cpu_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
                              const float *gamma, const float *save_mean, const float *save_invstd,
-                             const float *dy, float *dx, float *dgamma, float *dbeta)
+                             const float *dy, float *dx, int dx_add, float *dgamma,
+                             float *dbeta)
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
-                .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
+                .dy = dy, .dx = dx, .add = dx_add, .dgamma = dgamma, .dbeta = dbeta};
     vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_bwd_channels,
                 &J);
     return VT_OK;
@@ -588,13 +613,14 @@ vt_status vt_cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, si
 vt_status vt_cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t m, const float *x,
                                  const float *y, const float *gamma, const float *beta,
                                  const float *save_mean, const float *save_invstd, const float *dy,
-                                 float *dx, float *dgamma, float *dbeta)
+                                 float *dx, int dx_add, float *dgamma, float *dbeta)
 {
     vt_status st = vt_bn_act_check(act, "bn_act_backward");
     if (st != VT_OK) return st;
+    (void)y; /* the ReLU mask is recomputed from x: one stream less to read */
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .mean = save_mean,
-                .invstd = save_invstd, .dy = dy, .dx = dx, .dgamma = dgamma, .dbeta = dbeta,
-                .yr = y, .act = act, .k = ACT_KERNELS(b)};
+                .invstd = save_invstd, .dy = dy, .dx = dx, .add = dx_add, .dgamma = dgamma,
+                .dbeta = dbeta, .act = act, .k = ACT_KERNELS(b)};
     vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_bwd_channels,
                 &J);
     return VT_OK;
@@ -608,6 +634,7 @@ typedef struct {
     float *y, *dx;
     int32_t *idx;
     const int32_t *cidx;
+    int add; /* backward: dx += (1) or dx = (0) */
 } pool_job;
 
 static void maxpool_planes(void *ctx, size_t p0, size_t p1)
@@ -675,10 +702,72 @@ static void maxpool2_planes(void *ctx, size_t p0, size_t p1)
     }
 }
 
+/* bn_act_pool_forward_train: per channel the statistics, then, a few planes at a time (about
+ * POOL_CHUNK values), act(bn(x)) into a buffer (bn_apply, as the unfused op computes it) and
+ * the pool's rows from there (maxpool2_row, as maxpool_forward): the same bits as the two ops,
+ * the activation staying in cache. */
+enum { POOL_CHUNK = 4096 };
+
+static size_t pool_chunk_planes(size_t HW) { return HW >= POOL_CHUNK ? 1 : POOL_CHUNK / HW; }
+
+static void bn_pool_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    const vt_pool_desc *d = J->pd;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo, N = J->m / HW;
+    size_t per = pool_chunk_planes(HW);
+    float *buf = J->rows + (size_t)vt_pool_thread() * per * HW; /* this thread's */
+    for (size_t c = c0; c < c1; c++) {
+        float scale, shift;
+        bn_train_stats(J, c, &scale, &shift);
+        for (size_t n0 = 0; n0 < N; n0 += per) {
+            size_t nb = N - n0 < per ? N - n0 : per;
+            bn_apply(J, nb * HW, J->x + (c * N + n0) * HW, scale, shift, buf);
+            for (size_t k = 0; k < nb; k++) {
+                size_t p = c * N + n0 + k;
+                const float *pl = buf + k * HW;
+                for (int oy = 0; oy < d->ho; oy++) {
+                    const float *r0 = pl + (size_t)(2 * oy) * d->w;
+                    maxpool2_row(d->wo, r0, r0 + d->w, 2 * oy * d->w, d->w,
+                                 J->y + p * OHW + (size_t)oy * d->wo,
+                                 J->idx + p * OHW + (size_t)oy * d->wo);
+                }
+            }
+        }
+    }
+}
+
+vt_status vt_cpu_bn_act_pool_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
+                                           const float *x, const float *gamma, const float *beta,
+                                           float eps, float momentum, float *running_mean,
+                                           float *running_var, float *save_mean,
+                                           float *save_invstd, const vt_pool_desc *d, float *y,
+                                           int32_t *idx)
+{
+    vt_status st = vt_bn_act_check(act, "bn_act_pool_forward_train");
+    if (st != VT_OK) return st;
+    size_t HW = (size_t)d->h * d->w;
+    if (d->k != 2 || d->s != 2 || d->p != 0 || d->ho * 2 > d->h || d->wo * 2 > d->w || HW == 0 || m % HW || (size_t)d->planes != (size_t)channels * (m / HW))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                       "bn_act_pool_forward_train: pool k=%d s=%d p=%d over %dx%d (%d planes) "
+                       "is not a 2x2 stride-2 unpadded window over the BN's %d x %zu values",
+                       d->k, d->s, d->p, d->h, d->w, d->planes, channels, m);
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
+                .save_mean = save_mean, .save_invstd = save_invstd, .run_mean = running_mean,
+                .run_var = running_var, .act = act, .k = ACT_KERNELS(b), .pd = d, .y = y,
+                .idx = idx};
+    size_t th = (size_t)vt_pool_threads(POOL(b));
+    if (!(J.rows = vt_cpu_scratch(b, th * pool_chunk_planes(HW) * HW * sizeof(float))))
+        return vt_fail(VT_ERR_OUT_OF_MEMORY, "bn_act_pool_forward_train: %zu plane buffers",
+                       th);
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_pool_channels, &J);
+    return VT_OK;
+}
+
 vt_status vt_cpu_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,
                                  int32_t *idx)
 {
-    pool_job J = {d, x, NULL, y, NULL, idx, NULL};
+    pool_job J = {d, x, NULL, y, NULL, idx, NULL, 0};
     int fast = d->k == 2 && d->s == 2 && d->p == 0 && d->ho * 2 <= d->h && d->wo * 2 <= d->w;
     vt_pool_run(POOL(b), (size_t)d->planes, 8, fast ? maxpool2_planes : maxpool_planes, &J);
     return VT_OK;
@@ -693,16 +782,54 @@ static void maxpool_bwd_planes(void *ctx, size_t p0, size_t p1)
         const float *dy = J->dy + p * OHW;
         const int32_t *idx = J->cidx + p * OHW;
         float *dx = J->dx + p * HW;
+        if (!J->add) memset(dx, 0, HW * sizeof(float)); /* the plane, while it is in cache */
         for (size_t i = 0; i < OHW; i++)
             if (idx[i] >= 0) dx[idx[i]] += dy[i];
     }
 }
 
-vt_status vt_cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
-                                  const float *dy, float *dx)
+/* The 2x2 stride-2 unpadded window assigning dx (dx_add = 0): each window's four values
+ * written once, dy at its argmax and 0 elsewhere, so the plane is neither zero-filled nor
+ * read; a last odd row or column that no window covers gets zeros. */
+static void maxpool2_bwd_row(int wo, const float *restrict dy, const int32_t *restrict idx,
+                             int base, int w, float *restrict r0, float *restrict r1)
 {
-    pool_job J = {d, NULL, dy, NULL, dx, NULL, idx};
-    vt_pool_run(POOL(b), (size_t)d->planes, 8, maxpool_bwd_planes, &J);
+    for (int ox = 0; ox < wo; ox++) {
+        int ia = base + 2 * ox, k = idx[ox] - ia; /* 0, 1, w, w + 1 */
+        float g = dy[ox];
+        r0[2 * ox] = k == 0 ? g : 0.0f;
+        r0[2 * ox + 1] = k == 1 ? g : 0.0f;
+        r1[2 * ox] = k == w ? g : 0.0f;
+        r1[2 * ox + 1] = k == w + 1 ? g : 0.0f;
+    }
+}
+
+static void maxpool2_bwd_planes(void *ctx, size_t p0, size_t p1)
+{
+    const pool_job *J = ctx;
+    const vt_pool_desc *d = J->d;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
+    for (size_t p = p0; p < p1; p++) {
+        float *dx = J->dx + p * HW;
+        for (int oy = 0; oy < d->ho; oy++) {
+            float *r0 = dx + (size_t)(2 * oy) * d->w;
+            maxpool2_bwd_row(d->wo, J->dy + p * OHW + (size_t)oy * d->wo,
+                             J->cidx + p * OHW + (size_t)oy * d->wo, 2 * oy * d->w, d->w, r0,
+                             r0 + d->w);
+            for (int ix = 2 * d->wo; ix < d->w; ix++) r0[ix] = r0[d->w + ix] = 0.0f;
+        }
+        for (size_t i = (size_t)2 * d->ho * d->w; i < HW; i++) dx[i] = 0.0f;
+    }
+}
+
+vt_status vt_cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
+                                  const float *dy, float *dx, int dx_add)
+{
+    pool_job J = {d, NULL, dy, NULL, dx, NULL, idx, dx_add};
+    int fast = !dx_add && d->k == 2 && d->s == 2 && d->p == 0 && d->ho * 2 <= d->h &&
+               d->wo * 2 <= d->w;
+    vt_pool_run(POOL(b), (size_t)d->planes, 8, fast ? maxpool2_bwd_planes : maxpool_bwd_planes,
+                &J);
     return VT_OK;
 }
 
@@ -734,38 +861,64 @@ static void avgpool_planes(void *ctx, size_t p0, size_t p1)
 
 vt_status vt_cpu_avgpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y)
 {
-    pool_job J = {d, x, NULL, y, NULL, NULL, NULL};
+    pool_job J = {d, x, NULL, y, NULL, NULL, NULL, 0};
     vt_pool_run(POOL(b), (size_t)d->planes, 8, avgpool_planes, &J);
     return VT_OK;
 }
 
 vt_status vt_cpu_avgpool_backward(vt_backend *b, const vt_pool_desc *d, const float *dy, float *dx)
 {
-    pool_job J = {d, NULL, dy, NULL, dx, NULL, NULL};
+    pool_job J = {d, NULL, dy, NULL, dx, NULL, NULL, 1};
     vt_pool_run(POOL(b), (size_t)d->planes, 8, avgpool_planes, &J);
     return VT_OK;
 }
 
+typedef struct {
+    size_t hw;
+    const float *x, *dy;
+    float *y, *dx;
+    int add;
+} gap_job;
+
+/* Planes per pool task for the global average pool: about GRAIN values. */
+static size_t gap_grain(size_t hw) { return hw >= GRAIN ? 1 : (GRAIN + hw - 1) / hw; }
+
+static void gap_fwd_planes(void *ctx, size_t p0, size_t p1)
+{
+    const gap_job *J = ctx;
+    for (size_t p = p0; p < p1; p++) {
+        const float *row = J->x + p * J->hw;
+        float s = 0;
+        for (size_t i = 0; i < J->hw; i++) s += row[i];
+        J->y[p] = s / (float)J->hw;
+    }
+}
+
 vt_status vt_cpu_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x, float *y)
 {
-    (void)b;
-    for (size_t p = 0; p < planes; p++) {
-        const float *row = x + p * hw;
-        float s = 0;
-        for (size_t i = 0; i < hw; i++) s += row[i];
-        y[p] = s / (float)hw;
-    }
+    gap_job J = {.hw = hw, .x = x, .y = y};
+    vt_pool_run(POOL(b), planes, gap_grain(hw), gap_fwd_planes, &J);
     return VT_OK;
 }
 
-vt_status vt_cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy, float *dx)
+static void gap_bwd_planes(void *ctx, size_t p0, size_t p1)
 {
-    (void)b;
-    for (size_t p = 0; p < planes; p++) {
-        float g = dy[p] / (float)hw;
-        float *row = dx + p * hw;
-        for (size_t i = 0; i < hw; i++) row[i] += g;
+    const gap_job *J = ctx;
+    for (size_t p = p0; p < p1; p++) {
+        float g = J->dy[p] / (float)J->hw;
+        float *restrict row = J->dx + p * J->hw;
+        if (J->add)
+            for (size_t i = 0; i < J->hw; i++) row[i] += g;
+        else
+            for (size_t i = 0; i < J->hw; i++) row[i] = g;
     }
+}
+
+vt_status vt_cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const float *dy, float *dx,
+                              int dx_add)
+{
+    gap_job J = {.hw = hw, .dy = dy, .dx = dx, .add = dx_add};
+    vt_pool_run(POOL(b), planes, gap_grain(hw), gap_bwd_planes, &J);
     return VT_OK;
 }
 
@@ -1070,6 +1223,7 @@ static const vt_backend_ops cpu_ops = {
     .bn_act_forward_train = vt_cpu_bn_act_forward_train,
     .bn_act_forward_eval = vt_cpu_bn_act_forward_eval,
     .bn_act_backward = vt_cpu_bn_act_backward,
+    .bn_act_pool_forward_train = vt_cpu_bn_act_pool_forward_train,
     .host_memory = 1,
     .conv_columns = vt_cpu_conv_columns,
     .copy2d = vt_cpu_copy2d,

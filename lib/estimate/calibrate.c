@@ -47,13 +47,13 @@ static vt_status probe_call(probe *q)
                                      0.1f, p[8], p[9], p[10], p[11], p[1]);
         return st ? st
                   : o->bn_act_backward(q->b, VT_ACT_RELU, q->c, q->m, p[0], p[1], p[6], p[7],
-                                       p[10], p[11], p[3], p[5], p[7], p[8]);
+                                       p[10], p[11], p[3], p[5], 0, p[7], p[8]);
     }
     st = o->bn_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8], p[9], p[10],
                              p[11], p[1]);
     if (!st) st = o->act_forward(q->b, VT_ACT_RELU, 0, n, p[1], p[2]);
     if (!st) st = o->act_backward(q->b, VT_ACT_RELU, 0, n, p[1], p[2], p[3], p[4]);
-    if (!st) st = o->bn_backward(q->b, q->c, q->m, p[0], p[6], p[10], p[11], p[4], p[5], p[7], p[8]);
+    if (!st) st = o->bn_backward(q->b, q->c, q->m, p[0], p[6], p[10], p[11], p[4], p[5], 0, p[7], p[8]);
     return st;
 }
 

@@ -29,7 +29,7 @@ static void free_activations(vt_exec *e)
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
         nd->ws = NULL;
-        nd->fused = 0;
+        nd->fused = nd->pool_fused = 0;
     }
     OPS(e)->free(e->be, e->arena);
     free(e->first_writer);
@@ -65,7 +65,7 @@ vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be)
         nd->y = nd->dy = nd->save0 = nd->save1 = NULL;
         nd->idx = NULL;
         nd->ws = NULL;
-        nd->fused = 0;
+        nd->fused = nd->pool_fused = 0;
     }
     e->be = be;
     e->consumers = vt_calloc((size_t)g->n_nodes, 1);
@@ -269,6 +269,20 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
                 g->nodes[i].fused = g->nodes[i].in[0];
                 g->nodes[g->nodes[i].in[0]].fused = i;
             }
+    /* ... and BN + activation + a 2x2 stride-2 max pool as one when the backend has it: the
+     * activation is then neither written nor read (its backward needs only the pool's argmax,
+     * and the BN's recomputes the mask from x) */
+    for (int i = 1; fuse && be->ops->bn_act_pool_forward_train && i < g->n_nodes; i++) {
+        vt_node *p = &g->nodes[i];
+        int a = p->in[0];
+        if (p->op != VT_OP_MAXPOOL || p->k != 2 || p->s != 2 || p->p != 0 || a == 0 ||
+            e->consumers[a] != 1 || !g->nodes[a].fused || g->nodes[a].op != VT_OP_ACT ||
+            2 * p->out.h > g->nodes[a].out.h ||
+            2 * p->out.w > g->nodes[a].out.w)
+            continue;
+        p->pool_fused = g->nodes[a].fused;
+        g->nodes[p->pool_fused].pool_fused = i;
+    }
     {
         /* activations and their gradients: buffers shared by liveness (vt_exec_plan) */
         int N = g->n_nodes;
@@ -388,7 +402,13 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             float *rm = e->buffers + nd->buf_off, *rv = rm + nd->out.c;
             vt_act act = nd->fused ? g->nodes[nd->fused].act : VT_ACT_NONE;
             int train_bn = training && i >= e->frozen; /* frozen: running statistics */
-            if (train_bn && nd->fused)
+            if (train_bn && nd->pool_fused) {
+                vt_node *pn = &g->nodes[nd->pool_fused];
+                vt_pool_desc d = pool_desc(pn, &nd->out, n);
+                TRY(o->bn_act_pool_forward_train(be, act, nd->out.c, m, in->y, P + nd->w_off,
+                                                 P + nd->b_off, nd->bn_eps, nd->bn_momentum, rm,
+                                                 rv, nd->save0, nd->save1, &d, pn->y, pn->idx));
+            } else if (train_bn && nd->fused)
                 TRY(o->bn_act_forward_train(be, act, nd->out.c, m, in->y, P + nd->w_off,
                                             P + nd->b_off, nd->bn_eps, nd->bn_momentum, rm, rv,
                                             nd->save0, nd->save1, nd->y));
@@ -408,6 +428,7 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             if (!nd->fused) TRY(o->act_forward(be, nd->act, nd->alpha, ne, in->y, nd->y));
             break;
         case VT_OP_MAXPOOL: {
+            if (nd->pool_fused && training && nd->pool_fused >= e->frozen) break; /* its BN's */
             vt_pool_desc d = pool_desc(nd, &in->out, n);
             TRY(o->maxpool_forward(be, &d, in->y, nd->y, nd->idx));
             break;
@@ -508,11 +529,14 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
             t0 = t1;
         }
         vt_node *nd = &g->nodes[i];
+        /* the ops that can assign their input's gradient (dx_add = 0) start it without a fill */
+        int assigns = nd->op == VT_OP_BN || nd->op == VT_OP_MAXPOOL || nd->op == VT_OP_GAP;
+        int dx_add = !(assigns && fw[nd->in[0]] == i);
         for (int k = 0; k < nd->n_in; k++) { /* inputs whose gradient this node starts */
             int s = nd->in[k];
             int dup = 0;
             for (int j = 0; j < k; j++) dup |= nd->in[j] == s;
-            if (dup || fw[s] != i || !g->nodes[s].dy || s < lo) continue;
+            if (dup || fw[s] != i || !g->nodes[s].dy || s < lo || (k == 0 && !dx_add)) continue;
             TRY(o->fill(be, g->nodes[s].dy, numel(&g->nodes[s].out, n), 0.0f));
         }
         if (e->prof) { /* also charged to node 0 */
@@ -539,10 +563,10 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
                 vt_node *act = &g->nodes[nd->fused];
                 TRY(o->bn_act_backward(be, act->act, nd->out.c, m, in->y, act->y, P + nd->w_off,
                                        P + nd->b_off, nd->save0, nd->save1, act->dy, dx,
-                                       G + nd->w_off, G + nd->b_off));
+                                       dx_add, G + nd->w_off, G + nd->b_off));
             } else {
                 TRY(o->bn_backward(be, nd->out.c, m, in->y, P + nd->w_off, nd->save0, nd->save1,
-                                   nd->dy, dx, G + nd->w_off, G + nd->b_off));
+                                   nd->dy, dx, dx_add, G + nd->w_off, G + nd->b_off));
             }
             break;
         }
@@ -553,7 +577,7 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
         case VT_OP_MAXPOOL:
             if (dx) {
                 vt_pool_desc d = pool_desc(nd, &in->out, n);
-                TRY(o->maxpool_backward(be, &d, nd->idx, nd->dy, dx));
+                TRY(o->maxpool_backward(be, &d, nd->idx, nd->dy, dx, dx_add));
             }
             break;
         case VT_OP_AVGPOOL:
@@ -565,7 +589,7 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
         case VT_OP_GAP:
             if (dx)
                 TRY(o->gap_backward(be, (size_t)in->out.c * n, (size_t)in->out.h * in->out.w,
-                                    nd->dy, dx));
+                                    nd->dy, dx, dx_add));
             break;
         case VT_OP_LINEAR:
             TRY(o->gemm(be, 0, 1, nd->cout, in->out.c, n, 1.0f, nd->dy, n, in->y, n, 0.0f,

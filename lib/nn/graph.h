@@ -58,6 +58,9 @@ typedef struct vt_node {
     int32_t *idx;      /* max-pool argmax                                               */
     void *ws;          /* conv: its own buffer kept from forward to backward, or NULL    */
     int fused;         /* BN: index of the ReLU/SiLU fused into it; that node: its BN; else 0 */
+    int pool_fused;    /* a fused BN whose activation feeds only a 2x2 stride-2 max pool that
+                        * the backend runs with it (training forward): the pool's index; that
+                        * pool: its BN; else 0 */
     int per_class;     /* conv / linear: its outputs are per class (the classifier, a detector's
                         * class convolution, a segmenter's logits), set by the builder */
 } vt_node;
