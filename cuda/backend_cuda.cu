@@ -293,6 +293,7 @@ vt_status vt_cuda_gemm(vt_backend *b, int transa, int transb, int m, int n, int 
 #define VT_CUDA_OPTIONAL_bn_act_forward_eval vt_cuda_bn_act_forward_eval
 #define VT_CUDA_OPTIONAL_bn_act_backward vt_cuda_bn_act_backward
 #define VT_CUDA_OPTIONAL_bn_act_pool_forward_train nullptr /* BN + activation, then the pool */
+#define VT_CUDA_OPTIONAL_bn_act_pool_backward nullptr
 #define VT_CUDA_OPTIONAL_conv_columns nullptr /* each pass builds its own columns */
 #define VT_CUDA_FIELD_host_memory 0           /* device memory, written through upload */
 

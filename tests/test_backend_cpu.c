@@ -399,7 +399,8 @@ END_TEST
 /* Gradients assigned (dx_add = 0, over NaN) equal gradients added to zeros (dx_add = 1), bit for
  * bit, for every op that takes dx_add (the fast 2x2 pool, a general pool, BN, BN + ReLU, BN +
  * SiLU, global average pool); and BN + activation + 2x2 pool fused gives the bits of
- * bn_act_forward_train then maxpool_forward (odd and even maps), refusing another window. */
+ * bn_act_forward_train then maxpool_forward (odd and even maps), its backward those of
+ * maxpool_backward then bn_act_backward, both refusing another window. */
 static void fill_f(float *x, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i++) {
@@ -475,10 +476,26 @@ START_TEST(test_assign_grads_and_pool_fusion)
             ck_assert_int_eq(memcmp(idx, idx2, pn * 4), 0);
             expect_same(sm, sm2, C, "fused pool mean");
             expect_same(si, si2, C, "fused pool invstd");
+            /* and its backward: the pool's backward then BN + activation's, bit for bit */
+            float *pdy = malloc(pn * 4), *ga = malloc(n * 4);
+            fill_f(pdy, pn, 5 + sh);
+            ck_assert_int_eq(o->maxpool_backward(be, &d, idx, pdy, ga, 0), VT_OK);
+            for (size_t i = 0; i < n; i++) a[i] = NAN, z[i] = NAN;
+            ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, y, gamma, beta, sm, si, ga, z, 0,
+                                                dg, db), VT_OK);
+            ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m, x, gamma, beta, sm, si, &d,
+                                                     idx, pdy, a, 0, dg2, db2), VT_OK);
+            expect_same(a, z, n, "bn_act_pool_backward dx");
+            expect_same(dg, dg2, C, "bn_act_pool_backward dgamma");
+            expect_same(db, db2, C, "bn_act_pool_backward dbeta");
+            free(pdy), free(ga);
             vt_pool_desc d3 = {C * N, h, w, (h - 3) / 2 + 1, (w - 3) / 2 + 1, 3, 2, 0};
             ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f,
                                                           0.1f, rm2, rv2, sm2, si2, &d3, py2,
                                                           idx2), VT_ERR_INVALID_ARGUMENT);
+            ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m, x, gamma, beta, sm, si, &d3,
+                                                     idx, py, a, 0, dg2, db2),
+                             VT_ERR_INVALID_ARGUMENT);
             /* pool backward: assigned vs added to zeros, fast and general windows */
             for (int k = 2; k <= 3; k++) {
                 vt_pool_desc pd = k == 2 ? d : d3;

@@ -564,8 +564,10 @@ static double run_shared(const vt_model *m, int private_bufs, int keep_columns, 
 
 START_TEST(test_buffer_sharing)
 {
-    static const char *const archs[] = {"cls-n", "resnet18", "det-n", "seg-n"};
-    for (int a = 0; a < 4; a++) {
+    /* cnn-small: BN + ReLU + 2x2 max pool run as one op (the pool's gradient lives until the
+     * BN's backward) */
+    static const char *const archs[] = {"cls-n", "resnet18", "det-n", "seg-n", "cnn-small"};
+    for (int a = 0; a < 5; a++) {
         int imgsz = 64;
         char opt[32];
         snprintf(opt, sizeof opt, "imgsz=%d", imgsz);

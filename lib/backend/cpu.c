@@ -320,6 +320,7 @@ typedef struct {
     int add;    /* backward: dx += (1) or dx = (0) */
     const vt_pool_desc *pd; /* bn_act_pool_forward_train: the 2x2 pool; y, idx its outputs, */
     int32_t *idx;
+    const int32_t *cidx; /* bn_act_pool_backward: the pool's argmax (dy: the pool's gradient) */
     float *rows; /* and a few planes of act(bn(x)) per pool thread */
     const vt_cpu_act_kernels *k;
     float eps, momentum;
@@ -531,14 +532,14 @@ static const float *bn_block_grad(const bn_job *J, size_t n, const float *x, con
     return tmp;
 }
 
-static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
+/* Channel c's backward, dy its m output gradients. */
+static void bn_bwd_channel(const bn_job *J, size_t c, const float *dy)
 {
-    const bn_job *J = ctx;
     size_t m = J->m;
     float tmp[BN_BLOCK];
     int relu = J->act == VT_ACT_RELU;
-    for (size_t c = c0; c < c1; c++) {
-        const float *x = J->x + c * m, *dy = J->dy + c * m;
+    {
+        const float *x = J->x + c * m;
         float mean = J->mean[c], invstd = J->invstd[c];
         float scale = J->gamma[c] * invstd, shift = J->beta ? J->beta[c] - mean * scale : 0.0f;
         double sdy = 0, sdyx = 0;
@@ -550,14 +551,14 @@ static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
         float dbeta = (float)sdy, dgamma = (float)(sdyx * invstd);
         J->dbeta[c] = dbeta;
         J->dgamma[c] = dgamma;
-        if (!J->dx) continue;
+        if (!J->dx) return;
         /* dx += k * (m*g - dbeta - xhat*dgamma), xhat = (x-mean)*invstd, k = gamma*invstd/m */
         float k = J->gamma[c] * invstd / (float)m;
         float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
               b1 = -k * dgamma * invstd;
         if (J->act != VT_ACT_SILU) {
             bn_bwd_dx(m, x, dy, relu, scale, shift, a, b1, b0, J->add, J->dx + c * m);
-            continue;
+            return;
         }
         for (size_t b = 0; b < m; b += BN_BLOCK) { /* SiLU: the block's g once more */
             size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
@@ -565,6 +566,12 @@ static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
             bn_bwd_dx(n, x + b, g, 0, 0.0f, 0.0f, a, b1, b0, J->add, J->dx + c * m + b);
         }
     }
+}
+
+static void bn_bwd_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    for (size_t c = c0; c < c1; c++) bn_bwd_channel(J, c, J->dy + c * J->m);
 }
 
 vt_status vt_cpu_bn_backward(vt_backend *b, int channels, size_t m, const float *x,
@@ -702,6 +709,20 @@ static void maxpool2_planes(void *ctx, size_t p0, size_t p1)
     }
 }
 
+/* The window bn_act_pool_forward_train and bn_act_pool_backward take: 2x2 stride 2 unpadded
+ * over the BN's planes. */
+static vt_status bn_pool_check(const vt_pool_desc *d, int channels, size_t m, const char *op)
+{
+    size_t HW = (size_t)d->h * d->w;
+    if (d->k != 2 || d->s != 2 || d->p != 0 || d->ho * 2 > d->h || d->wo * 2 > d->w || HW == 0 ||
+        m % HW || (size_t)d->planes != (size_t)channels * (m / HW))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT,
+                       "%s: pool k=%d s=%d p=%d over %dx%d (%d planes) is not a 2x2 stride-2 "
+                       "unpadded window over the BN's %d x %zu values",
+                       op, d->k, d->s, d->p, d->h, d->w, d->planes, channels, m);
+    return VT_OK;
+}
+
 /* bn_act_pool_forward_train: per channel the statistics, then, a few planes at a time (about
  * POOL_CHUNK values), act(bn(x)) into a buffer (bn_apply, as the unfused op computes it) and
  * the pool's rows from there (maxpool2_row, as maxpool_forward): the same bits as the two ops,
@@ -745,13 +766,9 @@ vt_status vt_cpu_bn_act_pool_forward_train(vt_backend *b, vt_act act, int channe
                                            int32_t *idx)
 {
     vt_status st = vt_bn_act_check(act, "bn_act_pool_forward_train");
+    if (st == VT_OK) st = bn_pool_check(d, channels, m, "bn_act_pool_forward_train");
     if (st != VT_OK) return st;
     size_t HW = (size_t)d->h * d->w;
-    if (d->k != 2 || d->s != 2 || d->p != 0 || d->ho * 2 > d->h || d->wo * 2 > d->w || HW == 0 || m % HW || (size_t)d->planes != (size_t)channels * (m / HW))
-        return vt_fail(VT_ERR_INVALID_ARGUMENT,
-                       "bn_act_pool_forward_train: pool k=%d s=%d p=%d over %dx%d (%d planes) "
-                       "is not a 2x2 stride-2 unpadded window over the BN's %d x %zu values",
-                       d->k, d->s, d->p, d->h, d->w, d->planes, channels, m);
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
                 .save_mean = save_mean, .save_invstd = save_invstd, .run_mean = running_mean,
                 .run_var = running_var, .act = act, .k = ACT_KERNELS(b), .pd = d, .y = y,
@@ -804,22 +821,60 @@ static void maxpool2_bwd_row(int wo, const float *restrict dy, const int32_t *re
     }
 }
 
+static void maxpool2_bwd_plane(const vt_pool_desc *d, const float *dy, const int32_t *idx,
+                               float *dx)
+{
+    for (int oy = 0; oy < d->ho; oy++) {
+        float *r0 = dx + (size_t)(2 * oy) * d->w;
+        maxpool2_bwd_row(d->wo, dy + (size_t)oy * d->wo, idx + (size_t)oy * d->wo,
+                         2 * oy * d->w, d->w, r0, r0 + d->w);
+        for (int ix = 2 * d->wo; ix < d->w; ix++) r0[ix] = r0[d->w + ix] = 0.0f;
+    }
+    for (size_t i = (size_t)2 * d->ho * d->w; i < (size_t)d->h * d->w; i++) dx[i] = 0.0f;
+}
+
 static void maxpool2_bwd_planes(void *ctx, size_t p0, size_t p1)
 {
     const pool_job *J = ctx;
     const vt_pool_desc *d = J->d;
     size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
-    for (size_t p = p0; p < p1; p++) {
-        float *dx = J->dx + p * HW;
-        for (int oy = 0; oy < d->ho; oy++) {
-            float *r0 = dx + (size_t)(2 * oy) * d->w;
-            maxpool2_bwd_row(d->wo, J->dy + p * OHW + (size_t)oy * d->wo,
-                             J->cidx + p * OHW + (size_t)oy * d->wo, 2 * oy * d->w, d->w, r0,
-                             r0 + d->w);
-            for (int ix = 2 * d->wo; ix < d->w; ix++) r0[ix] = r0[d->w + ix] = 0.0f;
-        }
-        for (size_t i = (size_t)2 * d->ho * d->w; i < HW; i++) dx[i] = 0.0f;
+    for (size_t p = p0; p < p1; p++)
+        maxpool2_bwd_plane(d, J->dy + p * OHW, J->cidx + p * OHW, J->dx + p * HW);
+}
+
+/* The activation's gradient that bn_act_pool_backward's BN reads, a channel (its planes) at a
+ * time into a buffer of this thread: the pool's backward as maxpool_backward assigns it. */
+static void bn_pool_bwd_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    const vt_pool_desc *d = J->pd;
+    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo, N = J->m / HW;
+    float *g = J->rows + (size_t)vt_pool_thread() * J->m;
+    for (size_t c = c0; c < c1; c++) {
+        for (size_t n = 0; n < N; n++)
+            maxpool2_bwd_plane(d, J->dy + (c * N + n) * OHW, J->cidx + (c * N + n) * OHW,
+                               g + n * HW);
+        bn_bwd_channel(J, c, g);
     }
+}
+
+vt_status vt_cpu_bn_act_pool_backward(vt_backend *b, vt_act act, int channels, size_t m,
+                                      const float *x, const float *gamma, const float *beta,
+                                      const float *save_mean, const float *save_invstd,
+                                      const vt_pool_desc *d, const int32_t *idx, const float *dy,
+                                      float *dx, int dx_add, float *dgamma, float *dbeta)
+{
+    vt_status st = vt_bn_act_check(act, "bn_act_pool_backward");
+    if (st == VT_OK) st = bn_pool_check(d, channels, m, "bn_act_pool_backward");
+    if (st != VT_OK) return st;
+    bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .mean = save_mean,
+                .invstd = save_invstd, .dy = dy, .dx = dx, .add = dx_add, .dgamma = dgamma,
+                .dbeta = dbeta, .act = act, .k = ACT_KERNELS(b), .pd = d, .cidx = idx};
+    size_t th = (size_t)vt_pool_threads(POOL(b));
+    if (!(J.rows = vt_cpu_scratch(b, th * m * sizeof(float))))
+        return vt_fail(VT_ERR_OUT_OF_MEMORY, "bn_act_pool_backward: %zu channel buffers", th);
+    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_pool_bwd_channels, &J);
+    return VT_OK;
 }
 
 vt_status vt_cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
@@ -1224,6 +1279,7 @@ static const vt_backend_ops cpu_ops = {
     .bn_act_forward_eval = vt_cpu_bn_act_forward_eval,
     .bn_act_backward = vt_cpu_bn_act_backward,
     .bn_act_pool_forward_train = vt_cpu_bn_act_pool_forward_train,
+    .bn_act_pool_backward = vt_cpu_bn_act_pool_backward,
     .host_memory = 1,
     .conv_columns = vt_cpu_conv_columns,
     .copy2d = vt_cpu_copy2d,

@@ -193,6 +193,8 @@ int vt_exec_plan(const vt_graph *g, const double *elems, int fuse, int grad_from
             act_fusable(g, cons, first[i]))
             continue;
         int fused_bn = fuse && act_fusable(g, cons, i) ? g->nodes[i].in[0] : -1;
+        if (g->nodes[i].op == VT_OP_MAXPOOL && g->nodes[i].pool_fused)
+            fused_bn = g->nodes[i].pool_fused; /* its BN reads the pool's gradient */
         t0[N + i] = first[i] >= 0 && i > 0 ? T_BWD(first[i]) : 0;
         t1[N + i] = i == 0 || first[i] < 0 ? T_END : T_BWD(fused_bn >= 0 ? fused_bn : i);
     }
@@ -269,10 +271,10 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
                 g->nodes[i].fused = g->nodes[i].in[0];
                 g->nodes[g->nodes[i].in[0]].fused = i;
             }
-    /* ... and BN + activation + a 2x2 stride-2 max pool as one when the backend has it: the
-     * activation is then neither written nor read (its backward needs only the pool's argmax,
-     * and the BN's recomputes the mask from x) */
-    for (int i = 1; fuse && be->ops->bn_act_pool_forward_train && i < g->n_nodes; i++) {
+    /* ... and BN + activation + a 2x2 stride-2 max pool as one, both ways, when the backend has
+     * it: neither the activation nor its gradient is then written or read */
+    int fuse_pool = fuse && be->ops->bn_act_pool_forward_train && be->ops->bn_act_pool_backward;
+    for (int i = 1; fuse_pool && i < g->n_nodes; i++) {
         vt_node *p = &g->nodes[i];
         int a = p->in[0];
         if (p->op != VT_OP_MAXPOOL || p->k != 2 || p->s != 2 || p->p != 0 || a == 0 ||
@@ -362,6 +364,9 @@ static vt_pool_desc pool_desc(const vt_node *nd, const vt_shape *in, int n)
     return d;
 }
 
+/* Node bn (a BN with pool_fused) runs its pool in this pass: training, its statistics live. */
+static int pool_fused_now(const vt_exec *e, int bn) { return e->training && bn >= e->frozen; }
+
 /* A timestamp for the per-node profile: the backend first finishes what was queued (GPU ops
  * are asynchronous), so each node is charged its own work. */
 static double prof_now(vt_exec *e)
@@ -402,7 +407,7 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             float *rm = e->buffers + nd->buf_off, *rv = rm + nd->out.c;
             vt_act act = nd->fused ? g->nodes[nd->fused].act : VT_ACT_NONE;
             int train_bn = training && i >= e->frozen; /* frozen: running statistics */
-            if (train_bn && nd->pool_fused) {
+            if (nd->pool_fused && pool_fused_now(e, i)) {
                 vt_node *pn = &g->nodes[nd->pool_fused];
                 vt_pool_desc d = pool_desc(pn, &nd->out, n);
                 TRY(o->bn_act_pool_forward_train(be, act, nd->out.c, m, in->y, P + nd->w_off,
@@ -428,7 +433,7 @@ vt_status vt_exec_forward(vt_exec *e, int training)
             if (!nd->fused) TRY(o->act_forward(be, nd->act, nd->alpha, ne, in->y, nd->y));
             break;
         case VT_OP_MAXPOOL: {
-            if (nd->pool_fused && training && nd->pool_fused >= e->frozen) break; /* its BN's */
+            if (nd->pool_fused && pool_fused_now(e, nd->pool_fused)) break; /* its BN's */
             vt_pool_desc d = pool_desc(nd, &in->out, n);
             TRY(o->maxpool_forward(be, &d, in->y, nd->y, nd->idx));
             break;
@@ -559,7 +564,13 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
         }
         case VT_OP_BN: {
             size_t m = (size_t)n * nd->out.h * nd->out.w;
-            if (nd->fused) {
+            if (nd->pool_fused && pool_fused_now(e, i)) { /* the pool's backward with it */
+                vt_node *act = &g->nodes[nd->fused], *pn = &g->nodes[nd->pool_fused];
+                vt_pool_desc d = pool_desc(pn, &act->out, n);
+                TRY(o->bn_act_pool_backward(be, act->act, nd->out.c, m, in->y, P + nd->w_off,
+                                            P + nd->b_off, nd->save0, nd->save1, &d, pn->idx,
+                                            pn->dy, dx, dx_add, G + nd->w_off, G + nd->b_off));
+            } else if (nd->fused) {
                 vt_node *act = &g->nodes[nd->fused];
                 TRY(o->bn_act_backward(be, act->act, nd->out.c, m, in->y, act->y, P + nd->w_off,
                                        P + nd->b_off, nd->save0, nd->save1, act->dy, dx,
@@ -575,7 +586,7 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
                 TRY(o->act_backward(be, nd->act, nd->alpha, ne, in->y, nd->y, nd->dy, dx));
             break;
         case VT_OP_MAXPOOL:
-            if (dx) {
+            if (dx && !(nd->pool_fused && pool_fused_now(e, nd->pool_fused))) {
                 vt_pool_desc d = pool_desc(nd, &in->out, n);
                 TRY(o->maxpool_backward(be, &d, nd->idx, nd->dy, dx, dx_add));
             }
