@@ -6,6 +6,7 @@
  *
  *   conv_profile [n=64] [cin=32] [h=14] [w=14] [cout=64] [k=3] [s=1] [p=1] [threads=2]
  *                [keep=1] [reps=20] [cap=FLOATS of an im2col tile; 0: the backend's default]
+ *                [bf16=0 (1: precision=bf16's products, the bare GEMMs too)]
  *
  * The defaults are the small CNN's second convolution at batch 64 (GUIDE.md section 4). */
 #include <stdio.h>
@@ -60,6 +61,10 @@ int main(int argc, char **argv)
     int threads = arg(argc, argv, "threads", 2), reps = arg(argc, argv, "reps", 20);
     vt_backend *b = NULL;
     if (vt_backend_cpu_create(&b, threads) != VT_OK) return 1;
+    int bf16 = arg(argc, argv, "bf16", 0);
+    if (bf16) vt_backend_cpu_set_bf16(b, 1);
+    void (*gemm)(vt_pool *, int, int, int, int, int, float, const float *, int, const float *,
+                 int, float, float *, int) = bf16 ? vt_gemm_bf16 : vt_sgemm;
     if (arg(argc, argv, "cap", 0) > 0) vt_backend_cpu_set_conv_cap(b, (size_t)arg(argc, argv, "cap", 0));
     size_t ws_bytes = b->ops->conv_workspace(b, &d), keep_bytes = 0;
     if (arg(argc, argv, "keep", 1) && b->ops->conv_columns) keep_bytes = b->ops->conv_columns(b, &d);
@@ -87,19 +92,19 @@ int main(int argc, char **argv)
     double g[3] = {1e9, 1e9, 1e9};
     for (int r = 0; r < reps; r++) {
         double t0 = now();
-        vt_sgemm(NULL, 0, 0, d.cout, Nt, K, 1.0f, w, K, col, Nt, 0.0f, ys, Nt);
+        gemm(NULL, 0, 0, d.cout, Nt, K, 1.0f, w, K, col, Nt, 0.0f, ys, Nt);
         double t1 = now();
-        vt_sgemm(NULL, 0, 1, d.cout, K, Nt, 1.0f, ys, Nt, col, Nt, 0.0f, dw, K);
+        gemm(NULL, 0, 1, d.cout, K, Nt, 1.0f, ys, Nt, col, Nt, 0.0f, dw, K);
         double t2 = now();
-        vt_sgemm(NULL, 1, 0, K, Nt, d.cout, 1.0f, w, K, ys, Nt, 0.0f, col, Nt);
+        gemm(NULL, 1, 0, K, Nt, d.cout, 1.0f, w, K, ys, Nt, 0.0f, col, Nt);
         double t3 = now();
         if (t1 - t0 < g[0]) g[0] = t1 - t0;
         if (t2 - t1 < g[1]) g[1] = t2 - t1;
         if (t3 - t2 < g[2]) g[2] = t3 - t2;
     }
     double fl = 2.0 * d.cout * K * (double)N;
-    printf("conv n%d %dx%dx%d -> %d k%d s%d p%d, %d threads, keep %d\n", d.n, d.cin, d.h, d.w,
-           d.cout, d.kh, d.sh, d.ph, threads, d.keep_columns);
+    printf("conv n%d %dx%dx%d -> %d k%d s%d p%d, %d threads, keep %d, %s\n", d.n, d.cin, d.h,
+           d.w, d.cout, d.kh, d.sh, d.ph, threads, d.keep_columns, bf16 ? "bf16" : "fp32");
     printf("  forward   %8.3f ms  %6.1f GFLOP/s   bare GEMM share %8.3f ms\n", tf * 1e3,
            fl / tf * 1e-9, g[0] * 1e3);
     printf("  backward  %8.3f ms  %6.1f GFLOP/s   bare GEMMs share %8.3f ms (dW %.3f, dcol %.3f)\n",

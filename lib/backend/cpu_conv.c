@@ -8,7 +8,7 @@
  *   backward  dW += dY[:, tile] x col(tile)^T   (into the share's own partial sum)
  *             dcol = W^T x dY[:, tile], then scattered (col2im) into dX
  * When the executor keeps a layer's buffer from forward to backward (conv_columns: the whole
- * batch's columns, up to 64 MiB), the tiles' columns live there instead, each tile's block at
+ * batch's columns, up to 8 MiB), the tiles' columns live there instead, each tile's block at
  * K x its first column: forward builds them, backward reuses them (no second im2col).
  * Backward shares are whole images, so no two threads scatter into the same dX rows, and the
  * partial weight gradients are added in share order: results are bitwise reproducible for a
@@ -103,34 +103,76 @@ static void valid_cols(const vt_conv_desc *d, int kx, int *lo, int *hi)
     *hi = h;
 }
 
-/* Rows [oy0, oy1) of one kernel tap (ky, kx) of image plane src, for a stride-1 convolution
- * whose output rows are as wide as its input rows (wo == w: "same" padding): the valid rows
- * form one contiguous run of the plane shifted by (ky - ph) rows and (kx - pw) columns, copied
- * in one go; the columns that run wraps into (padding, lo and hi) are then zeroed.  Rows
- * outside the image are zero. */
-static void im2col_same(const vt_conv_desc *d, const float *src, int ky, int kx, int lo, int hi,
-                        int oy0, int oy1, float *dst)
+/* p[0 .. n) = 0.  The few floats of a padding column or a small map's row are stored inline:
+ * the compiler would turn a plain loop into a call of memset, which costs more than they do. */
+static inline void zero_floats(float *p, size_t n)
 {
-    int w = d->w, a = d->ph - ky, b = d->h + d->ph - ky; /* valid rows: a <= oy < b */
-    int r0 = a > oy0 ? a : oy0, r1 = b < oy1 ? b : oy1;
-    if (r1 <= r0) {
-        memset(dst, 0, (size_t)(oy1 - oy0) * w * sizeof(float));
+    if (n >= 64) {
+        memset(p, 0, n * sizeof(float));
         return;
     }
-    if (r0 > oy0) memset(dst, 0, (size_t)(r0 - oy0) * w * sizeof(float));
-    if (r1 < oy1) memset(dst + (size_t)(r1 - oy0) * w, 0, (size_t)(oy1 - r1) * w * sizeof(float));
-    /* dst[(oy - oy0) * w + ox] = src[(oy - ph + ky) * w + ox - pw + kx], clipped to the plane */
-    ptrdiff_t s0 = (ptrdiff_t)(r0 - d->ph + ky) * w + kx - d->pw, n = (ptrdiff_t)(r1 - r0) * w;
-    float *out = dst + (size_t)(r0 - oy0) * w;
-    ptrdiff_t skip = s0 < 0 ? -s0 : 0, end = (ptrdiff_t)d->h * w - s0;
-    if (n > end) n = end; /* the tail past the plane is a right-padding column, zeroed below */
-    memcpy(out + skip, src + s0 + skip, (size_t)(n - skip) * sizeof(float));
-    if (lo == 0 && hi == w) return;
-    for (int oy = r0; oy < r1; oy++) {
-        float *row = out + (size_t)(oy - r0) * w;
-        for (int ox = 0; ox < lo; ox++) row[ox] = 0.0f;
-        for (int ox = hi; ox < w; ox++) row[ox] = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        p[i] = 0.0f;
+        __asm__("" : "+r"(i)); /* not a memset idiom */
     }
+}
+
+/* A stride-1 convolution whose output rows are as wide as its input rows (wo == w: "same"
+ * padding), over a block of its column matrix: nb images of rows [oy0, oy1), nb > 1 only for
+ * whole images with ho == h.  Element j of a kernel tap's (ky, kx) row of the block is then
+ * element j + off of the block's input planes (image n0's plane at p), off = oy0 w + (ky - ph)
+ * w + kx - pw, wherever the tap falls inside an image; where it falls on padding (a row
+ * outside the image, a column outside [lo, hi)) j + off wraps into a neighbouring row, image
+ * or past the planes.  So im2col is one copy of the run, clipped to the block's planes, then
+ * the padding zeroed, and col2im zeroes the padding of the column gradients, then adds the run
+ * (the +0 it adds to neighbouring pixels of the block changes none, but for a -0's sign).  The
+ * block's planes are its share's own (backward shares are whole images): no other thread's. */
+static int same_run(const vt_conv_desc *d, int ky, int kx, int oy0, int oy1, int nb,
+                    ptrdiff_t *off, ptrdiff_t *j0, ptrdiff_t *j1)
+{
+    ptrdiff_t w = d->w, len = (ptrdiff_t)nb * (oy1 - oy0) * w, planes = (ptrdiff_t)nb * d->h * w;
+    *off = (ptrdiff_t)(oy0 - d->ph + ky) * w + kx - d->pw;
+    *j0 = *off < 0 ? -*off : 0;
+    *j1 = planes - *off < len ? planes - *off : len;
+    if (*j1 < *j0) *j1 = *j0;
+    if (*j0 > len) *j0 = *j1 = len;
+    return (int)len;
+}
+
+static void zero_padding(const vt_conv_desc *d, int ky, int lo, int hi, int oy0, int oy1, int nb,
+                         float *col)
+{
+    int w = d->w, a = d->ph - ky, b = d->h + d->ph - ky; /* rows inside the image: a <= oy < b */
+    for (int nl = 0; nl < nb; nl++)
+        for (int oy = oy0; oy < oy1; oy++, col += w) {
+            if (oy < a || oy >= b) {
+                zero_floats(col, (size_t)w);
+                continue;
+            }
+            zero_floats(col, (size_t)lo);
+            zero_floats(col + hi, (size_t)(w - hi));
+        }
+}
+
+static void im2col_same(const vt_conv_desc *d, const float *p, int ky, int kx, int lo, int hi,
+                        int oy0, int oy1, int nb, float *dst)
+{
+    ptrdiff_t off, j0, j1, len = same_run(d, ky, kx, oy0, oy1, nb, &off, &j0, &j1);
+    zero_floats(dst, (size_t)j0);
+    memcpy(dst + j0, p + off + j0, (size_t)(j1 - j0) * sizeof(float));
+    zero_floats(dst + j1, (size_t)(len - j1));
+    zero_padding(d, ky, lo, hi, oy0, oy1, nb, dst);
+}
+
+static void col2im_same(const vt_conv_desc *d, float *p, int ky, int kx, int lo, int hi, int oy0,
+                        int oy1, int nb, float *src)
+{
+    ptrdiff_t off, j0, j1;
+    same_run(d, ky, kx, oy0, oy1, nb, &off, &j0, &j1);
+    zero_padding(d, ky, lo, hi, oy0, oy1, nb, src);
+    float *restrict dp = p + off;
+    const float *restrict sp = src;
+    for (ptrdiff_t j = j0; j < j1; j++) dp[j] += sp[j];
 }
 
 /* A tile's columns: row r of K is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
@@ -140,49 +182,65 @@ static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int 
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
     int same = d->sh == 1 && d->sw == 1 && d->wo == d->w;
+    int whole = same && nb > 1 && oy0 == 0 && oy1 == d->h && d->ho == d->h; /* one run */
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
+        if (whole) {
+            im2col_same(d, x + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb, dst);
+            continue;
+        }
         for (int nl = 0; nl < nb; nl++) {
             const float *src = x + ((size_t)ci * d->n + n0 + nl) * HW;
             if (same) {
-                im2col_same(d, src, ky, kx, lo, hi, oy0, oy1, dst + (size_t)nl * tr * d->wo);
+                im2col_same(d, src, ky, kx, lo, hi, oy0, oy1, 1, dst + (size_t)nl * tr * d->wo);
                 continue;
             }
             for (int oy = oy0; oy < oy1; oy++) {
                 int iy = oy * d->sh - d->ph + ky;
                 float *drow = dst + ((size_t)nl * tr + (oy - oy0)) * d->wo;
                 if (iy < 0 || iy >= d->h || lo == hi) {
-                    memset(drow, 0, (size_t)d->wo * sizeof(float));
+                    zero_floats(drow, (size_t)d->wo);
                     continue;
                 }
                 const float *srow = src + (size_t)iy * d->w;
-                if (lo) memset(drow, 0, (size_t)lo * sizeof(float));
+                zero_floats(drow, (size_t)lo);
                 if (d->sw == 1) {
                     memcpy(drow + lo, srow + lo - d->pw + kx, (size_t)(hi - lo) * sizeof(float));
                 } else {
                     const float *sp = srow + lo * d->sw - d->pw + kx;
                     for (int ox = lo; ox < hi; ox++, sp += d->sw) drow[ox] = *sp;
                 }
-                if (hi < d->wo) memset(drow + hi, 0, (size_t)(d->wo - hi) * sizeof(float));
+                zero_floats(drow + hi, (size_t)(d->wo - hi));
             }
         }
     }
 }
 
-/* The reverse: add a tile's column gradients into dx. */
+/* The reverse: add a tile's column gradients into dx (col: scratch, its padding entries
+ * zeroed on the way). */
 static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, int n0, int nb,
-                        int oy0, int oy1, const float *col, int cols)
+                        int oy0, int oy1, float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
+    int same = d->sh == 1 && d->sw == 1 && d->wo == d->w;
+    int whole = same && nb > 1 && oy0 == 0 && oy1 == d->h && d->ho == d->h; /* one run */
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
-        const float *src = col + (size_t)r * cols;
+        float *src = col + (size_t)r * cols;
+        if (whole) {
+            col2im_same(d, dx + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb, src);
+            continue;
+        }
         for (int nl = 0; nl < nb; nl++) {
             float *dst = dx + ((size_t)ci * d->n + n0 + nl) * HW;
+            if (same) {
+                col2im_same(d, dst, ky, kx, lo, hi, oy0, oy1, 1, src + (size_t)nl * tr * d->wo);
+                continue;
+            }
             for (int oy = oy0; oy < oy1; oy++) {
                 int iy = oy * d->sh - d->ph + ky;
                 if (iy < 0 || iy >= d->h) continue;
