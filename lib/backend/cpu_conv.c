@@ -111,9 +111,16 @@ static inline void zero_floats(float *p, size_t n)
         memset(p, 0, n * sizeof(float));
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        p[i] = 0.0f;
+    typedef float v4 __attribute__((vector_size(16)));
+    const v4 z = {0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        memcpy(p + i, &z, sizeof z);
         __asm__("" : "+r"(i)); /* not a memset idiom */
+    }
+    for (; i < n; i++) {
+        p[i] = 0.0f;
+        __asm__("" : "+r"(i));
     }
 }
 
@@ -143,15 +150,20 @@ static void zero_padding(const vt_conv_desc *d, int ky, int lo, int hi, int oy0,
                          float *col)
 {
     int w = d->w, a = d->ph - ky, b = d->h + d->ph - ky; /* rows inside the image: a <= oy < b */
-    for (int nl = 0; nl < nb; nl++)
-        for (int oy = oy0; oy < oy1; oy++, col += w) {
-            if (oy < a || oy >= b) {
-                zero_floats(col, (size_t)w);
-                continue;
-            }
-            zero_floats(col, (size_t)lo);
-            zero_floats(col + hi, (size_t)(w - hi));
+    int v0 = a < oy0 ? oy0 : a < oy1 ? a : oy1, v1 = b > oy1 ? oy1 : b > v0 ? b : v0;
+    size_t tr = (size_t)(oy1 - oy0);
+    for (int nl = 0; nl < nb; nl++) {
+        float *blk = col + nl * tr * w;
+        zero_floats(blk, (size_t)(v0 - oy0) * w);
+        zero_floats(blk + (size_t)(v1 - oy0) * w, (size_t)(oy1 - v1) * w);
+        /* the padding columns of the rows inside, column by column (strided stores) */
+        float *rows = blk + (size_t)(v0 - oy0) * w;
+        for (int ox = 0; ox < w; ox++) {
+            if (ox == lo && hi > lo) ox = hi;
+            if (ox >= w) break;
+            for (int oy = v0; oy < v1; oy++) rows[(size_t)(oy - v0) * w + ox] = 0.0f;
         }
+    }
 }
 
 static void im2col_same(const vt_conv_desc *d, const float *p, int ky, int kx, int lo, int hi,
