@@ -156,14 +156,21 @@ static void zero_padding(const vt_conv_desc *d, int ky, int lo, int hi, int oy0,
         float *blk = col + nl * tr * w;
         zero_floats(blk, (size_t)(v0 - oy0) * w);
         zero_floats(blk + (size_t)(v1 - oy0) * w, (size_t)(oy1 - v1) * w);
-        /* the padding columns of the rows inside, column by column (strided stores) */
+        /* the padding columns [0, lo) and [hi, w) of the rows inside, column by column
+         * (strided stores) */
         float *rows = blk + (size_t)(v0 - oy0) * w;
-        for (int ox = 0; ox < w; ox++) {
-            if (ox == lo && hi > lo) ox = hi;
-            if (ox >= w) break;
-            for (int oy = v0; oy < v1; oy++) rows[(size_t)(oy - v0) * w + ox] = 0.0f;
-        }
+        for (int ox = 0; ox < w; ox++)
+            if (ox < lo || ox >= hi)
+                for (int oy = v0; oy < v1; oy++) rows[(size_t)(oy - v0) * w + ox] = 0.0f;
     }
+}
+
+/* How a tile's taps run: 0 row by row, 1 same padding image by image (or a row tile), 2 same
+ * padding in one run over the tile's whole images. */
+static int same_mode(const vt_conv_desc *d, int nb, int oy0, int oy1)
+{
+    if (d->sh != 1 || d->sw != 1 || d->wo != d->w) return 0;
+    return nb > 1 && oy0 == 0 && oy1 == d->h && d->ho == d->h ? 2 : 1;
 }
 
 static void im2col_same(const vt_conv_desc *d, const float *p, int ky, int kx, int lo, int hi,
@@ -193,8 +200,7 @@ static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int 
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
-    int same = d->sh == 1 && d->sw == 1 && d->wo == d->w;
-    int whole = same && nb > 1 && oy0 == 0 && oy1 == d->h && d->ho == d->h; /* one run */
+    int mode = same_mode(d, nb, oy0, oy1), same = mode > 0, whole = mode == 2;
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
@@ -237,8 +243,7 @@ static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, in
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
-    int same = d->sh == 1 && d->sw == 1 && d->wo == d->w;
-    int whole = same && nb > 1 && oy0 == 0 && oy1 == d->h && d->ho == d->h; /* one run */
+    int mode = same_mode(d, nb, oy0, oy1), same = mode > 0, whole = mode == 2;
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
