@@ -111,6 +111,9 @@ void vt_backend_cpu_set_bf16(vt_backend *b, int on);
  * 256 columns).  Setting it also drops the 256-column minimum: tests use it to make tiles as
  * small as one output row of one image. */
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
+/* on (the default where the CPU has AVX-512): same-padding im2col/col2im in masked AVX-512
+ * vectors; off: the portable loops.  Returns whether the vectors run (0 on a CPU without). */
+int vt_backend_cpu_set_conv_simd(vt_backend *b, int on);
 
 /* The CUDA backend: vt_backend_cuda_create in lib/backend/cuda_device.h. */
 

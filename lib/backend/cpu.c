@@ -1300,6 +1300,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
     b->act = vt_cpu_act_kernels_for_cpu();
     b->gemm = vt_sgemm;
     b->conv_min_cols = 256;
+    b->conv_avx512 = vt_cpu_x86_level() >= 3;
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {
         free(b);
@@ -1323,6 +1324,11 @@ static void gemm_bf16_where_it_pays(vt_pool *pool, int ta, int tb, int m, int n,
 void vt_backend_cpu_set_bf16(vt_backend *b, int on)
 {
     ((cpu_backend *)b)->gemm = on ? gemm_bf16_where_it_pays : vt_sgemm;
+}
+
+int vt_backend_cpu_set_conv_simd(vt_backend *b, int on)
+{
+    return ((cpu_backend *)b)->conv_avx512 = on && vt_cpu_x86_level() >= 3;
 }
 
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats)

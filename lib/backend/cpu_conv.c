@@ -16,6 +16,7 @@
  * (vt_cpu_conv_workspace): threads x tile floats, plus (backward shares - 1) partial weight
  * gradients. */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "backend/cpu_impl.h"
@@ -194,25 +195,179 @@ static void col2im_same(const vt_conv_desc *d, float *p, int ky, int kx, int lo,
     for (ptrdiff_t j = j0; j < j1; j++) dp[j] += sp[j];
 }
 
+/* ---- the same runs in one pass of 16-float masked vectors (AVX-512) ----
+ * Per image of the block, its rows inside the image are one span that starts at a row's first
+ * column; lane i of the span's chunk t holds column (16 t + i) % w, inside when that lies in
+ * [lo, hi).  The chunks' masks repeat every w / gcd(w, 16) chunks (7 for w = 7, 14 or 28): a
+ * table of them per tap.  im2col loads the inside lanes (zero elsewhere) and stores whole
+ * chunks: the copy and the padding in one pass, no strided stores; col2im adds only the
+ * inside lanes, so the column gradients' padding is never read nor zeroed. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_SAME512 1
+#define SAME512 __attribute__((target("avx512f")))
+enum { SAME512_PERIOD_MAX = 64 };
+
+/* Bits [a, b) of 16 (clipped). */
+static inline unsigned lane_bits(int a, int b)
+{
+    a = a < 0 ? 0 : a;
+    b = b > 16 ? 16 : b;
+    return a < b ? ((1u << b) - 1) & ~((1u << a) - 1) : 0;
+}
+
+/* The chunks' masks of each kernel column kx, built once per tile. */
+enum { SAME512_KW_MAX = 8 };
+typedef struct same_masks {
+    int period; /* 0: no vectors (no AVX-512, a period or kernel too long) */
+    uint16_t m[SAME512_KW_MAX][SAME512_PERIOD_MAX];
+} same_masks;
+
+static void same512_masks(const vt_conv_desc *d, same_masks *sm)
+{
+    int w = d->w, g = w, b = 16;
+    while (b) {
+        int t = g % b;
+        g = b;
+        b = t;
+    }
+    sm->period = w / g;
+    if (sm->period > SAME512_PERIOD_MAX || d->kw > SAME512_KW_MAX) {
+        sm->period = 0;
+        return;
+    }
+    for (int kx = 0; kx < d->kw; kx++) {
+        int lo, hi;
+        valid_cols(d, kx, &lo, &hi);
+        for (int t = 0, c = 0; t < sm->period; t++, c = (c + 16) % w) {
+            unsigned m = 0;
+            for (int s = -c; s < 16; s += w) m |= lane_bits(s + lo, s + hi);
+            sm->m[kx][t] = (uint16_t)m;
+        }
+    }
+}
+
+/* Block rows [v0, v1) of each image are inside it (relative to oy0). */
+static void same_rows(const vt_conv_desc *d, int ky, int oy0, int oy1, int *v0, int *v1)
+{
+    int a = d->ph - ky - oy0, b = d->h + d->ph - ky - oy0, tr = oy1 - oy0;
+    *v0 = a < 0 ? 0 : a < tr ? a : tr;
+    *v1 = b > tr ? tr : b > *v0 ? b : *v0;
+}
+
+SAME512 static void im2col_same512(const vt_conv_desc *d, const float *p, const uint16_t *mask,
+                                   int period, int ky, int kx, int oy0, int oy1, int nb,
+                                   float *dst)
+{
+    ptrdiff_t w = d->w, tr = oy1 - oy0, off = (ptrdiff_t)(oy0 - d->ph + ky) * w + kx - d->pw;
+    int v0, v1;
+    same_rows(d, ky, oy0, oy1, &v0, &v1);
+    for (int nl = 0; nl < nb; nl++) {
+        float *o = dst + nl * tr * w;
+        const float *src = p + off + nl * (ptrdiff_t)d->h * w + v0 * w;
+        ptrdiff_t len = (v1 - v0) * w;
+        zero_floats(o, (size_t)(v0 * w));
+        o += v0 * w;
+        ptrdiff_t j = 0;
+        int t = 0;
+        for (; j + 16 <= len; j += 16, t = t + 1 == period ? 0 : t + 1)
+            _mm512_storeu_ps(o + j, _mm512_maskz_loadu_ps(mask[t], src + j));
+        if (j < len) {
+            __mmask16 tail = (__mmask16)((1u << (len - j)) - 1);
+            _mm512_mask_storeu_ps(o + j, tail, _mm512_maskz_loadu_ps(mask[t] & tail, src + j));
+        }
+        zero_floats(o + len, (size_t)((tr - v1) * w));
+    }
+}
+
+SAME512 static void col2im_same512(const vt_conv_desc *d, float *p, const uint16_t *mask,
+                                   int period, int ky, int kx, int oy0, int oy1, int nb,
+                                   const float *src)
+{
+    ptrdiff_t w = d->w, tr = oy1 - oy0, off = (ptrdiff_t)(oy0 - d->ph + ky) * w + kx - d->pw;
+    int v0, v1;
+    same_rows(d, ky, oy0, oy1, &v0, &v1);
+    for (int nl = 0; nl < nb; nl++) {
+        const float *s = src + nl * tr * w + v0 * w;
+        float *o = p + off + nl * (ptrdiff_t)d->h * w + v0 * w;
+        ptrdiff_t len = (v1 - v0) * w;
+        int t = 0;
+        for (ptrdiff_t j = 0; j < len; j += 16, t = t + 1 == period ? 0 : t + 1) {
+            __mmask16 m = mask[t];
+            if (len - j < 16) m &= (__mmask16)((1u << (len - j)) - 1);
+            __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, o + j),
+                                     _mm512_maskz_loadu_ps(m, s + j));
+            _mm512_mask_storeu_ps(o + j, m, v);
+        }
+    }
+}
+
+#else
+typedef struct same_masks {
+    int period;
+} same_masks;
+#endif
+
+/* The masks for a tile's same runs, where AVX-512 runs them (else period 0). */
+static void same_masks_for(int v512, const vt_conv_desc *d, int mode, same_masks *sm)
+{
+    sm->period = 0;
+#ifdef HAVE_SAME512
+    if (v512 && mode) same512_masks(d, sm);
+#endif
+    (void)v512, (void)d, (void)mode;
+}
+
+/* One tap's same run through the kernel the CPU allows. */
+static void im2col_run(const same_masks *sm, const vt_conv_desc *d, const float *p, int ky,
+                       int kx, int lo, int hi, int oy0, int oy1, int nb, float *dst)
+{
+#ifdef HAVE_SAME512
+    if (sm->period) {
+        im2col_same512(d, p, sm->m[kx], sm->period, ky, kx, oy0, oy1, nb, dst);
+        return;
+    }
+#endif
+    (void)sm;
+    im2col_same(d, p, ky, kx, lo, hi, oy0, oy1, nb, dst);
+}
+
+static void col2im_run(const same_masks *sm, const vt_conv_desc *d, float *p, int ky, int kx,
+                       int lo, int hi, int oy0, int oy1, int nb, float *src)
+{
+#ifdef HAVE_SAME512
+    if (sm->period) {
+        col2im_same512(d, p, sm->m[kx], sm->period, ky, kx, oy0, oy1, nb, src);
+        return;
+    }
+#endif
+    (void)sm;
+    col2im_same(d, p, ky, kx, lo, hi, oy0, oy1, nb, src);
+}
+
 /* A tile's columns: row r of K is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
-static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int K, int n0, int nb,
-                        int oy0, int oy1, float *col, int cols)
+static void im2col_tile(int v512, const vt_conv_desc *d, const float *x, int c_first, int K,
+                        int n0, int nb, int oy0, int oy1, float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
     int mode = same_mode(d, nb, oy0, oy1), same = mode > 0, whole = mode == 2;
+    same_masks sm;
+    same_masks_for(v512, d, mode, &sm);
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
         if (whole) {
-            im2col_same(d, x + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb, dst);
+            im2col_run(&sm, d, x + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
+                       dst);
             continue;
         }
         for (int nl = 0; nl < nb; nl++) {
             const float *src = x + ((size_t)ci * d->n + n0 + nl) * HW;
             if (same) {
-                im2col_same(d, src, ky, kx, lo, hi, oy0, oy1, 1, dst + (size_t)nl * tr * d->wo);
+                im2col_run(&sm, d, src, ky, kx, lo, hi, oy0, oy1, 1,
+                           dst + (size_t)nl * tr * d->wo);
                 continue;
             }
             for (int oy = oy0; oy < oy1; oy++) {
@@ -238,24 +393,28 @@ static void im2col_tile(const vt_conv_desc *d, const float *x, int c_first, int 
 
 /* The reverse: add a tile's column gradients into dx (col: scratch, its padding entries
  * zeroed on the way). */
-static void col2im_tile(const vt_conv_desc *d, float *dx, int c_first, int K, int n0, int nb,
-                        int oy0, int oy1, float *col, int cols)
+static void col2im_tile(int v512, const vt_conv_desc *d, float *dx, int c_first, int K, int n0,
+                        int nb, int oy0, int oy1, float *col, int cols)
 {
     size_t HW = (size_t)d->h * d->w;
     int kk = d->kh * d->kw, tr = oy1 - oy0;
     int mode = same_mode(d, nb, oy0, oy1), same = mode > 0, whole = mode == 2;
+    same_masks sm;
+    same_masks_for(v512, d, mode, &sm);
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *src = col + (size_t)r * cols;
         if (whole) {
-            col2im_same(d, dx + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb, src);
+            col2im_run(&sm, d, dx + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
+                       src);
             continue;
         }
         for (int nl = 0; nl < nb; nl++) {
             float *dst = dx + ((size_t)ci * d->n + n0 + nl) * HW;
             if (same) {
-                col2im_same(d, dst, ky, kx, lo, hi, oy0, oy1, 1, src + (size_t)nl * tr * d->wo);
+                col2im_run(&sm, d, dst, ky, kx, lo, hi, oy0, oy1, 1,
+                           src + (size_t)nl * tr * d->wo);
                 continue;
             }
             for (int oy = oy0; oy < oy1; oy++) {
@@ -330,6 +489,7 @@ typedef struct conv_job {
                      * i's at K x its first column), then parts - 1 partial dW */
     int keep;
     vt_cpu_gemm_fn gemm; /* the backend's (fp32 or bf16) */
+    int v512;            /* the backend's conv_avx512: the same runs in AVX-512 */
 } conv_job;
 
 /* Floats before the partial dW sums in ws. */
@@ -359,7 +519,7 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
             for (int g = 0; g < d->groups; g++) {
                 const float *wg = J->w + (size_t)g * cout_g * K;
                 if (!(J->keep && J->backward)) /* kept columns: forward built them */
-                    im2col_tile(d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                    im2col_tile(J->v512, d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 if (!J->backward) {
                     J->gemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
                              J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
@@ -371,7 +531,7 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
                 if (J->dx) {
                     J->gemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
                              cols);
-                    col2im_tile(d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                    col2im_tile(J->v512, d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 }
             }
         }
@@ -425,7 +585,7 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
     } else {
         conv_job J = {d,    make_tiling(b, d), 0,    0,    vt_pool_threads(POOL(b)), x,
                       w,    NULL,              y,    NULL, NULL,                     ws,
-                      d->keep_columns, GEMM(b)};
+                      d->keep_columns, GEMM(b), ((const cpu_backend *)b)->conv_avx512};
         J.parts = shares(b, &J.t, d, 0);
         vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     }
@@ -449,7 +609,8 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
         return VT_OK;
     }
     conv_job J = {d,  make_tiling(b, d), 0,  1,  vt_pool_threads(POOL(b)), x, w, dy, NULL, dx,
-                  dw, ws,                d->keep_columns, GEMM(b)};
+                  dw, ws,                d->keep_columns, GEMM(b),
+                  ((const cpu_backend *)b)->conv_avx512};
     J.parts = shares(b, &J.t, d, 1);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     if (J.parts > 1) {

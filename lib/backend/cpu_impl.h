@@ -37,6 +37,8 @@ typedef struct cpu_backend {
     vt_cpu_gemm_fn gemm;  /* every product of the backend (convolutions, linear layers) */
     size_t conv_cap;      /* floats of one im2col tile (cpu_conv.c) */
     size_t conv_min_cols; /* ... but at least this many columns */
+    int conv_avx512;      /* same-padding im2col/col2im in AVX-512 (the CPU has it; tests
+                           * may clear it to run the portable loops) */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
