@@ -427,6 +427,89 @@ static void test_full_run(int rank)
     vt_dataset_destroy(ds);
 }
 
+/* ---- validation over the ranks ---- */
+
+/* A run of 2 ranks validates its val split in shards (batch i on rank i % 2, the last batch
+ * short, so the shards differ in size) and merges them; its last epoch's metrics must be
+ * those of one process validating the trained weights alone (vt_trainer_validate, dist=off),
+ * on every rank: counts exactly, losses to float rounding (the shards' sums add in another
+ * order). */
+static void val_equality(int rank, const char *what, vt_task task, const char *model,
+                         const char *data_opts, const char *model_opts, const vt_metric *metric,
+                         int nm)
+{
+    char data[4096];
+    CHECK(make_task_data(data, sizeof data, what, rank, task, data_opts) == VT_OK, "synth: %s",
+          vt_last_error());
+    vt_dataset *ds;
+    if (vt_dataset_open(&ds, task, data)) {
+        CHECK(0, "%s: open: %s", what, vt_last_error());
+        return;
+    }
+    vt_model *m;
+    CHECK(vt_model_create(&m, model, vt_dataset_num_classes(ds), model_opts) == VT_OK,
+          "%s: model: %s", what, vt_last_error());
+    vt_trainer *t;
+    CHECK(vt_trainer_create(&t, m, ds) == VT_OK, "%s: trainer", what);
+    const char *s[] = {"epochs=2", "batch=4", "seed=1", "workers=0", "save=0", "ema=0",
+                       "mosaic=0", "warmup_epochs=0", NULL};
+    set_all(t, quiet_aug);
+    set_all(t, s);
+    double t0 = MPI_Wtime();
+    CHECK(vt_trainer_run(t) == VT_OK, "%s: 2-rank run: %s", what, vt_trainer_last_error(t));
+    double secs = MPI_Wtime() - t0;
+    double dist[32] = {0}, alone[32] = {0};
+    for (int i = 0; i < nm; i++)
+        CHECK(vt_trainer_metric(t, metric[i], &dist[i]) == VT_OK, "%s: no metric %d", what,
+              metric[i]);
+    vt_trainer_destroy(t); /* the trained weights to the model */
+    vt_trainer *one;
+    CHECK(vt_trainer_create(&one, m, ds) == VT_OK, "%s: trainer", what);
+    const char *s1[] = {"batch=4", "workers=0", "dist=off", NULL};
+    set_all(one, s1);
+    CHECK(vt_trainer_validate(one, VT_SPLIT_VAL) == VT_OK, "%s: validate: %s", what,
+          vt_trainer_last_error(one));
+    int nonzero = 0;
+    for (int i = 0; i < nm; i++) {
+        CHECK(vt_trainer_metric(one, metric[i], &alone[i]) == VT_OK, "%s: no metric", what);
+        double tol = metric[i] == VT_METRIC_VAL_LOSS ? 1e-5 * (fabs(alone[i]) + 1e-3) : 1e-12;
+        CHECK(fabs(dist[i] - alone[i]) <= tol, "%s: metric %d over 2 ranks %.9g, alone %.9g",
+              what, metric[i], dist[i], alone[i]);
+        nonzero += metric[i] != VT_METRIC_VAL_LOSS && alone[i] > 0;
+    }
+    CHECK(nonzero > 0, "%s: every metric is 0: the check would not see a lost shard", what);
+    if (rank == 0) {
+        printf("sharded validation (%s): 2 ranks = 1 process:", what);
+        for (int i = 0; i < nm; i++) printf(" %.6g", dist[i]);
+        printf(" (run %.2f s)\n", secs);
+    }
+    vt_trainer_destroy(one);
+    vt_model_destroy(m);
+    vt_dataset_destroy(ds);
+}
+
+static void test_sharded_val(int rank)
+{
+    const vt_metric cls[] = {VT_METRIC_VAL_LOSS, VT_METRIC_TOP1, VT_METRIC_TOP5};
+    /* 3 x 7 = 21 val images: batches of 4, 4, 4, 4, 4, 1 (shards of 12 and 9) */
+    val_equality(rank, "val_cls", VT_TASK_CLASSIFY, "cnn-small",
+                 "classes=3 train=8 val=7 imgsz=16 seed=7", "imgsz=16", cls, 3);
+    /* 3 val images, one batch: rank 1's shard is empty */
+    val_equality(rank, "val_cls1", VT_TASK_CLASSIFY, "cnn-small",
+                 "classes=3 train=8 val=1 imgsz=16 seed=7", "imgsz=16", cls, 3);
+    const vt_metric det[] = {VT_METRIC_VAL_LOSS, VT_METRIC_PRECISION, VT_METRIC_RECALL,
+                             VT_METRIC_MAP50, VT_METRIC_MAP50_95, VT_METRIC_F1};
+    val_equality(rank, "val_det", VT_TASK_DETECT, "det-n",
+                 "classes=3 train=24 val=11 imgsz=32 seed=5 max_objects=3", "imgsz=32", det, 6);
+    const vt_metric seg[] = {VT_METRIC_VAL_LOSS, VT_METRIC_MIOU, VT_METRIC_PIXEL_ACC};
+    val_equality(rank, "val_seg", VT_TASK_SEGMENT, "seg-n",
+                 "classes=3 train=16 val=9 imgsz=32 seed=5", "imgsz=32", seg, 3);
+    const vt_metric inst[] = {VT_METRIC_VAL_LOSS, VT_METRIC_MAP50_95, VT_METRIC_MASK_MAP50,
+                              VT_METRIC_MASK_MAP50_95, VT_METRIC_MASK_RECALL};
+    val_equality(rank, "val_iseg", VT_TASK_INSTANCE, "iseg-n",
+                 "classes=3 train=10 val=7 imgsz=32 seed=5 max_objects=3", "imgsz=32", inst, 5);
+}
+
 /* ---- resume on another rank count ---- */
 
 typedef struct resume_trace {
@@ -748,6 +831,7 @@ static int run_mpi(void)
     test_equality(rank); /* the first run starts MPI */
     test_every_step(rank);
     test_full_run(rank);
+    test_sharded_val(rank);
     test_resume(rank);
     int bad = failures;
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

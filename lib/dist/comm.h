@@ -36,6 +36,10 @@ typedef struct vt_comm_ops {
     vt_status (*bcast)(vt_comm *c, void *x, size_t bytes, int root);
     /* The same for host memory (always host, whatever the backend). */
     vt_status (*bcast_host)(vt_comm *c, void *x_host, size_t bytes, int root);
+    /* Every rank's bytes of host memory, concatenated in rank order into all_host on every
+     * rank: rank r sends bytes[r] (the same array on every rank) from mine_host. */
+    vt_status (*allgather_host)(vt_comm *c, const void *mine_host, const size_t *bytes,
+                                void *all_host);
 } vt_comm_ops;
 
 struct vt_comm {

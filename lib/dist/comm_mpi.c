@@ -89,12 +89,35 @@ static vt_status mpi_bcast(vt_comm *c, void *x, size_t bytes, int root)
     return VT_OK;
 }
 
+static vt_status mpi_allgather(vt_comm *c, const void *mine, const size_t *bytes, void *all)
+{
+    mpi_comm *m = (mpi_comm *)c;
+    int n = c->size;
+    int *cnt = vt_malloc(2 * (size_t)n * sizeof(int));
+    if (!cnt) return VT_ERR_OUT_OF_MEMORY;
+    size_t off = 0;
+    for (int r = 0; r < n; r++) {
+        if (bytes[r] > INT_MAX || off > INT_MAX) {
+            free(cnt);
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "MPI: gathering %zu bytes of rank %d at "
+                           "offset %zu (more than 2 GB)", bytes[r], r, off);
+        }
+        cnt[r] = (int)bytes[r];
+        cnt[n + r] = (int)off;
+        off += bytes[r];
+    }
+    int rc = MPI_Allgatherv(mine, cnt[c->rank], MPI_BYTE, all, cnt, cnt + n, MPI_BYTE, m->comm);
+    free(cnt);
+    return rc == MPI_SUCCESS ? VT_OK : mpi_fail(rc, "MPI_Allgatherv");
+}
+
 static const vt_comm_ops mpi_ops = {
     .destroy = mpi_destroy,
     .allreduce_scaled = mpi_allreduce_scaled,
     .allreduce_host = mpi_allreduce_host,
     .bcast = mpi_bcast,
     .bcast_host = mpi_bcast, /* the CPU backend's memory is host memory */
+    .allgather_host = mpi_allgather,
 };
 
 int vt_comm_mpi_available(void) { return 1; }

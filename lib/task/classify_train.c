@@ -76,6 +76,11 @@ static vt_status cls_evaluate(vt_task_ctx *c, vt_split split, int batch, vt_load
     if (vt_task_confusion(c, K <= 4096 ? K : 0) != VT_OK) vt_err_clear();
     cls_eval v = {0, 0, 0, 0};
     TRY(c->eval_batches(c, split, batch, keep, cls_batch, &v));
+    double sums[4] = {v.loss, (double)v.seen, (double)v.top1, (double)v.top5};
+    TRY(vt_task_shard_sum(c, sums, 4));
+    TRY(vt_task_shard_confusion(c));
+    v.loss = sums[0];
+    v.seen = (long)sums[1], v.top1 = (long)sums[2], v.top5 = (long)sums[3];
     vt_progress_set(c->prog, VT_METRIC_VAL_LOSS, v.loss / v.seen);
     vt_progress_set(c->prog, VT_METRIC_TOP1, (double)v.top1 / v.seen);
     vt_progress_set(c->prog, VT_METRIC_TOP5, (double)v.top5 / v.seen);

@@ -235,7 +235,8 @@ static int cmp_record(const void *pa, const void *pb)
     const vt_det_record *a = pa, *b = pb;
     if (a->cls != b->cls) return a->cls < b->cls ? -1 : 1;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+    if (a->image != b->image) return a->image < b->image ? -1 : 1;
+    return a->k < b->k ? -1 : a->k > b->k;
 }
 
 static double iou_threshold(int t) { return (50 + 5 * t) / 100.0; }
@@ -294,6 +295,7 @@ void vt_det_eval_reset(vt_det_eval *ev)
 {
     size_t k = (size_t)ev->nc + 1;
     ev->nrec = 0;
+    ev->image = 0;
     memset(ev->num_gt, 0, (size_t)ev->nc * sizeof *ev->num_gt);
     memset(ev->confusion, 0, k * k * sizeof *ev->confusion);
 }
@@ -411,9 +413,11 @@ static vt_status match_image(vt_det_eval *ev, const vt_det *pred, int np, const 
                 tp |= (uint16_t)(1u << t);
             }
         }
-        ev->rec[ev->nrec] = (vt_det_record){pred[d].score, pred[d].cls, (uint32_t)ev->nrec, tp};
+        ev->rec[ev->nrec] = (vt_det_record){pred[d].score, pred[d].cls, ev->image, (uint32_t)o,
+                                            tp};
         ev->nrec++;
     }
+    ev->image++;
     return VT_OK;
 }
 
@@ -443,6 +447,24 @@ vt_status vt_det_eval_add_masks(vt_det_eval *ev, const vt_det *pred, int np,
         vt_det_mask_iou(pred_masks, np, gt_masks, ng, w, h, ev->mask_scratch, ev->iou);
     }
     return match_image(ev, pred, np, gt, ng);
+}
+
+vt_status vt_det_eval_absorb(vt_det_eval *ev, const vt_det_record *rec, size_t n,
+                             const int64_t *num_gt, const int64_t *confusion)
+{
+    vt_status st;
+    GROW(st, ev->rec, ev->caprec, ev->nrec + n + 1);
+    if (st) return st;
+    for (size_t i = 0; i < n; i++)
+        if (rec[i].cls < 0 || rec[i].cls >= ev->nc)
+            return vt_fail(VT_ERR_INVALID_ARGUMENT, "evaluation: a merged record of class %d "
+                           "(%d classes)", rec[i].cls, ev->nc);
+    if (n) memcpy(ev->rec + ev->nrec, rec, n * sizeof *rec);
+    ev->nrec += n;
+    size_t k = (size_t)ev->nc + 1;
+    for (int c = 0; num_gt && c < ev->nc; c++) ev->num_gt[c] += num_gt[c];
+    for (size_t i = 0; confusion && i < k * k; i++) ev->confusion[i] += confusion[i];
+    return VT_OK;
 }
 
 /* 101-point interpolated AP of one class at threshold bit t over records r[0..n) sorted by

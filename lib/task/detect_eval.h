@@ -68,7 +68,10 @@ vt_status vt_det_head_decode(const float *out, int n, int i, int nc, const vt_de
 typedef struct vt_det_record {
     float score;
     int cls;
-    uint32_t seq;  /* arrival order: equal scores keep it, like pycocotools' stable sort */
+    /* equal scores keep the order of arrival, like pycocotools' stable sort: the image's key
+     * (vt_det_eval's `image` when it was added), then the score order within the image */
+    uint32_t image;
+    uint32_t k;
     uint16_t tp;   /* bit t set: true positive at IoU threshold t */
 } vt_det_record;
 
@@ -79,6 +82,10 @@ typedef struct vt_det_eval {
     size_t nrec, caprec;
     int64_t *num_gt;    /* nc */
     int64_t *confusion; /* (nc+1)^2 */
+    /* the key of the next image added (0 after init and reset; each add moves it on by one):
+     * an evaluation split over processes sets it to the image's index in the split before
+     * adding it, so that the merged records tie-break as one process's do */
+    uint32_t image;
     /* scratch, grown as needed; every cap_* is in bytes */
     float *iou;
     size_t cap_iou;
@@ -121,6 +128,11 @@ vt_status vt_det_eval_add(vt_det_eval *ev, const vt_det *pred, int npred, const 
 vt_status vt_det_eval_add_masks(vt_det_eval *ev, const vt_det *pred, int npred,
                                 const uint8_t *pred_masks, const vt_det *gt, int ngt,
                                 const uint8_t *gt_masks, int w, int h);
+/* Adds n records and the ground-truth counts (nc) and confusion matrix ((nc+1)^2) of other
+ * images, evaluated elsewhere (another process's shard of the split), as if added here; NULL
+ * counts or matrix: none to add. */
+vt_status vt_det_eval_absorb(vt_det_eval *ev, const vt_det_record *rec, size_t n,
+                             const int64_t *num_gt, const int64_t *confusion);
 /* conf < 0: the threshold maximising the mean F1; else P/R/F1 at that threshold. */
 vt_status vt_det_eval_compute(vt_det_eval *ev, double conf, vt_det_metrics *out);
 /* The curves behind those metrics, at IoU 0.5, per class c (-1 throughout for a class without

@@ -183,6 +183,7 @@ static vt_status det_batch(vt_task_ctx *c, struct vt_loader *L, int ok, void *ar
                         1.0f, g->cls};
             st = vt_det_list_push(&v->gts, &d);
         }
+        t->det_eval->image = (uint32_t)di; /* its split index: shards merge in image order */
         if (!st) st = vt_det_eval_add(t->det_eval, v->dets.v, v->dets.n, v->gts.v, v->gts.n);
     }
     return st;
@@ -224,6 +225,10 @@ static vt_status det_evaluate(vt_task_ctx *c, vt_split split, int batch,
     vt_det_list_free(&v.dets);
     vt_det_list_free(&v.gts);
     if (st) return st;
+    double sums[2] = {v.loss, (double)v.batches};
+    TRY(vt_task_shard_sum(c, sums, 2));
+    v.loss = sums[0], v.batches = (long)sums[1];
+    TRY(vt_task_shard_det_eval(c, t->det_eval));
     vt_det_metrics mt;
     TRY(vt_det_eval_compute(t->det_eval, -1.0, &mt));
     /* The confusion matrix for confusion_matrix.png: rows true class, the last one background

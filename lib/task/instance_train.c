@@ -257,6 +257,8 @@ static vt_status inst_batch(vt_task_ctx *c, struct vt_loader *L, int n, void *ar
             v->gts[j] = b[j];
             for (size_t p = 0; p < HW; p++) gm[(size_t)j * HW + p] = map[p] == (uint16_t)(j + 1);
         }
+        /* its split index: shards merge in image order */
+        t->box_eval->image = t->mask_eval->image = (uint32_t)c->host_labels[k];
         TRY(vt_det_eval_add(t->box_eval, v->dec.dets, nd, v->gts, nb));
         TRY(vt_det_eval_add_masks(t->mask_eval, v->dec.dets, nd, v->dec.masks, v->gts, nb, gm,
                                   mw, mh));
@@ -293,6 +295,11 @@ static vt_status inst_evaluate(vt_task_ctx *c, vt_split split, int batch,
     free(v.gts);
     free(v.gmask);
     if (st) return st;
+    double sums[2] = {v.loss, (double)v.batches};
+    TRY(vt_task_shard_sum(c, sums, 2));
+    v.loss = sums[0], v.batches = (long)sums[1];
+    TRY(vt_task_shard_det_eval(c, t->box_eval));
+    TRY(vt_task_shard_det_eval(c, t->mask_eval));
     vt_det_metrics bm, mm;
     TRY(vt_det_eval_compute(t->box_eval, -1.0, &bm));
     TRY(vt_det_eval_compute(t->mask_eval, -1.0, &mm));

@@ -152,6 +152,10 @@ static vt_status seg_evaluate(vt_task_ctx *c, vt_split split, int batch, struct 
     }
     seg_val v = {0, 0};
     TRY(c->eval_batches(c, split, batch, keep, seg_batch, &v));
+    double sums[2] = {v.loss, v.labelled};
+    TRY(vt_task_shard_sum(c, sums, 2));
+    v.loss = sums[0], v.labelled = sums[1];
+    TRY(vt_task_shard_sum_i64(c, *c->confusion, (size_t)K * K));
     double iou_sum = 0, diag = 0, all = 0;
     int classes = 0;
     for (int c = 0; c < K; c++) {

@@ -71,6 +71,19 @@ struct vt_task_ctx {
      * VT_ERR_DATASET when the split is empty or nothing could be read. */
     vt_status (*eval_batches)(vt_task_ctx *c, vt_split split, int batch, struct vt_loader **keep,
                               vt_task_batch_fn fn, void *arg);
+    /* A validation split over the ranks of a distributed run: while the trainer validates
+     * with them, shards > 1 and eval_batches runs this rank's batches only (batch i of the
+     * split on shard i % shards); the task then merges what it counted with the two hooks, so
+     * that every shard ends with the metrics of the whole split, those of one process.  Alone:
+     * shard 0 of 1, and the hooks leave their values as they are.  Each hook is collective:
+     * every shard calls it, in the same order, with the same n. */
+    int shard, shards;
+    /* x[0..n) summed over the shards, on every shard */
+    vt_status (*shard_sum)(vt_task_ctx *c, double *x, size_t n);
+    /* every shard's `bytes` at mine, in shard order, into *all (vt_malloc'd, the caller frees;
+     * NULL when empty), *all_bytes in all */
+    vt_status (*shard_gather)(vt_task_ctx *c, const void *mine, size_t bytes, void **all,
+                              size_t *all_bytes);
     void *trainer;             /* eval_batches' own */
     void *state;               /* the task's private state (state_size bytes, zeroed) */
 };
@@ -155,6 +168,18 @@ vt_status vt_arch_unknown(const char *name);
 
 /* A confusion matrix of k x k for c (zeroed); VT_ERR_OUT_OF_MEMORY when it cannot be had. */
 vt_status vt_task_confusion(vt_task_ctx *c, int k);
+
+/* ---- a validation split over shards (the ctx's shard fields; collective, no-ops alone) ---- */
+/* x[0..n) summed over the shards; the same for counts (exact below 2^53). */
+vt_status vt_task_shard_sum(vt_task_ctx *c, double *x, size_t n);
+vt_status vt_task_shard_sum_i64(vt_task_ctx *c, int64_t *x, size_t n);
+/* The confusion matrix summed over the shards; dropped on all of them when one has none (it
+ * ran out of memory for it). */
+vt_status vt_task_shard_confusion(vt_task_ctx *c);
+/* A detection evaluator's records, ground-truth counts and confusion matrix: every shard's,
+ * on every shard (the records' image keys must be the images' split indices). */
+struct vt_det_eval;
+vt_status vt_task_shard_det_eval(vt_task_ctx *c, struct vt_det_eval *ev);
 
 /* The segmentation mosaics' tile (segment_plots.c): the class mask of the dataset and the
  * model's predicted mask. */

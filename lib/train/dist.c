@@ -20,9 +20,10 @@
  * run): the running update is linear, so averaging once equals averaging at every step.
  *
  * The ranks stay in lock step: every decision that ends or skips something (the time budget,
- * cancel, an unreadable batch, a failure) is reduced, so all ranks take it together; rank 0
- * validates and sends its metrics, so the fitness, early stopping and best epoch agree; only
- * rank 0 writes the run folder. */
+ * cancel, an unreadable batch, a failure) is reduced, so all ranks take it together; every
+ * rank validates its shard of the val split and the task merges the shards (task.h's shard
+ * hooks, evaluate.c), then rank 0's metrics are sent to all, so the fitness, early stopping
+ * and best epoch agree; only rank 0 writes the run folder. */
 #include <math.h>
 #include <string.h>
 

@@ -42,7 +42,9 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
     int *idx = vt_malloc((size_t)batch * sizeof(int));
     vt_status st = idx ? VT_OK : VT_ERR_OUT_OF_MEMORY;
     long seen = 0;
-    for (int b0 = 0; !st && b0 < total; b0 += batch) {
+    const vt_task_ctx *c = &t->tc; /* its shard fields: this rank's batches */
+    for (int b0 = 0, bi = 0; !st && b0 < total; b0 += batch, bi++) {
+        if (bi % c->shards != c->shard) continue;
         int n = total - b0 < batch ? total - b0 : batch, ok;
         for (int i = 0; i < n; i++) idx[i] = b0 + i;
         st = vt_trainer_fill_input(t, L, idx, n, 0, &ok);
@@ -57,8 +59,59 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
     }
     free(idx);
     if (!keep) vt_loader_destroy(L);
+    if (c->shards > 1) { /* the shards stop together, and count every shard's images */
+        double v[1] = {(double)seen};
+        st = vt_dist_agree(t, st, v, 1, VT_COMM_SUM);
+        seen = (long)v[0];
+    }
     if (st) return st;
     if (seen == 0) return vt_fail(VT_ERR_DATASET, "%s: no validation image could be read", ds->root);
+    return VT_OK;
+}
+
+/* The shard hooks of the task's context (task.h), over the run's communicator. */
+static vt_status ctx_shard_sum(vt_task_ctx *c, double *x, size_t n)
+{
+    vt_trainer *t = c->trainer;
+    if (c->shards <= 1 || !n) return VT_OK;
+    return t->comm->ops->allreduce_host(t->comm, x, n, VT_COMM_SUM);
+}
+
+static vt_status ctx_shard_gather(vt_task_ctx *c, const void *mine, size_t bytes, void **all,
+                                  size_t *all_bytes)
+{
+    vt_trainer *t = c->trainer;
+    *all = NULL;
+    *all_bytes = 0;
+    int n = c->shards > 1 ? c->shards : 1;
+    double *cnt = vt_calloc((size_t)n, sizeof *cnt);
+    size_t *sz = vt_calloc((size_t)n, sizeof *sz);
+    vt_status st = cnt && sz ? VT_OK : VT_ERR_OUT_OF_MEMORY;
+    if (n > 1) { /* every shard's size, then the bytes, once every shard has the room */
+        if (cnt) cnt[c->shard] = (double)bytes;
+        st = vt_dist_agree(t, st, NULL, 0, VT_COMM_MAX);
+        if (!st) st = ctx_shard_sum(c, cnt, (size_t)n);
+    } else if (cnt) {
+        cnt[0] = (double)bytes;
+    }
+    size_t total = 0;
+    for (int r = 0; !st && r < n; r++) total += sz[r] = (size_t)cnt[r];
+    void *buf = st ? NULL : vt_malloc(total ? total : 1);
+    if (!st && !buf) st = VT_ERR_OUT_OF_MEMORY;
+    if (n > 1) st = vt_dist_agree(t, st, NULL, 0, VT_COMM_MAX);
+    if (!st) {
+        if (n > 1) st = t->comm->ops->allgather_host(t->comm, mine, sz, buf);
+        else if (bytes) memcpy(buf, mine, bytes);
+    }
+    free(cnt);
+    free(sz);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *all = total ? buf : NULL;
+    *all_bytes = total;
+    if (!total) free(buf);
     return VT_OK;
 }
 
@@ -99,6 +152,10 @@ vt_task_ctx *vt_trainer_task_ctx(vt_trainer *t)
     c->confusion = &t->confusion;
     c->confusion_k = &t->confusion_k;
     c->eval_batches = ctx_eval_batches;
+    c->shards = t->dist_on && t->val_sharded ? t->world : 1;
+    c->shard = c->shards > 1 ? t->rank : 0;
+    c->shard_sum = ctx_shard_sum;
+    c->shard_gather = ctx_shard_gather;
     c->trainer = t;
     return c;
 }

@@ -976,16 +976,19 @@ static vt_status run_epoch(vt_trainer *t, run_state *r)
             t->stop = VT_STOP_TIME;
             return VT_OK;
         }
-        /* distributed: rank 0 validates (the replicas are identical) and sends its metrics,
-         * so that every rank decides the same (best epoch, early stopping) */
-        if (t->rank == 0) {
-            if (use_ema(t)) st = vt_ema_swap(t);
-            if (!st) {
-                st = vt_trainer_evaluate(t, VT_SPLIT_VAL, batch, &r->VL);
-                vt_status s2 = use_ema(t) ? vt_ema_swap(t) : VT_OK;
-                if (!st) st = s2;
-            }
+        /* distributed: every rank validates its shard of the split and the task merges the
+         * shards' counts, so every rank has the metrics of the whole split; rank 0's are
+         * then sent to all, so that every rank decides the same (best epoch, early
+         * stopping) to the last bit */
+        if (use_ema(t)) st = vt_ema_swap(t);
+        if (!st) {
+            t->val_sharded = 1;
+            st = vt_trainer_evaluate(t, VT_SPLIT_VAL, batch, &r->VL);
+            t->val_sharded = 0;
+            vt_status s2 = use_ema(t) ? vt_ema_swap(t) : VT_OK;
+            if (!st) st = s2;
         }
+        TRY(vt_dist_agree(t, st, NULL, 0, VT_COMM_MAX));
         TRY(vt_dist_share_metrics(t, st));
         val_seconds = clk->val_time = vt_now() - now;
         pos->elapsed += val_seconds;

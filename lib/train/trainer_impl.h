@@ -101,6 +101,7 @@ struct vt_trainer {
      * world once); dist_on only while vt_trainer_run trains with it */
     vt_comm *comm;
     int dist_on;
+    int val_sharded;             /* the run's validation: every rank its shard (evaluate.c) */
     int rank, world;             /* 0 and 1 unless dist_on */
     int step_images;             /* images of the last step over all ranks */
     vt_log_level log_level;      /* t->log.max_level outside a run (ranks > 0 lower it) */
