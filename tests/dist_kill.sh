@@ -7,6 +7,7 @@
 # the new one, never a torn file (the writer renames a complete temporary file over it).
 #
 #   dist_kill.sh VT SCRATCH_DIR
+# Then a whole 2-rank run: its summary lines are printed once (rank 0) and save= loads.
 # exit 0 pass, 1 fail, 77 skipped (no mpirun).
 set -u
 vt=$1 scratch=$2
@@ -96,6 +97,23 @@ for victim in 1 0; do
     echo "kill -9 rank $victim after $epochs epochs: mpirun ended in $secs s (status $rc), the" \
          "checkpoint $ok; mpirun said: $(grep "rank $victim .*signal" "$log" | head -1)"
 done
+# a whole 2-rank run through the CLI: rank 0 alone prints the run's lines and writes save=
+two=$scratch/two.log
+if mpirun --oversubscribe --allow-run-as-root --bind-to none -np 2 \
+    "$vt" train data="$data" model=cls-n epochs=2 imgsz=32 batch=8 workers=0 plots=0 \
+    progress=off project="$scratch/two" name=job save="$scratch/two.vtm" >"$two" 2>&1; then
+    before=$fails
+    for line in "training cls-n" "done in" "final validation" "saved " "run folder: .*(best"; do
+        n=$(grep -c "^$line" "$two")
+        [ "$n" = 1 ] || fail "2-rank vt train: $n lines '$line...', want rank 0's alone"
+    done
+    "$vt" val model="$scratch/two.vtm" data="$data" workers=0 >/dev/null 2>&1 ||
+        fail "2-rank vt train: save=$scratch/two.vtm does not load"
+    [ $fails -eq $before ] && echo "2-rank vt train: one summary, save= written by rank 0"
+else
+    fail "2-rank vt train failed:"
+    cat "$two"
+fi
 [ $fails -eq 0 ] && echo "dist_kill: ok" && exit 0
 echo "dist_kill: $fails failures"
 exit 1

@@ -196,6 +196,25 @@ static int run_env(void)
           strstr(vt_last_error(), "mpirun"),
           "RANK/WORLD_SIZE launch: status %d, '%s'", st, vt_last_error());
     free(w);
+    /* vt_trainer_rank before a run: the launcher's, unless dist=off */
+    {
+        vt_dataset *ds = NULL;
+        vt_model *m = NULL;
+        vt_trainer *t = NULL;
+        CHECK(vt_dataset_open(&ds, VT_TASK_CLASSIFY, data) == VT_OK &&
+                  vt_model_create(&m, "cnn-small", 2, "imgsz=16") == VT_OK &&
+                  vt_trainer_create(&t, m, ds) == VT_OK,
+              "trainer: %s", vt_last_error());
+        int world = 0;
+        CHECK(t && vt_trainer_rank(t, &world) == 1 && world == 2, "RANK=1 WORLD_SIZE=2: rank "
+              "%d of %d", t ? vt_trainer_rank(t, NULL) : -1, world);
+        CHECK(t && vt_trainer_set(t, "dist=off") == VT_OK && vt_trainer_rank(t, &world) == 0 &&
+                  world == 1, "dist=off: rank of %d", world);
+        CHECK(vt_trainer_rank(NULL, &world) == 0 && world == 1, "NULL trainer");
+        vt_trainer_destroy(t);
+        vt_model_destroy(m);
+        vt_dataset_destroy(ds);
+    }
     /* dist=off: trains alone whatever the environment says */
     const char *off[] = {"epochs=1", "batch=4", "save=0", "val=0", "workers=0", "dist=off",
                          NULL};
@@ -385,9 +404,18 @@ static void test_full_run(int rank)
     set_all(t, s);
     log_seen seen = {0};
     vt_trainer_set_log(t, on_log, &seen, VT_LOG_INFO);
+    int world = 0;
+    CHECK(vt_trainer_rank(t, &world) == rank && world == 2, "before the run: rank %d of %d",
+          vt_trainer_rank(t, NULL), world);
     double t0 = MPI_Wtime();
     vt_status st = vt_trainer_run(t);
     double secs = MPI_Wtime() - t0;
+    CHECK(vt_trainer_rank(t, &world) == rank && world == 2, "after the run: rank %d of %d",
+          vt_trainer_rank(t, NULL), world);
+    CHECK(vt_trainer_set(t, "dist=off") == VT_OK, "dist=off");
+    CHECK(vt_trainer_rank(t, &world) == rank && world == 2, "dist=off after a 2-rank run: "
+          "rank %d of %d (still the last run's)", vt_trainer_rank(t, NULL), world);
+    CHECK(vt_trainer_set(t, "dist=auto") == VT_OK, "dist=auto");
     CHECK(st == VT_OK, "2-epoch run: %s", vt_trainer_last_error(t));
     CHECK(vt_trainer_stop_reason(t) == VT_STOP_COMPLETED, "stop reason %d",
           vt_trainer_stop_reason(t));

@@ -329,7 +329,9 @@ static int train(args *a, double *fitness_out)
     if (ca.epochs && !given_epochs) epochs = strtod(ca.epochs, NULL);
     if (ca.batch && !given_batch) batch = strtod(ca.batch, NULL);
     cs.ps.auto_batch = batch < 0;
-    if (!quiet) { /* progress=off too: only the bar and the epoch table are left out */
+    /* one of several ranks (mpirun): rank 0 alone prints the run and writes save= */
+    int world = 1, rank = vt_trainer_rank(t, &world), mute = quiet || rank > 0;
+    if (!mute) { /* progress=off too: only the bar and the epoch table are left out */
         char bs[32];
         if (batch < 0) snprintf(bs, sizeof bs, "auto");
         else snprintf(bs, sizeof bs, "%.0f", batch);
@@ -368,7 +370,7 @@ static int train(args *a, double *fitness_out)
         goto out;
     }
     char tb[32];
-    if (rc == 0 && !quiet) {
+    if (rc == 0 && !mute) {
         printf("done in %s", fmt_duration(now_s() - t0, tb, sizeof tb));
         if (cs.ps.best_epoch)
             printf("; best %s %.4f at epoch %d%s", vt_metric_label(vt_task_fitness(cs.ps.task)),
@@ -379,25 +381,25 @@ static int train(args *a, double *fitness_out)
             printf("nothing to train: the run had finished its %.0f epochs; give epochs= above "
                    "%.0f to extend it\n", epochs, epochs);
     }
-    final_validation(t, cs.ps.task, quiet, fitness_out);
+    final_validation(t, cs.ps.task, mute, fitness_out);
     const char *dir = vt_trainer_run_dir(t);
     char best[4200];
     snprintf(best, sizeof best, "%s/weights/best.vtm", dir);
     int have_best = *dir && is_file(best);
-    if (write_model) {
+    if (write_model && vt_trainer_rank(t, NULL) == 0) {
         /* save= gets the best weights, as weights/best.vtm (the last ones stay in last.vtm) */
         vt_model *bm = NULL;
         vt_status sst = have_best ? vt_model_load(&bm, best) : VT_OK;
         if (!sst) sst = vt_model_save(bm ? bm : m, save);
         if (sst) rc = fail(cmd, sst, bm ? vt_model_last_error(bm) : vt_model_last_error(m));
-        else if (have_best && !quiet)
+        else if (have_best && !mute)
             printf("saved %s: the best weights (a copy of %s)\n", save, best);
-        else if (!quiet)
+        else if (!mute)
             printf("saved %s: the last weights%s\n", save,
                    rc == EXIT_INTERRUPTED ? " (reached so far)" : " (no run folder with save=0)");
         vt_model_destroy(bm);
     }
-    if (*dir && !quiet) {
+    if (*dir && !mute) {
         /* stopped early (Ctrl-C, time=): continue; completed or early-stopped: extend */
         vt_stop_reason why = vt_trainer_stop_reason(t);
         int cont = rc == EXIT_INTERRUPTED || why == VT_STOP_TIME;

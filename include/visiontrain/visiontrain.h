@@ -1299,6 +1299,14 @@ VT_API const char *vt_trainer_run_dir(const vt_trainer *trainer);
 /* Why the last vt_trainer_run() stopped (VT_STOP_NONE before a run or after a failure). */
 VT_API vt_stop_reason vt_trainer_stop_reason(const vt_trainer *trainer);
 
+/* This process's rank among the processes the trainer's runs train with, and (world, may be
+ * NULL) how many there are: those of the last vt_trainer_run(), before one those it will use
+ * (the launcher's, e.g. mpirun's, unless dist=off); 0 of 1 for a process training alone.  Only
+ * rank 0 writes a run folder and calls the progress callback, so a program run as several
+ * ranks prints and saves its own files on rank 0 only.  Reads the environment; starts
+ * nothing. */
+VT_API int vt_trainer_rank(const vt_trainer *trainer, int *world);
+
 /* One optimisation step on caller data: `images` is batch x channels x imgsz x imgsz float32
  * NCHW (already normalised, typically pixel/255), `labels` holds class ids.  Uses the
  * learning rate lr0 (no schedule).  The mean loss of the batch is stored in *loss if non-NULL.

@@ -37,8 +37,8 @@ static int is_adamw(const vt_trainer *t)
 vt_status vt_dist_begin(vt_trainer *t)
 {
     t->dist_on = 0;
-    t->rank = 0;
-    t->world = 1;
+    t->last_rank = t->rank = 0;
+    t->last_world = t->world = 1;
     t->log_level = t->log.max_level;
     if (strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") == 0) return VT_OK;
     if (!t->comm) VT_TRY(vt_comm_open(&t->comm, t->be));
@@ -48,8 +48,8 @@ vt_status vt_dist_begin(vt_trainer *t)
                        "CPU backends, not device=%s (GPU ranks need the NCCL engine, not built "
                        "yet)", t->comm->rank, t->comm->size, t->comm->engine, t->device);
     t->dist_on = 1;
-    t->rank = t->comm->rank;
-    t->world = t->comm->size;
+    t->last_rank = t->rank = t->comm->rank;
+    t->last_world = t->world = t->comm->size;
     /* only rank 0 logs the run; the others say what goes wrong */
     if (t->rank > 0 && t->log.max_level > VT_LOG_WARNING) t->log.max_level = VT_LOG_WARNING;
     return VT_OK;

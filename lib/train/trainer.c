@@ -275,6 +275,20 @@ VT_API vt_stop_reason vt_trainer_stop_reason(const vt_trainer *t)
     return t ? t->stop : VT_STOP_NONE;
 }
 
+VT_API int vt_trainer_rank(const vt_trainer *t, int *world)
+{
+    int size = 1, rank = 0, via;
+    if (t && t->last_world > 0) { /* the ranks of the last run */
+        size = t->last_world;
+        rank = t->last_rank;
+    } else if (t && strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") != 0) {
+        vt_comm_launch(&size, &rank, &via);
+    }
+    if (size < 1 || rank < 0 || rank >= size) size = 1, rank = 0;
+    if (world) *world = size;
+    return rank;
+}
+
 VT_API vt_status vt_trainer_set_int(vt_trainer *t, vt_option o, int64_t v)
 {
     if (!t) return vt_fail(VT_ERR_INVALID_ARGUMENT, "NULL trainer");

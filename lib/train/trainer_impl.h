@@ -103,6 +103,7 @@ struct vt_trainer {
     int dist_on;
     int val_sharded;             /* the run's validation: every rank its shard (evaluate.c) */
     int rank, world;             /* 0 and 1 unless dist_on */
+    int last_rank, last_world;   /* those of the last run (world 0 before one) */
     int step_images;             /* images of the last step over all ranks */
     vt_log_level log_level;      /* t->log.max_level outside a run (ranks > 0 lower it) */
 };
