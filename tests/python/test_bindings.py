@@ -433,6 +433,7 @@ class TestRunFolder(unittest.TestCase):
             t.run(callback=lambda event, p: events.append(p))
             run_dir = t.run_dir
             self.assertEqual(t.stop_reason, vt.StopReason.COMPLETED)
+            self.assertEqual(t.rank, (0, 1))  # one process: rank 0 of 1
             metrics = t.metrics()
         self.assertEqual(os.path.realpath(run_dir),
                          os.path.realpath(os.path.join(project, "classify", "exp")))

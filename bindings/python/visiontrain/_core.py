@@ -1577,6 +1577,15 @@ class Trainer(_Closable):
         except ValueError:
             return r
 
+    @property
+    def rank(self):
+        """(rank, world): this process's rank among the processes runs train with (mpirun),
+        and how many there are; (0, 1) for a process training alone.  Only rank 0 writes the
+        run folder: print and save your own files there."""
+        world = ctypes.c_int(1)
+        r = self._lib.vt_trainer_rank(self._ptr(), ctypes.byref(world))
+        return r, world.value
+
     def step(self, images, labels):
         """One optimisation step on a batch; returns the batch's mean loss.
 

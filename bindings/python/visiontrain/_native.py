@@ -179,6 +179,7 @@ PROTOTYPES = {
     "vt_checkpoint_args": (c_status, [c_char_p, c_char_p, ctypes.c_size_t,
                                       POINTER(ctypes.c_size_t)]),
     "vt_trainer_stop_reason": (c_enum, [c_void_p]),
+    "vt_trainer_rank": (c_int, [c_void_p, POINTER(c_int)]),
     "vt_trainer_step": (c_status, [c_void_p, POINTER(c_float), POINTER(ctypes.c_int32), c_int,
                                    POINTER(c_float)]),
     "vt_trainer_validate": (c_status, [c_void_p, c_enum]),
