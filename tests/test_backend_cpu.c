@@ -432,6 +432,135 @@ static void expect_same(const float *a, const float *b, size_t n, const char *wh
                       (double)a[i], (double)b[i]);
 }
 
+/* sync_bn's hook (vt_backend_cpu_set_bn_sync) as if a second process had the same images:
+ * every sum doubled.  The statistics are then those of the batch taken twice, so each op must
+ * give what it gives on the duplicated batch (its first copy; dgamma and dbeta, this process's
+ * own, half of the duplicated batch's). */
+typedef struct { int fwd, bwd, channels; } sync_seen;
+
+static vt_status double_sums(void *ctx, double *q, int channels, int backward)
+{
+    sync_seen *s = ctx;
+    s->channels = channels;
+    ++*(backward ? &s->bwd : &s->fwd);
+    for (int i = 0; i < 3 * channels; i++) q[i] *= 2;
+    return VT_OK;
+}
+
+static vt_status failing_sync(void *ctx, double *q, int channels, int backward)
+{
+    (void)ctx, (void)q, (void)channels, (void)backward;
+    return vt_fail(VT_ERR_IO, "the other ranks are gone");
+}
+
+static void expect_close(const float *a, const float *b, size_t n, double tol, const char *what)
+{
+    double scale = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs((double)a[i] - b[i]) <= tol * (scale > 1 ? scale : 1),
+                      "%s [%zu]: %.9g vs %.9g", what, i, (double)a[i], (double)b[i]);
+}
+
+START_TEST(test_bn_sync)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    const vt_backend_ops *o = be->ops;
+    enum { C = 3, N = 2, H = 6, W = 4 };
+    size_t m = (size_t)N * H * W, n = C * m, m2 = 2 * m;
+    float x[C * N * H * W], dy[C * N * H * W], x2[2 * C * N * H * W], dy2[2 * C * N * H * W];
+    fill_f(x, n, 3);
+    fill_f(dy, n, 4);
+    for (int c = 0; c < C; c++) /* channel c of the duplicated batch: x_c twice */
+        for (int k = 0; k < 2; k++) {
+            memcpy(x2 + c * m2 + k * m, x + c * m, m * 4);
+            memcpy(dy2 + c * m2 + k * m, dy + c * m, m * 4);
+        }
+    float gamma[C] = {1.5f, -0.5f, 0.8f}, beta[C] = {0.2f, -1.0f, 0.1f};
+    for (int act = 0; act < 4; act++) { /* none, ReLU, SiLU, ReLU + 2x2 max pool */
+        vt_act A = act == 0 ? VT_ACT_NONE : act == 2 ? VT_ACT_SILU : VT_ACT_RELU;
+        int pool = act == 3;
+        vt_pool_desc pd = {C * N, H, W, H / 2, W / 2, 2, 2, 0}, pd2 = pd;
+        pd2.planes = 2 * C * N;
+        float rm[C] = {0.1f, 0, -0.2f}, rv[C] = {1, 1, 1}, rm2[C], rv2[C], sm[C], si[C], sm2[C],
+              si2[C], dg[C], db[C], dg2[C], db2[C];
+        memcpy(rm2, rm, sizeof rm), memcpy(rv2, rv, sizeof rv);
+        float y[C * N * H * W], y2[2 * C * N * H * W], dx[C * N * H * W], dx2[2 * C * N * H * W];
+        float py[C * N * H * W], py2[2 * C * N * H * W];
+        int32_t idx[C * N * H * W], idx2[2 * C * N * H * W];
+        size_t pn = (size_t)C * N * pd.ho * pd.wo;
+        /* the duplicated batch, unsynchronised */
+        if (pool) {
+            ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m2, x2, gamma, beta, 1e-5f,
+                                                          0.1f, rm2, rv2, sm2, si2, &pd2, py2,
+                                                          idx2), VT_OK);
+            ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m2, x2, gamma, beta, sm2, si2,
+                                                     &pd2, idx2, py2, dx2, 0, dg2, db2), VT_OK);
+        } else if (A == VT_ACT_NONE) {
+            ck_assert_int_eq(o->bn_forward_train(be, C, m2, x2, gamma, beta, 1e-5f, 0.1f, rm2,
+                                                 rv2, sm2, si2, y2), VT_OK);
+            ck_assert_int_eq(o->bn_backward(be, C, m2, x2, gamma, sm2, si2, dy2, dx2, 0, dg2,
+                                            db2), VT_OK);
+        } else {
+            ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m2, x2, gamma, beta, 1e-5f, 0.1f,
+                                                     rm2, rv2, sm2, si2, y2), VT_OK);
+            ck_assert_int_eq(o->bn_act_backward(be, A, C, m2, x2, y2, gamma, beta, sm2, si2, dy2,
+                                                dx2, 0, dg2, db2), VT_OK);
+        }
+        /* one copy, synchronised with its twin */
+        sync_seen seen = {0, 0, 0};
+        vt_backend_cpu_set_bn_sync(be, double_sums, &seen);
+        if (pool) {
+            ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f,
+                                                          0.1f, rm, rv, sm, si, &pd, py, idx),
+                             VT_OK);
+            /* the pool's gradient of the first copy: the duplicated batch's first planes */
+            ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m, x, gamma, beta, sm, si, &pd,
+                                                     idx, py, dx, 0, dg, db), VT_OK);
+            for (int c = 0; c < C; c++) {
+                size_t per = pn / C;
+                expect_close(py + c * per, py2 + c * 2 * per, per, 1e-5, "sync pooled output");
+                ck_assert_int_eq(memcmp(idx + c * per, idx2 + c * 2 * per, per * 4), 0);
+            }
+        } else if (A == VT_ACT_NONE) {
+            ck_assert_int_eq(o->bn_forward_train(be, C, m, x, gamma, beta, 1e-5f, 0.1f, rm, rv,
+                                                 sm, si, y), VT_OK);
+            ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, sm, si, dy, dx, 0, dg, db),
+                             VT_OK);
+        } else {
+            ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f,
+                                                     rm, rv, sm, si, y), VT_OK);
+            ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, y, gamma, beta, sm, si, dy, dx,
+                                                0, dg, db), VT_OK);
+        }
+        vt_backend_cpu_set_bn_sync(be, NULL, NULL);
+        ck_assert_msg(seen.fwd == 1 && seen.bwd == 1 && seen.channels == C,
+                      "act %d: the hook ran %d forward, %d backward, for %d channels", act,
+                      seen.fwd, seen.bwd, seen.channels);
+        for (int c = 0; c < C; c++) {
+            if (!pool) expect_close(y + c * m, y2 + c * m2, m, 1e-5, "sync output");
+            expect_close(dx + c * m, dx2 + c * m2, m, 1e-5, "sync dx");
+        }
+        expect_close(sm, sm2, C, 1e-6, "sync mean");
+        expect_close(si, si2, C, 1e-5, "sync invstd");
+        expect_close(rm, rm2, C, 1e-6, "sync running mean");
+        expect_close(rv, rv2, C, 1e-5, "sync running var (unbiased over both)");
+        for (int c = 0; c < C; c++) dg[c] *= 2, db[c] *= 2;
+        expect_close(dg, dg2, C, 1e-5, "sync dgamma (this process's, half)");
+        expect_close(db, db2, C, 1e-5, "sync dbeta");
+    }
+    /* the hook's error fails the op, named */
+    vt_backend_cpu_set_bn_sync(be, failing_sync, NULL);
+    float rm[C] = {0}, rv[C] = {1, 1, 1}, sm[C], si[C], y[C * N * H * W];
+    ck_assert_int_eq(o->bn_forward_train(be, C, m, x, gamma, beta, 1e-5f, 0.1f, rm, rv, sm, si,
+                                         y), VT_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(vt_last_error(), "ranks are gone"));
+    vt_backend_cpu_set_bn_sync(be, NULL, NULL);
+    vt_backend_destroy(be);
+}
+END_TEST
+
 START_TEST(test_assign_grads_and_pool_fusion)
 {
     vt_backend *be;
@@ -685,6 +814,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);
     tcase_add_test(tc, test_assign_grads_and_pool_fusion);
+    tcase_add_test(tc, test_bn_sync);
     tcase_add_test(tc, test_device_layer);
     tcase_add_test(tc, test_mask_loss);
     suite_add_tcase(s, tc);

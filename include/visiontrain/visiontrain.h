@@ -286,6 +286,12 @@ typedef enum vt_option {
                                      only rank 0 writes the run folder and calls the progress
                                      callback, the other ranks log warnings and errors only.
                                      "off": each process trains on its own */
+    VT_OPT_SYNC_BN = 154,         /* int 0|1, default 0 ("sync_bn"): in data-parallel training
+                                     (dist) on CPU ranks, batch norm normalises with the
+                                     statistics of the whole step's images (every rank's) and
+                                     differentiates through them, as one process with the
+                                     whole batch; 0: each rank's own batch.  Costs two small
+                                     all-reduces per batch-norm layer and step */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */

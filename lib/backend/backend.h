@@ -111,6 +111,18 @@ void vt_backend_cpu_set_bf16(vt_backend *b, int on);
  * 256 columns).  Setting it also drops the 256-column minimum: tests use it to make tiles as
  * small as one output row of one image. */
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
+/* Synchronised batch norm (several processes training one model): the training BN ops
+ * (bn_forward_train, bn_act_forward_train, bn_act_pool_forward_train and their backward) call
+ * fn(ctx, q, channels, backward) on the op's calling thread between a pass over this process's
+ * values and the pass that uses them; q holds per channel 3 sums, to be replaced by their sums
+ * over every process: forward the values, the sum of x minus the channel's running mean (the
+ * same on every process) and of its squares; backward the values, the sum of the gradient
+ * reaching the BN (after a fused activation's) and of it times x minus the batch mean.  The
+ * ops then normalise with the statistics of all the processes' values and differentiate
+ * through them; dgamma and dbeta stay this process's own.  An error from fn fails the op.
+ * fn NULL: off (the default). */
+typedef vt_status (*vt_bn_sync_fn)(void *ctx, double *q, int channels, int backward);
+void vt_backend_cpu_set_bn_sync(vt_backend *b, vt_bn_sync_fn fn, void *ctx);
 /* on (the default where the CPU has AVX-512): same-padding im2col/col2im in masked AVX-512
  * vectors; off: the portable loops.  Returns whether the vectors run (0 on a CPU without). */
 int vt_backend_cpu_set_conv_simd(vt_backend *b, int on);

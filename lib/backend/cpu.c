@@ -325,6 +325,10 @@ typedef struct {
     const vt_cpu_act_kernels *k;
     float eps, momentum;
     float *y, *dx, *dgamma, *dbeta, *save_mean, *save_invstd, *run_mean, *run_var;
+    /* synchronised BN (vt_backend_cpu_set_bn_sync): per channel 3 sums, this process's in the
+     * first pass, every process's in the second (synced = 1) */
+    double *sync;
+    int synced;
 } bn_job;
 
 /* The channel reductions below keep 16 independent float partial sums (four 4-float vectors,
@@ -349,11 +353,9 @@ static double total4(const v4f a[4])
     return t;
 }
 
-/* Mean and biased variance of x[0..m) in one pass: sums of d = x - K and d*d with K = x[0]
- * (the shift keeps the cancellation in S2 - S1^2/m small). */
-static void mean_var(const float *restrict x, size_t m, double *mean, double *var)
+/* Sums of d = x - k and d*d over x[0..m) (*s1, *s2). */
+static void shifted_sums(const float *restrict x, size_t m, float k, double *ps1, double *ps2)
 {
-    const float k = x[0];
     const v4f kv = {k, k, k, k};
     double s1 = 0, s2 = 0;
     for (size_t b = 0; b < m; b += 1024) {
@@ -373,10 +375,26 @@ static void mean_var(const float *restrict x, size_t m, double *mean, double *va
         s1 += total4(a1);
         s2 += total4(a2);
     }
-    double md = s1 / (double)m;
+    *ps1 = s1;
+    *ps2 = s2;
+}
+
+/* Mean and biased variance from the sums of x - k and its squares over m values. */
+static void moments(double k, double s1, double s2, double m, double *mean, double *var)
+{
+    double md = s1 / m;
     *mean = k + md;
-    double v = s2 / (double)m - md * md;
+    double v = s2 / m - md * md;
     *var = v > 0 ? v : 0;
+}
+
+/* Mean and biased variance of x[0..m) in one pass: sums of d = x - K and d*d with K = x[0]
+ * (the shift keeps the cancellation in S2 - S1^2/m small). */
+static void mean_var(const float *restrict x, size_t m, double *mean, double *var)
+{
+    double s1, s2;
+    shifted_sums(x, m, x[0], &s1, &s2);
+    moments(x[0], s1, s2, (double)m, mean, var);
 }
 
 static void affine(size_t m, const float *restrict x, float scale, float shift, float *restrict y)
@@ -409,19 +427,36 @@ static void bn_apply(const bn_job *J, size_t m, const float *x, float scale, flo
 /* Channel c's batch statistics: saved, the running ones updated; its scale and shift. */
 static void bn_train_stats(const bn_job *J, size_t c, float *scale, float *shift)
 {
-    size_t m = J->m;
-    double mean, var;
-    mean_var(J->x + c * m, m, &mean, &var);
-    double ss = var * (double)m;
+    double m = (double)J->m, mean, var;
+    if (J->synced) { /* every process's values: shifted by the running mean, the same on all */
+        const double *q = J->sync + 3 * c;
+        m = q[0];
+        moments(J->run_mean[c], q[1], q[2], m, &mean, &var);
+    } else {
+        mean_var(J->x + c * J->m, J->m, &mean, &var);
+    }
+    double ss = var * m;
     float invstd = (float)(1.0 / sqrt(var + J->eps));
     float fm = (float)mean;
     *scale = J->gamma[c] * invstd;
     *shift = J->beta[c] - fm * *scale;
     J->save_mean[c] = fm;
     J->save_invstd[c] = invstd;
-    double unbiased = m > 1 ? ss / (double)(m - 1) : var;
+    double unbiased = m > 1 ? ss / (m - 1) : var;
     J->run_mean[c] = (1.0f - J->momentum) * J->run_mean[c] + J->momentum * fm;
     J->run_var[c] = (1.0f - J->momentum) * J->run_var[c] + J->momentum * (float)unbiased;
+}
+
+/* The first pass of a synchronised forward: this process's count and sums of x - k per
+ * channel, k its running mean (the same on every process). */
+static void bn_sync_fwd_channels(void *ctx, size_t c0, size_t c1)
+{
+    const bn_job *J = ctx;
+    for (size_t c = c0; c < c1; c++) {
+        double *q = J->sync + 3 * c;
+        q[0] = (double)J->m;
+        shifted_sums(J->x + c * J->m, J->m, J->run_mean[c], &q[1], &q[2]);
+    }
 }
 
 static void bn_train_channels(void *ctx, size_t c0, size_t c1)
@@ -434,6 +469,32 @@ static void bn_train_channels(void *ctx, size_t c0, size_t c1)
     }
 }
 
+/* A BN job over the channels, with the other processes' values where the backend has a BN
+ * sync hook (vt_backend_cpu_set_bn_sync): `first` gathers this process's sums, the hook sums
+ * them over every process, then `pass` runs the op with them; else `pass` alone. */
+static vt_status bn_run(vt_backend *b, bn_job *J, int channels,
+                        void (*first)(void *, size_t, size_t), void (*pass)(void *, size_t, size_t),
+                        int backward, const char *op)
+{
+    const cpu_backend *cb = (const cpu_backend *)b;
+    size_t grain = bn_grain(J->m);
+    if (!cb->bn_sync) {
+        vt_pool_run(POOL(b), (size_t)channels, grain, pass, J);
+        return VT_OK;
+    }
+    double *q = vt_malloc(3 * (size_t)channels * sizeof *q);
+    if (!q) return vt_fail(VT_ERR_OUT_OF_MEMORY, "%s: sums of %d channels", op, channels);
+    J->sync = q;
+    vt_pool_run(POOL(b), (size_t)channels, grain, first, J);
+    vt_status st = cb->bn_sync(cb->bn_sync_ctx, q, channels, backward);
+    if (!st) {
+        J->synced = 1;
+        vt_pool_run(POOL(b), (size_t)channels, grain, pass, J);
+    }
+    free(q);
+    return st;
+}
+
 vt_status vt_cpu_bn_forward_train(vt_backend *b, int channels, size_t m, const float *x,
                                   const float *gamma, const float *beta, float eps, float momentum,
                                   float *running_mean, float *running_var, float *save_mean,
@@ -442,9 +503,8 @@ vt_status vt_cpu_bn_forward_train(vt_backend *b, int channels, size_t m, const f
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .momentum = momentum,
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
                 .run_mean = running_mean, .run_var = running_var};
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_train_channels,
-                &J);
-    return VT_OK;
+    return bn_run(b, &J, channels, bn_sync_fwd_channels, bn_train_channels, 0,
+                  "bn_forward_train");
 }
 
 static void bn_eval_channels(void *ctx, size_t c0, size_t c1)
@@ -542,19 +602,29 @@ static void bn_bwd_channel(const bn_job *J, size_t c, const float *dy)
         const float *x = J->x + c * m;
         float mean = J->mean[c], invstd = J->invstd[c];
         float scale = J->gamma[c] * invstd, shift = J->beta ? J->beta[c] - mean * scale : 0.0f;
-        double sdy = 0, sdyx = 0;
-        for (size_t b = 0; b < m; b += BN_BLOCK) {
-            size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
-            const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
-            bn_bwd_block_sums(n, x + b, g, relu, scale, shift, mean, &sdy, &sdyx);
+        double sdy = 0, sdyx = 0, mm = (double)m;
+        if (J->synced) { /* every process's sums (this one's went to dgamma and dbeta) */
+            const double *q = J->sync + 3 * c;
+            mm = q[0], sdy = q[1], sdyx = q[2];
+        } else {
+            for (size_t b = 0; b < m; b += BN_BLOCK) {
+                size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
+                const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
+                bn_bwd_block_sums(n, x + b, g, relu, scale, shift, mean, &sdy, &sdyx);
+            }
+            J->dbeta[c] = (float)sdy;
+            J->dgamma[c] = (float)(sdyx * invstd);
+            if (J->sync) { /* the first pass of a synchronised backward: the sums only */
+                double *q = J->sync + 3 * c;
+                q[0] = mm, q[1] = sdy, q[2] = sdyx;
+                return;
+            }
         }
         float dbeta = (float)sdy, dgamma = (float)(sdyx * invstd);
-        J->dbeta[c] = dbeta;
-        J->dgamma[c] = dgamma;
         if (!J->dx) return;
         /* dx += k * (m*g - dbeta - xhat*dgamma), xhat = (x-mean)*invstd, k = gamma*invstd/m */
-        float k = J->gamma[c] * invstd / (float)m;
-        float a = k * (float)m, b0 = -k * dbeta + k * dgamma * invstd * mean,
+        float k = J->gamma[c] * invstd / (float)mm;
+        float a = k * (float)mm, b0 = -k * dbeta + k * dgamma * invstd * mean,
               b1 = -k * dgamma * invstd;
         if (J->act != VT_ACT_SILU) {
             bn_bwd_dx(m, x, dy, relu, scale, shift, a, b1, b0, J->add, J->dx + c * m);
@@ -581,9 +651,7 @@ vt_status vt_cpu_bn_backward(vt_backend *b, int channels, size_t m, const float 
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .mean = save_mean, .invstd = save_invstd,
                 .dy = dy, .dx = dx, .add = dx_add, .dgamma = dgamma, .dbeta = dbeta};
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_bwd_channels,
-                &J);
-    return VT_OK;
+    return bn_run(b, &J, channels, bn_bwd_channels, bn_bwd_channels, 1, "bn_backward");
 }
 
 vt_status vt_cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channels, size_t m,
@@ -598,9 +666,8 @@ vt_status vt_cpu_bn_act_forward_train(vt_backend *b, vt_act act, int channels, s
                 .y = y, .save_mean = save_mean, .save_invstd = save_invstd,
                 .run_mean = running_mean, .run_var = running_var, .act = act,
                 .k = ACT_KERNELS(b)};
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_train_channels,
-                &J);
-    return VT_OK;
+    return bn_run(b, &J, channels, bn_sync_fwd_channels, bn_train_channels, 0,
+                  "bn_act_forward_train");
 }
 
 vt_status vt_cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, size_t m,
@@ -628,9 +695,7 @@ vt_status vt_cpu_bn_act_backward(vt_backend *b, vt_act act, int channels, size_t
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .mean = save_mean,
                 .invstd = save_invstd, .dy = dy, .dx = dx, .add = dx_add, .dgamma = dgamma,
                 .dbeta = dbeta, .act = act, .k = ACT_KERNELS(b)};
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_bwd_channels,
-                &J);
-    return VT_OK;
+    return bn_run(b, &J, channels, bn_bwd_channels, bn_bwd_channels, 1, "bn_act_backward");
 }
 
 /* ---------------------------------------------------------------- pooling */
@@ -777,8 +842,8 @@ vt_status vt_cpu_bn_act_pool_forward_train(vt_backend *b, vt_act act, int channe
     if (!(J.rows = vt_cpu_scratch(b, th * pool_chunk_planes(HW) * HW * sizeof(float))))
         return vt_fail(VT_ERR_OUT_OF_MEMORY, "bn_act_pool_forward_train: %zu plane buffers",
                        th);
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_pool_channels, &J);
-    return VT_OK;
+    return bn_run(b, &J, channels, bn_sync_fwd_channels, bn_pool_channels, 0,
+                  "bn_act_pool_forward_train");
 }
 
 vt_status vt_cpu_maxpool_forward(vt_backend *b, const vt_pool_desc *d, const float *x, float *y,
@@ -873,8 +938,8 @@ vt_status vt_cpu_bn_act_pool_backward(vt_backend *b, vt_act act, int channels, s
     size_t th = (size_t)vt_pool_threads(POOL(b));
     if (!(J.rows = vt_cpu_scratch(b, th * m * sizeof(float))))
         return vt_fail(VT_ERR_OUT_OF_MEMORY, "bn_act_pool_backward: %zu channel buffers", th);
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_pool_bwd_channels, &J);
-    return VT_OK;
+    return bn_run(b, &J, channels, bn_pool_bwd_channels, bn_pool_bwd_channels, 1,
+                  "bn_act_pool_backward");
 }
 
 vt_status vt_cpu_maxpool_backward(vt_backend *b, const vt_pool_desc *d, const int32_t *idx,
@@ -1324,6 +1389,12 @@ static void gemm_bf16_where_it_pays(vt_pool *pool, int ta, int tb, int m, int n,
 void vt_backend_cpu_set_bf16(vt_backend *b, int on)
 {
     ((cpu_backend *)b)->gemm = on ? gemm_bf16_where_it_pays : vt_sgemm;
+}
+
+void vt_backend_cpu_set_bn_sync(vt_backend *b, vt_bn_sync_fn fn, void *ctx)
+{
+    ((cpu_backend *)b)->bn_sync = fn;
+    ((cpu_backend *)b)->bn_sync_ctx = fn ? ctx : NULL;
 }
 
 int vt_backend_cpu_set_conv_simd(vt_backend *b, int on)

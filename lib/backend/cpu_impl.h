@@ -42,6 +42,8 @@ typedef struct cpu_backend {
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
+    vt_bn_sync_fn bn_sync;          /* synchronised BN's hook, NULL: off */
+    void *bn_sync_ctx;
 } cpu_backend;
 
 /* At least `bytes` of the backend's scratch (owned by the backend, valid until the next call);

@@ -138,6 +138,8 @@ static const vt_optdef table[] = {
     /* distributed training */
     {VT_OPT_DIST, "dist", S, 0, 0, 0, "auto", dist_choices, T,
      "data-parallel over the ranks of an MPI launch (mpirun -np N): auto or off", 0},
+    {VT_OPT_SYNC_BN, "sync_bn", I, 0, 1, 0, NULL, NULL, T,
+     "batch norm over every rank's images of a step (0/1; distributed CPU training)", 0},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)", 0},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size", 0},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

@@ -15,9 +15,11 @@
  *   - instance segmentation: box terms over that sum, the mask term over the positives: no
  *     one normaliser, weighted by images (close to, not equal to, the one-process update).
  * Batch-norm layers normalise with each replica's own batch statistics (the forward differs
- * from one process with the whole step: no sync_bn yet).  Their running statistics are
- * averaged over the ranks before they are read (validation, checkpoints, the end of the
- * run): the running update is linear, so averaging once equals averaging at every step.
+ * from one process with the whole step), unless sync_bn=1: then the CPU backend's BN ops sum
+ * their per-channel sums over the ranks (bn_sync below), forward and backward, and the step
+ * is one process's with the whole batch.  Running statistics are averaged over the ranks
+ * before they are read (validation, checkpoints, the end of the run): the running update is
+ * linear, so averaging once equals averaging at every step (with sync_bn they are equal).
  *
  * The ranks stay in lock step: every decision that ends or skips something (the time budget,
  * cancel, an unreadable batch, a failure) is reduced, so all ranks take it together; every
@@ -32,6 +34,40 @@
 static int is_adamw(const vt_trainer *t)
 {
     return strcmp(vt_opt_str(&t->opts, VT_OPT_OPTIMIZER), "adamw") == 0;
+}
+
+/* sync_bn's hook (backend.h, vt_bn_sync_fn): the BN layer's sums over every rank.  A rank's
+ * backward sums are in the units of its own loss (its sum over max(1, w_r), as in
+ * vt_dist_reduce_grads): weighted by max(1, w_r) they add up to the step's, and are put back
+ * in this rank's units. */
+static vt_status bn_sync(void *ctx, double *q, int channels, int backward)
+{
+    vt_trainer *t = ctx;
+    double w = 1;
+    if (backward) {
+        double lw = t->tc.loss_weight, n = t->exec->n;
+        w = lw >= 0 ? lw : n;
+        if (w < 1) w = 1;
+        for (int c = 0; c < channels; c++) q[3 * c + 1] *= w, q[3 * c + 2] *= w;
+    }
+    VT_TRY(t->comm->ops->allreduce_host(t->comm, q, 3 * (size_t)channels, VT_COMM_SUM));
+    if (backward)
+        for (int c = 0; c < channels; c++) q[3 * c + 1] /= w, q[3 * c + 2] /= w;
+    return VT_OK;
+}
+
+vt_status vt_dist_sync_bn(vt_trainer *t, int n)
+{
+    if (!t->sync_bn) return VT_OK;
+    /* a rank without images this step runs no layer: the others go without it too */
+    double v[1] = {n};
+    VT_TRY(vt_dist_agree(t, VT_OK, v, 1, VT_COMM_MIN));
+    vt_backend_cpu_set_bn_sync(t->be, v[0] > 0 ? bn_sync : NULL, t);
+    if (v[0] == 0)
+        vt_log(&t->log, VT_LOG_WARNING, "sync_bn: a rank has no readable image at iteration "
+               "%lld; batch norm runs on each rank's own images for that step",
+               (long long)t->prog.iteration + 1);
+    return VT_OK;
 }
 
 vt_status vt_dist_begin(vt_trainer *t)
@@ -50,6 +86,7 @@ vt_status vt_dist_begin(vt_trainer *t)
     t->dist_on = 1;
     t->last_rank = t->rank = t->comm->rank;
     t->last_world = t->world = t->comm->size;
+    t->sync_bn = vt_opt_num(&t->opts, VT_OPT_SYNC_BN) != 0 && !strcmp(t->be->ops->name, "cpu");
     /* only rank 0 logs the run; the others say what goes wrong */
     if (t->rank > 0 && t->log.max_level > VT_LOG_WARNING) t->log.max_level = VT_LOG_WARNING;
     return VT_OK;
@@ -57,6 +94,8 @@ vt_status vt_dist_begin(vt_trainer *t)
 
 void vt_dist_end(vt_trainer *t)
 {
+    if (t->sync_bn) vt_backend_cpu_set_bn_sync(t->be, NULL, NULL);
+    t->sync_bn = 0;
     if (t->dist_on) t->log.max_level = t->log_level;
     t->dist_on = 0;
     t->rank = 0;

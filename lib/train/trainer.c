@@ -568,6 +568,7 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
     vt_status st = VT_OK;
+    if (t->sync_bn) TRY(vt_dist_sync_bn(t, n));
     if (n > 0) { /* distributed: n = 0 when this rank's slice of the step was unreadable */
         e->n = n;
         st = vt_exec_forward(e, 1);
@@ -1245,8 +1246,8 @@ static vt_status run(vt_trainer *t)
         agreed = (st = vt_dist_agree(t, VT_OK, NULL, 0, VT_COMM_MAX)) ? -1 : 2;
         if (st || (st = vt_dist_bcast_state(t))) goto done;
         vt_log(&t->log, VT_LOG_INFO, "distributed: %d ranks over %s, %d on this host; batch %d "
-               "a rank, %d a step", world, t->comm->engine, t->comm->local_size, batch,
-               batch * world);
+               "a rank, %d a step%s", world, t->comm->engine, t->comm->local_size, batch,
+               batch * world, t->sync_bn ? "; sync_bn: batch norm over the whole step" : "");
     }
     if (ntrain < nsplit)
         vt_log(&t->log, VT_LOG_INFO, "fraction=%g: training on %d of %d images", fraction, ntrain,

@@ -104,6 +104,7 @@ struct vt_trainer {
     int val_sharded;             /* the run's validation: every rank its shard (evaluate.c) */
     int rank, world;             /* 0 and 1 unless dist_on */
     int last_rank, last_world;   /* those of the last run (world 0 before one) */
+    int sync_bn;                 /* dist_on with sync_bn=1 on a CPU backend */
     int step_images;             /* images of the last step over all ranks */
     vt_log_level log_level;      /* t->log.max_level outside a run (ranks > 0 lower it) */
 };
@@ -192,6 +193,9 @@ vt_status vt_dist_sync_buffers(vt_trainer *t);
 vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss);
 /* After rank 0's validation (status st): its status and metrics (t->prog) on every rank. */
 vt_status vt_dist_share_metrics(vt_trainer *t, vt_status st);
+/* sync_bn: before a step's forward, the ranks agree that every one has images (n, this
+ * rank's); the backend's BN then syncs over them, or (some rank has none) not this step. */
+vt_status vt_dist_sync_bn(vt_trainer *t, int n);
 
 /* ---- ema.c ---- */
 /* Allocate the EMA (and scratch) buffers and start them from the given host copies (resume)
