@@ -462,6 +462,32 @@ static void expect_close(const float *a, const float *b, size_t n, double tol, c
                       "%s [%zu]: %.9g vs %.9g", what, i, (double)a[i], (double)b[i]);
 }
 
+/* Forward and backward of one of the training BN ops (act 0 plain, 1 ReLU, 2 SiLU, 3 ReLU
+ * and the 2x2 pool, whose output y is also the gradient it is given back). */
+static void bn_train_op(vt_backend *be, int act, int C, size_t m, const float *x, const float *dy,
+                        const float *gamma, const float *beta, float *rm, float *rv, float *sm,
+                        float *si, float *y, float *dx, float *dg, float *db,
+                        const vt_pool_desc *pd, int32_t *idx)
+{
+    const vt_backend_ops *o = be->ops;
+    vt_act A = act == 0 ? VT_ACT_NONE : act == 2 ? VT_ACT_SILU : VT_ACT_RELU;
+    if (act == 3) {
+        ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f,
+                                                      rm, rv, sm, si, pd, y, idx), VT_OK);
+        ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m, x, gamma, beta, sm, si, pd, idx,
+                                                 y, dx, 0, dg, db), VT_OK);
+    } else if (act == 0) {
+        ck_assert_int_eq(o->bn_forward_train(be, C, m, x, gamma, beta, 1e-5f, 0.1f, rm, rv, sm,
+                                             si, y), VT_OK);
+        ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, sm, si, dy, dx, 0, dg, db), VT_OK);
+    } else {
+        ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f, rm,
+                                                 rv, sm, si, y), VT_OK);
+        ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, y, gamma, beta, sm, si, dy, dx, 0,
+                                            dg, db), VT_OK);
+    }
+}
+
 START_TEST(test_bn_sync)
 {
     vt_backend *be;
@@ -479,7 +505,6 @@ START_TEST(test_bn_sync)
         }
     float gamma[C] = {1.5f, -0.5f, 0.8f}, beta[C] = {0.2f, -1.0f, 0.1f};
     for (int act = 0; act < 4; act++) { /* none, ReLU, SiLU, ReLU + 2x2 max pool */
-        vt_act A = act == 0 ? VT_ACT_NONE : act == 2 ? VT_ACT_SILU : VT_ACT_RELU;
         int pool = act == 3;
         vt_pool_desc pd = {C * N, H, W, H / 2, W / 2, 2, 2, 0}, pd2 = pd;
         pd2.planes = 2 * C * N;
@@ -490,50 +515,19 @@ START_TEST(test_bn_sync)
         float py[C * N * H * W], py2[2 * C * N * H * W];
         int32_t idx[C * N * H * W], idx2[2 * C * N * H * W];
         size_t pn = (size_t)C * N * pd.ho * pd.wo;
-        /* the duplicated batch, unsynchronised */
-        if (pool) {
-            ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m2, x2, gamma, beta, 1e-5f,
-                                                          0.1f, rm2, rv2, sm2, si2, &pd2, py2,
-                                                          idx2), VT_OK);
-            ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m2, x2, gamma, beta, sm2, si2,
-                                                     &pd2, idx2, py2, dx2, 0, dg2, db2), VT_OK);
-        } else if (A == VT_ACT_NONE) {
-            ck_assert_int_eq(o->bn_forward_train(be, C, m2, x2, gamma, beta, 1e-5f, 0.1f, rm2,
-                                                 rv2, sm2, si2, y2), VT_OK);
-            ck_assert_int_eq(o->bn_backward(be, C, m2, x2, gamma, sm2, si2, dy2, dx2, 0, dg2,
-                                            db2), VT_OK);
-        } else {
-            ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m2, x2, gamma, beta, 1e-5f, 0.1f,
-                                                     rm2, rv2, sm2, si2, y2), VT_OK);
-            ck_assert_int_eq(o->bn_act_backward(be, A, C, m2, x2, y2, gamma, beta, sm2, si2, dy2,
-                                                dx2, 0, dg2, db2), VT_OK);
-        }
-        /* one copy, synchronised with its twin */
+        /* the duplicated batch, unsynchronised; then one copy, synchronised with its twin */
+        bn_train_op(be, act, C, m2, x2, dy2, gamma, beta, rm2, rv2, sm2, si2, pool ? py2 : y2,
+                    dx2, dg2, db2, &pd2, idx2);
         sync_seen seen = {0, 0, 0};
         vt_backend_cpu_set_bn_sync(be, double_sums, &seen);
-        if (pool) {
-            ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f,
-                                                          0.1f, rm, rv, sm, si, &pd, py, idx),
-                             VT_OK);
-            /* the pool's gradient of the first copy: the duplicated batch's first planes */
-            ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m, x, gamma, beta, sm, si, &pd,
-                                                     idx, py, dx, 0, dg, db), VT_OK);
+        bn_train_op(be, act, C, m, x, dy, gamma, beta, rm, rv, sm, si, pool ? py : y, dx, dg, db,
+                    &pd, idx);
+        if (pool) /* the pooled outputs and argmax of the first copy: its planes */
             for (int c = 0; c < C; c++) {
                 size_t per = pn / C;
                 expect_close(py + c * per, py2 + c * 2 * per, per, 1e-5, "sync pooled output");
                 ck_assert_int_eq(memcmp(idx + c * per, idx2 + c * 2 * per, per * 4), 0);
             }
-        } else if (A == VT_ACT_NONE) {
-            ck_assert_int_eq(o->bn_forward_train(be, C, m, x, gamma, beta, 1e-5f, 0.1f, rm, rv,
-                                                 sm, si, y), VT_OK);
-            ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, sm, si, dy, dx, 0, dg, db),
-                             VT_OK);
-        } else {
-            ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f,
-                                                     rm, rv, sm, si, y), VT_OK);
-            ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, y, gamma, beta, sm, si, dy, dx,
-                                                0, dg, db), VT_OK);
-        }
         vt_backend_cpu_set_bn_sync(be, NULL, NULL);
         ck_assert_msg(seen.fwd == 1 && seen.bwd == 1 && seen.channels == C,
                       "act %d: the hook ran %d forward, %d backward, for %d channels", act,

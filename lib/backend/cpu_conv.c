@@ -174,27 +174,6 @@ static int same_mode(const vt_conv_desc *d, int nb, int oy0, int oy1)
     return nb > 1 && oy0 == 0 && oy1 == d->h && d->ho == d->h ? 2 : 1;
 }
 
-static void im2col_same(const vt_conv_desc *d, const float *p, int ky, int kx, int lo, int hi,
-                        int oy0, int oy1, int nb, float *dst)
-{
-    ptrdiff_t off, j0, j1, len = same_run(d, ky, kx, oy0, oy1, nb, &off, &j0, &j1);
-    zero_floats(dst, (size_t)j0);
-    memcpy(dst + j0, p + off + j0, (size_t)(j1 - j0) * sizeof(float));
-    zero_floats(dst + j1, (size_t)(len - j1));
-    zero_padding(d, ky, lo, hi, oy0, oy1, nb, dst);
-}
-
-static void col2im_same(const vt_conv_desc *d, float *p, int ky, int kx, int lo, int hi, int oy0,
-                        int oy1, int nb, float *src)
-{
-    ptrdiff_t off, j0, j1;
-    same_run(d, ky, kx, oy0, oy1, nb, &off, &j0, &j1);
-    zero_padding(d, ky, lo, hi, oy0, oy1, nb, src);
-    float *restrict dp = p + off;
-    const float *restrict sp = src;
-    for (ptrdiff_t j = j0; j < j1; j++) dp[j] += sp[j];
-}
-
 /* ---- the same runs in one pass of 16-float masked vectors (AVX-512) ----
  * Per image of the block, its rows inside the image are one span that starts at a row's first
  * column; lane i of the span's chunk t holds column (16 t + i) % w, inside when that lies in
@@ -318,22 +297,25 @@ static void same_masks_for(int v512, const vt_conv_desc *d, int mode, same_masks
     (void)v512, (void)d, (void)mode;
 }
 
-/* One tap's same run through the kernel the CPU allows. */
-static void im2col_run(const same_masks *sm, const vt_conv_desc *d, const float *p, int ky,
-                       int kx, int lo, int hi, int oy0, int oy1, int nb, float *dst)
+static void im2col_same(const same_masks *sm, const vt_conv_desc *d, const float *p, int ky,
+                        int kx, int lo, int hi, int oy0, int oy1, int nb, float *dst)
 {
 #ifdef HAVE_SAME512
-    if (sm->period) {
+    if (sm->period) { /* the CPU's vectors */
         im2col_same512(d, p, sm->m[kx], sm->period, ky, kx, oy0, oy1, nb, dst);
         return;
     }
 #endif
     (void)sm;
-    im2col_same(d, p, ky, kx, lo, hi, oy0, oy1, nb, dst);
+    ptrdiff_t off, j0, j1, len = same_run(d, ky, kx, oy0, oy1, nb, &off, &j0, &j1);
+    zero_floats(dst, (size_t)j0);
+    memcpy(dst + j0, p + off + j0, (size_t)(j1 - j0) * sizeof(float));
+    zero_floats(dst + j1, (size_t)(len - j1));
+    zero_padding(d, ky, lo, hi, oy0, oy1, nb, dst);
 }
 
-static void col2im_run(const same_masks *sm, const vt_conv_desc *d, float *p, int ky, int kx,
-                       int lo, int hi, int oy0, int oy1, int nb, float *src)
+static void col2im_same(const same_masks *sm, const vt_conv_desc *d, float *p, int ky, int kx,
+                        int lo, int hi, int oy0, int oy1, int nb, float *src)
 {
 #ifdef HAVE_SAME512
     if (sm->period) {
@@ -342,7 +324,12 @@ static void col2im_run(const same_masks *sm, const vt_conv_desc *d, float *p, in
     }
 #endif
     (void)sm;
-    col2im_same(d, p, ky, kx, lo, hi, oy0, oy1, nb, src);
+    ptrdiff_t off, j0, j1;
+    same_run(d, ky, kx, oy0, oy1, nb, &off, &j0, &j1);
+    zero_padding(d, ky, lo, hi, oy0, oy1, nb, src);
+    float *restrict dp = p + off;
+    const float *restrict sp = src;
+    for (ptrdiff_t j = j0; j < j1; j++) dp[j] += sp[j];
 }
 
 /* A tile's columns: row r of K is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
@@ -359,14 +346,14 @@ static void im2col_tile(int v512, const vt_conv_desc *d, const float *x, int c_f
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
         if (whole) {
-            im2col_run(&sm, d, x + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
+            im2col_same(&sm, d, x + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
                        dst);
             continue;
         }
         for (int nl = 0; nl < nb; nl++) {
             const float *src = x + ((size_t)ci * d->n + n0 + nl) * HW;
             if (same) {
-                im2col_run(&sm, d, src, ky, kx, lo, hi, oy0, oy1, 1,
+                im2col_same(&sm, d, src, ky, kx, lo, hi, oy0, oy1, 1,
                            dst + (size_t)nl * tr * d->wo);
                 continue;
             }
@@ -406,14 +393,14 @@ static void col2im_tile(int v512, const vt_conv_desc *d, float *dx, int c_first,
         valid_cols(d, kx, &lo, &hi);
         float *src = col + (size_t)r * cols;
         if (whole) {
-            col2im_run(&sm, d, dx + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
+            col2im_same(&sm, d, dx + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
                        src);
             continue;
         }
         for (int nl = 0; nl < nb; nl++) {
             float *dst = dx + ((size_t)ci * d->n + n0 + nl) * HW;
             if (same) {
-                col2im_run(&sm, d, dst, ky, kx, lo, hi, oy0, oy1, 1,
+                col2im_same(&sm, d, dst, ky, kx, lo, hi, oy0, oy1, 1,
                            src + (size_t)nl * tr * d->wo);
                 continue;
             }
