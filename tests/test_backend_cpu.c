@@ -447,6 +447,14 @@ static vt_status double_sums(void *ctx, double *q, int channels, int backward)
     return VT_OK;
 }
 
+static vt_status twin_loss(void *ctx, double *q, int n, double *scale)
+{
+    (void)ctx;
+    for (int i = 0; i < n; i++) q[i] *= 2;
+    *scale = 2;
+    return VT_OK;
+}
+
 static vt_status failing_sync(void *ctx, double *q, int channels, int backward)
 {
     (void)ctx, (void)q, (void)channels, (void)backward;
@@ -543,6 +551,32 @@ START_TEST(test_bn_sync)
         for (int c = 0; c < C; c++) dg[c] *= 2, db[c] *= 2;
         expect_close(dg, dg2, C, 1e-5, "sync dgamma (this process's, half)");
         expect_close(db, db2, C, 1e-5, "sync dbeta");
+    }
+    /* the Dice loss's hook: sums doubled as by a twin process, the gradient weighted by 2 (the
+     * twin's share): the loss of the doubled pixels, and twice their gradient */
+    {
+        enum { K = 3, P = 40 };
+        float probs[K * P], probs2[K * 2 * P], dz[K * P] = {0}, dz2[K * 2 * P] = {0}, l1, l2;
+        int32_t lab[P], lab2[2 * P];
+        fill_f(probs, K * P, 11);
+        for (int i = 0; i < P; i++) {
+            float t = 0;
+            for (int k = 0; k < K; k++) t += probs[k * P + i] = fabsf(probs[k * P + i]) + 0.1f;
+            for (int k = 0; k < K; k++) probs[k * P + i] /= t;
+            lab[i] = i % 7 == 0 ? -1 : i % K;
+        }
+        for (int k = 0; k < K; k++)
+            for (int c = 0; c < 2; c++) memcpy(probs2 + k * 2 * P + c * P, probs + k * P, P * 4);
+        for (int c = 0; c < 2; c++) memcpy(lab2 + c * P, lab, sizeof lab);
+        ck_assert_int_eq(o->softmax_dice(be, K, 2 * P, probs2, lab2, 0.7f, &l2, dz2), VT_OK);
+        vt_backend_cpu_set_loss_sync(be, twin_loss, NULL);
+        ck_assert_int_eq(o->softmax_dice(be, K, P, probs, lab, 0.7f, &l1, dz), VT_OK);
+        vt_backend_cpu_set_loss_sync(be, NULL, NULL);
+        ck_assert_msg(fabsf(l1 - l2) <= 1e-6f, "synced Dice loss %.9g vs %.9g", l1, l2);
+        for (int k = 0; k < K; k++)
+            for (int i = 0; i < P; i++) dz2[k * 2 * P + i] *= 2;
+        for (int k = 0; k < K; k++)
+            expect_close(dz + k * P, dz2 + k * 2 * P, P, 1e-5, "synced Dice gradient");
     }
     /* the hook's error fails the op, named */
     vt_backend_cpu_set_bn_sync(be, failing_sync, NULL);

@@ -34,6 +34,7 @@
 #include "core/checkpoint.h"
 #include "nn/graph.h"
 #include "nn/model.h"
+#include "task/task.h"
 #include "train/trainer_impl.h"
 #include <visiontrain/visiontrain.h>
 
@@ -413,6 +414,16 @@ static void test_equality(int rank)
                               "hsv_v=0",    "close_mosaic=0", "sync_bn=1", NULL};
     equality(rank, "sync_bn det", &bn_det_spec, "classes=3 train=44 val=0 imgsz=32 seed=5 "
              "max_objects=3", "imgsz=32 seed=3", det_sync);
+    /* segmentation: seg-n itself (BN + SiLU, upsampling, concatenations), its loss a mean over
+     * the step's pixels plus the soft Dice of them all (the ranks sum its per-class sums) */
+    const vt_arch_spec *seg = vt_arch_find("seg-n");
+    CHECK(seg != NULL, "no seg-n");
+    const char *seg_sync[] = {"lr0=0.01", "optimizer=sgd", "mosaic=0",  "degrees=0", "translate=0",
+                              "scale=0",  "fliplr=0",      "hsv_h=0",   "hsv_s=0",   "hsv_v=0",
+                              "close_mosaic=0", "sync_bn=1", NULL};
+    if (seg)
+        equality(rank, "sync_bn seg-n", seg, "classes=3 train=15 val=0 imgsz=32 seed=5",
+                 "imgsz=32 seed=3", seg_sync);
 }
 
 /* Four runs of one step each on the same trainer: the replicas agree after every step. */

@@ -123,6 +123,13 @@ void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats);
  * fn NULL: off (the default). */
 typedef vt_status (*vt_bn_sync_fn)(void *ctx, double *q, int channels, int backward);
 void vt_backend_cpu_set_bn_sync(vt_backend *b, vt_bn_sync_fn fn, void *ctx);
+/* A loss over the whole batch that is not a sum over its images (softmax_dice's Dice:
+ * ratios of per-class sums), over several processes: the op calls fn(ctx, q, n, &scale) with
+ * this process's n sums, to be replaced by their sums over every process, and scale the
+ * factor by which this process's share of the loss's gradient is weighted (its gradient is
+ * then the whole batch's, in the units of this process's share).  NULL: off (the default). */
+typedef vt_status (*vt_loss_sync_fn)(void *ctx, double *q, int n, double *scale);
+void vt_backend_cpu_set_loss_sync(vt_backend *b, vt_loss_sync_fn fn, void *ctx);
 /* on (the default where the CPU has AVX-512): same-padding im2col/col2im in masked AVX-512
  * vectors; off: the portable loops.  Returns whether the vectors run (0 on a CPU without). */
 int vt_backend_cpu_set_conv_simd(vt_backend *b, int on);

@@ -1245,10 +1245,23 @@ vt_status vt_cpu_softmax_dice(vt_backend *b, int classes, int batch, const float
     }
     dice_job J = {classes, (size_t)batch, probs, labels, sums, ab, dlogits};
     vt_pool_run(POOL(b), (size_t)classes, 1, dice_sums, &J);
+    /* several processes training one model: the Dice of all their pixels, and the gradient's
+     * weight in the units of this process's share (vt_backend_cpu_set_loss_sync) */
+    const cpu_backend *cb = (const cpu_backend *)b;
+    double gscale = 1;
+    if (cb->loss_sync) {
+        vt_status st = cb->loss_sync(cb->loss_sync_ctx, sums, 2 * classes, &gscale);
+        if (st) {
+            free(sums);
+            free(ab);
+            return st;
+        }
+    }
     double mean = 0;
     for (int k = 0; k < classes; k++) {
         mean += vt_dice_class(sums[2 * k], sums[2 * k + 1]);
-        vt_dice_coef(classes, weight, sums[2 * k], sums[2 * k + 1], &ab[2 * k], &ab[2 * k + 1]);
+        vt_dice_coef(classes, (float)(weight * gscale), sums[2 * k], sums[2 * k + 1], &ab[2 * k],
+                     &ab[2 * k + 1]);
     }
     *loss = (float)(weight * (1.0 - mean / classes));
     if (dlogits) vt_pool_run(POOL(b), (size_t)batch, GRAIN, dice_grad, &J);
@@ -1389,6 +1402,12 @@ static void gemm_bf16_where_it_pays(vt_pool *pool, int ta, int tb, int m, int n,
 void vt_backend_cpu_set_bf16(vt_backend *b, int on)
 {
     ((cpu_backend *)b)->gemm = on ? gemm_bf16_where_it_pays : vt_sgemm;
+}
+
+void vt_backend_cpu_set_loss_sync(vt_backend *b, vt_loss_sync_fn fn, void *ctx)
+{
+    ((cpu_backend *)b)->loss_sync = fn;
+    ((cpu_backend *)b)->loss_sync_ctx = fn ? ctx : NULL;
 }
 
 void vt_backend_cpu_set_bn_sync(vt_backend *b, vt_bn_sync_fn fn, void *ctx)

@@ -44,6 +44,8 @@ typedef struct cpu_backend {
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
     vt_bn_sync_fn bn_sync;          /* synchronised BN's hook, NULL: off */
     void *bn_sync_ctx;
+    vt_loss_sync_fn loss_sync;      /* softmax_dice's batch sums over processes, NULL: off */
+    void *loss_sync_ctx;
 } cpu_backend;
 
 /* At least `bytes` of the backend's scratch (owned by the backend, valid until the next call);

@@ -10,7 +10,9 @@
  * the gradient of the whole step's loss, exactly:
  *   - classification (mean cross-entropy over the batch) and segmentation (a mean over the
  *     batch's pixels, the same count per image): w_r = the rank's images, also for a
- *     trailing step whose slices differ by one image;
+ *     trailing step whose slices differ by one image; segmentation's soft Dice term is a
+ *     ratio of per-class sums over the whole batch: the ranks sum those sums (loss_sync
+ *     below) and scale their share of its gradient by W / w_r;
  *   - detection: w_r = the positives' target-score sum of the rank's slice;
  *   - instance segmentation: box terms over that sum, the mask term over the positives: no
  *     one normaliser, weighted by images (close to, not equal to, the one-process update).
@@ -27,6 +29,7 @@
  * hooks, evaluate.c), then rank 0's metrics are sent to all, so the fitness, early stopping
  * and best epoch agree; only rank 0 writes the run folder. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "train/trainer_impl.h"
@@ -56,17 +59,40 @@ static vt_status bn_sync(void *ctx, double *q, int channels, int backward)
     return VT_OK;
 }
 
-vt_status vt_dist_sync_bn(vt_trainer *t, int n)
+/* The CPU backend's loss hook (backend.h, vt_loss_sync_fn): a batch loss that is not a sum
+ * over images (segmentation's Dice) over every rank's pixels.  The ranks' gradients are
+ * weighted by n_r / N (their images, vt_dist_reduce_grads), so this rank's share of the
+ * gradient of the whole batch's term is scaled by N / n_r. */
+static vt_status loss_sync(void *ctx, double *q, int n, double *scale)
 {
-    if (!t->sync_bn) return VT_OK;
-    /* a rank without images this step runs no layer: the others go without it too */
+    vt_trainer *t = ctx;
+    double *buf = vt_malloc(((size_t)n + 1) * sizeof *buf);
+    if (!buf) return vt_fail(VT_ERR_OUT_OF_MEMORY, "distributed loss: %d sums", n);
+    memcpy(buf, q, (size_t)n * sizeof *q);
+    double mine = t->exec->n > 0 ? t->exec->n : 1;
+    buf[n] = mine;
+    vt_status st = t->comm->ops->allreduce_host(t->comm, buf, (size_t)n + 1, VT_COMM_SUM);
+    if (!st) {
+        memcpy(q, buf, (size_t)n * sizeof *q);
+        *scale = buf[n] / mine;
+    }
+    free(buf);
+    return st;
+}
+
+vt_status vt_dist_step_syncs(vt_trainer *t, int n)
+{
+    if (!t->dist_on || strcmp(t->be->ops->name, "cpu") != 0) return VT_OK;
+    /* a rank without images this step runs no layer and no loss: the others go without the
+     * syncs too */
     double v[1] = {n};
     VT_TRY(vt_dist_agree(t, VT_OK, v, 1, VT_COMM_MIN));
-    vt_backend_cpu_set_bn_sync(t->be, v[0] > 0 ? bn_sync : NULL, t);
+    vt_backend_cpu_set_bn_sync(t->be, v[0] > 0 && t->sync_bn ? bn_sync : NULL, t);
+    vt_backend_cpu_set_loss_sync(t->be, v[0] > 0 ? loss_sync : NULL, t);
     if (v[0] == 0)
-        vt_log(&t->log, VT_LOG_WARNING, "sync_bn: a rank has no readable image at iteration "
-               "%lld; batch norm runs on each rank's own images for that step",
-               (long long)t->prog.iteration + 1);
+        vt_log(&t->log, VT_LOG_WARNING, "a rank has no readable image at iteration %lld: for "
+               "that step batch-wide terms (sync_bn, the Dice loss) run on each rank's own "
+               "images", (long long)t->prog.iteration + 1);
     return VT_OK;
 }
 
@@ -92,9 +118,16 @@ vt_status vt_dist_begin(vt_trainer *t)
     return VT_OK;
 }
 
+void vt_dist_step_end(vt_trainer *t)
+{
+    if (!t->dist_on || strcmp(t->be->ops->name, "cpu") != 0) return;
+    vt_backend_cpu_set_bn_sync(t->be, NULL, NULL);
+    vt_backend_cpu_set_loss_sync(t->be, NULL, NULL);
+}
+
 void vt_dist_end(vt_trainer *t)
 {
-    if (t->sync_bn) vt_backend_cpu_set_bn_sync(t->be, NULL, NULL);
+    vt_dist_step_end(t);
     t->sync_bn = 0;
     if (t->dist_on) t->log.max_level = t->log_level;
     t->dist_on = 0;

@@ -568,7 +568,7 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
     vt_status st = VT_OK;
-    if (t->sync_bn) TRY(vt_dist_sync_bn(t, n));
+    TRY(vt_dist_step_syncs(t, n));
     if (n > 0) { /* distributed: n = 0 when this rank's slice of the step was unreadable */
         e->n = n;
         st = vt_exec_forward(e, 1);
@@ -577,6 +577,7 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
         if (!st) st = t->task->batch_loss(tc, L, n, 1, loss_out);
         if (!st && t->dist_on) st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
     }
+    vt_dist_step_end(t);
     /* all gradients are complete here: the ranks sum them (dist.c), or a failure of any rank
      * stops them all */
     if (t->dist_on) {

@@ -193,9 +193,12 @@ vt_status vt_dist_sync_buffers(vt_trainer *t);
 vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss);
 /* After rank 0's validation (status st): its status and metrics (t->prog) on every rank. */
 vt_status vt_dist_share_metrics(vt_trainer *t, vt_status st);
-/* sync_bn: before a step's forward, the ranks agree that every one has images (n, this
- * rank's); the backend's BN then syncs over them, or (some rank has none) not this step. */
-vt_status vt_dist_sync_bn(vt_trainer *t, int n);
+/* Before a step's forward (n: this rank's images): the ranks agree that every one has
+ * images; the CPU backend's batch-wide terms (sync_bn's BN, the Dice loss) then sum over them,
+ * or (some rank has none) not this step. */
+vt_status vt_dist_step_syncs(vt_trainer *t, int n);
+/* After the step's backward: the syncs off (validation's shards run their own batches). */
+void vt_dist_step_end(vt_trainer *t);
 
 /* ---- ema.c ---- */
 /* Allocate the EMA (and scratch) buffers and start them from the given host copies (resume)
