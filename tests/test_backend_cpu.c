@@ -447,6 +447,12 @@ static vt_status double_sums(void *ctx, double *q, int channels, int backward)
     return VT_OK;
 }
 
+static vt_status same_sums(void *ctx, double *q, int channels, int backward)
+{
+    (void)ctx, (void)q, (void)channels, (void)backward;
+    return VT_OK;
+}
+
 static vt_status twin_loss(void *ctx, double *q, int n, double *scale)
 {
     (void)ctx;
@@ -551,6 +557,23 @@ START_TEST(test_bn_sync)
         for (int c = 0; c < C; c++) dg[c] *= 2, db[c] *= 2;
         expect_close(dg, dg2, C, 1e-5, "sync dgamma (this process's, half)");
         expect_close(db, db2, C, 1e-5, "sync dbeta");
+    }
+    /* values far from the running mean (0) against their spread: the synced statistics keep
+     * the unsynced op's precision (a hook that changes nothing) */
+    {
+        float xo[C * N * H * W], rmA[C] = {0}, rvA[C] = {1, 1, 1}, rmB[C] = {0}, rvB[C] = {1, 1, 1};
+        float smA[C], siA[C], smB[C], siB[C], yA[C * N * H * W], yB[C * N * H * W];
+        for (size_t i = 0; i < n; i++) xo[i] = 3000.0f + x[i];
+        ck_assert_int_eq(o->bn_forward_train(be, C, m, xo, gamma, beta, 1e-5f, 0.1f, rmA, rvA,
+                                             smA, siA, yA), VT_OK);
+        vt_backend_cpu_set_bn_sync(be, same_sums, NULL);
+        ck_assert_int_eq(o->bn_forward_train(be, C, m, xo, gamma, beta, 1e-5f, 0.1f, rmB, rvB,
+                                             smB, siB, yB), VT_OK);
+        vt_backend_cpu_set_bn_sync(be, NULL, NULL);
+        for (int c = 0; c < C; c++)
+            ck_assert_msg(fabs(siB[c] / siA[c] - 1) < 1e-4, "synced invstd %.9g vs %.9g at an "
+                          "offset of 3000", (double)siB[c], (double)siA[c]);
+        expect_close(yB, yA, n, 1e-3, "synced BN output at an offset of 3000");
     }
     /* the Dice loss's hook: sums doubled as by a twin process, the gradient weighted by 2 (the
      * twin's share): the loss of the doubled pixels, and twice their gradient */

@@ -453,9 +453,16 @@ static void bn_sync_fwd_channels(void *ctx, size_t c0, size_t c1)
 {
     const bn_job *J = ctx;
     for (size_t c = c0; c < c1; c++) {
-        double *q = J->sync + 3 * c;
-        q[0] = (double)J->m;
-        shifted_sums(J->x + c * J->m, J->m, J->run_mean[c], &q[1], &q[2]);
+        double *q = J->sync + 3 * c, s1, s2, m = (double)J->m;
+        /* shifted by x[0] as mean_var (its float partial sums stay near the channel's own
+         * scale), then by the running mean in double: sum (d + e) and sum (d + e)^2 with
+         * d = x - x[0], e = x[0] - k */
+        const float *x = J->x + c * J->m;
+        shifted_sums(x, J->m, x[0], &s1, &s2);
+        double e = (double)x[0] - (double)J->run_mean[c];
+        q[0] = m;
+        q[1] = s1 + m * e;
+        q[2] = s2 + 2.0 * e * s1 + m * e * e;
     }
 }
 
@@ -472,8 +479,8 @@ static void bn_train_channels(void *ctx, size_t c0, size_t c1)
 /* A BN job over the channels, with the other processes' values where the backend has a BN
  * sync hook (vt_backend_cpu_set_bn_sync): `first` gathers this process's sums, the hook sums
  * them over every process, then `pass` runs the op with them; else `pass` alone. */
-static vt_status bn_run(vt_backend *b, bn_job *J, int channels,
-                        void (*first)(void *, size_t, size_t), void (*pass)(void *, size_t, size_t),
+typedef void (*bn_pass_fn)(void *ctx, size_t c0, size_t c1);
+static vt_status bn_run(vt_backend *b, bn_job *J, int channels, bn_pass_fn first, bn_pass_fn pass,
                         int backward, const char *op)
 {
     const cpu_backend *cb = (const cpu_backend *)b;
@@ -482,7 +489,10 @@ static vt_status bn_run(vt_backend *b, bn_job *J, int channels,
         vt_pool_run(POOL(b), (size_t)channels, grain, pass, J);
         return VT_OK;
     }
-    double *q = vt_malloc(3 * (size_t)channels * sizeof *q);
+    /* on the stack up to 512 channels: no allocation that could fail on one process only and
+     * leave the others in the hook's collective */
+    double local[3 * 512];
+    double *q = channels <= 512 ? local : vt_malloc(3 * (size_t)channels * sizeof *q);
     if (!q) return vt_fail(VT_ERR_OUT_OF_MEMORY, "%s: sums of %d channels", op, channels);
     J->sync = q;
     vt_pool_run(POOL(b), (size_t)channels, grain, first, J);
@@ -491,7 +501,7 @@ static vt_status bn_run(vt_backend *b, bn_job *J, int channels,
         J->synced = 1;
         vt_pool_run(POOL(b), (size_t)channels, grain, pass, J);
     }
-    free(q);
+    if (q != local) free(q);
     return st;
 }
 

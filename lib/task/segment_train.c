@@ -83,7 +83,9 @@ static vt_status seg_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int 
     TRY(upload_labels(c, L, n, &labelled));
     int pixels = n * e->h * e->w, K = m->num_classes;
     float scale = labelled ? 1.0f / (float)labelled : 0.0f;
-    float dice = labelled ? c->dice : 0.0f;
+    /* the Dice term even without a labelled pixel (its sums are then 0, its loss and gradient
+     * too): the ranks of a distributed step all sum its sums (the backend's loss sync) */
+    float dice = c->dice;
     size_t np = (size_t)K * pixels;
     if (dice > 0 && np > t->probs_cap) {
         be->ops->free(be, t->probs_dev);
@@ -99,7 +101,7 @@ static vt_status seg_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int 
                                   e->loss + 1, with_grad ? out->dy : NULL));
     float sum[2] = {0, 0};
     TRY(be->ops->download(be, sum, e->loss, (dice > 0 ? 2 : 1) * sizeof(float)));
-    *loss = labelled ? sum[0] * scale + sum[1] : 0.0f;
+    *loss = sum[0] * scale + sum[1]; /* scale 0 without a labelled pixel */
     return VT_OK;
 }
 
