@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/device.h"
@@ -161,6 +163,60 @@ END_TEST
 
 /* The backend reports which GEMM it uses; the build found a BLAS on this machine (Debian with
  * libopenblas-serial-dev) -- tolerated absent, but then the portable path is what runs. */
+/* n floats ending VT_ALIGNED_SLACK bytes before an unreadable page (*map, *len: to unmap). */
+static float *before_guard(size_t n, void **map, size_t *len)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), bytes = n * sizeof(float) + VT_ALIGNED_SLACK;
+    size_t pages = (bytes + pg - 1) / pg + 1;
+    char *m = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    ck_assert_int_eq(mprotect(m + (pages - 1) * pg, pg, PROT_NONE), 0);
+    *map = m;
+    *len = pages * pg;
+    return (float *)(m + (pages - 1) * pg - bytes);
+}
+
+/* The products read at most VT_ALIGNED_SLACK bytes past an operand's last element (BLIS 0.9's
+ * small-product kernels: 4 floats of C for a 2-column edge, a row of a transposed B; the
+ * backend's buffers carry that slack), and the backend's allocations have it: operands ending
+ * that far before an unreadable page, rows up to 1,024 floats, every transpose, beta 0 and 1
+ * (a crash fails the test; without the slack 19% of these shapes fault). */
+START_TEST(test_gemm_overread)
+{
+    static const int ms[] = {1, 2, 3, 5, 6, 7, 17, 40}, ns[] = {1, 2, 3, 5, 15, 17, 33, 147},
+                     ks[] = {1, 9, 50, 1024};
+    for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (int t = 0; t < 4; t++) {
+                    int m = ms[mi], n = ns[ni], k = ks[ki], ta = t & 1, tb = t >> 1;
+                    void *ma, *mb, *mc;
+                    size_t la, lb, lc;
+                    float *a = before_guard((size_t)m * k, &ma, &la),
+                          *b = before_guard((size_t)k * n, &mb, &lb),
+                          *c = before_guard((size_t)m * n, &mc, &lc);
+                    for (int i = 0; i < m * k; i++) a[i] = 1.0f;
+                    for (int i = 0; i < k * n; i++) b[i] = 1.0f;
+                    for (int i = 0; i < m * n; i++) c[i] = 1.0f;
+                    vt_sgemm(NULL, ta, tb, m, n, k, 1.0f, a, ta ? m : k, b, tb ? k : n,
+                             (float)(t & 1), c, n);
+                    ck_assert_msg(c[m * n - 1] == (float)(k + (t & 1)), "%dx%dx%d: %g", m, n, k,
+                                  (double)c[m * n - 1]);
+                    munmap(ma, la), munmap(mb, lb), munmap(mc, lc);
+                }
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 1), VT_OK);
+    for (size_t bytes = 1; bytes < 20000; bytes = bytes * 3 + 7) {
+        unsigned char *p = be->ops->alloc(be, bytes);
+        ck_assert_ptr_nonnull(p);
+        size_t end = ((bytes + 63) & ~(size_t)63) + VT_ALIGNED_SLACK;
+        memset(p, 0xab, end); /* all of it ours (valgrind and ASan would say otherwise) */
+        be->ops->free(be, p);
+    }
+    vt_backend_destroy(be);
+}
+END_TEST
+
 START_TEST(test_gemm_kind)
 {
     int blas = vt_sgemm_uses_blas();
@@ -857,6 +913,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_portable_1);
     tcase_add_test(tc, test_gemm_portable_2);
     tcase_add_test(tc, test_gemm_kind);
+    tcase_add_test(tc, test_gemm_overread);
     tcase_add_loop_test(tc, test_gemm_paths, 0, (int)(sizeof gemm_paths / sizeof gemm_paths[0]));
     tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_gemm_blis_packing);

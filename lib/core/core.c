@@ -164,8 +164,10 @@ vt_status vt_read_regular_file(const char *path, size_t max_bytes, void **data, 
 void *vt_malloc_aligned(size_t bytes)
 {
     void *p = NULL;
-    size_t n = (bytes + 63) & ~(size_t)63;
-    if (posix_memalign(&p, 64, n ? n : 64) != 0) {
+    /* slack past the rounded size (core.h): a GEMM kernel's over-read past an operand would
+     * fault where the buffer ends at a page boundary before an unmapped page */
+    size_t n = ((bytes + 63) & ~(size_t)63) + VT_ALIGNED_SLACK;
+    if (bytes > SIZE_MAX - 2 * VT_ALIGNED_SLACK || posix_memalign(&p, 64, n) != 0) {
         vt_fail(VT_ERR_OUT_OF_MEMORY, "out of memory allocating %zu bytes", bytes);
         return NULL;
     }

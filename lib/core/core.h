@@ -45,8 +45,14 @@ char *vt_strdup(const char *s);
  * error"); a larger file is VT_ERR_FORMAT ("<path>: N bytes, more than M").  *data is NULL and
  * *size 0 on failure. */
 vt_status vt_read_regular_file(const char *path, size_t max_bytes, void **data, size_t *size);
-/* 64-byte aligned, freed with vt_free_aligned. */
+/* 64-byte aligned, freed with vt_free_aligned; VT_ALIGNED_SLACK more bytes readable past the
+ * end. */
 void *vt_malloc_aligned(size_t bytes);
+/* vt_malloc_aligned's readable bytes past `bytes` rounded up to 64: BLIS 0.9's small-product
+ * kernels read past an operand's end, a few floats of C, or (the dot-product kernels, against
+ * a transposed B) up to one row of B; the slack covers rows of up to 1,024 floats, the
+ * longest of an im2col tile (tests/test_backend_cpu.c, test_gemm_overread) */
+#define VT_ALIGNED_SLACK (4096 + 64)
 void vt_free_aligned(void *p);
 
 /* Deterministic RNG (xoshiro128+-like, seeded by splitmix64); the state is a plain value so it
