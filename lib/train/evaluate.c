@@ -37,12 +37,14 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
                             (int)vt_opt_num(&t->opts, VT_OPT_WORKERS), NULL, &t->log, NULL, NULL,
                             NULL, t->task->sample};
     vt_loader *L = keep ? *keep : NULL;
-    if (!L) TRY(vt_loader_create(&L, ds, split, &cfg));
-    if (keep) *keep = L;
-    int *idx = vt_malloc((size_t)batch * sizeof(int));
-    vt_status st = idx ? VT_OK : VT_ERR_OUT_OF_MEMORY;
-    long seen = 0;
     const vt_task_ctx *c = &t->tc; /* its shard fields: this rank's batches */
+    /* a shard that fails before its batches still meets the others' agreement below */
+    vt_status st = L ? VT_OK : vt_loader_create(&L, ds, split, &cfg);
+    if (st && c->shards <= 1) return st;
+    if (keep && !st) *keep = L;
+    int *idx = st ? NULL : vt_malloc((size_t)batch * sizeof(int));
+    if (!st && !idx) st = VT_ERR_OUT_OF_MEMORY;
+    long seen = 0;
     for (int b0 = 0, bi = 0; !st && b0 < total; b0 += batch, bi++) {
         if (bi % c->shards != c->shard) continue;
         int n = total - b0 < batch ? total - b0 : batch, ok;
@@ -58,7 +60,7 @@ vt_status vt_trainer_eval_batches(vt_trainer *t, vt_split split, int batch, vt_l
         seen += ok;
     }
     free(idx);
-    if (!keep) vt_loader_destroy(L);
+    if (!keep && L) vt_loader_destroy(L);
     if (c->shards > 1) { /* the shards stop together, and count every shard's images */
         double v[1] = {(double)seen};
         st = vt_dist_agree(t, st, v, 1, VT_COMM_SUM);
