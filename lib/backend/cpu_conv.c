@@ -147,22 +147,30 @@ static int same_run(const vt_conv_desc *d, int ky, int kx, int oy0, int oy1, int
     return (int)len;
 }
 
+/* Block rows [v0, v1) of each image are inside it for kernel row ky (relative to oy0). */
+static void same_rows(const vt_conv_desc *d, int ky, int oy0, int oy1, int *v0, int *v1)
+{
+    int a = d->ph - ky - oy0, b = d->h + d->ph - ky - oy0, tr = oy1 - oy0;
+    *v0 = a < 0 ? 0 : a < tr ? a : tr;
+    *v1 = b > tr ? tr : b > *v0 ? b : *v0;
+}
+
 static void zero_padding(const vt_conv_desc *d, int ky, int lo, int hi, int oy0, int oy1, int nb,
                          float *col)
 {
-    int w = d->w, a = d->ph - ky, b = d->h + d->ph - ky; /* rows inside the image: a <= oy < b */
-    int v0 = a < oy0 ? oy0 : a < oy1 ? a : oy1, v1 = b > oy1 ? oy1 : b > v0 ? b : v0;
+    int w = d->w, v0, v1;
+    same_rows(d, ky, oy0, oy1, &v0, &v1);
     size_t tr = (size_t)(oy1 - oy0);
     for (int nl = 0; nl < nb; nl++) {
         float *blk = col + nl * tr * w;
-        zero_floats(blk, (size_t)(v0 - oy0) * w);
-        zero_floats(blk + (size_t)(v1 - oy0) * w, (size_t)(oy1 - v1) * w);
+        zero_floats(blk, (size_t)v0 * w);
+        zero_floats(blk + (size_t)v1 * w, (tr - (size_t)v1) * w);
         /* the padding columns [0, lo) and [hi, w) of the rows inside, column by column
          * (strided stores) */
-        float *rows = blk + (size_t)(v0 - oy0) * w;
+        float *rows = blk + (size_t)v0 * w;
         for (int ox = 0; ox < w; ox++)
             if (ox < lo || ox >= hi)
-                for (int oy = v0; oy < v1; oy++) rows[(size_t)(oy - v0) * w + ox] = 0.0f;
+                for (int r = v0; r < v1; r++) rows[(size_t)(r - v0) * w + ox] = 0.0f;
     }
 }
 
@@ -224,14 +232,6 @@ static void same512_masks(const vt_conv_desc *d, same_masks *sm)
             sm->m[kx][t] = (uint16_t)m;
         }
     }
-}
-
-/* Block rows [v0, v1) of each image are inside it (relative to oy0). */
-static void same_rows(const vt_conv_desc *d, int ky, int oy0, int oy1, int *v0, int *v1)
-{
-    int a = d->ph - ky - oy0, b = d->h + d->ph - ky - oy0, tr = oy1 - oy0;
-    *v0 = a < 0 ? 0 : a < tr ? a : tr;
-    *v1 = b > tr ? tr : b > *v0 ? b : *v0;
 }
 
 SAME512 static void im2col_same512(const vt_conv_desc *d, const float *p, const uint16_t *mask,
