@@ -353,7 +353,9 @@ END_TEST
  * best it has; an unknown value is ignored. */
 static const char *best(void)
 {
-    return vt_cpu_has_amx() ? "AMX 32x32" : vt_cpu_has_bf16() ? "AVX512_BF16 14x32" : "portable";
+    return vt_cpu_has_amx()    ? "AMX 32x32"
+           : vt_cpu_has_bf16() ? "AVX512_BF16 14x32"
+                               : "portable (no AVX512_BF16)";
 }
 
 START_TEST(test_env_portable)
