@@ -35,7 +35,10 @@ printf '%-11s %14s %14s %8s %10s %9s\n' batch "vt img/s" "torch img/s" ratio "vt
 # rows: ours with precision=bf16 against PyTorch's bf16 autocast, NCHW and channels-last, its
 # best run the baseline; the last column of a bf16 row is its speed over our fp32 row's.
 precs=fp32
-"$build/examples/vt" info 2>/dev/null | grep -q 'precision=bf16: none' || precs="fp32 bf16"
+# (the output captured first: under pipefail, grep -q's early exit would fail the pipe by
+# SIGPIPE and look like "bf16 here")
+info=$("$build/examples/vt" info 2>/dev/null || true)
+grep -q 'precision=bf16: none' <<<"$info" || precs="fp32 bf16"
 declare -A fp32_best
 for prec in $precs; do
 for b in 64 256; do
