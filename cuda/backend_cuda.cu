@@ -378,6 +378,11 @@ extern "C" vt_status vt_backend_cuda_create(vt_backend **out, int device)
     return VT_OK;
 }
 
+vt_cuda_backend *vt_cuda_of(vt_backend *b)
+{
+    return b && b->ops == &cuda_ops ? vt_cuda(b) : nullptr;
+}
+
 extern "C" void vt_backend_cuda_set_fp32(vt_backend *b, int plain_fp32)
 {
     if (!b || b->ops != &cuda_ops) return;

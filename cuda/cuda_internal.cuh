@@ -104,6 +104,9 @@ static inline vt_cuda_backend *vt_cuda(vt_backend *b)
     return reinterpret_cast<vt_cuda_backend *>(b);
 }
 
+/* b as the CUDA backend, or NULL when it is another backend (backend_cuda.cu). */
+vt_cuda_backend *vt_cuda_of(vt_backend *b);
+
 /* Makes the backend's device current for the scope of an op and restores the caller's device
  * afterwards: the library must not change the calling thread's CUDA state behind its back. */
 class vt_cuda_device_guard {

@@ -61,6 +61,8 @@ static const vt_cuda_plugin table = {
     vt_backend_cuda_graph_begin,
     vt_backend_cuda_graph_end,
     vt_backend_cuda_graph_info,
+    vt_cuda_nccl_unique_id,
+    vt_cuda_nccl_open,
 };
 
 /* Called once per process by the core, before anything else of the module (under the core's

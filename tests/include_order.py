@@ -7,7 +7,8 @@ layer builds on, never of a later one (docs/architecture.md):
     core < image < data
     backend < nn < task < train < estimate      (task, train and estimate also build on data)
     backend < dist < train                      (the communicators; train and estimate build on it)
-    cuda builds on backend: it implements the backend interface; lib/ never includes it.
+    cuda builds on backend and dist: it implements the backend interface and the NCCL engine of
+    the communicator interface; lib/ never includes it.
 
 Usage: include_order.py SOURCE_ROOT.  Prints every include that goes up (or sideways) the
 order, as file:line, and exits 1 if there is one.  Headers named without a folder
@@ -24,7 +25,7 @@ ALLOWED = {
     'image': {'core', 'image'},
     'data': {'core', 'image', 'data'},
     'backend': {'core', 'backend'},
-    'cuda': {'core', 'backend', 'cuda'},
+    'cuda': {'core', 'backend', 'dist', 'cuda'},  # the NCCL engine of the communicators
     'dist': {'core', 'backend', 'dist'},
     'nn': {'core', 'image', 'backend', 'nn'},
     'task': {'core', 'image', 'data', 'backend', 'nn', 'task'},

@@ -173,6 +173,48 @@ START_TEST(test_module_real)
     }
 }
 END_TEST
+
+/* The NCCL engine's entry points through the module's table (cuda/nccl_comm.cu), with a fake
+ * NCCL (tests/fake_nccl.c: its id is the bytes 0..127) and without one; a real communicator
+ * needs two GPUs. */
+START_TEST(test_module_nccl)
+{
+    fresh_process();
+    ck_assert_msg(real_module[0], "VT_CUDA_PLUGIN is not set (run through meson test)");
+    setenv("VT_CUDA_PLUGIN", real_module, 1);
+    const char *dir = getenv("VT_TEST_FAKE_MODULES");
+    ck_assert_msg(dir && *dir, "VT_TEST_FAKE_MODULES is not set (run through meson test)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fake-nccl.so", dir);
+    setenv("VT_NCCL_LIBRARY", path, 1);
+    unsigned char id[VT_NCCL_ID_BYTES];
+    memset(id, 0xff, sizeof id);
+    ck_assert_msg(vt_cuda_nccl_unique_id(id) == VT_OK, "unique id: %s", vt_last_error());
+    for (int i = 0; i < VT_NCCL_ID_BYTES; i++) ck_assert_int_eq(id[i], i);
+    /* a CPU backend is refused, naming why */
+    vt_backend *cpu = NULL;
+    ck_assert_int_eq(vt_backend_cpu_create(&cpu, 1), VT_OK);
+    struct vt_comm *c = (struct vt_comm *)cpu;
+    vt_status st = vt_cuda_nccl_open(&c, cpu, id, 0, 2, 0, 2, 1.0);
+    ck_assert_msg(st == VT_ERR_INVALID_ARGUMENT && c == NULL &&
+                      strstr(vt_last_error(), "not a CUDA backend"),
+                  "CPU backend: status %d, '%s'", st, vt_last_error());
+    vt_backend_destroy(cpu);
+}
+END_TEST
+
+START_TEST(test_module_nccl_missing)
+{
+    fresh_process();
+    setenv("VT_CUDA_PLUGIN", real_module, 1);
+    setenv("VT_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+    unsigned char id[VT_NCCL_ID_BYTES];
+    vt_status st = vt_cuda_nccl_unique_id(id);
+    ck_assert_msg(st == VT_ERR_UNSUPPORTED && strstr(vt_last_error(), "GPU ranks need NCCL") &&
+                      strstr(vt_last_error(), "/nonexistent/libnccl.so.2"),
+                  "no NCCL: status %d, '%s'", st, vt_last_error());
+}
+END_TEST
 #else
 START_TEST(test_module_no_cuda_build)
 {
@@ -230,6 +272,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_module_without_entry);
     tcase_add_test(tc, test_module_other_build);
     tcase_add_test(tc, test_module_real);
+    tcase_add_test(tc, test_module_nccl);
+    tcase_add_test(tc, test_module_nccl_missing);
 #else
     tcase_add_test(tc, test_module_no_cuda_build);
 #endif

@@ -227,7 +227,7 @@ static int run_env(void)
     }
     unsetenv("OMPI_COMM_WORLD_SIZE");
     unsetenv("OMPI_COMM_WORLD_RANK");
-    /* torchrun's convention: the NCCL engine is not there yet */
+    /* torchrun's convention joins GPU ranks (NCCL); CPU ranks are told to use mpirun */
     setenv("WORLD_SIZE", "2", 1);
     setenv("RANK", "1", 1);
     vt_status st = train_plain(data, common, &w, &n);
@@ -235,6 +235,22 @@ static int run_env(void)
           strstr(vt_last_error(), "mpirun"),
           "RANK/WORLD_SIZE launch: status %d, '%s'", st, vt_last_error());
     free(w);
+    /* device=0,1: the rank's entry is its LOCAL_RANK's (GPU 1 here: without that GPU its error
+     * names it; with it, the rendezvous needs MASTER_ADDR, unset here) */
+    setenv("LOCAL_RANK", "1", 1);
+    const char *gpus[] = {"epochs=1", "batch=4", "save=0", "val=0", "workers=0", "device=0,1",
+                          NULL};
+    st = train_plain(data, gpus, &w, &n);
+    CHECK((st == VT_ERR_DEVICE && strstr(vt_last_error(), "device=1")) ||
+              (st == VT_ERR_UNSUPPORTED && strstr(vt_last_error(), "MASTER_ADDR")),
+          "device=0,1 as LOCAL_RANK 1: status %d, '%s'", st, vt_last_error());
+    free(w);
+    setenv("LOCAL_RANK", "2", 1);
+    st = train_plain(data, gpus, &w, &n);
+    CHECK(st == VT_ERR_OPTION_VALUE && strstr(vt_last_error(), "past the list"),
+          "device=0,1 as LOCAL_RANK 2: status %d, '%s'", st, vt_last_error());
+    free(w);
+    unsetenv("LOCAL_RANK");
     /* vt_trainer_rank before a run: the launcher's, unless dist=off */
     {
         vt_dataset *ds = NULL;
@@ -250,6 +266,16 @@ static int run_env(void)
         CHECK(t && vt_trainer_set(t, "dist=off") == VT_OK && vt_trainer_rank(t, &world) == 0 &&
                   world == 1, "dist=off: rank of %d", world);
         CHECK(vt_trainer_rank(NULL, &world) == 0 && world == 1, "NULL trainer");
+        /* device lists: distinct GPU indices */
+        CHECK(t && vt_trainer_set(t, "device=3,0,2") == VT_OK, "device=3,0,2: %s",
+              vt_last_error());
+        CHECK(t && vt_trainer_set(t, "device=0,2,0") == VT_ERR_OPTION_VALUE &&
+                  strstr(vt_last_error(), "GPU 0 twice"),
+              "device=0,2,0: '%s'", vt_last_error());
+        const char *bad[] = {"device=0,", "device=,1", "device=0,cpu", "device=0,64",
+                             "device=0;1", "device=-1,0"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+            CHECK(t && vt_trainer_set(t, bad[i]) == VT_ERR_OPTION_VALUE, "%s accepted", bad[i]);
         vt_trainer_destroy(t);
         vt_model_destroy(m);
         vt_dataset_destroy(ds);
@@ -262,6 +288,11 @@ static int run_env(void)
     free(w);
     unsetenv("WORLD_SIZE");
     unsetenv("RANK");
+    /* a GPU list in a process alone: told how to start the ranks */
+    st = train_plain(data, gpus, &w, &n);
+    CHECK(st == VT_ERR_OPTION_VALUE && strstr(vt_last_error(), "trains alone"),
+          "device=0,1 alone: status %d, '%s'", st, vt_last_error());
+    free(w);
     /* and an ordinary run is unchanged */
     st = train_plain(data, common, &w, &n);
     CHECK(st == VT_OK && w, "one process: %s", vt_last_error());
@@ -318,6 +349,9 @@ static double equality_diff(int rank, const char *what, const vt_arch_spec *spec
                             const char *data_opts, const char *model_opts,
                             const char *const *extra, int expect_equal);
 
+/* `test_dist gpu`: the runs on GPUs 0 and 1 (NCCL) instead of the CPU (MPI). */
+static int gpu_mode;
+
 static void equality(int rank, const char *what, const vt_arch_spec *spec, const char *data_opts,
                      const char *model_opts, const char *const *extra)
 {
@@ -341,6 +375,11 @@ static double equality_diff(int rank, const char *what, const vt_arch_spec *spec
                              "save=0", "val=0", "workers=0", "dist=off"};
     int nd = 8, nr = 9;
     for (int i = 0; extra[i] && nr < MAXS - 1; i++) dist[nd++] = ref[nr++] = extra[i];
+    if (gpu_mode) { /* GPU ranks over NCCL against one process on GPU 0, both in plain fp32 */
+        dist[nd++] = "device=0,1";
+        ref[nr++] = "device=0";
+        dist[nd++] = ref[nr++] = "precision=fp32";
+    }
     float *wd = NULL, *wr = NULL, *w0 = NULL;
     double t0 = MPI_Wtime();
     vt_status st = train_spec(spec, data, model_opts, dist, &wd, &nd);
@@ -930,9 +969,10 @@ out:
 
 static int run_mpi(void)
 {
-    int size = 1, rank = 0, via;
-    vt_comm_launch(&size, &rank, &via);
-    if (size != 2 || !via) {
+    vt_launch L;
+    vt_comm_launch(&L);
+    int size = L.size, rank = L.rank;
+    if (size != 2 || !L.via_mpi) {
         fprintf(stderr, "test_dist mpi: run under 'mpirun -np 2' (world %d)\n", size);
         return 77;
     }
@@ -948,14 +988,61 @@ static int run_mpi(void)
     return bad ? 1 : 0; /* MPI is finalized at exit by the library, which started it */
 }
 
+/* GPU ranks (NOT YET RUN: it needs a host with two GPUs): 2 ranks on GPUs 0 and 1 over NCCL,
+ * NCCL's id handed out through MPI, train as one process on GPU 0 with the whole batch
+ * (classification, detection), the replicas agree after every step, and sync_bn=1 is refused
+ * on both ranks with the reason. */
+static int run_gpu(void)
+{
+    vt_launch L;
+    vt_comm_launch(&L);
+    if (L.size != 2 || !L.via_mpi) {
+        fprintf(stderr, "test_dist gpu: run under 'mpirun -np 2' (world %d)\n", L.size);
+        return 77;
+    }
+    my_rank = L.rank;
+    gpu_mode = 1;
+    const char *cls[] = {"lr0=0.05", NULL};
+    equality(L.rank, "gpu eq", &plain_spec, "classes=4 train=11 val=0 imgsz=16 seed=5",
+             "imgsz=16 seed=3", cls);
+    const char *det[] = {"lr0=0.01",   "optimizer=sgd", "mosaic=0", "mixup=0",   "degrees=0",
+                         "translate=0", "scale=0",      "fliplr=0", "hsv_h=0",   "hsv_s=0",
+                         "hsv_v=0",    "close_mosaic=0", NULL};
+    equality(L.rank, "gpu det", &plain_det_spec, "classes=3 train=44 val=0 imgsz=32 seed=5 "
+             "max_objects=3", "imgsz=32 seed=3", det);
+    char data[4096];
+    CHECK(make_data(data, sizeof data, "gpu_bn", L.rank, "classes=2 train=8 val=0 imgsz=16") ==
+              VT_OK, "synth: %s", vt_last_error());
+    const char *sbn[] = {"epochs=1", "batch=4", "save=0", "val=0", "workers=0", "device=0,1",
+                         "sync_bn=1", NULL};
+    float *w = NULL;
+    int n = 0;
+    vt_status st = train_plain(data, sbn, &w, &n);
+    CHECK(st == VT_ERR_UNSUPPORTED && strstr(vt_last_error(), "sync_bn=1 runs on CPU ranks"),
+          "sync_bn=1 on GPU ranks: status %d, '%s'", st, vt_last_error());
+    free(w);
+    int bad = failures;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (L.rank == 0) printf("dist gpu: %s\n", bad ? "FAILED" : "ok");
+    return bad ? 1 : 0;
+}
+
 #endif
 
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "env") == 0) return run_env();
+    /* `test_dist gpus`: 0 when this host has the two GPUs `gpu` needs, else 77 (skipped) */
+    if (argc > 1 && strcmp(argv[1], "gpus") == 0) {
+        int n = vt_device_count();
+        if (n < 2) printf("test_dist gpu: needs 2 GPUs, this host has %d: skipped\n", n);
+        return n >= 2 ? 0 : 77;
+    }
 #if VT_HAVE_MPI
     if (argc > 1 && strcmp(argv[1], "mpi") == 0) return run_mpi();
+    if (argc > 1 && strcmp(argv[1], "gpu") == 0) return run_gpu();
 #endif
-    fprintf(stderr, "usage: test_dist env | mpi (under mpirun -np 2, a build with MPI)\n");
+    fprintf(stderr, "usage: test_dist env | gpus | mpi | gpu (mpi, gpu: under mpirun -np 2, a "
+            "build with MPI)\n");
     return 77;
 }

@@ -140,12 +140,28 @@ typedef struct vt_gpu_metrics {
  * bus id).  Returns out->have; never an error, never loads the module (no module: 0). */
 unsigned vt_cuda_gpu_metrics(int device, vt_gpu_metrics *out);
 
+/* The NCCL engine of GPU ranks (cuda/nccl_comm.cu; NOT YET RUN ON GPUs), for lib/dist/comm.c.
+ * NCCL (libnccl.so.2, 2.12 or newer) is loaded with dlopen on the first call ($VT_NCCL_LIBRARY
+ * picks the file).
+ *   unique_id: rank 0's NCCL id (VT_NCCL_ID_BYTES = 128 bytes into id), which the caller hands
+ *     to every rank; VT_ERR_UNSUPPORTED with why when NCCL cannot be loaded.
+ *   open: this rank's communicator over be's device and stream (*out, destroyed with
+ *     vt_comm_destroy), collective over the `size` ranks with the same id; each failure or a
+ *     wait past timeout_s seconds ends it with VT_ERR_IO (comm.h's contract).
+ * Without the module (or CUDA): VT_ERR_DEVICE with the reason. */
+struct vt_comm;
+#define VT_NCCL_ID_BYTES 128
+vt_status vt_cuda_nccl_unique_id(unsigned char *id);
+vt_status vt_cuda_nccl_open(struct vt_comm **out, vt_backend *be, const unsigned char *id,
+                            int rank, int size, int local_rank, int local_size,
+                            double timeout_s);
+
 /* ---- the boundary between the core and the module ------------------------------------------ */
 
 #define VT_CUDA_PLUGIN_FILE "libvisiontrain-cuda.so"
 #define VT_CUDA_PLUGIN_ENTRY "vt_cuda_plugin_entry"
 /* Bump when this table, vt_backend_ops or anything else both sides share changes meaning. */
-#define VT_CUDA_PLUGIN_VERSION 4u
+#define VT_CUDA_PLUGIN_VERSION 5u
 
 /* What the module hands the core: its identity (checked before anything is called) and the
  * real functions declared above. */
@@ -169,6 +185,9 @@ typedef struct vt_cuda_plugin {
     int (*graph_begin)(vt_backend *b, const int key[4]);
     vt_status (*graph_end)(vt_backend *b, vt_status region, int *ran);
     void (*graph_info)(vt_backend *b, vt_cuda_graph_info *out);
+    vt_status (*nccl_unique_id)(unsigned char *id);
+    vt_status (*nccl_open)(struct vt_comm **out, vt_backend *be, const unsigned char *id,
+                           int rank, int size, int local_rank, int local_size, double timeout_s);
 } vt_cuda_plugin;
 
 /* The module's one exported symbol (VT_CUDA_PLUGIN_ENTRY).  `failv` is the core's vt_failv: the

@@ -252,3 +252,19 @@ void vt_backend_cuda_graph_info(vt_backend *b, vt_cuda_graph_info *out)
     const vt_cuda_plugin *p = module_if_loaded();
     if (p && p->graph_info) p->graph_info(b, out);
 }
+
+vt_status vt_cuda_nccl_unique_id(unsigned char *id)
+{
+    const vt_cuda_plugin *p = module();
+    if (!p) return vt_fail(VT_ERR_DEVICE, "GPU ranks: %s", reason());
+    return p->nccl_unique_id(id);
+}
+
+vt_status vt_cuda_nccl_open(struct vt_comm **out, vt_backend *be, const unsigned char *id,
+                            int rank, int size, int local_rank, int local_size, double timeout_s)
+{
+    *out = NULL;
+    const vt_cuda_plugin *p = module_if_loaded();
+    if (!p) return vt_fail(VT_ERR_DEVICE, "GPU ranks: %s", reason());
+    return p->nccl_open(out, be, id, rank, size, local_rank, local_size, timeout_s);
+}

@@ -154,4 +154,11 @@ vt_status vt_parse_double(const char *key, const char *s, double min, double max
 /* Monotonic clock in seconds. */
 double vt_now(void);
 
+/* Return the status of x when it is not VT_OK. */
+#define VT_TRY(x)                                                                                  \
+    do {                                                                                           \
+        vt_status st_ = (x);                                                                       \
+        if (st_) return st_;                                                                       \
+    } while (0)
+
 #endif

@@ -60,7 +60,7 @@ static const vt_optdef table[] = {
      "label smoothing of the classification loss", 0},
     {VT_OPT_SEED, "seed", I, 0, SEED_MAX, 0, NULL, NULL, T,
      "seed for shuffling, augmentation and dropout", 0},
-    {VT_OPT_DEVICE, "device", S, 0, 0, 0, "cpu", NULL, T, "cpu, or a GPU index (0, 1, ...)", 0},
+    {VT_OPT_DEVICE, "device", S, 0, 0, 0, "cpu", NULL, T, "cpu, a GPU index, or a GPU per rank (0,1,2,3)", 0},
     {VT_OPT_WORKERS, "workers", I, 0, 64, 2, NULL, NULL, T,
      "image decoding threads (0 = in the training thread)", 0},
     {VT_OPT_FLIPLR, "fliplr", F, 0, 1, 0.5, NULL, NULL, T, "probability of a horizontal flip", 0},
@@ -446,12 +446,24 @@ static vt_status check_string(const vt_optdef *d, const char *value)
     }
     if (d->id == VT_OPT_DEVICE) {
         if (strcmp(value, "cpu") == 0) return VT_OK;
-        char *end;
-        errno = 0;
-        long idx = strtol(value, &end, 10);
-        if (*value && !*end && !errno && idx >= 0 && idx < 64) return VT_OK;
-        return vt_fail(VT_ERR_OPTION_VALUE, "device=%s is not valid; use cpu or a GPU index 0..63",
-                       value);
+        /* a GPU index, or a list of distinct ones: one GPU per rank on a host */
+        unsigned long long seen = 0;
+        const char *p = value;
+        for (;;) {
+            char *end;
+            errno = 0;
+            long idx = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+            if (idx < 0 || idx >= 64 || errno || (*end && *end != ','))
+                return vt_fail(VT_ERR_OPTION_VALUE, "device=%s is not valid; use cpu, a GPU "
+                               "index 0..63, or a list of GPU indices (0,1,2,3: one rank each)",
+                               value);
+            if (seen >> idx & 1)
+                return vt_fail(VT_ERR_OPTION_VALUE, "device=%s names GPU %ld twice; each rank "
+                               "needs a GPU of its own", value, idx);
+            seen |= 1ull << idx;
+            if (!*end) return VT_OK;
+            p = end + 1;
+        }
     }
     return VT_OK;
 }

@@ -1,6 +1,6 @@
 /* The private communicator interface: what data-parallel training needs from a collective
- * engine (MPI for CPU backends today; NCCL for CUDA backends behind the same table later),
- * beside the backend table and as small.
+ * engine (MPI for CPU backends: comm_mpi.c; NCCL for CUDA backends: the CUDA module's
+ * cuda/nccl_comm.cu), beside the backend table and as small.
  *
  * CONVENTIONS
  * - A communicator joins the `size` processes (ranks) of one job; every rank calls every
@@ -9,6 +9,8 @@
  * - float* / void* arguments are memory of the backend the communicator was opened for (host
  *   memory for the CPU backend), unless the name ends in _host.
  * - Collectives block until this rank's part is done; results are identical on every rank.
+ *   On a GPU backend a collective on device memory is queued on the backend's stream instead,
+ *   in order with its ops (whatever reads the result after it sees it); host collectives wait.
  * - Every call returns VT_OK or a vt_status with the thread's error message set; an engine
  *   never aborts the process (MPI's errors are returned, not fatal, on its communicators).
  * - One communicator is used by one thread at a time. */
@@ -49,16 +51,41 @@ struct vt_comm {
     char engine[64];          /* "MPI (Open MPI v4.1.4)", for the log */
 };
 
-/* How a process was launched, from its environment: the world size and this rank that a
- * launcher (mpirun / mpiexec / srun: OMPI_COMM_WORLD_*, PMI_*; torchrun: WORLD_SIZE, RANK)
- * set, 1 and 0 when none did.  *via_mpi: an MPI launcher set them. */
-void vt_comm_launch(int *size, int *rank, int *via_mpi);
+/* How a process was launched, from its environment. */
+typedef struct vt_launch {
+    int size, rank;   /* the world and this rank: 1 and 0 when no launcher set them */
+    int local_rank;   /* on this host: the launcher's (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+                       * SLURM_LOCALID, LOCAL_RANK), else `rank` (one host assumed) */
+    int local_size;   /* the launcher's (OMPI_COMM_WORLD_LOCAL_SIZE, LOCAL_WORLD_SIZE), else size */
+    int via_mpi;      /* an MPI launcher (mpirun / mpiexec / srun: OMPI_COMM_WORLD_*, PMI_*) */
+    const char *master_addr; /* torchrun's MASTER_ADDR and MASTER_PORT: the rendezvous of a */
+    int master_port;         /* launch without MPI (NULL and 0 when unset or not a port) */
+} vt_launch;
+void vt_comm_launch(vt_launch *out);
+
+/* Seconds a rank waits for the others (the rendezvous, a collective of the NCCL engine) before
+ * it gives up: $VT_DIST_TIMEOUT when it is a number > 0, else 600. */
+double vt_comm_timeout(void);
+
+/* The rendezvous of a launch without MPI (rendezvous.c): rank 0 listens on MASTER_PORT (on
+ * loopback when MASTER_ADDR is a loopback address, else on every interface), the other ranks
+ * connect to MASTER_ADDR:MASTER_PORT (retrying until rank 0 listens) and receive `bytes` (at
+ * most 64 KiB) of rank 0's `blob` (NCCL's unique id).  Rank 0 returns once every rank has it;
+ * with root_failed it tells each rank that it failed instead and returns VT_OK (its own error
+ * is the caller's).  A stray connection (no protocol greeting) is dropped; another
+ * WORLD_SIZE, a rank out of range or twice, or a wait past timeout_s end it with VT_ERR_IO on
+ * the ranks concerned.  Plain sockets, not a transport: only this exchange goes over it. */
+vt_status vt_dist_rendezvous(const char *addr, int port, int rank, int size, void *blob,
+                             size_t bytes, int root_failed, double timeout_s);
 
 /* The communicator of this job for backend be, or *out = NULL when the process runs alone (no
- * launcher, or a world of 1).  Errors: VT_ERR_UNSUPPORTED with what to do when the process was
- * launched as one of several ranks and no engine can join them (a build without MPI, a
- * torchrun-style launch, a backend the engine cannot reach); VT_ERR_IO when the engine fails
- * to start.  Collective: every rank of the job calls it. */
+ * launcher, or a world of 1).  CPU backends join over MPI (an MPI launcher); GPU backends over
+ * NCCL, whose id rank 0 hands out through MPI under an MPI launcher, else through
+ * vt_dist_rendezvous at MASTER_ADDR:MASTER_PORT.  Errors: VT_ERR_UNSUPPORTED with what to do
+ * when the process was launched as one of several ranks and no engine can join them (a build
+ * without MPI, CPU ranks without an MPI launcher, GPU ranks without NCCL or a rendezvous
+ * address); VT_ERR_IO when the engine fails to start.  Collective: every rank of the job calls
+ * it. */
 vt_status vt_comm_open(vt_comm **out, const vt_backend *be);
 void vt_comm_destroy(vt_comm *c); /* NULL is fine */
 

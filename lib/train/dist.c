@@ -108,14 +108,21 @@ vt_status vt_dist_begin(vt_trainer *t)
     if (strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") == 0) return VT_OK;
     if (!t->comm) VT_TRY(vt_comm_open(&t->comm, t->be));
     if (!t->comm) return VT_OK; /* one process */
-    if (!t->be->ops->host_memory)
-        return vt_fail(VT_ERR_UNSUPPORTED, "rank %d of %d: distributed training over %s runs "
-                       "CPU backends, not device=%s (GPU ranks need the NCCL engine, not built "
-                       "yet)", t->comm->rank, t->comm->size, t->comm->engine, t->device);
+    /* batch-wide terms over the ranks (sync_bn, the Dice loss's sums) are hooks of the CPU
+     * backend's ops; GPU ranks (NCCL) have none yet */
+    int cpu = strcmp(t->be->ops->name, "cpu") == 0;
+    if (!cpu && vt_opt_num(&t->opts, VT_OPT_SYNC_BN) != 0)
+        return vt_fail(VT_ERR_UNSUPPORTED, "rank %d of %d: sync_bn=1 runs on CPU ranks only; "
+                       "on GPU ranks (device=%s) batch norm normalises each rank's images: set "
+                       "sync_bn=0", t->comm->rank, t->comm->size, t->device);
     t->dist_on = 1;
     t->last_rank = t->rank = t->comm->rank;
     t->last_world = t->world = t->comm->size;
-    t->sync_bn = vt_opt_num(&t->opts, VT_OPT_SYNC_BN) != 0 && !strcmp(t->be->ops->name, "cpu");
+    t->sync_bn = vt_opt_num(&t->opts, VT_OPT_SYNC_BN) != 0 && cpu;
+    if (!cpu && t->rank == 0 && vt_task_option_applies(t->task->id, "dice") == 1 &&
+        vt_opt_num(&t->opts, VT_OPT_DICE) > 0)
+        vt_log(&t->log, VT_LOG_WARNING, "GPU ranks: the Dice term of the loss is computed over "
+               "each rank's images (on CPU ranks, over the whole step's)");
     /* only rank 0 logs the run; the others say what goes wrong */
     if (t->rank > 0 && t->log.max_level > VT_LOG_WARNING) t->log.max_level = VT_LOG_WARNING;
     return VT_OK;

@@ -277,12 +277,15 @@ VT_API vt_stop_reason vt_trainer_stop_reason(const vt_trainer *t)
 
 VT_API int vt_trainer_rank(const vt_trainer *t, int *world)
 {
-    int size = 1, rank = 0, via;
+    int size = 1, rank = 0;
     if (t && t->last_world > 0) { /* the ranks of the last run */
         size = t->last_world;
         rank = t->last_rank;
     } else if (t && strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") != 0) {
-        vt_comm_launch(&size, &rank, &via);
+        vt_launch L;
+        vt_comm_launch(&L);
+        size = L.size;
+        rank = L.rank;
     }
     if (size < 1 || rank < 0 || rank >= size) size = 1, rank = 0;
     if (world) *world = size;
@@ -370,13 +373,44 @@ void vt_trainer_aug_params(const vt_trainer *t, vt_aug_params *p)
     vt_aug_params_from_options(p, &t->opts);
 }
 
+/* The device of this process: device= itself, or for a list (device=0,1,2,3: one GPU per rank
+ * on a host) the entry of this rank on its host (the launcher's LOCAL_RANK). */
+static vt_status rank_device(const vt_trainer *t, const char *dev, char *one, size_t cap)
+{
+    const char *comma = strchr(dev, ',');
+    if (!comma) {
+        snprintf(one, cap, "%s", dev);
+        return VT_OK;
+    }
+    vt_launch L;
+    vt_comm_launch(&L);
+    if (L.size <= 1 || strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") == 0)
+        return vt_fail(VT_ERR_OPTION_VALUE, "device=%s gives one GPU to each rank, but this "
+                       "process trains alone: start the ranks with 'vt train ... device=%s' "
+                       "(one per GPU), mpirun or torchrun, or give one GPU", dev, dev);
+    const char *p = dev;
+    for (int i = 0; i < L.local_rank && p; i++) {
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    if (!p)
+        return vt_fail(VT_ERR_OPTION_VALUE, "device=%s: this process is rank %d of %d, number %d "
+                       "on its host (LOCAL_RANK), past the list's GPUs: list one GPU for each "
+                       "rank of a host", dev, L.rank, L.size, L.local_rank);
+    size_t n = strcspn(p, ",");
+    snprintf(one, cap, "%.*s", (int)n, p);
+    return VT_OK;
+}
+
 static vt_status open_backend(vt_trainer *t)
 {
     const char *dev = vt_opt_str(&t->opts, VT_OPT_DEVICE);
     if (t->be && strcmp(dev, t->device) == 0) return VT_OK;
     if (t->dirty) TRY(pull_weights(t)); /* moving devices: keep what was trained */
     vt_device d;
-    TRY(vt_device_parse(dev, &d));
+    char one[16];
+    TRY(rank_device(t, dev, one, sizeof one));
+    TRY(vt_device_parse(one, &d));
     release_device(t);
     const char *prec = vt_opt_str(&t->opts, VT_OPT_PRECISION);
     TRY(vt_device_backend(&d, !strcmp(prec, "fp32")   ? VT_DEVICE_PRECISION_FP32

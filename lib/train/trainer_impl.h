@@ -113,12 +113,6 @@ struct vt_trainer {
  * than 1, else 1; an invalid freeze= counts as none (the run refuses it when it starts). */
 int vt_trainer_grad_from(const vt_trainer *t);
 
-#define VT_TRY(x)                                                                                  \
-    do {                                                                                           \
-        vt_status st_ = (x);                                                                       \
-        if (st_) return st_;                                                                       \
-    } while (0)
-
 
 
 /* ---- train_state.c ---- */

@@ -1,0 +1,321 @@
+/* The NCCL engine of the communicator interface (lib/dist/comm.h) for GPU ranks: one NCCL
+ * communicator over the job's ranks, each on its CUDA backend's device and stream, NCCL loaded
+ * with dlopen (nccl_load.h).  NOT YET RUN ON GPUs (docs/gpu.md): it builds here and its
+ * loader is tested with fake NCCLs; the multi-GPU tests skip without GPUs.
+ *
+ * - Device collectives (allreduce_scaled, bcast) are queued on the backend's stream, in order
+ *   with the layers' kernels, and return without waiting: the optimizer's kernels that follow
+ *   read their results, and anything the host reads goes through a host collective or a
+ *   download, both of which wait.
+ * - Host collectives (allreduce_host, bcast_host, allgather_host) go through a pinned host
+ *   buffer and a device buffer of the communicator's, then wait for the stream.
+ * - Waiting polls the stream and ncclCommGetAsyncError: a rank that failed or left (NCCL's
+ *   remote error), or no progress for VT_DIST_TIMEOUT seconds, aborts the communicator
+ *   (ncclCommAbort ends its kernels, so the stream drains) and every later call fails: each
+ *   rank ends with a message instead of hanging. */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "cuda_internal.cuh"
+#include "nccl_load.h"
+
+extern "C" {
+#include "dist/comm.h"
+}
+
+namespace {
+
+struct nccl_comm {
+    vt_comm base; /* must stay first */
+    const vt_nccl *lib;
+    vt_nccl_comm comm;
+    vt_cuda_backend *cb;
+    double timeout_s;
+    int dead;            /* aborted: every call fails */
+    void *dev;           /* device staging of the host collectives */
+    size_t dev_bytes;
+    void *host;          /* pinned host staging */
+    size_t host_bytes;
+};
+
+double now_s()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+vt_status nccl_fail(nccl_comm *c, vt_nccl_result r, const char *what)
+{
+    return vt_fail(VT_ERR_IO, "NCCL: %s failed on rank %d: %s", what, c->base.rank,
+                   c->lib->error_string(r));
+}
+
+vt_status dead_fail(nccl_comm *c, const char *what)
+{
+    return vt_fail(VT_ERR_IO, "NCCL: %s on rank %d: the communicator was aborted after an "
+                   "earlier failure; all ranks stop", what, c->base.rank);
+}
+
+void abort_comm(nccl_comm *c)
+{
+    if (c->dead) return;
+    c->dead = 1;
+    (void)c->lib->comm_abort(c->comm);
+}
+
+/* Wait for the stream, watching NCCL's asynchronous errors and the timeout. */
+vt_status wait_stream(nccl_comm *c, const char *what)
+{
+    double start = now_s();
+    long spins = 0;
+    for (;;) {
+        cudaError_t e = cudaStreamQuery(c->cb->stream);
+        if (e == cudaSuccess) return VT_OK;
+        if (e != cudaErrorNotReady) {
+            abort_comm(c);
+            return vt_cuda_fail(e, what);
+        }
+        vt_nccl_result ar = VT_NCCL_SUCCESS;
+        if (c->lib->comm_get_async_error(c->comm, &ar) == VT_NCCL_SUCCESS &&
+            ar != VT_NCCL_SUCCESS && ar != VT_NCCL_IN_PROGRESS) {
+            abort_comm(c);
+            return vt_fail(VT_ERR_IO, "NCCL: %s on rank %d: %s%s; all ranks stop", what,
+                           c->base.rank, c->lib->error_string(ar),
+                           ar == VT_NCCL_REMOTE_ERROR ? " (another rank failed or ended)" : "");
+        }
+        if (now_s() - start > c->timeout_s) {
+            abort_comm(c);
+            return vt_fail(VT_ERR_IO, "NCCL: %s on rank %d waited %.0f s for the other ranks "
+                           "(VT_DIST_TIMEOUT): a rank stopped or hangs; all ranks stop", what,
+                           c->base.rank, c->timeout_s);
+        }
+        /* a collective of a step takes micro- to milliseconds: spin a little, then sleep */
+        if (++spins > 100) {
+            timespec ts = {0, spins > 10000 ? 1000000 : 20000};
+            nanosleep(&ts, nullptr);
+        }
+    }
+}
+
+vt_status grow(nccl_comm *c, size_t bytes)
+{
+    if (bytes <= c->dev_bytes && bytes <= c->host_bytes) return VT_OK;
+    size_t want = bytes < 4096 ? 4096 : bytes;
+    VT_CUDA_GUARD(c->cb);
+    if (want > c->dev_bytes) {
+        if (c->dev) (void)cudaFree(c->dev);
+        c->dev = nullptr;
+        c->dev_bytes = 0;
+        VT_CUDA_TRY(cudaMalloc(&c->dev, want), "cudaMalloc (NCCL staging)");
+        c->dev_bytes = want;
+    }
+    if (want > c->host_bytes) {
+        if (c->host) (void)cudaFreeHost(c->host);
+        c->host = nullptr;
+        c->host_bytes = 0;
+        VT_CUDA_TRY(cudaHostAlloc(&c->host, want, cudaHostAllocDefault),
+                    "cudaHostAlloc (NCCL staging)");
+        c->host_bytes = want;
+    }
+    return VT_OK;
+}
+
+vt_nccl_stream stream_of(nccl_comm *c)
+{
+    return reinterpret_cast<vt_nccl_stream>(c->cb->stream);
+}
+
+void nccl_destroy(vt_comm *base)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    {
+        VT_CUDA_GUARD(c->cb);
+        if (!c->dead) {
+            (void)cudaStreamSynchronize(c->cb->stream);
+            (void)c->lib->comm_destroy(c->comm);
+        }
+        if (c->dev) (void)cudaFree(c->dev);
+        if (c->host) (void)cudaFreeHost(c->host);
+    }
+    free(c);
+}
+
+vt_status nccl_allreduce_scaled(vt_comm *base, float *x, size_t n, float scale)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    if (c->dead) return dead_fail(c, "all-reduce of the gradients");
+    if (!n) return VT_OK;
+    VT_CUDA_GUARD(c->cb);
+    vt_nccl_op op = VT_NCCL_SUM;
+    vt_nccl_result r;
+    /* x * scale summed over the ranks in one pass: NCCL's pre-multiplied sum, the scalar read
+     * now (host immediate) */
+    if (scale != 1.0f && (r = c->lib->red_op_create_pre_mul_sum(
+                              &op, &scale, VT_NCCL_FLOAT32, VT_NCCL_SCALAR_HOST_IMMEDIATE,
+                              c->comm)) != VT_NCCL_SUCCESS)
+        return nccl_fail(c, r, "ncclRedOpCreatePreMulSum");
+    r = c->lib->all_reduce(x, x, n, VT_NCCL_FLOAT32, op, c->comm, stream_of(c));
+    if (op != VT_NCCL_SUM) (void)c->lib->red_op_destroy(op, c->comm);
+    return r == VT_NCCL_SUCCESS ? VT_OK : nccl_fail(c, r, "ncclAllReduce of the gradients");
+}
+
+vt_status nccl_bcast(vt_comm *base, void *x, size_t bytes, int root)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    if (c->dead) return dead_fail(c, "broadcast");
+    if (!bytes) return VT_OK;
+    VT_CUDA_GUARD(c->cb);
+    vt_nccl_result r = c->lib->broadcast(x, x, bytes, VT_NCCL_UINT8, root, c->comm, stream_of(c));
+    return r == VT_NCCL_SUCCESS ? VT_OK : nccl_fail(c, r, "ncclBroadcast");
+}
+
+vt_status nccl_allreduce_host(vt_comm *base, double *x, size_t n, vt_comm_op op)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    if (c->dead) return dead_fail(c, "all-reduce");
+    if (!n) return VT_OK;
+    size_t bytes = n * sizeof(double);
+    VT_TRY(grow(c, bytes));
+    VT_CUDA_GUARD(c->cb);
+    memcpy(c->host, x, bytes);
+    cudaStream_t s = c->cb->stream;
+    VT_CUDA_TRY(cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, s),
+                "cudaMemcpyAsync (NCCL staging)");
+    vt_nccl_op o = op == VT_COMM_MAX ? VT_NCCL_MAX : op == VT_COMM_MIN ? VT_NCCL_MIN : VT_NCCL_SUM;
+    vt_nccl_result r = c->lib->all_reduce(c->dev, c->dev, n, VT_NCCL_FLOAT64, o, c->comm,
+                                          stream_of(c));
+    if (r != VT_NCCL_SUCCESS) return nccl_fail(c, r, "ncclAllReduce");
+    VT_CUDA_TRY(cudaMemcpyAsync(c->host, c->dev, bytes, cudaMemcpyDeviceToHost, s),
+                "cudaMemcpyAsync (NCCL staging)");
+    VT_TRY(wait_stream(c, "all-reduce"));
+    memcpy(x, c->host, bytes);
+    return VT_OK;
+}
+
+vt_status nccl_bcast_host(vt_comm *base, void *x, size_t bytes, int root)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    if (c->dead) return dead_fail(c, "broadcast");
+    if (!bytes) return VT_OK;
+    VT_TRY(grow(c, bytes));
+    VT_CUDA_GUARD(c->cb);
+    cudaStream_t s = c->cb->stream;
+    if (c->base.rank == root) {
+        memcpy(c->host, x, bytes);
+        VT_CUDA_TRY(cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, s),
+                    "cudaMemcpyAsync (NCCL staging)");
+    }
+    vt_nccl_result r = c->lib->broadcast(c->dev, c->dev, bytes, VT_NCCL_UINT8, root, c->comm,
+                                         stream_of(c));
+    if (r != VT_NCCL_SUCCESS) return nccl_fail(c, r, "ncclBroadcast");
+    VT_CUDA_TRY(cudaMemcpyAsync(c->host, c->dev, bytes, cudaMemcpyDeviceToHost, s),
+                "cudaMemcpyAsync (NCCL staging)");
+    VT_TRY(wait_stream(c, "broadcast"));
+    memcpy(x, c->host, bytes);
+    return VT_OK;
+}
+
+/* NCCL's all-gather takes the same count from every rank: each sends its bytes padded to the
+ * largest, and the slots are packed back into rank order on the host. */
+vt_status nccl_allgather_host(vt_comm *base, const void *mine, const size_t *bytes, void *all)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    if (c->dead) return dead_fail(c, "all-gather");
+    int n = c->base.size;
+    size_t slot = 0;
+    for (int r = 0; r < n; r++)
+        if (bytes[r] > slot) slot = bytes[r];
+    if (!slot) return VT_OK;
+    size_t total = slot * (size_t)(n + 1); /* n slots received, then this rank's send slot */
+    VT_TRY(grow(c, total));
+    VT_CUDA_GUARD(c->cb);
+    cudaStream_t s = c->cb->stream;
+    char *send = static_cast<char *>(c->dev) + slot * (size_t)n;
+    memcpy(c->host, mine, bytes[c->base.rank]);
+    VT_CUDA_TRY(cudaMemcpyAsync(send, c->host, bytes[c->base.rank], cudaMemcpyHostToDevice, s),
+                "cudaMemcpyAsync (NCCL staging)");
+    vt_nccl_result r = c->lib->all_gather(send, c->dev, slot, VT_NCCL_UINT8, c->comm,
+                                          stream_of(c));
+    if (r != VT_NCCL_SUCCESS) return nccl_fail(c, r, "ncclAllGather");
+    VT_CUDA_TRY(cudaMemcpyAsync(c->host, c->dev, slot * (size_t)n, cudaMemcpyDeviceToHost, s),
+                "cudaMemcpyAsync (NCCL staging)");
+    VT_TRY(wait_stream(c, "all-gather"));
+    size_t off = 0;
+    for (int k = 0; k < n; k++) {
+        memcpy(static_cast<char *>(all) + off, static_cast<char *>(c->host) + slot * (size_t)k,
+               bytes[k]);
+        off += bytes[k];
+    }
+    return VT_OK;
+}
+
+const vt_comm_ops nccl_ops = {
+    nccl_destroy,        nccl_allreduce_scaled, nccl_allreduce_host,
+    nccl_bcast,          nccl_bcast_host,       nccl_allgather_host,
+};
+
+const vt_nccl *need_nccl()
+{
+    const char *why = "";
+    const vt_nccl *lib = vt_nccl_shared(&why);
+    if (!lib)
+        vt_fail(VT_ERR_UNSUPPORTED, "GPU ranks need NCCL 2.12 or newer: %s (install NCCL, or "
+                "point VT_NCCL_LIBRARY at libnccl.so.2)", why);
+    return lib;
+}
+
+} // namespace
+
+extern "C" vt_status vt_cuda_nccl_unique_id(unsigned char *id)
+{
+    const vt_nccl *lib = need_nccl();
+    if (!lib) return VT_ERR_UNSUPPORTED;
+    vt_nccl_id u;
+    vt_nccl_result r = lib->get_unique_id(&u);
+    if (r != VT_NCCL_SUCCESS)
+        return vt_fail(VT_ERR_IO, "NCCL: ncclGetUniqueId failed: %s", lib->error_string(r));
+    memcpy(id, u.internal, VT_NCCL_ID_BYTES);
+    return VT_OK;
+}
+
+extern "C" vt_status vt_cuda_nccl_open(vt_comm **out, vt_backend *be, const unsigned char *id,
+                                       int rank, int size, int local_rank, int local_size,
+                                       double timeout_s)
+{
+    *out = nullptr;
+    vt_cuda_backend *cb = vt_cuda_of(be);
+    if (!cb) return vt_fail(VT_ERR_INVALID_ARGUMENT, "NCCL: the backend is not a CUDA backend");
+    const vt_nccl *lib = need_nccl();
+    if (!lib) return VT_ERR_UNSUPPORTED;
+    nccl_comm *c = static_cast<nccl_comm *>(calloc(1, sizeof(nccl_comm)));
+    if (!c) return VT_ERR_OUT_OF_MEMORY;
+    c->base.ops = &nccl_ops;
+    c->base.rank = rank;
+    c->base.size = size;
+    c->base.local_rank = local_rank;
+    c->base.local_size = local_size;
+    char ver[32];
+    vt_nccl_version_text(lib->version, ver, sizeof ver);
+    snprintf(c->base.engine, sizeof c->base.engine, "NCCL %s", ver);
+    c->lib = lib;
+    c->cb = cb;
+    c->timeout_s = timeout_s > 0 ? timeout_s : 600;
+    vt_nccl_id u;
+    memcpy(u.internal, id, VT_NCCL_ID_BYTES);
+    vt_nccl_result r;
+    {
+        VT_CUDA_GUARD(cb); /* NCCL binds the communicator to the current device */
+        r = lib->comm_init_rank(&c->comm, size, u, rank);
+    }
+    if (r != VT_NCCL_SUCCESS) {
+        vt_status st = vt_fail(VT_ERR_IO, "NCCL: ncclCommInitRank failed on rank %d of %d "
+                               "(GPU %d): %s", rank, size, cb->device, lib->error_string(r));
+        free(c);
+        return st;
+    }
+    *out = &c->base;
+    return VT_OK;
+}
