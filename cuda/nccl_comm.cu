@@ -3,12 +3,14 @@
  * with dlopen (nccl_load.h).  NOT YET RUN ON GPUs (docs/gpu.md): it builds here and its
  * loader is tested with fake NCCLs; the multi-GPU tests skip without GPUs.
  *
- * - Device collectives (allreduce_scaled, bcast) are queued on the backend's stream, in order
- *   with the layers' kernels, and return without waiting: the optimizer's kernels that follow
- *   read their results, and anything the host reads goes through a host collective or a
- *   download, both of which wait.
+ * - Every NCCL call goes on the communicator's own stream, so NCCL sees them in the order they
+ *   are made, the same on every rank.  A device collective (allreduce_scaled, bcast) first
+ *   waits for the backend's stream as it is (an event: the gradients the backward has written
+ *   so far), then runs beside the backward's later kernels; `join` makes the backend's stream
+ *   wait for it before the optimizer reads the result.  That is the overlap of the gradient
+ *   buckets (lib/train/dist.c).
  * - Host collectives (allreduce_host, bcast_host, allgather_host) go through a pinned host
- *   buffer and a device buffer of the communicator's, then wait for the stream.
+ *   buffer and a device buffer of the communicator's, then wait for the communicator's stream.
  * - Waiting polls the stream and ncclCommGetAsyncError: a rank that failed or left (NCCL's
  *   remote error), or no progress for VT_DIST_TIMEOUT seconds, aborts the communicator
  *   (ncclCommAbort ends its kernels, so the stream drains) and every later call fails: each
@@ -32,6 +34,10 @@ struct nccl_comm {
     const vt_nccl *lib;
     vt_nccl_comm comm;
     vt_cuda_backend *cb;
+    cudaStream_t cs;     /* the communicator's stream */
+    cudaEvent_t ready;   /* on the backend's stream: what a device collective waits for */
+    cudaEvent_t done;    /* on cs: what join makes the backend's stream wait for */
+    int pending;         /* device collectives queued since the last join */
     double timeout_s;
     int dead;            /* aborted: every call fails */
     void *dev;           /* device staging of the host collectives */
@@ -66,13 +72,13 @@ void abort_comm(nccl_comm *c)
     (void)c->lib->comm_abort(c->comm);
 }
 
-/* Wait for the stream, watching NCCL's asynchronous errors and the timeout. */
+/* Wait for the communicator's stream, watching NCCL's asynchronous errors and the timeout. */
 vt_status wait_stream(nccl_comm *c, const char *what)
 {
     double start = now_s();
     long spins = 0;
     for (;;) {
-        cudaError_t e = cudaStreamQuery(c->cb->stream);
+        cudaError_t e = cudaStreamQuery(c->cs);
         if (e == cudaSuccess) return VT_OK;
         if (e != cudaErrorNotReady) {
             abort_comm(c);
@@ -125,7 +131,27 @@ vt_status grow(nccl_comm *c, size_t bytes)
 
 vt_nccl_stream stream_of(nccl_comm *c)
 {
-    return reinterpret_cast<vt_nccl_stream>(c->cb->stream);
+    return reinterpret_cast<vt_nccl_stream>(c->cs);
+}
+
+/* The communicator's stream waits for the backend's as it is now. */
+vt_status after_backend(nccl_comm *c)
+{
+    VT_CUDA_TRY(cudaEventRecord(c->ready, c->cb->stream), "cudaEventRecord (NCCL)");
+    VT_CUDA_TRY(cudaStreamWaitEvent(c->cs, c->ready, 0), "cudaStreamWaitEvent (NCCL)");
+    return VT_OK;
+}
+
+vt_status nccl_join(vt_comm *base)
+{
+    nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
+    if (c->dead) return dead_fail(c, "join");
+    if (!c->pending) return VT_OK;
+    VT_CUDA_GUARD(c->cb);
+    VT_CUDA_TRY(cudaEventRecord(c->done, c->cs), "cudaEventRecord (NCCL)");
+    VT_CUDA_TRY(cudaStreamWaitEvent(c->cb->stream, c->done, 0), "cudaStreamWaitEvent (NCCL)");
+    c->pending = 0;
+    return VT_OK;
 }
 
 void nccl_destroy(vt_comm *base)
@@ -133,10 +159,16 @@ void nccl_destroy(vt_comm *base)
     nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
     {
         VT_CUDA_GUARD(c->cb);
-        if (!c->dead) {
-            (void)cudaStreamSynchronize(c->cb->stream);
+        if (!c->dead && c->comm) {
+            (void)cudaStreamSynchronize(c->cs);
             (void)c->lib->comm_destroy(c->comm);
         }
+        if (c->cs) {
+            (void)cudaStreamSynchronize(c->cb->stream);
+            (void)cudaStreamDestroy(c->cs);
+        }
+        if (c->ready) (void)cudaEventDestroy(c->ready);
+        if (c->done) (void)cudaEventDestroy(c->done);
         if (c->dev) (void)cudaFree(c->dev);
         if (c->host) (void)cudaFreeHost(c->host);
     }
@@ -149,6 +181,8 @@ vt_status nccl_allreduce_scaled(vt_comm *base, float *x, size_t n, float scale)
     if (c->dead) return dead_fail(c, "all-reduce of the gradients");
     if (!n) return VT_OK;
     VT_CUDA_GUARD(c->cb);
+    VT_TRY(after_backend(c));
+    c->pending = 1;
     vt_nccl_op op = VT_NCCL_SUM;
     vt_nccl_result r;
     /* x * scale summed over the ranks in one pass: NCCL's pre-multiplied sum, the scalar read
@@ -168,6 +202,8 @@ vt_status nccl_bcast(vt_comm *base, void *x, size_t bytes, int root)
     if (c->dead) return dead_fail(c, "broadcast");
     if (!bytes) return VT_OK;
     VT_CUDA_GUARD(c->cb);
+    VT_TRY(after_backend(c));
+    c->pending = 1;
     vt_nccl_result r = c->lib->broadcast(x, x, bytes, VT_NCCL_UINT8, root, c->comm, stream_of(c));
     return r == VT_NCCL_SUCCESS ? VT_OK : nccl_fail(c, r, "ncclBroadcast");
 }
@@ -181,7 +217,7 @@ vt_status nccl_allreduce_host(vt_comm *base, double *x, size_t n, vt_comm_op op)
     VT_TRY(grow(c, bytes));
     VT_CUDA_GUARD(c->cb);
     memcpy(c->host, x, bytes);
-    cudaStream_t s = c->cb->stream;
+    cudaStream_t s = c->cs;
     VT_CUDA_TRY(cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, s),
                 "cudaMemcpyAsync (NCCL staging)");
     vt_nccl_op o = op == VT_COMM_MAX ? VT_NCCL_MAX : op == VT_COMM_MIN ? VT_NCCL_MIN : VT_NCCL_SUM;
@@ -202,7 +238,7 @@ vt_status nccl_bcast_host(vt_comm *base, void *x, size_t bytes, int root)
     if (!bytes) return VT_OK;
     VT_TRY(grow(c, bytes));
     VT_CUDA_GUARD(c->cb);
-    cudaStream_t s = c->cb->stream;
+    cudaStream_t s = c->cs;
     if (c->base.rank == root) {
         memcpy(c->host, x, bytes);
         VT_CUDA_TRY(cudaMemcpyAsync(c->dev, c->host, bytes, cudaMemcpyHostToDevice, s),
@@ -232,7 +268,7 @@ vt_status nccl_allgather_host(vt_comm *base, const void *mine, const size_t *byt
     size_t total = slot * (size_t)(n + 1); /* n slots received, then this rank's send slot */
     VT_TRY(grow(c, total));
     VT_CUDA_GUARD(c->cb);
-    cudaStream_t s = c->cb->stream;
+    cudaStream_t s = c->cs;
     char *send = static_cast<char *>(c->dev) + slot * (size_t)n;
     memcpy(c->host, mine, bytes[c->base.rank]);
     VT_CUDA_TRY(cudaMemcpyAsync(send, c->host, bytes[c->base.rank], cudaMemcpyHostToDevice, s),
@@ -253,8 +289,8 @@ vt_status nccl_allgather_host(vt_comm *base, const void *mine, const size_t *byt
 }
 
 const vt_comm_ops nccl_ops = {
-    nccl_destroy,        nccl_allreduce_scaled, nccl_allreduce_host,
-    nccl_bcast,          nccl_bcast_host,       nccl_allgather_host,
+    nccl_destroy, nccl_allreduce_scaled, nccl_allreduce_host, nccl_bcast,
+    nccl_bcast_host, nccl_allgather_host, nccl_join,
 };
 
 const vt_nccl *need_nccl()
@@ -306,14 +342,23 @@ extern "C" vt_status vt_cuda_nccl_open(vt_comm **out, vt_backend *be, const unsi
     vt_nccl_id u;
     memcpy(u.internal, id, VT_NCCL_ID_BYTES);
     vt_nccl_result r;
+    cudaError_t ce;
     {
         VT_CUDA_GUARD(cb); /* NCCL binds the communicator to the current device */
-        r = lib->comm_init_rank(&c->comm, size, u, rank);
+        ce = cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking);
+        if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming);
+        if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming);
+        r = ce == cudaSuccess ? lib->comm_init_rank(&c->comm, size, u, rank) : VT_NCCL_SUCCESS;
     }
-    if (r != VT_NCCL_SUCCESS) {
-        vt_status st = vt_fail(VT_ERR_IO, "NCCL: ncclCommInitRank failed on rank %d of %d "
-                               "(GPU %d): %s", rank, size, cb->device, lib->error_string(r));
-        free(c);
+    if (ce != cudaSuccess || r != VT_NCCL_SUCCESS) {
+        vt_status st = ce != cudaSuccess
+                           ? vt_cuda_fail(ce, "the NCCL communicator's stream")
+                           : vt_fail(VT_ERR_IO, "NCCL: ncclCommInitRank failed on rank %d of %d "
+                                     "(GPU %d): %s", rank, size, cb->device,
+                                     lib->error_string(r));
+        c->comm = nullptr;
+        c->dead = 1;
+        nccl_destroy(&c->base);
         return st;
     }
     *out = &c->base;

@@ -463,6 +463,27 @@ static void test_equality(int rank)
     if (seg)
         equality(rank, "sync_bn seg-n", seg, "classes=3 train=15 val=0 imgsz=32 seed=5",
                  "imgsz=32 seed=3", seg_sync);
+    /* gradient buckets (bucket_mb): small ones, a bucket every layer or two, summed during the
+     * backward; a range reduced twice or never would differ by about the update.  With a
+     * frozen prefix (freeze=2: its gradients are not summed), with the detector, and with
+     * sync_bn's collectives interleaved with the buckets' in seg-n's backward. */
+    const char *cls_b[] = {"lr0=0.05", "bucket_mb=0.0002", NULL};
+    equality(rank, "eq buckets", &plain_spec, "classes=4 train=11 val=0 imgsz=16 seed=5",
+             "imgsz=16 seed=3", cls_b);
+    const char *cls_fb[] = {"lr0=0.05", "bucket_mb=0.0002", "freeze=2", NULL};
+    equality(rank, "eq buckets freeze=2", &plain_spec, "classes=4 train=11 val=0 imgsz=16 "
+             "seed=5", "imgsz=16 seed=3", cls_fb);
+    const char *det_b[] = {"lr0=0.01",   "optimizer=sgd", "mosaic=0", "mixup=0",   "degrees=0",
+                           "translate=0", "scale=0",      "fliplr=0", "hsv_h=0",   "hsv_s=0",
+                           "hsv_v=0",    "close_mosaic=0", "bucket_mb=0.001", NULL};
+    equality(rank, "det buckets", &plain_det_spec, "classes=3 train=44 val=0 imgsz=32 seed=5 "
+             "max_objects=3", "imgsz=32 seed=3", det_b);
+    const char *seg_b[] = {"lr0=0.01", "optimizer=sgd", "mosaic=0",  "degrees=0", "translate=0",
+                           "scale=0",  "fliplr=0",      "hsv_h=0",   "hsv_s=0",   "hsv_v=0",
+                           "close_mosaic=0", "sync_bn=1", "bucket_mb=0.05", NULL};
+    if (seg)
+        equality(rank, "sync_bn seg-n buckets", seg, "classes=3 train=15 val=0 imgsz=32 seed=5",
+                 "imgsz=32 seed=3", seg_b);
 }
 
 /* Four runs of one step each on the same trainer: the replicas agree after every step. */

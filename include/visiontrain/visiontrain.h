@@ -280,7 +280,9 @@ typedef enum vt_option {
                                      gradient is computed below the first trained layer */
     VT_OPT_DIST = 153,            /* string "auto" | "off", default "auto" ("dist"): data-parallel
                                      training when the process is one rank of several
-                                     (`mpirun -np N ...`, in a build with MPI): each rank
+                                     (`mpirun -np N ...` in a build with MPI; GPU ranks also
+                                     torchrun-style: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+                                     MASTER_PORT; `vt train device=0,1` starts them): each rank
                                      trains batch images of every step (the step's batch is
                                      batch x ranks), gradients are averaged over the ranks,
                                      only rank 0 writes the run folder and calls the progress
@@ -292,6 +294,11 @@ typedef enum vt_option {
                                      differentiates through them, as one process with the
                                      whole batch; 0: each rank's own batch.  Costs two small
                                      all-reduces per batch-norm layer and step */
+    VT_OPT_BUCKET_MB = 155,       /* float 0..1024, default 25 ("bucket_mb"): in data-parallel
+                                     training, the gradients are summed over the ranks in
+                                     buckets of about this many MB, each as soon as the backward
+                                     has computed it (on GPU ranks while the backward goes on);
+                                     0: one all-reduce after the backward */
 
     /* vt_model_create() options ("key=value" in its options string) */
     VT_OPT_CHANNELS = 300,        /* int 1|3 input channels, default 3                          */

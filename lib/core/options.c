@@ -137,9 +137,12 @@ static const vt_optdef table[] = {
      "layers not trained: N (the first N of 'vt info model=' list) or backbone", 0},
     /* distributed training */
     {VT_OPT_DIST, "dist", S, 0, 0, 0, "auto", dist_choices, T,
-     "data-parallel over the ranks of an MPI launch (mpirun -np N): auto or off", 0},
+     "data-parallel over the ranks of a launch (mpirun -np N, or GPU ranks): auto or off", 0},
     {VT_OPT_SYNC_BN, "sync_bn", I, 0, 1, 0, NULL, NULL, T,
      "batch norm over every rank's images of a step (0/1; distributed CPU training)", 0},
+    {VT_OPT_BUCKET_MB, "bucket_mb", F, 0, 1024, 25, NULL, NULL, T,
+     "distributed: gradients summed in buckets of this many MB during the backward (0: after)",
+     0},
     {VT_OPT_CHANNELS, "channels", I, 1, 3, 3, NULL, NULL, M, "input channels (1 or 3)", 0},
     {VT_OPT_MODEL_IMGSZ, "imgsz", I, 8, 4096, 224, NULL, NULL, M, "the model's image size", 0},
     {VT_OPT_DROPOUT, "dropout", F, 0, 0.99, 0, NULL, NULL, M,

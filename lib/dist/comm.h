@@ -9,8 +9,9 @@
  * - float* / void* arguments are memory of the backend the communicator was opened for (host
  *   memory for the CPU backend), unless the name ends in _host.
  * - Collectives block until this rank's part is done; results are identical on every rank.
- *   On a GPU backend a collective on device memory is queued on the backend's stream instead,
- *   in order with its ops (whatever reads the result after it sees it); host collectives wait.
+ *   On a GPU backend a collective on device memory is queued instead, and may run beside the
+ *   backend's later ops until `join` (below): the caller neither writes nor reads its memory
+ *   before then.  Host collectives wait.
  * - Every call returns VT_OK or a vt_status with the thread's error message set; an engine
  *   never aborts the process (MPI's errors are returned, not fatal, on its communicators).
  * - One communicator is used by one thread at a time. */
@@ -42,6 +43,9 @@ typedef struct vt_comm_ops {
      * rank: rank r sends bytes[r] (the same array on every rank) from mine_host. */
     vt_status (*allgather_host)(vt_comm *c, const void *mine_host, const size_t *bytes,
                                 void *all_host);
+    /* The backend's later ops wait for the device collectives queued so far (NCCL: its own
+     * stream beside the backend's).  NULL where collectives are done when they return (MPI). */
+    vt_status (*join)(vt_comm *c);
 } vt_comm_ops;
 
 struct vt_comm {

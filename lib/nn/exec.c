@@ -650,6 +650,7 @@ vt_status vt_exec_backward_outputs(vt_exec *e, const int *outs, int n_outs)
         }
         case VT_OP_INPUT: break;
         }
+        if (e->grad_ready) TRY(e->grad_ready(e->grad_ready_ctx, i));
     }
     if (e->prof) e->prof[1] += prof_now(e) - t0;
     return VT_OK;

@@ -38,6 +38,12 @@ typedef struct vt_exec {
     double *prof;      /* NULL, or per node: seconds of forward + backward are added here
                           (profiling for benchmarks and the estimator; set by the caller;
                           the backend is synchronised around every node while it is set) */
+    /* NULL, or called by the backward after node i's: every node >= i has then written its
+     * parameters' gradients (a node writes only its own), so they can be reduced while the
+     * backward goes on (distributed training's buckets, lib/train/dist.c).  An error ends the
+     * backward with it.  Set by the caller. */
+    vt_status (*grad_ready)(void *ctx, int node);
+    void *grad_ready_ctx;
 } vt_exec;
 
 /* The plan of the buffers of the activations (node outputs) and their gradients for graph g,

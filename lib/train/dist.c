@@ -138,6 +138,9 @@ void vt_dist_step_end(vt_trainer *t)
 void vt_dist_end(vt_trainer *t)
 {
     vt_dist_step_end(t);
+    free(t->buckets);
+    t->buckets = NULL;
+    t->n_buckets = t->next_bucket = 0;
     t->sync_bn = 0;
     if (t->dist_on) t->log.max_level = t->log_level;
     t->dist_on = 0;
@@ -158,8 +161,11 @@ vt_status vt_dist_agree(vt_trainer *t, vt_status st, double *v, int n, vt_comm_o
     if (op == VT_COMM_MAX) {
         cst = t->comm->ops->allreduce_host(t->comm, buf, (size_t)n + 1, VT_COMM_MAX);
     } else {
+        /* the values only when no rank failed: a failing rank may agree with fewer values
+         * (vt_dist_agree(t, st, NULL, 0, ...)) where the others agree on a step's */
         cst = t->comm->ops->allreduce_host(t->comm, buf, 1, VT_COMM_MAX);
-        if (!cst && n) cst = t->comm->ops->allreduce_host(t->comm, buf + 1, (size_t)n, op);
+        if (!cst && n && buf[0] == 0)
+            cst = t->comm->ops->allreduce_host(t->comm, buf + 1, (size_t)n, op);
     }
     if (cst) return cst;
     if (st) return st; /* this rank's own error, already set */
@@ -197,7 +203,7 @@ vt_status vt_dist_bcast_state(vt_trainer *t)
     double v[1] = {(double)t->opt_t};
     VT_TRY(c->ops->bcast_host(c, v, sizeof v, 0));
     t->opt_t = (int64_t)v[0];
-    return VT_OK;
+    return c->ops->join ? c->ops->join(c) : VT_OK;
 }
 
 vt_status vt_dist_sync_buffers(vt_trainer *t)
@@ -208,37 +214,117 @@ vt_status vt_dist_sync_buffers(vt_trainer *t)
     float inv = 1.0f / (float)t->world;
     VT_TRY(t->comm->ops->allreduce_scaled(t->comm, t->exec->buffers, n, inv));
     if (t->ema_b) VT_TRY(t->comm->ops->allreduce_scaled(t->comm, t->ema_b, n, inv));
-    return VT_OK;
+    return t->comm->ops->join ? t->comm->ops->join(t->comm) : VT_OK;
 }
 
-vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss)
+vt_status vt_dist_step_weight(vt_trainer *t, vt_status st, int n, float *loss)
 {
-    vt_exec *e = t->exec;
-    const vt_graph *g = &t->model->graph;
-    /* a rank without images this step (an unreadable slice) adds nothing */
-    if (!st && n == 0) {
-        st = t->be->ops->fill(t->be, e->grads, (size_t)g->n_params, 0.0f);
-        *loss = 0;
-    }
     /* this rank's loss is a sum over its slice divided by max(1, wr) */
     double lw = vt_trainer_task_ctx(t)->loss_weight, wr = st || n == 0 ? 0 : lw >= 0 ? lw : n;
     double nr = wr > 1 ? wr : 1, have = st || n == 0 ? 0 : 1;
     double v[3] = {n, wr, have * nr * *loss};
     VT_TRY(vt_dist_agree(t, st, v, 3, VT_COMM_SUM));
     t->step_images = (int)v[0];
+    t->dist_w = 0;
     if (v[0] == 0) return VT_OK; /* the caller skips the step on every rank */
     double W = v[1] > 1 ? v[1] : 1; /* the step's normaliser */
     *loss = (float)(v[2] / W);
-    /* only what the optimiser updates: [d0, n_decay) and [n0, n_params) (trainable_ranges) */
-    float w = (float)(have * nr / W);
-    int64_t d0 = t->opt_d0, n0 = t->opt_n0;
-    if (g->n_decay > d0)
-        VT_TRY(t->comm->ops->allreduce_scaled(t->comm, e->grads + d0, (size_t)(g->n_decay - d0),
-                                              w));
-    if (g->n_params > n0)
-        VT_TRY(t->comm->ops->allreduce_scaled(t->comm, e->grads + n0,
-                                              (size_t)(g->n_params - n0), w));
+    t->dist_w = (float)(have * nr / W);
     return VT_OK;
+}
+
+/* ---- gradient buckets ----------------------------------------------------------------------
+ * Parameters are laid out by node in two runs (vt_graph_finalize): the decayed weights
+ * [0, n_decay), then the others; and the backward goes from the last node to the first, each
+ * node writing only its own gradients.  So after node i's backward the gradients of nodes >= i
+ * are a tail of each run, and a bucket is a pair of ranges, [d_lo, d_hi) and [b_lo, b_hi),
+ * closed at the node where it reaches bucket_mb.  The plan depends on the graph and options
+ * only, so every rank issues the same all-reduces in the same order. */
+typedef struct vt_dist_bucket {
+    int node;                 /* reduced once the backward has done this node; -1: at the end */
+    int64_t d_lo, d_hi, b_lo, b_hi;
+} vt_dist_bucket;
+
+vt_status vt_dist_plan_buckets(vt_trainer *t)
+{
+    free(t->buckets);
+    t->buckets = NULL;
+    t->n_buckets = t->next_bucket = 0;
+    if (!t->dist_on) return VT_OK;
+    const vt_graph *g = &t->model->graph;
+    double mb = vt_opt_num(&t->opts, VT_OPT_BUCKET_MB);
+    double cap = mb > 0 ? mb * 1048576.0 / sizeof(float) : INFINITY; /* floats */
+    t->buckets = vt_calloc((size_t)g->n_nodes + 1, sizeof *t->buckets);
+    if (!t->buckets) return vt_fail(VT_ERR_OUT_OF_MEMORY, "distributed: %d buckets", g->n_nodes);
+    int64_t d0 = t->opt_d0, n0 = t->opt_n0, dhi = g->n_decay, bhi = g->n_params;
+    int64_t dlo = dhi, blo = bhi;
+    for (int i = g->n_nodes - 1; i >= vt_exec_grad_from(t->exec) && i >= 1; i--) {
+        const vt_node *nd = &g->nodes[i];
+        const int64_t off[2] = {nd->w_off, nd->b_off}, len[2] = {nd->w_n, nd->b_n};
+        for (int k = 0; k < 2; k++) {
+            if (len[k] <= 0 || off[k] < 0) continue;
+            if (off[k] < g->n_decay) {
+                if (off[k] >= d0 && off[k] < dlo) dlo = off[k];
+            } else if (off[k] >= n0 && off[k] < blo) {
+                blo = off[k];
+            }
+        }
+        if ((double)(dhi - dlo + bhi - blo) >= cap) {
+            t->buckets[t->n_buckets++] = (vt_dist_bucket){i, dlo, dhi, blo, bhi};
+            dhi = dlo;
+            bhi = blo;
+        }
+    }
+    /* what is left of the trainable ranges, after the backward */
+    if (dhi > d0 || bhi > n0)
+        t->buckets[t->n_buckets++] = (vt_dist_bucket){-1, d0 < dhi ? d0 : dhi, dhi,
+                                                      n0 < bhi ? n0 : bhi, bhi};
+    return VT_OK;
+}
+
+static vt_status reduce_bucket(vt_trainer *t, const vt_dist_bucket *b)
+{
+    vt_comm *c = t->comm;
+    float *G = t->exec->grads;
+    if (b->d_hi > b->d_lo)
+        VT_TRY(c->ops->allreduce_scaled(c, G + b->d_lo, (size_t)(b->d_hi - b->d_lo), t->dist_w));
+    if (b->b_hi > b->b_lo)
+        VT_TRY(c->ops->allreduce_scaled(c, G + b->b_lo, (size_t)(b->b_hi - b->b_lo), t->dist_w));
+    return VT_OK;
+}
+
+/* exec's grad_ready: every bucket the backward has now written */
+static vt_status grad_ready(void *ctx, int node)
+{
+    vt_trainer *t = ctx;
+    while (t->next_bucket < t->n_buckets && t->buckets[t->next_bucket].node >= node)
+        VT_TRY(reduce_bucket(t, &t->buckets[t->next_bucket++]));
+    return VT_OK;
+}
+
+vt_status vt_dist_backward(vt_trainer *t, int n)
+{
+    vt_exec *e = t->exec;
+    const vt_model *m = t->model;
+    vt_status st;
+    t->next_bucket = 0;
+    if (n > 0) {
+        e->grad_ready = grad_ready;
+        e->grad_ready_ctx = t;
+        st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
+        e->grad_ready = NULL;
+        e->grad_ready_ctx = NULL;
+    } else { /* a rank without images this step adds nothing */
+        st = t->be->ops->fill(t->be, e->grads, (size_t)m->graph.n_params, 0.0f);
+    }
+    /* the buckets the backward did not reach (all of them without images, or after a failure):
+     * every rank issues the same all-reduces in the same order */
+    vt_status cs = VT_OK;
+    while (!cs && t->next_bucket < t->n_buckets)
+        cs = reduce_bucket(t, &t->buckets[t->next_bucket++]);
+    if (!cs && t->comm->ops->join) cs = t->comm->ops->join(t->comm);
+    if (cs) return cs; /* the engine's error: the job cannot go on */
+    return vt_dist_agree(t, st, NULL, 0, VT_COMM_MAX);
 }
 
 vt_status vt_dist_share_metrics(vt_trainer *t, vt_status st)

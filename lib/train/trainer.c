@@ -598,7 +598,6 @@ static vt_status backward_update(vt_trainer *t, double lr)
 static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, vt_loader *L)
 {
     vt_exec *e = t->exec;
-    vt_model *m = t->model;
     e->dropout_seed = (uint64_t)vt_opt_num(&t->opts, VT_OPT_SEED) * 0x2545F4914F6CDD1Dull +
                       (uint64_t)t->prog.iteration;
     vt_status st = VT_OK;
@@ -609,13 +608,15 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
         vt_task_ctx *tc = vt_trainer_task_ctx(t);
         tc->loss_weight = -1;
         if (!st) st = t->task->batch_loss(tc, L, n, 1, loss_out);
-        if (!st && t->dist_on) st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
     }
-    vt_dist_step_end(t);
-    /* all gradients are complete here: the ranks sum them (dist.c), or a failure of any rank
-     * stops them all */
     if (t->dist_on) {
-        TRY(vt_dist_reduce_grads(t, st, n, loss_out));
+        /* the ranks agree on the step's loss normaliser, or a failure of any rank stops them
+         * all; then the backward, whose gradients are summed over the ranks in buckets as it
+         * goes (dist.c) */
+        st = vt_dist_step_weight(t, st, n, loss_out);
+        if (!st && t->step_images > 0) st = vt_dist_backward(t, n);
+        vt_dist_step_end(t);
+        TRY(st);
         if (t->step_images == 0) return VT_OK; /* no rank had images: skipped by all */
         TRY(optimizer_step(t, lr));
     } else {
@@ -908,7 +909,7 @@ static vt_status run_batch(vt_trainer *t, run_state *r, int b, uint64_t aug_seed
     }
     float loss = 0;
     /* distributed: the failure reaches the other ranks at the step's reduction */
-    if (st) return t->dist_on ? vt_dist_reduce_grads(t, st, 0, &loss) : st;
+    if (st) return t->dist_on ? vt_dist_agree(t, st, NULL, 0, VT_COMM_MAX) : st;
     double lr = lr_at(t, t->prog.iteration, nb, r->epochs);
     TRY(train_batch(t, ok, lr, &loss, r->L));
     if (t->step_images == 0) { /* distributed: no rank had a readable slice */
@@ -1231,7 +1232,8 @@ static vt_status run(vt_trainer *t)
     if (resuming && (st = resume_shape(t, &rs.pos, resume, ntrain, batch, world, nb, &ep_start,
                                        &ep_b0, &ep_nb)))
         goto done;
-    if ((st = prepare(t, batch)) || (st = reset_optimizer(t)) || (st = vt_train_gpu_begin(t)))
+    if ((st = prepare(t, batch)) || (st = reset_optimizer(t)) || (st = vt_dist_plan_buckets(t)) ||
+        (st = vt_train_gpu_begin(t)))
         goto done;
     size_t np = (size_t)m->graph.n_params;
     if (resuming) {

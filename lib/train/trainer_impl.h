@@ -106,6 +106,9 @@ struct vt_trainer {
     int last_rank, last_world;   /* those of the last run (world 0 before one) */
     int sync_bn;                 /* dist_on with sync_bn=1 on a CPU backend */
     int step_images;             /* images of the last step over all ranks */
+    float dist_w;                /* this rank's weight in the step's gradient sum (dist.c) */
+    struct vt_dist_bucket *buckets; /* the run's gradient buckets (vt_dist_plan_buckets) */
+    int n_buckets, next_bucket;
     vt_log_level log_level;      /* t->log.max_level outside a run (ranks > 0 lower it) */
 };
 
@@ -173,6 +176,8 @@ vt_status vt_dist_begin(vt_trainer *t);
 void vt_dist_end(vt_trainer *t);
 /* Every rank's status and values v[0..n-1] (n <= 8) reduced with op: VT_OK with the reduced
  * values when no rank failed, else this rank's own error or one naming the rank that failed.
+ * With op != VT_COMM_MAX the statuses go first and the values only when none failed, so a
+ * failing rank may meet the others' agreement with vt_dist_agree(t, st, NULL, 0, ...).
  * Not distributed: returns st. */
 vt_status vt_dist_agree(vt_trainer *t, vt_status st, double *v, int n, vt_comm_op op);
 /* Rank 0's status to every rank (after what only rank 0 does: saves, validation). */
@@ -181,10 +186,17 @@ vt_status vt_dist_root_status(vt_trainer *t, vt_status st);
 vt_status vt_dist_bcast_state(vt_trainer *t);
 /* The mean over the ranks of the BN running statistics (and of their EMA). */
 vt_status vt_dist_sync_buffers(vt_trainer *t);
-/* After a backward of n local images (n = 0: none this step, st: this rank's failure so far):
- * the step's images over all ranks into t->step_images (0: every rank skips the step), *loss
- * their mean loss, the trainable gradients the weighted sum over the ranks. */
-vt_status vt_dist_reduce_grads(vt_trainer *t, vt_status st, int n, float *loss);
+/* The gradient buckets of this run (after the optimizer's trainable ranges are set): runs of
+ * the trainable gradients of about bucket_mb each, in the backward's order. */
+vt_status vt_dist_plan_buckets(vt_trainer *t);
+/* After the forward and loss of n local images (n = 0: none this step; st: this rank's failure
+ * so far): the step's images over all ranks into t->step_images (0: every rank skips the
+ * step), *loss their mean loss, this rank's weight in the gradient sum into t->dist_w. */
+vt_status vt_dist_step_weight(vt_trainer *t, vt_status st, int n, float *loss);
+/* The step's backward (n local images; a rank without any contributes zeros), each bucket of
+ * gradients summed over the ranks as soon as the backward has written it, then every rank's
+ * status agreed: VT_OK when every rank has the summed gradients. */
+vt_status vt_dist_backward(vt_trainer *t, int n);
 /* After rank 0's validation (status st): its status and metrics (t->prog) on every rank. */
 vt_status vt_dist_share_metrics(vt_trainer *t, vt_status st);
 /* Before a step's forward (n: this rank's images): the ranks agree that every one has
