@@ -1,16 +1,22 @@
 /* vt: what the commands share: exit codes and failure messages, time and duration formatting,
- * files and image folders, the SIGINT handling of a training run, and the key=value arguments
- * with their value parsers. */
+ * files and image folders, the SIGINT handling of a training run, the key=value arguments
+ * with their value parsers, and the launcher of one process per GPU. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vt_cli.h"
 
@@ -413,4 +419,188 @@ const char *metric_words(vt_metric m)
     if (m == VT_METRIC_PIXEL_ACC) return "pixel accuracy";
     const char *label = vt_metric_label(m);
     return label ? label : "?";
+}
+
+/* ---- one process per GPU (vt train device=0,1,...) ---------------------------------------- */
+
+/* A process that an MPI launcher, torchrun or launch_ranks started is one rank already: it
+ * trains on its own entry of the list (the library picks entry LOCAL_RANK) and starts none. */
+int launches_ranks(const char *devices)
+{
+    static const char *const world[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                        "PMIX_SIZE"};
+    if (!devices || !strchr(devices, ',')) return 0;
+    for (size_t i = 0; i < sizeof world / sizeof *world; i++)
+        if (getenv(world[i])) return 0;
+    return 1;
+}
+
+/* The number of GPUs in a device list, or -1 after a usage message: each entry a GPU index
+ * (the library's range, 0..63), each GPU once, since two ranks on one GPU would only fight
+ * over its memory. */
+static int count_gpus(const char *cmd, const char *devices)
+{
+    unsigned char seen[64] = {0};
+    int n = 0;
+    for (const char *p = devices;; p++) {
+        size_t len = strcspn(p, ",");
+        long gpu = len && len < 4 && strspn(p, "0123456789") >= len ? strtol(p, NULL, 10) : -1;
+        if (gpu < 0 || gpu > 63) {
+            fprintf(stderr, "vt %s: device=%s: '%.*s' is not a GPU index 0..63; a list names "
+                    "GPUs, one rank on each (for several CPU ranks: mpirun -np N vt %s ... "
+                    "device=cpu)\n", cmd, devices, (int)len, p, cmd);
+            return -1;
+        }
+        if (seen[gpu]++) {
+            fprintf(stderr, "vt %s: device=%s: GPU %ld is listed twice; give each GPU once "
+                    "(one rank per GPU)\n", cmd, devices, gpu);
+            return -1;
+        }
+        n++;
+        p += len;
+        if (!*p) return n;
+    }
+}
+
+/* A TCP port free on 127.0.0.1 now, for the ranks' rendezvous; 0 if none.  Another program
+ * may take it before rank 0 listens on it: rare, and rank 0 then fails and says so. */
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof sa) &&
+        !getsockname(fd, (struct sockaddr *)&sa, &len))
+        port = ntohs(sa.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+/* The child side of fork: only async-signal-safe calls until exec (the parent may have
+ * threads).  The ranks get a process group of their own, so that a Ctrl-C at the terminal
+ * reaches them once, forwarded by the launcher (twice would kill them: vt's second Ctrl-C
+ * does), and they die with the launcher even when it is killed outright (PDEATHSIG). */
+static void exec_rank(const char *exe, char **argv, pid_t group, pid_t launcher,
+                      const sigset_t *mask, const char *fail_msg)
+{
+    setpgid(0, group);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(EXIT_FAILURE_); /* it died before prctl */
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    execv(exe, argv);
+    ssize_t w = write(STDERR_FILENO, fail_msg, strlen(fail_msg));
+    (void)w;
+    _exit(127);
+}
+
+static void set_env_int(const char *name, int v)
+{
+    char s[16];
+    snprintf(s, sizeof s, "%d", v);
+    setenv(name, s, 1);
+}
+
+/* The ranks' variables are set in this process's environment too (it only waits after).
+ * VT_TEST_SPAWN_EXEC=PATH, for tests only (examples/tests/test_vt_spawn.sh), runs PATH as the
+ * ranks instead of this program, so that a rank can fail on cue on a machine without GPUs. */
+int launch_ranks(const char *cmd, char **argv, const char *devices)
+{
+    int n = count_gpus(cmd, devices), port = n > 0 ? free_port() : 0;
+    if (n < 0) return EXIT_USAGE;
+    if (!port) {
+        fprintf(stderr, "vt %s: no free TCP port on 127.0.0.1 for the ranks' rendezvous: %s\n",
+                cmd, strerror(errno));
+        return EXIT_FAILURE_;
+    }
+    const char *exe = getenv("VT_TEST_SPAWN_EXEC");
+    if (!exe || !*exe) exe = "/proc/self/exe";
+    fprintf(stderr, "vt %s: %d ranks, one per GPU (device=%s), rendezvous 127.0.0.1:%d\n", cmd,
+            n, devices, port);
+    fflush(NULL);
+
+    /* SIGINT, SIGTERM and SIGCHLD are taken by sigtimedwait below, never by a handler: no
+     * signal can slip in between a check and the wait.  An inherited SIG_IGN of SIGCHLD would
+     * reap the ranks before waitpid sees their status. */
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGCHLD);
+    signal(SIGCHLD, SIG_DFL);
+    sigprocmask(SIG_BLOCK, &sigs, &old);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    set_env_int("MASTER_PORT", port);
+    set_env_int("WORLD_SIZE", n);
+    set_env_int("LOCAL_WORLD_SIZE", n);
+    pid_t pids[64], group = 0, launcher = getpid();
+    int started = 0, rc = 0;
+    for (; started < n; started++) {
+        char fail_msg[4200];
+        snprintf(fail_msg, sizeof fail_msg, "vt %s: rank %d: cannot run %s\n", cmd, started, exe);
+        set_env_int("RANK", started);
+        set_env_int("LOCAL_RANK", started);
+        pid_t pid = fork();
+        if (pid == 0) exec_rank(exe, argv, group, launcher, &old, fail_msg);
+        if (pid < 0) {
+            fprintf(stderr, "vt %s: cannot start rank %d: %s\n", cmd, started, strerror(errno));
+            rc = EXIT_FAILURE_;
+            break;
+        }
+        if (!group) group = pid; /* rank 0 leads the ranks' group */
+        setpgid(pid, group);     /* here too: a signal to the group may come before the child's */
+        pids[started] = pid;
+    }
+
+    /* A failed rank leaves the others waiting for it in their next all-reduce: stop them.
+     * After a forwarded signal they stop on their own (Ctrl-C: after the current batch, with
+     * last.vtm saved), so a rank exiting then is no reason to stop the others. */
+    int running = started, forwarded = 0;
+    double kill_at = 0; /* when the ranks still running get SIGKILL (0: not yet due) */
+    if (rc && group) {
+        kill(-group, SIGTERM);
+        kill_at = now_s() + 30;
+    }
+    while (running > 0) {
+        int status, rank = -1;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        for (int i = 0; pid > 0 && i < started; i++)
+            if (pids[i] == pid) rank = i;
+        if (rank >= 0) {
+            running--;
+            int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+            int code = sig ? 128 + sig : WEXITSTATUS(status);
+            if (code && !rc && !forwarded) {
+                char why[48];
+                if (sig) snprintf(why, sizeof why, "killed by signal %d", sig);
+                else snprintf(why, sizeof why, "exit code %d", code);
+                fprintf(stderr, "vt %s: rank %d failed (%s)%s\n", cmd, rank, why,
+                        running ? "; stopped the other ranks" : "");
+                if (running) {
+                    kill(-group, SIGTERM);
+                    kill_at = now_s() + 30;
+                }
+            }
+            if (code && !rc) rc = code;
+            continue;
+        }
+        if (pid < 0 && errno == ECHILD) break; /* none left (never expected) */
+        if (kill_at && now_s() >= kill_at) {
+            fprintf(stderr, "vt %s: %d rank%s still running 30 s after SIGTERM: killed\n", cmd,
+                    running, running == 1 ? "" : "s");
+            kill(-group, SIGKILL);
+            kill_at = 0;
+        }
+        struct timespec tick = {1, 0};
+        int sig = sigtimedwait(&sigs, NULL, &tick);
+        if (sig == SIGINT || sig == SIGTERM) {
+            kill(-group, sig);
+            forwarded = 1;
+            if (sig == SIGTERM && !kill_at) kill_at = now_s() + 30;
+        }
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }

@@ -96,6 +96,7 @@ static const help_entry help_texts[] = {
      "every warning and note ('vt: ...') does.  batch= must be 2 or more, or -1: the largest\n"
      "batch that fits autobatch_fraction (0.6) of the GPU's (or available host) memory,\n"
      "checked by one training step and halved while it runs out of memory.\n"
+     "device=0,1,... starts one process (rank) per GPU listed, trained data-parallel (NCCL).\n"
      "trainer keys (see 'vt info' for types, ranges and defaults):\n"
      "  @TRAINER_KEYS@\n"
      "  imgsz= also sets a new model's image size; seed= seeds shuffling and augmentation.\n"

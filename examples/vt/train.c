@@ -415,9 +415,36 @@ out:
     return rc;
 }
 
+/* Before starting ranks: the trainer's usage errors once, here, not once per rank (device=
+ * aside: launch_ranks checks the list). */
+static int check_before_launch(const args *a)
+{
+    args c = *a;
+    char key[32];
+    for (const char *p = TRAIN_TOOL_KEYS ", device"; *p; p += strspn(p, ", ")) {
+        size_t n = strcspn(p, ", ");
+        snprintf(key, sizeof key, "%.*s", (int)n, p);
+        take(&c, key);
+        p += n;
+    }
+    return check_trainer_keys(&c, TRAIN_TOOL_KEYS);
+}
+
 int cmd_train(args *a)
 {
-    return train(a, NULL);
+    const char *devices = NULL;
+    for (int i = 0; i < a->n; i++)
+        if (key_is(&a->kv[i], "device")) devices = a->kv[i].val;
+    if (!launches_ranks(devices)) return train(a, NULL);
+    /* device=0,1,...: this process starts one rank per GPU, each this same command line */
+    int rc = check_before_launch(a);
+    if (rc) return rc;
+    char *argv[MAX_KV + 3]; /* vt train takes key=value words only: the kv are all of them */
+    argv[0] = program_invocation_name;
+    argv[1] = (char *)a->cmd;
+    for (int i = 0; i < a->n; i++) argv[2 + i] = (char *)a->kv[i].arg;
+    argv[2 + a->n] = NULL;
+    return launch_ranks(a->cmd, argv, devices);
 }
 
 /* The demo's setup per task, as a user would pick it: the synthetic data (vt_synth_generate),

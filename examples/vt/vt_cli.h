@@ -90,6 +90,20 @@ void print_cell(const char *s, int width);
 void catch_sigint(vt_trainer *t);
 void release_sigint(void);
 
+/* ---- one process per GPU (common.c) --------------------------------------------------------- */
+
+/* Whether device=LIST asks this process to start the ranks: a list of two or more entries
+ * (a comma), and no launcher's rank variables in the environment (WORLD_SIZE,
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE: a rank trains on its entry of the list). */
+int launches_ranks(const char *devices);
+/* Run argv (NULL-terminated, argv[0] the program's name) once per GPU of devices ("0,1,..."),
+ * each with torchrun's variables RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR
+ * and MASTER_PORT (a free port on 127.0.0.1), and wait for them.  A rank failing stops the
+ * others (SIGTERM, SIGKILL 30 s later); SIGINT and SIGTERM are forwarded to them.  0 when every
+ * rank exits 0, else the first failure's exit code (128 + N for signal N); EXIT_USAGE after a
+ * message for a bad list (an entry not a GPU index, a GPU twice), before any rank starts. */
+int launch_ranks(const char *cmd, char **argv, const char *devices);
+
 /* ---- training progress (progress.c) --------------------------------------------------------- */
 
 enum { PROG_OFF = 0, PROG_PLAIN = 1, PROG_BAR = 2 };
