@@ -151,7 +151,10 @@ vt_status nccl_join(vt_comm *base)
     VT_CUDA_TRY(cudaEventRecord(c->done, c->cs), "cudaEventRecord (NCCL)");
     VT_CUDA_TRY(cudaStreamWaitEvent(c->cb->stream, c->done, 0), "cudaStreamWaitEvent (NCCL)");
     c->pending = 0;
-    return VT_OK;
+    /* and the host waits for them, watching for a failed rank and the timeout: whatever reads
+     * the result next (a download's cudaStreamSynchronize) could otherwise wait forever.  The
+     * step's backward is all queued by now, so the buckets still overlap it on the device. */
+    return wait_stream(c, "the gradients' all-reduce");
 }
 
 void nccl_destroy(vt_comm *base)
@@ -159,10 +162,10 @@ void nccl_destroy(vt_comm *base)
     nccl_comm *c = reinterpret_cast<nccl_comm *>(base);
     {
         VT_CUDA_GUARD(c->cb);
-        if (!c->dead && c->comm) {
-            (void)cudaStreamSynchronize(c->cs);
+        /* what is still queued finishes (or, past the timeout, is aborted) before NCCL's
+         * resources go; an aborted communicator has nothing left to wait for */
+        if (!c->dead && c->comm && wait_stream(c, "the end of distributed training") == VT_OK)
             (void)c->lib->comm_destroy(c->comm);
-        }
         if (c->cs) {
             (void)cudaStreamSynchronize(c->cb->stream);
             (void)cudaStreamDestroy(c->cs);
@@ -288,9 +291,39 @@ vt_status nccl_allgather_host(vt_comm *base, const void *mine, const size_t *byt
     return VT_OK;
 }
 
+/* Any failure of an op aborts the communicator: the other ranks' collectives then end with
+ * NCCL's remote error instead of waiting out the timeout for one that will never come. */
+vt_status aborting(vt_comm *base, vt_status st)
+{
+    if (st) abort_comm(reinterpret_cast<nccl_comm *>(base));
+    return st;
+}
+
+vt_status op_allreduce_scaled(vt_comm *c, float *x, size_t n, float scale)
+{
+    return aborting(c, nccl_allreduce_scaled(c, x, n, scale));
+}
+vt_status op_allreduce_host(vt_comm *c, double *x, size_t n, vt_comm_op op)
+{
+    return aborting(c, nccl_allreduce_host(c, x, n, op));
+}
+vt_status op_bcast(vt_comm *c, void *x, size_t bytes, int root)
+{
+    return aborting(c, nccl_bcast(c, x, bytes, root));
+}
+vt_status op_bcast_host(vt_comm *c, void *x, size_t bytes, int root)
+{
+    return aborting(c, nccl_bcast_host(c, x, bytes, root));
+}
+vt_status op_allgather_host(vt_comm *c, const void *mine, const size_t *bytes, void *all)
+{
+    return aborting(c, nccl_allgather_host(c, mine, bytes, all));
+}
+vt_status op_join(vt_comm *c) { return aborting(c, nccl_join(c)); }
+
 const vt_comm_ops nccl_ops = {
-    nccl_destroy, nccl_allreduce_scaled, nccl_allreduce_host, nccl_bcast,
-    nccl_bcast_host, nccl_allgather_host, nccl_join,
+    nccl_destroy, op_allreduce_scaled, op_allreduce_host, op_bcast,
+    op_bcast_host, op_allgather_host, op_join,
 };
 
 const vt_nccl *need_nccl()
@@ -329,6 +362,7 @@ extern "C" vt_status vt_cuda_nccl_open(vt_comm **out, vt_backend *be, const unsi
     nccl_comm *c = static_cast<nccl_comm *>(calloc(1, sizeof(nccl_comm)));
     if (!c) return VT_ERR_OUT_OF_MEMORY;
     c->base.ops = &nccl_ops;
+    c->base.be = be;
     c->base.rank = rank;
     c->base.size = size;
     c->base.local_rank = local_rank;

@@ -68,6 +68,8 @@ tests=(
     # above include them too): first to run with VT_GPU_ONLY='bf16|graphs'
     "test_cuda_ops_bf16|60|CK_RUN_CASE=bf16 $bf16_env $build/tests/test_cuda_ops"
     "test_cuda_train_bf16_graphs|120|CK_RUN_CASE=experimental $bf16_env $build/tests/test_cuda_train"
+    # GPU ranks over NCCL (vt train device=0,1): skipped (77) on a machine with one GPU
+    "test_dist_nccl_vt|300|tests/dist_nccl_vt.sh $build/examples/vt /tmp/vt-dist-nccl"
 )
 # Benchmarks (bench/ may not exist yet).  Add entries as they appear; the last output line of
 # each is shown in the table, so make a benchmark print its headline figure last.

@@ -185,6 +185,40 @@ static void case_root_failed(void)
     CHECK(reap(k) == 2, "rank 0 failed: rank 1 was not told");
 }
 
+/* rank 0 failed, and a process says it is rank 7 of 2: refused as out of range (it once
+ * indexed past the table of ranks seen), rank 0 ends with the error */
+static void case_root_failed_bad_rank(void)
+{
+    int port = free_port();
+    /* the library refuses RANK=7 of 2 itself: a hand-made greeting (rendezvous.c's protocol) */
+    pid_t k = fork();
+    if (k == 0) {
+        const unsigned char hello[20] = {'V', 'T', 'R', 'D', 'V', '0', '0', '1', 7, 0, 0, 0,
+                                         2,   0,   0,   0,   BLOB, 0, 0, 0};
+        for (int tries = 0; tries < 100; tries++) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {0};
+            a.sin_family = AF_INET;
+            a.sin_port = htons((unsigned short)port);
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+                (void)!write(fd, hello, sizeof hello);
+                char reply[16];
+                (void)!read(fd, reply, sizeof reply);
+                close(fd);
+                _exit(0);
+            }
+            close(fd);
+            usleep(20 * 1000);
+        }
+        _exit(1);
+    }
+    vt_status st = root(port, 2, 5, 1, 10);
+    CHECK(st == VT_ERR_IO && strstr(vt_last_error(), "RANK=7"),
+          "rank 0 failed, rank 7 of 2: status %d, '%s'", st, vt_last_error());
+    reap(k);
+}
+
 static void case_bad_arguments(void)
 {
     unsigned char b[4] = {0};
@@ -255,6 +289,7 @@ int main(void)
     case_missing_rank();
     case_no_root();
     case_root_failed();
+    case_root_failed_bad_rank();
     if (fails) {
         fprintf(stderr, "%d failed\n", fails);
         return 1;

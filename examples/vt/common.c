@@ -528,6 +528,7 @@ int launch_ranks(const char *cmd, char **argv, const char *devices)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     sigaddset(&sigs, SIGCHLD);
     signal(SIGCHLD, SIG_DFL);
     sigprocmask(SIG_BLOCK, &sigs, &old);
@@ -583,6 +584,8 @@ int launch_ranks(const char *cmd, char **argv, const char *devices)
                     kill_at = now_s() + 30;
                 }
             }
+            /* after a forwarded signal the others stop by themselves, within the deadline */
+            if (code && forwarded && running && !kill_at) kill_at = now_s() + 30;
             if (code && !rc) rc = code;
             continue;
         }
@@ -595,10 +598,10 @@ int launch_ranks(const char *cmd, char **argv, const char *devices)
         }
         struct timespec tick = {1, 0};
         int sig = sigtimedwait(&sigs, NULL, &tick);
-        if (sig == SIGINT || sig == SIGTERM) {
-            kill(-group, sig);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) { /* HUP: the terminal is gone */
+            kill(-group, sig == SIGINT ? SIGINT : SIGTERM);
             forwarded = 1;
-            if (sig == SIGTERM && !kill_at) kill_at = now_s() + 30;
+            if (sig != SIGINT && !kill_at) kill_at = now_s() + 30;
         }
     }
     sigprocmask(SIG_SETMASK, &old, NULL);

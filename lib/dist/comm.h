@@ -44,12 +44,15 @@ typedef struct vt_comm_ops {
     vt_status (*allgather_host)(vt_comm *c, const void *mine_host, const size_t *bytes,
                                 void *all_host);
     /* The backend's later ops wait for the device collectives queued so far (NCCL: its own
-     * stream beside the backend's).  NULL where collectives are done when they return (MPI). */
+     * stream beside the backend's), and so does the caller.  NULL where collectives are done
+     * when they return (MPI). */
     vt_status (*join)(vt_comm *c);
 } vt_comm_ops;
 
 struct vt_comm {
     const vt_comm_ops *ops;
+    const vt_backend *be;     /* the backend whose memory it reduces, which must outlive it
+                               * (NCCL: its device and stream); NULL: any CPU backend (MPI) */
     int rank, size;           /* this process, of size >= 2 */
     int local_rank, local_size; /* on this host */
     char engine[64];          /* "MPI (Open MPI v4.1.4)", for the log */

@@ -156,12 +156,12 @@ static vt_status serve(const char *addr, int port, int size, const void *blob, s
             continue;
         }
         uint32_t r = get32(hello + 8), s = get32(hello + 12), b = get32(hello + 16);
-        uint32_t v = root_verdict ? root_verdict
-                     : s != (uint32_t)size ? V_WORLD
+        uint32_t v = s != (uint32_t)size                 ? V_WORLD
                      : r == 0 || r >= (uint32_t)size ? V_RANK
-                     : seen[r] ? V_DUP
-                     : b != bytes ? V_BYTES
-                                  : V_OK;
+                     : seen[r]                       ? V_DUP
+                     : b != bytes                    ? V_BYTES
+                                                     : V_OK;
+        if (v == V_OK && root_verdict) v = root_verdict; /* a valid rank, told rank 0 failed */
         memcpy(reply, MAGIC, 8);
         put32(reply + 8, v);
         put32(reply + 12, (uint32_t)bytes);
@@ -184,11 +184,8 @@ static vt_status serve(const char *addr, int port, int size, const void *blob, s
                          verdict_text(v));
             break;
         }
-        if (sent && v == V_OK) {
+        if (v == V_OK ? sent : v == V_ROOT) { /* welcomed, or told that rank 0 failed */
             seen[r] = 1;
-            joined++;
-        } else if (root_verdict) {
-            seen[r] = 1; /* told: it stops */
             joined++;
         }
     }

@@ -106,6 +106,12 @@ vt_status vt_dist_begin(vt_trainer *t)
     t->last_world = t->world = 1;
     t->log_level = t->log.max_level;
     if (strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") == 0) return VT_OK;
+    /* one communicator a backend kind: MPI's for CPU backends, NCCL's for this GPU backend
+     * (release_device drops NCCL's with its backend) */
+    if (t->comm && t->comm->be != (t->be->ops->host_memory ? NULL : t->be)) {
+        vt_comm_destroy(t->comm);
+        t->comm = NULL;
+    }
     if (!t->comm) VT_TRY(vt_comm_open(&t->comm, t->be));
     if (!t->comm) return VT_OK; /* one process */
     /* batch-wide terms over the ranks (sync_bn, the Dice loss's sums) are hooks of the CPU

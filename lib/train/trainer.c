@@ -202,6 +202,10 @@ static void release_device(vt_trainer *t)
     vt_exec_destroy(t->exec);
     t->exec = NULL;
     t->conv_shapes_logged = -1;
+    if (t->comm && t->comm->be && t->comm->be == t->be) { /* NCCL's goes with its device */
+        vt_comm_destroy(t->comm);
+        t->comm = NULL;
+    }
     vt_backend_destroy(t->be);
     t->be = NULL;
     t->device[0] = 0;
@@ -258,6 +262,7 @@ VT_API void vt_trainer_destroy(vt_trainer *t)
         t->model->pull_ctx = NULL;
     }
     release_device(t);
+    vt_comm_destroy(t->comm);
     free_host_batch(t);
     vt_pool_destroy(t->stage_pool);
     free(t->host_labels);
