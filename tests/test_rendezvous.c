@@ -93,6 +93,31 @@ static vt_status root(int port, int size, int seed, int failed, double timeout)
     return vt_dist_rendezvous("127.0.0.1", port, 0, size, blob, sizeof blob, failed, timeout);
 }
 
+/* A forked client of our own: connects to the port (retrying while nothing listens), sends
+ * msg, reads an answer when `answer` (until rank 0 closes), closes; exits 0, or 1 when it
+ * never got through. */
+static pid_t raw_client(int port, const unsigned char *msg, size_t n, int answer)
+{
+    pid_t p = fork();
+    if (p) return p;
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons((unsigned short)port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+            char reply[16];
+            if (write(fd, msg, n) == (ssize_t)n && answer) (void)!read(fd, reply, sizeof reply);
+            close(fd);
+            _exit(0);
+        }
+        close(fd);
+        usleep(20 * 1000);
+    }
+    _exit(1);
+}
+
 static void case_four_ranks(void)
 {
     int port = free_port();
@@ -100,24 +125,7 @@ static void case_four_ranks(void)
     for (int r = 1; r < 4; r++) kids[r - 1] = spawn(port, r, 4, 11, 20, NULL);
     usleep(300 * 1000); /* the others retry until rank 0 listens */
     /* a stray client first: garbage, then closed; rank 0 must drop it and go on */
-    pid_t stray = fork();
-    if (stray == 0) {
-        for (int k = 0; k < 50; k++) {
-            int fd = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {0};
-            a.sin_family = AF_INET;
-            a.sin_port = htons((unsigned short)port);
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-                (void)!write(fd, "GET / HTTP/1.0\r\n\r\n", 18);
-                close(fd);
-                _exit(0);
-            }
-            close(fd);
-            usleep(20 * 1000);
-        }
-        _exit(1);
-    }
+    pid_t stray = raw_client(port, (const unsigned char *)"GET / HTTP/1.0\r\n\r\n", 18, 0);
     vt_status st = root(port, 4, 11, 0, 20);
     CHECK(st == VT_OK, "4 ranks: rank 0: %s", vt_last_error());
     for (int r = 1; r < 4; r++) {
@@ -191,28 +199,9 @@ static void case_root_failed_bad_rank(void)
 {
     int port = free_port();
     /* the library refuses RANK=7 of 2 itself: a hand-made greeting (rendezvous.c's protocol) */
-    pid_t k = fork();
-    if (k == 0) {
-        const unsigned char hello[20] = {'V', 'T', 'R', 'D', 'V', '0', '0', '1', 7, 0, 0, 0,
-                                         2,   0,   0,   0,   BLOB, 0, 0, 0};
-        for (int tries = 0; tries < 100; tries++) {
-            int fd = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {0};
-            a.sin_family = AF_INET;
-            a.sin_port = htons((unsigned short)port);
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
-                (void)!write(fd, hello, sizeof hello);
-                char reply[16];
-                (void)!read(fd, reply, sizeof reply);
-                close(fd);
-                _exit(0);
-            }
-            close(fd);
-            usleep(20 * 1000);
-        }
-        _exit(1);
-    }
+    static const unsigned char hello[20] = {'V', 'T', 'R', 'D', 'V', '0', '0', '1', 7, 0, 0, 0,
+                                            2,   0,   0,   0,   BLOB, 0, 0, 0};
+    pid_t k = raw_client(port, hello, sizeof hello, 1);
     vt_status st = root(port, 2, 5, 1, 10);
     CHECK(st == VT_ERR_IO && strstr(vt_last_error(), "RANK=7"),
           "rank 0 failed, rank 7 of 2: status %d, '%s'", st, vt_last_error());
