@@ -486,6 +486,23 @@ static void test_equality(int rank)
                  "imgsz=32 seed=3", seg_b);
 }
 
+/* Ranks whose gradient buckets differ (another bucket_mb on rank 1) would issue all-reduces of
+ * other sizes: every rank stops at the set-up's last agreement, saying why, instead. */
+static void test_plan_mismatch(int rank)
+{
+    char data[4096];
+    CHECK(make_data(data, sizeof data, "plan", rank, "classes=2 train=8 val=0 imgsz=16 seed=6") ==
+              VT_OK, "synth: %s", vt_last_error());
+    const char *s[] = {"epochs=1", "batch=4", "save=0", "val=0", "workers=0",
+                       rank ? "bucket_mb=0.001" : "bucket_mb=25", NULL};
+    float *w = NULL;
+    int n = 0;
+    vt_status st = train_plain(data, s, &w, &n);
+    CHECK(st == VT_ERR_OPTION_VALUE && strstr(vt_last_error(), "bucket_mb="),
+          "buckets differing between ranks: status %d, '%s'", st, vt_last_error());
+    free(w);
+}
+
 /* Four runs of one step each on the same trainer: the replicas agree after every step. */
 static void test_every_step(int rank)
 {
@@ -1000,6 +1017,7 @@ static int run_mpi(void)
     my_rank = rank;
     test_equality(rank); /* the first run starts MPI */
     test_every_step(rank);
+    test_plan_mismatch(rank);
     test_full_run(rank);
     test_sharded_val(rank);
     test_resume(rank);

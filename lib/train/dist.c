@@ -288,6 +288,30 @@ vt_status vt_dist_plan_buckets(vt_trainer *t)
     return VT_OK;
 }
 
+vt_status vt_dist_agree_plan(vt_trainer *t)
+{
+    /* FNV-1a over the parameter count and every bucket's ranges, kept to 52 bits so that a
+     * double holds it exactly; MIN of h and of -h: equal everywhere iff min == max */
+    uint64_t h = 14695981039346656037ull;
+    for (int i = -1; i < t->n_buckets; i++) {
+        const vt_dist_bucket *b = i < 0 ? NULL : &t->buckets[i];
+        const int64_t x[4] = {b ? b->d_lo : t->model->graph.n_params, b ? b->d_hi : t->opt_d0,
+                              b ? b->b_lo : t->opt_n0, b ? b->b_hi : t->n_buckets};
+        for (int k = 0; k < 4; k++)
+            for (int byte = 0; byte < 8; byte++) {
+                h ^= (uint64_t)x[k] >> (8 * byte) & 0xff;
+                h *= 1099511628211ull;
+            }
+    }
+    double sig = (double)(h & ((1ull << 52) - 1)), v[2] = {sig, -sig};
+    VT_TRY(vt_dist_agree(t, VT_OK, v, 2, VT_COMM_MIN));
+    if (v[0] != -v[1])
+        return vt_fail(VT_ERR_OPTION_VALUE, "rank %d of %d: the ranks' models or options differ "
+                       "(their parameters or gradient buckets do not match: model, freeze=, "
+                       "bucket_mb=); give every rank the same", t->rank, t->world);
+    return VT_OK;
+}
+
 static vt_status reduce_bucket(vt_trainer *t, const vt_dist_bucket *b)
 {
     vt_comm *c = t->comm;

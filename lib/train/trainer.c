@@ -1285,7 +1285,7 @@ static vt_status run(vt_trainer *t)
         goto done;
     }
     if (t->dist_on) { /* the second agreement: every rank ready; then one start for all */
-        agreed = (st = vt_dist_agree(t, VT_OK, NULL, 0, VT_COMM_MAX)) ? -1 : 2;
+        agreed = (st = vt_dist_agree_plan(t)) ? -1 : 2;
         if (st || (st = vt_dist_bcast_state(t))) goto done;
         vt_log(&t->log, VT_LOG_INFO, "distributed: %d ranks over %s, %d on this host; batch %d "
                "a rank, %d a step%s", world, t->comm->engine, t->comm->local_size, batch,

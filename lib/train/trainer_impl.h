@@ -189,6 +189,9 @@ vt_status vt_dist_sync_buffers(vt_trainer *t);
 /* The gradient buckets of this run (after the optimizer's trainable ranges are set): runs of
  * the trainable gradients of about bucket_mb each, in the backward's order. */
 vt_status vt_dist_plan_buckets(vt_trainer *t);
+/* The set-up's last agreement: every rank ready, with the same parameters and gradient buckets
+ * (else every rank stops, saying so, where their collectives would not match). */
+vt_status vt_dist_agree_plan(vt_trainer *t);
 /* After the forward and loss of n local images (n = 0: none this step; st: this rank's failure
  * so far): the step's images over all ranks into t->step_images (0: every rank skips the
  * step), *loss their mean loss, this rank's weight in the gradient sum into t->dist_w. */
