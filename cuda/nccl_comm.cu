@@ -15,10 +15,13 @@
  *   remote error), or no progress for VT_DIST_TIMEOUT seconds, aborts the communicator
  *   (ncclCommAbort ends its kernels, so the stream drains) and every later call fails: each
  *   rank ends with a message instead of hanging. */
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+
+#include <pthread.h>
 
 #include "cuda_internal.cuh"
 #include "nccl_load.h"
@@ -326,6 +329,100 @@ const vt_comm_ops nccl_ops = {
     op_bcast_host, op_allgather_host, op_join,
 };
 
+/* ncclCommInitRank blocks until every rank has called it, with no timeout of its own: a rank
+ * that died after the rendezvous would hold the others there forever.  So it runs in a thread
+ * of its own, which this one waits for until the timeout; past it the thread is left behind
+ * (detached; it frees its job and aborts a communicator that comes too late) and the caller
+ * gets an error, so the job can end. */
+struct init_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const vt_nccl *lib;
+    vt_nccl_id id;
+    int size, rank, device;
+    vt_nccl_comm comm;
+    vt_nccl_result r;
+    cudaError_t ce;
+    int done, abandoned;
+};
+
+void *init_thread(void *arg)
+{
+    init_job *j = static_cast<init_job *>(arg);
+    vt_nccl_comm comm = nullptr;
+    vt_nccl_result r = VT_NCCL_SUCCESS;
+    cudaError_t ce = cudaSetDevice(j->device); /* NCCL binds the communicator to it */
+    if (ce == cudaSuccess) r = j->lib->comm_init_rank(&comm, j->size, j->id, j->rank);
+    pthread_mutex_lock(&j->mu);
+    int abandoned = j->abandoned;
+    j->comm = comm;
+    j->r = r;
+    j->ce = ce;
+    j->done = 1;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (abandoned) { /* nobody waits for it any more */
+        if (ce == cudaSuccess && r == VT_NCCL_SUCCESS) (void)j->lib->comm_abort(comm);
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+    }
+    return nullptr;
+}
+
+/* The communicator, or an error after timeout_s seconds. */
+vt_status init_comm(const vt_nccl *lib, const vt_nccl_id &id, int size, int rank, int device,
+                    double timeout_s, vt_nccl_comm *out)
+{
+    init_job *j = static_cast<init_job *>(calloc(1, sizeof(init_job)));
+    if (!j) return VT_ERR_OUT_OF_MEMORY;
+    pthread_mutex_init(&j->mu, nullptr);
+    pthread_cond_init(&j->cv, nullptr);
+    j->lib = lib;
+    j->id = id;
+    j->size = size;
+    j->rank = rank;
+    j->device = device;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, init_thread, j);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+        return vt_fail(VT_ERR_IO, "NCCL: no thread for ncclCommInitRank: %s", strerror(rc));
+    }
+    timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    double s = (double)until.tv_sec + 1e-9 * (double)until.tv_nsec + timeout_s;
+    until.tv_sec = (time_t)s;
+    until.tv_nsec = (long)((s - (double)until.tv_sec) * 1e9);
+    pthread_mutex_lock(&j->mu);
+    while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &until) != ETIMEDOUT) {
+    }
+    int done = j->done;
+    if (!done) j->abandoned = 1;
+    pthread_mutex_unlock(&j->mu);
+    if (!done)
+        return vt_fail(VT_ERR_IO, "NCCL: rank %d of %d waited %.0f s in ncclCommInitRank for the "
+                       "other ranks (VT_DIST_TIMEOUT): a rank stopped or hangs; all ranks stop",
+                       rank, size, timeout_s);
+    vt_status st = VT_OK;
+    if (j->ce != cudaSuccess)
+        st = vt_cuda_fail(j->ce, "cudaSetDevice (NCCL's set-up)");
+    else if (j->r != VT_NCCL_SUCCESS)
+        st = vt_fail(VT_ERR_IO, "NCCL: ncclCommInitRank failed on rank %d of %d (GPU %d): %s",
+                     rank, size, device, lib->error_string(j->r));
+    *out = j->comm;
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+    return st;
+}
+
 const vt_nccl *need_nccl()
 {
     const char *why = "";
@@ -375,21 +472,17 @@ extern "C" vt_status vt_cuda_nccl_open(vt_comm **out, vt_backend *be, const unsi
     c->timeout_s = timeout_s > 0 ? timeout_s : 600;
     vt_nccl_id u;
     memcpy(u.internal, id, VT_NCCL_ID_BYTES);
-    vt_nccl_result r;
     cudaError_t ce;
     {
-        VT_CUDA_GUARD(cb); /* NCCL binds the communicator to the current device */
+        VT_CUDA_GUARD(cb);
         ce = cudaStreamCreateWithFlags(&c->cs, cudaStreamNonBlocking);
         if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming);
         if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming);
-        r = ce == cudaSuccess ? lib->comm_init_rank(&c->comm, size, u, rank) : VT_NCCL_SUCCESS;
     }
-    if (ce != cudaSuccess || r != VT_NCCL_SUCCESS) {
-        vt_status st = ce != cudaSuccess
-                           ? vt_cuda_fail(ce, "the NCCL communicator's stream")
-                           : vt_fail(VT_ERR_IO, "NCCL: ncclCommInitRank failed on rank %d of %d "
-                                     "(GPU %d): %s", rank, size, cb->device,
-                                     lib->error_string(r));
+    vt_status st = ce != cudaSuccess
+                       ? vt_cuda_fail(ce, "the NCCL communicator's stream")
+                       : init_comm(lib, u, size, rank, cb->device, c->timeout_s, &c->comm);
+    if (st) {
         c->comm = nullptr;
         c->dead = 1;
         nccl_destroy(&c->base);
