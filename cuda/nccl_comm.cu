@@ -97,7 +97,7 @@ vt_status wait_stream(nccl_comm *c, const char *what)
         }
         if (now_s() - start > c->timeout_s) {
             abort_comm(c);
-            return vt_fail(VT_ERR_IO, "NCCL: %s on rank %d waited %.0f s for the other ranks "
+            return vt_fail(VT_ERR_IO, "NCCL: %s on rank %d waited %g s for the other ranks "
                            "(VT_DIST_TIMEOUT): a rank stopped or hangs; all ranks stop", what,
                            c->base.rank, c->timeout_s);
         }
@@ -407,7 +407,7 @@ vt_status init_comm(const vt_nccl *lib, const vt_nccl_id &id, int size, int rank
     if (!done) j->abandoned = 1;
     pthread_mutex_unlock(&j->mu);
     if (!done)
-        return vt_fail(VT_ERR_IO, "NCCL: rank %d of %d waited %.0f s in ncclCommInitRank for the "
+        return vt_fail(VT_ERR_IO, "NCCL: rank %d of %d waited %g s in ncclCommInitRank for the "
                        "other ranks (VT_DIST_TIMEOUT): a rank stopped or hangs; all ranks stop",
                        rank, size, timeout_s);
     vt_status st = VT_OK;

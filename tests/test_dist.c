@@ -29,6 +29,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "vt_config.h"
 #include "core/checkpoint.h"
@@ -1066,6 +1067,45 @@ static int run_gpu(void)
     return bad ? 1 : 0;
 }
 
+/* A rank that never joins a collective (here: rank 1 sleeps, then ends without it): rank 0's
+ * all-reduce gives up after VT_DIST_TIMEOUT (set to 1.5 s by the caller) with a message
+ * instead of waiting forever.  Prints "timeout: ok (...)" on rank 0; the job then ends with
+ * mpirun's report (rank 0 leaves MPI unfinalized, by design), so the caller reads the output,
+ * not the exit code (tests/meson.build: dist_timeout). */
+static int run_timeout(void)
+{
+    vt_launch L;
+    vt_comm_launch(&L);
+    if (L.size != 2 || !L.via_mpi) return 77;
+    vt_backend *be = NULL;
+    vt_comm *c = NULL;
+    if (vt_backend_cpu_create(&be, 1) || vt_comm_open(&c, be) || !c) {
+        fprintf(stderr, "rank %d: %s\n", L.rank, vt_last_error());
+        return 1;
+    }
+    double v[1] = {1};
+    int bad = 0;
+    if (c->ops->allreduce_host(c, v, 1, VT_COMM_SUM) || v[0] != 2) bad = 1; /* both join */
+    if (L.rank == 1) {
+        sleep(4); /* rank 0 gives up meanwhile */
+        return bad;
+    }
+    double t0 = MPI_Wtime();
+    vt_status st = c->ops->allreduce_host(c, v, 1, VT_COMM_SUM);
+    double took = MPI_Wtime() - t0;
+    char first[512];
+    snprintf(first, sizeof first, "%s", vt_last_error());
+    vt_status again = c->ops->allreduce_host(c, v, 1, VT_COMM_SUM); /* at once: dead */
+    if (!bad && st == VT_ERR_IO && strstr(first, "VT_DIST_TIMEOUT") && again == VT_ERR_IO &&
+        strstr(vt_last_error(), "earlier collective timed out") && took > 1.2 && took < 4)
+        printf("timeout: ok (gave up after %.2f s: %s)\n", took, first);
+    else
+        printf("timeout: FAILED (status %d after %.2f s: %s; then %d: %s)\n", st, took, first,
+               again, vt_last_error());
+    fflush(stdout);
+    return 0;
+}
+
 #endif
 
 int main(int argc, char **argv)
@@ -1080,6 +1120,7 @@ int main(int argc, char **argv)
 #if VT_HAVE_MPI
     if (argc > 1 && strcmp(argv[1], "mpi") == 0) return run_mpi();
     if (argc > 1 && strcmp(argv[1], "gpu") == 0) return run_gpu();
+    if (argc > 1 && strcmp(argv[1], "timeout") == 0) return run_timeout();
 #endif
     fprintf(stderr, "usage: test_dist env | gpus | mpi | gpu (mpi, gpu: under mpirun -np 2, a "
             "build with MPI)\n");

@@ -5,7 +5,14 @@
  * MPI is started here when the application has not started it (MPI_Init_thread, asking for
  * MPI_THREAD_SERIALIZED: the trainer may run in any thread, one call at a time) and finalized
  * at exit; an application that starts MPI itself also finalizes it, after destroying its
- * trainers. */
+ * trainers.
+ *
+ * Every collective is started nonblocking and waited for with MPI_Test for at most
+ * VT_DIST_TIMEOUT seconds (comm.h): a rank that failed between two collectives and so never
+ * joins the next one (or joins another) would otherwise hold the others forever.  Past the
+ * timeout the collective stays pending, so MPI cannot finalize cleanly: the communicator is
+ * dead (every later call fails at once) and this process leaves MPI unfinalized at exit, which
+ * makes mpirun end the whole job with its message. */
 #include "vt_config.h"
 #include "dist/comm.h"
 
@@ -16,12 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
 typedef struct mpi_comm {
     vt_comm base;
     MPI_Comm comm;
+    double timeout_s;
+    int dead; /* a collective timed out: still pending */
 } mpi_comm;
 
 /* collectives move at most this many elements per call (MPI counts are int) */
@@ -29,6 +39,7 @@ typedef struct mpi_comm {
 
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
 static int we_started;
+static int abandoned; /* a collective left pending: MPI_Finalize would wait for it forever */
 
 static vt_status mpi_fail(int rc, const char *what)
 {
@@ -44,7 +55,38 @@ static void finalize_at_exit(void)
 {
     int fin = 0;
     MPI_Finalized(&fin);
-    if (!fin) MPI_Finalize();
+    if (!fin && !abandoned) MPI_Finalize();
+}
+
+/* Wait for request *req of a collective (what: for the message), MPI_Test in a loop: spinning
+ * for the first microseconds (the usual case on one host), then sleeping up to a millisecond. */
+static vt_status wait_req(mpi_comm *m, MPI_Request *req, int rc, const char *what)
+{
+    if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
+    double start = vt_now();
+    for (long spins = 0;; spins++) {
+        int done = 0;
+        rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
+        if (done) return VT_OK;
+        if (spins > 2000) {
+            if (vt_now() - start > m->timeout_s) {
+                m->dead = 1;
+                abandoned = 1;
+                return vt_fail(VT_ERR_IO, "MPI: %s on rank %d waited %g s for the other ranks "
+                               "(VT_DIST_TIMEOUT): a rank stopped or took another path; all "
+                               "ranks stop", what, m->base.rank, m->timeout_s);
+            }
+            struct timespec ts = {0, spins > 20000 ? 1000000 : 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static vt_status dead_fail(const mpi_comm *m, const char *what)
+{
+    return vt_fail(VT_ERR_IO, "MPI: %s on rank %d: an earlier collective timed out; all ranks "
+                   "stop", what, m->base.rank);
 }
 
 static void mpi_destroy(vt_comm *c)
@@ -52,19 +94,22 @@ static void mpi_destroy(vt_comm *c)
     mpi_comm *m = (mpi_comm *)c;
     int fin = 0;
     MPI_Finalized(&fin);
-    if (!fin && m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
+    /* a collective left pending (dead) may still use the communicator: it stays */
+    if (!fin && !m->dead && m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
     free(m);
 }
 
 static vt_status mpi_allreduce_scaled(vt_comm *c, float *x, size_t n, float scale)
 {
     mpi_comm *m = (mpi_comm *)c;
+    if (m->dead) return dead_fail(m, "MPI_Allreduce of the gradients");
     if (scale != 1.0f)
         for (size_t i = 0; i < n; i++) x[i] *= scale;
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t k = n - off < CHUNK ? n - off : CHUNK;
-        int rc = MPI_Allreduce(MPI_IN_PLACE, x + off, (int)k, MPI_FLOAT, MPI_SUM, m->comm);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Allreduce of the gradients");
+        MPI_Request req;
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, x + off, (int)k, MPI_FLOAT, MPI_SUM, m->comm, &req);
+        VT_TRY(wait_req(m, &req, rc, "MPI_Allreduce of the gradients"));
     }
     return VT_OK;
 }
@@ -72,19 +117,23 @@ static vt_status mpi_allreduce_scaled(vt_comm *c, float *x, size_t n, float scal
 static vt_status mpi_allreduce_host(vt_comm *c, double *x, size_t n, vt_comm_op op)
 {
     mpi_comm *m = (mpi_comm *)c;
+    if (m->dead) return dead_fail(m, "MPI_Allreduce");
     MPI_Op o = op == VT_COMM_MAX ? MPI_MAX : op == VT_COMM_MIN ? MPI_MIN : MPI_SUM;
     if (n > CHUNK) return vt_fail(VT_ERR_INVALID_ARGUMENT, "MPI: %zu host values", n);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_DOUBLE, o, m->comm);
-    return rc == MPI_SUCCESS ? VT_OK : mpi_fail(rc, "MPI_Allreduce");
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, x, (int)n, MPI_DOUBLE, o, m->comm, &req);
+    return wait_req(m, &req, rc, "MPI_Allreduce");
 }
 
 static vt_status mpi_bcast(vt_comm *c, void *x, size_t bytes, int root)
 {
     mpi_comm *m = (mpi_comm *)c;
+    if (m->dead) return dead_fail(m, "MPI_Bcast");
     for (size_t off = 0; off < bytes; off += CHUNK) {
         size_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
-        int rc = MPI_Bcast((char *)x + off, (int)k, MPI_BYTE, root, m->comm);
-        if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Bcast");
+        MPI_Request req;
+        int rc = MPI_Ibcast((char *)x + off, (int)k, MPI_BYTE, root, m->comm, &req);
+        VT_TRY(wait_req(m, &req, rc, "MPI_Bcast"));
     }
     return VT_OK;
 }
@@ -92,6 +141,7 @@ static vt_status mpi_bcast(vt_comm *c, void *x, size_t bytes, int root)
 static vt_status mpi_allgather(vt_comm *c, const void *mine, const size_t *bytes, void *all)
 {
     mpi_comm *m = (mpi_comm *)c;
+    if (m->dead) return dead_fail(m, "MPI_Allgatherv");
     int n = c->size;
     int *cnt = vt_malloc(2 * (size_t)n * sizeof(int));
     if (!cnt) return VT_ERR_OUT_OF_MEMORY;
@@ -106,9 +156,13 @@ static vt_status mpi_allgather(vt_comm *c, const void *mine, const size_t *bytes
         cnt[n + r] = (int)off;
         off += bytes[r];
     }
-    int rc = MPI_Allgatherv(mine, cnt[c->rank], MPI_BYTE, all, cnt, cnt + n, MPI_BYTE, m->comm);
-    free(cnt);
-    return rc == MPI_SUCCESS ? VT_OK : mpi_fail(rc, "MPI_Allgatherv");
+    MPI_Request req;
+    int rc = MPI_Iallgatherv(mine, cnt[c->rank], MPI_BYTE, all, cnt, cnt + n, MPI_BYTE, m->comm,
+                             &req);
+    vt_status st = wait_req(m, &req, rc, "MPI_Allgatherv");
+    /* the counts must outlive a collective left pending */
+    if (!m->dead) free(cnt);
+    return st;
 }
 
 static const vt_comm_ops mpi_ops = {
@@ -155,6 +209,7 @@ vt_status vt_comm_mpi_open(vt_comm **out)
     if (!m) return VT_ERR_OUT_OF_MEMORY;
     m->base.ops = &mpi_ops;
     m->comm = MPI_COMM_NULL;
+    m->timeout_s = vt_comm_timeout();
     int rc = MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
     if (rc != MPI_SUCCESS) {
         free(m);

@@ -138,7 +138,7 @@ static vt_status serve(const char *addr, int port, int size, const void *blob, s
             for (int r = 1; r < size && off + 16 < sizeof missing; r++)
                 if (!seen[r]) off += (size_t)snprintf(missing + off, sizeof missing - off,
                                                        "%s%d", off ? "," : "", r);
-            st = vt_fail(VT_ERR_IO, "distributed rendezvous: rank 0 waited %.0f s on port %d "
+            st = vt_fail(VT_ERR_IO, "distributed rendezvous: rank 0 waited %g s on port %d "
                          "for %d of %d ranks; rank%s %s never connected (started? same "
                          "MASTER_ADDR/MASTER_PORT?)", timeout_s, port, size - joined, size,
                          size - joined > 1 ? "s" : "", missing);
@@ -235,7 +235,7 @@ static vt_status join(const char *addr, int port, int rank, int size, void *blob
                 io_all(fd, reply, sizeof reply, 0, deadline) || memcmp(reply, MAGIC, 8)) {
                 close(fd);
                 return vt_fail(VT_ERR_IO, "distributed rendezvous: rank %d reached %s:%d but "
-                               "got no answer from rank 0 within %.0f s (is another program "
+                               "got no answer from rank 0 within %g s (is another program "
                                "on MASTER_PORT?)", rank, addr, port, timeout_s);
             }
             uint32_t v = get32(reply + 8);
@@ -256,7 +256,7 @@ static vt_status join(const char *addr, int port, int rank, int size, void *blob
         nanosleep(&ts, NULL);
     }
     return vt_fail(VT_ERR_IO, "distributed rendezvous: rank %d of %d could not reach rank 0 at "
-                   "MASTER_ADDR=%s MASTER_PORT=%d within %.0f s: %s", rank, size, addr, port,
+                   "MASTER_ADDR=%s MASTER_PORT=%d within %g s: %s", rank, size, addr, port,
                    timeout_s, last_err ? strerror(last_err) : "no address");
 }
 
