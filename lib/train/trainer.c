@@ -392,7 +392,8 @@ static vt_status rank_device(const vt_trainer *t, const char *dev, char *one, si
     if (L.size <= 1 || strcmp(vt_opt_str(&t->opts, VT_OPT_DIST), "off") == 0)
         return vt_fail(VT_ERR_OPTION_VALUE, "device=%s gives one GPU to each rank, but this "
                        "process trains alone: start the ranks with 'vt train ... device=%s' "
-                       "(one per GPU), mpirun or torchrun, or give one GPU", dev, dev);
+                       "or Python's model.train(device=[...]) (one per GPU), mpirun or "
+                       "torchrun, or give one GPU", dev, dev);
     const char *p = dev;
     for (int i = 0; i < L.local_rank && p; i++) {
         p = strchr(p, ',');

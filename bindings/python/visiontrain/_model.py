@@ -153,20 +153,26 @@ class Model(_core.Model):
         min_size=).  A run folder <project>/<task>/<name> (runs/detect/train, train2, ...) gets
         the checkpoints, results.csv and plots; model.run_dir names it.  Afterwards the model
         holds the best epoch's weights (weights/best.vtm) and the metrics are that epoch's;
-        with save=0 (no run folder) the last weights and metrics.  Prints the progress as `vt
-        train` does (the data summary to stderr when the data has problems).  verbose=False
+        with save=0 (no run folder) the last weights and metrics.  device=[0, 1] (or "0,1")
+        trains one process per GPU, as `vt train device=0,1` does: rank 0 prints and writes
+        the run folder, and this model gets its best weights and metrics.  Prints the progress
+        as `vt train` does (the data summary to stderr when the data has problems).  verbose=False
         prints nothing: the data summary, its problems (level warning) and the final metrics
         (info) go to logging.getLogger("visiontrain") instead, as the library's notes always do
         (silence them there: setLevel(logging.ERROR)).  Ctrl-C stops cleanly
         (KeyboardInterrupt) with the weights reached so far.
         """
         options = dict(options)
-        ds_options = _split_options(options, _DATASET_KEYS)
-        new_options = _split_options(options, _NEW_MODEL_KEYS) if self._new is not None else {}
         for key, value in (("epochs", epochs), ("imgsz", imgsz), ("batch", batch)):
             if value is not None:
                 options[key] = value
         data = os.fspath(data)
+        # imported here, not at the top: `python -m visiontrain._ranks` (a rank) would warn
+        # that the package had imported it already
+        from . import _ranks
+        if _ranks.launches_ranks(options.get("device")):
+            return _ranks.train(self, data, verbose, options)   # device=[0, 1]: one per GPU
+        ds_options = _split_options(options, _DATASET_KEYS)
         epoch_metrics = []
 
         def record(event, p):
@@ -174,13 +180,7 @@ class Model(_core.Model):
                 epoch_metrics.append(dict(p.metrics))
 
         with Dataset(data, task=self.task, **ds_options) as ds:
-            if self._new is not None:
-                arch, model_options, _ = self._new
-                model_options = dict(model_options, **new_options)
-                if imgsz is not None:
-                    model_options.setdefault("imgsz", imgsz)
-                built = _core.Model(arch, ds.num_classes, **model_options)
-                self._adopt(built)
+            self._build(ds, options)
             with Trainer(self, ds, **options) as trainer:
                 printer = None
                 if verbose:
@@ -215,6 +215,18 @@ class Model(_core.Model):
             final_report(self.task, metrics, self.run_dir, best, LogLines(logging.INFO))
         self.metrics = metrics
         return metrics
+
+    def _build(self, ds, options):
+        """Build a new model (Model("det-n")) with the classes of the open dataset ds, taking
+        its options (channels=, dropout=) out of train()'s; imgsz= stays the trainer's and is
+        the model's too.  Nothing to do for a model that has its weights."""
+        if self._new is None:
+            return
+        arch, model_options, _ = self._new
+        model_options = dict(model_options, **_split_options(options, _NEW_MODEL_KEYS))
+        if options.get("imgsz") is not None:
+            model_options.setdefault("imgsz", options["imgsz"])
+        self._adopt(_core.Model(arch, ds.num_classes, **model_options))
 
     def val(self, data=None, split="val", batch=None, imgsz=None, verbose=True, **options):
         """Evaluate on a split of a dataset (default: the data of the last train()) and return
