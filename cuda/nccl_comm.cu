@@ -377,7 +377,11 @@ vt_status init_comm(const vt_nccl *lib, const vt_nccl_id &id, int size, int rank
     init_job *j = static_cast<init_job *>(calloc(1, sizeof(init_job)));
     if (!j) return VT_ERR_OUT_OF_MEMORY;
     pthread_mutex_init(&j->mu, nullptr);
-    pthread_cond_init(&j->cv, nullptr);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* a stepped wall clock moves no deadline */
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
     j->lib = lib;
     j->id = id;
     j->size = size;
@@ -396,12 +400,18 @@ vt_status init_comm(const vt_nccl *lib, const vt_nccl_id &id, int size, int rank
         return vt_fail(VT_ERR_IO, "NCCL: no thread for ncclCommInitRank: %s", strerror(rc));
     }
     timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    double s = (double)until.tv_sec + 1e-9 * (double)until.tv_nsec + timeout_s;
-    until.tv_sec = (time_t)s;
-    until.tv_nsec = (long)((s - (double)until.tv_sec) * 1e9);
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    int forever = !(timeout_s < 1e9); /* VT_DIST_TIMEOUT=inf, or too far to count */
+    if (!forever) {
+        double s = (double)until.tv_sec + 1e-9 * (double)until.tv_nsec + timeout_s;
+        until.tv_sec = (time_t)s;
+        until.tv_nsec = (long)((s - (double)until.tv_sec) * 1e9);
+    }
     pthread_mutex_lock(&j->mu);
-    while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &until) != ETIMEDOUT) {
+    while (!j->done) {
+        int w = forever ? pthread_cond_wait(&j->cv, &j->mu)
+                        : pthread_cond_timedwait(&j->cv, &j->mu, &until);
+        if (w != 0 && w != EINTR) break; /* ETIMEDOUT (or an error: give up likewise) */
     }
     int done = j->done;
     if (!done) j->abandoned = 1;

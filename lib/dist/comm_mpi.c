@@ -203,6 +203,11 @@ static vt_status start_mpi(void)
 vt_status vt_comm_mpi_open(vt_comm **out)
 {
     *out = NULL;
+    /* a collective left pending may still write into memory it was given: no more MPI in this
+     * process (MPI_Comm_dup itself could wait forever for it) */
+    if (abandoned)
+        return vt_fail(VT_ERR_BAD_STATE, "MPI: a collective timed out earlier in this process "
+                       "(VT_DIST_TIMEOUT); distributed training cannot start again here");
     vt_status st = start_mpi();
     if (st) return st;
     mpi_comm *m = vt_calloc(1, sizeof *m);

@@ -293,10 +293,14 @@ vt_status vt_dist_agree_plan(vt_trainer *t)
     /* FNV-1a over the parameter count and every bucket's ranges, kept to 52 bits so that a
      * double holds it exactly; MIN of h and of -h: equal everywhere iff min == max */
     uint64_t h = 14695981039346656037ull;
-    for (int i = -1; i < t->n_buckets; i++) {
+    /* and what vt_dist_bcast_state sends: AdamW's second moments, the EMA, the buffers */
+    const int64_t state = (int64_t)is_adamw(t) | (int64_t)(t->ema_p != NULL) << 1 |
+                          t->model->graph.n_buffers << 2;
+    for (int i = -2; i < t->n_buckets; i++) {
         const vt_dist_bucket *b = i < 0 ? NULL : &t->buckets[i];
-        const int64_t x[4] = {b ? b->d_lo : t->model->graph.n_params, b ? b->d_hi : t->opt_d0,
-                              b ? b->b_lo : t->opt_n0, b ? b->b_hi : t->n_buckets};
+        const int64_t x[4] = {b ? b->d_lo : i == -2 ? state : t->model->graph.n_params,
+                              b ? b->d_hi : t->opt_d0, b ? b->b_lo : t->opt_n0,
+                              b ? b->b_hi : t->n_buckets};
         for (int k = 0; k < 4; k++)
             for (int byte = 0; byte < 8; byte++) {
                 h ^= (uint64_t)x[k] >> (8 * byte) & 0xff;
@@ -307,8 +311,9 @@ vt_status vt_dist_agree_plan(vt_trainer *t)
     VT_TRY(vt_dist_agree(t, VT_OK, v, 2, VT_COMM_MIN));
     if (v[0] != -v[1])
         return vt_fail(VT_ERR_OPTION_VALUE, "rank %d of %d: the ranks' models or options differ "
-                       "(their parameters or gradient buckets do not match: model, freeze=, "
-                       "bucket_mb=); give every rank the same", t->rank, t->world);
+                       "(their parameters, optimizer state or gradient buckets do not match: "
+                       "model, freeze=, bucket_mb=, optimizer=, ema=); give every rank the same",
+                       t->rank, t->world);
     return VT_OK;
 }
 

@@ -155,7 +155,8 @@ class Model(_core.Model):
         holds the best epoch's weights (weights/best.vtm) and the metrics are that epoch's;
         with save=0 (no run folder) the last weights and metrics.  device=[0, 1] (or "0,1")
         trains one process per GPU, as `vt train device=0,1` does: rank 0 prints and writes
-        the run folder, and this model gets its best weights and metrics.  Prints the progress
+        the run folder, and this model gets its best weights and metrics (after a Ctrl-C it
+        keeps the weights it had; the run folder's weights/last.vtm holds the ranks').  Prints the progress
         as `vt train` does (the data summary to stderr when the data has problems).  verbose=False
         prints nothing: the data summary, its problems (level warning) and the final metrics
         (info) go to logging.getLogger("visiontrain") instead, as the library's notes always do

@@ -111,6 +111,14 @@ def _run_ranks(payload_path, n, device, verbose):
     sys.stdout.flush()
     sys.stderr.flush()
     procs = []
+    # SIGTERM and SIGHUP to this process reach the ranks too, as with `vt train`: the ranks
+    # stop, then this process ends as the signal would have ended it
+    forwarded = {}
+    if threading.current_thread() is threading.main_thread():
+        def forward(signum, frame):
+            raise _Stopped(signum)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            forwarded[sig] = signal.signal(sig, forward)
     try:
         for rank in range(n):
             env.update(RANK=str(rank), LOCAL_RANK=str(rank))
@@ -125,7 +133,17 @@ def _run_ranks(payload_path, n, device, verbose):
         _signal(procs, signal.SIGINT)
         _reap(procs, time.monotonic() + _GRACE_S)
         raise
+    except _Stopped as stop:
+        _signal(procs, signal.SIGTERM)
+        _reap(procs, time.monotonic() + _GRACE_S)
+        for sig, old in forwarded.items():
+            signal.signal(sig, old)
+        forwarded = {}
+        os.kill(os.getpid(), stop.signum)   # the signal's own outcome (by default: the end)
+        raise VisionTrainError("the ranks were stopped by signal %d" % stop.signum)
     finally:
+        for sig, old in forwarded.items():
+            signal.signal(sig, old)
         _signal(procs, signal.SIGKILL)   # none left running or unreaped, whatever happened
         for p in procs:
             p.wait()
@@ -137,6 +155,14 @@ def _run_ranks(payload_path, n, device, verbose):
             raise exception_for(err.get("status"))("rank %d failed (%s): %s" % (
                 rank, why, err.get("message")), err.get("status"), err.get("status_string"))
         raise VisionTrainError("rank %d failed (%s); its own message is above" % (rank, why))
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP while the ranks run (raised by the handler _run_ranks installs)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _wait(procs, verbose):
