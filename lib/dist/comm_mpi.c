@@ -20,6 +20,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,26 +59,32 @@ static void finalize_at_exit(void)
     if (!fin && !abandoned) MPI_Finalize();
 }
 
-/* Wait for request *req of a collective (what: for the message), MPI_Test in a loop: spinning
- * for the first microseconds (the usual case on one host), then sleeping up to a millisecond. */
+/* Wait for request *req of a collective (what: for the message), MPI_Test in a loop.  A
+ * nonblocking collective moves only inside MPI calls (its rounds, and over TCP its bytes), so
+ * for the first second the loop calls MPI_Test back to back as a blocking collective would spin,
+ * yielding the processor between calls (ranks may share cores); a wait that long is a rank
+ * busy elsewhere (validating, saving), polled every millisecond. */
 static vt_status wait_req(mpi_comm *m, MPI_Request *req, int rc, const char *what)
 {
     if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
     double start = vt_now();
-    for (long spins = 0;; spins++) {
+    for (;;) {
         int done = 0;
         rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
         if (done) return VT_OK;
-        if (spins > 2000) {
-            if (vt_now() - start > m->timeout_s) {
-                m->dead = 1;
-                abandoned = 1;
-                return vt_fail(VT_ERR_IO, "MPI: %s on rank %d waited %g s for the other ranks "
-                               "(VT_DIST_TIMEOUT): a rank stopped or took another path; all "
-                               "ranks stop", what, m->base.rank, m->timeout_s);
-            }
-            struct timespec ts = {0, spins > 20000 ? 1000000 : 50000};
+        double waited = vt_now() - start;
+        if (waited > m->timeout_s) {
+            m->dead = 1;
+            abandoned = 1;
+            return vt_fail(VT_ERR_IO, "MPI: %s on rank %d waited %g s for the other ranks "
+                           "(VT_DIST_TIMEOUT): a rank stopped or took another path; all ranks "
+                           "stop", what, m->base.rank, m->timeout_s);
+        }
+        if (waited < 1.0) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
         }
     }
