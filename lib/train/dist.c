@@ -3,7 +3,10 @@
  * Every rank holds a replica of the model and trains its shard of each step (trainer.c's
  * shard(): step b's batch x ranks images of the epoch's seeded order, rank r the r-th slice),
  * so a run over N ranks of batch B sees the steps of one process of batch N x B.  After the
- * backward the gradients are summed over the ranks and every replica applies the same update.
+ * forward and the loss the ranks agree on the step's loss normaliser (vt_dist_step_weight);
+ * during the backward the gradients are summed over the ranks in buckets, each as soon as the
+ * backward has written it (vt_dist_backward, "gradient buckets" below), and every replica
+ * applies the same update.
  * A rank's loss is a sum over its slice divided by max(1, w_r), w_r the task's loss_weight
  * (task.h; its image count unless the task says otherwise), so its gradient is G_r / max(1,
  * w_r); weighted by max(1, w_r) / max(1, W), W = sum of w_r, the sum is sum G_r / max(1, W),
