@@ -74,9 +74,8 @@ static vt_status inst_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int
     vt_node *coef = &c->exec->g->nodes[m->outputs[1]], *proto = &c->exec->g->nodes[m->outputs[2]];
     float ldet;
     TRY(vt_det_task_loss(c, &t->det, L, n, with_grad, &ldet));
-    /* the mask term is a mean over the positives, the box terms over S: no one normaliser
-     * (ranks weight by images, an approximation of the one-batch update) */
-    c->loss_weight = -1;
+    /* the box terms are over S (loss_weight, set by the detection loss), the mask term over the
+     * positive anchors: a second part (task.h), so that ranks weight each by its own */
     int mh = proto->out.h, mw = proto->out.w;
     size_t HW = (size_t)mh * mw;
     /* host-memory backends (the CPU) take the maps straight into their buffer */
@@ -112,6 +111,8 @@ static vt_status inst_batch_loss(vt_task_ctx *c, struct vt_loader *L, int n, int
     float l[2];
     TRY(be->ops->download(be, l, t->mask_loss_dev, sizeof l));
     *loss = ldet + l[0];
+    c->loss2_weight = l[1];
+    c->loss2 = l[0];
     return VT_OK;
 }
 

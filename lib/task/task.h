@@ -60,6 +60,12 @@ struct vt_task_ctx {
      * image).  The ranks of a distributed step weight their gradients by it, so that the
      * update is the one of a single batch of all their images. */
     double loss_weight;
+    /* A second part of the loss with a normaliser of its own, on the model's outputs 1.. (the
+     * mask term of instance segmentation, beside the detection on output 0): its normaliser and
+     * its share of the loss (already in batch_loss's total).  -1 (the trainer's before each
+     * call): none, loss_weight is the whole loss's. */
+    double loss2_weight;
+    float loss2;
     vt_progress *prog;         /* evaluate writes its metrics here */
     /* the last validation's confusion matrix (k x k, rows the true class), kept by the trainer
      * for confusion_matrix.png; evaluate (re)allocates and fills it */

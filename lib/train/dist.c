@@ -17,8 +17,10 @@
  *     ratio of per-class sums over the whole batch: the ranks sum those sums (loss_sync
  *     below) and scale their share of its gradient by W / w_r;
  *   - detection: w_r = the positives' target-score sum of the rank's slice;
- *   - instance segmentation: box terms over that sum, the mask term over the positives: no
- *     one normaliser, weighted by images (close to, not equal to, the one-process update).
+ *   - instance segmentation: box terms over that sum, the mask term over the positive anchors
+ *     P_r (task.h: loss2): each part weighted by its own, max(1, P_r) / max(1, P) for the mask
+ *     term, its outputs' gradient rescaled by that over the first part's weight before the
+ *     backward (rescale_part2), so that the all-reduce's one weight gives each its own.
  * Batch-norm layers normalise with each replica's own batch statistics (the forward differs
  * from one process with the whole step), unless sync_bn=1: then the CPU backend's BN ops sum
  * their per-channel sums over the ranks (bn_sync below), forward and backward, and the step
@@ -150,6 +152,9 @@ void vt_dist_end(vt_trainer *t)
     free(t->buckets);
     t->buckets = NULL;
     t->n_buckets = t->next_bucket = 0;
+    if (t->dist_tmp && t->be) t->be->ops->free(t->be, t->dist_tmp);
+    t->dist_tmp = NULL;
+    t->dist_tmp_n = 0;
     t->sync_bn = 0;
     if (t->dist_on) t->log.max_level = t->log_level;
     t->dist_on = 0;
@@ -228,17 +233,51 @@ vt_status vt_dist_sync_buffers(vt_trainer *t)
 
 vt_status vt_dist_step_weight(vt_trainer *t, vt_status st, int n, float *loss)
 {
-    /* this rank's loss is a sum over its slice divided by max(1, wr) */
-    double lw = vt_trainer_task_ctx(t)->loss_weight, wr = st || n == 0 ? 0 : lw >= 0 ? lw : n;
-    double nr = wr > 1 ? wr : 1, have = st || n == 0 ? 0 : 1;
-    double v[3] = {n, wr, have * nr * *loss};
-    VT_TRY(vt_dist_agree(t, st, v, 3, VT_COMM_SUM));
+    /* this rank's loss is a sum over its slice divided by max(1, wr), plus, for a task with a
+     * second part (task.h: loss2), a sum divided by max(1, w2) */
+    const vt_task_ctx *tc = vt_trainer_task_ctx(t);
+    double have = st || n == 0 ? 0 : 1, lw = tc->loss_weight, lw2 = tc->loss2_weight;
+    double wr = have ? lw >= 0 ? lw : n : 0, w2 = have && lw2 >= 0 ? lw2 : 0;
+    double nr = wr > 1 ? wr : 1, n2 = w2 > 1 ? w2 : 1, l2 = have && lw2 >= 0 ? tc->loss2 : 0;
+    double v[6] = {n, wr, w2, have * nr * (*loss - l2), have * n2 * l2, have && lw2 >= 0};
+    VT_TRY(vt_dist_agree(t, st, v, 6, VT_COMM_SUM));
     t->step_images = (int)v[0];
-    t->dist_w = 0;
+    t->dist_w = t->dist_w2 = 0;
+    t->dist_part2 = v[5] > 0; /* some rank's task reported a second part */
     if (v[0] == 0) return VT_OK; /* the caller skips the step on every rank */
-    double W = v[1] > 1 ? v[1] : 1; /* the step's normaliser */
-    *loss = (float)(v[2] / W);
+    double W = v[1] > 1 ? v[1] : 1, W2 = v[2] > 1 ? v[2] : 1; /* the step's normalisers */
+    *loss = (float)(v[3] / W + v[4] / W2);
     t->dist_w = (float)(have * nr / W);
+    t->dist_w2 = (float)(have * n2 / W2);
+    return VT_OK;
+}
+
+/* A second loss part's gradient, on the model's outputs 1.. (task.h: loss2), in the units of
+ * the first: scaled by dist_w2 / dist_w, so that the all-reduce's one weight (dist_w) gives
+ * each part its own.  Through a scratch copy (axpy's operands must not overlap). */
+static vt_status rescale_part2(vt_trainer *t)
+{
+    vt_exec *e = t->exec;
+    const vt_model *m = t->model;
+    vt_backend *be = t->be;
+    if (!t->dist_part2 || m->n_outputs < 2 || t->dist_w <= 0 || t->dist_w2 == t->dist_w)
+        return VT_OK;
+    float f = t->dist_w2 / t->dist_w;
+    for (int k = 1; k < m->n_outputs; k++) {
+        const vt_node *o = &e->g->nodes[m->outputs[k]];
+        size_t len = (size_t)e->n * o->out.c * o->out.h * o->out.w;
+        if (!o->dy || !len) continue;
+        if (len > t->dist_tmp_n) {
+            be->ops->free(be, t->dist_tmp);
+            t->dist_tmp_n = 0;
+            if (!(t->dist_tmp = be->ops->alloc(be, len * sizeof(float))))
+                return vt_fail(VT_ERR_OUT_OF_MEMORY, "distributed: %zu floats of scratch", len);
+            t->dist_tmp_n = len;
+        }
+        VT_TRY(be->ops->copy2d(be, 1, len, o->dy, len, t->dist_tmp, len));
+        VT_TRY(be->ops->fill(be, o->dy, len, 0.0f));
+        VT_TRY(be->ops->axpy(be, len, f, t->dist_tmp, o->dy));
+    }
     return VT_OK;
 }
 
@@ -344,15 +383,15 @@ vt_status vt_dist_backward(vt_trainer *t, int n)
 {
     vt_exec *e = t->exec;
     const vt_model *m = t->model;
-    vt_status st;
     t->next_bucket = 0;
-    if (n > 0) {
+    vt_status st = n > 0 ? rescale_part2(t) : VT_OK;
+    if (n > 0 && !st) {
         e->grad_ready = grad_ready;
         e->grad_ready_ctx = t;
         st = vt_exec_backward_outputs(e, m->outputs, m->n_outputs);
         e->grad_ready = NULL;
         e->grad_ready_ctx = NULL;
-    } else { /* a rank without images this step adds nothing */
+    } else if (n == 0) { /* a rank without images this step adds nothing */
         st = t->be->ops->fill(t->be, e->grads, (size_t)m->graph.n_params, 0.0f);
     }
     /* the buckets the backward did not reach (all of them without images, or after a failure):

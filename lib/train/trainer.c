@@ -612,7 +612,7 @@ static vt_status train_batch(vt_trainer *t, int n, double lr, float *loss_out, v
         e->n = n;
         st = vt_exec_forward(e, 1);
         vt_task_ctx *tc = vt_trainer_task_ctx(t);
-        tc->loss_weight = -1;
+        tc->loss_weight = tc->loss2_weight = -1;
         if (!st) st = t->task->batch_loss(tc, L, n, 1, loss_out);
     }
     if (t->dist_on) {

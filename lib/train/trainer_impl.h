@@ -107,6 +107,10 @@ struct vt_trainer {
     int sync_bn;                 /* dist_on with sync_bn=1 on a CPU backend */
     int step_images;             /* images of the last step over all ranks */
     float dist_w;                /* this rank's weight in the step's gradient sum (dist.c) */
+    float dist_w2;               /* the same for a second loss part (task.h: loss2) */
+    int dist_part2;              /* the step's task has that second part */
+    float *dist_tmp;             /* backend scratch of its rescale, dist_tmp_n floats */
+    size_t dist_tmp_n;
     struct vt_dist_bucket *buckets; /* the run's gradient buckets (vt_dist_plan_buckets) */
     int n_buckets, next_bucket;
     vt_log_level log_level;      /* t->log.max_level outside a run (ranks > 0 lower it) */
