@@ -137,11 +137,13 @@ vt_nccl_stream stream_of(nccl_comm *c)
     return reinterpret_cast<vt_nccl_stream>(c->cs);
 }
 
-/* The communicator's stream waits for the backend's as it is now. */
+/* Before a device collective: the communicator's stream waits for the backend's as it is now,
+ * and the next join has something to wait for. */
 vt_status after_backend(nccl_comm *c)
 {
     VT_CUDA_TRY(cudaEventRecord(c->ready, c->cb->stream), "cudaEventRecord (NCCL)");
     VT_CUDA_TRY(cudaStreamWaitEvent(c->cs, c->ready, 0), "cudaStreamWaitEvent (NCCL)");
+    c->pending = 1;
     return VT_OK;
 }
 
@@ -188,7 +190,6 @@ vt_status nccl_allreduce_scaled(vt_comm *base, float *x, size_t n, float scale)
     if (!n) return VT_OK;
     VT_CUDA_GUARD(c->cb);
     VT_TRY(after_backend(c));
-    c->pending = 1;
     vt_nccl_op op = VT_NCCL_SUM;
     vt_nccl_result r;
     /* x * scale summed over the ranks in one pass: NCCL's pre-multiplied sum, the scalar read
@@ -209,7 +210,6 @@ vt_status nccl_bcast(vt_comm *base, void *x, size_t bytes, int root)
     if (!bytes) return VT_OK;
     VT_CUDA_GUARD(c->cb);
     VT_TRY(after_backend(c));
-    c->pending = 1;
     vt_nccl_result r = c->lib->broadcast(x, x, bytes, VT_NCCL_UINT8, root, c->comm, stream_of(c));
     return r == VT_NCCL_SUCCESS ? VT_OK : nccl_fail(c, r, "ncclBroadcast");
 }

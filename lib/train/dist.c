@@ -254,7 +254,8 @@ vt_status vt_dist_step_weight(vt_trainer *t, vt_status st, int n, float *loss)
 
 /* A second loss part's gradient, on the model's outputs 1.. (task.h: loss2), in the units of
  * the first: scaled by dist_w2 / dist_w, so that the all-reduce's one weight (dist_w) gives
- * each part its own.  Through a scratch copy (axpy's operands must not overlap). */
+ * each part its own: dy += (f - 1) dy through a scratch copy (axpy's operands must not
+ * overlap). */
 static vt_status rescale_part2(vt_trainer *t)
 {
     vt_exec *e = t->exec;
@@ -275,8 +276,7 @@ static vt_status rescale_part2(vt_trainer *t)
             t->dist_tmp_n = len;
         }
         VT_TRY(be->ops->copy2d(be, 1, len, o->dy, len, t->dist_tmp, len));
-        VT_TRY(be->ops->fill(be, o->dy, len, 0.0f));
-        VT_TRY(be->ops->axpy(be, len, f, t->dist_tmp, o->dy));
+        VT_TRY(be->ops->axpy(be, len, f - 1.0f, t->dist_tmp, o->dy));
     }
     return VT_OK;
 }
