@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_impl.h"
 #include "backend/device.h"
 #include "backend/gemm.h"
 #include "core/threads.h"
@@ -345,6 +346,91 @@ START_TEST(test_conv_tiles)
         free(x), free(w), free(dy), free(y), free(dx), free(dw), free(y1), free(dx1), free(dw1);
         free(ry), free(rdx), free(rdw);
     }
+}
+END_TEST
+
+/* Winograd F(2x2, 3x3) (lib/backend/cpu_winograd.c) against the direct double-precision
+ * convolution: odd and even sizes, maps of one pixel, a batch of one, several blocks of tile
+ * rows, 1-4 threads; backward with and without dx; bitwise the same twice; the layer takes it
+ * only with fp32 products and its switch on (bf16 products and the switch off: im2col). */
+START_TEST(test_conv_winograd)
+{
+    static const cshape shapes[] = {
+        {2, 16, 14, 14, 16, 3, 1, 1, 1}, {3, 17, 13, 15, 19, 3, 1, 1, 1},
+        {1, 16, 13, 17, 16, 3, 1, 1, 1}, {2, 16, 1, 98, 16, 3, 1, 1, 1},
+        {5, 24, 15, 13, 16, 3, 1, 1, 1}, {2, 16, 2, 97, 20, 3, 1, 1, 1},
+        {45, 16, 14, 14, 16, 3, 1, 1, 1}, /* 315 tile rows: forward in more than one block */
+        {24, 64, 14, 14, 64, 3, 1, 1, 1}, /* 1 thread: backward shares of 2 blocks (84 rows) */
+    };
+    static const int threads[] = {1, 2, 3, 4};
+    vt_rng r;
+    vt_rng_seed(&r, 9);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const cshape *c = &shapes[si];
+        vt_conv_desc d = {c->n, c->cin, c->h, c->w, c->cout, c->h, c->w, 3, 3, 1, 1, 1, 1, 1, 0};
+        ck_assert(vt_backend_cpu_winograd_shape(&d));
+        size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * c->h * c->w,
+               nw = (size_t)c->cout * c->cin * 9;
+        float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4),
+              *dx = malloc(nx * 4), *dw = malloc(nw * 4), *y1 = malloc(ny * 4),
+              *dx1 = malloc(nx * 4), *dw1 = malloc(nw * 4);
+        double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8);
+        for (size_t i = 0; i < nx; i++) x[i] = (float)vt_rng_normal(&r);
+        for (size_t i = 0; i < nw; i++) w[i] = (float)vt_rng_normal(&r);
+        for (size_t i = 0; i < ny; i++) dy[i] = (float)vt_rng_normal(&r);
+        ref_conv(&d, x, w, dy, ry, rdx, rdw);
+        for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+            vt_backend *be;
+            ck_assert_int_eq(vt_backend_cpu_create(&be, threads[ti]), VT_OK);
+            vt_backend_cpu_set_winograd(be, 1);
+            ck_assert(vt_cpu_wino_applies(be, &d));
+            ck_assert_uint_eq(be->ops->conv_columns(be, &d), 0); /* nothing kept */
+            size_t wsb = be->ops->conv_workspace(be, &d);
+            ck_assert_uint_ge(wsb, vt_cpu_wino_workspace(be, &d));
+            void *ws = malloc(wsb);
+            conv_run(be, &d, x, w, dy, y, dx, dw, ws, nx, nw);
+            conv_run(be, &d, x, w, dy, y1, dx1, dw1, ws, nx, nw);
+            double ey = rel_err(y, ry, ny), ex = rel_err(dx, rdx, nx), ew = rel_err(dw, rdw, nw);
+            ck_assert_msg(ey < 2e-6 && ex < 2e-6 && ew < 2e-6,
+                          "winograd shape %zu threads %d: relative errors y %.3g dx %.3g dw %.3g",
+                          si, threads[ti], ey, ex, ew);
+            ck_assert_msg(!memcmp(y, y1, ny * 4) && !memcmp(dx, dx1, nx * 4) &&
+                              !memcmp(dw, dw1, nw * 4),
+                          "winograd shape %zu threads %d: two runs differ", si, threads[ti]);
+            /* dx NULL (a first layer): the same dW */
+            for (size_t i = 0; i < nw; i++) dw1[i] = 123.0f;
+            ck_assert_int_eq(be->ops->conv_backward(be, &d, x, w, dy, NULL, dw1, NULL, ws), VT_OK);
+            ck_assert_msg(!memcmp(dw, dw1, nw * 4), "winograd shape %zu: dW without dx differs",
+                          si);
+            /* dx is added to */
+            for (size_t i = 0; i < nx; i++) dx1[i] = 1.0f;
+            ck_assert_int_eq(be->ops->conv_backward(be, &d, x, w, dy, dx1, dw1, NULL, ws), VT_OK);
+            for (size_t i = 0; i < nx; i++)
+                ck_assert_float_eq_tol(dx1[i], dx[i] + 1.0f, 1e-5f * (1.0f + fabsf(dx[i])));
+            /* off, or bf16 products: im2col + GEMM */
+            ck_assert_int_eq(vt_backend_cpu_set_winograd(be, 0), 1);
+            ck_assert(!vt_cpu_wino_applies(be, &d));
+            vt_backend_cpu_set_winograd(be, 1);
+            vt_backend_cpu_set_bf16(be, 1);
+            ck_assert(!vt_cpu_wino_applies(be, &d));
+            vt_backend_cpu_set_bf16(be, 0);
+            d.keep_columns = 1;
+            ck_assert(!vt_cpu_wino_applies(be, &d));
+            d.keep_columns = 0;
+            free(ws);
+            vt_backend_destroy(be);
+        }
+        free(x), free(w), free(dy), free(y), free(dx), free(dw), free(y1), free(dx1), free(dw1);
+        free(ry), free(rdx), free(rdw);
+    }
+    /* the shapes it does not take */
+    vt_conv_desc s2 = {2, 16, 28, 28, 16, 14, 14, 3, 3, 2, 2, 1, 1, 1, 0};
+    vt_conv_desc g2 = {2, 16, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 2, 0};
+    vt_conv_desc c8 = {2, 8, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 0};
+    vt_conv_desc k5 = {2, 16, 14, 14, 16, 14, 14, 5, 5, 1, 1, 2, 2, 1, 0};
+    vt_conv_desc sm = {2, 16, 12, 14, 16, 12, 14, 3, 3, 1, 1, 1, 1, 1, 0}; /* 42 tiles */
+    ck_assert(!vt_backend_cpu_winograd_shape(&s2) && !vt_backend_cpu_winograd_shape(&g2) && !vt_backend_cpu_winograd_shape(&c8) &&
+              !vt_backend_cpu_winograd_shape(&k5) && !vt_backend_cpu_winograd_shape(&sm));
 }
 END_TEST
 
@@ -918,6 +1004,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_auto);
     tcase_add_test(tc, test_gemm_blis_packing);
     tcase_add_test(tc, test_conv_tiles);
+    tcase_add_test(tc, test_conv_winograd);
     tcase_add_test(tc, test_rows2d);
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);

@@ -124,7 +124,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -142,7 +142,7 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1), want + 2 * 216e-6, 1e-12);
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 0) -
                                 vt_est_layer_seconds(&g, 1, &lc[1], 2, &(vt_devmodel){
-                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0}, 0),
+                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0}, 0),
                             216e-6, 1e-12);
     vt_graph_free(&g);
     /* grouped: every group builds its own K rows; a 1x1 stride-1 conv builds none */
@@ -154,6 +154,28 @@ START_TEST(cost_formula_by_hand)
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lg, 3), 3);
     ck_assert_double_eq(vt_est_conv_rows(&g, gc, &lg[gc]), 2 * (2 * 9) * 4);
     ck_assert_double_eq(vt_est_conv_rows(&g, pw, &lg[pw]), 0);
+    vt_graph_free(&g);
+    /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 takes
+     * wino_f times its im2col time (weights and the layer's overhead apart); 8 output
+     * channels, or 12x12 maps (6x6 tiles), stay im2col */
+    vt_graph_init(&g);
+    x = vt_g_input(&g, 16, 14, 14);
+    int wc = vt_g_conv(&g, x, 16, 3, 1, 1, 1, 0), nc = vt_g_conv(&g, wc, 8, 3, 1, 1, 1, 0);
+    vt_graph_finalize(&g);
+    vt_layer_cost lw[3];
+    ck_assert_int_eq(vt_graph_costs(&g, 14, 14, lw, 3), 3);
+    ck_assert(vt_est_conv_winograd(&g, wc, &lw[wc]) && !vt_est_conv_winograd(&g, nc, &lw[nc]));
+    vt_devmodel dw = d;
+    dw.row_s = 1e-6;
+    double fixed = (double)lw[wc].params * 12 / 1e9 + dw.layer_s;
+    double t0 = vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1),
+           n0 = vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1);
+    dw.wino_f = 0.5;
+    ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1) - fixed,
+                            0.5 * (t0 - fixed), 1e-12);
+    ck_assert_double_eq(vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1), n0);
+    ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
+    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc]));
     vt_graph_free(&g);
 }
 END_TEST
@@ -174,7 +196,7 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_act = 0;
@@ -199,7 +221,7 @@ START_TEST(calibration_probe_solve)
         rows[i] = 9 * ch[i] * hw[i] * 16;
         t[i] = F[i] / R * (1 + s0 / d[i]) + rows[i] * row_s;
     }
-    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0};
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0};
     vt_est_solve_probes(3, t, F, d, rows, &dm);
     ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 &&
                       fabs(dm.row_s / row_s - 1) < 1e-9,

@@ -1389,6 +1389,9 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
     b->gemm = vt_sgemm;
     b->conv_min_cols = 256;
     b->conv_avx512 = vt_cpu_x86_level() >= 3;
+    /* 3x3 stride-1 convolutions in Winograd F(2x2, 3x3) (bench/README.md, "Winograd");
+     * VT_CPU_WINOGRAD=0 runs them as im2col + GEMM, for comparisons */
+    b->conv_winograd = vt_backend_cpu_winograd_default();
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {
         free(b);
@@ -1429,6 +1432,13 @@ void vt_backend_cpu_set_bn_sync(vt_backend *b, vt_bn_sync_fn fn, void *ctx)
 int vt_backend_cpu_set_conv_simd(vt_backend *b, int on)
 {
     return ((cpu_backend *)b)->conv_avx512 = on && vt_cpu_x86_level() >= 3;
+}
+
+int vt_backend_cpu_set_winograd(vt_backend *b, int on)
+{
+    int was = ((cpu_backend *)b)->conv_winograd;
+    ((cpu_backend *)b)->conv_winograd = on != 0;
+    return was;
 }
 
 void vt_backend_cpu_set_conv_cap(vt_backend *b, size_t floats)

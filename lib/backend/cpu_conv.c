@@ -462,7 +462,13 @@ size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
     tiling t = make_tiling(b, d);
     size_t th = (size_t)vt_pool_threads(POOL(b)), sh = (size_t)shares(b, &t, d, 1);
     size_t dw = (size_t)d->cout * t.K;
-    return (th * t.tile_floats + (sh - 1) * dw) * sizeof(float);
+    size_t bytes = (th * t.tile_floats + (sh - 1) * dw) * sizeof(float);
+    /* either path, whichever a call takes (precision can change after planning) */
+    if (vt_cpu_wino_fits(b, d)) {
+        size_t wb = vt_cpu_wino_workspace(b, d);
+        if (wb > bytes) bytes = wb;
+    }
+    return bytes;
 }
 
 typedef struct conv_job {
@@ -554,7 +560,7 @@ enum { KEEP_MAX_FLOATS = 2 << 20 };
 
 size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d)
 {
-    if (conv_is_pointwise(d) || d->groups != 1) return 0;
+    if (conv_is_pointwise(d) || d->groups != 1 || vt_cpu_wino_applies(b, d)) return 0;
     size_t f = (size_t)d->cin * d->kh * d->kw * d->n * d->ho * d->wo;
     if (f > KEEP_MAX_FLOATS) return 0;
     tiling t = make_tiling(b, d);
@@ -569,6 +575,8 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
     if (conv_is_pointwise(d)) {
         GEMM(b)(POOL(b), 0, 0, d->cout, (int)NOHW, d->cin, 1.0f, w, d->cin, x, (int)NOHW, 0.0f,
                 y, (int)NOHW);
+    } else if (vt_cpu_wino_applies(b, d)) {
+        vt_cpu_wino_forward(b, d, x, w, y, ws);
     } else {
         conv_job J = {d,    make_tiling(b, d), 0,    0,    vt_pool_threads(POOL(b)), x,
                       w,    NULL,              y,    NULL, NULL,                     ws,
@@ -593,6 +601,10 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
         if (dx)
             GEMM(b)(POOL(b), 1, 0, d->cin, (int)NOHW, d->cout, 1.0f, w, d->cin, dy, (int)NOHW,
                     1.0f, dx, (int)NOHW);
+        return VT_OK;
+    }
+    if (vt_cpu_wino_applies(b, d)) {
+        vt_cpu_wino_backward(b, d, x, w, dy, dx, dw, ws);
         return VT_OK;
     }
     conv_job J = {d,  make_tiling(b, d), 0,  1,  vt_pool_threads(POOL(b)), x, w, dy, NULL, dx,

@@ -39,6 +39,8 @@ typedef struct cpu_backend {
     size_t conv_min_cols; /* ... but at least this many columns */
     int conv_avx512;      /* same-padding im2col/col2im in AVX-512 (the CPU has it; tests
                            * may clear it to run the portable loops) */
+    int conv_winograd;    /* 3x3 stride-1 convolutions in Winograd F(2x2, 3x3) with fp32
+                           * products (cpu_winograd.c); VT_CPU_WINOGRAD=0 clears it */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
@@ -56,6 +58,19 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 #define POOL(b) (((cpu_backend *)(b))->pool)
 #define GEMM(b) (((const cpu_backend *)(b))->gemm)
 #define ACT_KERNELS(b) (((const cpu_backend *)(b))->act)
+
+/* Winograd F(2x2, 3x3) (cpu_winograd.c): whether this call takes it (a shape of
+ * vt_backend_cpu_winograd_shape, the backend's switch, fp32 products, no kept columns), its
+ * workspace (vt_cpu_wino_fits: a shape it takes with this backend's threads), and the two passes (y assigned, dx added to, dw assigned, as
+ * vt_cpu_conv_forward/backward; no bias).  The shapes' limits, measured on Zen 3: */
+enum { VT_WINO_MIN_CHANNELS = 16, VT_WINO_MIN_TILES = 49 };
+int vt_cpu_wino_fits(const vt_backend *b, const vt_conv_desc *d);
+int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d);
+size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d);
+void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
+                         float *y, void *ws);
+void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
+                          const float *dy, float *dx, float *dw, void *ws);
 
 /* Below this many values an op runs on the calling thread: waking workers costs more. */
 enum { GRAIN = 16384 };

@@ -30,13 +30,20 @@ typedef struct probe {
     size_t m;        /* BN values per channel */
     float *p[12];
     void *ws;
+    int wino;        /* a CPU conv probe: the backend's Winograd switch for it (0 / 1); -1 */
 } probe;
+
+static void probe_switch(probe *q)
+{
+    if (q->wino >= 0) vt_backend_cpu_set_winograd(q->b, q->wino);
+}
 
 static vt_status probe_call(probe *q)
 {
     const vt_backend_ops *o = q->b->ops;
     float **p = q->p;
     vt_status st;
+    probe_switch(q);
     if (!q->bn) {
         st = o->conv_forward(q->b, &q->d, p[0], p[1], NULL, p[2], q->ws);
         return st ? st : o->conv_backward(q->b, &q->d, p[0], p[1], p[3], p[4], p[5], NULL, q->ws);
@@ -80,6 +87,7 @@ static vt_status probe_setup(probe *q)
         st = q->p[i] ? o->fill(q->b, q->p[i], sz[i], 0.01f * (float)(i + 1)) : VT_ERR_DEVICE_OOM;
     }
     /* as the executor runs the layer: its own kept buffer when the backend offers one */
+    probe_switch(q);
     size_t keep = !q->bn && o->conv_columns ? o->conv_columns(q->b, &q->d) : 0;
     q->d.keep_columns = keep > 0;
     size_t wsb = q->bn ? 0 : keep ? keep : o->conv_workspace(q->b, &q->d);
@@ -91,8 +99,9 @@ static vt_status probe_setup(probe *q)
 
 static void probe_release(probe *q)
 {
-    for (int i = 0; i < 12; i++) q->b->ops->free(q->b, q->p[i]);
+    for (int i = 0; i < 12; i++) q->b->ops->free(q->b, q->p[i]), q->p[i] = NULL;
     q->b->ops->free(q->b, q->ws);
+    q->ws = NULL;
 }
 
 /* Best seconds per call of each of n probes over PROBE_WINDOWS windows of min_s[i] /
@@ -143,16 +152,24 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
+    /* the three conv probes measure im2col + GEMM; on the CPU at fp32 with Winograd on, a
+     * fourth, a convolution that the backend runs in Winograd, gives its ratio to the formula's
+     * im2col time (wino_f); all take turns (probe_time) */
+    int wino = !on_gpu && prec == VT_PREC_FP32 && vt_backend_cpu_set_winograd(b, 0);
     int fused = o->bn_act_forward_train && o->bn_act_backward;
-    probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL};
-    probe c1 = {b, 0, {0}, 0, 0, {0}, NULL}, c2 = c1, c3 = c1;
+    probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL,
+                -1};
+    probe c1 = {b, 0, {0}, 0, 0, {0}, NULL, on_gpu ? -1 : 0}, c2 = c1, c3 = c1, c4 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
     conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
     conv3x3(&c3.d, 16, 64, 4);          /* CPU: 4-pixel rows, for the row term */
-    probe *all[4] = {&bn, &c1, &c2, &c3};
-    double budget[4] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s}, tm[4] = {0, 0, 0, 0};
-    st = probe_time(all, on_gpu ? 3 : 4, budget, tm);
-    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3];
+    conv3x3(&c4.d, 16, 64, 32);         /* Winograd: 256 tiles an image */
+    c4.wino = 1;
+    probe *all[5] = {&bn, &c1, &c2, &c3, &c4};
+    double budget[5] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s, probe_s},
+           tm[5] = {0, 0, 0, 0, 0};
+    st = probe_time(all, on_gpu ? 3 : wino ? 5 : 4, budget, tm);
+    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3], tw = tm[4];
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
@@ -176,6 +193,14 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
         return vt_fail(VT_ERR_NUMERIC, "calibration probes: the convolutions took less than "
                        "their column traffic (machine overloaded?)");
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
+    dm->wino_f = 0;
+    if (wino) { /* the formula's im2col time of the Winograd probe */
+        const vt_conv_desc *d = &c4.d;
+        double K = 9.0 * d->cin, cols = K * d->ho * d->wo * d->n;
+        double im2col = 6.0 * d->cout * cols / (dm->rate * d->cout / (d->cout + dm->s0)) +
+                        K * d->ho * d->n * dm->row_s;
+        dm->wino_f = fmin(fmax(tw / im2col, 0.1), 2.0);
+    }
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
@@ -518,9 +543,9 @@ VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path
             vt_est_prec_names[c->prec]);
     fprintf(f, "rate_flops %.17g\nbandwidth_bytes %.17g\ngemm_s0 %.17g\nlayer_seconds %.17g\n"
             "step_seconds %.17g\nh2d_bytes %.17g\nscale %.17g\nverified_max_batch %lld\n"
-            "model %s\nimgsz %d\nrow_seconds %.17g\n", c->dm.rate, c->dm.bw, c->dm.s0,
-            c->dm.layer_s, c->dm.step_s, c->dm.h2d_bw, c->k, (long long)c->verified_max_batch,
-            c->model, c->imgsz, c->dm.row_s);
+            "model %s\nimgsz %d\nrow_seconds %.17g\nwinograd_ratio %.17g\n", c->dm.rate,
+            c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s, c->dm.h2d_bw, c->k,
+            (long long)c->verified_max_batch, c->model, c->imgsz, c->dm.row_s, c->dm.wino_f);
     for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
     fprintf(f, "end\n");
     return vt_err_capture(e->err, vt_afile_commit(&af));
@@ -594,6 +619,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
         else if (strcmp(buf, "step_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1000, &c->dm.step_s);
         else if (strcmp(buf, "h2d_bytes") == 0) st = cal_num(path, line, buf, val, 0, 1e15, &c->dm.h2d_bw);
         else if (strcmp(buf, "row_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1e-3, &c->dm.row_s);
+        else if (strcmp(buf, "winograd_ratio") == 0) st = cal_num(path, line, buf, val, 0, 10, &c->dm.wino_f);
         else if (strcmp(buf, "scale") == 0) st = cal_num(path, line, buf, val, 1e-3, 1e3, &c->k);
         else if (strcmp(buf, "verified_max_batch") == 0) {
             if ((st = cal_num(path, line, buf, val, 0, 1e9, &x)) == VT_OK) c->verified_max_batch = (int64_t)x;

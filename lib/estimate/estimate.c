@@ -18,6 +18,9 @@
  *                  none for a 1x1 stride-1 unpadded conv, which builds no columns).  Without
  *                  it, a model calibrated on cls-n at 32 px (4-pixel rows in its last stage)
  *                  over-predicted models with wider maps by 10-36 %.
+ *                  A conv the CPU backend runs in Winograd (fp32, vt_est_conv_winograd): its
+ *                  b*F/(R*phi) and row terms times wino_f (calibrated: a fourth probe, 64->64
+ *                  at 32x32, over the formula's im2col time; CPU_WINO_RATIO uncalibrated).
  *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
  *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
@@ -96,6 +99,7 @@
 #include <unistd.h>
 
 
+#include "backend/backend.h"
 #include "backend/gemm.h"
 #include "core/buffer.h"
 #include "estimate/estimator_impl.h"
@@ -211,6 +215,17 @@ double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc)
     return lc->ws_elems * (nd->groups > 0 ? nd->groups : 1) / nd->out.w; /* K rows per group */
 }
 
+int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc)
+{
+    const vt_node *nd = &g->nodes[i];
+    if (nd->op != VT_OP_CONV || nd->cout < 1 || nd->in[0] < 0) return 0;
+    int side = (int)floor(sqrt((double)lc->out_elems / nd->cout) + 0.5);
+    vt_conv_desc c = {1,        g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
+                      nd->k,    nd->k,                     nd->s, nd->s, nd->p,    nd->p,
+                      nd->groups > 0 ? nd->groups : 1,     0};
+    return vt_backend_cpu_winograd_shape(&c);
+}
+
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                             const vt_devmodel *d, int train)
 {
@@ -227,7 +242,9 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
     double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
-    return fmax(b * F / (d->rate * phi), tmem) + (weights + cols) / d->bw + rows + overhead;
+    double wf = d->wino_f > 0 && vt_est_conv_winograd(g, i, lc) ? d->wino_f : 1;
+    return fmax(wf * b * F / (d->rate * phi), tmem) + wf * rows + (weights + cols) / d->bw +
+           overhead;
 }
 
 static int optimizer_states(const vt_estimator *e)
@@ -310,12 +327,21 @@ static double cpu_rate_factor(vt_prec p)
     return p == VT_PREC_BF16 ? CPU_BF16_RATE : 1.0;
 }
 
+/* A Winograd convolution's time over its im2col time in the formula, where no calibration
+ * measured it (fp32 with the backend's Winograd on; bf16 products never take it): the measured
+ * ratios of det-n's layers on Zen 3 were 0.55-0.7 (bench/README.md, "Winograd"). */
+#define CPU_WINO_RATIO 0.62
+double vt_est_cpu_wino_ratio(vt_prec p)
+{
+    return p == VT_PREC_BF16 || !vt_backend_cpu_winograd_default() ? 0 : CPU_WINO_RATIO;
+}
+
 static vt_devmodel cpu_prior(vt_prec p)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     vt_devmodel d = {30e9 * n * cpu_rate_factor(p), fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4,
-                     1, 0, 0, 0};
+                     1, 0, 0, 0, vt_est_cpu_wino_ratio(p)};
     return d;
 }
 
@@ -327,7 +353,7 @@ static vt_devmodel cpu_prior(vt_prec p)
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0};
+                     20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {
@@ -450,6 +476,10 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
                 t->dm.rate *= cpu_rate_factor(cp) / cpu_rate_factor(c->prec);
                 t->basis = VT_EST_BASIS_EXTRAPOLATED;
             }
+            /* Winograd as this process's backend runs it, whatever the calibration's was (or
+             * at the other precision, or a file from before Winograd: the uncalibrated ratio) */
+            if (!c->on_gpu && !vt_est_cpu_wino_ratio(cp)) t->dm.wino_f = 0;
+            else if (!c->on_gpu && !(t->dm.wino_f > 0)) t->dm.wino_f = vt_est_cpu_wino_ratio(cp);
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
