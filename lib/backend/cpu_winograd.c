@@ -364,13 +364,21 @@ static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float 
         }
 }
 
+/* The calling thread's scratch: V (16 x cin x tmax), M (16 x cout x tmax), the rows' temps. */
+static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp)
+{
+    *V = J->scratch + (size_t)vt_pool_thread() * J->g.per_thread;
+    *M = *V + (size_t)16 * J->d->cin * J->g.tmax;
+    *tmp = *M + (size_t)16 * J->d->cout * J->g.tmax;
+}
+
 static void forward_parts(void *ctx, size_t p0, size_t p1)
 {
     const wino_job *J = ctx;
     const vt_conv_desc *d = J->d;
     const wino_geom *g = &J->g;
-    float *V = J->scratch + (size_t)vt_pool_thread() * g->per_thread;
-    float *M = V + (size_t)16 * d->cin * g->tmax, *tmp = M + (size_t)16 * d->cout * g->tmax;
+    float *V, *M, *tmp;
+    thread_scratch(J, &V, &M, &tmp);
     int all = d->n * g->TH, blocks = (all + g->rows - 1) / g->rows;
     size_t OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
@@ -400,8 +408,8 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
     const wino_job *J = ctx;
     const vt_conv_desc *d = J->d;
     const wino_geom *g = &J->g;
-    float *V = J->scratch + (size_t)vt_pool_thread() * g->per_thread;
-    float *M = V + (size_t)16 * d->cin * g->tmax, *tmp = M + (size_t)16 * d->cout * g->tmax;
+    float *V, *M, *tmp;
+    thread_scratch(J, &V, &M, &tmp);
     size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
         float *du = J->du + p * g->u;
