@@ -154,7 +154,8 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     const vt_backend_ops *o = b->ops;
     /* the three conv probes measure im2col + GEMM; on the CPU at fp32 with Winograd on, a
      * fourth, a convolution that the backend runs in Winograd, gives its ratio to the formula's
-     * im2col time (wino_f); all take turns (probe_time) */
+     * im2col GEMMs and row copies, the seconds per byte of its transforms (wino_s); all take
+     * turns (probe_time) */
     int wino = !on_gpu && prec == VT_PREC_FP32 && vt_backend_cpu_set_winograd(b, 0);
     int fused = o->bn_act_forward_train && o->bn_act_backward;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL,
@@ -193,13 +194,13 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
         return vt_fail(VT_ERR_NUMERIC, "calibration probes: the convolutions took less than "
                        "their column traffic (machine overloaded?)");
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
-    dm->wino_f = 0;
-    if (wino) { /* the formula's im2col time of the Winograd probe */
+    dm->wino_s = 0;
+    if (wino) { /* the Winograd probe's time beyond its 16 GEMMs, per byte of its transforms */
         const vt_conv_desc *d = &c4.d;
-        double K = 9.0 * d->cin, cols = K * d->ho * d->wo * d->n;
-        double im2col = 6.0 * d->cout * cols / (dm->rate * d->cout / (d->cout + dm->s0)) +
-                        K * d->ho * d->n * dm->row_s;
-        dm->wino_f = fmin(fmax(tw / im2col, 0.1), 2.0);
+        double dmin = fmin(d->cin, d->cout), F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
+        double gemm = 4.0 / 9 * F / (dm->rate * dmin / (dmin + dm->s0));
+        double x = vt_est_wino_bytes(d->cin, d->cout, d->h, d->n, 1);
+        dm->wino_s = fmax(tw - gemm, 0.05 * tw) / x;
     }
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
@@ -417,8 +418,8 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     st = probe_device(&devc, prec, fmax(0.1, 0.08 * co.seconds), &c.dm);
     if (st != VT_OK) return st;
     vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f, %.1f ns per "
-           "im2col row), BN/ReLU %.1f GB/s", c.dm.rate * 1e-9, c.dm.s0, c.dm.row_s * 1e9,
-           c.dm.bw * 1e-9);
+           "im2col row; Winograd transforms %.1f GB/s), BN/ReLU %.1f GB/s", c.dm.rate * 1e-9,
+           c.dm.s0, c.dm.row_s * 1e9, c.dm.wino_s > 0 ? 1e-9 / c.dm.wino_s : 0, c.dm.bw * 1e-9);
 
     vt_graph g;
     st = vt_est_build_graph(e, &g);
@@ -479,6 +480,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     c.dm.rate /= k;
     c.dm.bw /= k;
     c.dm.row_s *= k;
+    c.dm.wino_s *= k;
     c.dm.layer_s = icpt / g.n_nodes;
     c.on_gpu = on_gpu;
     c.device = dev;
@@ -543,9 +545,9 @@ VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path
             vt_est_prec_names[c->prec]);
     fprintf(f, "rate_flops %.17g\nbandwidth_bytes %.17g\ngemm_s0 %.17g\nlayer_seconds %.17g\n"
             "step_seconds %.17g\nh2d_bytes %.17g\nscale %.17g\nverified_max_batch %lld\n"
-            "model %s\nimgsz %d\nrow_seconds %.17g\nwinograd_ratio %.17g\n", c->dm.rate,
-            c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s, c->dm.h2d_bw, c->k,
-            (long long)c->verified_max_batch, c->model, c->imgsz, c->dm.row_s, c->dm.wino_f);
+            "model %s\nimgsz %d\nrow_seconds %.17g\nwinograd_seconds_per_byte %.17g\n",
+            c->dm.rate, c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s, c->dm.h2d_bw, c->k,
+            (long long)c->verified_max_batch, c->model, c->imgsz, c->dm.row_s, c->dm.wino_s);
     for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
     fprintf(f, "end\n");
     return vt_err_capture(e->err, vt_afile_commit(&af));
@@ -619,7 +621,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
         else if (strcmp(buf, "step_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1000, &c->dm.step_s);
         else if (strcmp(buf, "h2d_bytes") == 0) st = cal_num(path, line, buf, val, 0, 1e15, &c->dm.h2d_bw);
         else if (strcmp(buf, "row_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1e-3, &c->dm.row_s);
-        else if (strcmp(buf, "winograd_ratio") == 0) st = cal_num(path, line, buf, val, 0, 10, &c->dm.wino_f);
+        else if (strcmp(buf, "winograd_seconds_per_byte") == 0) st = cal_num(path, line, buf, val, 0, 1e-6, &c->dm.wino_s);
         else if (strcmp(buf, "scale") == 0) st = cal_num(path, line, buf, val, 1e-3, 1e3, &c->k);
         else if (strcmp(buf, "verified_max_batch") == 0) {
             if ((st = cal_num(path, line, buf, val, 0, 1e9, &x)) == VT_OK) c->verified_max_batch = (int64_t)x;

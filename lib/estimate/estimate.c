@@ -18,9 +18,13 @@
  *                  none for a 1x1 stride-1 unpadded conv, which builds no columns).  Without
  *                  it, a model calibrated on cls-n at 32 px (4-pixel rows in its last stage)
  *                  over-predicted models with wider maps by 10-36 %.
- *                  A conv the CPU backend runs in Winograd (fp32, vt_est_conv_winograd): its
- *                  b*F/(R*phi) and row terms times wino_f (calibrated: a fourth probe, 64->64
- *                  at 32x32, over the formula's im2col time; CPU_WINO_RATIO uncalibrated).
+ *                  A conv the CPU backend runs in Winograd F(2x2, 3x3) (fp32,
+ *                  vt_est_conv_winograd): t = max(4/9 * b*F / (R*phi_w), b*A*a/BW)
+ *                  + X*wino_s + 3*4*params/BW + L, phi_w with d = min(cin, cout) (the depth
+ *                  and height of its 16 GEMMs), X the transforms' bytes (vt_est_wino_bytes:
+ *                  b*16*tiles*(6 cin + 4 cout) floats and the weights' 16*cin*cout*(S + 2),
+ *                  S = min(b, 2 x threads) backward shares), no rows; wino_s calibrated by a
+ *                  fourth probe (64->64 at 32x32), 4/BW uncalibrated.
  *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
  *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
@@ -215,15 +219,33 @@ double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc)
     return lc->ws_elems * (nd->groups > 0 ? nd->groups : 1) / nd->out.w; /* K rows per group */
 }
 
+/* A conv node's maps, taken square (the side of its output's area). */
+static int conv_side(const vt_node *nd, const vt_layer_cost *lc)
+{
+    return (int)floor(sqrt((double)lc->out_elems / (nd->cout > 0 ? nd->cout : 1)) + 0.5);
+}
+
 int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc)
 {
     const vt_node *nd = &g->nodes[i];
     if (nd->op != VT_OP_CONV || nd->cout < 1 || nd->in[0] < 0) return 0;
-    int side = (int)floor(sqrt((double)lc->out_elems / nd->cout) + 0.5);
+    int side = conv_side(nd, lc);
     vt_conv_desc c = {1,        g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
                       nd->k,    nd->k,                     nd->s, nd->s, nd->p,    nd->p,
                       nd->groups > 0 ? nd->groups : 1,     0};
     return vt_backend_cpu_winograd_shape(&c);
+}
+
+double vt_est_wino_bytes(int cin, int cout, int hw, int batch, int train)
+{
+    long th = sysconf(_SC_NPROCESSORS_ONLN);
+    double tiles = (double)((hw + 1) / 2) * ((hw + 1) / 2), b = batch, w = 16.0 * cin * cout;
+    double shares = fmin(b, 2.0 * (th > 0 ? th : 1));
+    /* forward: V and M written and read; backward: dM, V again and dV; the weights' U (and
+     * dU's partial sums, their reduction and transform) */
+    double floats = train ? b * 16 * tiles * (6.0 * cin + 4.0 * cout) + w * (shares + 2)
+                          : b * 16 * tiles * 2.0 * (cin + cout) + w;
+    return 4 * floats;
 }
 
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
@@ -242,9 +264,15 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
     double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
-    double wf = d->wino_f > 0 && vt_est_conv_winograd(g, i, lc) ? d->wino_f : 1;
-    return fmax(wf * b * F / (d->rate * phi), tmem) + wf * rows + (weights + cols) / d->bw +
-           overhead;
+    if (d->wino_s > 0 && vt_est_conv_winograd(g, i, lc)) {
+        const vt_node *nd = &g->nodes[i];
+        int cin = g->nodes[nd->in[0]].out.c;
+        double dw = fmin(cin, nd->cout), phw = dw / (dw + d->s0);
+        double x = vt_est_wino_bytes(cin, nd->cout, conv_side(nd, lc), batch, train);
+        return fmax(4.0 / 9 * b * F / (d->rate * phw), tmem) + x * d->wino_s + weights / d->bw +
+               overhead;
+    }
+    return fmax(b * F / (d->rate * phi), tmem) + (weights + cols) / d->bw + rows + overhead;
 }
 
 static int optimizer_states(const vt_estimator *e)
@@ -327,13 +355,14 @@ static double cpu_rate_factor(vt_prec p)
     return p == VT_PREC_BF16 ? CPU_BF16_RATE : 1.0;
 }
 
-/* A Winograd convolution's time over its im2col time in the formula, where no calibration
- * measured it (fp32 with the backend's Winograd on; bf16 products never take it): the measured
- * ratios of det-n's layers on Zen 3 were 0.55-0.7 (bench/README.md, "Winograd"). */
-#define CPU_WINO_RATIO 0.62
-double vt_est_cpu_wino_ratio(vt_prec p)
+/* Where no probe measured it (fp32 with the backend's Winograd on; bf16 products never take
+ * it): the transforms at a quarter of the streaming bandwidth (Zen 3's probe: 0.2-0.3). */
+#define CPU_WINO_BW_SHARE 0.25
+double vt_est_cpu_wino_prior(vt_prec p, double bw)
 {
-    return p == VT_PREC_BF16 || !vt_backend_cpu_winograd_default() ? 0 : CPU_WINO_RATIO;
+    return p == VT_PREC_BF16 || !vt_backend_cpu_winograd_default() || !(bw > 0)
+               ? 0
+               : 1 / (CPU_WINO_BW_SHARE * bw);
 }
 
 static vt_devmodel cpu_prior(vt_prec p)
@@ -341,7 +370,8 @@ static vt_devmodel cpu_prior(vt_prec p)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     vt_devmodel d = {30e9 * n * cpu_rate_factor(p), fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4,
-                     1, 0, 0, 0, vt_est_cpu_wino_ratio(p)};
+                     1, 0, 0, 0, 0};
+    d.wino_s = vt_est_cpu_wino_prior(p, d.bw);
     return d;
 }
 
@@ -478,8 +508,9 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
             }
             /* Winograd as this process's backend runs it, whatever the calibration's was (or
              * at the other precision, or a file from before Winograd: the uncalibrated ratio) */
-            if (!c->on_gpu && !vt_est_cpu_wino_ratio(cp)) t->dm.wino_f = 0;
-            else if (!c->on_gpu && !(t->dm.wino_f > 0)) t->dm.wino_f = vt_est_cpu_wino_ratio(cp);
+            if (!c->on_gpu && !vt_est_cpu_wino_prior(cp, t->dm.bw)) t->dm.wino_s = 0;
+            else if (!c->on_gpu && !(t->dm.wino_s > 0))
+                t->dm.wino_s = vt_est_cpu_wino_prior(cp, t->dm.bw);
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();
@@ -565,7 +596,7 @@ static vt_status estimate_on(vt_estimator *e, const vt_graph *g, const target *t
     double workers = fmax(1, OPT(e, VT_OPT_EST_WORKERS));
     int b = (int)ceil(B / ngpu);
     vt_devmodel dm = t->dm;
-    if (!t->on_gpu) dm.rate /= ngpu, dm.bw /= ngpu;
+    if (!t->on_gpu) dm.rate /= ngpu, dm.bw /= ngpu, dm.wino_s *= ngpu;
 
     double tdev = vt_est_graph_seconds(g, imgsz, imgsz, b, &dm, 1, states);
     double tval = nval > 0 ? vt_est_graph_seconds(g, imgsz, imgsz, 2 * b, &dm, 0, states) : 0;

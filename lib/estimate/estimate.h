@@ -73,9 +73,9 @@ typedef struct vt_devmodel {
                        * copy a row of a tap's input at a time, and narrow feature maps pay it
                        * per few elements: vt_est_conv_rows); 0 on a GPU, whose kernels go by
                        * element */
-    double wino_f;    /* a convolution the CPU backend runs in Winograd (fp32,
-                       * vt_backend_cpu_winograd_shape) takes this times its im2col time in the
-                       * formula; 0: no Winograd (GPU, bf16, VT_CPU_WINOGRAD=0) */
+    double wino_s;    /* seconds per byte of a Winograd convolution's transforms (the CPU
+                       * backend's, fp32: vt_est_wino_bytes); 0: no Winograd (GPU, bf16,
+                       * VT_CPU_WINOGRAD=0) */
 } vt_devmodel;
 
 /* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);
@@ -95,6 +95,9 @@ void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
 double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
 /* 1: node i is a convolution that the CPU backend runs in Winograd (its maps taken square). */
 int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc);
+/* Bytes the Winograd transforms of a cin -> cout convolution on hw x hw maps move in a step of
+ * `batch` images (train: forward and backward, else forward), on this host's threads. */
+double vt_est_wino_bytes(int cin, int cout, int hw, int batch, int train);
 /* GEMM size d of a conv or linear node at `batch` on device d (see the cost model). */
 double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                         const vt_devmodel *d);

@@ -61,8 +61,9 @@ vt_prec vt_est_parse_prec(const char *s);
 /* The precision the CPU runs when p is asked for: bf16 where it has AVX512-BF16
  * (vt_cpu_has_bf16), else fp32 (the trainer refuses bf16 there; tf32 and fp16 are fp32). */
 vt_prec vt_est_cpu_precision(vt_prec p);
-/* The CPU's uncalibrated wino_f at precision p (0 for bf16 or with VT_CPU_WINOGRAD=0). */
-double vt_est_cpu_wino_ratio(vt_prec p);
+/* The CPU's wino_s at precision p for a model of streaming bandwidth bw where no probe measured
+ * it (0 for bf16 or with VT_CPU_WINOGRAD=0). */
+double vt_est_cpu_wino_prior(vt_prec p, double bw);
 
 /* Graph of the estimator's model setting (caller frees with vt_graph_free). */
 vt_status vt_est_build_graph(const vt_estimator *e, vt_graph *g);
