@@ -428,6 +428,9 @@ START_TEST(test_slower_rule)
 {
     const char *kernels = vt_cpu_kernels();
     ck_assert_ptr_nonnull(strstr(kernels, "; precision=bf16: "));
+    ck_assert_ptr_nonnull(strstr(kernels, vt_backend_cpu_winograd_default()
+                                              ? "; 3x3 stride-1 convolutions: Winograd"
+                                              : "; 3x3 stride-1 convolutions: im2col"));
     vt_device cpu;
     ck_assert_int_eq(vt_device_parse("cpu", &cpu), VT_OK);
     char note[256];

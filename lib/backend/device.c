@@ -230,16 +230,18 @@ int vt_device_precision_note(const vt_device *d, vt_device_precision p, char *bu
     return d->iface->precision_note && cap ? d->iface->precision_note(p, buf, cap) : 0;
 }
 
-static char cpu_kernels_desc[320];
+static char cpu_kernels_desc[448];
 static pthread_once_t cpu_kernels_once = PTHREAD_ONCE_INIT;
 
 static void describe_cpu_kernels(void)
 {
     const char *bf16 = vt_cpu_has_bf16() ? vt_gemm_bf16_kernel() : "none (needs AVX512-BF16)";
-    snprintf(cpu_kernels_desc, sizeof cpu_kernels_desc, "%s; precision=bf16: %s%s",
-             vt_sgemm_kernels(), bf16,
+    snprintf(cpu_kernels_desc, sizeof cpu_kernels_desc,
+             "%s; precision=bf16: %s%s; 3x3 stride-1 convolutions: %s", vt_sgemm_kernels(), bf16,
              vt_cpu_has_bf16() && vt_gemm_bf16_slower_than_fp32() ? " (slower than fp32 here)"
-                                                                  : "");
+                                                                  : "",
+             vt_backend_cpu_winograd_default() ? "Winograd F(2x2, 3x3) with fp32 products"
+                                               : "im2col (VT_CPU_WINOGRAD=0)");
 }
 
 VT_API const char *vt_cpu_kernels(void)
