@@ -221,15 +221,11 @@ static void grad_row(const float *dy, int ho, int wo, int ty, int TW, float *res
     for (int xi = 0; xi < 4; xi++) {
         float *restrict d0 = dm + (size_t)(4 * xi) * kstride, *restrict d1 = d0 + kstride,
                         *restrict d2 = d1 + kstride, *restrict d3 = d2 + kstride;
+        /* b = ae * row 0 + be * row 1 */
+        float ae = xi < 3 ? 1.0f : 0.0f, be = xi == 0 ? 0.0f : xi == 1 ? 1.0f : -1.0f;
         for (int t = 0; t < TW; t++) {
-            float be, bo;
-            switch (xi) {
-            case 0: be = e0[t], bo = o0[t]; break;
-            case 1: be = e0[t] + e1[t], bo = o0[t] + o1[t]; break;
-            case 2: be = e0[t] - e1[t], bo = o0[t] - o1[t]; break;
-            default: be = -e1[t], bo = -o1[t]; break;
-            }
-            d0[t] = be, d1[t] = be + bo, d2[t] = be - bo, d3[t] = -bo;
+            float ve = ae * e0[t] + be * e1[t], vo = ae * o0[t] + be * o1[t];
+            d0[t] = ve, d1[t] = ve + vo, d2[t] = ve - vo, d3[t] = -vo;
         }
     }
 }
