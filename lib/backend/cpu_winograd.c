@@ -280,26 +280,36 @@ typedef struct wt_job {
     float *dw;
 } wt_job;
 
+/* Input channels a weight transform takes at once, as vectors (arrays over the channels). */
+enum { WCH = 64 };
+
 static void weight_rows(void *ctx, size_t c0, size_t c1)
 {
     const wt_job *J = ctx;
     size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin;
     for (size_t co = c0; co < c1; co++)
-        for (size_t ci = 0; ci < cin; ci++) {
-            const float *g = J->w + (co * cin + ci) * 9;
-            float t[4][3];
-            for (int b = 0; b < 3; b++) {
-                t[0][b] = g[b];
-                t[1][b] = 0.5f * (g[b] + g[3 + b] + g[6 + b]);
-                t[2][b] = 0.5f * (g[b] - g[3 + b] + g[6 + b]);
-                t[3][b] = g[6 + b];
-            }
-            float *u = J->u + co * cin + ci;
+        for (size_t i0 = 0; i0 < cin; i0 += WCH) {
+            size_t n = cin - i0 < WCH ? cin - i0 : WCH;
+            float g[9][WCH], t[4][3][WCH];
+            for (size_t j = 0; j < n; j++)
+                for (int q = 0; q < 9; q++) g[q][j] = J->w[(co * cin + i0 + j) * 9 + q];
+            for (int b = 0; b < 3; b++)
+                for (size_t j = 0; j < n; j++) {
+                    t[0][b][j] = g[b][j];
+                    t[1][b][j] = 0.5f * (g[b][j] + g[3 + b][j] + g[6 + b][j]);
+                    t[2][b][j] = 0.5f * (g[b][j] - g[3 + b][j] + g[6 + b][j]);
+                    t[3][b][j] = g[6 + b][j];
+                }
+            float *u = J->u + co * cin + i0;
             for (int xi = 0; xi < 4; xi++) {
-                u[(4 * xi + 0) * plane] = t[xi][0];
-                u[(4 * xi + 1) * plane] = 0.5f * (t[xi][0] + t[xi][1] + t[xi][2]);
-                u[(4 * xi + 2) * plane] = 0.5f * (t[xi][0] - t[xi][1] + t[xi][2]);
-                u[(4 * xi + 3) * plane] = t[xi][2];
+                float *restrict u0 = u + (4 * xi + 0) * plane, *restrict u1 = u0 + plane,
+                                *restrict u2 = u1 + plane, *restrict u3 = u2 + plane;
+                for (size_t j = 0; j < n; j++) {
+                    u0[j] = t[xi][0][j];
+                    u1[j] = 0.5f * (t[xi][0][j] + t[xi][1][j] + t[xi][2][j]);
+                    u2[j] = 0.5f * (t[xi][0][j] - t[xi][1][j] + t[xi][2][j]);
+                    u3[j] = t[xi][2][j];
+                }
             }
         }
 }
@@ -310,28 +320,32 @@ static void weight_grad_rows(void *ctx, size_t c0, size_t c1)
     const wt_job *J = ctx;
     size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin, all = 16 * plane;
     for (size_t co = c0; co < c1; co++)
-        for (size_t ci = 0; ci < cin; ci++) {
-            float u[16];
+        for (size_t i0 = 0; i0 < cin; i0 += WCH) {
+            size_t n = cin - i0 < WCH ? cin - i0 : WCH;
+            float u[16][WCH], r[4][3][WCH], g[9][WCH];
             for (int k = 0; k < 16; k++) {
-                const float *p = J->du + k * plane + co * cin + ci;
-                float s = p[0];
-                for (int sh = 1; sh < J->shares; sh++) s += p[sh * all];
-                u[k] = s;
+                const float *p = J->du + k * plane + co * cin + i0;
+                for (size_t j = 0; j < n; j++) u[k][j] = p[j];
+                for (int sh = 1; sh < J->shares; sh++)
+                    for (size_t j = 0; j < n; j++) u[k][j] += p[sh * all + j];
             }
             /* along nu: r[xi][b] = sum_nu dU[xi][nu] G[nu][b] */
-            float r[4][3];
-            for (int xi = 0; xi < 4; xi++) {
-                const float *q = u + 4 * xi;
-                r[xi][0] = q[0] + 0.5f * (q[1] + q[2]);
-                r[xi][1] = 0.5f * (q[1] - q[2]);
-                r[xi][2] = 0.5f * (q[1] + q[2]) + q[3];
-            }
-            float *g = J->dw + (co * cin + ci) * 9;
-            for (int b = 0; b < 3; b++) {
-                g[b] = r[0][b] + 0.5f * (r[1][b] + r[2][b]);
-                g[3 + b] = 0.5f * (r[1][b] - r[2][b]);
-                g[6 + b] = 0.5f * (r[1][b] + r[2][b]) + r[3][b];
-            }
+            for (int xi = 0; xi < 4; xi++)
+                for (size_t j = 0; j < n; j++) {
+                    float q0 = u[4 * xi][j], q1 = u[4 * xi + 1][j], q2 = u[4 * xi + 2][j],
+                          q3 = u[4 * xi + 3][j];
+                    r[xi][0][j] = q0 + 0.5f * (q1 + q2);
+                    r[xi][1][j] = 0.5f * (q1 - q2);
+                    r[xi][2][j] = 0.5f * (q1 + q2) + q3;
+                }
+            for (int b = 0; b < 3; b++)
+                for (size_t j = 0; j < n; j++) {
+                    g[b][j] = r[0][b][j] + 0.5f * (r[1][b][j] + r[2][b][j]);
+                    g[3 + b][j] = 0.5f * (r[1][b][j] - r[2][b][j]);
+                    g[6 + b][j] = 0.5f * (r[1][b][j] + r[2][b][j]) + r[3][b][j];
+                }
+            for (size_t j = 0; j < n; j++)
+                for (int q = 0; q < 9; q++) J->dw[(co * cin + i0 + j) * 9 + q] = g[q][j];
         }
 }
 
