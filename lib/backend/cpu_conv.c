@@ -370,7 +370,11 @@ static void im2col_tile(int v512, const vt_conv_desc *d, const float *x, int c_f
                     memcpy(drow + lo, srow + lo - d->pw + kx, (size_t)(hi - lo) * sizeof(float));
                 } else {
                     const float *sp = srow + lo * d->sw - d->pw + kx;
-                    for (int ox = lo; ox < hi; ox++, sp += d->sw) drow[ox] = *sp;
+                    if (d->sw == 2) { /* a constant stride: vector loads and shuffles */
+                        const float *restrict s2 = sp - 2 * lo;
+                        for (int ox = lo; ox < hi; ox++) drow[ox] = s2[2 * ox];
+                    } else
+                        for (int ox = lo; ox < hi; ox++, sp += d->sw) drow[ox] = *sp;
                 }
                 zero_floats(drow + hi, (size_t)(d->wo - hi));
             }
@@ -413,7 +417,11 @@ static void col2im_tile(int v512, const vt_conv_desc *d, float *dx, int c_first,
                     float *restrict dp = drow - d->pw + kx;
                     for (int ox = lo; ox < hi; ox++) dp[ox] += srow[ox];
                 } else {
-                    for (int ox = lo; ox < hi; ox++) drow[ox * d->sw - d->pw + kx] += srow[ox];
+                    if (d->sw == 2) {
+                        float *restrict d2 = drow - d->pw + kx;
+                        for (int ox = lo; ox < hi; ox++) d2[2 * ox] += srow[ox];
+                    } else
+                        for (int ox = lo; ox < hi; ox++) drow[ox * d->sw - d->pw + kx] += srow[ox];
                 }
             }
         }
