@@ -267,6 +267,30 @@ static double rel_err(const float *a, const double *b, size_t n)
     return sqrt(e / (r + 1e-30));
 }
 
+/* One test shape's buffers: x, w, dy (random normal), y, dx, dw and a second y1, dx1, dw1 (f[0..8]),
+ * and the direct double-precision y, dx, dw of ref_conv (ref[0..2]). */
+typedef struct conv_case {
+    float *f[9];
+    double *ref[3];
+} conv_case;
+
+static void conv_case_make(conv_case *c, const vt_conv_desc *d, size_t nx, size_t ny, size_t nw,
+                           vt_rng *r)
+{
+    const size_t n[9] = {nx, nw, ny, ny, nx, nw, ny, nx, nw};
+    for (int i = 0; i < 9; i++) ck_assert_ptr_nonnull(c->f[i] = malloc(n[i] * 4));
+    for (int i = 0; i < 3; i++) ck_assert_ptr_nonnull(c->ref[i] = malloc(n[3 + i] * 8));
+    for (int i = 0; i < 3; i++)
+        for (size_t j = 0; j < n[i]; j++) c->f[i][j] = (float)vt_rng_normal(r);
+    ref_conv(d, c->f[0], c->f[1], c->f[2], c->ref[0], c->ref[1], c->ref[2]);
+}
+
+static void conv_case_free(conv_case *c)
+{
+    for (int i = 0; i < 9; i++) free(c->f[i]);
+    for (int i = 0; i < 3; i++) free(c->ref[i]);
+}
+
 static void conv_run(vt_backend *be, const vt_conv_desc *d, const float *x, const float *w,
                      const float *dy, float *y, float *dx, float *dw, void *ws, size_t nx,
                      size_t nw)
@@ -298,14 +322,11 @@ START_TEST(test_conv_tiles)
         d.wo = (c->w + 2 * c->p - c->k) / c->s + 1;
         size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * d.ho * d.wo,
                nw = (size_t)c->cout * (c->cin / c->groups) * c->k * c->k;
-        float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4),
-              *dx = malloc(nx * 4), *dw = malloc(nw * 4), *y1 = malloc(ny * 4),
-              *dx1 = malloc(nx * 4), *dw1 = malloc(nw * 4);
-        double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8);
-        for (size_t i = 0; i < nx; i++) x[i] = (float)vt_rng_normal(&r);
-        for (size_t i = 0; i < nw; i++) w[i] = (float)vt_rng_normal(&r);
-        for (size_t i = 0; i < ny; i++) dy[i] = (float)vt_rng_normal(&r);
-        ref_conv(&d, x, w, dy, ry, rdx, rdw);
+        conv_case cc;
+        conv_case_make(&cc, &d, nx, ny, nw, &r);
+        float *x = cc.f[0], *w = cc.f[1], *dy = cc.f[2], *y = cc.f[3], *dx = cc.f[4],
+              *dw = cc.f[5], *y1 = cc.f[6], *dx1 = cc.f[7], *dw1 = cc.f[8];
+        double *ry = cc.ref[0], *rdx = cc.ref[1], *rdw = cc.ref[2];
         for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++)
             for (size_t ci = 0; ci < sizeof caps / sizeof caps[0]; ci++) {
                 vt_backend *be;
@@ -343,8 +364,7 @@ START_TEST(test_conv_tiles)
                 free(ws);
                 vt_backend_destroy(be);
             }
-        free(x), free(w), free(dy), free(y), free(dx), free(dw), free(y1), free(dx1), free(dw1);
-        free(ry), free(rdx), free(rdw);
+        conv_case_free(&cc);
     }
 }
 END_TEST
@@ -371,14 +391,11 @@ START_TEST(test_conv_winograd)
         ck_assert(vt_backend_cpu_winograd_shape(&d));
         size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * c->h * c->w,
                nw = (size_t)c->cout * c->cin * 9;
-        float *x = malloc(nx * 4), *w = malloc(nw * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4),
-              *dx = malloc(nx * 4), *dw = malloc(nw * 4), *y1 = malloc(ny * 4),
-              *dx1 = malloc(nx * 4), *dw1 = malloc(nw * 4);
-        double *ry = malloc(ny * 8), *rdx = malloc(nx * 8), *rdw = malloc(nw * 8);
-        for (size_t i = 0; i < nx; i++) x[i] = (float)vt_rng_normal(&r);
-        for (size_t i = 0; i < nw; i++) w[i] = (float)vt_rng_normal(&r);
-        for (size_t i = 0; i < ny; i++) dy[i] = (float)vt_rng_normal(&r);
-        ref_conv(&d, x, w, dy, ry, rdx, rdw);
+        conv_case cc;
+        conv_case_make(&cc, &d, nx, ny, nw, &r);
+        float *x = cc.f[0], *w = cc.f[1], *dy = cc.f[2], *y = cc.f[3], *dx = cc.f[4],
+              *dw = cc.f[5], *y1 = cc.f[6], *dx1 = cc.f[7], *dw1 = cc.f[8];
+        double *ry = cc.ref[0], *rdx = cc.ref[1], *rdw = cc.ref[2];
         for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
             vt_backend *be;
             ck_assert_int_eq(vt_backend_cpu_create(&be, threads[ti]), VT_OK);
@@ -420,8 +437,7 @@ START_TEST(test_conv_winograd)
             free(ws);
             vt_backend_destroy(be);
         }
-        free(x), free(w), free(dy), free(y), free(dx), free(dw), free(y1), free(dx1), free(dw1);
-        free(ry), free(rdx), free(rdw);
+        conv_case_free(&cc);
     }
     /* the shapes it does not take */
     vt_conv_desc s2 = {2, 16, 28, 28, 16, 14, 14, 3, 3, 2, 2, 1, 1, 1, 0};
