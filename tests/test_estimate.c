@@ -155,28 +155,48 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq(vt_est_conv_rows(&g, gc, &lg[gc]), 2 * (2 * 9) * 4);
     ck_assert_double_eq(vt_est_conv_rows(&g, pw, &lg[pw]), 0);
     vt_graph_free(&g);
-    /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 costs 4/9 of
-     * its GEMM time (phi over min(cin, cout)), no rows, plus its transforms' bytes at wino_s;
-     * 8 output channels, or 12x12 maps (6x6 tiles), stay im2col */
+    /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 runs in
+     * 2x2 tiles and costs 4/9 of its GEMM time (phi over min(cin, cout)), no rows, plus its
+     * transforms' bytes at wino_s; 8 output channels, or 12x12 maps (6x6 tiles), stay im2col;
+     * 20x20 and 30x30 maps take 4x4 tiles (1/4 of the products; 64 x 36 / (9 x 900) with the
+     * 30x30 map's overhang), 18x18 ones 2x2 (4x4 tiles would cover 23 % more) */
     vt_graph_init(&g);
     x = vt_g_input(&g, 16, 14, 14);
     int wc = vt_g_conv(&g, x, 16, 3, 1, 1, 1, 0), nc = vt_g_conv(&g, wc, 8, 3, 1, 1, 1, 0);
     vt_graph_finalize(&g);
     vt_layer_cost lw[3];
     ck_assert_int_eq(vt_graph_costs(&g, 14, 14, lw, 3), 3);
-    ck_assert(vt_est_conv_winograd(&g, wc, &lw[wc]) && !vt_est_conv_winograd(&g, nc, &lw[nc]));
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, nc, &lw[nc]), 0);
+    ck_assert_double_eq_tol(vt_est_wino_gemm_share(2, 14), 4.0 / 9, 1e-15);
+    ck_assert_double_eq_tol(vt_est_wino_gemm_share(4, 20), 0.25, 1e-15);
+    ck_assert_double_eq_tol(vt_est_wino_gemm_share(4, 30), 64.0 * 36 / (9 * 900), 1e-15);
     /* forward only, by hand: 2 x 16 x 49 tiles x 2 x (16 + 16) floats of V and M, U's 16 x 16 x 16 */
-    ck_assert_double_eq(vt_est_wino_bytes(16, 16, 14, 2, 0), 4.0 * (2 * 16 * 49 * 64 + 4096));
+    ck_assert_double_eq(vt_est_wino_bytes(2, 16, 16, 14, 2, 0), 4.0 * (2 * 16 * 49 * 64 + 4096));
+    /* 4x4 tiles at 20x20: 25 tiles of 36 */
+    ck_assert_double_eq(vt_est_wino_bytes(4, 16, 16, 20, 2, 0),
+                        4.0 * (2 * 36 * 25 * 64 + 36 * 256));
     vt_devmodel dw = d;
     dw.row_s = 1e-6;
     double n0 = vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1);
     dw.wino_s = 1e-10;
     double want_w = fmax(4.0 / 9 * 2 * vt_est_layer_flops(&g, wc, &lw[wc], 1) / 1e9,
                          2 * vt_est_layer_bytes(&lw[wc], 4) / 1e9) +
-                    vt_est_wino_bytes(16, 16, 14, 2, 1) * 1e-10 +
+                    vt_est_wino_bytes(2, 16, 16, 14, 2, 1) * 1e-10 +
                     (double)lw[wc].params * 12 / 1e9 + dw.layer_s;
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_double_eq(vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1), n0);
+    ck_assert_int_eq(vt_graph_costs(&g, 20, 20, lw, 3), 3);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 4);
+    want_w = fmax(0.25 * 2 * vt_est_layer_flops(&g, wc, &lw[wc], 1) / 1e9,
+                  2 * vt_est_layer_bytes(&lw[wc], 4) / 1e9) +
+             vt_est_wino_bytes(4, 16, 16, 20, 2, 1) * 1e-10 + (double)lw[wc].params * 12 / 1e9 +
+             dw.layer_s;
+    ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
+    ck_assert_int_eq(vt_graph_costs(&g, 30, 30, lw, 3), 3);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 4);
+    ck_assert_int_eq(vt_graph_costs(&g, 18, 18, lw, 3), 3);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 2);
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
     ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc]));
     vt_graph_free(&g);

@@ -133,17 +133,21 @@ void vt_backend_cpu_set_loss_sync(vt_backend *b, vt_loss_sync_fn fn, void *ctx);
 /* on (the default where the CPU has AVX-512): same-padding im2col/col2im in masked AVX-512
  * vectors; off: the portable loops.  Returns whether the vectors run (0 on a CPU without). */
 int vt_backend_cpu_set_conv_simd(vt_backend *b, int on);
-/* on (the default, unless VT_CPU_WINOGRAD=0 at creation): the convolutions of
- * vt_backend_cpu_winograd_shape go through Winograd F(2x2, 3x3) when the products are fp32
- * (and their weight-gradient partials, 64 bytes x cin x cout a thread, fit 64 MiB); off:
- * im2col + GEMM.  Set it before planning a network on the backend (it decides
- * which layers keep their columns).  Returns the previous setting. */
+/* on (4, the default, unless VT_CPU_WINOGRAD says otherwise at creation): the convolutions of
+ * vt_backend_cpu_winograd_tile go through Winograd in its tile when the products are fp32
+ * (and their weight-gradient partials, 4 x (tile + 2)^2 bytes x cin x cout a thread, fit
+ * 64 MiB; else the 2x2 tile, else im2col); 2: 2x2 tiles only; 0: im2col + GEMM.  Set it
+ * before planning a network on the backend (it decides which layers keep their columns).
+ * Returns the previous setting (0, 2 or 4). */
 int vt_backend_cpu_set_winograd(vt_backend *b, int on);
-/* The convolutions the CPU backend runs in Winograd when it is on and the products are fp32:
- * 3x3, stride 1, padding 1, one group, 16 or more channels in and out, 49 or more 2x2 output
- * tiles an image (maps of about 13x13 and more: where it measured faster than im2col). */
-int vt_backend_cpu_winograd_shape(const vt_conv_desc *d);
-/* Whether a new CPU backend has Winograd on: 1 unless VT_CPU_WINOGRAD is 0, off, no or false. */
+/* The Winograd output tile of the convolutions the CPU backend runs in Winograd when it is on
+ * and the products are fp32, 0 for the others: 3x3, stride 1, padding 1, one group, 16 or
+ * more channels in and out, and 49 or more 2x2 output tiles an image (maps of about 13x13 and
+ * more); 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles cover at most 15 %
+ * more than the map, else 2 (F(2x2, 3x3)).  Where each measured faster (bench/README.md). */
+int vt_backend_cpu_winograd_tile(const vt_conv_desc *d);
+/* A new CPU backend's Winograd setting: 0 where VT_CPU_WINOGRAD is 0, off, no or false, 2 where
+ * it is 2 or 2x2, else 4. */
 int vt_backend_cpu_winograd_default(void);
 
 /* The CUDA backend: vt_backend_cuda_create in lib/backend/cuda_device.h. */

@@ -1437,7 +1437,7 @@ int vt_backend_cpu_set_conv_simd(vt_backend *b, int on)
 int vt_backend_cpu_set_winograd(vt_backend *b, int on)
 {
     int was = ((cpu_backend *)b)->conv_winograd;
-    ((cpu_backend *)b)->conv_winograd = on != 0;
+    ((cpu_backend *)b)->conv_winograd = on == 0 ? 0 : on == 2 ? 2 : 4;
     return was;
 }
 

@@ -472,11 +472,8 @@ size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
     size_t dw = (size_t)d->cout * t.K;
     size_t bytes = (th * t.tile_floats + (sh - 1) * dw) * sizeof(float);
     /* either path, whichever a call takes (precision can change after planning) */
-    if (vt_cpu_wino_fits(b, d)) {
-        size_t wb = vt_cpu_wino_workspace(b, d);
-        if (wb > bytes) bytes = wb;
-    }
-    return bytes;
+    size_t wb = vt_cpu_wino_workspace(b, d);
+    return wb > bytes ? wb : bytes;
 }
 
 typedef struct conv_job {

@@ -39,8 +39,9 @@ typedef struct cpu_backend {
     size_t conv_min_cols; /* ... but at least this many columns */
     int conv_avx512;      /* same-padding im2col/col2im in AVX-512 (the CPU has it; tests
                            * may clear it to run the portable loops) */
-    int conv_winograd;    /* 3x3 stride-1 convolutions in Winograd F(2x2, 3x3) with fp32
-                           * products (cpu_winograd.c); VT_CPU_WINOGRAD=0 clears it */
+    int conv_winograd;    /* 3x3 stride-1 convolutions in Winograd with fp32 products
+                           * (cpu_winograd.c), the largest output tile: 4 (the default), 2
+                           * (VT_CPU_WINOGRAD=2), 0 (VT_CPU_WINOGRAD=0: im2col) */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
@@ -59,12 +60,14 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 #define GEMM(b) (((const cpu_backend *)(b))->gemm)
 #define ACT_KERNELS(b) (((const cpu_backend *)(b))->act)
 
-/* Winograd F(2x2, 3x3) (cpu_winograd.c): whether this call takes it (a shape of
- * vt_backend_cpu_winograd_shape, the backend's switch, fp32 products, no kept columns), its
- * workspace (vt_cpu_wino_fits: a shape it takes with this backend's threads), and the two passes (y assigned, dx added to, dw assigned, as
- * vt_cpu_conv_forward/backward; no bias).  The shapes' limits, measured on Zen 3: */
-enum { VT_WINO_MIN_CHANNELS = 16, VT_WINO_MIN_TILES = 49 };
-int vt_cpu_wino_fits(const vt_backend *b, const vt_conv_desc *d);
+/* Winograd F(2x2, 3x3) and F(4x4, 3x3) (cpu_winograd.c): the output tile this backend takes
+ * for a shape (vt_backend_cpu_winograd_tile's, or 2x2 where the 4x4 one's weight-gradient
+ * partials would not fit on this backend's threads; 0: none), whether this call takes it (a
+ * tile, the backend's switch, fp32 products, no kept columns), its workspace, and the two
+ * passes (y assigned, dx added to, dw assigned, as vt_cpu_conv_forward/backward; no bias).
+ * The shapes' limits, measured on Zen 3: */
+enum { VT_WINO_MIN_CHANNELS = 16, VT_WINO_MIN_TILES = 49, VT_WINO4_MIN_SIDE = 16 };
+int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d);
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d);
 size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d);
 void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,

@@ -36,51 +36,70 @@ enum {
     WINO_THREADS_MAX_FLOATS = 16 << 20, /* 64 MiB of partial dU at most (vt_cpu_wino_fits) */
 };
 
-int vt_backend_cpu_winograd_shape(const vt_conv_desc *d)
+int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
 {
-    return d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->ph == 1 && d->pw == 1 &&
-           d->groups == 1 && d->ho == d->h && d->wo == d->w && d->cin >= VT_WINO_MIN_CHANNELS &&
-           d->cout >= VT_WINO_MIN_CHANNELS &&
-           (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES;
+    if (!(d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->ph == 1 && d->pw == 1 &&
+          d->groups == 1 && d->ho == d->h && d->wo == d->w && d->cin >= VT_WINO_MIN_CHANNELS &&
+          d->cout >= VT_WINO_MIN_CHANNELS &&
+          (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES))
+        return 0;
+    /* 4x4 where its tiles cover at most 15 % more than the map */
+    size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
+    return d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw ? 4
+                                                                                         : 2;
 }
 
 int vt_backend_cpu_winograd_default(void)
 {
     const char *e = getenv("VT_CPU_WINOGRAD");
-    return !(e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no") ||
-                   !strcmp(e, "false")));
+    if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no") || !strcmp(e, "false")))
+        return 0;
+    return e && (!strcmp(e, "2") || !strcmp(e, "2x2")) ? 2 : 4;
 }
 
-/* A shape this backend takes: backward's partial dU (one of 16 x cout x cin floats a share, at
- * least a share a thread) within WINO_THREADS_MAX_FLOATS, so that a many-core host does not
- * trade the convolution's memory for it (512 -> 512 channels: up to 4 threads). */
-int vt_cpu_wino_fits(const vt_backend *b, const vt_conv_desc *d)
+/* The shape's tile, or the 2x2 one, whose backward partial dU (one of (tile + 2)^2 x cout x
+ * cin floats a share, at least a share a thread) fits WINO_THREADS_MAX_FLOATS, so that a
+ * many-core host does not trade the convolution's memory for it (512 -> 512 channels: 4x4 on
+ * one thread, 2x2 on 2 or 3, im2col from 4). */
+static int tile_within(const vt_backend *b, const vt_conv_desc *d, int largest)
 {
-    return vt_backend_cpu_winograd_shape(d) &&
-           (size_t)vt_pool_threads(POOL(b)) * 16 * d->cout * d->cin <= WINO_THREADS_MAX_FLOATS;
+    size_t th = (size_t)vt_pool_threads(POOL(b)), cc = (size_t)d->cout * d->cin;
+    int m = vt_backend_cpu_winograd_tile(d);
+    for (m = m < largest ? m : largest; m; m = m == 4 ? 2 : 0)
+        if (th * (size_t)(m + 2) * (m + 2) * cc <= WINO_THREADS_MAX_FLOATS) return m;
+    return 0;
+}
+
+int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d)
+{
+    return tile_within(b, d, ((const cpu_backend *)b)->conv_winograd);
 }
 
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d)
 {
     const cpu_backend *cb = (const cpu_backend *)b;
-    return cb->conv_winograd && cb->gemm == vt_sgemm && !d->keep_columns && vt_cpu_wino_fits(b, d);
+    return cb->gemm == vt_sgemm && !d->keep_columns && vt_cpu_wino_tile(b, d);
 }
 
 typedef struct wino_geom {
+    int M, A, K;    /* output tile M x M, input tile A x A (A = M + 2), K = A^2 products */
     int TH, TW;     /* tiles per image: rows, columns */
     int rows;       /* tile rows per block */
     size_t tmax;    /* tiles of the largest block */
     size_t per_thread; /* floats of a thread's scratch */
-    size_t u;       /* floats of U (and of one dU) */
+    size_t uk, u;   /* floats of one U[k] (cout x cin) and of U (and of one dU): K x uk */
 } wino_geom;
 
 /* blocks: cut the batch's tile rows into at least this many blocks where rows allow */
-static wino_geom geom(const vt_conv_desc *d, int blocks)
+static wino_geom geom(const vt_conv_desc *d, int tile, int blocks)
 {
     wino_geom g;
-    g.TH = (d->ho + 1) / 2;
-    g.TW = (d->wo + 1) / 2;
-    size_t row = (size_t)16 * (d->cin + d->cout) * g.TW;
+    g.M = tile;
+    g.A = g.M + 2;
+    g.K = g.A * g.A;
+    g.TH = (d->ho + g.M - 1) / g.M;
+    g.TW = (d->wo + g.M - 1) / g.M;
+    size_t row = (size_t)g.K * (d->cin + d->cout) * g.TW;
     size_t r = WINO_BLOCK_FLOATS / row;
     size_t all = (size_t)d->n * g.TH;
     if (blocks > 1 && r > (all + blocks - 1) / blocks) r = (all + blocks - 1) / blocks;
@@ -88,10 +107,13 @@ static wino_geom geom(const vt_conv_desc *d, int blocks)
     if (r > all) r = all;
     g.rows = (int)r;
     g.tmax = r * g.TW;
-    /* V and M, then the transforms' rows: 16 arrays of TW and 4 padded rows of 2 TW + 2 */
-    g.per_thread = (size_t)16 * (d->cin + d->cout) * g.tmax + (size_t)16 * g.TW +
-                   (size_t)4 * (2 * g.TW + 2) + (size_t)(2 * g.TW + 2);
-    g.u = (size_t)16 * d->cout * d->cin;
+    /* V and M, then the transforms' rows: K arrays of TW, A padded rows of M TW + 2 and one
+     * more */
+    size_t pl = (size_t)g.M * g.TW + 2;
+    g.per_thread = (size_t)g.K * (d->cin + d->cout) * g.tmax + (size_t)(g.K + g.A) * g.TW +
+                   (size_t)g.A * pl + pl + 4;
+    g.uk = (size_t)d->cout * d->cin;
+    g.u = (size_t)g.K * g.uk;
     return g;
 }
 
@@ -104,11 +126,19 @@ static int backward_shares(const vt_backend *b, const vt_conv_desc *d, const win
 
 static int forward_blocks(const vt_backend *b) { return 2 * vt_pool_threads(POOL(b)); }
 
+/* Either tile's, whichever a call takes (the switch can change after planning); 0 for none. */
 size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d)
 {
-    wino_geom g = geom(d, 1); /* backward's, the larger blocks */
-    size_t th = (size_t)vt_pool_threads(POOL(b));
-    return (g.u * (1 + (size_t)backward_shares(b, d, &g)) + th * g.per_thread) * sizeof(float);
+    size_t th = (size_t)vt_pool_threads(POOL(b)), most = 0;
+    for (int largest = 4; largest; largest -= 2) {
+        int m = tile_within(b, d, largest);
+        if (!m) break;
+        wino_geom g = geom(d, m, 1); /* backward's, the larger blocks */
+        size_t bytes =
+            (g.u * (1 + (size_t)backward_shares(b, d, &g)) + th * g.per_thread) * sizeof(float);
+        if (bytes > most) most = bytes;
+    }
+    return most;
 }
 
 /* ---- the transforms of one channel over one row of tiles ---- */
@@ -270,6 +300,298 @@ static void scatter_row(const float *dv, size_t kstride, int TW, int ty, int h, 
     }
 }
 
+/* ---- F(4x4, 3x3): 6x6 input tiles, 4x4 outputs, Lavin and Gray's points 0, +-1, +-2, inf ----
+ * B^T, A^T and G of one vector; the 2-D transforms apply them down, then along (or the
+ * reverse), as F(2x2, 3x3)'s above. */
+
+/* Macros, not functions: the loops around them vectorise only with the results in scalars. */
+#define BT6(d0, d1, d2, d3, d4, d5, o0, o1, o2, o3, o4, o5)                                       \
+    do {                                                                                          \
+        float a_ = (d4) - 4.0f * (d2), b_ = (d3) - 4.0f * (d1), c_ = (d4) - (d2),                  \
+              e_ = 2.0f * ((d3) - (d1));                                                          \
+        (o0) = 4.0f * (d0) - 5.0f * (d2) + (d4);                                                  \
+        (o1) = a_ + b_;                                                                           \
+        (o2) = a_ - b_;                                                                           \
+        (o3) = c_ + e_;                                                                           \
+        (o4) = c_ - e_;                                                                           \
+        (o5) = 4.0f * (d1) - 5.0f * (d3) + (d5);                                                  \
+    } while (0)
+
+/* B (B^T's transpose) of one vector */
+#define B6(v0, v1, v2, v3, v4, v5, o0, o1, o2, o3, o4, o5)                                        \
+    do {                                                                                          \
+        float p_ = (v1) + (v2), m_ = (v1) - (v2), q_ = (v3) + (v4), r_ = (v3) - (v4);             \
+        (o0) = 4.0f * (v0);                                                                       \
+        (o1) = 4.0f * ((v5) - m_) - 2.0f * r_;                                                    \
+        (o2) = -5.0f * (v0) - 4.0f * p_ - q_;                                                     \
+        (o3) = m_ + 2.0f * r_ - 5.0f * (v5);                                                      \
+        (o4) = (v0) + p_ + q_;                                                                    \
+        (o5) = (v5);                                                                              \
+    } while (0)
+
+#define AT6(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3)                                               \
+    do {                                                                                          \
+        float s12_ = (m1) + (m2), d12_ = (m1) - (m2), s34_ = (m3) + (m4), d34_ = (m3) - (m4);     \
+        (o0) = (m0) + s12_ + s34_;                                                                \
+        (o1) = d12_ + 2.0f * d34_;                                                                \
+        (o2) = s12_ + 4.0f * s34_;                                                                \
+        (o3) = d12_ + 8.0f * d34_ + (m5);                                                         \
+    } while (0)
+
+/* A (A^T's transpose) of one 4-vector */
+#define A6(e0, e1, e2, e3, o0, o1, o2, o3, o4, o5)                                                \
+    do {                                                                                          \
+        float s02_ = (e0) + (e2), s13_ = (e1) + (e3), t02_ = (e0) + 4.0f * (e2),                  \
+              t13_ = 2.0f * (e1) + 8.0f * (e3);                                                   \
+        (o0) = (e0);                                                                              \
+        (o1) = s02_ + s13_;                                                                       \
+        (o2) = s02_ - s13_;                                                                       \
+        (o3) = t02_ + t13_;                                                                       \
+        (o4) = t02_ - t13_;                                                                       \
+        (o5) = (e3);                                                                              \
+    } while (0)
+
+/* A^T's rows, for the output transform's second direction */
+static const float AT4[4][6] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+
+static inline void g6(float w0, float w1, float w2, float o[6])
+{
+    float s = w0 + w2;
+    o[0] = 0.25f * w0;
+    o[1] = (-1.0f / 6) * (s + w1);
+    o[2] = (-1.0f / 6) * (s - w1);
+    o[3] = (1.0f / 24) * w0 + (1.0f / 12) * w1 + (1.0f / 6) * w2;
+    o[4] = (1.0f / 24) * w0 - (1.0f / 12) * w1 + (1.0f / 6) * w2;
+    o[5] = w2;
+}
+
+/* G^T of one 6-vector */
+static inline void gt6(const float u[6], float o[3])
+{
+    float s = u[1] + u[2], d = u[2] - u[1], p = u[3] + u[4], q = u[3] - u[4];
+    o[0] = 0.25f * u[0] - (1.0f / 6) * s + (1.0f / 24) * p;
+    o[1] = (1.0f / 6) * d + (1.0f / 12) * q;
+    o[2] = (1.0f / 6) * (p - s) + u[5];
+}
+
+/* The loops below take their arrays as restrict parameters: GCC vectorises them only so. */
+
+/* o_q[j] = (B^T (r_0[j] .. r_5[j]))_q, j < n */
+static void bt6_down(const float *restrict r0, const float *restrict r1, const float *restrict r2,
+                     const float *restrict r3, const float *restrict r4, const float *restrict r5,
+                     int n, float *restrict o0, float *restrict o1, float *restrict o2,
+                     float *restrict o3, float *restrict o4, float *restrict o5)
+{
+    for (int j = 0; j < n; j++)
+        BT6(r0[j], r1[j], r2[j], r3[j], r4[j], r5[j], o0[j], o1[j], o2[j], o3[j], o4[j], o5[j]);
+}
+
+/* Tile t of a row s reads s[4 t .. 4 t + 5]: ph_c[t] = s[4 t + c] (t <= TW), then
+ * v_nu[t] = (B^T (ph_0[t], ph_1[t], ph_2[t], ph_3[t], ph_0[t + 1], ph_1[t + 1]))_nu. */
+static void bt6_along(const float *restrict s, int TW, float *restrict ph, float *restrict v0,
+                      float *restrict v1, float *restrict v2, float *restrict v3,
+                      float *restrict v4, float *restrict v5)
+{
+    const size_t n = (size_t)TW + 1;
+    float *restrict p0 = ph, *restrict p1 = ph + n, *restrict p2 = ph + 2 * n,
+                    *restrict p3 = ph + 3 * n;
+    for (int t = 0; t < TW; t++)
+        p0[t] = s[4 * t], p1[t] = s[4 * t + 1], p2[t] = s[4 * t + 2], p3[t] = s[4 * t + 3];
+    p0[TW] = s[4 * TW], p1[TW] = s[4 * TW + 1];
+    for (int t = 0; t < TW; t++)
+        BT6(p0[t], p1[t], p2[t], p3[t], p0[t + 1], p1[t + 1], v0[t], v1[t], v2[t], v3[t], v4[t],
+            v5[t]);
+}
+
+/* V[k * kstride + tx] of tile row ty of plane p (h x w), tx < TW.  P: 6 rows of 4 TW + 2, then
+ * 4 of TW + 1. */
+static void input_row4(const float *p, int h, int w, int ty, int TW, float *restrict v,
+                       size_t kstride, float *restrict P)
+{
+    const size_t pl = (size_t)4 * TW + 2;
+    const float *r[6];
+    int inside = 1;
+    for (int i = 0; i < 6; i++) {
+        int iy = 4 * ty - 1 + i;
+        r[i] = iy >= 0 && iy < h ? p + (size_t)iy * w : NULL;
+        inside &= r[i] != NULL;
+    }
+    for (int q = 0; q < 6; q++) {
+        P[q * pl] = 0.0f;
+        for (size_t j = (size_t)w + 1; j < pl; j++) P[q * pl + j] = 0.0f;
+    }
+    /* down the rows: P[q pl + j + 1] is column j */
+    float *P0 = P + 1;
+    if (inside)
+        bt6_down(r[0], r[1], r[2], r[3], r[4], r[5], w, P0, P0 + pl, P0 + 2 * pl, P0 + 3 * pl,
+                 P0 + 4 * pl, P0 + 5 * pl);
+    else
+        for (int j = 0; j < w; j++) {
+            float d[6];
+            for (int i = 0; i < 6; i++) d[i] = r[i] ? r[i][j] : 0.0f;
+            BT6(d[0], d[1], d[2], d[3], d[4], d[5], P0[j], P0[pl + j], P0[2 * pl + j],
+                P0[3 * pl + j], P0[4 * pl + j], P0[5 * pl + j]);
+        }
+    /* along each row */
+    for (int xi = 0; xi < 6; xi++) {
+        float *v0 = v + (size_t)(6 * xi) * kstride;
+        bt6_along(P + xi * pl, TW, P + 6 * pl, v0, v0 + kstride, v0 + 2 * kstride,
+                  v0 + 3 * kstride, v0 + 4 * kstride, v0 + 5 * kstride);
+    }
+}
+
+/* a_c[t] = (A^T (m_0[t] .. m_5[t]))_c */
+static void at6_along(const float *restrict m0, const float *restrict m1, const float *restrict m2,
+                      const float *restrict m3, const float *restrict m4, const float *restrict m5,
+                      int TW, float *restrict a0, float *restrict a1, float *restrict a2,
+                      float *restrict a3)
+{
+    for (int t = 0; t < TW; t++)
+        AT6(m0[t], m1[t], m2[t], m3[t], m4[t], m5[t], a0[t], a1[t], a2[t], a3[t]);
+}
+
+/* row[4 t + c] = sum_xi A^T[r][xi] a[xi][c][t] (a[xi][c] at a + (4 xi + c) TW), 4 t + c < wo */
+static void at6_down(const float *restrict a, int TW, const float *restrict k, int wo,
+                     float *restrict row)
+{
+    const float c0 = k[0], c1 = k[1], c2 = k[2], c3 = k[3], c4 = k[4], c5 = k[5];
+    const size_t s = 4 * (size_t)TW; /* from a[xi] to a[xi + 1] */
+    int full = wo / 4, rest = wo % 4;
+    for (int t = 0; t < full; t++)
+        for (int c = 0; c < 4; c++) {
+            const float *q = a + (size_t)c * TW + t;
+            row[4 * t + c] = c0 * q[0] + c1 * q[s] + c2 * q[2 * s] + c3 * q[3 * s] +
+                             c4 * q[4 * s] + c5 * q[5 * s];
+        }
+    for (int c = 0; c < rest; c++) {
+        const float *q = a + (size_t)c * TW + full;
+        row[4 * full + c] = c0 * q[0] + c1 * q[s] + c2 * q[2 * s] + c3 * q[3 * s] +
+                            c4 * q[4 * s] + c5 * q[5 * s];
+    }
+}
+
+/* Output rows 4 ty .. 4 ty + 3 (those < ho) of plane y (ho x wo) = A^T M A of tile row ty.
+ * tmp: 24 arrays of TW. */
+static void output_row4(const float *m, size_t kstride, int TW, int ty, int ho, int wo,
+                        float *y, float *restrict tmp)
+{
+    /* along: a[xi][c][t] = sum_nu M[6 xi + nu] A[nu][c] */
+    for (int xi = 0; xi < 6; xi++) {
+        const float *m0 = m + (size_t)(6 * xi) * kstride;
+        float *a0 = tmp + (size_t)(4 * xi) * TW;
+        at6_along(m0, m0 + kstride, m0 + 2 * kstride, m0 + 3 * kstride, m0 + 4 * kstride,
+                  m0 + 5 * kstride, TW, a0, a0 + TW, a0 + 2 * TW, a0 + 3 * TW);
+    }
+    for (int r = 0; r < 4 && 4 * ty + r < ho; r++)
+        at6_down(tmp, TW, AT4[r], wo, y + (size_t)(4 * ty + r) * wo);
+}
+
+/* dM_nu[t] = (A (b_0, b_1, b_2, b_3))_nu, b_c = sum_r k_r e[r][c][t] (e[r][c] at e + (4 r + c) TW) */
+static void a6_tiles(const float *restrict e, int TW, float k0, float k1, float k2, float k3,
+                     float *restrict d0, float *restrict d1, float *restrict d2,
+                     float *restrict d3, float *restrict d4, float *restrict d5)
+{
+    const size_t s = 4 * (size_t)TW, n = (size_t)TW;
+    for (int t = 0; t < TW; t++) {
+        float b0 = k0 * e[t] + k1 * e[s + t] + k2 * e[2 * s + t] + k3 * e[3 * s + t];
+        float b1 = k0 * e[n + t] + k1 * e[s + n + t] + k2 * e[2 * s + n + t] + k3 * e[3 * s + n + t];
+        float b2 = k0 * e[2 * n + t] + k1 * e[s + 2 * n + t] + k2 * e[2 * s + 2 * n + t] +
+                   k3 * e[3 * s + 2 * n + t];
+        float b3 = k0 * e[3 * n + t] + k1 * e[s + 3 * n + t] + k2 * e[2 * s + 3 * n + t] +
+                   k3 * e[3 * s + 3 * n + t];
+        A6(b0, b1, b2, b3, d0[t], d1[t], d2[t], d3[t], d4[t], d5[t]);
+    }
+}
+
+/* e[c][t] = row[4 t + c] (zero from column wo on), TW tiles */
+static void deinterleave4(const float *restrict row, int wo, int TW, float *restrict e)
+{
+    float *restrict e0 = e, *restrict e1 = e + TW, *restrict e2 = e + 2 * (size_t)TW,
+                    *restrict e3 = e + 3 * (size_t)TW;
+    int full = wo / 4, rest = wo % 4;
+    for (int t = 0; t < full; t++)
+        e0[t] = row[4 * t], e1[t] = row[4 * t + 1], e2[t] = row[4 * t + 2], e3[t] = row[4 * t + 3];
+    if (rest)
+        for (int c = 0; c < 4; c++) e[(size_t)c * TW + full] = c < rest ? row[4 * full + c] : 0.0f;
+}
+
+/* dM[k * kstride + tx] = A g A^T of tile row ty's output gradients (plane dy, ho x wo; zero
+ * past its edges).  tmp: 16 arrays of TW. */
+static void grad_row4(const float *dy, int ho, int wo, int ty, int TW, float *restrict dm,
+                      size_t kstride, float *restrict tmp)
+{
+    /* e[r][c][t] = dy[4 ty + r][4 t + c] */
+    for (int r = 0; r < 4; r++) {
+        float *e = tmp + (size_t)(4 * r) * TW;
+        int oy = 4 * ty + r;
+        if (oy < ho) deinterleave4(dy + (size_t)oy * wo, wo, TW, e);
+        else memset(e, 0, (size_t)4 * TW * sizeof(float));
+    }
+    /* down: b_c = sum_r A[xi][r] e[r][c]; along: dM[6 xi + nu] = sum_c A[nu][c] b_c */
+    for (int xi = 0; xi < 6; xi++) {
+        float *d0 = dm + (size_t)(6 * xi) * kstride;
+        a6_tiles(tmp, TW, AT4[0][xi], AT4[1][xi], AT4[2][xi], AT4[3][xi], d0, d0 + kstride,
+                 d0 + 2 * kstride, d0 + 3 * kstride, d0 + 4 * kstride, d0 + 5 * kstride);
+    }
+}
+
+/* o_a[t] = (B (v_0[t] .. v_5[t]))_a */
+static void b6_tiles(const float *restrict v0, const float *restrict v1, const float *restrict v2,
+                     const float *restrict v3, const float *restrict v4, const float *restrict v5,
+                     int TW, float *restrict o0, float *restrict o1, float *restrict o2,
+                     float *restrict o3, float *restrict o4, float *restrict o5)
+{
+    for (int t = 0; t < TW; t++)
+        B6(v0[t], v1[t], v2[t], v3[t], v4[t], v5[t], o0[t], o1[t], o2[t], o3[t], o4[t], o5[t]);
+}
+
+/* P[j + 1] for columns j = 4 t - 1 + b of tiles t whose B dV B^T row is q_b (q_b[t] at
+ * q + b TW): neighbouring tiles overlap by two columns. */
+static void overlap_add(const float *restrict q, int TW, float *restrict P)
+{
+    const size_t n = (size_t)TW;
+    P[0] = q[0], P[1] = q[n], P[2] = q[2 * n], P[3] = q[3 * n];
+    for (int t = 1; t < TW; t++) {
+        P[4 * t] = q[t] + q[4 * n + t - 1];
+        P[4 * t + 1] = q[n + t] + q[5 * n + t - 1];
+        P[4 * t + 2] = q[2 * n + t];
+        P[4 * t + 3] = q[3 * n + t];
+    }
+    P[4 * n] = q[5 * n - 1], P[4 * n + 1] = q[6 * n - 1];
+}
+
+static void add_row(const float *restrict p, int w, float *restrict row)
+{
+    for (int j = 0; j < w; j++) row[j] += p[j];
+}
+
+/* dx (plane h x w) += B dV B^T of tile row ty, the tiles overlapping by 2.  tmp: 36 arrays of
+ * TW, 6 more, then a padded row of 4 TW + 2. */
+static void scatter_row4(const float *dv, size_t kstride, int TW, int ty, int h, int w,
+                         float *dx, float *restrict tmp)
+{
+    /* down: s[a][nu] = sum_xi B[a][xi] dV[xi][nu] */
+    const size_t n = (size_t)TW, k6 = 6 * kstride;
+    for (int nu = 0; nu < 6; nu++) {
+        const float *v0 = dv + (size_t)nu * kstride;
+        float *s0 = tmp + nu * n;
+        b6_tiles(v0, v0 + k6, v0 + 2 * k6, v0 + 3 * k6, v0 + 4 * k6, v0 + 5 * k6, TW, s0,
+                 s0 + 6 * n, s0 + 12 * n, s0 + 18 * n, s0 + 24 * n, s0 + 30 * n);
+    }
+    float *q = tmp + 36 * n, *P = q + 6 * n; /* P[j]: column j - 1 */
+    for (int a = 0; a < 6; a++) {
+        int iy = 4 * ty - 1 + a;
+        if (iy < 0 || iy >= h) continue;
+        const float *u = tmp + (size_t)(6 * a) * n;
+        /* along: tile t's B of its row, at P[4 t .. 4 t + 5] */
+        b6_tiles(u, u + n, u + 2 * n, u + 3 * n, u + 4 * n, u + 5 * n, TW, q, q + n, q + 2 * n,
+                 q + 3 * n, q + 4 * n, q + 5 * n);
+        overlap_add(q, TW, P);
+        add_row(P + 1, w, dx + (size_t)iy * w);
+    }
+}
+
 /* U[k][co][ci] = G g G^T for output channels [c0, c1). */
 typedef struct wt_job {
     const vt_conv_desc *d;
@@ -278,6 +600,7 @@ typedef struct wt_job {
     const float *du; /* dw: the shares' dU, summed in order */
     int shares;
     float *dw;
+    int M; /* output tile: 2 or 4 */
 } wt_job;
 
 /* Input channels a weight transform takes at once, as vectors (arrays over the channels). */
@@ -349,6 +672,70 @@ static void weight_grad_rows(void *ctx, size_t c0, size_t c1)
         }
 }
 
+/* F(4x4, 3x3)'s U[k][co][ci] = G g G^T, k = 6 xi + nu. */
+static void weight_rows4(void *ctx, size_t c0, size_t c1)
+{
+    const wt_job *J = ctx;
+    size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin;
+    for (size_t co = c0; co < c1; co++)
+        for (size_t i0 = 0; i0 < cin; i0 += WCH) {
+            size_t n = cin - i0 < WCH ? cin - i0 : WCH;
+            float g[9][WCH], t[6][3][WCH];
+            for (size_t j = 0; j < n; j++)
+                for (int q = 0; q < 9; q++) g[q][j] = J->w[(co * cin + i0 + j) * 9 + q];
+            for (int b = 0; b < 3; b++) /* down: t[xi][b] = sum_a G[xi][a] g[a][b] */
+                for (size_t j = 0; j < n; j++) {
+                    float o[6];
+                    g6(g[b][j], g[3 + b][j], g[6 + b][j], o);
+                    for (int xi = 0; xi < 6; xi++) t[xi][b][j] = o[xi];
+                }
+            float *u = J->u + co * cin + i0;
+            for (int xi = 0; xi < 6; xi++) {
+                float *restrict u0 = u + (size_t)(6 * xi) * plane;
+                for (size_t j = 0; j < n; j++) {
+                    float o[6];
+                    g6(t[xi][0][j], t[xi][1][j], t[xi][2][j], o);
+                    for (int nu = 0; nu < 6; nu++) u0[nu * plane + j] = o[nu];
+                }
+            }
+        }
+}
+
+/* F(4x4, 3x3)'s dW[co] = G^T dU G. */
+static void weight_grad_rows4(void *ctx, size_t c0, size_t c1)
+{
+    const wt_job *J = ctx;
+    size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin, all = 36 * plane;
+    for (size_t co = c0; co < c1; co++)
+        for (size_t i0 = 0; i0 < cin; i0 += WCH) {
+            size_t n = cin - i0 < WCH ? cin - i0 : WCH;
+            float u[36][WCH], r[6][3][WCH];
+            for (int k = 0; k < 36; k++) {
+                const float *p = J->du + k * plane + co * cin + i0;
+                for (size_t j = 0; j < n; j++) u[k][j] = p[j];
+                for (int sh = 1; sh < J->shares; sh++)
+                    for (size_t j = 0; j < n; j++) u[k][j] += p[sh * all + j];
+            }
+            /* along nu: r[xi][b] = sum_nu dU[xi][nu] G[nu][b] */
+            for (int xi = 0; xi < 6; xi++)
+                for (size_t j = 0; j < n; j++) {
+                    float v[6], o[3];
+                    for (int nu = 0; nu < 6; nu++) v[nu] = u[6 * xi + nu][j];
+                    gt6(v, o);
+                    for (int b = 0; b < 3; b++) r[xi][b][j] = o[b];
+                }
+            for (size_t j = 0; j < n; j++) {
+                float *dw = J->dw + (co * cin + i0 + j) * 9;
+                for (int b = 0; b < 3; b++) {
+                    float v[6], o[3];
+                    for (int xi = 0; xi < 6; xi++) v[xi] = r[xi][b][j];
+                    gt6(v, o);
+                    for (int a = 0; a < 3; a++) dw[3 * a + b] = o[a];
+                }
+            }
+        }
+}
+
 /* ---- forward and backward over blocks of tile rows ---- */
 
 typedef struct wino_job {
@@ -360,6 +747,35 @@ typedef struct wino_job {
     float *scratch;     /* threads x g.per_thread */
 } wino_job;
 
+/* The row transforms of the geometry's tiles. */
+static void in_row(const wino_geom *g, const float *p, int h, int w, int ty, float *v,
+                   size_t kstride, float *P)
+{
+    if (g->M == 4) input_row4(p, h, w, ty, g->TW, v, kstride, P);
+    else input_row(p, h, w, ty, g->TW, v, kstride, P);
+}
+
+static void out_row(const wino_geom *g, const float *m, size_t kstride, int ty, int ho, int wo,
+                    float *y, float *tmp)
+{
+    if (g->M == 4) output_row4(m, kstride, g->TW, ty, ho, wo, y, tmp);
+    else output_row(m, kstride, g->TW, ty, ho, wo, y, tmp);
+}
+
+static void dy_row(const wino_geom *g, const float *dy, int ho, int wo, int ty, float *dm,
+                   size_t kstride, float *tmp)
+{
+    if (g->M == 4) grad_row4(dy, ho, wo, ty, g->TW, dm, kstride, tmp);
+    else grad_row(dy, ho, wo, ty, g->TW, dm, kstride, tmp);
+}
+
+static void dx_row(const wino_geom *g, const float *dv, size_t kstride, int ty, int h, int w,
+                   float *dx, float *tmp)
+{
+    if (g->M == 4) scatter_row4(dv, kstride, g->TW, ty, h, w, dx, tmp);
+    else scatter_row(dv, kstride, g->TW, ty, h, w, dx, tmp);
+}
+
 /* Tile rows [r0, r1) of the batch (row r: image r / TH, tile row r % TH) into V, tt = the
  * row's first tile in the block. */
 static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float *V, float *P)
@@ -369,8 +785,8 @@ static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float 
     for (int ci = 0; ci < d->cin; ci++)
         for (int r = r0; r < r1; r++) {
             int n = r / J->g.TH, ty = r % J->g.TH;
-            input_row(J->x + ((size_t)ci * d->n + n) * HW, d->h, d->w, ty, J->g.TW,
-                      V + (size_t)ci * T + (size_t)(r - r0) * TW, kstride, P);
+            in_row(&J->g, J->x + ((size_t)ci * d->n + n) * HW, d->h, d->w, ty,
+                   V + (size_t)ci * T + (size_t)(r - r0) * TW, kstride, P);
         }
 }
 
@@ -378,8 +794,8 @@ static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float 
 static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp)
 {
     *V = J->scratch + (size_t)vt_pool_thread() * J->g.per_thread;
-    *M = *V + (size_t)16 * J->d->cin * J->g.tmax;
-    *tmp = *M + (size_t)16 * J->d->cout * J->g.tmax;
+    *M = *V + (size_t)J->g.K * J->d->cin * J->g.tmax;
+    *tmp = *M + (size_t)J->g.K * J->d->cout * J->g.tmax;
 }
 
 static void forward_parts(void *ctx, size_t p0, size_t p1)
@@ -398,16 +814,15 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
             int r0 = blk * g->rows, r1 = r0 + g->rows < all ? r0 + g->rows : all;
             size_t T = (size_t)(r1 - r0) * g->TW;
             transform_inputs(J, r0, r1, T, V, tmp);
-            for (int k = 0; k < 16; k++)
-                vt_sgemm(NULL, 0, 0, d->cout, (int)T, d->cin, 1.0f,
-                         J->u + (size_t)k * g->u / 16, d->cin, V + (size_t)k * d->cin * T,
+            for (int k = 0; k < g->K; k++)
+                vt_sgemm(NULL, 0, 0, d->cout, (int)T, d->cin, 1.0f, J->u + (size_t)k * g->uk, d->cin, V + (size_t)k * d->cin * T,
                          (int)T, 0.0f, M + (size_t)k * d->cout * T, (int)T);
             for (int co = 0; co < d->cout; co++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
-                    output_row(M + (size_t)co * T + (size_t)(r - r0) * g->TW,
-                               (size_t)d->cout * T, g->TW, ty, d->ho, d->wo,
-                               J->y + ((size_t)co * d->n + n) * OHW, tmp);
+                    out_row(g, M + (size_t)co * T + (size_t)(r - r0) * g->TW,
+                            (size_t)d->cout * T, ty, d->ho, d->wo,
+                            J->y + ((size_t)co * d->n + n) * OHW, tmp);
                 }
         }
     }
@@ -432,26 +847,25 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             for (int co = 0; co < d->cout; co++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
-                    grad_row(J->dy + ((size_t)co * d->n + n) * OHW, d->ho, d->wo, ty, g->TW,
-                             M + (size_t)co * T + (size_t)(r - r0) * g->TW,
-                             (size_t)d->cout * T, tmp);
+                    dy_row(g, J->dy + ((size_t)co * d->n + n) * OHW, d->ho, d->wo, ty,
+                           M + (size_t)co * T + (size_t)(r - r0) * g->TW, (size_t)d->cout * T,
+                           tmp);
                 }
             transform_inputs(J, r0, r1, T, V, tmp);
-            for (int k = 0; k < 16; k++) {
+            for (int k = 0; k < g->K; k++) {
                 float *Vk = V + (size_t)k * d->cin * T, *Mk = M + (size_t)k * d->cout * T;
                 vt_sgemm(NULL, 0, 1, d->cout, d->cin, (int)T, 1.0f, Mk, (int)T, Vk, (int)T,
-                         first ? 0.0f : 1.0f, du + (size_t)k * g->u / 16, d->cin);
+                         first ? 0.0f : 1.0f, du + (size_t)k * g->uk, d->cin);
                 if (J->dx) /* dV over V: this k's V is no longer needed */
                     vt_sgemm(NULL, 1, 0, d->cin, (int)T, d->cout, 1.0f,
-                             J->u + (size_t)k * g->u / 16, d->cin, Mk, (int)T, 0.0f, Vk, (int)T);
+                             J->u + (size_t)k * g->uk, d->cin, Mk, (int)T, 0.0f, Vk, (int)T);
             }
             if (!J->dx) continue;
             for (int ci = 0; ci < d->cin; ci++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
-                    scatter_row(V + (size_t)ci * T + (size_t)(r - r0) * g->TW,
-                                (size_t)d->cin * T, g->TW, ty, d->h, d->w,
-                                J->dx + ((size_t)ci * d->n + n) * HW, tmp);
+                    dx_row(g, V + (size_t)ci * T + (size_t)(r - r0) * g->TW, (size_t)d->cin * T,
+                           ty, d->h, d->w, J->dx + ((size_t)ci * d->n + n) * HW, tmp);
                 }
         }
     }
@@ -467,10 +881,11 @@ static size_t weight_grain(const vt_conv_desc *d)
 void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
                          float *y, void *ws)
 {
-    wino_job J = {d, geom(d, forward_blocks(b)), 0, x, NULL, ws, y, NULL, NULL, NULL};
+    wino_job J = {d, geom(d, vt_cpu_wino_tile(b, d), forward_blocks(b)), 0, x, NULL, ws, y, NULL, NULL, NULL};
     J.scratch = (float *)ws + J.g.u;
-    wt_job W = {d, w, (float *)ws, NULL, 0, NULL};
-    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), weight_rows, &W);
+    wt_job W = {d, w, (float *)ws, NULL, 0, NULL, J.g.M};
+    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), J.g.M == 4 ? weight_rows4 : weight_rows,
+                &W);
     int blocks = (d->n * J.g.TH + J.g.rows - 1) / J.g.rows;
     int th = vt_pool_threads(POOL(b)) * 4;
     J.parts = blocks < th ? blocks : th;
@@ -480,12 +895,15 @@ void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, c
 void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, void *ws)
 {
-    wino_job J = {d, geom(d, 1), 0, x, dy, ws, NULL, dx, NULL, NULL};
+    wino_job J = {d, geom(d, vt_cpu_wino_tile(b, d), 1), 0, x, dy, ws, NULL, dx, NULL, NULL};
     J.parts = backward_shares(b, d, &J.g);
     J.du = (float *)ws + J.g.u;
     J.scratch = J.du + (size_t)J.parts * J.g.u;
-    wt_job W = {d, w, (float *)ws, J.du, J.parts, dw};
-    if (dx) vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), weight_rows, &W);
+    wt_job W = {d, w, (float *)ws, J.du, J.parts, dw, J.g.M};
+    if (dx)
+        vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d),
+                    J.g.M == 4 ? weight_rows4 : weight_rows, &W);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, backward_parts, &J);
-    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), weight_grad_rows, &W);
+    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d),
+                J.g.M == 4 ? weight_grad_rows4 : weight_grad_rows, &W);
 }

@@ -240,8 +240,11 @@ static void describe_cpu_kernels(void)
              "%s; precision=bf16: %s%s; 3x3 stride-1 convolutions: %s", vt_sgemm_kernels(), bf16,
              vt_cpu_has_bf16() && vt_gemm_bf16_slower_than_fp32() ? " (slower than fp32 here)"
                                                                   : "",
-             vt_backend_cpu_winograd_default() ? "Winograd F(2x2, 3x3) with fp32 products"
-                                               : "im2col (VT_CPU_WINOGRAD=0)");
+             vt_backend_cpu_winograd_default() == 4
+                 ? "Winograd F(4x4, 3x3) and F(2x2, 3x3) with fp32 products"
+             : vt_backend_cpu_winograd_default() == 2
+                 ? "Winograd F(2x2, 3x3) with fp32 products (VT_CPU_WINOGRAD=2)"
+                 : "im2col (VT_CPU_WINOGRAD=0)");
 }
 
 VT_API const char *vt_cpu_kernels(void)

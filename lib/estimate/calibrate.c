@@ -164,8 +164,8 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
     conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
     conv3x3(&c3.d, 16, 64, 4);          /* CPU: 4-pixel rows, for the row term */
-    conv3x3(&c4.d, 16, 64, 32);         /* Winograd: 256 tiles an image */
-    c4.wino = 1;
+    conv3x3(&c4.d, 16, 64, 32);         /* Winograd: 64 4x4 tiles an image */
+    c4.wino = wino; /* the backend's own setting */
     probe *all[5] = {&bn, &c1, &c2, &c3, &c4};
     double budget[5] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s, probe_s},
            tm[5] = {0, 0, 0, 0, 0};
@@ -195,11 +195,12 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
                        "their column traffic (machine overloaded?)");
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
     dm->wino_s = 0;
-    if (wino) { /* the Winograd probe's time beyond its 16 GEMMs, per byte of its transforms */
+    if (wino) { /* the Winograd probe's time beyond its GEMMs, per byte of its transforms */
         const vt_conv_desc *d = &c4.d;
+        int tile = vt_backend_cpu_winograd_tile(d) < wino ? vt_backend_cpu_winograd_tile(d) : wino;
         double dmin = fmin(d->cin, d->cout), F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
-        double gemm = 4.0 / 9 * F / (dm->rate * dmin / (dmin + dm->s0));
-        double x = vt_est_wino_bytes(d->cin, d->cout, d->h, d->n, 1);
+        double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dmin / (dmin + dm->s0));
+        double x = vt_est_wino_bytes(tile, d->cin, d->cout, d->h, d->n, 1);
         dm->wino_s = fmax(tw - gemm, 0.05 * tw) / x;
     }
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */

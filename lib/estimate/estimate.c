@@ -18,13 +18,15 @@
  *                  none for a 1x1 stride-1 unpadded conv, which builds no columns).  Without
  *                  it, a model calibrated on cls-n at 32 px (4-pixel rows in its last stage)
  *                  over-predicted models with wider maps by 10-36 %.
- *                  A conv the CPU backend runs in Winograd F(2x2, 3x3) (fp32,
- *                  vt_est_conv_winograd): t = max(4/9 * b*F / (R*phi_w), b*A*a/BW)
- *                  + X*wino_s + 3*4*params/BW + L, phi_w with d = min(cin, cout) (the depth
- *                  and height of its 16 GEMMs), X the transforms' bytes (vt_est_wino_bytes:
- *                  b*16*tiles*(6 cin + 4 cout) floats and the weights' 16*cin*cout*(S + 2),
+ *                  A conv the CPU backend runs in Winograd F(m x m, 3x3), m = 2 or 4 (fp32,
+ *                  vt_est_conv_winograd): t = max(g * b*F / (R*phi_w), b*A*a/BW)
+ *                  + X*wino_s + 3*4*params/BW + L, g = K*tiles/(9*h*w) the share of the
+ *                  direct GEMM's products left (K = (m+2)^2: 4/9 for 2x2, 1/4 for 4x4, more
+ *                  where tiles overhang the map), phi_w with d = min(cin, cout) (the depth
+ *                  and height of its K GEMMs), X the transforms' bytes (vt_est_wino_bytes:
+ *                  b*K*tiles*(6 cin + 4 cout) floats and the weights' K*cin*cout*(S + 2),
  *                  S = min(b, 2 x threads) backward shares), no rows; wino_s calibrated by a
- *                  fourth probe (64->64 at 32x32), 4/BW uncalibrated.
+ *                  fourth probe (64->64 at 32x32, a 4x4 one), 4/BW uncalibrated.
  *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
  *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
@@ -233,18 +235,26 @@ int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc)
     vt_conv_desc c = {1,        g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
                       nd->k,    nd->k,                     nd->s, nd->s, nd->p,    nd->p,
                       nd->groups > 0 ? nd->groups : 1,     0};
-    return vt_backend_cpu_winograd_shape(&c);
+    int tile = vt_backend_cpu_winograd_tile(&c), largest = vt_backend_cpu_winograd_default();
+    return tile < largest ? tile : largest;
 }
 
-double vt_est_wino_bytes(int cin, int cout, int hw, int batch, int train)
+double vt_est_wino_gemm_share(int tile, int hw)
+{
+    double t = (hw + tile - 1) / tile;
+    return (tile + 2.0) * (tile + 2) * t * t / (9.0 * hw * hw);
+}
+
+double vt_est_wino_bytes(int tile, int cin, int cout, int hw, int batch, int train)
 {
     long th = sysconf(_SC_NPROCESSORS_ONLN);
-    double tiles = (double)((hw + 1) / 2) * ((hw + 1) / 2), b = batch, w = 16.0 * cin * cout;
+    double t = (hw + tile - 1) / tile, tiles = t * t, K = (tile + 2.0) * (tile + 2), b = batch,
+           w = K * cin * cout;
     double shares = fmin(b, 2.0 * (th > 0 ? th : 1));
     /* forward: V and M written and read; backward: dM, V again and dV; the weights' U (and
      * dU's partial sums, their reduction and transform) */
-    double floats = train ? b * 16 * tiles * (6.0 * cin + 4.0 * cout) + w * (shares + 2)
-                          : b * 16 * tiles * 2.0 * (cin + cout) + w;
+    double floats = train ? b * K * tiles * (6.0 * cin + 4.0 * cout) + w * (shares + 2)
+                          : b * K * tiles * 2.0 * (cin + cout) + w;
     return 4 * floats;
 }
 
@@ -264,13 +274,14 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
     double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
-    if (d->wino_s > 0 && vt_est_conv_winograd(g, i, lc)) {
+    int tile = d->wino_s > 0 ? vt_est_conv_winograd(g, i, lc) : 0;
+    if (tile) {
         const vt_node *nd = &g->nodes[i];
-        int cin = g->nodes[nd->in[0]].out.c;
+        int cin = g->nodes[nd->in[0]].out.c, side = conv_side(nd, lc);
         double dw = fmin(cin, nd->cout), phw = dw / (dw + d->s0);
-        double x = vt_est_wino_bytes(cin, nd->cout, conv_side(nd, lc), batch, train);
-        return fmax(4.0 / 9 * b * F / (d->rate * phw), tmem) + x * d->wino_s + weights / d->bw +
-               overhead;
+        double x = vt_est_wino_bytes(tile, cin, nd->cout, side, batch, train);
+        return fmax(vt_est_wino_gemm_share(tile, side) * b * F / (d->rate * phw), tmem) +
+               x * d->wino_s + weights / d->bw + overhead;
     }
     return fmax(b * F / (d->rate * phi), tmem) + (weights + cols) / d->bw + rows + overhead;
 }

@@ -93,11 +93,15 @@ void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
 /* im2col rows per image of node i (groups x K x output height of a convolution that builds
  * columns: not a 1x1, stride 1, unpadded one); 0 for other nodes. */
 double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
-/* 1: node i is a convolution that the CPU backend runs in Winograd (its maps taken square). */
+/* The Winograd output tile (2 or 4) of node i where the CPU backend runs it in Winograd (its
+ * maps taken square), else 0. */
 int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc);
+/* The products of Winograd F(tile x tile, 3x3) on hw x hw maps over those of the direct
+ * convolution: (tile + 2)^2 x tiles / (9 hw^2). */
+double vt_est_wino_gemm_share(int tile, int hw);
 /* Bytes the Winograd transforms of a cin -> cout convolution on hw x hw maps move in a step of
  * `batch` images (train: forward and backward, else forward), on this host's threads. */
-double vt_est_wino_bytes(int cin, int cout, int hw, int batch, int train);
+double vt_est_wino_bytes(int tile, int cin, int cout, int hw, int batch, int train);
 /* GEMM size d of a conv or linear node at `batch` on device d (see the cost model). */
 double vt_est_gemm_size(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                         const vt_devmodel *d);
