@@ -7,10 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "backend/gemm.h"
+#include "core/threads.h"
 #include "estimate/estimate.h"
 #include "estimate/estimator_impl.h"
 #include "nn/model.h"
+#include "nn/train_memory.h"
 #include "testutil.h"
 
 /* ---- FLOPs per layer type ---------------------------------------------------------------- */
@@ -200,6 +203,49 @@ START_TEST(cost_formula_by_hand)
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
     ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc]));
     vt_graph_free(&g);
+}
+END_TEST
+
+/* The memory model counts the CPU's Winograd workspace (U, the backward shares' partial dU and
+ * the threads' transformed tiles) at fp32: the largest convolution's, what a CPU backend on
+ * this host's threads gives the layer at any batch; none at bf16, with VT_CPU_WINOGRAD=0, or
+ * where no convolution takes it. */
+START_TEST(memory_winograd)
+{
+    const char *env = getenv("VT_CPU_WINOGRAD");
+    char *saved = env ? strdup(env) : NULL; /* the suite may run with it set */
+    unsetenv("VT_CPU_WINOGRAD");
+    vt_graph g;
+    vt_graph_init(&g);
+    int x = vt_g_input(&g, 64, 32, 32);
+    int wc = vt_g_conv(&g, x, 64, 3, 1, 1, 1, 0);
+    vt_g_conv(&g, wc, 8, 3, 1, 1, 1, 0); /* 8 channels out: im2col */
+    vt_graph_finalize(&g);
+    vt_layer_cost lc[3];
+    ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lc, 3), 3);
+    vt_conv_desc d = {1 << 20, 64, 32, 32, 64, 32, 32, 3, 3, 1, 1, 1, 1, 1, 0};
+    double want = (double)vt_backend_cpu_winograd_workspace(&d, vt_cpu_count(), 4);
+    ck_assert(want > 4.0 * 36 * 64 * 64); /* 4x4 tiles: U alone is 36 x 64 x 64 floats */
+    ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 4), want);
+    ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 2), 0);
+    double fc, fg, per, wmax;
+    ck_assert_int_eq(vt_train_memory_terms(&g, 32, 32, 4, 1, 0, 1, &fc, &per, &wmax), 0);
+    ck_assert_int_eq(vt_train_memory_terms(&g, 32, 32, 4, 1, 1, 1, &fg, &per, &wmax), 0);
+    ck_assert_double_eq(fc - (fg - 512.0 * 1024 * 1024), want);
+    /* a CPU backend's workspace for the layer at batch 16 is within what the model counts */
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, vt_cpu_count()), VT_OK);
+    d.n = 16;
+    ck_assert(be->ops->conv_workspace(be, &d) <= want + vt_train_scratch_bytes(wmax, 16));
+    vt_backend_destroy(be);
+    setenv("VT_CPU_WINOGRAD", "0", 1);
+    ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 4), 0);
+    unsetenv("VT_CPU_WINOGRAD");
+    ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lc, 3), 3); /* 36 tiles of 2x2: im2col */
+    ck_assert_double_eq(vt_train_winograd_bytes(&g, 12, 12, lc, 3, 4), 0);
+    vt_graph_free(&g);
+    if (saved) setenv("VT_CPU_WINOGRAD", saved, 1);
+    free(saved);
 }
 END_TEST
 
@@ -1111,6 +1157,7 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_other_layers);
     tcase_add_test(tc, cost_formula_by_hand);
     tcase_add_test(tc, cost_fused_relu);
+    tcase_add_test(tc, memory_winograd);
     tcase_add_test(tc, calibration_probe_solve);
     tcase_add_test(tc, settings_errors);
     tcase_add_test(tc, flops_from_layer_list);

@@ -146,6 +146,10 @@ int vt_backend_cpu_set_winograd(vt_backend *b, int on);
  * more); 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles cover at most 15 %
  * more than the map, else 2 (F(2x2, 3x3)).  Where each measured faster (bench/README.md). */
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d);
+/* The bytes of workspace a CPU backend with `threads` threads gives convolution d for its
+ * Winograd tiles up to `largest` (4: either tile, whichever a call takes; 0 where it takes
+ * none); its im2col scratch aside.  The memory model adds it (nn/train_memory.c). */
+size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int largest);
 /* A new CPU backend's Winograd setting: 0 where VT_CPU_WINOGRAD is 0, off, no or false, 2 where
  * it is 2 or 2x2, else 4. */
 int vt_backend_cpu_winograd_default(void);

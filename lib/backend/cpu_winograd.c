@@ -61,9 +61,9 @@ int vt_backend_cpu_winograd_default(void)
  * cin floats a share, at least a share a thread) fits WINO_THREADS_MAX_FLOATS, so that a
  * many-core host does not trade the convolution's memory for it (512 -> 512 channels: 4x4 on
  * one thread, 2x2 on 2 or 3, im2col from 4). */
-static int tile_within(const vt_backend *b, const vt_conv_desc *d, int largest)
+static int tile_within(int threads, const vt_conv_desc *d, int largest)
 {
-    size_t th = (size_t)vt_pool_threads(POOL(b)), cc = (size_t)d->cout * d->cin;
+    size_t th = (size_t)threads, cc = (size_t)d->cout * d->cin;
     int m = vt_backend_cpu_winograd_tile(d);
     for (m = m < largest ? m : largest; m; m = m == 4 ? 2 : 0)
         if (th * (size_t)(m + 2) * (m + 2) * cc <= WINO_THREADS_MAX_FLOATS) return m;
@@ -72,7 +72,7 @@ static int tile_within(const vt_backend *b, const vt_conv_desc *d, int largest)
 
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d)
 {
-    return tile_within(b, d, ((const cpu_backend *)b)->conv_winograd);
+    return tile_within(vt_pool_threads(POOL(b)), d, ((const cpu_backend *)b)->conv_winograd);
 }
 
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d)
@@ -117,9 +117,9 @@ static wino_geom geom(const vt_conv_desc *d, int tile, int blocks)
     return g;
 }
 
-static int backward_shares(const vt_backend *b, const vt_conv_desc *d, const wino_geom *g)
+static int backward_shares(int th, const vt_conv_desc *d, const wino_geom *g)
 {
-    int th = vt_pool_threads(POOL(b)), s = th * WINO_SHARES_PER_THREAD;
+    int s = th * WINO_SHARES_PER_THREAD;
     if ((size_t)s * g->u > WINO_PARTIALS_MAX) s = th;
     return s < d->n ? s : d->n;
 }
@@ -127,18 +127,24 @@ static int backward_shares(const vt_backend *b, const vt_conv_desc *d, const win
 static int forward_blocks(const vt_backend *b) { return 2 * vt_pool_threads(POOL(b)); }
 
 /* Either tile's, whichever a call takes (the switch can change after planning); 0 for none. */
-size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d)
+size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int largest)
 {
-    size_t th = (size_t)vt_pool_threads(POOL(b)), most = 0;
-    for (int largest = 4; largest; largest -= 2) {
-        int m = tile_within(b, d, largest);
+    size_t most = 0;
+    for (; largest > 0; largest -= 2) {
+        int m = tile_within(threads, d, largest);
         if (!m) break;
         wino_geom g = geom(d, m, 1); /* backward's, the larger blocks */
-        size_t bytes =
-            (g.u * (1 + (size_t)backward_shares(b, d, &g)) + th * g.per_thread) * sizeof(float);
+        size_t bytes = (g.u * (1 + (size_t)backward_shares(threads, d, &g)) +
+                        (size_t)threads * g.per_thread) *
+                       sizeof(float);
         if (bytes > most) most = bytes;
     }
     return most;
+}
+
+size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d)
+{
+    return vt_backend_cpu_winograd_workspace(d, vt_pool_threads(POOL(b)), 4);
 }
 
 /* ---- the transforms of one channel over one row of tiles ---- */
@@ -896,7 +902,7 @@ void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, 
                           const float *dy, float *dx, float *dw, void *ws)
 {
     wino_job J = {d, geom(d, vt_cpu_wino_tile(b, d), 1), 0, x, dy, ws, NULL, dx, NULL, NULL};
-    J.parts = backward_shares(b, d, &J.g);
+    J.parts = backward_shares(vt_pool_threads(POOL(b)), d, &J.g);
     J.du = (float *)ws + J.g.u;
     J.scratch = J.du + (size_t)J.parts * J.g.u;
     wt_job W = {d, w, (float *)ws, J.du, J.parts, dw, J.g.M};

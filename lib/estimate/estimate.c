@@ -59,7 +59,9 @@
  *   the activations and their gradients, which the executor places by liveness over the step
  *   (vt_exec_plan)
  *   + 4*min(b*Wmax, max(Wmax, 2M floats)) (chunked im2col) + the input batch + 0.5 GiB context
- *   on a GPU, times 1.05 for fragmentation.  It fits below memory_fraction (0.9) of the device;
+ *   on a GPU (on the CPU at fp32: the Winograd workspace of its largest convolution,
+ *   vt_train_winograd_bytes: (tile+2)^2*cin*cout*(1 + S) floats of U and partial dU and 1M a
+ *   thread of transformed tiles), times 1.05 for fragmentation.  It fits below memory_fraction (0.9) of the device;
  *   the largest batch solves the same linear equation (capped by a batch verified on the device
  *   when calibration ran there).
  *

@@ -5,12 +5,37 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend/backend.h"
+#include "core/threads.h"
 #include "nn/exec.h"
 
 /* A CUDA context and cuBLAS workspace held whatever the model. */
 #define GPU_CONTEXT_BYTES (512.0 * 1024 * 1024)
 /* The im2col scratch is chunked (CPU backend) to at most this many floats beyond one image's. */
 #define SCRATCH_CHUNK_FLOATS (2.0 * 1024 * 1024)
+
+double vt_train_winograd_bytes(const vt_graph *g, int h, int w, const vt_layer_cost *lc, int n,
+                               int act_bytes)
+{
+    int largest = vt_backend_cpu_winograd_default();
+    if (act_bytes != 4 || !largest) return 0; /* bf16 products keep im2col */
+    double most = 0;
+    for (int i = 0; i < n; i++) {
+        const vt_node *nd = &g->nodes[i];
+        if (nd->op != VT_OP_CONV || nd->in[0] < 0 || nd->cout < 1) continue;
+        int cin = g->nodes[nd->in[0]].out.c;
+        /* the input map, of the image's aspect: lc has its elements only */
+        double e = (double)lc[nd->in[0]].out_elems / (cin > 0 ? cin : 1);
+        int mh = (int)floor(sqrt(e * h / w) + 0.5), mw = mh > 0 ? (int)floor(e / mh + 0.5) : 0;
+        int ho = (mh + 2 * nd->p - nd->k) / (nd->s > 0 ? nd->s : 1) + 1,
+            wo = (mw + 2 * nd->p - nd->k) / (nd->s > 0 ? nd->s : 1) + 1;
+        vt_conv_desc d = {1 << 20, cin,   mh,    mw,    nd->cout, ho, wo,
+                          nd->k,   nd->k, nd->s, nd->s, nd->p,    nd->p,
+                          nd->groups > 0 ? nd->groups : 1, 0};
+        most = fmax(most, (double)vt_backend_cpu_winograd_workspace(&d, vt_cpu_count(), largest));
+    }
+    return most;
+}
 
 int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states,
                               int on_gpu, int grad_from, double *fixed, double *per_image,
@@ -45,7 +70,7 @@ int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int st
     }
     per = per * act_bytes + (double)g->input.c * h * w * 4 + 4; /* + the batch and its label */
     *fixed = 4.0 * (double)g->n_params * (2 + states) + 4.0 * (double)g->n_buffers +
-             (on_gpu ? GPU_CONTEXT_BYTES : 0);
+             (on_gpu ? GPU_CONTEXT_BYTES : vt_train_winograd_bytes(g, h, w, lc, n, act_bytes));
     *per_image = per;
     *wmax = wm;
     free(lc);

@@ -8,11 +8,17 @@
 #include "nn/graph.h"
 
 /* Memory as fixed + per_image * batch + the scratch of the widest layer (wmax floats per
- * image); activations of act_bytes each, `states` optimiser moments per weight; grad_from: the
- * first node with a gradient (vt_exec_plan: 1, or the frozen count of freeze=).  -1 on
- * failure. */
+ * image); fixed holds the weights, gradients, optimiser moments, buffers and, on a GPU, the
+ * context, on the CPU the Winograd workspace (vt_train_winograd_bytes); activations of
+ * act_bytes each, `states` optimiser moments per weight; grad_from: the first node with a
+ * gradient (vt_exec_plan: 1, or the frozen count of freeze=).  -1 on failure. */
 int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states, int on_gpu,
                           int grad_from, double *fixed, double *per_image, double *wmax);
+/* The CPU backend's Winograd workspace of g at h x w on this host's threads, the largest of its
+ * convolutions' (a batch's worth of shares), at fp32 (act_bytes 4; bf16 products keep im2col);
+ * 0 where none is taken.  lc: vt_graph_costs' n entries. */
+double vt_train_winograd_bytes(const vt_graph *g, int h, int w, const vt_layer_cost *lc, int n,
+                               int act_bytes);
 /* im2col scratch of a step at `batch` (chunked like the CPU backend). */
 double vt_train_scratch_bytes(double wmax, double batch);
 /* Peak bytes of training g at h x w with `batch` images (5 % margin); < 0 on failure. */
