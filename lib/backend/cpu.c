@@ -1389,8 +1389,9 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
     b->gemm = vt_sgemm;
     b->conv_min_cols = 256;
     b->conv_avx512 = vt_cpu_x86_level() >= 3;
-    /* 3x3 stride-1 convolutions in Winograd F(2x2, 3x3) (bench/README.md, "Winograd");
-     * VT_CPU_WINOGRAD=0 runs them as im2col + GEMM, for comparisons */
+    /* 3x3 stride-1 convolutions in Winograd F(4x4, 3x3) or F(2x2, 3x3) (bench/README.md,
+     * "Winograd"); VT_CPU_WINOGRAD=2 keeps to 2x2 tiles, =0 runs them as im2col + GEMM, for
+     * comparisons */
     b->conv_winograd = vt_backend_cpu_winograd_default();
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {

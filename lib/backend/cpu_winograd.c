@@ -1,22 +1,26 @@
-/* Winograd F(2x2, 3x3) for the CPU backend's 3x3 stride-1 "same" convolutions (fp32 products).
+/* Winograd F(2x2, 3x3) and F(4x4, 3x3) for the CPU backend's 3x3 stride-1 "same" convolutions
+ * (fp32 products).
  *
- * An output tile of 2x2 pixels is A^T [ U (.) V ] A, where V = B^T d B is its 4x4 input tile
- * transformed, U = G g G^T the 3x3 filter transformed, (.) an element-wise product summed over
- * the input channels: 16 products [cout x cin] x [cin x tiles], one per element of the 4x4
- * transform domain, with 16 x cin x cout x tiles multiply-adds where im2col's GEMM does
- * 9 x 4 x cin x cout x tiles: 2.25x fewer.  Backward is the exact adjoint of that forward:
- *   dM = A dY A^T              (the output gradients of a tile, 4x4)
- *   dU = sum over tiles dM V^T (16 products [cout x tiles] x [tiles x cin]), dW = G^T dU G
- *   dV = U^T dM                (16 products), dX += B dV B^T, the tiles' 4x4 overlapping by 2
- * The transforms only add, subtract and halve, so in fp32 the results differ from im2col's by
- * rounding alone (test_backend_cpu bounds them).
+ * An output tile of m x m pixels (m = 2 or 4) is A^T [ U (.) V ] A, where V = B^T d B is its
+ * a x a input tile transformed (a = m + 2), U = G g G^T the 3x3 filter transformed, (.) an
+ * element-wise product summed over the input channels: K = a^2 products [cout x cin] x
+ * [cin x tiles], one per element of the transform domain, with K x cin x cout x tiles
+ * multiply-adds where im2col's GEMM does 9 m^2 x cin x cout x tiles: 2.25x fewer for 2x2
+ * tiles (K = 16), 4x fewer for 4x4 (K = 36).  Backward is the exact adjoint of that forward:
+ *   dM = A dY A^T              (the output gradients of a tile, a x a)
+ *   dU = sum over tiles dM V^T (K products [cout x tiles] x [tiles x cin]), dW = G^T dU G
+ *   dV = U^T dM                (K products), dX += B dV B^T, the tiles overlapping by 2
+ * 2x2 tiles' transforms only add, subtract and halve, so in fp32 the results differ from
+ * im2col's by rounding alone; 4x4 tiles' (Lavin and Gray's points 0, +-1, +-2) multiply by up
+ * to 8 and 1/24 and round about 5x more (test_backend_cpu bounds both).  Which tile a shape
+ * takes: vt_backend_cpu_winograd_tile (backend.h).
  *
- * Work comes in blocks of whole rows of tiles (an image's tile row: its 2 output rows), sized
- * so a block's transformed inputs and outputs (16 x (cin + cout) x tiles floats) stay in the
+ * Work comes in blocks of whole rows of tiles (an image's tile row: its m output rows), sized
+ * so a block's transformed inputs and outputs (K x (cin + cout) x tiles floats) stay in the
  * cache; a thread transforms its block into its own scratch and calls single-threaded GEMMs on
  * it.  Backward shares are whole images (no two threads add into the same dX rows), each with
  * its own partial dU, added in share order: bitwise reproducible for a given thread count.
- * Layouts: x, y, dy, dx CNHW as the rest of the backend; V[k][ci][t], M[k][co][t] (k = 4 xi +
+ * Layouts: x, y, dy, dx CNHW as the rest of the backend; V[k][ci][t], M[k][co][t] (k = a xi +
  * nu), U and dU [k][co][ci]. */
 #include <stddef.h>
 #include <stdlib.h>
@@ -25,10 +29,10 @@
 #include "backend/cpu_impl.h"
 #include "backend/gemm.h"
 
-/* Floats of a block's transformed tiles (16 x (cin + cout) x tiles): 4 MiB, at least one row of
+/* Floats of a block's transformed tiles (K x (cin + cout) x tiles): 4 MiB, at least one row of
  * tiles; forward cuts smaller blocks where that gives each thread at least two.  On Zen 3,
- * 512K-2M floats measured the same within 10 % forward; backward with 256 channels wanted 1M
- * or more (bench/README.md, "Winograd"). */
+ * 512K-2M floats measured the same within 10 % forward (2x2 and 4x4 tiles); backward with 256
+ * channels wanted 1M or more (bench/README.md, "Winograd"). */
 enum {
     WINO_BLOCK_FLOATS = 1 << 20,
     WINO_SHARES_PER_THREAD = 2,
@@ -606,11 +610,22 @@ typedef struct wt_job {
     const float *du; /* dw: the shares' dU, summed in order */
     int shares;
     float *dw;
-    int M; /* output tile: 2 or 4 */
 } wt_job;
 
 /* Input channels a weight transform takes at once, as vectors (arrays over the channels). */
 enum { WCH = 64 };
+
+/* u[k][j] = dU[k][co][i0 + j] summed over the shares in order, k < K, j < n */
+static void sum_shares(const wt_job *J, int K, size_t co, size_t i0, size_t n, float (*u)[WCH])
+{
+    size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin, all = K * plane;
+    for (int k = 0; k < K; k++) {
+        const float *p = J->du + k * plane + co * cin + i0;
+        for (size_t j = 0; j < n; j++) u[k][j] = p[j];
+        for (int sh = 1; sh < J->shares; sh++)
+            for (size_t j = 0; j < n; j++) u[k][j] += p[sh * all + j];
+    }
+}
 
 static void weight_rows(void *ctx, size_t c0, size_t c1)
 {
@@ -647,17 +662,12 @@ static void weight_rows(void *ctx, size_t c0, size_t c1)
 static void weight_grad_rows(void *ctx, size_t c0, size_t c1)
 {
     const wt_job *J = ctx;
-    size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin, all = 16 * plane;
+    size_t cin = (size_t)J->d->cin;
     for (size_t co = c0; co < c1; co++)
         for (size_t i0 = 0; i0 < cin; i0 += WCH) {
             size_t n = cin - i0 < WCH ? cin - i0 : WCH;
             float u[16][WCH], r[4][3][WCH], g[9][WCH];
-            for (int k = 0; k < 16; k++) {
-                const float *p = J->du + k * plane + co * cin + i0;
-                for (size_t j = 0; j < n; j++) u[k][j] = p[j];
-                for (int sh = 1; sh < J->shares; sh++)
-                    for (size_t j = 0; j < n; j++) u[k][j] += p[sh * all + j];
-            }
+            sum_shares(J, 16, co, i0, n, u);
             /* along nu: r[xi][b] = sum_nu dU[xi][nu] G[nu][b] */
             for (int xi = 0; xi < 4; xi++)
                 for (size_t j = 0; j < n; j++) {
@@ -711,17 +721,12 @@ static void weight_rows4(void *ctx, size_t c0, size_t c1)
 static void weight_grad_rows4(void *ctx, size_t c0, size_t c1)
 {
     const wt_job *J = ctx;
-    size_t cin = (size_t)J->d->cin, plane = (size_t)J->d->cout * cin, all = 36 * plane;
+    size_t cin = (size_t)J->d->cin;
     for (size_t co = c0; co < c1; co++)
         for (size_t i0 = 0; i0 < cin; i0 += WCH) {
             size_t n = cin - i0 < WCH ? cin - i0 : WCH;
             float u[36][WCH], r[6][3][WCH];
-            for (int k = 0; k < 36; k++) {
-                const float *p = J->du + k * plane + co * cin + i0;
-                for (size_t j = 0; j < n; j++) u[k][j] = p[j];
-                for (int sh = 1; sh < J->shares; sh++)
-                    for (size_t j = 0; j < n; j++) u[k][j] += p[sh * all + j];
-            }
+            sum_shares(J, 36, co, i0, n, u);
             /* along nu: r[xi][b] = sum_nu dU[xi][nu] G[nu][b] */
             for (int xi = 0; xi < 6; xi++)
                 for (size_t j = 0; j < n; j++) {
@@ -753,34 +758,26 @@ typedef struct wino_job {
     float *scratch;     /* threads x g.per_thread */
 } wino_job;
 
-/* The row transforms of the geometry's tiles. */
-static void in_row(const wino_geom *g, const float *p, int h, int w, int ty, float *v,
-                   size_t kstride, float *P)
-{
-    if (g->M == 4) input_row4(p, h, w, ty, g->TW, v, kstride, P);
-    else input_row(p, h, w, ty, g->TW, v, kstride, P);
-}
+/* The transforms of a tile size: of one channel over one row of tiles, and of the weights. */
+typedef struct wino_kind {
+    void (*input_row)(const float *p, int h, int w, int ty, int TW, float *restrict v,
+                      size_t kstride, float *restrict P);
+    void (*output_row)(const float *m, size_t kstride, int TW, int ty, int ho, int wo, float *y,
+                       float *restrict tmp);
+    void (*grad_row)(const float *dy, int ho, int wo, int ty, int TW, float *restrict dm,
+                     size_t kstride, float *restrict tmp);
+    void (*scatter_row)(const float *dv, size_t kstride, int TW, int ty, int h, int w, float *dx,
+                        float *restrict tmp);
+    void (*weights)(void *ctx, size_t c0, size_t c1);
+    void (*weight_grads)(void *ctx, size_t c0, size_t c1);
+} wino_kind;
 
-static void out_row(const wino_geom *g, const float *m, size_t kstride, int ty, int ho, int wo,
-                    float *y, float *tmp)
-{
-    if (g->M == 4) output_row4(m, kstride, g->TW, ty, ho, wo, y, tmp);
-    else output_row(m, kstride, g->TW, ty, ho, wo, y, tmp);
-}
+static const wino_kind WINO2 = {input_row,   output_row,  grad_row,
+                                scatter_row, weight_rows, weight_grad_rows};
+static const wino_kind WINO4 = {input_row4,   output_row4,  grad_row4,
+                                scatter_row4, weight_rows4, weight_grad_rows4};
 
-static void dy_row(const wino_geom *g, const float *dy, int ho, int wo, int ty, float *dm,
-                   size_t kstride, float *tmp)
-{
-    if (g->M == 4) grad_row4(dy, ho, wo, ty, g->TW, dm, kstride, tmp);
-    else grad_row(dy, ho, wo, ty, g->TW, dm, kstride, tmp);
-}
-
-static void dx_row(const wino_geom *g, const float *dv, size_t kstride, int ty, int h, int w,
-                   float *dx, float *tmp)
-{
-    if (g->M == 4) scatter_row4(dv, kstride, g->TW, ty, h, w, dx, tmp);
-    else scatter_row(dv, kstride, g->TW, ty, h, w, dx, tmp);
-}
+static const wino_kind *kind(const wino_geom *g) { return g->M == 4 ? &WINO4 : &WINO2; }
 
 /* Tile rows [r0, r1) of the batch (row r: image r / TH, tile row r % TH) into V, tt = the
  * row's first tile in the block. */
@@ -791,8 +788,9 @@ static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float 
     for (int ci = 0; ci < d->cin; ci++)
         for (int r = r0; r < r1; r++) {
             int n = r / J->g.TH, ty = r % J->g.TH;
-            in_row(&J->g, J->x + ((size_t)ci * d->n + n) * HW, d->h, d->w, ty,
-                   V + (size_t)ci * T + (size_t)(r - r0) * TW, kstride, P);
+            kind(&J->g)->input_row(J->x + ((size_t)ci * d->n + n) * HW, d->h, d->w, ty,
+                                   J->g.TW, V + (size_t)ci * T + (size_t)(r - r0) * TW,
+                                   kstride, P);
         }
 }
 
@@ -826,9 +824,9 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
             for (int co = 0; co < d->cout; co++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
-                    out_row(g, M + (size_t)co * T + (size_t)(r - r0) * g->TW,
-                            (size_t)d->cout * T, ty, d->ho, d->wo,
-                            J->y + ((size_t)co * d->n + n) * OHW, tmp);
+                    kind(g)->output_row(M + (size_t)co * T + (size_t)(r - r0) * g->TW,
+                                        (size_t)d->cout * T, g->TW, ty, d->ho, d->wo,
+                                        J->y + ((size_t)co * d->n + n) * OHW, tmp);
                 }
         }
     }
@@ -853,9 +851,9 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             for (int co = 0; co < d->cout; co++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
-                    dy_row(g, J->dy + ((size_t)co * d->n + n) * OHW, d->ho, d->wo, ty,
-                           M + (size_t)co * T + (size_t)(r - r0) * g->TW, (size_t)d->cout * T,
-                           tmp);
+                    kind(g)->grad_row(J->dy + ((size_t)co * d->n + n) * OHW, d->ho, d->wo, ty,
+                                      g->TW, M + (size_t)co * T + (size_t)(r - r0) * g->TW,
+                                      (size_t)d->cout * T, tmp);
                 }
             transform_inputs(J, r0, r1, T, V, tmp);
             for (int k = 0; k < g->K; k++) {
@@ -870,8 +868,9 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             for (int ci = 0; ci < d->cin; ci++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
-                    dx_row(g, V + (size_t)ci * T + (size_t)(r - r0) * g->TW, (size_t)d->cin * T,
-                           ty, d->h, d->w, J->dx + ((size_t)ci * d->n + n) * HW, tmp);
+                    kind(g)->scatter_row(V + (size_t)ci * T + (size_t)(r - r0) * g->TW,
+                                         (size_t)d->cin * T, g->TW, ty, d->h, d->w,
+                                         J->dx + ((size_t)ci * d->n + n) * HW, tmp);
                 }
         }
     }
@@ -889,9 +888,8 @@ void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, c
 {
     wino_job J = {d, geom(d, vt_cpu_wino_tile(b, d), forward_blocks(b)), 0, x, NULL, ws, y, NULL, NULL, NULL};
     J.scratch = (float *)ws + J.g.u;
-    wt_job W = {d, w, (float *)ws, NULL, 0, NULL, J.g.M};
-    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), J.g.M == 4 ? weight_rows4 : weight_rows,
-                &W);
+    wt_job W = {d, w, (float *)ws, NULL, 0, NULL};
+    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weights, &W);
     int blocks = (d->n * J.g.TH + J.g.rows - 1) / J.g.rows;
     int th = vt_pool_threads(POOL(b)) * 4;
     J.parts = blocks < th ? blocks : th;
@@ -905,11 +903,8 @@ void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, 
     J.parts = backward_shares(vt_pool_threads(POOL(b)), d, &J.g);
     J.du = (float *)ws + J.g.u;
     J.scratch = J.du + (size_t)J.parts * J.g.u;
-    wt_job W = {d, w, (float *)ws, J.du, J.parts, dw, J.g.M};
-    if (dx)
-        vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d),
-                    J.g.M == 4 ? weight_rows4 : weight_rows, &W);
+    wt_job W = {d, w, (float *)ws, J.du, J.parts, dw};
+    if (dx) vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weights, &W);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, backward_parts, &J);
-    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d),
-                J.g.M == 4 ? weight_grad_rows4 : weight_grad_rows, &W);
+    vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weight_grads, &W);
 }
