@@ -141,6 +141,16 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 
 /* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
  * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
+/* Seconds per byte of the transforms of probe d (a Winograd shape up to tile `largest`), which
+ * took t: what its GEMMs do not take by the probes' R and s0 (at least 5 % of t). */
+static double wino_probe_s(const vt_conv_desc *d, int largest, double t, const vt_devmodel *dm)
+{
+    int tile = vt_backend_cpu_winograd_tile(d) < largest ? vt_backend_cpu_winograd_tile(d) : largest;
+    double dmin = fmin(d->cin, d->cout), F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
+    double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dmin / (dmin + dm->s0));
+    return fmax(t - gemm, 0.05 * t) / vt_est_wino_bytes(tile, d->cin, d->cout, d->h, d->n, 1);
+}
+
 static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s, vt_devmodel *dm)
 {
     vt_backend *b = NULL;
@@ -170,7 +180,7 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     double budget[5] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s, probe_s},
            tm[5] = {0, 0, 0, 0, 0};
     st = probe_time(all, on_gpu ? 3 : wino ? 5 : 4, budget, tm);
-    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3], tw = tm[4];
+    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3];
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
@@ -194,15 +204,8 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
         return vt_fail(VT_ERR_NUMERIC, "calibration probes: the convolutions took less than "
                        "their column traffic (machine overloaded?)");
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
-    dm->wino_s = 0;
-    if (wino) { /* the Winograd probe's time beyond its GEMMs, per byte of its transforms */
-        const vt_conv_desc *d = &c4.d;
-        int tile = vt_backend_cpu_winograd_tile(d) < wino ? vt_backend_cpu_winograd_tile(d) : wino;
-        double dmin = fmin(d->cin, d->cout), F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
-        double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dmin / (dmin + dm->s0));
-        double x = vt_est_wino_bytes(tile, d->cin, d->cout, d->h, d->n, 1);
-        dm->wino_s = fmax(tw - gemm, 0.05 * tw) / x;
-    }
+    /* a Winograd probe's time beyond its GEMMs, per byte of its transforms */
+    dm->wino_s = wino ? wino_probe_s(&c4.d, wino, tm[4], dm) : 0;
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
@@ -264,21 +267,26 @@ typedef struct calib_ctx {
  * layer).  That holds all nb trainers at once: the GPU calibration, whose device does not
  * change speed, passes one batch size at a time.  budget: seconds of steps in all (at least 3
  * rounds, but none starts past 4x budget: budget 0 times one step after the warm-ups, to see
- * that the batch fits).  h2d_bw (may be NULL): the input upload's rate at the last batch size. */
+ * that the batch fits).  h2d_bw (may be NULL): the input upload's rate at the last batch size.
+ * wino (may be NULL): each trainer's CPU Winograd setting (vt_trainer_set_cpu_winograd), so that
+ * the same model with and without it takes turns too.  Up to TIME_CONFIGS trainers. */
 #define STEP_SAMPLES 128
+enum { TIME_CONFIGS = 6 };
 static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, double budget,
-                            double *seconds, double *h2d_bw)
+                            double *seconds, double *h2d_bw, const int *wino)
 {
     int bmax = 0;
     for (int j = 0; j < nb; j++) bmax = batches[j] > bmax ? batches[j] : bmax;
     size_t n = (size_t)bmax * cx->channels * cx->imgsz * cx->imgsz;
     float *img = vt_malloc(n * sizeof *img);
     int32_t *lab = vt_malloc((size_t)bmax * sizeof *lab);
-    vt_trainer *t[3] = {NULL, NULL, NULL};
-    double ts[3][STEP_SAMPLES];
-    vt_status st = nb < 1 || nb > 3 ? vt_fail(VT_ERR_INTERNAL, "time_steps: %d batch sizes", nb)
-                 : img && lab ? VT_OK : VT_ERR_OUT_OF_MEMORY;
-    int j = 0, cnt[3] = {0, 0, 0}, full = 0, failed = -1; /* failed: whose step failed */
+    vt_trainer *t[TIME_CONFIGS] = {NULL};
+    double ts[TIME_CONFIGS][STEP_SAMPLES];
+    vt_status st = nb < 1 || nb > TIME_CONFIGS
+                       ? vt_fail(VT_ERR_INTERNAL, "time_steps: %d batch sizes", nb)
+                   : img && lab ? VT_OK
+                                : VT_ERR_OUT_OF_MEMORY;
+    int j = 0, cnt[TIME_CONFIGS] = {0}, full = 0, failed = -1; /* failed: whose step failed */
     if (st == VT_OK) {
         for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
         for (int i = 0; i < bmax; i++) lab[i] = i % cx->classes;
@@ -293,6 +301,7 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
             st = vt_trainer_set(t[j], cx->prec == VT_PREC_FP32   ? "precision=fp32"
                                       : cx->prec == VT_PREC_BF16 ? "precision=bf16"
                                                                  : "precision=tf32");
+        if (st == VT_OK && wino && wino[j] >= 0) st = vt_trainer_set_cpu_winograd(t[j], wino[j]);
         if (st == VT_OK && (st = vt_trainer_step(t[j], img, lab, batches[j], NULL)) != VT_OK)
             failed = j;
     }
@@ -433,15 +442,30 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     snprintf(mopt, sizeof mopt, "channels=%d imgsz=%d", cx.channels, cx.imgsz);
     const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
     st = vt_model_create(&cx.model, arch, cx.classes, mopt);
-    double V[3], T[3];
+    double V[3], T[3], Tw[3];
     int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
-    if (st == VT_OK && !on_gpu)
-        st = time_steps(&cx, co.batches, co.nb, co.seconds, T, NULL);
+    /* On the CPU with Winograd on, the steps run with it off (im2col) and on, taking turns: the
+     * first give k and c below on the im2col model, the second the Winograd transforms'
+     * seconds per byte inside a network (the probe's, with its operands hot in the caches,
+     * came out 1.3-1.45x fast for cls-m's Winograd layers, and k then charged the difference
+     * to every other layer) */
+    int wino = !on_gpu && c.dm.wino_s > 0;
+    if (st == VT_OK && !on_gpu) {
+        int cb[TIME_CONFIGS], cw[TIME_CONFIGS];
+        double ct[TIME_CONFIGS];
+        for (int i = 0; i < co.nb; i++) {
+            cb[i] = cb[co.nb + i] = co.batches[i];
+            cw[i] = wino ? 0 : -1, cw[co.nb + i] = -1;
+        }
+        st = time_steps(&cx, cb, wino ? 2 * co.nb : co.nb, co.seconds, ct, NULL, cw);
+        for (int i = 0; i < co.nb; i++) T[i] = ct[i], Tw[i] = wino ? ct[co.nb + i] : ct[i];
+    }
     for (int i = 0; i < co.nb && st == VT_OK && on_gpu; i++)
         st = time_steps(&cx, &co.batches[i], 1, co.seconds / co.nb, &T[i],
-                        i == co.nb - 1 ? &c.dm.h2d_bw : NULL);
+                        i == co.nb - 1 ? &c.dm.h2d_bw : NULL, NULL);
     vt_devmodel d0 = c.dm;
     d0.h2d_bw = 0;
+    d0.wino_s = 0; /* T: the steps without Winograd where it is on */
     if (st == VT_OK && on_gpu)
         vt_log(&e->log, VT_LOG_INFO, "calibration: input upload %.1f GB/s", c.dm.h2d_bw * 1e-9);
     for (int i = 0; i < co.nb && st == VT_OK; i++) {
@@ -449,6 +473,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
         if (st == VT_OK && V[i] < 0) st = VT_ERR_INVALID_ARGUMENT;
         if (st == VT_OK && on_gpu)
             T[i] -= (double)co.batches[i] * cx.channels * cx.imgsz * cx.imgsz * 4 / c.dm.h2d_bw;
+        if (!wino) Tw[i] = T[i];
         if (st == VT_OK)
             vt_log(&e->log, VT_LOG_INFO, "calibration: batch %d: %.4f s/step measured, %.4f s "
                    "roofline", co.batches[i], T[i], V[i]);
@@ -477,6 +502,24 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
         return vt_fail(VT_ERR_NUMERIC, "calibration: measured steps are %.3gx the probes' "
                        "roofline; the measurement is unusable (machine overloaded?)", k);
     }
+    if (wino) { /* (Tw - c)/k = Va + f * X: the probe's transform cost times f, least squares
+                 * over the batches */
+        double yx = 0, xx = 0;
+        for (int i = 0; i < n; i++) {
+            vt_devmodel da = d0;
+            da.wino_s = 1e-30; /* Winograd's products, no transforms */
+            double va = vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &da, 1, states);
+            da.wino_s = c.dm.wino_s;
+            double x =
+                vt_est_graph_seconds(&g, cx.imgsz, cx.imgsz, co.batches[i], &da, 1, states) - va;
+            yx += ((Tw[i] - icpt) / k - va) * x, xx += x * x;
+        }
+        /* the transforms cost something: a fit at or below 5 % of the probe's is noise */
+        double f = fmax(xx > 0 ? yx / xx : 0, 0.05);
+        vt_log(&e->log, VT_LOG_INFO, "calibration: Winograd transforms in the steps %.2fx the "
+               "probe's time", f);
+        c.dm.wino_s *= f;
+    }
     c.k = k;
     c.dm.rate /= k;
     c.dm.bw /= k;
@@ -490,7 +533,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     snprintf(c.model, sizeof c.model, "%s", arch);
     c.imgsz = cx.imgsz;
     c.nb = n;
-    for (int i = 0; i < n; i++) c.batches[i] = co.batches[i], c.seconds[i] = T[i];
+    for (int i = 0; i < n; i++) c.batches[i] = co.batches[i], c.seconds[i] = Tw[i];
     c.valid = 1;
 
     /* On a GPU, verify the largest batch we would predict: estimates never exceed a batch that
@@ -505,7 +548,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
             for (int a = 0; a < 5 && tryb > c.batches[n - 1]; a++) {
                 double ts;
                 if ((double)tryb * cx.channels * cx.imgsz * cx.imgsz * 4 > 2e9) break;
-                vt_status ps = time_steps(&cx, &tryb, 1, 0.0, &ts, NULL);
+                vt_status ps = time_steps(&cx, &tryb, 1, 0.0, &ts, NULL, NULL);
                 if (ps == VT_OK) { c.verified_max_batch = tryb; break; }
                 if (ps != VT_ERR_DEVICE_OOM) break;
                 tryb = (int)(tryb * 0.8);

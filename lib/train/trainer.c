@@ -1476,6 +1476,13 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
     return vt_err_capture(t->err, st);
 }
 
+vt_status vt_trainer_set_cpu_winograd(vt_trainer *t, int tile)
+{
+    vt_status st = open_backend(t);
+    if (st == VT_OK && !vt_device_is_gpu(&t->dev)) vt_backend_cpu_set_winograd(t->be, tile);
+    return st;
+}
+
 vt_status vt_trainer_synchronize(vt_trainer *t)
 {
     return t->be ? t->be->ops->synchronize(t->be) : VT_OK;

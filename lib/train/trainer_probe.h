@@ -11,5 +11,9 @@
 vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch);
 /* Wait for the trainer's backend to finish what was queued (an upload, a step). */
 vt_status vt_trainer_synchronize(vt_trainer *t);
+/* Open the trainer's device (its device option as set) and, on the CPU, set its backend's
+ * Winograd tile (vt_backend_cpu_set_winograd: 0 im2col, 2, 4); before the first step, which
+ * plans the convolutions' columns by it.  A GPU: nothing. */
+vt_status vt_trainer_set_cpu_winograd(vt_trainer *t, int tile);
 
 #endif
