@@ -159,7 +159,7 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq(vt_est_conv_rows(&g, pw, &lg[pw]), 0);
     vt_graph_free(&g);
     /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 runs in
-     * 2x2 tiles and costs 4/9 of its GEMM time (phi over min(cin, cout)), no rows, plus its
+     * 2x2 tiles and costs 4/9 of its GEMM time (phi over cout), no rows, plus its
      * transforms' bytes at wino_s; 8 output channels, or 12x12 maps (6x6 tiles), stay im2col;
      * 20x20 and 30x30 maps take 4x4 tiles (1/4 of the products; 64 x 36 / (9 x 900) with the
      * 30x30 map's overhang), 18x18 ones 2x2 (4x4 tiles would cover 23 % more) */
@@ -202,6 +202,19 @@ START_TEST(cost_formula_by_hand)
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 2);
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
     ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc]));
+    vt_graph_free(&g);
+    /* phi_w over cout, the forward GEMMs' height: 16 -> 32 channels with s0 = 32 at 1/2 (over
+     * min(cin, cout) it would be 1/3) */
+    vt_graph_init(&g);
+    x = vt_g_input(&g, 16, 14, 14);
+    wc = vt_g_conv(&g, x, 32, 3, 1, 1, 1, 0);
+    vt_graph_finalize(&g);
+    ck_assert_int_eq(vt_graph_costs(&g, 14, 14, lw, 2), 2);
+    dw.s0 = 32, dw.bw = 1e15; /* the products' term alone */
+    want_w = 4.0 / 9 * 2 * vt_est_layer_flops(&g, wc, &lw[wc], 1) / (1e9 * 0.5) +
+             vt_est_wino_bytes(2, 16, 32, 14, 2, 1) * 1e-10 + (double)lw[wc].params * 12 / 1e15 +
+             dw.layer_s;
+    ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     vt_graph_free(&g);
 }
 END_TEST

@@ -146,8 +146,8 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
 static double wino_probe_s(const vt_conv_desc *d, int largest, double t, const vt_devmodel *dm)
 {
     int tile = vt_backend_cpu_winograd_tile(d) < largest ? vt_backend_cpu_winograd_tile(d) : largest;
-    double dmin = fmin(d->cin, d->cout), F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
-    double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dmin / (dmin + dm->s0));
+    double dw = d->cout, F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
+    double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dw / (dw + dm->s0));
     return fmax(t - gemm, 0.05 * t) / vt_est_wino_bytes(tile, d->cin, d->cout, d->h, d->n, 1);
 }
 

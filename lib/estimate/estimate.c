@@ -22,8 +22,9 @@
  *                  vt_est_conv_winograd): t = max(g * b*F / (R*phi_w), b*A*a/BW)
  *                  + X*wino_s + 3*4*params/BW + L, g = K*tiles/(9*h*w) the share of the
  *                  direct GEMM's products left (K = (m+2)^2: 4/9 for 2x2, 1/4 for 4x4, more
- *                  where tiles overhang the map), phi_w with d = min(cin, cout) (the depth
- *                  and height of its K GEMMs), X the transforms' bytes (vt_est_wino_bytes:
+ *                  where tiles overhang the map), phi_w with d = cout (the height of its
+ *                  forward GEMMs; min(cin, cout) put cnn-small's 32 -> 64 layer at 1.4x its
+ *                  time), X the transforms' bytes (vt_est_wino_bytes:
  *                  b*K*tiles*(6 cin + 4 cout) floats and the weights' K*cin*cout*(S + 2),
  *                  S = min(b, 2 x threads) backward shares), no rows; wino_s calibrated by a
  *                  fourth probe (64->64 at 32x32, a 4x4 one), 4/BW uncalibrated.
@@ -280,7 +281,7 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     if (tile) {
         const vt_node *nd = &g->nodes[i];
         int cin = g->nodes[nd->in[0]].out.c, side = conv_side(nd, lc);
-        double dw = fmin(cin, nd->cout), phw = dw / (dw + d->s0);
+        double dw = nd->cout, phw = dw / (dw + d->s0); /* the forward GEMMs' height */
         double x = vt_est_wino_bytes(tile, cin, nd->cout, side, batch, train);
         return fmax(vt_est_wino_gemm_share(tile, side) * b * F / (d->rate * phw), tmem) +
                x * d->wino_s + weights / d->bw + overhead;
