@@ -37,7 +37,7 @@ enum {
     WINO_BLOCK_FLOATS = 1 << 20,
     WINO_SHARES_PER_THREAD = 2,
     WINO_PARTIALS_MAX = 4 << 20,        /* more shares than threads only within this */
-    WINO_THREADS_MAX_FLOATS = 16 << 20, /* 64 MiB of partial dU at most (vt_cpu_wino_fits) */
+    WINO_THREADS_MAX_FLOATS = 16 << 20, /* 64 MiB of partial dU at most (tile_within) */
 };
 
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
@@ -64,7 +64,7 @@ int vt_backend_cpu_winograd_default(void)
 /* The shape's tile, or the 2x2 one, whose backward partial dU (one of (tile + 2)^2 x cout x
  * cin floats a share, at least a share a thread) fits WINO_THREADS_MAX_FLOATS, so that a
  * many-core host does not trade the convolution's memory for it (512 -> 512 channels: 4x4 on
- * one thread, 2x2 on 2 or 3, im2col from 4). */
+ * one thread, 2x2 on 2-4, im2col from 5). */
 static int tile_within(int threads, const vt_conv_desc *d, int largest)
 {
     size_t th = (size_t)threads, cc = (size_t)d->cout * d->cin;
@@ -615,6 +615,14 @@ typedef struct wt_job {
 /* Input channels a weight transform takes at once, as vectors (arrays over the channels). */
 enum { WCH = 64 };
 
+/* g[q][j] = the 3x3 filter of output channel co, input channel i0 + j, tap q; j < n */
+static void load_filters(const wt_job *J, size_t co, size_t i0, size_t n, float (*g)[WCH])
+{
+    size_t cin = (size_t)J->d->cin;
+    for (size_t j = 0; j < n; j++)
+        for (int q = 0; q < 9; q++) g[q][j] = J->w[(co * cin + i0 + j) * 9 + q];
+}
+
 /* u[k][j] = dU[k][co][i0 + j] summed over the shares in order, k < K, j < n */
 static void sum_shares(const wt_job *J, int K, size_t co, size_t i0, size_t n, float (*u)[WCH])
 {
@@ -635,8 +643,7 @@ static void weight_rows(void *ctx, size_t c0, size_t c1)
         for (size_t i0 = 0; i0 < cin; i0 += WCH) {
             size_t n = cin - i0 < WCH ? cin - i0 : WCH;
             float g[9][WCH], t[4][3][WCH];
-            for (size_t j = 0; j < n; j++)
-                for (int q = 0; q < 9; q++) g[q][j] = J->w[(co * cin + i0 + j) * 9 + q];
+            load_filters(J, co, i0, n, g);
             for (int b = 0; b < 3; b++)
                 for (size_t j = 0; j < n; j++) {
                     t[0][b][j] = g[b][j];
@@ -697,8 +704,7 @@ static void weight_rows4(void *ctx, size_t c0, size_t c1)
         for (size_t i0 = 0; i0 < cin; i0 += WCH) {
             size_t n = cin - i0 < WCH ? cin - i0 : WCH;
             float g[9][WCH], t[6][3][WCH];
-            for (size_t j = 0; j < n; j++)
-                for (int q = 0; q < 9; q++) g[q][j] = J->w[(co * cin + i0 + j) * 9 + q];
+            load_filters(J, co, i0, n, g);
             for (int b = 0; b < 3; b++) /* down: t[xi][b] = sum_a G[xi][a] g[a][b] */
                 for (size_t j = 0; j < n; j++) {
                     float o[6];

@@ -139,18 +139,18 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
     *d = x;
 }
 
-/* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
- * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
-/* Seconds per byte of the transforms of probe d (a Winograd shape up to tile `largest`), which
- * took t: what its GEMMs do not take by the probes' R and s0 (at least 5 % of t). */
-static double wino_probe_s(const vt_conv_desc *d, int largest, double t, const vt_devmodel *dm)
+/* Seconds per byte of the transforms of Winograd probe d, which took t: what its GEMMs do not
+ * take by the probes' R and s0 (at least 5 % of t). */
+static double wino_probe_s(const vt_conv_desc *d, double t, const vt_devmodel *dm)
 {
-    int tile = vt_backend_cpu_winograd_tile(d) < largest ? vt_backend_cpu_winograd_tile(d) : largest;
+    int tile = vt_est_wino_tile(d);
     double dw = d->cout, F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
     double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dw / (dw + dm->s0));
     return fmax(t - gemm, 0.05 * t) / vt_est_wino_bytes(tile, d->cin, d->cout, d->h, d->n, 1);
 }
 
+/* probe_s: the measurement time of the small conv probe (the BN probe gets half, the large conv
+ * probe twice): a longer look gives a steadier R and s0 on a shared machine. */
 static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s, vt_devmodel *dm)
 {
     vt_backend *b = NULL;
@@ -205,7 +205,7 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
                        "their column traffic (machine overloaded?)");
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
     /* a Winograd probe's time beyond its GEMMs, per byte of its transforms */
-    dm->wino_s = wino ? wino_probe_s(&c4.d, wino, tm[4], dm) : 0;
+    dm->wino_s = wino ? wino_probe_s(&c4.d, tm[4], dm) : 0;
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;

@@ -230,6 +230,12 @@ static int conv_side(const vt_node *nd, const vt_layer_cost *lc)
     return (int)floor(sqrt((double)lc->out_elems / (nd->cout > 0 ? nd->cout : 1)) + 0.5);
 }
 
+int vt_est_wino_tile(const vt_conv_desc *c)
+{
+    int tile = vt_backend_cpu_winograd_tile(c), largest = vt_backend_cpu_winograd_default();
+    return tile < largest ? tile : largest;
+}
+
 int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc)
 {
     const vt_node *nd = &g->nodes[i];
@@ -238,8 +244,7 @@ int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc)
     vt_conv_desc c = {1,        g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
                       nd->k,    nd->k,                     nd->s, nd->s, nd->p,    nd->p,
                       nd->groups > 0 ? nd->groups : 1,     0};
-    int tile = vt_backend_cpu_winograd_tile(&c), largest = vt_backend_cpu_winograd_default();
-    return tile < largest ? tile : largest;
+    return vt_est_wino_tile(&c);
 }
 
 double vt_est_wino_gemm_share(int tile, int hw)

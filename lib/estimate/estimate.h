@@ -96,6 +96,9 @@ double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
 /* The Winograd output tile (2 or 4) of node i where the CPU backend runs it in Winograd (its
  * maps taken square), else 0. */
 int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc);
+/* The Winograd tile of a convolution in a new CPU backend (its shape's, within
+ * VT_CPU_WINOGRAD's setting), 0 for none. */
+int vt_est_wino_tile(const vt_conv_desc *c);
 /* The products of Winograd F(tile x tile, 3x3) on hw x hw maps over those of the direct
  * convolution: (tile + 2)^2 x tiles / (9 hw^2). */
 double vt_est_wino_gemm_share(int tile, int hw);
