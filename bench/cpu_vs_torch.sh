@@ -4,7 +4,8 @@
 # runs each.
 #
 #   bench/cpu_vs_torch.sh [BUILD_DIR=build] [REPS=3]
-#   (then, where the CPU has bf16, the same in bf16 against PyTorch's bf16 autocast)
+#   (then, where the CPU has bf16, the same in bf16 against PyTorch's bf16 autocast, and a
+#   "bf16 W" row: ours with VT_CPU_WINOGRAD_BF16=1, Winograd under bf16 products)
 #
 # PyTorch runs once per rep with its default thread count and once with 2 threads; its best
 # run is the baseline.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the machine
@@ -43,7 +44,7 @@ declare -A fp32_best
 for prec in $precs; do
 for b in 64 256; do
   steps=$(( b == 64 ? 40 : 12 ))
-  vt=(); th=()
+  vt=(); th=(); vw=()
   if [ "$prec" = bf16 ]; then tflags=(--bf16 --threads 2); tflags2=(--bf16 --channels-last --threads 2); vflags=(precision=bf16)
   else tflags=(); tflags2=(--threads 2); vflags=(); fi
   # as many runs of each side (2 per rep), alternating, so that neither gets more draws of a
@@ -53,6 +54,10 @@ for b in 64 256; do
     th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps "${tflags[@]}" | imgs)")
     vt+=("$("$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
     th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps "${tflags2[@]}" | imgs)")
+    # bf16: also with VT_CPU_WINOGRAD_BF16=1 (the 14x14 layer in Winograd, bf16 products)
+    [ "$prec" = bf16 ] && for i in 1 2; do
+      vw+=("$(VT_CPU_WINOGRAD_BF16=1 "$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
+    done
   done
   vbest=$(printf '%s\n' "${vt[@]}" | best); t=$(printf '%s\n' "${th[@]}" | best)
   v=${vbest% *}; g=${vbest#* }
@@ -62,5 +67,10 @@ for b in 64 256; do
   if [ "$prec" = fp32 ]; then fp32_best[$b]=$v
   else extra=$(printf '  bf16 / our fp32 %.2fx' "$(echo "$v / ${fp32_best[$b]}" | bc -l)"); fi
   printf '%-11s %14.1f %14.1f %7.2fx %10.1f %9s%s\n' "$b $prec" "$v" "$t" "$(echo "$v / $t" | bc -l)" "$g" "$frac" "$extra"
+  if [ "$prec" = bf16 ]; then
+    wbest=$(printf '%s\n' "${vw[@]}" | best); w=${wbest% *}
+    printf '%-11s %14.1f %14.1f %7.2fx %10s %9s  bf16 / our fp32 %.2fx\n' "$b bf16 W" "$w" "$t" \
+      "$(echo "$w / $t" | bc -l)" - - "$(echo "$w / ${fp32_best[$b]}" | bc -l)"
+  fi
 done
 done

@@ -369,11 +369,80 @@ START_TEST(test_conv_tiles)
 }
 END_TEST
 
+/* Winograd under bf16 products (vt_backend_cpu_set_winograd_bf16) against the direct
+ * double-precision convolution, beside im2col with the same bf16 products, for inputs of
+ * either sign and for ReLU outputs (all >= 0, where the transforms cancel most): 2x2 tiles
+ * (bf16 products) within 2.5x im2col's relative error (measured 1.4-1.7x), 4x4 tiles (fp32
+ * products) within the fp32 bound of test_conv_winograd; off: im2col.  On whichever bf16 kernel
+ * the machine runs (the portable reference has the kernels' rounding). */
+START_TEST(test_conv_winograd_bf16)
+{
+    static const struct {
+        cshape s;
+        int tile;
+    } shapes[] = {
+        {{4, 32, 14, 14, 64, 3, 1, 1, 1}, 2}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2},
+        {{2, 64, 20, 20, 64, 3, 1, 1, 1}, 4}, {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4},
+    };
+    vt_rng r;
+    vt_rng_seed(&r, 13);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int relu = 0; relu < 2; relu++) {
+            const cshape *c = &shapes[si].s;
+            vt_conv_desc d = {c->n, c->cin, c->h, c->w, c->cout, c->h, c->w, 3, 3,
+                              1,    1,      1,    1,    1,       0};
+            size_t nx = (size_t)c->cin * c->n * c->h * c->w,
+                   ny = (size_t)c->cout * c->n * c->h * c->w, nw = (size_t)c->cout * c->cin * 9;
+            conv_case cc;
+            conv_case_make(&cc, &d, nx, ny, nw, &r);
+            float *x = cc.f[0], *w = cc.f[1], *dy = cc.f[2], *y = cc.f[3], *dx = cc.f[4],
+                  *dw = cc.f[5];
+            if (relu) {
+                for (size_t i = 0; i < nx; i++) x[i] = x[i] > 0 ? x[i] : 0;
+                ref_conv(&d, x, w, dy, cc.ref[0], cc.ref[1], cc.ref[2]);
+            }
+            double e[2][3];
+            for (int wino = 0; wino < 2; wino++) {
+                vt_backend *be;
+                ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+                vt_backend_cpu_set_bf16(be, 1);
+                ck_assert_int_eq(vt_backend_cpu_set_winograd_bf16(be, wino),
+                                 vt_backend_cpu_winograd_bf16_default());
+                ck_assert_int_eq(vt_cpu_wino_applies(be, &d), wino);
+                ck_assert_int_eq(vt_cpu_wino_tile(be, &d), wino ? shapes[si].tile : 0);
+                size_t wsb = be->ops->conv_workspace(be, &d);
+                void *ws = malloc(wsb ? wsb : 1);
+                conv_run(be, &d, x, w, dy, y, dx, dw, ws, nx, nw);
+                e[wino][0] = rel_err(y, cc.ref[0], ny);
+                e[wino][1] = rel_err(dx, cc.ref[1], nx);
+                e[wino][2] = rel_err(dw, cc.ref[2], nw);
+                free(ws);
+                vt_backend_destroy(be);
+            }
+            if (getenv("VT_TEST_PRINT_ERRORS"))
+                printf("winograd bf16 shape %zu relu %d: im2col y %.3g dx %.3g dw %.3g, "
+                       "winograd y %.3g dx %.3g dw %.3g\n",
+                       si, relu, e[0][0], e[0][1], e[0][2], e[1][0], e[1][1], e[1][2]);
+            for (int k = 0; k < 3; k++) {
+                /* im2col's bf16 rounding: about 2^-9 relative, not fp32's */
+                ck_assert_msg(e[0][k] > 5e-4 && e[0][k] < 5e-3,
+                              "bf16 im2col shape %zu output %d: relative error %.3g", si, k,
+                              e[0][k]);
+                double bound = shapes[si].tile == 4 ? 1e-5 : 2.5 * e[0][k];
+                ck_assert_msg(e[1][k] < bound,
+                              "bf16 winograd shape %zu relu %d output %d: relative error %.3g "
+                              "(im2col's %.3g)", si, relu, k, e[1][k], e[0][k]);
+            }
+            conv_case_free(&cc);
+        }
+}
+END_TEST
+
 /* Winograd F(2x2, 3x3) and F(4x4, 3x3) (lib/backend/cpu_winograd.c) against the direct
  * double-precision convolution: odd and even sizes, tiles overhanging the map, maps of one
  * pixel, a batch of one, several blocks of tile rows, 1-4 threads; backward with and without
  * dx; bitwise the same twice; the layer takes it only with fp32 products and its switch on
- * (bf16 products and the switch off: im2col). */
+ * (bf16 products without vt_backend_cpu_set_winograd_bf16, and the switch off: im2col). */
 START_TEST(test_conv_winograd)
 {
     static const struct {
@@ -447,6 +516,7 @@ START_TEST(test_conv_winograd)
             ck_assert(!vt_cpu_wino_applies(be, &d));
             vt_backend_cpu_set_winograd(be, 1);
             vt_backend_cpu_set_bf16(be, 1);
+            vt_backend_cpu_set_winograd_bf16(be, 0);
             ck_assert(!vt_cpu_wino_applies(be, &d));
             vt_backend_cpu_set_bf16(be, 0);
             d.keep_columns = 1;
@@ -1051,6 +1121,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_blis_packing);
     tcase_add_test(tc, test_conv_tiles);
     tcase_add_test(tc, test_conv_winograd);
+    tcase_add_test(tc, test_conv_winograd_bf16);
     tcase_add_test(tc, test_rows2d);
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);

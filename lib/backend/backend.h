@@ -135,7 +135,7 @@ void vt_backend_cpu_set_loss_sync(vt_backend *b, vt_loss_sync_fn fn, void *ctx);
 int vt_backend_cpu_set_conv_simd(vt_backend *b, int on);
 /* on (4, the default, unless VT_CPU_WINOGRAD says otherwise at creation): the convolutions of
  * vt_backend_cpu_winograd_tile go through Winograd in its tile when the products are fp32
- * (and their weight-gradient partials, 4 x (tile + 2)^2 bytes x cin x cout a thread, fit
+ * or vt_backend_cpu_set_winograd_bf16 is on (and their weight-gradient partials, 4 x (tile + 2)^2 bytes x cin x cout a thread, fit
  * 64 MiB; else the 2x2 tile, else im2col); 2: 2x2 tiles only; 0: im2col + GEMM.  Set it
  * before planning a network on the backend (it decides which layers keep their columns).
  * Returns the previous setting (0, 2 or 4). */
@@ -153,6 +153,15 @@ size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int
 /* A new CPU backend's Winograd setting: 0 where VT_CPU_WINOGRAD is 0, off, no or false, 2 where
  * it is 2 or 2x2, else 4. */
 int vt_backend_cpu_winograd_default(void);
+/* on: with bf16 products (vt_backend_cpu_set_bf16), the convolutions that take Winograd with
+ * fp32 products take it too, in the same tile: 2x2 tiles with bf16 products (the transformed
+ * tiles and filters rounded to bf16: about 1.7x im2col's bf16 rounding error), 4x4 tiles with
+ * fp32 products (in bf16 their error was 10x im2col's); off (the default): they run im2col
+ * with bf16 products.  Not yet measured on a CPU with bf16 units, hence off.  Returns the
+ * previous setting.  A new backend's: vt_backend_cpu_winograd_bf16_default(), 1 where
+ * VT_CPU_WINOGRAD_BF16 is 1, on, yes or true, else 0. */
+int vt_backend_cpu_set_winograd_bf16(vt_backend *b, int on);
+int vt_backend_cpu_winograd_bf16_default(void);
 
 /* The CUDA backend: vt_backend_cuda_create in lib/backend/cuda_device.h. */
 

@@ -1393,6 +1393,7 @@ vt_status vt_backend_cpu_create(vt_backend **out, int threads)
      * "Winograd"); VT_CPU_WINOGRAD=2 keeps to 2x2 tiles, =0 runs them as im2col + GEMM, for
      * comparisons */
     b->conv_winograd = vt_backend_cpu_winograd_default();
+    b->conv_winograd_bf16 = vt_backend_cpu_winograd_bf16_default();
     vt_status st = vt_pool_create(&b->pool, threads);
     if (st) {
         free(b);
@@ -1439,6 +1440,13 @@ int vt_backend_cpu_set_winograd(vt_backend *b, int on)
 {
     int was = ((cpu_backend *)b)->conv_winograd;
     ((cpu_backend *)b)->conv_winograd = on == 0 ? 0 : on == 2 ? 2 : 4;
+    return was;
+}
+
+int vt_backend_cpu_set_winograd_bf16(vt_backend *b, int on)
+{
+    int was = ((cpu_backend *)b)->conv_winograd_bf16;
+    ((cpu_backend *)b)->conv_winograd_bf16 = on != 0;
     return was;
 }
 

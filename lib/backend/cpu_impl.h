@@ -42,6 +42,8 @@ typedef struct cpu_backend {
     int conv_winograd;    /* 3x3 stride-1 convolutions in Winograd with fp32 products
                            * (cpu_winograd.c), the largest output tile: 4 (the default), 2
                            * (VT_CPU_WINOGRAD=2), 0 (VT_CPU_WINOGRAD=0: im2col) */
+    int conv_winograd_bf16; /* ... under bf16 products too (cpu_winograd.c's tile_gemm: bf16
+                             * in 2x2 tiles, fp32 in 4x4); 0: im2col under bf16 */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
@@ -63,8 +65,9 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 /* Winograd F(2x2, 3x3) and F(4x4, 3x3) (cpu_winograd.c): the output tile this backend takes
  * for a shape (vt_backend_cpu_winograd_tile's, or 2x2 where the 4x4 one's weight-gradient
  * partials would not fit on this backend's threads; 0: none), whether this call takes it (a
- * tile, the backend's switch, fp32 products, no kept columns), its workspace, and the two
- * passes (y assigned, dx added to, dw assigned, as vt_cpu_conv_forward/backward; no bias).
+ * tile, the backend's switch, fp32 products or conv_winograd_bf16, no kept columns), its
+ * workspace, and the two passes (y assigned, dx added to, dw assigned, as
+ * vt_cpu_conv_forward/backward; no bias).
  * The shapes' limits, measured on Zen 3: */
 enum { VT_WINO_MIN_CHANNELS = 16, VT_WINO_MIN_TILES = 49, VT_WINO4_MIN_SIDE = 16 };
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d);

@@ -61,6 +61,12 @@ int vt_backend_cpu_winograd_default(void)
     return e && (!strcmp(e, "2") || !strcmp(e, "2x2")) ? 2 : 4;
 }
 
+int vt_backend_cpu_winograd_bf16_default(void)
+{
+    const char *e = getenv("VT_CPU_WINOGRAD_BF16");
+    return e && (!strcmp(e, "1") || !strcmp(e, "on") || !strcmp(e, "yes") || !strcmp(e, "true"));
+}
+
 /* The shape's tile, or the 2x2 one, whose backward partial dU (one of (tile + 2)^2 x cout x
  * cin floats a share, at least a share a thread) fits WINO_THREADS_MAX_FLOATS, so that a
  * many-core host does not trade the convolution's memory for it (512 -> 512 channels: 4x4 on
@@ -76,13 +82,23 @@ static int tile_within(int threads, const vt_conv_desc *d, int largest)
 
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d)
 {
-    return tile_within(vt_pool_threads(POOL(b)), d, ((const cpu_backend *)b)->conv_winograd);
+    const cpu_backend *cb = (const cpu_backend *)b;
+    int on = cb->gemm == vt_sgemm || cb->conv_winograd_bf16;
+    return tile_within(vt_pool_threads(POOL(b)), d, on ? cb->conv_winograd : 0);
+}
+
+/* The products of a tile: the backend's, but fp32 in 4x4 tiles.  Their transformed tiles are
+ * sums of up to 36 inputs with coefficients up to 8 (and the filters' 1/24), so rounding them
+ * to bf16 gave 10x im2col's bf16 error (2.5e-2 relative against 2.4e-3; 2x2 tiles: 4e-3,
+ * test_backend_cpu). */
+static vt_cpu_gemm_fn tile_gemm(const vt_backend *b, int tile)
+{
+    return tile == 4 ? vt_sgemm : GEMM(b);
 }
 
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d)
 {
-    const cpu_backend *cb = (const cpu_backend *)b;
-    return cb->gemm == vt_sgemm && !d->keep_columns && vt_cpu_wino_tile(b, d);
+    return !d->keep_columns && vt_cpu_wino_tile(b, d);
 }
 
 typedef struct wino_geom {
@@ -762,6 +778,7 @@ typedef struct wino_job {
     const float *x, *dy, *u;
     float *y, *dx, *du; /* du: the shares' partial dU, share p's at p x g.u */
     float *scratch;     /* threads x g.per_thread */
+    vt_cpu_gemm_fn gemm; /* tile_gemm's */
 } wino_job;
 
 /* The transforms of a tile size: of one channel over one row of tiles, and of the weights. */
@@ -825,8 +842,9 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
             size_t T = (size_t)(r1 - r0) * g->TW;
             transform_inputs(J, r0, r1, T, V, tmp);
             for (int k = 0; k < g->K; k++)
-                vt_sgemm(NULL, 0, 0, d->cout, (int)T, d->cin, 1.0f, J->u + (size_t)k * g->uk, d->cin, V + (size_t)k * d->cin * T,
-                         (int)T, 0.0f, M + (size_t)k * d->cout * T, (int)T);
+                J->gemm(NULL, 0, 0, d->cout, (int)T, d->cin, 1.0f, J->u + (size_t)k * g->uk,
+                        d->cin, V + (size_t)k * d->cin * T, (int)T, 0.0f,
+                        M + (size_t)k * d->cout * T, (int)T);
             for (int co = 0; co < d->cout; co++)
                 for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
@@ -864,11 +882,11 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             transform_inputs(J, r0, r1, T, V, tmp);
             for (int k = 0; k < g->K; k++) {
                 float *Vk = V + (size_t)k * d->cin * T, *Mk = M + (size_t)k * d->cout * T;
-                vt_sgemm(NULL, 0, 1, d->cout, d->cin, (int)T, 1.0f, Mk, (int)T, Vk, (int)T,
-                         first ? 0.0f : 1.0f, du + (size_t)k * g->uk, d->cin);
+                J->gemm(NULL, 0, 1, d->cout, d->cin, (int)T, 1.0f, Mk, (int)T, Vk, (int)T,
+                        first ? 0.0f : 1.0f, du + (size_t)k * g->uk, d->cin);
                 if (J->dx) /* dV over V: this k's V is no longer needed */
-                    vt_sgemm(NULL, 1, 0, d->cin, (int)T, d->cout, 1.0f,
-                             J->u + (size_t)k * g->uk, d->cin, Mk, (int)T, 0.0f, Vk, (int)T);
+                    J->gemm(NULL, 1, 0, d->cin, (int)T, d->cout, 1.0f,
+                            J->u + (size_t)k * g->uk, d->cin, Mk, (int)T, 0.0f, Vk, (int)T);
             }
             if (!J->dx) continue;
             for (int ci = 0; ci < d->cin; ci++)
@@ -892,7 +910,9 @@ static size_t weight_grain(const vt_conv_desc *d)
 void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
                          float *y, void *ws)
 {
-    wino_job J = {d, geom(d, vt_cpu_wino_tile(b, d), forward_blocks(b)), 0, x, NULL, ws, y, NULL, NULL, NULL};
+    int tile = vt_cpu_wino_tile(b, d);
+    wino_job J = {.d = d, .g = geom(d, tile, forward_blocks(b)), .x = x, .u = ws, .y = y,
+                  .gemm = tile_gemm(b, tile)};
     J.scratch = (float *)ws + J.g.u;
     wt_job W = {d, w, (float *)ws, NULL, 0, NULL};
     vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weights, &W);
@@ -905,7 +925,9 @@ void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, c
 void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, void *ws)
 {
-    wino_job J = {d, geom(d, vt_cpu_wino_tile(b, d), 1), 0, x, dy, ws, NULL, dx, NULL, NULL};
+    int tile = vt_cpu_wino_tile(b, d);
+    wino_job J = {.d = d, .g = geom(d, tile, 1), .x = x, .dy = dy, .u = ws, .dx = dx,
+                  .gemm = tile_gemm(b, tile)};
     J.parts = backward_shares(vt_pool_threads(POOL(b)), d, &J.g);
     J.du = (float *)ws + J.g.u;
     J.scratch = J.du + (size_t)J.parts * J.g.u;

@@ -230,21 +230,26 @@ int vt_device_precision_note(const vt_device *d, vt_device_precision p, char *bu
     return d->iface->precision_note && cap ? d->iface->precision_note(p, buf, cap) : 0;
 }
 
-static char cpu_kernels_desc[448];
+static char cpu_kernels_desc[512];
 static pthread_once_t cpu_kernels_once = PTHREAD_ONCE_INIT;
 
 static void describe_cpu_kernels(void)
 {
     const char *bf16 = vt_cpu_has_bf16() ? vt_gemm_bf16_kernel() : "none (needs AVX512-BF16)";
     snprintf(cpu_kernels_desc, sizeof cpu_kernels_desc,
-             "%s; precision=bf16: %s%s; 3x3 stride-1 convolutions: %s", vt_sgemm_kernels(), bf16,
+             "%s; precision=bf16: %s%s; 3x3 stride-1 convolutions: %s%s", vt_sgemm_kernels(), bf16,
              vt_cpu_has_bf16() && vt_gemm_bf16_slower_than_fp32() ? " (slower than fp32 here)"
                                                                   : "",
              vt_backend_cpu_winograd_default() == 4
                  ? "Winograd F(4x4, 3x3) and F(2x2, 3x3) with fp32 products"
              : vt_backend_cpu_winograd_default() == 2
                  ? "Winograd F(2x2, 3x3) with fp32 products (VT_CPU_WINOGRAD=2)"
-                 : "im2col (VT_CPU_WINOGRAD=0)");
+                 : "im2col (VT_CPU_WINOGRAD=0)",
+             !vt_backend_cpu_winograd_default() ? ""
+             : vt_backend_cpu_winograd_bf16_default()
+                 ? ", with precision=bf16 too (VT_CPU_WINOGRAD_BF16=1: bf16 products in 2x2 "
+                   "tiles)"
+                 : ", im2col with precision=bf16");
 }
 
 VT_API const char *vt_cpu_kernels(void)
