@@ -445,20 +445,26 @@ END_TEST
  * (bf16 products without vt_backend_cpu_set_winograd_bf16, and the switch off: im2col). */
 START_TEST(test_conv_winograd)
 {
+    /* tile: the rule's; run: the largest tile the test lets the backend take (2: 2x2 tiles
+     * where the rule takes 4x4 ones on enough work) */
     static const struct {
         cshape s;
-        int tile;
+        int tile, run;
     } shapes[] = {
-        {{2, 16, 14, 14, 16, 3, 1, 1, 1}, 2}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2},
-        {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 2}, {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2},
-        {{5, 24, 15, 13, 16, 3, 1, 1, 1}, 2}, {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2},
-        {{2, 16, 18, 18, 16, 3, 1, 1, 1}, 2}, /* 4x4 tiles would cover 23 % more */
-        {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 2}, /* 315 tile rows: forward in more than one block */
-        {{24, 64, 14, 14, 64, 3, 1, 1, 1}, 2}, /* 1 thread: backward shares of 2 blocks (84 rows) */
-        {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 4}, {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4},
-        {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4},
-        {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4}, /* 240 tile rows: forward in two blocks */
-        {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4}, /* 1 thread: backward shares of 2 blocks (64 rows) */
+        {{2, 16, 14, 14, 16, 3, 1, 1, 1}, 2, 4}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2, 4},
+        {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 2, 4}, {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2, 4},
+        {{5, 24, 15, 13, 16, 3, 1, 1, 1}, 2, 4}, {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4},
+        {{2, 16, 18, 18, 16, 3, 1, 1, 1}, 2, 4}, /* 4x4 tiles would cover 23 % more */
+        {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 4, 2}, /* 315 tile rows: forward in more than one block */
+        {{24, 64, 14, 14, 64, 3, 1, 1, 1}, 4, 2}, /* 1 thread: backward shares of 2 blocks (84 rows) */
+        /* 4x4 tiles, transformed by chunks of tiles (up to 12 a row) or by rows */
+        {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4}, {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4, 4},
+        {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4, 4}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4, 4},
+        {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4}, /* 240 tile rows: forward in two blocks */
+        {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4, 4}, /* 1 thread: backward shares of 2 blocks (64 rows) */
+        /* small maps, on enough work: 7x7 (2 x 2 tiles an image, 31 % over), 11 x 9 */
+        {{64, 32, 7, 7, 32, 3, 1, 1, 1}, 4, 4}, {{26, 48, 11, 9, 40, 3, 1, 1, 1}, 4, 4},
+        {{24, 64, 8, 8, 64, 3, 1, 1, 1}, 4, 4},
     };
     static const int threads[] = {1, 2, 3, 4};
     vt_rng r;
@@ -468,7 +474,8 @@ START_TEST(test_conv_winograd)
         vt_conv_desc d = {c->n, c->cin, c->h, c->w, c->cout, c->h, c->w, 3, 3, 1, 1, 1, 1, 1, 0};
         ck_assert_int_eq(vt_backend_cpu_winograd_tile(&d), shapes[si].tile);
         /* the 4x4 transforms' larger coefficients (up to 8 and 1/24) cost more rounding */
-        double bound = shapes[si].tile == 4 ? 1e-5 : 2e-6;
+        int tile = shapes[si].tile < shapes[si].run ? shapes[si].tile : shapes[si].run;
+        double bound = tile == 4 ? 1e-5 : 2e-6;
         size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * c->h * c->w,
                nw = (size_t)c->cout * c->cin * 9;
         conv_case cc;
@@ -479,9 +486,9 @@ START_TEST(test_conv_winograd)
         for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
             vt_backend *be;
             ck_assert_int_eq(vt_backend_cpu_create(&be, threads[ti]), VT_OK);
-            vt_backend_cpu_set_winograd(be, 1);
+            vt_backend_cpu_set_winograd(be, shapes[si].run);
             ck_assert(vt_cpu_wino_applies(be, &d));
-            ck_assert_int_eq(vt_cpu_wino_tile(be, &d), shapes[si].tile);
+            ck_assert_int_eq(vt_cpu_wino_tile(be, &d), tile);
             ck_assert_uint_eq(be->ops->conv_columns(be, &d), 0); /* nothing kept */
             size_t wsb = be->ops->conv_workspace(be, &d);
             ck_assert_uint_ge(wsb, vt_cpu_wino_workspace(be, &d));
@@ -494,7 +501,7 @@ START_TEST(test_conv_winograd)
                           si, threads[ti], ey, ex, ew);
             if (getenv("VT_TEST_PRINT_ERRORS"))
                 printf("winograd shape %zu tile %d threads %d: y %.3g dx %.3g dw %.3g\n", si,
-                       shapes[si].tile, threads[ti], ey, ex, ew);
+                       tile, threads[ti], ey, ex, ew);
             ck_assert_msg(!memcmp(y, y1, ny * 4) && !memcmp(dx, dx1, nx * 4) &&
                               !memcmp(dw, dw1, nw * 4),
                           "winograd shape %zu threads %d: two runs differ", si, threads[ti]);
@@ -509,7 +516,7 @@ START_TEST(test_conv_winograd)
             for (size_t i = 0; i < nx; i++)
                 ck_assert_float_eq_tol(dx1[i], dx[i] + 1.0f, 1e-5f * (1.0f + fabsf(dx[i])));
             /* off, or bf16 products: im2col + GEMM */
-            ck_assert_int_eq(vt_backend_cpu_set_winograd(be, 2), 4);
+            ck_assert_int_eq(vt_backend_cpu_set_winograd(be, 2), shapes[si].run);
             ck_assert_int_eq(vt_cpu_wino_tile(be, &d), 2); /* 2x2 only */
             ck_assert_uint_ge(wsb, vt_cpu_wino_workspace(be, &d));
             ck_assert_int_eq(vt_backend_cpu_set_winograd(be, 0), 2);
@@ -533,9 +540,17 @@ START_TEST(test_conv_winograd)
     vt_conv_desc c8 = {2, 8, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 0};
     vt_conv_desc k5 = {2, 16, 14, 14, 16, 14, 14, 5, 5, 1, 1, 2, 2, 1, 0};
     vt_conv_desc sm = {2, 16, 12, 14, 16, 12, 14, 3, 3, 1, 1, 1, 1, 1, 0}; /* 42 tiles */
+    /* small maps: too little work (8 x 8 x 8 / 16 x 128 = 4096), 5x5 (4x4 tiles over 2.56x
+     * the map), 4x4 maps (under 7 px) */
+    vt_conv_desc lw = {8, 128, 8, 8, 128, 8, 8, 3, 3, 1, 1, 1, 1, 1, 0};
+    vt_conv_desc m5 = {256, 128, 5, 5, 128, 5, 5, 3, 3, 1, 1, 1, 1, 1, 0};
+    vt_conv_desc m4 = {256, 256, 4, 4, 256, 4, 4, 3, 3, 1, 1, 1, 1, 1, 0};
     ck_assert(!vt_backend_cpu_winograd_tile(&s2) && !vt_backend_cpu_winograd_tile(&g2) &&
               !vt_backend_cpu_winograd_tile(&c8) && !vt_backend_cpu_winograd_tile(&k5) &&
-              !vt_backend_cpu_winograd_tile(&sm));
+              !vt_backend_cpu_winograd_tile(&sm) && !vt_backend_cpu_winograd_tile(&lw) &&
+              !vt_backend_cpu_winograd_tile(&m5) && !vt_backend_cpu_winograd_tile(&m4));
+    lw.n = 12; /* 6144 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 4);
     /* 512 -> 512 channels: 4x4 tiles' weight-gradient partials (36 x 512 x 512 floats a thread)
      * fit 64 MiB on one thread, 2x2 ones on 2-4, none on 5 (im2col) */
     vt_conv_desc big = {2, 512, 20, 20, 512, 20, 20, 3, 3, 1, 1, 1, 1, 1, 0};

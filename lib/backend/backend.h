@@ -142,9 +142,12 @@ int vt_backend_cpu_set_conv_simd(vt_backend *b, int on);
 int vt_backend_cpu_set_winograd(vt_backend *b, int on);
 /* The Winograd output tile of the convolutions the CPU backend runs in Winograd when it is on
  * and the products are fp32, 0 for the others: 3x3, stride 1, padding 1, one group, 16 or
- * more channels in and out, and 49 or more 2x2 output tiles an image (maps of about 13x13 and
- * more); 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles cover at most 15 %
- * more than the map, else 2 (F(2x2, 3x3)).  Where each measured faster (bench/README.md). */
+ * more channels in and out; 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles
+ * cover at most 15 % more than the map, or where both sides are 7 or more, the tiles cover at
+ * most 55 % more and the batch's work, n x h x w / 16 x min(cin, cout), is 6144 or more
+ * (7x7 maps of 128 channels from batch 32); else 2 (F(2x2, 3x3)) where an image has 49 or
+ * more 2x2 output tiles (maps of about 13x13 and more); else 0.  Where each measured faster
+ * (bench/README.md). */
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d);
 /* The bytes of workspace a CPU backend with `threads` threads gives convolution d for its
  * Winograd tiles up to `largest` (4: either tile, whichever a call takes; 0 where it takes

@@ -68,8 +68,14 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
  * tile, the backend's switch, fp32 products or conv_winograd_bf16, no kept columns), its
  * workspace, and the two passes (y assigned, dx added to, dw assigned, as
  * vt_cpu_conv_forward/backward; no bias).
- * The shapes' limits, measured on Zen 3: */
-enum { VT_WINO_MIN_CHANNELS = 16, VT_WINO_MIN_TILES = 49, VT_WINO4_MIN_SIDE = 16 };
+ * The shapes' limits (vt_backend_cpu_winograd_tile), measured on Zen 3: */
+enum {
+    VT_WINO_MIN_CHANNELS = 16,
+    VT_WINO_MIN_TILES = 49,
+    VT_WINO4_MIN_SIDE = 16,
+    VT_WINO4_MIN_SMALL = 7,
+    VT_WINO4_MIN_WORK = 6144,
+};
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d);
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d);
 size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d);

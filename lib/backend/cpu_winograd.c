@@ -18,7 +18,9 @@
  * Work comes in blocks of whole rows of tiles (an image's tile row: its m output rows), sized
  * so a block's transformed inputs and outputs (K x (cin + cout) x tiles floats) stay in the
  * cache; a thread transforms its block into its own scratch and calls single-threaded GEMMs on
- * it.  Backward shares are whole images (no two threads add into the same dX rows), each with
+ * it.  The transforms run along a row of tiles at a time, or, for 4x4 tiles on maps of up to
+ * 12 tiles a row, over chunks of 64 tiles of the block gathered from any rows and images
+ * (input_tiles4 ...): on a 7x7 map a row is 2 tiles, too short a loop.  Backward shares are whole images (no two threads add into the same dX rows), each with
  * its own partial dU, added in share order: bitwise reproducible for a given thread count.
  * Layouts: x, y, dy, dx CNHW as the rest of the backend; V[k][ci][t], M[k][co][t] (k = a xi +
  * nu), U and dU [k][co][ci]. */
@@ -34,6 +36,9 @@
  * 512K-2M floats measured the same within 10 % forward (2x2 and 4x4 tiles); backward with 256
  * channels wanted 1M or more (bench/README.md, "Winograd"). */
 enum {
+    WINO_CHUNK_TW = 12, /* 4x4 tiles: transformed a chunk of tiles at a time up to this many
+                         * tiles a row (maps up to 48 px), a row of tiles at a time above */
+    WCHUNK = 64,       /* tiles a chunk */
     WINO_BLOCK_FLOATS = 1 << 20,
     WINO_SHARES_PER_THREAD = 2,
     WINO_PARTIALS_MAX = 4 << 20,        /* more shares than threads only within this */
@@ -44,13 +49,19 @@ int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
 {
     if (!(d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->ph == 1 && d->pw == 1 &&
           d->groups == 1 && d->ho == d->h && d->wo == d->w && d->cin >= VT_WINO_MIN_CHANNELS &&
-          d->cout >= VT_WINO_MIN_CHANNELS &&
-          (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES))
+          d->cout >= VT_WINO_MIN_CHANNELS && d->n > 0))
         return 0;
-    /* 4x4 where its tiles cover at most 15 % more than the map */
     size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
-    return d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw ? 4
-                                                                                         : 2;
+    int big = (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES;
+    /* 4x4 on 16+ px maps that its tiles cover within 15 %; on maps of 7+ px within 55 %
+     * where the batch's work (output pixels / 16 x the smaller channel count) is enough */
+    if (d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw && big)
+        return 4;
+    double work = (double)d->n * (double)hw / 16 * (d->cin < d->cout ? d->cin : d->cout);
+    if (d->h >= VT_WINO4_MIN_SMALL && d->w >= VT_WINO4_MIN_SMALL && 100 * cover <= 155 * hw &&
+        work >= VT_WINO4_MIN_WORK)
+        return 4;
+    return big ? 2 : 0;
 }
 
 int vt_backend_cpu_winograd_default(void)
@@ -105,6 +116,7 @@ typedef struct wino_geom {
     int M, A, K;    /* output tile M x M, input tile A x A (A = M + 2), K = A^2 products */
     int TH, TW;     /* tiles per image: rows, columns */
     int rows;       /* tile rows per block */
+    int chunked;    /* transforms over chunks of WCHUNK tiles (input_tiles4 ...), not rows */
     size_t tmax;    /* tiles of the largest block */
     size_t per_thread; /* floats of a thread's scratch */
     size_t uk, u;   /* floats of one U[k] (cout x cin) and of U (and of one dU): K x uk */
@@ -130,8 +142,10 @@ static wino_geom geom(const vt_conv_desc *d, int tile, int blocks)
     /* V and M, then the transforms' rows: K arrays of TW, A padded rows of M TW + 2 and one
      * more */
     size_t pl = (size_t)g.M * g.TW + 2;
-    g.per_thread = (size_t)g.K * (d->cin + d->cout) * g.tmax + (size_t)(g.K + g.A) * g.TW +
-                   (size_t)g.A * pl + pl + 4;
+    g.chunked = g.M == 4 && g.TW <= WINO_CHUNK_TW;
+    g.per_thread = (size_t)g.K * (d->cin + d->cout) * g.tmax +
+                   (g.chunked ? (size_t)72 * WCHUNK
+                              : (size_t)(g.K + g.A) * g.TW + (size_t)g.A * pl + pl + 4);
     g.uk = (size_t)d->cout * d->cin;
     g.u = (size_t)g.K * g.uk;
     return g;
@@ -513,12 +527,13 @@ static void output_row4(const float *m, size_t kstride, int TW, int ty, int ho, 
         at6_down(tmp, TW, AT4[r], wo, y + (size_t)(4 * ty + r) * wo);
 }
 
-/* dM_nu[t] = (A (b_0, b_1, b_2, b_3))_nu, b_c = sum_r k_r e[r][c][t] (e[r][c] at e + (4 r + c) TW) */
-static void a6_tiles(const float *restrict e, int TW, float k0, float k1, float k2, float k3,
-                     float *restrict d0, float *restrict d1, float *restrict d2,
-                     float *restrict d3, float *restrict d4, float *restrict d5)
+/* dM_nu[t] = (A (b_0, b_1, b_2, b_3))_nu, b_c = sum_r k_r e[r][c][t] (e[r][c] at
+ * e + (4 r + c) n), t < TW */
+static void a6_strided(const float *restrict e, int TW, size_t n, float k0, float k1, float k2,
+                       float k3, float *restrict d0, float *restrict d1, float *restrict d2,
+                       float *restrict d3, float *restrict d4, float *restrict d5)
 {
-    const size_t s = 4 * (size_t)TW, n = (size_t)TW;
+    const size_t s = 4 * n;
     for (int t = 0; t < TW; t++) {
         float b0 = k0 * e[t] + k1 * e[s + t] + k2 * e[2 * s + t] + k3 * e[3 * s + t];
         float b1 = k0 * e[n + t] + k1 * e[s + n + t] + k2 * e[2 * s + n + t] + k3 * e[3 * s + n + t];
@@ -528,6 +543,21 @@ static void a6_tiles(const float *restrict e, int TW, float k0, float k1, float 
                    k3 * e[3 * s + 3 * n + t];
         A6(b0, b1, b2, b3, d0[t], d1[t], d2[t], d3[t], d4[t], d5[t]);
     }
+}
+
+static void a6_tiles(const float *restrict e, int TW, float k0, float k1, float k2, float k3,
+                     float *restrict d0, float *restrict d1, float *restrict d2,
+                     float *restrict d3, float *restrict d4, float *restrict d5)
+{
+    a6_strided(e, TW, (size_t)TW, k0, k1, k2, k3, d0, d1, d2, d3, d4, d5);
+}
+
+/* a6_strided over a chunk's arrays (WCHUNK apart) */
+static void a6_chunk(const float *restrict e, int nt, float k0, float k1, float k2, float k3,
+                     float *restrict d0, float *restrict d1, float *restrict d2,
+                     float *restrict d3, float *restrict d4, float *restrict d5)
+{
+    a6_strided(e, nt, WCHUNK, k0, k1, k2, k3, d0, d1, d2, d3, d4, d5);
 }
 
 /* e[c][t] = row[4 t + c] (zero from column wo on), TW tiles */
@@ -615,6 +645,170 @@ static void scatter_row4(const float *dv, size_t kstride, int TW, int ty, int h,
                  q + 3 * n, q + 4 * n, q + 5 * n);
         overlap_add(q, TW, P);
         add_row(P + 1, w, dx + (size_t)iy * w);
+    }
+}
+
+/* ---- F(4x4, 3x3) over a block's tiles at once, for maps of few tiles a row ----
+ * The row transforms above vectorise along a row of tiles: on a 7x7 map that is 2 tiles, and
+ * their loops cost more than the products.  These gather WCHUNK tiles of a channel (whatever
+ * their rows and images) into arrays over the tiles, transform those (the same order of
+ * operations: down, then along), and scatter back.  Tile t of a block from tile row r0:
+ * row r = r0 + t / TW (image r / TH, tile row r % TH), column t % TW. */
+typedef struct tile_at {
+    int n, ty, tx;
+} tile_at;
+
+static tile_at tile_of(const wino_geom *g, int r0, size_t t)
+{
+    int r = r0 + (int)(t / (size_t)g->TW);
+    tile_at a = {r / g->TH, r % g->TH, (int)(t % (size_t)g->TW)};
+    return a;
+}
+
+/* D[(q r + c) WCHUNK + i] = plane[oy + r][ox + c] (zero outside the h x w plane), r, c < q, for
+ * tiles i < nt of the chunk at t0; the plane of image n at x + n h w, a tile's corner at
+ * (m ty - off, m tx - off). */
+static void gather_tiles(const float *x, int h, int w, const wino_geom *g, int r0, size_t t0,
+                         int nt, int q, int m, int off, float *restrict D)
+{
+    size_t HW = (size_t)h * w;
+    for (int i = 0; i < nt; i++) {
+        tile_at a = tile_of(g, r0, t0 + (size_t)i);
+        const float *pl = x + (size_t)a.n * HW;
+        int oy = m * a.ty - off, ox = m * a.tx - off, inside = ox >= 0 && ox + q <= w;
+        for (int r = 0; r < q; r++) {
+            float *o = D + (size_t)(q * r) * WCHUNK + i;
+            int iy = oy + r;
+            if (iy < 0 || iy >= h) {
+                for (int c = 0; c < q; c++) o[(size_t)c * WCHUNK] = 0.0f;
+                continue;
+            }
+            const float *row = pl + (size_t)iy * w + ox;
+            if (inside)
+                for (int c = 0; c < q; c++) o[(size_t)c * WCHUNK] = row[c];
+            else
+                for (int c = 0; c < q; c++)
+                    o[(size_t)c * WCHUNK] = ox + c >= 0 && ox + c < w ? row[c] : 0.0f;
+        }
+    }
+}
+
+/* V[k kstride + t] of the block's tiles t < T of one channel (planes from x).  tmp: 72 WCHUNK. */
+static void input_tiles4(const float *x, int h, int w, const wino_geom *g, int r0, size_t T,
+                         float *v, size_t kstride, float *restrict tmp)
+{
+    float *D = tmp, *E = tmp + 36 * WCHUNK;
+    const size_t C = WCHUNK;
+    for (size_t t0 = 0; t0 < T; t0 += C) {
+        int nt = T - t0 < C ? (int)(T - t0) : (int)C;
+        gather_tiles(x, h, w, g, r0, t0, nt, 6, 4, 1, D);
+        /* down: E[6 xi + j] = (B^T D[., j])_xi; along: V[6 xi + nu] = (B^T E[6 xi + .])_nu */
+        for (int j = 0; j < 6; j++)
+            bt6_down(D + j * C, D + (6 + j) * C, D + (12 + j) * C, D + (18 + j) * C,
+                     D + (24 + j) * C, D + (30 + j) * C, nt, E + j * C, E + (6 + j) * C,
+                     E + (12 + j) * C, E + (18 + j) * C, E + (24 + j) * C, E + (30 + j) * C);
+        for (int xi = 0; xi < 6; xi++) {
+            const float *e = E + (size_t)(6 * xi) * C;
+            float *v0 = v + (size_t)(6 * xi) * kstride + t0;
+            bt6_down(e, e + C, e + 2 * C, e + 3 * C, e + 4 * C, e + 5 * C, nt, v0, v0 + kstride,
+                     v0 + 2 * kstride, v0 + 3 * kstride, v0 + 4 * kstride, v0 + 5 * kstride);
+        }
+    }
+}
+
+/* o[(4 r + c) WCHUNK + i] = sum_xi A^T[r][xi] a[xi][c][i] (a[xi][c] at a + (4 xi + c) WCHUNK) */
+static void at6_tiles_down(const float *restrict a, int nt, float *restrict o)
+{
+    const size_t C = WCHUNK, s = 4 * C;
+    for (int r = 0; r < 4; r++) {
+        const float *k = AT4[r];
+        for (int c = 0; c < 4; c++) {
+            float *restrict oc = o + (size_t)(4 * r + c) * C;
+            const float *restrict q = a + (size_t)c * C;
+            for (int i = 0; i < nt; i++)
+                oc[i] = k[0] * q[i] + k[1] * q[s + i] + k[2] * q[2 * s + i] +
+                        k[3] * q[3 * s + i] + k[4] * q[4 * s + i] + k[5] * q[5 * s + i];
+        }
+    }
+}
+
+/* The outputs of the block's tiles t < T of one output channel (planes from y, ho x wo) =
+ * A^T M A, M[k] at m + k kstride.  tmp: 40 WCHUNK. */
+static void output_tiles4(const float *m, size_t kstride, const wino_geom *g, int r0, size_t T,
+                          int ho, int wo, float *y, float *restrict tmp)
+{
+    float *a = tmp, *o = tmp + 24 * WCHUNK;
+    const size_t C = WCHUNK, OHW = (size_t)ho * wo;
+    for (size_t t0 = 0; t0 < T; t0 += C) {
+        int nt = T - t0 < C ? (int)(T - t0) : (int)C;
+        for (int xi = 0; xi < 6; xi++) {
+            const float *m0 = m + (size_t)(6 * xi) * kstride + t0;
+            float *a0 = a + (size_t)(4 * xi) * C;
+            at6_along(m0, m0 + kstride, m0 + 2 * kstride, m0 + 3 * kstride, m0 + 4 * kstride,
+                      m0 + 5 * kstride, nt, a0, a0 + C, a0 + 2 * C, a0 + 3 * C);
+        }
+        at6_tiles_down(a, nt, o);
+        for (int i = 0; i < nt; i++) {
+            tile_at at = tile_of(g, r0, t0 + (size_t)i);
+            float *pl = y + (size_t)at.n * OHW;
+            int oy = 4 * at.ty, ox = 4 * at.tx;
+            for (int r = 0; r < 4 && oy + r < ho; r++)
+                for (int c = 0; c < 4 && ox + c < wo; c++)
+                    pl[(size_t)(oy + r) * wo + ox + c] = o[(size_t)(4 * r + c) * C + i];
+        }
+    }
+}
+
+/* dM[k kstride + t] = A g A^T of the block's tiles t < T of one output channel (its output
+ * gradients' planes from dy, ho x wo; zero past their edges).  tmp: 16 WCHUNK. */
+static void grad_tiles4(const float *dy, int ho, int wo, const wino_geom *g, int r0, size_t T,
+                        float *dm, size_t kstride, float *restrict tmp)
+{
+    const size_t C = WCHUNK;
+    for (size_t t0 = 0; t0 < T; t0 += C) {
+        int nt = T - t0 < C ? (int)(T - t0) : (int)C;
+        gather_tiles(dy, ho, wo, g, r0, t0, nt, 4, 4, 0, tmp); /* e[r][c] at (4 r + c) C */
+        for (int xi = 0; xi < 6; xi++) {
+            float *d0 = dm + (size_t)(6 * xi) * kstride + t0;
+            a6_chunk(tmp, nt, AT4[0][xi], AT4[1][xi], AT4[2][xi], AT4[3][xi], d0, d0 + kstride,
+                     d0 + 2 * kstride, d0 + 3 * kstride, d0 + 4 * kstride, d0 + 5 * kstride);
+        }
+    }
+}
+
+/* dx (planes from dx, h x w) += B dV B^T of the block's tiles t < T of one input channel, the
+ * tiles overlapping by 2.  tmp: 72 WCHUNK. */
+static void scatter_tiles4(const float *dv, size_t kstride, const wino_geom *g, int r0,
+                           size_t T, int h, int w, float *dx, float *restrict tmp)
+{
+    float *S = tmp, *Q = tmp + 36 * WCHUNK;
+    const size_t C = WCHUNK, k6 = 6 * kstride, HW = (size_t)h * w;
+    for (size_t t0 = 0; t0 < T; t0 += C) {
+        int nt = T - t0 < C ? (int)(T - t0) : (int)C;
+        /* down: S[6 a + nu] = sum_xi B[a][xi] dV[xi][nu]; along: Q[6 a + b] = (B S[6 a + .])_b */
+        for (int nu = 0; nu < 6; nu++) {
+            const float *v0 = dv + (size_t)nu * kstride + t0;
+            float *s0 = S + (size_t)nu * C;
+            b6_tiles(v0, v0 + k6, v0 + 2 * k6, v0 + 3 * k6, v0 + 4 * k6, v0 + 5 * k6, nt, s0,
+                     s0 + 6 * C, s0 + 12 * C, s0 + 18 * C, s0 + 24 * C, s0 + 30 * C);
+        }
+        for (int a = 0; a < 6; a++) {
+            const float *u = S + (size_t)(6 * a) * C;
+            float *q = Q + (size_t)(6 * a) * C;
+            b6_tiles(u, u + C, u + 2 * C, u + 3 * C, u + 4 * C, u + 5 * C, nt, q, q + C,
+                     q + 2 * C, q + 3 * C, q + 4 * C, q + 5 * C);
+        }
+        for (int i = 0; i < nt; i++) {
+            tile_at at = tile_of(g, r0, t0 + (size_t)i);
+            float *pl = dx + (size_t)at.n * HW;
+            int oy = 4 * at.ty - 1, ox = 4 * at.tx - 1;
+            for (int r = 0; r < 6; r++) {
+                if (oy + r < 0 || oy + r >= h) continue;
+                float *row = pl + (size_t)(oy + r) * w;
+                for (int c = 0; c < 6; c++)
+                    if (ox + c >= 0 && ox + c < w) row[ox + c] += Q[(size_t)(6 * r + c) * C + i];
+            }
+        }
     }
 }
 
@@ -808,6 +1002,12 @@ static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float 
 {
     const vt_conv_desc *d = J->d;
     size_t HW = (size_t)d->h * d->w, TW = (size_t)J->g.TW, kstride = (size_t)d->cin * T;
+    if (J->g.chunked) {
+        for (int ci = 0; ci < d->cin; ci++)
+            input_tiles4(J->x + (size_t)ci * d->n * HW, d->h, d->w, &J->g, r0, T,
+                         V + (size_t)ci * T, kstride, P);
+        return;
+    }
     for (int ci = 0; ci < d->cin; ci++)
         for (int r = r0; r < r1; r++) {
             int n = r / J->g.TH, ty = r % J->g.TH;
@@ -846,7 +1046,10 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
                         d->cin, V + (size_t)k * d->cin * T, (int)T, 0.0f,
                         M + (size_t)k * d->cout * T, (int)T);
             for (int co = 0; co < d->cout; co++)
-                for (int r = r0; r < r1; r++) {
+                if (g->chunked)
+                    output_tiles4(M + (size_t)co * T, (size_t)d->cout * T, g, r0, T, d->ho,
+                                  d->wo, J->y + (size_t)co * d->n * OHW, tmp);
+                else for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
                     kind(g)->output_row(M + (size_t)co * T + (size_t)(r - r0) * g->TW,
                                         (size_t)d->cout * T, g->TW, ty, d->ho, d->wo,
@@ -873,7 +1076,10 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             int r1 = r0 + g->rows < end ? r0 + g->rows : end;
             size_t T = (size_t)(r1 - r0) * g->TW;
             for (int co = 0; co < d->cout; co++)
-                for (int r = r0; r < r1; r++) {
+                if (g->chunked)
+                    grad_tiles4(J->dy + (size_t)co * d->n * OHW, d->ho, d->wo, g, r0, T,
+                                M + (size_t)co * T, (size_t)d->cout * T, tmp);
+                else for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
                     kind(g)->grad_row(J->dy + ((size_t)co * d->n + n) * OHW, d->ho, d->wo, ty,
                                       g->TW, M + (size_t)co * T + (size_t)(r - r0) * g->TW,
@@ -890,7 +1096,10 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             }
             if (!J->dx) continue;
             for (int ci = 0; ci < d->cin; ci++)
-                for (int r = r0; r < r1; r++) {
+                if (g->chunked)
+                    scatter_tiles4(V + (size_t)ci * T, (size_t)d->cin * T, g, r0, T, d->h, d->w,
+                                   J->dx + (size_t)ci * d->n * HW, tmp);
+                else for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
                     kind(g)->scatter_row(V + (size_t)ci * T + (size_t)(r - r0) * g->TW,
                                          (size_t)d->cin * T, g->TW, ty, d->h, d->w,

@@ -15,8 +15,9 @@
 int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states, int on_gpu,
                           int grad_from, double *fixed, double *per_image, double *wmax);
 /* The CPU backend's Winograd workspace of g at h x w on this host's threads, the largest of its
- * convolutions' (a batch's worth of shares), at fp32 (act_bytes 4; bf16 products keep im2col);
- * 0 where none is taken.  lc: vt_graph_costs' n entries. */
+ * convolutions' at any batch (a batch's worth of shares; small maps take 4x4 tiles at large
+ * batches only), at fp32 (act_bytes 4; bf16 products keep im2col unless
+ * VT_CPU_WINOGRAD_BF16); 0 where none is taken.  lc: vt_graph_costs' n entries. */
 double vt_train_winograd_bytes(const vt_graph *g, int h, int w, const vt_layer_cost *lc, int n,
                                int act_bytes);
 /* im2col scratch of a step at `batch` (chunked like the CPU backend). */
