@@ -162,15 +162,16 @@ START_TEST(cost_formula_by_hand)
      * 2x2 tiles and costs 4/9 of its GEMM time (phi over cout), no rows, plus its
      * transforms' bytes at wino_s; 8 output channels, or 12x12 maps (6x6 tiles), stay im2col;
      * 20x20 and 30x30 maps take 4x4 tiles (1/4 of the products; 64 x 36 / (9 x 900) with the
-     * 30x30 map's overhang), 18x18 ones 2x2 (4x4 tiles would cover 23 % more) */
+     * 30x30 map's overhang), 18x18 ones 2x2 at batch 2 (4x4 tiles would cover 23 % more,
+     * and the batch is too small for that) */
     vt_graph_init(&g);
     x = vt_g_input(&g, 16, 14, 14);
     int wc = vt_g_conv(&g, x, 16, 3, 1, 1, 1, 0), nc = vt_g_conv(&g, wc, 8, 3, 1, 1, 1, 0);
     vt_graph_finalize(&g);
     vt_layer_cost lw[3];
     ck_assert_int_eq(vt_graph_costs(&g, 14, 14, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 2);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, nc, &lw[nc]), 0);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, nc, &lw[nc], 2), 0);
     ck_assert_double_eq_tol(vt_est_wino_gemm_share(2, 14), 4.0 / 9, 1e-15);
     ck_assert_double_eq_tol(vt_est_wino_gemm_share(4, 20), 0.25, 1e-15);
     ck_assert_double_eq_tol(vt_est_wino_gemm_share(4, 30), 64.0 * 36 / (9 * 900), 1e-15);
@@ -190,18 +191,24 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_double_eq(vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1), n0);
     ck_assert_int_eq(vt_graph_costs(&g, 20, 20, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 4);
     want_w = fmax(0.25 * 2 * vt_est_layer_flops(&g, wc, &lw[wc], 1) / 1e9,
                   2 * vt_est_layer_bytes(&lw[wc], 4) / 1e9) +
              vt_est_wino_bytes(4, 16, 16, 20, 2, 1) * 1e-10 + (double)lw[wc].params * 12 / 1e9 +
              dw.layer_s;
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_int_eq(vt_graph_costs(&g, 30, 30, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 4);
     ck_assert_int_eq(vt_graph_costs(&g, 18, 18, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc]), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
-    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc]));
+    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 2));
+    /* ... but in 4x4 tiles at a batch with the work for them (64 x 144 / 16 x 16 = 9216);
+     * 7x7 maps too (96 x 49 / 16 x 16 = 4704: not at 96, 128 x 49 / 16 x 16 = 6272 at 128) */
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 64), 4);
+    ck_assert_int_eq(vt_graph_costs(&g, 7, 7, lw, 3), 3);
+    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 96));
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128), 4);
     vt_graph_free(&g);
     /* phi_w over cout, the forward GEMMs' height: 16 -> 32 channels with s0 = 32 at 1/2 (over
      * min(cin, cout) it would be 1/3) */
@@ -254,8 +261,11 @@ START_TEST(memory_winograd)
     setenv("VT_CPU_WINOGRAD", "0", 1);
     ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 4), 0);
     unsetenv("VT_CPU_WINOGRAD");
-    ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lc, 3), 3); /* 36 tiles of 2x2: im2col */
-    ck_assert_double_eq(vt_train_winograd_bytes(&g, 12, 12, lc, 3, 4), 0);
+    /* 12x12 maps: 4x4 tiles at large batches; 5x5: no tile at any batch */
+    ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lc, 3), 3);
+    ck_assert_double_gt(vt_train_winograd_bytes(&g, 12, 12, lc, 3, 4), 4.0 * 36 * 64 * 64);
+    ck_assert_int_eq(vt_graph_costs(&g, 5, 5, lc, 3), 3);
+    ck_assert_double_eq(vt_train_winograd_bytes(&g, 5, 5, lc, 3, 4), 0);
     vt_graph_free(&g);
     if (saved) setenv("VT_CPU_WINOGRAD", saved, 1);
     free(saved);

@@ -24,7 +24,9 @@
  *                  direct GEMM's products left (K = (m+2)^2: 4/9 for 2x2, 1/4 for 4x4, more
  *                  where tiles overhang the map), phi_w with d = cout (the height of its
  *                  forward GEMMs; min(cin, cout) put cnn-small's 32 -> 64 layer at 1.4x its
- *                  time), X the transforms' bytes (vt_est_wino_bytes:
+ *                  time) or the tiles of a backward share, b*tiles/S, where fewer (the
+ *                  depth of its dU products: small maps at small batches), X the
+ *                  transforms' bytes (vt_est_wino_bytes:
  *                  b*K*tiles*(6 cin + 4 cout) floats and the weights' K*cin*cout*(S + 2),
  *                  S = min(b, 2 x threads) backward shares), no rows; wino_s calibrated by a
  *                  fourth probe (64->64 at 32x32, a 4x4 one), 4/BW uncalibrated.
@@ -236,12 +238,12 @@ int vt_est_wino_tile(const vt_conv_desc *c)
     return tile < largest ? tile : largest;
 }
 
-int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc)
+int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int batch)
 {
     const vt_node *nd = &g->nodes[i];
     if (nd->op != VT_OP_CONV || nd->cout < 1 || nd->in[0] < 0) return 0;
     int side = conv_side(nd, lc);
-    vt_conv_desc c = {1,        g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
+    vt_conv_desc c = {batch,    g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
                       nd->k,    nd->k,                     nd->s, nd->s, nd->p,    nd->p,
                       nd->groups > 0 ? nd->groups : 1,     0};
     return vt_est_wino_tile(&c);
@@ -253,12 +255,18 @@ double vt_est_wino_gemm_share(int tile, int hw)
     return (tile + 2.0) * (tile + 2) * t * t / (9.0 * hw * hw);
 }
 
-double vt_est_wino_bytes(int tile, int cin, int cout, int hw, int batch, int train)
+/* The backward's shares of the batch (whole images: the backend's 2 a thread) */
+static double wino_shares(int batch)
 {
     long th = sysconf(_SC_NPROCESSORS_ONLN);
+    return fmin((double)batch, 2.0 * (th > 0 ? th : 1));
+}
+
+double vt_est_wino_bytes(int tile, int cin, int cout, int hw, int batch, int train)
+{
     double t = (hw + tile - 1) / tile, tiles = t * t, K = (tile + 2.0) * (tile + 2), b = batch,
            w = K * cin * cout;
-    double shares = fmin(b, 2.0 * (th > 0 ? th : 1));
+    double shares = wino_shares(batch);
     /* forward: V and M written and read; backward: dM, V again and dV; the weights' U (and
      * dU's partial sums, their reduction and transform) */
     double floats = train ? b * K * tiles * (6.0 * cin + 4.0 * cout) + w * (shares + 2)
@@ -282,11 +290,13 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
     double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
-    int tile = d->wino_s > 0 ? vt_est_conv_winograd(g, i, lc) : 0;
+    int tile = d->wino_s > 0 ? vt_est_conv_winograd(g, i, lc, batch) : 0;
     if (tile) {
         const vt_node *nd = &g->nodes[i];
         int cin = g->nodes[nd->in[0]].out.c, side = conv_side(nd, lc);
-        double dw = nd->cout, phw = dw / (dw + d->s0); /* the forward GEMMs' height */
+        /* the forward GEMMs' height, or a backward share's tiles, the dU products' depth */
+        double t = (side + tile - 1) / tile, dw = fmin(nd->cout, b * t * t / wino_shares(batch)),
+               phw = dw / (dw + d->s0);
         double x = vt_est_wino_bytes(tile, cin, nd->cout, side, batch, train);
         return fmax(vt_est_wino_gemm_share(tile, side) * b * F / (d->rate * phw), tmem) +
                x * d->wino_s + weights / d->bw + overhead;

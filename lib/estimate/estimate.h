@@ -93,9 +93,9 @@ void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
 /* im2col rows per image of node i (groups x K x output height of a convolution that builds
  * columns: not a 1x1, stride 1, unpadded one); 0 for other nodes. */
 double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
-/* The Winograd output tile (2 or 4) of node i where the CPU backend runs it in Winograd (its
- * maps taken square), else 0. */
-int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc);
+/* The Winograd output tile (2 or 4) of node i where the CPU backend runs it in Winograd at
+ * this batch (its maps taken square), else 0. */
+int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int batch);
 /* The Winograd tile of a convolution in a new CPU backend (its shape's, within
  * VT_CPU_WINOGRAD's setting), 0 for none. */
 int vt_est_wino_tile(const vt_conv_desc *c);
