@@ -12,7 +12,8 @@
 # sets them (for both).  Prints the CPU model, the kernels our GEMM runs (VT_CPU_GEMM selects
 # others, e.g. VT_CPU_GEMM=haswell bench/cpu_vs_torch.sh), and the GFLOP/s reached as a
 # fraction of the machine's SGEMM ceiling (a 2048^3 product through the same kernels on 2
-# threads, build/bench/gemm_shapes ceiling).
+# threads, build/bench/gemm_shapes ceiling).  GFLOP/s counts the direct convolutions'
+# products: layers that run in Winograd do fewer, so the fraction can pass 100 %.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

@@ -145,7 +145,7 @@ int vt_backend_cpu_set_winograd(vt_backend *b, int on);
  * more channels in and out; 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles
  * cover at most 15 % more than the map, or where both sides are 7 or more, the tiles cover at
  * most 55 % more and the batch's work, n x h x w / 16 x min(cin, cout), is 6144 or more
- * (7x7 maps of 128 channels from batch 32); else 2 (F(2x2, 3x3)) where an image has 49 or
+ * (7x7 maps of 128 channels from batch 16); else 2 (F(2x2, 3x3)) where an image has 49 or
  * more 2x2 output tiles (maps of about 13x13 and more); else 0.  Where each measured faster
  * (bench/README.md). */
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d);

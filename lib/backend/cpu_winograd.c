@@ -20,8 +20,9 @@
  * cache; a thread transforms its block into its own scratch and calls single-threaded GEMMs on
  * it.  The transforms run along a row of tiles at a time, or, for 4x4 tiles on maps of up to
  * 12 tiles a row, over chunks of 64 tiles of the block gathered from any rows and images
- * (input_tiles4 ...): on a 7x7 map a row is 2 tiles, too short a loop.  Backward shares are whole images (no two threads add into the same dX rows), each with
- * its own partial dU, added in share order: bitwise reproducible for a given thread count.
+ * (input_tiles4 ...): on a 7x7 map a row is 2 tiles, too short a loop.  Backward shares are
+ * whole images (no two threads add into the same dX rows), each with its own partial dU,
+ * added in share order: bitwise reproducible for a given thread count.
  * Layouts: x, y, dy, dx CNHW as the rest of the backend; V[k][ci][t], M[k][co][t] (k = a xi +
  * nu), U and dU [k][co][ci]. */
 #include <stddef.h>
