@@ -7,7 +7,13 @@
  *   conv_profile [n=64] [cin=32] [h=14] [w=14] [cout=64] [k=3] [s=1] [p=1] [threads=2]
  *                [keep=1] [reps=20] [cap=FLOATS of an im2col tile; 0: the backend's default]
  *                [bf16=0 (1: precision=bf16's products, the bare GEMMs too)]
+ *                [tile=-1 (the backend's rule; 0: im2col; 2 or 4: Winograd in that tile
+ *                 where it can take the shape at all, vt_backend_cpu_force_winograd)]
+ *                [bare=1 (0: leave out the bare GEMMs)]
  *
+ * The first line says which way the convolution ran (im2col, or Winograd's tile) and the
+ * rule's tile for the shape (vt_backend_cpu_winograd_tile); bench/winograd_rule.sh compares
+ * the three on a list of shapes.
  * The defaults are the small CNN's second convolution at batch 64 (GUIDE.md section 4). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +21,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/cpu_impl.h"
 #include "backend/gemm.h"
 
 static double now(void)
@@ -66,6 +73,12 @@ int main(int argc, char **argv)
     void (*gemm)(vt_pool *, int, int, int, int, int, float, const float *, int, const float *,
                  int, float, float *, int) = bf16 ? vt_gemm_bf16 : vt_sgemm;
     if (arg(argc, argv, "cap", 0) > 0) vt_backend_cpu_set_conv_cap(b, (size_t)arg(argc, argv, "cap", 0));
+    int tile = arg(argc, argv, "tile", -1);
+    if (tile == 0) vt_backend_cpu_set_winograd(b, 0);
+    if (tile == 2 || tile == 4) {
+        vt_backend_cpu_set_winograd(b, 4);
+        vt_backend_cpu_force_winograd(b, tile);
+    }
     size_t ws_bytes = b->ops->conv_workspace(b, &d), keep_bytes = 0;
     if (arg(argc, argv, "keep", 1) && b->ops->conv_columns) keep_bytes = b->ops->conv_columns(b, &d);
     d.keep_columns = keep_bytes > 0;
@@ -88,9 +101,10 @@ int main(int argc, char **argv)
     /* the same GEMMs on hot operands, one thread, the whole batch's columns as one matrix
      * split into `threads` equal column blocks (what each thread's share multiplies) */
     int K = d.cin * d.kh * d.kw, N = d.n * d.ho * d.wo, Nt = (N + threads - 1) / threads;
+    int bare = arg(argc, argv, "bare", 1);
     float *col = randf(b, (size_t)K * Nt), *ys = randf(b, (size_t)d.cout * Nt);
     double g[3] = {1e9, 1e9, 1e9};
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < (bare ? reps : 0); r++) {
         double t0 = now();
         gemm(NULL, 0, 0, d.cout, Nt, K, 1.0f, w, K, col, Nt, 0.0f, ys, Nt);
         double t1 = now();
@@ -103,12 +117,22 @@ int main(int argc, char **argv)
         if (t3 - t2 < g[2]) g[2] = t3 - t2;
     }
     double fl = 2.0 * d.cout * K * (double)N;
-    printf("conv n%d %dx%dx%d -> %d k%d s%d p%d, %d threads, keep %d, %s\n", d.n, d.cin, d.h,
-           d.w, d.cout, d.kh, d.sh, d.ph, threads, d.keep_columns, bf16 ? "bf16" : "fp32");
-    printf("  forward   %8.3f ms  %6.1f GFLOP/s   bare GEMM share %8.3f ms\n", tf * 1e3,
-           fl / tf * 1e-9, g[0] * 1e3);
-    printf("  backward  %8.3f ms  %6.1f GFLOP/s   bare GEMMs share %8.3f ms (dW %.3f, dcol %.3f)\n",
-           tb * 1e3, 2 * fl / tb * 1e-9, (g[1] + g[2]) * 1e3, g[1] * 1e3, g[2] * 1e3);
+    int ran = vt_cpu_wino_applies(b, &d) ? vt_cpu_wino_tile(b, &d) : 0;
+    char how[32] = "im2col";
+    if (ran) snprintf(how, sizeof how, "winograd %dx%d", ran, ran);
+    printf("conv n%d %dx%dx%d -> %d k%d s%d p%d, %d threads, keep %d, %s, ran %s (rule's tile "
+           "%d)\n", d.n, d.cin, d.h, d.w, d.cout, d.kh, d.sh, d.ph, threads, d.keep_columns,
+           bf16 ? "bf16" : "fp32", how, vt_backend_cpu_winograd_tile(&d));
+    if (!bare) {
+        printf("  forward   %8.3f ms  %6.1f GFLOP/s\n", tf * 1e3, fl / tf * 1e-9);
+        printf("  backward  %8.3f ms  %6.1f GFLOP/s\n", tb * 1e3, 2 * fl / tb * 1e-9);
+    } else {
+        printf("  forward   %8.3f ms  %6.1f GFLOP/s   bare GEMM share %8.3f ms\n", tf * 1e3,
+               fl / tf * 1e-9, g[0] * 1e3);
+        printf("  backward  %8.3f ms  %6.1f GFLOP/s   bare GEMMs share %8.3f ms (dW %.3f, "
+               "dcol %.3f)\n", tb * 1e3, 2 * fl / tb * 1e-9, (g[1] + g[2]) * 1e3, g[1] * 1e3,
+               g[2] * 1e3);
+    }
     b->ops->free(b, x), b->ops->free(b, w), b->ops->free(b, y), b->ops->free(b, dy);
     b->ops->free(b, dx), b->ops->free(b, dw), b->ops->free(b, ws), b->ops->free(b, col);
     b->ops->free(b, ys);

@@ -446,25 +446,28 @@ END_TEST
 START_TEST(test_conv_winograd)
 {
     /* tile: the rule's; run: the largest tile the test lets the backend take (2: 2x2 tiles
-     * where the rule takes 4x4 ones on enough work) */
+     * where the rule takes 4x4 ones on enough work); force: vt_backend_cpu_force_winograd's */
     static const struct {
         cshape s;
-        int tile, run;
+        int tile, run, force;
     } shapes[] = {
-        {{2, 16, 14, 14, 16, 3, 1, 1, 1}, 2, 4}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2, 4},
-        {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 2, 4}, {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2, 4},
-        {{5, 24, 15, 13, 16, 3, 1, 1, 1}, 2, 4}, {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4},
-        {{2, 16, 18, 18, 16, 3, 1, 1, 1}, 2, 4}, /* 4x4 tiles would cover 23 % more */
-        {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 4, 2}, /* 315 tile rows: forward in more than one block */
-        {{24, 64, 14, 14, 64, 3, 1, 1, 1}, 4, 2}, /* 1 thread: backward shares of 2 blocks (84 rows) */
+        {{2, 16, 14, 14, 16, 3, 1, 1, 1}, 2, 4, 0}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2, 4, 0},
+        {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 2, 4, 0}, {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2, 4, 0},
+        {{5, 24, 15, 13, 16, 3, 1, 1, 1}, 2, 4, 0}, {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4, 0},
+        {{2, 16, 18, 18, 16, 3, 1, 1, 1}, 2, 4, 0}, /* 4x4 tiles would cover 23 % more */
+        {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 4, 2, 0}, /* 315 tile rows: forward in more than one block */
+        {{24, 64, 14, 14, 64, 3, 1, 1, 1}, 4, 2, 0}, /* 1 thread: backward shares of 2 blocks (84 rows) */
         /* 4x4 tiles, transformed by chunks of tiles (up to 12 a row) or by rows */
-        {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4}, {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4, 4},
-        {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4, 4}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4, 4},
-        {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4}, /* 240 tile rows: forward in two blocks */
-        {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4, 4}, /* 1 thread: backward shares of 2 blocks (64 rows) */
+        {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4, 4, 0},
+        {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4, 4, 0}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4, 4, 0},
+        {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, /* 240 tile rows: forward in two blocks */
+        {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4, 4, 0}, /* 1 thread: backward shares of 2 blocks (64 rows) */
         /* small maps, on enough work: 7x7 (2 x 2 tiles an image, 31 % over), 11 x 9 */
-        {{64, 32, 7, 7, 32, 3, 1, 1, 1}, 4, 4}, {{26, 48, 11, 9, 40, 3, 1, 1, 1}, 4, 4},
-        {{24, 64, 8, 8, 64, 3, 1, 1, 1}, 4, 4},
+        {{64, 32, 7, 7, 32, 3, 1, 1, 1}, 4, 4, 0}, {{26, 48, 11, 9, 40, 3, 1, 1, 1}, 4, 4, 0},
+        {{24, 64, 8, 8, 64, 3, 1, 1, 1}, 4, 4, 0},
+        /* forced against the rule: 4x4 on 2 and 5 px high maps, 2x2 where it takes 4x4 */
+        {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4, 4}, {{6, 16, 5, 5, 24, 3, 1, 1, 1}, 0, 4, 4},
+        {{4, 32, 16, 16, 32, 3, 1, 1, 1}, 4, 4, 2},
     };
     static const int threads[] = {1, 2, 3, 4};
     vt_rng r;
@@ -474,7 +477,8 @@ START_TEST(test_conv_winograd)
         vt_conv_desc d = {c->n, c->cin, c->h, c->w, c->cout, c->h, c->w, 3, 3, 1, 1, 1, 1, 1, 0};
         ck_assert_int_eq(vt_backend_cpu_winograd_tile(&d), shapes[si].tile);
         /* the 4x4 transforms' larger coefficients (up to 8 and 1/24) cost more rounding */
-        int tile = shapes[si].tile < shapes[si].run ? shapes[si].tile : shapes[si].run;
+        int tile = shapes[si].force ? shapes[si].force : shapes[si].tile;
+        tile = tile < shapes[si].run ? tile : shapes[si].run;
         double bound = tile == 4 ? 1e-5 : 2e-6;
         size_t nx = (size_t)c->cin * c->n * c->h * c->w, ny = (size_t)c->cout * c->n * c->h * c->w,
                nw = (size_t)c->cout * c->cin * 9;
@@ -487,6 +491,7 @@ START_TEST(test_conv_winograd)
             vt_backend *be;
             ck_assert_int_eq(vt_backend_cpu_create(&be, threads[ti]), VT_OK);
             vt_backend_cpu_set_winograd(be, shapes[si].run);
+            ck_assert_int_eq(vt_backend_cpu_force_winograd(be, shapes[si].force), 0);
             ck_assert(vt_cpu_wino_applies(be, &d));
             ck_assert_int_eq(vt_cpu_wino_tile(be, &d), tile);
             ck_assert_uint_eq(be->ops->conv_columns(be, &d), 0); /* nothing kept */
@@ -529,6 +534,9 @@ START_TEST(test_conv_winograd)
             d.keep_columns = 1;
             ck_assert(!vt_cpu_wino_applies(be, &d));
             d.keep_columns = 0;
+            /* back to the rule */
+            ck_assert_int_eq(vt_backend_cpu_force_winograd(be, 0), shapes[si].force);
+            ck_assert_int_eq(vt_cpu_wino_tile(be, &d), shapes[si].tile);
             free(ws);
             vt_backend_destroy(be);
         }

@@ -165,6 +165,12 @@ int vt_backend_cpu_winograd_default(void);
  * VT_CPU_WINOGRAD_BF16 is 1, on, yes or true, else 0. */
 int vt_backend_cpu_set_winograd_bf16(vt_backend *b, int on);
 int vt_backend_cpu_winograd_bf16_default(void);
+/* For measuring the rule of vt_backend_cpu_winograd_tile (bench/winograd_rule.sh) and testing:
+ * 2 or 4 runs every convolution that Winograd can take (3x3, stride 1, padding 1, one group,
+ * 16 or more channels in and out) in that tile whatever its map and batch, within
+ * vt_backend_cpu_set_winograd's largest tile and its memory limit; 0 (a new backend's): the
+ * rule.  Returns the previous setting. */
+int vt_backend_cpu_force_winograd(vt_backend *b, int tile);
 
 /* The CUDA backend: vt_backend_cuda_create in lib/backend/cuda_device.h. */
 

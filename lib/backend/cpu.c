@@ -1443,6 +1443,13 @@ int vt_backend_cpu_set_winograd(vt_backend *b, int on)
     return was;
 }
 
+int vt_backend_cpu_force_winograd(vt_backend *b, int tile)
+{
+    int was = ((cpu_backend *)b)->conv_winograd_force;
+    ((cpu_backend *)b)->conv_winograd_force = tile == 2 || tile == 4 ? tile : 0;
+    return was;
+}
+
 int vt_backend_cpu_set_winograd_bf16(vt_backend *b, int on)
 {
     int was = ((cpu_backend *)b)->conv_winograd_bf16;

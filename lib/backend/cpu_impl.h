@@ -44,6 +44,8 @@ typedef struct cpu_backend {
                            * (VT_CPU_WINOGRAD=2), 0 (VT_CPU_WINOGRAD=0: im2col) */
     int conv_winograd_bf16; /* ... under bf16 products too (cpu_winograd.c's tile_gemm: bf16
                              * in 2x2 tiles, fp32 in 4x4); 0: im2col under bf16 */
+    int conv_winograd_force; /* 2 or 4: that tile on every shape Winograd takes, whatever
+                              * the rule says (vt_backend_cpu_force_winograd); 0: the rule */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
     const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */

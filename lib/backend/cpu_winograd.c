@@ -46,12 +46,17 @@ enum {
     WINO_THREADS_MAX_FLOATS = 16 << 20, /* 64 MiB of partial dU at most (tile_within) */
 };
 
+/* The shapes Winograd can take: 3x3, stride 1, padding 1, one group, 16+ channels */
+static int wino_shape(const vt_conv_desc *d)
+{
+    return d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->ph == 1 && d->pw == 1 &&
+           d->groups == 1 && d->ho == d->h && d->wo == d->w && d->cin >= VT_WINO_MIN_CHANNELS &&
+           d->cout >= VT_WINO_MIN_CHANNELS && d->n > 0;
+}
+
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
 {
-    if (!(d->kh == 3 && d->kw == 3 && d->sh == 1 && d->sw == 1 && d->ph == 1 && d->pw == 1 &&
-          d->groups == 1 && d->ho == d->h && d->wo == d->w && d->cin >= VT_WINO_MIN_CHANNELS &&
-          d->cout >= VT_WINO_MIN_CHANNELS && d->n > 0))
-        return 0;
+    if (!wino_shape(d)) return 0;
     size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
     int big = (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES;
     /* 4x4 on 16+ px maps that its tiles cover within 15 %; on maps of 7+ px within 55 %
@@ -83,10 +88,10 @@ int vt_backend_cpu_winograd_bf16_default(void)
  * cin floats a share, at least a share a thread) fits WINO_THREADS_MAX_FLOATS, so that a
  * many-core host does not trade the convolution's memory for it (512 -> 512 channels: 4x4 on
  * one thread, 2x2 on 2-4, im2col from 5). */
-static int tile_within(int threads, const vt_conv_desc *d, int largest)
+static int tile_within(int threads, const vt_conv_desc *d, int largest, int force)
 {
     size_t th = (size_t)threads, cc = (size_t)d->cout * d->cin;
-    int m = vt_backend_cpu_winograd_tile(d);
+    int m = force && wino_shape(d) ? force : vt_backend_cpu_winograd_tile(d);
     for (m = m < largest ? m : largest; m; m = m == 4 ? 2 : 0)
         if (th * (size_t)(m + 2) * (m + 2) * cc <= WINO_THREADS_MAX_FLOATS) return m;
     return 0;
@@ -96,7 +101,8 @@ int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d)
 {
     const cpu_backend *cb = (const cpu_backend *)b;
     int on = cb->gemm == vt_sgemm || cb->conv_winograd_bf16;
-    return tile_within(vt_pool_threads(POOL(b)), d, on ? cb->conv_winograd : 0);
+    return tile_within(vt_pool_threads(POOL(b)), d, on ? cb->conv_winograd : 0,
+                       cb->conv_winograd_force);
 }
 
 /* The products of a tile: the backend's, but fp32 in 4x4 tiles.  Their transformed tiles are
@@ -162,11 +168,11 @@ static int backward_shares(int th, const vt_conv_desc *d, const wino_geom *g)
 static int forward_blocks(const vt_backend *b) { return 2 * vt_pool_threads(POOL(b)); }
 
 /* Either tile's, whichever a call takes (the switch can change after planning); 0 for none. */
-size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int largest)
+static size_t workspace(const vt_conv_desc *d, int threads, int largest, int force)
 {
     size_t most = 0;
     for (; largest > 0; largest -= 2) {
-        int m = tile_within(threads, d, largest);
+        int m = tile_within(threads, d, largest, force);
         if (!m) break;
         wino_geom g = geom(d, m, 1); /* backward's, the larger blocks */
         size_t bytes = (g.u * (1 + (size_t)backward_shares(threads, d, &g)) +
@@ -177,9 +183,14 @@ size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int
     return most;
 }
 
+size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int largest)
+{
+    return workspace(d, threads, largest, 0);
+}
+
 size_t vt_cpu_wino_workspace(vt_backend *b, const vt_conv_desc *d)
 {
-    return vt_backend_cpu_winograd_workspace(d, vt_pool_threads(POOL(b)), 4);
+    return workspace(d, vt_pool_threads(POOL(b)), 4, ((const cpu_backend *)b)->conv_winograd_force);
 }
 
 /* ---- the transforms of one channel over one row of tiles ---- */
