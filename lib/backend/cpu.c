@@ -591,6 +591,13 @@ static void bn_bwd_dx(size_t m, const float *restrict x, const float *restrict d
     }
 }
 
+/* dx = a * dx + b1 * x + b0: bn_bwd_dx on a gradient g held in dx itself */
+static void bn_bwd_dx_inplace(size_t m, const float *restrict x, float a, float b1, float b0,
+                              float *restrict dx)
+{
+    for (size_t i = 0; i < m; i++) dx[i] = a * dx[i] + b1 * x[i] + b0;
+}
+
 /* The gradient reaching the BN's output, block by block: dy itself (plain BN, or ReLU, whose
  * mask the two functions above apply), or for a fused SiLU g = dy * silu'(z) written to tmp,
  * z = x * scale + shift recomputed with the forward's scale and shift. */
@@ -613,13 +620,23 @@ static void bn_bwd_channel(const bn_job *J, size_t c, const float *dy)
         float mean = J->mean[c], invstd = J->invstd[c];
         float scale = J->gamma[c] * invstd, shift = J->beta ? J->beta[c] - mean * scale : 0.0f;
         double sdy = 0, sdyx = 0, mm = (double)m;
+        /* a fused SiLU's g = dy silu'(z) goes to dx where dx is assigned (not added to) and is
+         * not dy, and the sums are this process's (no synchronised BN) */
+        float *dxc = J->dx ? J->dx + c * m : NULL;
+        int keep_g = J->act == VT_ACT_SILU && dxc && !J->add && !J->sync && dxc != dy;
         if (J->synced) { /* every process's sums (this one's went to dgamma and dbeta) */
             const double *q = J->sync + 3 * c;
             mm = q[0], sdy = q[1], sdyx = q[2];
         } else {
             for (size_t b = 0; b < m; b += BN_BLOCK) {
                 size_t n = m - b < BN_BLOCK ? m - b : BN_BLOCK;
-                const float *g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
+                const float *g;
+                if (keep_g) { /* a SiLU's g kept in dx: no second pass of its exponentials */
+                    J->k->silu_grad(n, x + b, scale, shift, dy + b, dxc + b);
+                    g = dxc + b;
+                } else {
+                    g = bn_block_grad(J, n, x + b, dy + b, scale, shift, tmp);
+                }
                 bn_bwd_block_sums(n, x + b, g, relu, scale, shift, mean, &sdy, &sdyx);
             }
             J->dbeta[c] = (float)sdy;
@@ -638,6 +655,10 @@ static void bn_bwd_channel(const bn_job *J, size_t c, const float *dy)
               b1 = -k * dgamma * invstd;
         if (J->act != VT_ACT_SILU) {
             bn_bwd_dx(m, x, dy, relu, scale, shift, a, b1, b0, J->add, J->dx + c * m);
+            return;
+        }
+        if (keep_g) {
+            bn_bwd_dx_inplace(m, x, a, b1, b0, dxc);
             return;
         }
         for (size_t b = 0; b < m; b += BN_BLOCK) { /* SiLU: the block's g once more */
