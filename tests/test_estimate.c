@@ -113,6 +113,39 @@ START_TEST(flops_other_layers)
 }
 END_TEST
 
+/* A SiLU's exponentials: b x O x exp_s, twice in a training step, fused into its BN or not;
+ * none for a ReLU. */
+START_TEST(silu_exponentials)
+{
+    vt_graph g;
+    vt_graph_init(&g);
+    int x = vt_g_input(&g, 3, 8, 8);
+    int c = vt_g_conv(&g, x, 4, 3, 1, 1, 1, 0);
+    int s1 = vt_g_act(&g, vt_g_bn(&g, c), VT_ACT_SILU, 0); /* fused: the BN's only consumer */
+    int s2 = vt_g_act(&g, vt_g_conv(&g, s1, 4, 3, 1, 1, 1, 0), VT_ACT_SILU, 0); /* alone */
+    int r = vt_g_act(&g, vt_g_bn(&g, s2), VT_ACT_RELU, 0);
+    vt_graph_finalize(&g);
+    int n = g.n_nodes;
+    vt_layer_cost lc[16];
+    ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, n), n);
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0}, de = d;
+    de.exp_s = 1e-8;
+    ck_assert(vt_est_act_fused(&g, s1) && !vt_est_act_fused(&g, s2) && vt_est_act_fused(&g, r));
+    for (int train = 0; train < 2; train++) {
+        double e = 2 * 256 * (train ? 2 : 1) * 1e-8; /* batch 2, 4 x 8 x 8 values */
+        ck_assert_double_eq_tol(vt_est_layer_seconds(&g, s1, &lc[s1], 2, &de, train) -
+                                    vt_est_layer_seconds(&g, s1, &lc[s1], 2, &d, train),
+                                e, 1e-15);
+        ck_assert_double_eq(vt_est_layer_seconds(&g, s1, &lc[s1], 2, &d, train), 0);
+        ck_assert_double_eq_tol(vt_est_layer_seconds(&g, s2, &lc[s2], 2, &de, train) -
+                                    vt_est_layer_seconds(&g, s2, &lc[s2], 2, &d, train),
+                                e, 1e-15);
+        ck_assert_double_eq(vt_est_layer_seconds(&g, r, &lc[r], 2, &de, train), 0);
+    }
+    vt_graph_free(&g);
+}
+END_TEST
+
 /* The documented formula, checked by hand on one BN layer and one conv layer. */
 START_TEST(cost_formula_by_hand)
 {
@@ -127,7 +160,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -145,7 +178,7 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1), want + 2 * 216e-6, 1e-12);
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 0) -
                                 vt_est_layer_seconds(&g, 1, &lc[1], 2, &(vt_devmodel){
-                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0}, 0),
+                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0}, 0),
                             216e-6, 1e-12);
     vt_graph_free(&g);
     /* grouped: every group builds its own K rows; a 1x1 stride-1 conv builds none */
@@ -288,7 +321,7 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_act = 0;
@@ -313,7 +346,7 @@ START_TEST(calibration_probe_solve)
         rows[i] = 9 * ch[i] * hw[i] * 16;
         t[i] = F[i] / R * (1 + s0 / d[i]) + rows[i] * row_s;
     }
-    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0};
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0};
     vt_est_solve_probes(3, t, F, d, rows, &dm);
     ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 &&
                       fabs(dm.row_s / row_s - 1) < 1e-9,
@@ -999,6 +1032,12 @@ START_TEST(calibrate_cpu_accuracy)
     ck_assert_double_eq_tol(res(e2, VT_EST_TOTAL_SECONDS_LOW), 0.85 * tot, 1e-9 * tot);
     ck_assert_double_eq_tol(res(e2, VT_EST_TOTAL_SECONDS_HIGH), 1.15 * tot, 1e-9 * tot);
     ck_assert_double_eq(run_get(e2, "gpu=H100", VT_EST_BASIS), VT_EST_BASIS_UNCALIBRATED);
+    /* the probe's SiLU figure too: det-n (BN + SiLU) the same from the file */
+    ck_assert_int_eq(vt_estimator_set(e2, "gpu=local"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e, "imgsz=64"), VT_OK);
+    ck_assert_int_eq(vt_estimator_set(e2, "imgsz=64"), VT_OK);
+    double det = run_get(e, "model=det-n", VT_EST_STEP_SECONDS);
+    ck_assert_double_eq_tol(run_get(e2, "model=det-n", VT_EST_STEP_SECONDS), det, 1e-12 * det);
     vt_estimator_destroy(e2);
     vt_test_rmtree(dir);
     free(dir);
@@ -1179,6 +1218,7 @@ static Suite *suite(void)
     tcase_add_test(tc, flops_conv);
     tcase_add_test(tc, flops_other_layers);
     tcase_add_test(tc, cost_formula_by_hand);
+    tcase_add_test(tc, silu_exponentials);
     tcase_add_test(tc, cost_fused_relu);
     tcase_add_test(tc, memory_winograd);
     tcase_add_test(tc, calibration_probe_solve);

@@ -24,7 +24,8 @@
 typedef struct probe {
     vt_backend *b;
     int bn;          /* 0: conv forward + backward; 1: BN + ReLU forward + backward;
-                      * 2: the same through the backend's fused BN + ReLU op */
+                      * 2: the same through the backend's fused BN + ReLU op; 3: fused BN +
+                      * SiLU */
     vt_conv_desc d;  /* conv */
     int c;           /* BN channels */
     size_t m;        /* BN values per channel */
@@ -49,12 +50,13 @@ static vt_status probe_call(probe *q)
         return st ? st : o->conv_backward(q->b, &q->d, p[0], p[1], p[3], p[4], p[5], NULL, q->ws);
     }
     size_t n = (size_t)q->c * q->m;
-    if (q->bn == 2) { /* the backend's fused BN + ReLU, as the executor runs them */
-        st = o->bn_act_forward_train(q->b, VT_ACT_RELU, q->c, q->m, p[0], p[6], p[7], 1e-5f,
-                                     0.1f, p[8], p[9], p[10], p[11], p[1]);
+    if (q->bn >= 2) { /* the backend's fused BN + ReLU (or SiLU), as the executor runs them */
+        vt_act act = q->bn == 3 ? VT_ACT_SILU : VT_ACT_RELU;
+        st = o->bn_act_forward_train(q->b, act, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8],
+                                     p[9], p[10], p[11], p[1]);
         return st ? st
-                  : o->bn_act_backward(q->b, VT_ACT_RELU, q->c, q->m, p[0], p[1], p[6], p[7],
-                                       p[10], p[11], p[3], p[5], 0, p[7], p[8]);
+                  : o->bn_act_backward(q->b, act, q->c, q->m, p[0], p[1], p[6], p[7], p[10],
+                                       p[11], p[3], p[5], 0, p[7], p[8]);
     }
     st = o->bn_forward_train(q->b, q->c, q->m, p[0], p[6], p[7], 1e-5f, 0.1f, p[8], p[9], p[10],
                              p[11], p[1]);
@@ -170,17 +172,23 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     int fused = o->bn_act_forward_train && o->bn_act_backward;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL,
                 -1};
+    /* on the CPU, BN + SiLU beside it: its exponentials' time (exp_s) */
+    probe bs = bn;
+    bs.bn = 3;
+    int silu = !on_gpu && fused;
     probe c1 = {b, 0, {0}, 0, 0, {0}, NULL, on_gpu ? -1 : 0}, c2 = c1, c3 = c1, c4 = c1;
     conv3x3(&c1.d, 16 * scale, 32, 32); /* GEMM size d = 32 */
     conv3x3(&c2.d, 16 * scale, 256, 8); /* d = 256 */
     conv3x3(&c3.d, 16, 64, 4);          /* CPU: 4-pixel rows, for the row term */
     conv3x3(&c4.d, 16, 64, 32);         /* Winograd: 64 4x4 tiles an image */
     c4.wino = wino; /* the backend's own setting */
-    probe *all[5] = {&bn, &c1, &c2, &c3, &c4};
-    double budget[5] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s, probe_s},
-           tm[5] = {0, 0, 0, 0, 0};
-    st = probe_time(all, on_gpu ? 3 : wino ? 5 : 4, budget, tm);
-    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3];
+    probe *all[6] = {&bn, &c1, &c2, &c3, &c4, &bs};
+    double budget[6] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s, probe_s, 0.5 * probe_s},
+           tm[6] = {0, 0, 0, 0, 0, 0};
+    if (silu && !wino) all[4] = &bs, budget[4] = budget[5]; /* the fifth: no Winograd probe */
+    int np = on_gpu ? 3 : 4 + wino + silu;
+    st = probe_time(all, np, budget, tm);
+    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3], ts = silu ? tm[np - 1] : 0;
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
@@ -206,6 +214,8 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
     /* a Winograd probe's time beyond its GEMMs, per byte of its transforms */
     dm->wino_s = wino ? wino_probe_s(&c4.d, tm[4], dm) : 0;
+    /* BN + SiLU's time beyond BN + ReLU's, per value and exponential (2 a value) */
+    dm->exp_s = silu ? fmax(ts - tb, 0) / (2.0 * bs.c * bs.m) : 0;
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
@@ -437,8 +447,9 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     }
     if (st != VT_OK) return st;
     vt_log(&e->log, VT_LOG_INFO, "calibration probes: conv %.1f GFLOP/s (s0 %.0f, %.1f ns per "
-           "im2col row; Winograd transforms %.1f GB/s), BN/ReLU %.1f GB/s", c.dm.rate * 1e-9,
-           c.dm.s0, c.dm.row_s * 1e9, c.dm.wino_s > 0 ? 1e-9 / c.dm.wino_s : 0, c.dm.bw * 1e-9);
+           "im2col row; Winograd transforms %.1f GB/s), BN/ReLU %.1f GB/s, SiLU %.3f ns a value",
+           c.dm.rate * 1e-9, c.dm.s0, c.dm.row_s * 1e9,
+           c.dm.wino_s > 0 ? 1e-9 / c.dm.wino_s : 0, c.dm.bw * 1e-9, c.dm.exp_s * 1e9);
 
     vt_graph g;
     st = vt_est_build_graph(e, &g);
@@ -534,6 +545,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     c.dm.bw /= k;
     c.dm.row_s *= k;
     c.dm.wino_s *= k;
+    c.dm.exp_s *= k;
     c.dm.layer_s = icpt / g.n_nodes;
     c.on_gpu = on_gpu;
     c.device = dev;
@@ -598,9 +610,11 @@ VT_API vt_status vt_estimator_save_calibration(vt_estimator *e, const char *path
             vt_est_prec_names[c->prec]);
     fprintf(f, "rate_flops %.17g\nbandwidth_bytes %.17g\ngemm_s0 %.17g\nlayer_seconds %.17g\n"
             "step_seconds %.17g\nh2d_bytes %.17g\nscale %.17g\nverified_max_batch %lld\n"
-            "model %s\nimgsz %d\nrow_seconds %.17g\nwinograd_seconds_per_byte %.17g\n",
+            "model %s\nimgsz %d\nrow_seconds %.17g\nwinograd_seconds_per_byte %.17g\n"
+            "silu_seconds_per_value %.17g\n",
             c->dm.rate, c->dm.bw, c->dm.s0, c->dm.layer_s, c->dm.step_s, c->dm.h2d_bw, c->k,
-            (long long)c->verified_max_batch, c->model, c->imgsz, c->dm.row_s, c->dm.wino_s);
+            (long long)c->verified_max_batch, c->model, c->imgsz, c->dm.row_s, c->dm.wino_s,
+            c->dm.exp_s);
     for (int i = 0; i < c->nb; i++) fprintf(f, "measured %d %.17g\n", c->batches[i], c->seconds[i]);
     fprintf(f, "end\n");
     return vt_err_capture(e->err, vt_afile_commit(&af));
@@ -675,6 +689,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
         else if (strcmp(buf, "h2d_bytes") == 0) st = cal_num(path, line, buf, val, 0, 1e15, &c->dm.h2d_bw);
         else if (strcmp(buf, "row_seconds") == 0) st = cal_num(path, line, buf, val, 0, 1e-3, &c->dm.row_s);
         else if (strcmp(buf, "winograd_seconds_per_byte") == 0) st = cal_num(path, line, buf, val, 0, 1e-6, &c->dm.wino_s);
+        else if (strcmp(buf, "silu_seconds_per_value") == 0) st = cal_num(path, line, buf, val, 0, 1e-6, &c->dm.exp_s);
         else if (strcmp(buf, "scale") == 0) st = cal_num(path, line, buf, val, 1e-3, 1e3, &c->k);
         else if (strcmp(buf, "verified_max_batch") == 0) {
             if ((st = cal_num(path, line, buf, val, 0, 1e9, &x)) == VT_OK) c->verified_max_batch = (int64_t)x;

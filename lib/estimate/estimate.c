@@ -35,6 +35,12 @@
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
  *                  (a ReLU that is its batch norm's only consumer costs nothing on the CPU,
  *                  whose backend runs the two as one op)
+ *                  + for a SiLU or sigmoid, fused or not, b*O*E*exp_s, E = 2 values a
+ *                  training step (forward, backward), 1 forward only: the CPU's vector
+ *                  exponentials and divisions run slower than memory (BN + SiLU measured
+ *                  2.5-4x BN + ReLU's time; without the term det-n's BN layers were predicted
+ *                  at 0.25-0.4x their time); exp_s calibrated by a probe of BN + SiLU beside
+ *                  BN + ReLU's, 1.5 ns / threads uncalibrated (Zen 3), 0 on a GPU
  *   A (activation traffic, elements) = forward I + O + S (+2I for BN's statistics passes)
  *                  + backward 2I + 2O + S (dx read-modify-write, dy read and zeroing)
  *                  (+I + O for BN, +I for activations);  a = 4 bytes (2 with bf16)
@@ -278,11 +284,17 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
                             const vt_devmodel *d, int train)
 {
     if (lc->op == VT_OP_INPUT) return 0;
-    if (d->fuse_bn_act && vt_est_act_fused(g, i)) return 0;
-    double b = batch, F = vt_est_layer_flops(g, i, lc, train);
+    double b = batch;
+    const vt_node *an = &g->nodes[i];
+    /* a SiLU's or sigmoid's exponentials, fused into its BN or not */
+    double exps = lc->op == VT_OP_ACT && (an->act == VT_ACT_SILU || an->act == VT_ACT_SIGMOID)
+                      ? b * (double)lc->out_elems * (train ? 2 : 1) * d->exp_s
+                      : 0;
+    if (d->fuse_bn_act && vt_est_act_fused(g, i)) return exps;
+    double F = vt_est_layer_flops(g, i, lc, train);
     double tmem = b * act_elems(lc, train) * d->act_bytes / d->bw;
     double overhead = train ? d->layer_s : FWD_LAYER_SHARE * d->layer_s;
-    if (!vt_est_is_gemm_op(lc->op)) return fmax(b * F / d->rate, tmem) + overhead;
+    if (!vt_est_is_gemm_op(lc->op)) return fmax(b * F / d->rate, tmem) + exps + overhead;
 
     double dmin = vt_est_gemm_size(g, i, lc, batch, d);
     double phi = dmin / (dmin + d->s0);
@@ -394,13 +406,21 @@ double vt_est_cpu_wino_prior(vt_prec p, double bw)
                : 1 / (CPU_WINO_BW_SHARE * bw);
 }
 
+/* The CPU's exp_s without a probe (CPU_EXP_S over its threads) */
+static double cpu_exp_prior(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return CPU_EXP_S / (double)(n > 0 ? n : 1);
+}
+
 static vt_devmodel cpu_prior(vt_prec p)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     vt_devmodel d = {30e9 * n * cpu_rate_factor(p), fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4,
-                     1, 0, 0, 0, 0};
+                     1, 0, 0, 0, 0, 0};
     d.wino_s = vt_est_cpu_wino_prior(p, d.bw);
+    d.exp_s = cpu_exp_prior();
     return d;
 }
 
@@ -412,7 +432,8 @@ static vt_devmodel cpu_prior(vt_prec p)
 static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
-                     20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0, 0};
+                     20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0, 0,
+                     0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {
@@ -540,6 +561,8 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
             if (!c->on_gpu && !vt_est_cpu_wino_prior(cp, t->dm.bw)) t->dm.wino_s = 0;
             else if (!c->on_gpu && !(t->dm.wino_s > 0))
                 t->dm.wino_s = vt_est_cpu_wino_prior(cp, t->dm.bw);
+            /* a CPU calibration file from before the SiLU probe: the uncalibrated figure */
+            if (!c->on_gpu && !(t->dm.exp_s > 0)) t->dm.exp_s = cpu_exp_prior();
             t->verified = (double)c->verified_max_batch;
             int gi = c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
             if (!c->on_gpu) t->mem_bytes = host_memory_bytes();

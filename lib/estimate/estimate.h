@@ -76,6 +76,10 @@ typedef struct vt_devmodel {
     double wino_s;    /* seconds per byte of a Winograd convolution's transforms (the CPU
                        * backend's, fp32: vt_est_wino_bytes); 0: no Winograd (GPU, bf16,
                        * VT_CPU_WINOGRAD=0) */
+    double exp_s;     /* seconds per SiLU or sigmoid value beyond its bytes (its exponential
+                       * and division: the CPU's vector kernels run them slower than the
+                       * memory brings the values), 2 a value in a training step (forward,
+                       * backward), 1 forward only; 0 on a GPU */
 } vt_devmodel;
 
 /* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);

@@ -12,6 +12,9 @@
 #define H2D_BW 12e9
 #define CKPT_BW 200e6
 #define FWD_LAYER_SHARE 0.4
+/* Seconds per SiLU value a thread evaluates (exp_s x threads) without a probe: AMD Zen 3,
+ * AVX2 kernels, BN + SiLU forward + backward against BN + ReLU, 2 values each */
+#define CPU_EXP_S 1.5e-9
 #define CPU_BF16_RATE 1.0 /* the CPU's bf16 GEMM rate / fp32 without a measurement (estimate.c) */
 
 /* What a calibration found; saved to and loaded from a text file. */
