@@ -151,7 +151,7 @@ static wino_geom geom(const vt_conv_desc *d, int tile, int blocks)
     size_t pl = (size_t)g.M * g.TW + 2;
     g.chunked = g.M == 4 && g.TW <= WINO_CHUNK_TW;
     g.per_thread = (size_t)g.K * (d->cin + d->cout) * g.tmax +
-                   (g.chunked ? (size_t)72 * WCHUNK
+                   (g.chunked ? (size_t)72 * WCHUNK + 3 * g.tmax /* + block_tiles' */
                               : (size_t)(g.K + g.A) * g.TW + (size_t)g.A * pl + pl + 4);
     g.uk = (size_t)d->cout * d->cin;
     g.u = (size_t)g.K * g.uk;
@@ -664,28 +664,30 @@ static void scatter_row4(const float *dv, size_t kstride, int TW, int ty, int h,
  * The row transforms above vectorise along a row of tiles: on a 7x7 map that is 2 tiles, and
  * their loops cost more than the products.  These gather WCHUNK tiles of a channel (whatever
  * their rows and images) into arrays over the tiles, transform those (the same order of
- * operations: down, then along), and scatter back.  Tile t of a block from tile row r0:
- * row r = r0 + t / TW (image r / TH, tile row r % TH), column t % TW. */
+ * operations: down, then along), and scatter back.  The block's tiles are listed once for all
+ * channels (block_tiles): its tile t from tile row r0 is in row r = r0 + t / TW (image r / TH,
+ * tile row r % TH), column t % TW. */
 typedef struct tile_at {
     int n, ty, tx;
 } tile_at;
 
-static tile_at tile_of(const wino_geom *g, int r0, size_t t)
+static void block_tiles(const wino_geom *g, int r0, size_t T, tile_at *at)
 {
-    int r = r0 + (int)(t / (size_t)g->TW);
-    tile_at a = {r / g->TH, r % g->TH, (int)(t % (size_t)g->TW)};
-    return a;
+    for (size_t t = 0; t < T; t++) {
+        int r = r0 + (int)(t / (size_t)g->TW);
+        at[t] = (tile_at){r / g->TH, r % g->TH, (int)(t % (size_t)g->TW)};
+    }
 }
 
 /* D[(q r + c) WCHUNK + i] = plane[oy + r][ox + c] (zero outside the h x w plane), r, c < q, for
- * tiles i < nt of the chunk at t0; the plane of image n at x + n h w, a tile's corner at
+ * tiles at[i], i < nt; the plane of image n at x + n h w, a tile's corner at
  * (m ty - off, m tx - off). */
-static void gather_tiles(const float *x, int h, int w, const wino_geom *g, int r0, size_t t0,
-                         int nt, int q, int m, int off, float *restrict D)
+static void gather_tiles(const float *x, int h, int w, const tile_at *at, int nt, int q, int m,
+                         int off, float *restrict D)
 {
     size_t HW = (size_t)h * w;
     for (int i = 0; i < nt; i++) {
-        tile_at a = tile_of(g, r0, t0 + (size_t)i);
+        tile_at a = at[i];
         const float *pl = x + (size_t)a.n * HW;
         int oy = m * a.ty - off, ox = m * a.tx - off, inside = ox >= 0 && ox + q <= w;
         for (int r = 0; r < q; r++) {
@@ -706,14 +708,14 @@ static void gather_tiles(const float *x, int h, int w, const wino_geom *g, int r
 }
 
 /* V[k kstride + t] of the block's tiles t < T of one channel (planes from x).  tmp: 72 WCHUNK. */
-static void input_tiles4(const float *x, int h, int w, const wino_geom *g, int r0, size_t T,
-                         float *v, size_t kstride, float *restrict tmp)
+static void input_tiles4(const float *x, int h, int w, const tile_at *at, size_t T, float *v,
+                         size_t kstride, float *restrict tmp)
 {
     float *D = tmp, *E = tmp + 36 * WCHUNK;
     const size_t C = WCHUNK;
     for (size_t t0 = 0; t0 < T; t0 += C) {
         int nt = T - t0 < C ? (int)(T - t0) : (int)C;
-        gather_tiles(x, h, w, g, r0, t0, nt, 6, 4, 1, D);
+        gather_tiles(x, h, w, at + t0, nt, 6, 4, 1, D);
         /* down: E[6 xi + j] = (B^T D[., j])_xi; along: V[6 xi + nu] = (B^T E[6 xi + .])_nu */
         for (int j = 0; j < 6; j++)
             bt6_down(D + j * C, D + (6 + j) * C, D + (12 + j) * C, D + (18 + j) * C,
@@ -746,7 +748,7 @@ static void at6_tiles_down(const float *restrict a, int nt, float *restrict o)
 
 /* The outputs of the block's tiles t < T of one output channel (planes from y, ho x wo) =
  * A^T M A, M[k] at m + k kstride.  tmp: 40 WCHUNK. */
-static void output_tiles4(const float *m, size_t kstride, const wino_geom *g, int r0, size_t T,
+static void output_tiles4(const float *m, size_t kstride, const tile_at *tiles, size_t T,
                           int ho, int wo, float *y, float *restrict tmp)
 {
     float *a = tmp, *o = tmp + 24 * WCHUNK;
@@ -761,7 +763,7 @@ static void output_tiles4(const float *m, size_t kstride, const wino_geom *g, in
         }
         at6_tiles_down(a, nt, o);
         for (int i = 0; i < nt; i++) {
-            tile_at at = tile_of(g, r0, t0 + (size_t)i);
+            tile_at at = tiles[t0 + (size_t)i];
             float *pl = y + (size_t)at.n * OHW;
             int oy = 4 * at.ty, ox = 4 * at.tx;
             for (int r = 0; r < 4 && oy + r < ho; r++)
@@ -773,13 +775,13 @@ static void output_tiles4(const float *m, size_t kstride, const wino_geom *g, in
 
 /* dM[k kstride + t] = A g A^T of the block's tiles t < T of one output channel (its output
  * gradients' planes from dy, ho x wo; zero past their edges).  tmp: 16 WCHUNK. */
-static void grad_tiles4(const float *dy, int ho, int wo, const wino_geom *g, int r0, size_t T,
+static void grad_tiles4(const float *dy, int ho, int wo, const tile_at *at, size_t T,
                         float *dm, size_t kstride, float *restrict tmp)
 {
     const size_t C = WCHUNK;
     for (size_t t0 = 0; t0 < T; t0 += C) {
         int nt = T - t0 < C ? (int)(T - t0) : (int)C;
-        gather_tiles(dy, ho, wo, g, r0, t0, nt, 4, 4, 0, tmp); /* e[r][c] at (4 r + c) C */
+        gather_tiles(dy, ho, wo, at + t0, nt, 4, 4, 0, tmp); /* e[r][c] at (4 r + c) C */
         for (int xi = 0; xi < 6; xi++) {
             float *d0 = dm + (size_t)(6 * xi) * kstride + t0;
             a6_chunk(tmp, nt, AT4[0][xi], AT4[1][xi], AT4[2][xi], AT4[3][xi], d0, d0 + kstride,
@@ -790,8 +792,8 @@ static void grad_tiles4(const float *dy, int ho, int wo, const wino_geom *g, int
 
 /* dx (planes from dx, h x w) += B dV B^T of the block's tiles t < T of one input channel, the
  * tiles overlapping by 2.  tmp: 72 WCHUNK. */
-static void scatter_tiles4(const float *dv, size_t kstride, const wino_geom *g, int r0,
-                           size_t T, int h, int w, float *dx, float *restrict tmp)
+static void scatter_tiles4(const float *dv, size_t kstride, const tile_at *tiles, size_t T,
+                           int h, int w, float *dx, float *restrict tmp)
 {
     float *S = tmp, *Q = tmp + 36 * WCHUNK;
     const size_t C = WCHUNK, k6 = 6 * kstride, HW = (size_t)h * w;
@@ -811,7 +813,7 @@ static void scatter_tiles4(const float *dv, size_t kstride, const wino_geom *g, 
                      q + 2 * C, q + 3 * C, q + 4 * C, q + 5 * C);
         }
         for (int i = 0; i < nt; i++) {
-            tile_at at = tile_of(g, r0, t0 + (size_t)i);
+            tile_at at = tiles[t0 + (size_t)i];
             float *pl = dx + (size_t)at.n * HW;
             int oy = 4 * at.ty - 1, ox = 4 * at.tx - 1;
             for (int r = 0; r < 6; r++) {
@@ -1009,14 +1011,15 @@ static const wino_kind WINO4 = {input_row4,   output_row4,  grad_row4,
 static const wino_kind *kind(const wino_geom *g) { return g->M == 4 ? &WINO4 : &WINO2; }
 
 /* Tile rows [r0, r1) of the batch (row r: image r / TH, tile row r % TH) into V, tt = the
- * row's first tile in the block. */
-static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float *V, float *P)
+ * row's first tile in the block; chunked: its tiles listed in `tiles`. */
+static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, const tile_at *tiles,
+                             float *V, float *P)
 {
     const vt_conv_desc *d = J->d;
     size_t HW = (size_t)d->h * d->w, TW = (size_t)J->g.TW, kstride = (size_t)d->cin * T;
     if (J->g.chunked) {
         for (int ci = 0; ci < d->cin; ci++)
-            input_tiles4(J->x + (size_t)ci * d->n * HW, d->h, d->w, &J->g, r0, T,
+            input_tiles4(J->x + (size_t)ci * d->n * HW, d->h, d->w, tiles, T,
                          V + (size_t)ci * T, kstride, P);
         return;
     }
@@ -1029,12 +1032,14 @@ static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, float 
         }
 }
 
-/* The calling thread's scratch: V (16 x cin x tmax), M (16 x cout x tmax), the rows' temps. */
-static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp)
+/* The calling thread's scratch: V (K x cin x tmax), M (K x cout x tmax), the transforms'
+ * temps, and where chunked, after 72 WCHUNK temps, the block's tiles (NULL otherwise). */
+static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp, tile_at **tiles)
 {
     *V = J->scratch + (size_t)vt_pool_thread() * J->g.per_thread;
     *M = *V + (size_t)J->g.K * J->d->cin * J->g.tmax;
     *tmp = *M + (size_t)J->g.K * J->d->cout * J->g.tmax;
+    *tiles = J->g.chunked ? (tile_at *)(void *)(*tmp + 72 * WCHUNK) : NULL;
 }
 
 static void forward_parts(void *ctx, size_t p0, size_t p1)
@@ -1043,7 +1048,8 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
     const vt_conv_desc *d = J->d;
     const wino_geom *g = &J->g;
     float *V, *M, *tmp;
-    thread_scratch(J, &V, &M, &tmp);
+    tile_at *tiles;
+    thread_scratch(J, &V, &M, &tmp, &tiles);
     int all = d->n * g->TH, blocks = (all + g->rows - 1) / g->rows;
     size_t OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
@@ -1052,14 +1058,15 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
         for (int blk = b0; blk < b1; blk++) {
             int r0 = blk * g->rows, r1 = r0 + g->rows < all ? r0 + g->rows : all;
             size_t T = (size_t)(r1 - r0) * g->TW;
-            transform_inputs(J, r0, r1, T, V, tmp);
+            if (tiles) block_tiles(g, r0, T, tiles);
+            transform_inputs(J, r0, r1, T, tiles, V, tmp);
             for (int k = 0; k < g->K; k++)
                 J->gemm(NULL, 0, 0, d->cout, (int)T, d->cin, 1.0f, J->u + (size_t)k * g->uk,
                         d->cin, V + (size_t)k * d->cin * T, (int)T, 0.0f,
                         M + (size_t)k * d->cout * T, (int)T);
             for (int co = 0; co < d->cout; co++)
                 if (g->chunked)
-                    output_tiles4(M + (size_t)co * T, (size_t)d->cout * T, g, r0, T, d->ho,
+                    output_tiles4(M + (size_t)co * T, (size_t)d->cout * T, tiles, T, d->ho,
                                   d->wo, J->y + (size_t)co * d->n * OHW, tmp);
                 else for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
@@ -1077,7 +1084,8 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
     const vt_conv_desc *d = J->d;
     const wino_geom *g = &J->g;
     float *V, *M, *tmp;
-    thread_scratch(J, &V, &M, &tmp);
+    tile_at *tiles;
+    thread_scratch(J, &V, &M, &tmp, &tiles);
     size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
         float *du = J->du + p * g->u;
@@ -1087,9 +1095,10 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
         for (int r0 = i0 * g->TH; r0 < end; r0 += g->rows, first = 0) {
             int r1 = r0 + g->rows < end ? r0 + g->rows : end;
             size_t T = (size_t)(r1 - r0) * g->TW;
+            if (tiles) block_tiles(g, r0, T, tiles);
             for (int co = 0; co < d->cout; co++)
                 if (g->chunked)
-                    grad_tiles4(J->dy + (size_t)co * d->n * OHW, d->ho, d->wo, g, r0, T,
+                    grad_tiles4(J->dy + (size_t)co * d->n * OHW, d->ho, d->wo, tiles, T,
                                 M + (size_t)co * T, (size_t)d->cout * T, tmp);
                 else for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
@@ -1097,7 +1106,7 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
                                       g->TW, M + (size_t)co * T + (size_t)(r - r0) * g->TW,
                                       (size_t)d->cout * T, tmp);
                 }
-            transform_inputs(J, r0, r1, T, V, tmp);
+            transform_inputs(J, r0, r1, T, tiles, V, tmp);
             for (int k = 0; k < g->K; k++) {
                 float *Vk = V + (size_t)k * d->cin * T, *Mk = M + (size_t)k * d->cout * T;
                 J->gemm(NULL, 0, 1, d->cout, d->cin, (int)T, 1.0f, Mk, (int)T, Vk, (int)T,
@@ -1109,7 +1118,7 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
             if (!J->dx) continue;
             for (int ci = 0; ci < d->cin; ci++)
                 if (g->chunked)
-                    scatter_tiles4(V + (size_t)ci * T, (size_t)d->cin * T, g, r0, T, d->h, d->w,
+                    scatter_tiles4(V + (size_t)ci * T, (size_t)d->cin * T, tiles, T, d->h, d->w,
                                    J->dx + (size_t)ci * d->n * HW, tmp);
                 else for (int r = r0; r < r1; r++) {
                     int n = r / g->TH, ty = r % g->TH;
