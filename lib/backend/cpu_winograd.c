@@ -1010,36 +1010,109 @@ static const wino_kind WINO4 = {input_row4,   output_row4,  grad_row4,
 
 static const wino_kind *kind(const wino_geom *g) { return g->M == 4 ? &WINO4 : &WINO2; }
 
-/* Tile rows [r0, r1) of the batch (row r: image r / TH, tile row r % TH) into V, tt = the
- * row's first tile in the block; chunked: its tiles listed in `tiles`. */
-static void transform_inputs(const wino_job *J, int r0, int r1, size_t T, const tile_at *tiles,
-                             float *V, float *P)
+/* A block of the batch: tile rows [r0, r1) (row r: image r / TH, tile row r % TH), T tiles;
+ * where the transforms are chunked, its tiles listed (block_tiles). */
+typedef struct wino_block {
+    int r0, r1;
+    size_t T;
+    const tile_at *tiles;
+} wino_block;
+
+/* The block's transforms, each over every channel: by chunks of tiles or by rows of tiles. */
+
+/* V[k][ci][t] from the input planes */
+static void transform_inputs(const wino_job *J, const wino_block *B, float *V, float *tmp)
 {
     const vt_conv_desc *d = J->d;
-    size_t HW = (size_t)d->h * d->w, TW = (size_t)J->g.TW, kstride = (size_t)d->cin * T;
-    if (J->g.chunked) {
-        for (int ci = 0; ci < d->cin; ci++)
-            input_tiles4(J->x + (size_t)ci * d->n * HW, d->h, d->w, tiles, T,
-                         V + (size_t)ci * T, kstride, P);
-        return;
-    }
-    for (int ci = 0; ci < d->cin; ci++)
-        for (int r = r0; r < r1; r++) {
-            int n = r / J->g.TH, ty = r % J->g.TH;
-            kind(&J->g)->input_row(J->x + ((size_t)ci * d->n + n) * HW, d->h, d->w, ty,
-                                   J->g.TW, V + (size_t)ci * T + (size_t)(r - r0) * TW,
-                                   kstride, P);
+    const wino_geom *g = &J->g;
+    size_t HW = (size_t)d->h * d->w, T = B->T, kstride = (size_t)d->cin * T;
+    for (int ci = 0; ci < d->cin; ci++) {
+        const float *x = J->x + (size_t)ci * d->n * HW;
+        float *v = V + (size_t)ci * T;
+        if (g->chunked) {
+            input_tiles4(x, d->h, d->w, B->tiles, T, v, kstride, tmp);
+            continue;
         }
+        for (int r = B->r0; r < B->r1; r++)
+            kind(g)->input_row(x + (size_t)(r / g->TH) * HW, d->h, d->w, r % g->TH, g->TW,
+                               v + (size_t)(r - B->r0) * g->TW, kstride, tmp);
+    }
+}
+
+/* the output planes from M[k][co][t] */
+static void transform_outputs(const wino_job *J, const wino_block *B, const float *M,
+                              float *tmp)
+{
+    const vt_conv_desc *d = J->d;
+    const wino_geom *g = &J->g;
+    size_t OHW = (size_t)d->ho * d->wo, T = B->T, kstride = (size_t)d->cout * T;
+    for (int co = 0; co < d->cout; co++) {
+        const float *m = M + (size_t)co * T;
+        float *y = J->y + (size_t)co * d->n * OHW;
+        if (g->chunked) {
+            output_tiles4(m, kstride, B->tiles, T, d->ho, d->wo, y, tmp);
+            continue;
+        }
+        for (int r = B->r0; r < B->r1; r++)
+            kind(g)->output_row(m + (size_t)(r - B->r0) * g->TW, kstride, g->TW, r % g->TH,
+                                d->ho, d->wo, y + (size_t)(r / g->TH) * OHW, tmp);
+    }
+}
+
+/* dM[k][co][t] from the output gradients' planes */
+static void transform_grads(const wino_job *J, const wino_block *B, float *M, float *tmp)
+{
+    const vt_conv_desc *d = J->d;
+    const wino_geom *g = &J->g;
+    size_t OHW = (size_t)d->ho * d->wo, T = B->T, kstride = (size_t)d->cout * T;
+    for (int co = 0; co < d->cout; co++) {
+        const float *dy = J->dy + (size_t)co * d->n * OHW;
+        float *m = M + (size_t)co * T;
+        if (g->chunked) {
+            grad_tiles4(dy, d->ho, d->wo, B->tiles, T, m, kstride, tmp);
+            continue;
+        }
+        for (int r = B->r0; r < B->r1; r++)
+            kind(g)->grad_row(dy + (size_t)(r / g->TH) * OHW, d->ho, d->wo, r % g->TH, g->TW,
+                              m + (size_t)(r - B->r0) * g->TW, kstride, tmp);
+    }
+}
+
+/* dx's planes += the transforms of dV[k][ci][t] */
+static void scatter_grads(const wino_job *J, const wino_block *B, const float *V, float *tmp)
+{
+    const vt_conv_desc *d = J->d;
+    const wino_geom *g = &J->g;
+    size_t HW = (size_t)d->h * d->w, T = B->T, kstride = (size_t)d->cin * T;
+    for (int ci = 0; ci < d->cin; ci++) {
+        const float *v = V + (size_t)ci * T;
+        float *dx = J->dx + (size_t)ci * d->n * HW;
+        if (g->chunked) {
+            scatter_tiles4(v, kstride, B->tiles, T, d->h, d->w, dx, tmp);
+            continue;
+        }
+        for (int r = B->r0; r < B->r1; r++)
+            kind(g)->scatter_row(v + (size_t)(r - B->r0) * g->TW, kstride, g->TW, r % g->TH,
+                                 d->h, d->w, dx + (size_t)(r / g->TH) * HW, tmp);
+    }
 }
 
 /* The calling thread's scratch: V (K x cin x tmax), M (K x cout x tmax), the transforms'
- * temps, and where chunked, after 72 WCHUNK temps, the block's tiles (NULL otherwise). */
+ * temps, and where chunked, after 72 WCHUNK temps, room for a block's tiles (NULL otherwise). */
 static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp, tile_at **tiles)
 {
     *V = J->scratch + (size_t)vt_pool_thread() * J->g.per_thread;
     *M = *V + (size_t)J->g.K * J->d->cin * J->g.tmax;
     *tmp = *M + (size_t)J->g.K * J->d->cout * J->g.tmax;
     *tiles = J->g.chunked ? (tile_at *)(void *)(*tmp + 72 * WCHUNK) : NULL;
+}
+
+/* Block [r0, r1): its tiles listed where chunked (into the thread's `tiles`) */
+static wino_block make_block(const wino_geom *g, int r0, int r1, tile_at *tiles)
+{
+    wino_block B = {r0, r1, (size_t)(r1 - r0) * g->TW, tiles};
+    if (tiles) block_tiles(g, r0, B.T, tiles);
+    return B;
 }
 
 static void forward_parts(void *ctx, size_t p0, size_t p1)
@@ -1051,29 +1124,18 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
     tile_at *tiles;
     thread_scratch(J, &V, &M, &tmp, &tiles);
     int all = d->n * g->TH, blocks = (all + g->rows - 1) / g->rows;
-    size_t OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
         int b0 = (int)((long long)blocks * p / J->parts),
             b1 = (int)((long long)blocks * (p + 1) / J->parts);
         for (int blk = b0; blk < b1; blk++) {
             int r0 = blk * g->rows, r1 = r0 + g->rows < all ? r0 + g->rows : all;
-            size_t T = (size_t)(r1 - r0) * g->TW;
-            if (tiles) block_tiles(g, r0, T, tiles);
-            transform_inputs(J, r0, r1, T, tiles, V, tmp);
+            wino_block B = make_block(g, r0, r1, tiles);
+            int T = (int)B.T;
+            transform_inputs(J, &B, V, tmp);
             for (int k = 0; k < g->K; k++)
-                J->gemm(NULL, 0, 0, d->cout, (int)T, d->cin, 1.0f, J->u + (size_t)k * g->uk,
-                        d->cin, V + (size_t)k * d->cin * T, (int)T, 0.0f,
-                        M + (size_t)k * d->cout * T, (int)T);
-            for (int co = 0; co < d->cout; co++)
-                if (g->chunked)
-                    output_tiles4(M + (size_t)co * T, (size_t)d->cout * T, tiles, T, d->ho,
-                                  d->wo, J->y + (size_t)co * d->n * OHW, tmp);
-                else for (int r = r0; r < r1; r++) {
-                    int n = r / g->TH, ty = r % g->TH;
-                    kind(g)->output_row(M + (size_t)co * T + (size_t)(r - r0) * g->TW,
-                                        (size_t)d->cout * T, g->TW, ty, d->ho, d->wo,
-                                        J->y + ((size_t)co * d->n + n) * OHW, tmp);
-                }
+                J->gemm(NULL, 0, 0, d->cout, T, d->cin, 1.0f, J->u + (size_t)k * g->uk, d->cin,
+                        V + (size_t)k * d->cin * T, T, 0.0f, M + (size_t)k * d->cout * T, T);
+            transform_outputs(J, &B, M, tmp);
         }
     }
 }
@@ -1086,46 +1148,25 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
     float *V, *M, *tmp;
     tile_at *tiles;
     thread_scratch(J, &V, &M, &tmp, &tiles);
-    size_t HW = (size_t)d->h * d->w, OHW = (size_t)d->ho * d->wo;
     for (size_t p = p0; p < p1; p++) {
         float *du = J->du + p * g->u;
         int i0 = (int)((long long)d->n * p / J->parts),
             i1 = (int)((long long)d->n * (p + 1) / J->parts);
         int end = i1 * g->TH, first = 1;
         for (int r0 = i0 * g->TH; r0 < end; r0 += g->rows, first = 0) {
-            int r1 = r0 + g->rows < end ? r0 + g->rows : end;
-            size_t T = (size_t)(r1 - r0) * g->TW;
-            if (tiles) block_tiles(g, r0, T, tiles);
-            for (int co = 0; co < d->cout; co++)
-                if (g->chunked)
-                    grad_tiles4(J->dy + (size_t)co * d->n * OHW, d->ho, d->wo, tiles, T,
-                                M + (size_t)co * T, (size_t)d->cout * T, tmp);
-                else for (int r = r0; r < r1; r++) {
-                    int n = r / g->TH, ty = r % g->TH;
-                    kind(g)->grad_row(J->dy + ((size_t)co * d->n + n) * OHW, d->ho, d->wo, ty,
-                                      g->TW, M + (size_t)co * T + (size_t)(r - r0) * g->TW,
-                                      (size_t)d->cout * T, tmp);
-                }
-            transform_inputs(J, r0, r1, T, tiles, V, tmp);
+            wino_block B = make_block(g, r0, r0 + g->rows < end ? r0 + g->rows : end, tiles);
+            int T = (int)B.T;
+            transform_grads(J, &B, M, tmp);
+            transform_inputs(J, &B, V, tmp);
             for (int k = 0; k < g->K; k++) {
                 float *Vk = V + (size_t)k * d->cin * T, *Mk = M + (size_t)k * d->cout * T;
-                J->gemm(NULL, 0, 1, d->cout, d->cin, (int)T, 1.0f, Mk, (int)T, Vk, (int)T,
+                J->gemm(NULL, 0, 1, d->cout, d->cin, T, 1.0f, Mk, T, Vk, T,
                         first ? 0.0f : 1.0f, du + (size_t)k * g->uk, d->cin);
                 if (J->dx) /* dV over V: this k's V is no longer needed */
-                    J->gemm(NULL, 1, 0, d->cin, (int)T, d->cout, 1.0f,
-                            J->u + (size_t)k * g->uk, d->cin, Mk, (int)T, 0.0f, Vk, (int)T);
+                    J->gemm(NULL, 1, 0, d->cin, T, d->cout, 1.0f, J->u + (size_t)k * g->uk,
+                            d->cin, Mk, T, 0.0f, Vk, T);
             }
-            if (!J->dx) continue;
-            for (int ci = 0; ci < d->cin; ci++)
-                if (g->chunked)
-                    scatter_tiles4(V + (size_t)ci * T, (size_t)d->cin * T, tiles, T, d->h, d->w,
-                                   J->dx + (size_t)ci * d->n * HW, tmp);
-                else for (int r = r0; r < r1; r++) {
-                    int n = r / g->TH, ty = r % g->TH;
-                    kind(g)->scatter_row(V + (size_t)ci * T + (size_t)(r - r0) * g->TW,
-                                         (size_t)d->cin * T, g->TW, ty, d->h, d->w,
-                                         J->dx + ((size_t)ci * d->n + n) * HW, tmp);
-                }
+            if (J->dx) scatter_grads(J, &B, V, tmp);
         }
     }
 }
