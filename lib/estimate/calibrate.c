@@ -182,13 +182,13 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     conv3x3(&c3.d, 16, 64, 4);          /* CPU: 4-pixel rows, for the row term */
     conv3x3(&c4.d, 16, 64, 32);         /* Winograd: 64 4x4 tiles an image */
     c4.wino = wino; /* the backend's own setting */
-    probe *all[6] = {&bn, &c1, &c2, &c3, &c4, &bs};
-    double budget[6] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s, probe_s, 0.5 * probe_s},
-           tm[6] = {0, 0, 0, 0, 0, 0};
-    if (silu && !wino) all[4] = &bs, budget[4] = budget[5]; /* the fifth: no Winograd probe */
-    int np = on_gpu ? 3 : 4 + wino + silu;
+    probe *all[6] = {&bn, &c1, &c2, &c3};
+    double budget[6] = {0.5 * probe_s, probe_s, 2 * probe_s, probe_s}, tm[6] = {0};
+    int np = on_gpu ? 3 : 4, iw = np, is = np + wino; /* the Winograd and SiLU probes' places */
+    if (wino) all[np] = &c4, budget[np++] = probe_s;
+    if (silu) all[np] = &bs, budget[np++] = 0.5 * probe_s;
     st = probe_time(all, np, budget, tm);
-    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3], ts = silu ? tm[np - 1] : 0;
+    double tb = tm[0], t1 = tm[1], t2 = tm[2], t3 = tm[3];
     vt_backend_destroy(b);
     if (st != VT_OK) return st;
     /* BN (10 passes of n values in the formula) + ReLU (7, none when fused into the BN) */
@@ -213,9 +213,9 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
                        "their column traffic (machine overloaded?)");
     vt_est_solve_probes(on_gpu ? 2 : 3, t, F, D, rows, dm);
     /* a Winograd probe's time beyond its GEMMs, per byte of its transforms */
-    dm->wino_s = wino ? wino_probe_s(&c4.d, tm[4], dm) : 0;
+    dm->wino_s = wino ? wino_probe_s(&c4.d, tm[iw], dm) : 0;
     /* BN + SiLU's time beyond BN + ReLU's, per value and exponential (2 a value) */
-    dm->exp_s = silu ? fmax(ts - tb, 0) / (2.0 * bs.c * bs.m) : 0;
+    dm->exp_s = silu ? fmax(tm[is] - tb, 0) / (2.0 * bs.c * bs.m) : 0;
     dm->h2d_bw = on_gpu ? H2D_BW : 0; /* the calibration's steps measure it (time_steps) */
     dm->act_bytes = 4;
     dm->layer_s = dm->step_s = 0;
