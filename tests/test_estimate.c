@@ -114,7 +114,7 @@ START_TEST(flops_other_layers)
 END_TEST
 
 /* A SiLU's exponentials: b x O x exp_s, twice in a training step, fused into its BN or not;
- * none for a ReLU. */
+ * a sigmoid's once (its backward reads its output); none for a ReLU. */
 START_TEST(silu_exponentials)
 {
     vt_graph g;
@@ -124,6 +124,7 @@ START_TEST(silu_exponentials)
     int s1 = vt_g_act(&g, vt_g_bn(&g, c), VT_ACT_SILU, 0); /* fused: the BN's only consumer */
     int s2 = vt_g_act(&g, vt_g_conv(&g, s1, 4, 3, 1, 1, 1, 0), VT_ACT_SILU, 0); /* alone */
     int r = vt_g_act(&g, vt_g_bn(&g, s2), VT_ACT_RELU, 0);
+    int sg = vt_g_act(&g, r, VT_ACT_SIGMOID, 0);
     vt_graph_finalize(&g);
     int n = g.n_nodes;
     vt_layer_cost lc[16];
@@ -141,6 +142,9 @@ START_TEST(silu_exponentials)
                                     vt_est_layer_seconds(&g, s2, &lc[s2], 2, &d, train),
                                 e, 1e-15);
         ck_assert_double_eq(vt_est_layer_seconds(&g, r, &lc[r], 2, &de, train), 0);
+        ck_assert_double_eq_tol(vt_est_layer_seconds(&g, sg, &lc[sg], 2, &de, train) -
+                                    vt_est_layer_seconds(&g, sg, &lc[sg], 2, &d, train),
+                                2 * 256 * 1e-8, 1e-15);
     }
     vt_graph_free(&g);
 }

@@ -33,10 +33,11 @@
  *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
  *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
- *                  (a ReLU that is its batch norm's only consumer costs nothing on the CPU,
- *                  whose backend runs the two as one op)
- *                  + for a SiLU or sigmoid, fused or not, b*O*E*exp_s, E = 2 values a
- *                  training step (forward, backward), 1 forward only: the CPU's vector
+ *                  (a ReLU or SiLU that is its batch norm's only consumer moves nothing of
+ *                  its own: both backends run the two as one op)
+ *                  + for a SiLU, fused or not, b*O*E*exp_s, E = 2 a training step (forward,
+ *                  backward), 1 forward only (a sigmoid: 1, its backward reads its output):
+ *                  the CPU's vector
  *                  exponentials and divisions run slower than memory (BN + SiLU measured
  *                  2.5-4x BN + ReLU's time; without the term det-n's BN layers were predicted
  *                  at 0.25-0.4x their time); exp_s calibrated by a probe of BN + SiLU beside
@@ -286,10 +287,11 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     if (lc->op == VT_OP_INPUT) return 0;
     double b = batch;
     const vt_node *an = &g->nodes[i];
-    /* a SiLU's or sigmoid's exponentials, fused into its BN or not */
-    double exps = lc->op == VT_OP_ACT && (an->act == VT_ACT_SILU || an->act == VT_ACT_SIGMOID)
-                      ? b * (double)lc->out_elems * (train ? 2 : 1) * d->exp_s
-                      : 0;
+    /* a SiLU's exponentials (forward and backward), fused into its BN or not; a sigmoid's
+     * (forward only: its backward reads its output) */
+    int nexp = lc->op != VT_OP_ACT ? 0 : an->act == VT_ACT_SILU ? (train ? 2 : 1)
+                                       : an->act == VT_ACT_SIGMOID;
+    double exps = b * (double)lc->out_elems * nexp * d->exp_s;
     if (d->fuse_bn_act && vt_est_act_fused(g, i)) return exps;
     double F = vt_est_layer_flops(g, i, lc, train);
     double tmem = b * act_elems(lc, train) * d->act_bytes / d->bw;

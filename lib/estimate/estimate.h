@@ -78,8 +78,8 @@ typedef struct vt_devmodel {
                        * VT_CPU_WINOGRAD=0) */
     double exp_s;     /* seconds per SiLU or sigmoid value beyond its bytes (its exponential
                        * and division: the CPU's vector kernels run them slower than the
-                       * memory brings the values), 2 a value in a training step (forward,
-                       * backward), 1 forward only; 0 on a GPU */
+                       * memory brings the values), a SiLU's 2 a value in a training step
+                       * (forward, backward), 1 forward only, a sigmoid's 1; 0 on a GPU */
 } vt_devmodel;
 
 /* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);
