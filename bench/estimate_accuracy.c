@@ -4,12 +4,14 @@
  *   estimate_accuracy [cpu|0] [seconds-per-measurement] [rounds]
  *
  * Prints measured vs predicted seconds per step and per epoch (1,000 images) and the error.
+ * The steps are the trainer's probe steps (lib/train/trainer_probe.h: random images, and random
+ * boxes or masks for the CPU's detection and segmentation cases), as calibration times them.
  * rounds (default 3 on the CPU, 0 on a GPU): 0 calibrates once, then measures each case alone
  * and the calibration model right after it ("drift": how far the machine moved since the
  * calibration); N repeats N times: calibrate, then measure all cases and the calibration model
  * taking turns of 0.25 s ("drift": the calibration model's own error in that window), and
  * prints each case's round with the median error and its error in every round;
- * exits 1 when an error exceeds the issue's target (15% on the CPU, 10% on a GPU), 0 otherwise,
+ * exits 1 when an error exceeds the target (15% on the CPU, 10% on a GPU), 0 otherwise,
  * 77 when the device is missing (so a GPU run on a machine without one counts as skipped).
  * A GPU is measured and estimated at TF32 (the trainer's default precision), the CPU at fp32.
  * Run it alone on the machine: other load skews both the calibration and the measurements. */
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "train/trainer_probe.h"
 #include "visiontrain/visiontrain.h"
 
 typedef struct cfg {
@@ -47,7 +50,6 @@ typedef struct runner {
     vt_model *m;
     vt_trainer *t;
     float *img;
-    int32_t *lab;
     double ts[MAX_SAMPLES], timed; /* timed steps' seconds, their sum */
     int k;
 } runner;
@@ -57,7 +59,6 @@ static void runner_close(runner *r)
     vt_trainer_destroy(r->t);
     vt_model_destroy(r->m);
     free(r->img);
-    free(r->lab);
     memset(r, 0, sizeof *r);
 }
 
@@ -71,17 +72,15 @@ static int runner_open(runner *r, const cfg *c, const char *device)
     snprintf(opt, sizeof opt, "channels=%d imgsz=%d", c->channels, c->imgsz);
     size_t n = (size_t)c->batch * c->channels * c->imgsz * c->imgsz;
     r->img = malloc(n * sizeof *r->img);
-    r->lab = malloc((size_t)c->batch * sizeof *r->lab);
-    int bad = !r->img || !r->lab;
+    int bad = !r->img;
     for (size_t i = 0; !bad && i < n; i++) r->img[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-    for (int i = 0; !bad && i < c->batch; i++) r->lab[i] = i % 10;
     bad = bad || vt_model_create(&r->m, c->arch, 10, opt) || vt_trainer_create(&r->t, r->m, NULL);
     if (!bad) snprintf(kv, sizeof kv, "batch=%d", c->batch), bad = vt_trainer_set(r->t, kv) != VT_OK;
     if (!bad) snprintf(kv, sizeof kv, "imgsz=%d", c->imgsz), bad = vt_trainer_set(r->t, kv) != VT_OK;
     if (!bad) snprintf(kv, sizeof kv, "device=%s", device), bad = vt_trainer_set(r->t, kv) != VT_OK;
     if (!bad) {
         snprintf(kv, sizeof kv, "precision=%s", strcmp(device, "cpu") ? "tf32" : "fp32");
-        bad = vt_trainer_set(r->t, kv) || vt_trainer_step(r->t, r->img, r->lab, c->batch, NULL);
+        bad = vt_trainer_set(r->t, kv) || vt_trainer_probe_step(r->t, r->img, c->batch, NULL);
     }
     if (!bad) return 0;
     fprintf(stderr, "%s imgsz %d batch %d: %s\n", c->arch, c->imgsz, c->batch, vt_last_error());
@@ -97,7 +96,7 @@ static int runner_steps(runner *r, double seconds, int min_steps, int drop_first
     double spent = 0;
     for (int s = 0; (s < min_steps || spent < seconds) && r->k < MAX_SAMPLES; s++) {
         double t0 = now();
-        if (vt_trainer_step(r->t, r->img, r->lab, r->c->batch, NULL)) {
+        if (vt_trainer_probe_step(r->t, r->img, r->c->batch, NULL)) {
             fprintf(stderr, "%s imgsz %d batch %d: %s\n", r->c->arch, r->c->imgsz, r->c->batch,
                     vt_last_error());
             return -1;
@@ -191,7 +190,7 @@ static int calibrate(vt_estimator *e, const char *device, const cfg *calib, doub
 }
 
 #define MAX_ROUNDS 15
-#define NCASES 6
+#define NCASES 8 /* at most */
 
 int main(int argc, char **argv)
 {
@@ -206,15 +205,18 @@ int main(int argc, char **argv)
     }
     double target = gpu ? 0.10 : 0.15;
     const cfg calib = {"cls-n", gpu ? 128 : 32, gpu ? 64 : 16, 3};
-    const cfg cpu_cases[NCASES] = {
-        {"cls-s", 48, 8, 3}, {"cls-n", 64, 8, 3}, {"cnn-small", 28, 64, 1},
-        {"cls-m", 32, 16, 3}, {"cls-n", 96, 4, 3}, {"cls-s", 32, 32, 3},
+    const cfg cpu_cases[] = {
+        {"cls-s", 48, 8, 3},  {"cls-n", 64, 8, 3},   {"cnn-small", 28, 64, 1},
+        {"cls-m", 32, 16, 3}, {"cls-n", 96, 4, 3},   {"cls-s", 32, 32, 3},
+        {"det-n", 320, 8, 3}, {"seg-n", 128, 16, 3},
     };
-    const cfg gpu_cases[NCASES] = {
+    const cfg gpu_cases[] = {
         {"cls-s", 224, 32, 3}, {"cls-m", 128, 64, 3}, {"cnn-small", 28, 256, 1},
         {"cls-n", 224, 128, 3}, {"cls-m", 224, 32, 3}, {"resnet18", 224, 128, 3},
     };
     const cfg *cases = gpu ? gpu_cases : cpu_cases;
+    const int ncases = gpu ? (int)(sizeof gpu_cases / sizeof *gpu_cases)
+                           : (int)(sizeof cpu_cases / sizeof *cpu_cases);
 
     vt_estimator *e = NULL;
     if (vt_estimator_create(&e) || vt_estimator_set(e, "train=1000") ||
@@ -238,8 +240,8 @@ int main(int argc, char **argv)
         pmem[NCASES], calib_pred = 0;
     const cfg *all[NCASES + 1];
     double sec[NCASES + 1];
-    for (int i = 0; i < NCASES; i++) all[i] = &cases[i];
-    all[NCASES] = &calib;
+    for (int i = 0; i < ncases; i++) all[i] = &cases[i];
+    all[ncases] = &calib;
     double t0 = now();
     for (int r = 0; r < R && !bad; r++) {
         if ((bad = calibrate(e, device, &calib, budget, gpu, &calib_pred))) break;
@@ -247,7 +249,7 @@ int main(int argc, char **argv)
             printf("calibration on %s with %s imgsz %d batches up to %d: %.1f s%s\n", device,
                    calib.arch, calib.imgsz, calib.batch, now() - t0,
                    rounds ? ", again in every round" : "");
-        for (int i = 0; i < NCASES && !bad; i++)
+        for (int i = 0; i < ncases && !bad; i++)
             if (configure(e, &cases[i]) || vt_estimator_run(e) ||
                 vt_estimator_result(e, VT_EST_STEP_SECONDS, &pred[r][i]) ||
                 vt_estimator_result(e, VT_EST_STEPS_PER_EPOCH, &steps[i]) ||
@@ -255,16 +257,16 @@ int main(int argc, char **argv)
                 fprintf(stderr, "estimate: %s\n", vt_last_error());
                 bad = 1;
             }
-        if (!bad && rounds) bad = measure_turns(all, NCASES + 1, device, budget, sec, mem) ? 1 : 0;
-        for (int i = 0; i < NCASES && !bad; i++) {
+        if (!bad && rounds) bad = measure_turns(all, ncases + 1, device, budget, sec, mem) ? 1 : 0;
+        for (int i = 0; i < ncases && !bad; i++) {
             if (!rounds) { /* alone, then the calibration model */
                 sec[i] = measure(&cases[i], device, budget, &mem[i]);
-                sec[NCASES] = measure(&calib, device, budget / 4, &mem[NCASES]);
-                if (sec[i] <= 0 || sec[NCASES] <= 0) bad = 1;
+                sec[ncases] = measure(&calib, device, budget / 4, &mem[ncases]);
+                if (sec[i] <= 0 || sec[ncases] <= 0) bad = 1;
             }
             meas[r][i] = sec[i];
             err[r][i] = pred[r][i] / sec[i] - 1;
-            drift[r][i] = sec[NCASES] / calib_pred - 1;
+            drift[r][i] = sec[ncases] / calib_pred - 1;
             rel[r][i] = (1 + err[r][i]) / (1 + drift[r][i]) - 1;
         }
     }
@@ -282,7 +284,7 @@ int main(int argc, char **argv)
                "case's prediction relative to the calibration model's, both measured in turns, "
                "i.e. the error without the machine's level)\n");
     double worst = 0;
-    for (int i = 0; i < NCASES; i++) {
+    for (int i = 0; i < ncases; i++) {
         const cfg *c = &cases[i];
         double ve[MAX_ROUNDS], vd[MAX_ROUNDS], vr[MAX_ROUNDS];
         char rcol[16 * MAX_ROUNDS] = "", mcol[64] = "";

@@ -1195,6 +1195,44 @@ START_TEST(calibrate_cpu_bf16)
 }
 END_TEST
 
+/* Calibrating on a detection, segmentation or instance model (their steps take boxes and masks,
+ * which the calibration makes up): it succeeds, its file holds the measured steps, and the
+ * calibrated estimate of the model at a calibrated batch lies near the measurement it was
+ * fitted to (the fit is over all the batches, so not exactly on it). */
+START_TEST(calibrate_cpu_other_tasks)
+{
+    const char *archs[] = {"det-n", "seg-n", "iseg-n"};
+    char *dir = vt_test_tmpdir("estimate_taskcal");
+    char *p = malloc(strlen(dir) + 16);
+    sprintf(p, "%s/task.cal", dir);
+    for (int i = 0; i < 3; i++) {
+        char model[32];
+        snprintf(model, sizeof model, "model=%s", archs[i]);
+        const char *kv[] = {model, "imgsz=64", "batch=8", "classes=3", "train=80", "val=0",
+                            "gpu=local", "workers=0", "load_ms=0.000001", NULL};
+        vt_estimator *e = mk(kv);
+        ck_assert_msg(vt_estimator_calibrate(e, "cpu", "seconds=0.6 batches=4,8") == VT_OK,
+                      "%s: %s", archs[i], vt_estimator_last_error(e));
+        ck_assert_int_eq(vt_estimator_save_calibration(e, p), VT_OK);
+        char prec[32];
+        double measured;
+        read_cal(p, prec, sizeof prec, 8, &measured);
+        ck_assert_double_gt(measured, 0);
+        ck_assert_int_eq(vt_estimator_run(e), VT_OK);
+        ck_assert_double_eq(res(e, VT_EST_BASIS), VT_EST_BASIS_CALIBRATED);
+        double pred = res(e, VT_EST_STEP_SECONDS);
+        fprintf(stderr, "calibrated on %s 64 px: batch 8 measured %.4f s/step, predicted %.4f\n",
+                archs[i], measured, pred);
+        ck_assert_msg(pred > 0.6 * measured && pred < 1.6 * measured,
+                      "%s: predicted %.4f s/step, measured %.4f", archs[i], pred, measured);
+        vt_estimator_destroy(e);
+    }
+    vt_test_rmtree(dir);
+    free(dir);
+    free(p);
+}
+END_TEST
+
 START_TEST(calibrate_errors)
 {
     vt_estimator *e = mk(NULL);
@@ -1239,6 +1277,7 @@ static Suite *suite(void)
     tcase_add_test(tc, calibrate_errors);
     tcase_add_test(tc, calibrate_cpu_accuracy);
     tcase_add_test(tc, calibrate_cpu_bf16);
+    tcase_add_test(tc, calibrate_cpu_other_tasks);
     tcase_add_test(tc, data_parallel_link);
     suite_add_tcase(s, tc);
     return s;

@@ -754,6 +754,87 @@ START_TEST(test_batch_partners)
 }
 END_TEST
 
+/* The synthetic targets (the estimator's calibration of detection and segmentation steps):
+ * boxes inside the image with classes in range, masks and instance maps painted from the same
+ * boxes, the same targets for the same seed and other ones for another, and the refusals. */
+START_TEST(test_synthetic_targets)
+{
+    const int sz = 64, q = sz / 4, n = 5, classes = 3;
+    vt_loader *L;
+    ck_assert_int_eq(vt_loader_create_synthetic(&L, VT_SAMPLE_LABEL, sz), VT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(vt_loader_create_synthetic(&L, VT_SAMPLE_INSTANCES, 66),
+                     VT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(L);
+    const vt_sample_kind kinds[] = {VT_SAMPLE_BOXES, VT_SAMPLE_MASK, VT_SAMPLE_INSTANCES};
+    for (int kk = 0; kk < 3; kk++) {
+        vt_sample_kind kind = kinds[kk];
+        ck_assert_int_eq(vt_loader_create_synthetic(&L, kind, sz), VT_OK);
+        ck_assert_int_eq(vt_loader_fill_synthetic(L, 0, classes, 1), VT_ERR_INVALID_ARGUMENT);
+        vt_det first[8];
+        int nfirst = 0, wrong = 0, total = 0; /* wrong: seed 2 as seed 1, or seed 1 not */
+        for (int seed = 1; seed <= 3; seed++) {
+            /* a smaller fill after a larger one, then seed 1 again: the same targets */
+            ck_assert_int_eq(vt_loader_fill_synthetic(L, seed == 2 ? 2 * n : n, classes,
+                                                      seed == 3 ? 1 : (uint64_t)seed),
+                             VT_OK);
+            for (int k = 0; k < n; k++) {
+                const vt_det *b;
+                int nb;
+                vt_loader_boxes(L, k, &b, &nb, NULL);
+                const uint8_t *m = vt_loader_mask(L, k);
+                int w, h;
+                const uint16_t *map = vt_loader_instances(L, k, &w, &h);
+                ck_assert_int_eq(m != NULL, kind == VT_SAMPLE_MASK);
+                ck_assert_int_eq(map != NULL, kind == VT_SAMPLE_INSTANCES);
+                if (kind == VT_SAMPLE_MASK) { /* boxes are the mask's business only */
+                    int painted = 0;
+                    for (int i = 0; i < sz * sz; i++) {
+                        ck_assert_int_lt(m[i], classes);
+                        painted += m[i] != 0;
+                    }
+                    total += painted;
+                    continue;
+                }
+                ck_assert_int_ge(nb, 1);
+                ck_assert_int_le(nb, 8);
+                for (int j = 0; j < nb; j++) {
+                    ck_assert(b[j].x0 >= 0 && b[j].y0 >= 0 && b[j].x1 <= sz && b[j].y1 <= sz);
+                    ck_assert(b[j].x1 - b[j].x0 >= sz / 16.0f - 1e-3f);
+                    ck_assert(b[j].y1 - b[j].y0 <= sz / 2.0f + 1e-3f);
+                    ck_assert(b[j].cls >= 0 && b[j].cls < classes);
+                }
+                if (k == 0 && seed == 1) memcpy(first, b, sizeof *b * (size_t)(nfirst = nb));
+                if (k == 0 && seed > 1)
+                    wrong |= (seed == 2) != (nb != nfirst || memcmp(first, b, sizeof *b * (size_t)nb));
+                total += nb;
+                if (!map) continue;
+                ck_assert_int_eq(w, q);
+                ck_assert_int_eq(h, q);
+                for (int y = 0; y < q; y++)
+                    for (int x = 0; x < q; x++) {
+                        int v = map[y * q + x];
+                        ck_assert_int_le(v, nb);
+                        if (!v) continue;
+                        const vt_det *d = &b[v - 1]; /* the pixel's centre inside its box */
+                        ck_assert(4 * (x + 0.5f) >= d->x0 && 4 * (x + 0.5f) <= d->x1);
+                        ck_assert(4 * (y + 0.5f) >= d->y0 && 4 * (y + 0.5f) <= d->y1);
+                    }
+            }
+        }
+        ck_assert_int_gt(total, 0);
+        if (kind != VT_SAMPLE_MASK) ck_assert_int_eq(wrong, 0);
+        vt_loader_destroy(L);
+    }
+    /* a dataset's loader has no synthetic fill */
+    vt_dataset *ds = open_synth(VT_TASK_DETECT, "det", "classes=3 train=4 val=2 imgsz=32 seed=3");
+    vt_loader_config cfg = {32, 3, 0, NULL, NULL, NULL, NULL, NULL, VT_SAMPLE_AUTO};
+    ck_assert_int_eq(vt_loader_create(&L, ds, VT_SPLIT_TRAIN, &cfg), VT_OK);
+    ck_assert_int_eq(vt_loader_fill_synthetic(L, 2, 2, 1), VT_ERR_BAD_STATE);
+    vt_loader_destroy(L);
+    vt_dataset_destroy(ds);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("loader");
@@ -773,6 +854,7 @@ int main(void)
     tcase_add_test(tc, test_trainer_fraction);
     tcase_add_test(tc, test_pick_subset);
     tcase_add_test(tc, test_batch_partners);
+    tcase_add_test(tc, test_synthetic_targets);
     suite_add_tcase(s, tc);
     return vt_test_run(s);
 }

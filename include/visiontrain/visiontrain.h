@@ -1552,11 +1552,12 @@ typedef enum vt_est_pick {
 VT_API vt_status vt_estimator_pick(const vt_estimator *estimator, vt_est_pick pick,
                                    int *gpu_index);
 
-/* Measure a few real training steps (vt_trainer_step on random data) of the configured model
- * and image size at 2-3 batch sizes, plus convolution and memory-bandwidth probes, on `device`
- * ("cpu" or a CUDA index "0", "1"...), and fit the efficiency terms of the cost model (the
- * formula is in the README).  On the CPU the batch sizes take turns, so their trainers are held
- * at once; on a GPU one at a time.
+/* Measure a few real training steps of the configured model and image size (random images
+ * with random class labels, boxes or masks, as the model's task takes them) at 2-3 batch
+ * sizes, plus convolution and memory-bandwidth probes, on `device` ("cpu" or a CUDA index
+ * "0", "1"...), and fit the efficiency terms of the cost model (the formula is in the
+ * README).  On the CPU the batch sizes take turns, so their trainers are held at once; on a
+ * GPU one at a time.
  * options: NULL or space-separated key=value (VT_OPT_CAL_*) among
  *   batches=B1,B2[,B3]  (default: batch/4, batch/2, batch of VT_OPT_EST_BATCH, at least 1)
  *   seconds=S           (measurement budget, default 10)

@@ -29,7 +29,7 @@
 #include "data/seg_mask.h"
 #include "image/image.h"
 
-enum { MSG = 320 };
+enum { MSG = 320, SYNTH_MAX_OBJECTS = 8 };
 
 typedef struct vt_loader vt_loader;
 
@@ -352,7 +352,7 @@ void vt_loader_destroy(vt_loader *L)
     for (int i = 0; L->ring && i < L->nring; i++) lbuf_free(&L->ring[i]);
     free(L->ring);
     lbuf_free(&L->sync);
-    cache_destroy(L->cache, L->ds->split[L->split].n);
+    if (L->ds) cache_destroy(L->cache, L->ds->split[L->split].n);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->work);
     pthread_cond_destroy(&L->done);
@@ -1082,4 +1082,106 @@ const uint16_t *vt_loader_instances(const vt_loader *L, int k, int *w, int *h)
     if (w) *w = q;
     if (h) *h = q;
     return B->inst + (size_t)B->packed[k] * q * q;
+}
+
+/* ---- synthetic targets ------------------------------------------------------------------- */
+
+vt_status vt_loader_create_synthetic(vt_loader **out, vt_sample_kind kind, int imgsz)
+{
+    *out = NULL;
+    if (kind != VT_SAMPLE_BOXES && kind != VT_SAMPLE_MASK && kind != VT_SAMPLE_INSTANCES)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "synthetic targets: sample pipeline %d has no "
+                       "boxes or masks", (int)kind);
+    if (imgsz < 16 || (kind == VT_SAMPLE_INSTANCES && imgsz % 4))
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "synthetic targets: imgsz %d (at least 16%s)",
+                       imgsz, kind == VT_SAMPLE_INSTANCES ? ", a multiple of 4" : "");
+    vt_loader *L = vt_calloc(1, sizeof *L);
+    if (!L) return VT_ERR_OUT_OF_MEMORY;
+    L->cfg.imgsz = imgsz;
+    L->cfg.channels = 1;
+    L->cfg.sample = kind;
+    L->kind = kind;
+    L->sync.L = L;
+    atomic_init(&L->abort, 0);
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->work, NULL);
+    pthread_cond_init(&L->done, NULL);
+    *out = L;
+    return VT_OK;
+}
+
+/* The pixels of a q x q map, at 1/f of the input, whose centres lie inside box d (input pixels):
+ * columns [r[0], r[1]), rows [r[2], r[3]) (empty when the box is thinner than a pixel). */
+static void box_pixels(const vt_det *d, float f, int q, int r[4])
+{
+    const float e[4] = {d->x0, d->x1, d->y0, d->y1};
+    for (int i = 0; i < 4; i++) {
+        int v = (int)ceilf(e[i] / f - 0.5f);
+        r[i] = v < 0 ? 0 : v > q ? q : v;
+    }
+}
+
+vt_status vt_loader_fill_synthetic(vt_loader *L, int n, int classes, uint64_t seed)
+{
+    if (L->ds)
+        return vt_fail(VT_ERR_BAD_STATE, "vt_loader_fill_synthetic: a dataset's loader");
+    if (n < 1 || classes < 1 || classes > 255)
+        return vt_fail(VT_ERR_INVALID_ARGUMENT, "synthetic targets: %d images of %d classes", n,
+                       classes);
+    lbuf *B = &L->sync;
+    vt_status st = lbuf_reserve(B, n, 0);
+    if (st) return st;
+    int sz = L->cfg.imgsz, q = sz / 4;
+    for (int k = 0; k < n; k++) {
+        vt_rng r;
+        vt_rng_seed(&r, seed * 0x9E3779B97F4A7C15ull + (uint64_t)k);
+        B->packed[k] = k;
+        B->status[k] = VT_OK;
+        vt_det d[SYNTH_MAX_OBJECTS];
+        int nb = 1 + (int)vt_rng_below(&r, SYNTH_MAX_OBJECTS);
+        for (int j = 0; j < nb; j++) { /* sides of 1/16 to 1/2 of the image, inside it */
+            float w = sz * (0.0625f + 0.4375f * (float)vt_rng_uniform(&r));
+            float h = sz * (0.0625f + 0.4375f * (float)vt_rng_uniform(&r));
+            float x0 = (sz - w) * (float)vt_rng_uniform(&r), y0 = (sz - h) * (float)vt_rng_uniform(&r);
+            d[j] = (vt_det){x0, y0, x0 + w, y0 + h, 1.0f, (int)vt_rng_below(&r, (uint32_t)classes)};
+        }
+        if (B->boxes) {
+            B->boxes[k].n = 0;
+            for (int j = 0; j < nb; j++)
+                if ((st = vt_det_list_push(&B->boxes[k], &d[j]))) return st;
+            B->lb[k] = (vt_letterbox){sz, sz, sz, sz, sz, sz, 0, 0, 1.0f, 1.0f};
+        }
+        if (B->masks) { /* class 0 everywhere, then each box in its class */
+            uint8_t *m = B->masks + (size_t)k * sz * sz;
+            memset(m, 0, (size_t)sz * sz);
+            for (int j = 0; j < nb; j++) {
+                int r[4];
+                box_pixels(&d[j], 1.0f, sz, r);
+                for (int y = r[2]; y < r[3]; y++) memset(m + (size_t)y * sz + r[0], d[j].cls, (size_t)(r[1] - r[0]));
+            }
+        }
+        if (B->inst) { /* object j + 1, the larger first so that a smaller one lies on top */
+            uint16_t *m = B->inst + (size_t)k * q * q;
+            memset(m, 0, (size_t)q * q * sizeof *m);
+            int order[SYNTH_MAX_OBJECTS];
+            for (int j = 0; j < nb; j++) order[j] = j;
+            for (int a = 1; a < nb; a++)
+                for (int b = a; b > 0; b--) {
+                    const vt_det *u = &d[order[b - 1]], *v = &d[order[b]];
+                    if ((u->x1 - u->x0) * (u->y1 - u->y0) >= (v->x1 - v->x0) * (v->y1 - v->y0))
+                        break;
+                    int tmp = order[b];
+                    order[b] = order[b - 1], order[b - 1] = tmp;
+                }
+            for (int a = 0; a < nb; a++) {
+                int r[4];
+                box_pixels(&d[order[a]], 4.0f, q, r);
+                for (int y = r[2]; y < r[3]; y++)
+                    for (int x = r[0]; x < r[1]; x++) m[(size_t)y * q + x] = (uint16_t)(order[a] + 1);
+            }
+        }
+    }
+    B->n = B->n_ok = n;
+    L->cur = B;
+    return VT_OK;
 }

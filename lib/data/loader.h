@@ -148,6 +148,18 @@ const uint8_t *vt_loader_mask(const vt_loader *L, int k);
  * range or another pipeline.  w and h may be NULL. */
 const uint16_t *vt_loader_instances(const vt_loader *L, int k, int *w, int *h);
 
+/* Synthetic targets, for timing a task's training step without a dataset (the estimator's
+ * calibration): a loader of pipeline `kind` (boxes, a class mask or instances) at `imgsz`
+ * (at least 16; instances: a multiple of 4) with no dataset, whose only fill is
+ * vt_loader_fill_synthetic.  Free with vt_loader_destroy. */
+vt_status vt_loader_create_synthetic(vt_loader **out, vt_sample_kind kind, int imgsz);
+/* The targets of n images as a fill would leave them (no pixels): each image 1 to 8 objects
+ * of random classes below `classes` (1..255), boxes of sides 1/16 to 1/2 of imgsz inside the
+ * image; a class mask of 0 with each box painted in its class; an instance map with each box
+ * (the larger first).  vt_loader_boxes, vt_loader_mask and vt_loader_instances then refer to
+ * them.  The same seed gives the same targets.  VT_ERR_BAD_STATE for a dataset's loader. */
+vt_status vt_loader_fill_synthetic(vt_loader *L, int n, int classes, uint64_t seed);
+
 /* The training subset of `fraction` (0..1) of n images: the first round(fraction * n) (at least
  * 2, at most n) of a permutation seeded by `seed`, sorted; out (n ints) gets them and the
  * count is returned.  fraction >= 1 (or n <= 2) gives 0..n-1. */

@@ -289,18 +289,14 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
     for (int j = 0; j < nb; j++) bmax = batches[j] > bmax ? batches[j] : bmax;
     size_t n = (size_t)bmax * cx->channels * cx->imgsz * cx->imgsz;
     float *img = vt_malloc(n * sizeof *img);
-    int32_t *lab = vt_malloc((size_t)bmax * sizeof *lab);
     vt_trainer *t[TIME_CONFIGS] = {NULL};
     double ts[TIME_CONFIGS][STEP_SAMPLES];
     vt_status st = nb < 1 || nb > TIME_CONFIGS
                        ? vt_fail(VT_ERR_INTERNAL, "time_steps: %d batch sizes", nb)
-                   : img && lab ? VT_OK
-                                : VT_ERR_OUT_OF_MEMORY;
+                   : img ? VT_OK
+                         : VT_ERR_OUT_OF_MEMORY;
     int j = 0, cnt[TIME_CONFIGS] = {0}, full = 0, failed = -1; /* failed: whose step failed */
-    if (st == VT_OK) {
-        for (size_t i = 0; i < n; i++) img[i] = vt_hash_uniform(7, i);
-        for (int i = 0; i < bmax; i++) lab[i] = i % cx->classes;
-    }
+    for (size_t i = 0; st == VT_OK && i < n; i++) img[i] = vt_hash_uniform(7, i);
     for (; j < nb && st == VT_OK; j++) {
         char kv[96];
         st = vt_trainer_create(&t[j], cx->model, NULL);
@@ -312,7 +308,7 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
                                       : cx->prec == VT_PREC_BF16 ? "precision=bf16"
                                                                  : "precision=tf32");
         if (st == VT_OK && wino && wino[j] >= 0) st = vt_trainer_set_cpu_winograd(t[j], wino[j]);
-        if (st == VT_OK && (st = vt_trainer_step(t[j], img, lab, batches[j], NULL)) != VT_OK)
+        if (st == VT_OK && (st = vt_trainer_probe_step(t[j], img, batches[j], NULL)) != VT_OK)
             failed = j;
     }
     double spent = 0, turn_s = budget / (6 * nb);
@@ -322,7 +318,7 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
             double turn = 0;
             for (int s = 0; st == VT_OK && (s < 2 || turn < turn_s) && cnt[j] < STEP_SAMPLES; s++) {
                 double t0 = vt_now();
-                if ((st = vt_trainer_step(t[j], img, lab, batches[j], NULL)) != VT_OK) failed = j;
+                if ((st = vt_trainer_probe_step(t[j], img, batches[j], NULL)) != VT_OK) failed = j;
                 double dt = vt_now() - t0;
                 turn += dt, spent += dt;
                 if (s > 0) ts[j][cnt[j]++] = dt;
@@ -351,7 +347,6 @@ static vt_status time_steps(const calib_ctx *cx, const int *batches, int nb, dou
     if (failed >= 0) vt_fail_context("calibration step at batch %d", batches[failed]);
     for (int i = 0; i < nb; i++) vt_trainer_destroy(t[i]);
     free(img);
-    free(lab);
     return st;
 }
 
@@ -463,7 +458,7 @@ static vt_status calibrate(vt_estimator *e, const char *device, const char *opti
     const char *arch = e->have_model ? e->m_arch : OSTR(e, VT_OPT_EST_MODEL);
     st = vt_model_create(&cx.model, arch, cx.classes, mopt);
     double V[3], T[3], Tw[3];
-    int states = 1; /* vt_trainer_step uses the trainer's default optimiser, SGD */
+    int states = 1; /* the probe steps use the trainer's default optimiser, SGD */
     /* On the CPU with Winograd on, the steps run with it off (im2col) and on, taking turns: the
      * first give k and c below on the im2col model, the second the Winograd transforms'
      * seconds per byte inside a network (the probe's, with its operands hot in the caches,

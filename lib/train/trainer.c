@@ -267,6 +267,7 @@ VT_API void vt_trainer_destroy(vt_trainer *t)
     vt_pool_destroy(t->stage_pool);
     free(t->host_labels);
     free(t->host_probs);
+    vt_loader_destroy(t->synth);
     free(t->confusion);
     free(t->tc.state);
     vt_results_free(&t->results);
@@ -1440,6 +1441,34 @@ vt_status vt_trainer_upload_images(vt_trainer *t, const float *images, int batch
     return st;
 }
 
+/* A step on caller images whose targets are the caller's class labels (labels != NULL; NULL:
+ * those already in host_labels) or the loader L's last fill; the checks are the callers'. */
+static vt_status step_on(vt_trainer *t, const float *images, const int32_t *labels,
+                         struct vt_loader *L, int batch, float *loss)
+{
+    vt_status st = prepare(t, batch);
+    if (!st && !t->opt_m) st = reset_optimizer(t);
+    if (st) return st;
+    if (labels) memcpy(t->host_labels, labels, (size_t)batch * sizeof(int32_t));
+    st = vt_trainer_upload_images(t, images, batch);
+    float l = 0;
+    if (!st) st = train_batch(t, batch, base_lr(t), &l, L);
+    if (!st) {
+        set_metric(&t->prog, VT_METRIC_LOSS, l);
+        set_metric(&t->prog, VT_METRIC_LR, base_lr(t));
+        note_device_memory(t);
+        if (loss) *loss = l;
+    }
+    return st;
+}
+
+static vt_status check_step_batch(int batch)
+{
+    return batch < 2 ? vt_fail(VT_ERR_INVALID_ARGUMENT, "batch=%d: a training step needs at "
+                               "least 2 images (batch-norm statistics)", batch)
+                     : VT_OK;
+}
+
 VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32_t *labels,
                                  int batch, float *loss)
 {
@@ -1451,28 +1480,36 @@ VT_API vt_status vt_trainer_step(vt_trainer *t, const float *images, const int32
                                               "vt_trainer_step takes class labels: it trains "
                                               "classifiers only; train a %s model with "
                                               "vt_trainer_run", m->arch));
-    if (batch < 2)
-        return vt_err_capture(t->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
-                                              "batch=%d: a training step needs at least 2 images "
-                                              "(batch-norm statistics)", batch));
-    for (int i = 0; i < batch; i++)
+    vt_status st = check_step_batch(batch);
+    for (int i = 0; !st && i < batch; i++)
         if (labels[i] < 0 || labels[i] >= m->num_classes)
-            return vt_err_capture(t->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
-                                                  "labels[%d]=%d is outside 0..%d", i, labels[i],
-                                                  m->num_classes - 1));
-    vt_status st = prepare(t, batch);
-    if (!st && !t->opt_m) st = reset_optimizer(t);
+            st = vt_fail(VT_ERR_INVALID_ARGUMENT, "labels[%d]=%d is outside 0..%d", i, labels[i],
+                         m->num_classes - 1);
+    if (!st) st = step_on(t, images, labels, NULL, batch, loss);
+    return vt_err_capture(t->err, st);
+}
+
+vt_status vt_trainer_probe_step(vt_trainer *t, const float *images, int batch, float *loss)
+{
+    vt_status st = check_step_batch(batch);
     if (st) return vt_err_capture(t->err, st);
-    memcpy(t->host_labels, labels, (size_t)batch * sizeof(int32_t));
-    st = vt_trainer_upload_images(t, images, batch);
-    float l = 0;
-    if (!st) st = train_batch(t, batch, base_lr(t), &l, NULL);
-    if (!st) {
-        set_metric(&t->prog, VT_METRIC_LOSS, l);
-        set_metric(&t->prog, VT_METRIC_LR, base_lr(t));
-        note_device_memory(t);
-        if (loss) *loss = l;
+    int classes = t->model->num_classes;
+    if (t->task->class_labels) { /* the labels straight into the host labels step_on reads */
+        st = prepare(t, batch);
+        for (int i = 0; !st && i < batch; i++) t->host_labels[i] = i % classes;
+        if (!st) st = step_on(t, images, NULL, NULL, batch, loss);
+        return vt_err_capture(t->err, st);
     }
+    int sz = imgsz_of(t);
+    if (t->synth && t->synth_imgsz != sz) {
+        vt_loader_destroy(t->synth);
+        t->synth = NULL;
+    }
+    if (!t->synth && (st = vt_loader_create_synthetic(&t->synth, t->task->sample, sz)) == VT_OK)
+        t->synth_imgsz = sz;
+    if (!st) st = vt_loader_fill_synthetic(t->synth, batch, classes < 255 ? classes : 255,
+                                           (uint64_t)t->prog.iteration + 1);
+    if (!st) st = step_on(t, images, NULL, t->synth, batch, loss);
     return vt_err_capture(t->err, st);
 }
 

@@ -73,6 +73,8 @@ struct vt_trainer {
     size_t host_cap;             /* floats in host_batch */
     float *host_probs;
     int host_probs_cap;
+    struct vt_loader *synth;     /* vt_trainer_probe_step's synthetic targets, NULL until then */
+    int synth_imgsz;             /* the image size synth was made for */
     vt_progress prog;            /* latest values, also what callbacks see */
     double gpu_sampled_at;       /* vt_now() of the last GPU figures (gpu_metrics.c) */
     uint64_t dev_version;        /* model->version the device weights correspond to */
