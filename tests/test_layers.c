@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/seg_loss_math.h"
 #include "core/core.h"
 #include "nn/exec.h"
 #include "nn/graph.h"
@@ -453,6 +454,39 @@ START_TEST(test_dice_grad)
     lb[1] = 5;
     ck_assert_int_eq(be->ops->softmax_dice(be, 2, 2, pr, lb, 1, &loss, NULL),
                      VT_ERR_INVALID_ARGUMENT);
+    /* many pixels (the backend works in blocks of them, over its threads): the gradient is the
+     * per-pixel formula's (vt_dice_pixel_grad), every pixel of every class */
+    enum { K2 = 5, N2 = 1301 };
+    float *p2 = malloc(sizeof(float) * K2 * N2), *g2 = malloc(sizeof(float) * K2 * N2),
+          *ref = malloc(sizeof(float) * K2 * N2);
+    int32_t *y2 = malloc(sizeof(int32_t) * N2);
+    for (int i = 0; i < N2; i++) {
+        y2[i] = i % 11 == 4 ? -1 : (int32_t)vt_rng_below(&r, K2);
+        float t = 0;
+        for (int k = 0; k < K2; k++) t += p2[k * N2 + i] = 0.05f + (float)vt_rng_uniform(&r);
+        for (int k = 0; k < K2; k++) p2[k * N2 + i] /= t;
+    }
+    for (int i = 0; i < K2 * N2; i++) g2[i] = ref[i] = 0.25f;
+    ck_assert_int_eq(be->ops->softmax_dice(be, K2, N2, p2, y2, w, &loss, g2), VT_OK);
+    float ab[2 * K2];
+    for (int k = 0; k < K2; k++) {
+        double inter = 0, card = 0;
+        for (int i = 0; i < N2; i++)
+            if (y2[i] >= 0) {
+                card += p2[k * N2 + i] + (y2[i] == k);
+                if (y2[i] == k) inter += p2[k * N2 + i];
+            }
+        vt_dice_coef(K2, w, inter, card, &ab[2 * k], &ab[2 * k + 1]);
+    }
+    for (int i = 0; i < N2; i++)
+        if (y2[i] >= 0) vt_dice_pixel_grad(K2, p2 + i, N2, y2[i], ab, ref + i);
+    for (int i = 0; i < K2 * N2; i++)
+        ck_assert_msg(fabsf(g2[i] - ref[i]) <= 1e-7f, "dice d[%d] = %.9g, the pixel formula's "
+                      "%.9g", i, (double)g2[i], (double)ref[i]);
+    free(p2);
+    free(g2);
+    free(ref);
+    free(y2);
     vt_backend_destroy(be);
 }
 END_TEST
