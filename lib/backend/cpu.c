@@ -1073,37 +1073,64 @@ vt_status vt_cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const flo
     return VT_OK;
 }
 
-vt_status vt_cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int w, const float *x,
-                                   float *y)
+/* Nearest 2x upsampling, planes of h x w <-> 2h x 2w, split over the pool by planes. */
+typedef struct {
+    int h, w;
+    const float *src;
+    float *dst;
+} up2_job;
+
+static size_t up2_grain(int h, int w)
 {
-    (void)b;
-    size_t W2 = (size_t)2 * w;
-    for (size_t p = 0; p < planes; p++) {
-        const float *src = x + p * h * w;
-        float *dst = y + p * 4 * h * w;
-        for (int iy = 0; iy < h; iy++) {
+    size_t per = (size_t)4 * h * w; /* the larger plane's floats */
+    return per >= GRAIN ? 1 : GRAIN / per;
+}
+
+static void up2_fwd_planes(void *ctx, size_t p0, size_t p1)
+{
+    const up2_job *J = ctx;
+    size_t W2 = (size_t)2 * J->w, hw = (size_t)J->h * J->w;
+    for (size_t p = p0; p < p1; p++) {
+        const float *src = J->src + p * hw;
+        float *dst = J->dst + p * 4 * hw;
+        for (int iy = 0; iy < J->h; iy++) {
             float *r0 = dst + (size_t)(2 * iy) * W2;
-            for (int ix = 0; ix < w; ix++) r0[2 * ix] = r0[2 * ix + 1] = src[iy * w + ix];
+            const float *s = src + (size_t)iy * J->w;
+            for (int ix = 0; ix < J->w; ix++) r0[2 * ix] = r0[2 * ix + 1] = s[ix];
             memcpy(r0 + W2, r0, W2 * sizeof(float));
         }
     }
+}
+
+vt_status vt_cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int w, const float *x,
+                                   float *y)
+{
+    up2_job J = {h, w, x, y};
+    vt_pool_run(POOL(b), planes, up2_grain(h, w), up2_fwd_planes, &J);
     return VT_OK;
+}
+
+static void up2_bwd_planes(void *ctx, size_t p0, size_t p1)
+{
+    const up2_job *J = ctx;
+    size_t W2 = (size_t)2 * J->w, hw = (size_t)J->h * J->w;
+    for (size_t p = p0; p < p1; p++) {
+        const float *src = J->src + p * 4 * hw;
+        float *dst = J->dst + p * hw;
+        for (int iy = 0; iy < J->h; iy++) {
+            const float *r0 = src + (size_t)(2 * iy) * W2, *r1 = r0 + W2;
+            float *d = dst + (size_t)iy * J->w;
+            for (int ix = 0; ix < J->w; ix++)
+                d[ix] += r0[2 * ix] + r0[2 * ix + 1] + r1[2 * ix] + r1[2 * ix + 1];
+        }
+    }
 }
 
 vt_status vt_cpu_upsample2_backward(vt_backend *b, size_t planes, int h, int w, const float *dy,
                                     float *dx)
 {
-    (void)b;
-    size_t W2 = (size_t)2 * w;
-    for (size_t p = 0; p < planes; p++) {
-        const float *src = dy + p * 4 * h * w;
-        float *dst = dx + p * h * w;
-        for (int iy = 0; iy < h; iy++) {
-            const float *r0 = src + (size_t)(2 * iy) * W2, *r1 = r0 + W2;
-            for (int ix = 0; ix < w; ix++)
-                dst[iy * w + ix] += r0[2 * ix] + r0[2 * ix + 1] + r1[2 * ix] + r1[2 * ix + 1];
-        }
-    }
+    up2_job J = {h, w, dy, dx};
+    vt_pool_run(POOL(b), planes, up2_grain(h, w), up2_bwd_planes, &J);
     return VT_OK;
 }
 
