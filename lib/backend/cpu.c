@@ -1181,6 +1181,7 @@ static void xent_chunks(void *ctx, size_t c0, size_t c1)
     size_t B = J->batch;
     int C = J->classes;
     float mx[XENT_BLOCK], se[XENT_BLOCK], row[XENT_BLOCK];
+    double lsum[XENT_BLOCK];
     for (size_t c = c0; c < c1; c++) {
         size_t end = (c + 1) * XENT_CHUNK < B ? (c + 1) * XENT_CHUNK : B;
         double total = 0;
@@ -1199,26 +1200,29 @@ static void xent_chunks(void *ctx, size_t c0, size_t c1)
                 J->k->exp_diff(S, l0 + (size_t)k * B, mx, e);
                 for (size_t s = 0; s < S; s++) se[s] += e[s];
             }
+            /* sum_k l_k per sample, class rows in order (contiguous, vectorised) */
+            for (size_t s = 0; s < S; s++) lsum[s] = 0.0;
+            for (int k = 0; k < C; k++)
+                for (size_t s = 0; s < S; s++) lsum[s] += (double)l0[(size_t)k * B + s];
+            const int32_t *lab = J->labels + n0;
             for (size_t s = 0; s < S; s++) {
-                int lab = J->labels[n0 + s];
-                if (lab < 0) continue;
-                double ql = 0;
-                for (int k = 0; k < C; k++) ql += (double)l0[(size_t)k * B + s];
-                ql = J->off * ql + (J->on - J->off) * (double)l0[(size_t)lab * B + s];
+                if (lab[s] < 0) continue;
+                double ql = J->off * lsum[s] + (J->on - J->off) * (double)l0[(size_t)lab[s] * B + s];
                 total += log((double)se[s]) + mx[s] - ql;
             }
             if (!keep) continue;
             for (size_t s = 0; s < S; s++) se[s] = 1.0f / se[s];
+            /* p_k in place of e_k (the probabilities' row, or the gradient's when there are
+             * none), then the gradient from it: whole rows, so the loops vectorise */
             for (int k = 0; k < C; k++) {
                 float *e = keep + (size_t)k * B;
-                float *pr = J->probs ? J->probs + n0 + (size_t)k * B : NULL;
-                float *dl = J->dlogits ? J->dlogits + n0 + (size_t)k * B : NULL;
-                for (size_t s = 0; s < S; s++) {
-                    float pk = e[s] * se[s];
-                    int lab = J->labels[n0 + s];
-                    float q = k == lab ? J->on : J->off;
-                    if (pr) pr[s] = pk;
-                    if (dl) dl[s] = lab < 0 ? 0.0f : (pk - q) * J->grad_scale;
+                for (size_t s = 0; s < S; s++) e[s] *= se[s];
+                if (!J->dlogits) continue;
+                float *dl = J->dlogits + n0 + (size_t)k * B;
+                float on = J->on, off = J->off, gs = J->grad_scale;
+                for (size_t s = 0; s < S; s++) { /* v for every sample: no branch */
+                    float v = (e[s] - (lab[s] == k ? on : off)) * gs;
+                    dl[s] = lab[s] < 0 ? 0.0f : v;
                 }
             }
         }
