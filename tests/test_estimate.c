@@ -129,7 +129,7 @@ START_TEST(silu_exponentials)
     int n = g.n_nodes;
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, n), n);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0}, de = d;
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0}, de = d;
     de.exp_s = 1e-8;
     ck_assert(vt_est_act_fused(&g, s1) && !vt_est_act_fused(&g, s2) && vt_est_act_fused(&g, r));
     for (int train = 0; train < 2; train++) {
@@ -164,7 +164,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -182,7 +182,7 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1), want + 2 * 216e-6, 1e-12);
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 0) -
                                 vt_est_layer_seconds(&g, 1, &lc[1], 2, &(vt_devmodel){
-                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0}, 0),
+                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0}, 0),
                             216e-6, 1e-12);
     vt_graph_free(&g);
     /* grouped: every group builds its own K rows; a 1x1 stride-1 conv builds none */
@@ -194,6 +194,38 @@ START_TEST(cost_formula_by_hand)
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lg, 3), 3);
     ck_assert_double_eq(vt_est_conv_rows(&g, gc, &lg[gc]), 2 * (2 * 9) * 4);
     ck_assert_double_eq(vt_est_conv_rows(&g, pw, &lg[pw]), 0);
+    vt_graph_free(&g);
+    /* the CPU's strided columns: 10 passes of 4 bytes over every group's columns in a
+     * training step, 3 forward only or where the conv reads the image batch (no col2im);
+     * none for a stride-1 conv.  And the loss over the last layer's output: an exponential
+     * and 7 passes a value in training, 3 forward only */
+    vt_graph_init(&g);
+    x = vt_g_input(&g, 4, 8, 8);
+    int s1 = vt_g_conv(&g, x, 4, 3, 2, 1, 1, 0), s2 = vt_g_conv(&g, s1, 6, 3, 2, 1, 2, 0),
+        s3 = vt_g_conv(&g, s2, 6, 3, 1, 1, 1, 0);
+    vt_graph_finalize(&g);
+    vt_layer_cost ls[4];
+    ck_assert_int_eq(vt_graph_costs(&g, 8, 8, ls, 4), 4);
+    vt_devmodel ds = d;
+    ds.strided_col_passes = 10;
+    for (int train = 0; train < 2; train++) {
+        double first = vt_est_layer_seconds(&g, s1, &ls[s1], 2, &ds, train) -
+                       vt_est_layer_seconds(&g, s1, &ls[s1], 2, &d, train),
+               second = vt_est_layer_seconds(&g, s2, &ls[s2], 2, &ds, train) -
+                        vt_est_layer_seconds(&g, s2, &ls[s2], 2, &d, train);
+        ck_assert_double_eq_tol(first, 2 * (4.0 * 9 * 4 * 4) * 4 * 3 / 1e9, 1e-15);
+        ck_assert_double_eq_tol(second, 2 * 2 * (2.0 * 9 * 2 * 2) * 4 * (train ? 10 : 3) / 1e9,
+                                1e-15);
+        ck_assert_double_eq(vt_est_layer_seconds(&g, s3, &ls[s3], 2, &ds, train),
+                            vt_est_layer_seconds(&g, s3, &ls[s3], 2, &d, train));
+        vt_devmodel dl = d;
+        dl.exp_s = 2e-9;
+        double loss = 2 * 6 * 2 * 2 * (2e-9 + (train ? 7 : 3) * 4 / 1e9);
+        ck_assert_double_eq_tol(vt_est_loss_seconds(2 * 24, &dl, train), loss, 1e-18);
+        ck_assert_double_eq_tol(vt_est_graph_seconds(&g, 8, 8, 2, &dl, train, 1) -
+                                    vt_est_graph_seconds(&g, 8, 8, 2, &d, train, 1),
+                                2 * 24 * 2e-9, 1e-15);
+    }
     vt_graph_free(&g);
     /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 runs in
      * 2x2 tiles and costs 4/9 of its GEMM time (phi over cout), no rows, plus its
@@ -325,7 +357,7 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_act = 0;
@@ -350,7 +382,7 @@ START_TEST(calibration_probe_solve)
         rows[i] = 9 * ch[i] * hw[i] * 16;
         t[i] = F[i] / R * (1 + s0 / d[i]) + rows[i] * row_s;
     }
-    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0};
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0};
     vt_est_solve_probes(3, t, F, d, rows, &dm);
     ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 &&
                       fabs(dm.row_s / row_s - 1) < 1e-9,

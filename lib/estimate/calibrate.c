@@ -198,6 +198,7 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     /* conv: t = F/(R*phi) + X*4/BW (+ the column passes, GPU; + the rows, CPU): the CPU's
      * three probes give R, s0 and row_s, a GPU's two R and s0 (its kernels have no rows) */
     dm->col_passes = on_gpu ? VT_GPU_COL_PASSES : 0;
+    dm->strided_col_passes = on_gpu ? 0 : VT_CPU_STRIDED_COL_PASSES;
     const probe *pr[3] = {&c1, &c2, &c3};
     double t[3] = {t1, t2, t3}, F[3], D[3], rows[3];
     for (int i = 0; i < 3; i++) {
@@ -706,6 +707,7 @@ static vt_status load_cal(const char *path, vt_calib *c)
     if (st == VT_OK && line == 0) st = vt_fail(VT_ERR_FORMAT, "%s: empty file", path);
     c->dm.fuse_bn_act = 1; /* both backends fuse BN + ReLU or SiLU */
     c->dm.col_passes = c->on_gpu ? VT_GPU_COL_PASSES : 0;
+    c->dm.strided_col_passes = c->on_gpu ? 0 : VT_CPU_STRIDED_COL_PASSES;
     c->dm.gemm_size_n = c->on_gpu;
     if (st == VT_OK && !ended)
         st = vt_fail(VT_ERR_FORMAT, "%s:%d: truncated (no 'end' line)", path, line);

@@ -13,6 +13,11 @@
  *                  output size is its parallelism), min(M, K) on the CPU (BLIS: N only
  *                  repeats the micro-kernel; measured rates follow cout and K)
  *                  (M = cout/groups, K = cin/groups*k*k, N = b*ho*wo)
+ *                  + b*cols*4*P_s/BW (CPU, a strided conv, cols its im2col columns' elements
+ *                  per image): its im2col gathers and its col2im scatter-adds every other
+ *                  pixel, P_s = 10 passes in a training step, 3 forward only or where it
+ *                  reads the image batch (no col2im; VT_CPU_STRIDED_COL_PASSES; the
+ *                  probes' stride-1 rows are copies)
  *                  + b*K*ho*row_s (CPU): its im2col and col2im copy one row of one tap at a
  *                  time, which costs per row as well as per element (half in forward only;
  *                  none for a 1x1 stride-1 unpadded conv, which builds no columns).  Without
@@ -45,7 +50,12 @@
  *   A (activation traffic, elements) = forward I + O + S (+2I for BN's statistics passes)
  *                  + backward 2I + 2O + S (dx read-modify-write, dy read and zeroing)
  *                  (+I + O for BN, +I for activations);  a = 4 bytes (2 with bf16)
- *   step_device = sum of layers + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state, AdamW 2)
+ *   loss:          t = b*O_out*(exp_s + P*4/BW), O_out the last layer's output elements per
+ *                  image, P = 7 passes a training step, 3 forward only (vt_est_loss_seconds:
+ *                  a per-pixel segmentation loss, 10 classes at 128 px batch 16, is 5-8 % of
+ *                  seg-n's CPU step; a classifier's or detector's output is small beside its
+ *                  layers)
+ *   step_device = sum of layers + loss + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state, AdamW 2)
  *                 + C + b*channels*imgsz^2*4/H2D (GPU only, H2D = 12 GB/s)
  *                 + for n > 1 devices (gpus=N): a ring all-reduce of the gradients,
  *                   calls*2*(n-1)*hop + 2*(n-1)/n * 4*params / link, with calls = 4 a step
@@ -302,7 +312,14 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double phi = dmin / (dmin + d->s0);
     if (!(phi > 0)) phi = 1e-3;
     double weights = (double)lc->params * 4 * (train ? 3 : 1);
-    double cols = b * lc->ws_elems * d->act_bytes * (train ? d->col_passes : d->col_passes / 3);
+    /* the columns' passes; a strided conv's on the CPU over all its groups' columns, its
+     * im2col's share alone where it reads the image batch (no input gradient, no col2im) */
+    const vt_node *cn = &g->nodes[i];
+    double strided = cn->op == VT_OP_CONV && cn->s > 1 ? d->strided_col_passes : 0;
+    if (cn->groups > 1) strided *= cn->groups;
+    double sshare = train && cn->in[0] != 0 ? 1 : 0.3;
+    double passes = (train ? d->col_passes : d->col_passes / 3) + sshare * strided;
+    double cols = b * lc->ws_elems * d->act_bytes * passes;
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
     int tile = d->wino_s > 0 ? vt_est_conv_winograd(g, i, lc, batch) : 0;
     if (tile) {
@@ -323,6 +340,19 @@ static int optimizer_states(const vt_estimator *e)
     return strcmp(OSTR(e, VT_OPT_EST_OPTIMIZER), "adamw") == 0 ? 2 : 1;
 }
 
+/* The loss over the model's output: a softmax or sigmoid per value (one exponential) and its
+ * passes over the values in memory.  Measured on seg-n's per-pixel loss (CPU, 2.6M values of
+ * 10 classes): the softmax cross-entropy writes the probabilities and the gradient, the Dice
+ * term sums the probabilities and adds its gradient: about 7 passes of floats in a training
+ * step; forward only (validation) 3: no gradient. */
+#define LOSS_PASSES_TRAIN 7
+#define LOSS_PASSES_FWD 3
+
+double vt_est_loss_seconds(double values, const vt_devmodel *d, int train)
+{
+    return values * (d->exp_s + (train ? LOSS_PASSES_TRAIN : LOSS_PASSES_FWD) * 4.0 / d->bw);
+}
+
 double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt_devmodel *d,
                             int train, int optimizer_states)
 {
@@ -337,6 +367,7 @@ double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt
     }
     /* the executor zeroes every activation gradient before backward: one write pass */
     if (train) t += (double)batch * grads * d->act_bytes / d->bw;
+    if (n > 0) t += vt_est_loss_seconds((double)batch * lc[n - 1].out_elems, d, train);
     if (train) t += (double)g->n_params * 4 * (3 + 2 * optimizer_states) / d->bw + d->layer_s;
     if (d->h2d_bw > 0) t += (double)batch * g->input.c * h * w * 4 / d->h2d_bw;
     free(lc);
@@ -420,7 +451,7 @@ static vt_devmodel cpu_prior(vt_prec p)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     vt_devmodel d = {30e9 * n * cpu_rate_factor(p), fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4,
-                     1, 0, 0, 0, 0, 0};
+                     1, 0, 0, 0, 0, 0, VT_CPU_STRIDED_COL_PASSES};
     d.wino_s = vt_est_cpu_wino_prior(p, d.bw);
     d.exp_s = cpu_exp_prior();
     return d;
@@ -435,7 +466,7 @@ static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
                      20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0, 0,
-                     0};
+                     0, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {

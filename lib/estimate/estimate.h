@@ -80,11 +80,21 @@ typedef struct vt_devmodel {
                        * and division: the CPU's vector kernels run them slower than the
                        * memory brings the values), a SiLU's 2 a value in a training step
                        * (forward, backward), 1 forward only, a sigmoid's 1; 0 on a GPU */
+    double strided_col_passes; /* passes at `bw` over a strided (s > 1) convolution's im2col
+                       * columns in a training step, 3/10 of them forward only: the CPU's
+                       * gather and scatter-add of every other pixel, which the rate probes
+                       * (stride 1, whose rows are copies) do not see
+                       * (VT_CPU_STRIDED_COL_PASSES); 0 on a GPU */
 } vt_devmodel;
 
 /* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);
  * im2col, GEMM read for dW, GEMM write of dcol, col2im read (backward).  Forward only: 2. */
 #define VT_GPU_COL_PASSES 6.0
+/* The CPU's strided convolutions: measured on Zen 3 (det-n 320 px batch 8 and seg-n 128 px
+ * batch 16, layer_profile: their stride-2 layers 1.2-1.35x the time predicted without the
+ * term, a shortfall of 0.53-0.58 ns per column element at a calibrated BW of 71 GB/s, i.e.
+ * about 10 passes of 4 bytes) */
+#define VT_CPU_STRIDED_COL_PASSES 10.0
 
 /* 1 for the GEMM-shaped layers (conv, linear). */
 int vt_est_is_gemm_op(vt_op op);
@@ -120,6 +130,9 @@ double vt_est_layer_bytes(const vt_layer_cost *lc, int act_bytes);
  * and memory time, plus the im2col pass and the per-layer overhead. */
 double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, int batch,
                             const vt_devmodel *d, int train);
+/* Seconds of the loss over `values` output values (all the batch's) in a training step (train=1)
+ * or a forward pass (train=0): an exponential each and a few passes over them. */
+double vt_est_loss_seconds(double values, const vt_devmodel *d, int train);
 /* Seconds of one training step (train=1) or one forward pass (train=0) of the whole graph for
  * `batch` images of h x w, without the loader bound.  -1 with the error set on failure. */
 double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt_devmodel *d,
