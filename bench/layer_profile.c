@@ -8,13 +8,16 @@
  *
  * Prints, per layer kind (conv by GEMM size, BN, activation, ...): measured milliseconds per
  * step (median over steps of forward + backward), predicted milliseconds, and the ratio; with
- * detail=1 every layer.  On a GPU (device=N) the backend is synchronised around every layer,
+ * detail=1 every layer.  Then the whole step as predicted (with its loss term) against the
+ * median of real training steps (vt_trainer_probe_step: the task's own loss on made-up boxes
+ * or masks, and the optimiser).  On a GPU (device=N) the backend is synchronised around every layer,
  * so each is charged its own kernels (plus one synchronisation).  Uses the library's internals
  * (built against its objects). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "estimate/estimate.h"
@@ -22,6 +25,14 @@
 #include "nn/exec.h"
 #include "nn/model.h"
 #include "backend/cuda_device.h"
+#include "train/trainer_probe.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -171,7 +182,37 @@ int main(int argc, char **argv)
         printf("  %-20s %9.3f %9.3f  x%.2f  %7.1f\n", names[k], meas[k] * 1e3, pred[k] * 1e3,
                meas[k] > 0 ? pred[k] / meas[k] : 0, meas[k] > 0 ? flops[k] / meas[k] / 1e9 : 0);
     printf("  %-20s %9.3f %9.3f  x%.2f\n", "total (layers)", tm * 1e3, tp * 1e3, tp / tm);
-    printf("  step as the estimator predicts it (layers + optimiser + fixed terms): %.3f ms\n",
-           vt_est_graph_seconds(g, imgsz, imgsz, batch, dm, 1, 1) * 1e3);
+    double pstep = vt_est_graph_seconds(g, imgsz, imgsz, batch, dm, 1, 1);
+    printf("  step as the estimator predicts it (layers + loss + optimiser + fixed terms): %.3f ms"
+           " (its loss term %.3f ms)\n", pstep * 1e3,
+           vt_est_loss_seconds((double)batch * lc[n - 1].out_elems, dm, 1) * 1e3);
+    /* the whole step as training runs it: the task's own loss (on made-up targets) and the
+     * optimiser, through a trainer (CPU at fp32, or the GPU at the profile's precision) */
+    vt_trainer *t = NULL;
+    float *nchw = malloc(nin * sizeof *nchw);
+    for (size_t i = 0; nchw && i < nin; i++) nchw[i] = img[i];
+    snprintf(kv, sizeof kv, "batch=%d", batch);
+    st = nchw ? vt_trainer_create(&t, m, NULL) : VT_ERR_OUT_OF_MEMORY;
+    if (!st) st = vt_trainer_set(t, kv);
+    if (!st) snprintf(kv, sizeof kv, "imgsz=%d", imgsz), st = vt_trainer_set(t, kv);
+    if (!st) snprintf(kv, sizeof kv, "device=%s", device), st = vt_trainer_set(t, kv);
+    const char *tprec = gpu || !strcmp(precision, "bf16") ? precision : "fp32";
+    if (!st) snprintf(kv, sizeof kv, "precision=%s", tprec), st = vt_trainer_set(t, kv);
+    double *ts = calloc((size_t)steps + 2, sizeof *ts);
+    for (int s = -2; s < steps && !st && ts; s++) {
+        double t0 = now();
+        st = vt_trainer_probe_step(t, nchw, batch, NULL);
+        if (!st) st = vt_trainer_synchronize(t);
+        if (s >= 0) ts[s] = now() - t0;
+    }
+    if (st || !ts) {
+        fprintf(stderr, "whole step: %s\n", vt_last_error());
+        return 1;
+    }
+    qsort(ts, (size_t)steps, sizeof *ts, cmp_d);
+    printf("  whole training step (vt_trainer_probe_step: the task's loss on made-up targets, the "
+           "optimiser), median: %.3f ms measured, x%.2f\n", ts[steps / 2] * 1e3,
+           pstep / ts[steps / 2]);
+    vt_trainer_destroy(t);
     return 0;
 }

@@ -50,11 +50,11 @@
  *   A (activation traffic, elements) = forward I + O + S (+2I for BN's statistics passes)
  *                  + backward 2I + 2O + S (dx read-modify-write, dy read and zeroing)
  *                  (+I + O for BN, +I for activations);  a = 4 bytes (2 with bf16)
- *   loss:          t = b*O_out*(exp_s + P*4/BW), O_out the last layer's output elements per
- *                  image, P = 7 passes a training step, 3 forward only (vt_est_loss_seconds:
- *                  a per-pixel segmentation loss, 10 classes at 128 px batch 16, is 5-8 % of
- *                  seg-n's CPU step; a classifier's or detector's output is small beside its
- *                  layers)
+ *   loss:          t = b*O_out*(E*exp_s + P*4/BW), O_out the last layer's output elements
+ *                  per image, E = 5 exponential-equivalents and P = 7 passes a training step,
+ *                  3 and 3 forward only (vt_est_loss_seconds: a per-pixel segmentation loss,
+ *                  10 classes at 128 px batch 16, is 5-8 % of seg-n's CPU step; a
+ *                  classifier's or detector's output is small beside its layers)
  *   step_device = sum of layers + loss + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state, AdamW 2)
  *                 + C + b*channels*imgsz^2*4/H2D (GPU only, H2D = 12 GB/s)
  *                 + for n > 1 devices (gpus=N): a ring all-reduce of the gradients,
@@ -340,17 +340,23 @@ static int optimizer_states(const vt_estimator *e)
     return strcmp(OSTR(e, VT_OPT_EST_OPTIMIZER), "adamw") == 0 ? 2 : 1;
 }
 
-/* The loss over the model's output: a softmax or sigmoid per value (one exponential) and its
- * passes over the values in memory.  Measured on seg-n's per-pixel loss (CPU, 2.6M values of
- * 10 classes): the softmax cross-entropy writes the probabilities and the gradient, the Dice
- * term sums the probabilities and adds its gradient: about 7 passes of floats in a training
- * step; forward only (validation) 3: no gradient. */
+/* The loss over the model's output: its passes over the values in memory (about 7 of floats in
+ * a training step: a softmax cross-entropy writes the probabilities and the gradient, a Dice
+ * term sums the probabilities and adds its gradient; 3 forward only) and its arithmetic in
+ * exponential-equivalents at exp_s: the softmax's exponential, a logarithm per pixel, the
+ * reductions.  Measured on seg-n's per-pixel loss (CPU, AMD Zen 3, 2 threads, 2.6M values of 10
+ * classes): 2.35 ns a value in a training step (cross-entropy 1.42, Dice 0.92) where exp_s
+ * was 0.40 ns and BW 70 GB/s: 5 exponential-equivalents and the 7 passes; forward only
+ * (probabilities and the Dice sums) about half. */
 #define LOSS_PASSES_TRAIN 7
 #define LOSS_PASSES_FWD 3
+#define LOSS_EXPS_TRAIN 5
+#define LOSS_EXPS_FWD 3
 
 double vt_est_loss_seconds(double values, const vt_devmodel *d, int train)
 {
-    return values * (d->exp_s + (train ? LOSS_PASSES_TRAIN : LOSS_PASSES_FWD) * 4.0 / d->bw);
+    return values * ((train ? LOSS_EXPS_TRAIN : LOSS_EXPS_FWD) * d->exp_s +
+                     (train ? LOSS_PASSES_TRAIN : LOSS_PASSES_FWD) * 4.0 / d->bw);
 }
 
 double vt_est_graph_seconds(const vt_graph *g, int h, int w, int batch, const vt_devmodel *d,
