@@ -218,6 +218,47 @@ START_TEST(test_gemm_overread)
 }
 END_TEST
 
+/* An operand packed once (vt_sgemm_pack_a) for several products: vt_sgemm_packed_a gives
+ * vt_sgemm's result bit for bit (the same micro-kernel calls on the same panels), over
+ * transposes, beta 0 and 1, sizes across the kernel's blocks along m and k (BLIS's mc and kc:
+ * 72-144 and 256 for its x86 sub-configurations), and leaves the packed operand reusable;
+ * where products take no packed operand it says so (0 floats, and 0 from the product). */
+START_TEST(test_gemm_packed_a)
+{
+    static const int shapes[][3] = {{96, 100, 64}, {64, 37, 300}, {150, 64, 96}, {33, 290, 520}};
+    vt_rng r;
+    vt_rng_seed(&r, 5);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int t = 0; t < 4; t++) {
+            int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], ta = t & 1, tb = t >> 1;
+            size_t pf = vt_sgemm_pack_a_floats(m, k);
+            if (!pf) { /* the portable kernel, another BLAS */
+                ck_assert_int_eq(vt_sgemm_packed_a(m, n, k, 1.0f, NULL, tb, NULL, 1, 0.0f, NULL,
+                                                   n), 0);
+                continue;
+            }
+            ck_assert_uint_ge(pf, (size_t)m * k);
+            float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n),
+                  *c0 = malloc(sizeof(float) * m * n), *c1 = malloc(sizeof(float) * m * n),
+                  *ap = malloc(sizeof(float) * pf);
+            for (int i = 0; i < m * k; i++) a[i] = (float)vt_rng_normal(&r);
+            for (int i = 0; i < k * n; i++) b[i] = (float)vt_rng_normal(&r);
+            vt_sgemm_pack_a(ta, m, k, a, ta ? m : k, ap);
+            for (int beta = 0; beta < 2; beta++) {
+                for (int i = 0; i < m * n; i++) c0[i] = c1[i] = (float)i * 1e-3f;
+                vt_sgemm(NULL, ta, tb, m, n, k, 0.75f, a, ta ? m : k, b, tb ? k : n,
+                         (float)beta, c0, n);
+                ck_assert_int_eq(vt_sgemm_packed_a(m, n, k, 0.75f, ap, tb, b, tb ? k : n,
+                                                   (float)beta, c1, n), 1);
+                ck_assert_msg(memcmp(c0, c1, sizeof(float) * m * n) == 0,
+                              "%dx%dx%d ta %d tb %d beta %d: the packed product differs", m, n,
+                              k, ta, tb, beta);
+            }
+            free(a), free(b), free(c0), free(c1), free(ap);
+        }
+}
+END_TEST
+
 START_TEST(test_gemm_kind)
 {
     int blas = vt_sgemm_uses_blas();
@@ -1138,6 +1179,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_portable_1);
     tcase_add_test(tc, test_gemm_portable_2);
     tcase_add_test(tc, test_gemm_kind);
+    tcase_add_test(tc, test_gemm_packed_a);
     tcase_add_test(tc, test_gemm_overread);
     tcase_add_loop_test(tc, test_gemm_paths, 0, (int)(sizeof gemm_paths / sizeof gemm_paths[0]));
     tcase_add_test(tc, test_gemm_auto);

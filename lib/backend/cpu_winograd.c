@@ -167,6 +167,14 @@ static int backward_shares(int th, const vt_conv_desc *d, const wino_geom *g)
 
 static int forward_blocks(const vt_backend *b) { return 2 * vt_pool_threads(POOL(b)); }
 
+/* Floats of the products' U packed once per call (vt_sgemm_pack_a: U[k] forward, U[k]^T for
+ * the backward's dV), K of the larger; 0 where the products take no packed operand. */
+static size_t packed_u(const vt_conv_desc *d, const wino_geom *g)
+{
+    size_t f = vt_sgemm_pack_a_floats(d->cout, d->cin), b = vt_sgemm_pack_a_floats(d->cin, d->cout);
+    return (size_t)g->K * (f > b ? f : b);
+}
+
 /* Either tile's, whichever a call takes (the switch can change after planning); 0 for none. */
 static size_t workspace(const vt_conv_desc *d, int threads, int largest, int force)
 {
@@ -175,7 +183,7 @@ static size_t workspace(const vt_conv_desc *d, int threads, int largest, int for
         int m = tile_within(threads, d, largest, force);
         if (!m) break;
         wino_geom g = geom(d, m, 1); /* backward's, the larger blocks */
-        size_t bytes = (g.u * (1 + (size_t)backward_shares(threads, d, &g)) +
+        size_t bytes = (g.u * (1 + (size_t)backward_shares(threads, d, &g)) + packed_u(d, &g) +
                         (size_t)threads * g.per_thread) *
                        sizeof(float);
         if (bytes > most) most = bytes;
@@ -987,6 +995,10 @@ typedef struct wino_job {
     float *y, *dx, *du; /* du: the shares' partial dU, share p's at p x g.u */
     float *scratch;     /* threads x g.per_thread */
     vt_cpu_gemm_fn gemm; /* tile_gemm's */
+    /* U[k] (forward) or U[k]^T (backward) packed for the products (vt_sgemm_pack_a), upk floats
+     * apart; NULL: the products pack U themselves (gemm) */
+    float *up;
+    size_t upk;
 } wino_job;
 
 /* The transforms of a tile size: of one channel over one row of tiles, and of the weights. */
@@ -1132,9 +1144,13 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
             wino_block B = make_block(g, r0, r1, tiles);
             int T = (int)B.T;
             transform_inputs(J, &B, V, tmp);
-            for (int k = 0; k < g->K; k++)
-                J->gemm(NULL, 0, 0, d->cout, T, d->cin, 1.0f, J->u + (size_t)k * g->uk, d->cin,
-                        V + (size_t)k * d->cin * T, T, 0.0f, M + (size_t)k * d->cout * T, T);
+            for (int k = 0; k < g->K; k++) {
+                float *Vk = V + (size_t)k * d->cin * T, *Mk = M + (size_t)k * d->cout * T;
+                if (!J->up || !vt_sgemm_packed_a(d->cout, T, d->cin, 1.0f,
+                                                 J->up + (size_t)k * J->upk, 0, Vk, T, 0.0f, Mk, T))
+                    J->gemm(NULL, 0, 0, d->cout, T, d->cin, 1.0f, J->u + (size_t)k * g->uk,
+                            d->cin, Vk, T, 0.0f, Mk, T);
+            }
             transform_outputs(J, &B, M, tmp);
         }
     }
@@ -1162,7 +1178,10 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
                 float *Vk = V + (size_t)k * d->cin * T, *Mk = M + (size_t)k * d->cout * T;
                 J->gemm(NULL, 0, 1, d->cout, d->cin, T, 1.0f, Mk, T, Vk, T,
                         first ? 0.0f : 1.0f, du + (size_t)k * g->uk, d->cin);
-                if (J->dx) /* dV over V: this k's V is no longer needed */
+                if (J->dx && /* dV over V: this k's V is no longer needed */
+                    (!J->up || !vt_sgemm_packed_a(d->cin, T, d->cout, 1.0f,
+                                                  J->up + (size_t)k * J->upk, 0, Mk, T, 0.0f, Vk,
+                                                  T)))
                     J->gemm(NULL, 1, 0, d->cin, T, d->cout, 1.0f, J->u + (size_t)k * g->uk,
                             d->cin, Mk, T, 0.0f, Vk, T);
             }
@@ -1178,15 +1197,47 @@ static size_t weight_grain(const vt_conv_desc *d)
     return g ? g : 1;
 }
 
+typedef struct {
+    const wino_job *J;
+    int transposed;
+} pack_job;
+
+static void pack_positions(void *ctx, size_t k0, size_t k1)
+{
+    const pack_job *P = ctx;
+    const wino_job *J = P->J;
+    const vt_conv_desc *d = J->d;
+    for (size_t k = k0; k < k1; k++) /* U[k] is cout x cin; the backward's product takes U[k]^T */
+        vt_sgemm_pack_a(P->transposed, P->transposed ? d->cin : d->cout,
+                        P->transposed ? d->cout : d->cin, J->u + k * J->g.uk, d->cin,
+                        J->up + k * J->upk);
+}
+
+/* Where the products take a packed operand (fp32 through vt_sgemm): U[k] (or U[k]^T)
+ * packed at `at` once for all the blocks of tiles, which otherwise each packed it again (a
+ * scalar strided copy: 6 % of a 64 -> 96 conv at 40x40, perf).  Returns where the threads'
+ * scratch starts after it. */
+static float *pack_u(vt_backend *b, wino_job *J, float *at, int transposed)
+{
+    const vt_conv_desc *d = J->d;
+    J->up = NULL;
+    J->upk = vt_sgemm_pack_a_floats(transposed ? d->cin : d->cout, transposed ? d->cout : d->cin);
+    if (J->gemm != vt_sgemm || !J->upk) return at;
+    J->up = at;
+    pack_job P = {J, transposed};
+    vt_pool_run(POOL(b), (size_t)J->g.K, 1, pack_positions, &P);
+    return at + packed_u(d, &J->g);
+}
+
 void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, const float *w,
                          float *y, void *ws)
 {
     int tile = vt_cpu_wino_tile(b, d);
     wino_job J = {.d = d, .g = geom(d, tile, forward_blocks(b)), .x = x, .u = ws, .y = y,
                   .gemm = tile_gemm(b, tile)};
-    J.scratch = (float *)ws + J.g.u;
     wt_job W = {d, w, (float *)ws, NULL, 0, NULL};
     vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weights, &W);
+    J.scratch = pack_u(b, &J, (float *)ws + J.g.u, 0);
     int blocks = (d->n * J.g.TH + J.g.rows - 1) / J.g.rows;
     int th = vt_pool_threads(POOL(b)) * 4;
     J.parts = blocks < th ? blocks : th;
@@ -1201,9 +1252,10 @@ void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, 
                   .gemm = tile_gemm(b, tile)};
     J.parts = backward_shares(vt_pool_threads(POOL(b)), d, &J.g);
     J.du = (float *)ws + J.g.u;
-    J.scratch = J.du + (size_t)J.parts * J.g.u;
     wt_job W = {d, w, (float *)ws, J.du, J.parts, dw};
     if (dx) vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weights, &W);
+    J.scratch = dx ? pack_u(b, &J, J.du + (size_t)J.parts * J.g.u, 1)
+                   : J.du + (size_t)J.parts * J.g.u;
     vt_pool_run(POOL(b), (size_t)J.parts, 1, backward_parts, &J);
     vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weight_grads, &W);
 }

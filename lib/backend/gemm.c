@@ -311,10 +311,32 @@ static void pack_panels(const sview *X, int i0, int mb, int p0, int kb, int h, i
 }
 
 
+/* An operand packed once for a whole product (pack_whole): for each block of KC along k, its
+ * rows [0, rows) in panels of h (rows rounded up to h), each panel kb x h.  The block at k
+ * index pc (a multiple of KC) starts at pc * rows_up, and row i0 (a multiple of h) of it i0 /
+ * h panels further. */
+static size_t whole_offset(int rows, int h, int pc, int i0, int kb)
+{
+    size_t up = (size_t)(rows + h - 1) / h * h;
+    return (size_t)pc * up + (size_t)(i0 / h) * kb * h;
+}
+
+static void pack_whole(const ukr_info *u, const sview *X, int rows, int k, int h, float *dst)
+{
+    for (int pc = 0; pc < k; pc += u->kc) {
+        int kb = k - pc < u->kc ? k - pc : u->kc;
+        pack_panels(X, 0, rows, pc, kb, h, kernels()->avx2, dst + whole_offset(rows, h, pc, 0, kb));
+    }
+}
+
 /* C (m x n, element (i, j) at c[i * rsc + j * csc]) = alpha A B + beta C for the kernel's
  * preferred orientation.  0 when the scratch could not be had (nothing written). */
+/* apk, bpk (NULL: packed here): the A or B side already packed for the whole product, as
+ * pack_whole leaves it (the A side in mr-row panels, the B side's transposed view in nr-row
+ * panels), its view then unused. */
 static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const sview *A,
-                    const sview *B, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc)
+                    const sview *B, float beta, float *c, ptrdiff_t rsc, ptrdiff_t csc,
+                    const float *apk, const float *bpk)
 {
     int KCb = u->kc, MCb = u->mc, NCb = u->nc;
     int nc_max = n < NCb ? n : NCb, mc_max = m < MCb ? m : MCb, kc_max = k < KCb ? k : KCb;
@@ -333,17 +355,21 @@ static int ukr_gemm(const ukr_info *u, int m, int n, int k, float alpha, const s
             int kb = k - pc < KCb ? k - pc : KCb;
             float bt = pc == 0 ? beta : 1.0f;
             /* B's block, transposed view: rows j, columns p */
-            sview Bt = {B->x, B->cs, B->rs};
-            pack_panels(&Bt, jc, nb, pc, kb, u->nr, avx2, bp);
+            const float *bb = bpk ? bpk + whole_offset(n, u->nr, pc, jc, kb) : bp;
+            if (!bpk) {
+                sview Bt = {B->x, B->cs, B->rs};
+                pack_panels(&Bt, jc, nb, pc, kb, u->nr, avx2, bp);
+            }
             for (int ic = 0; ic < m; ic += MCb) {
                 int mb = m - ic < MCb ? m - ic : MCb;
-                pack_panels(A, ic, mb, pc, kb, u->mr, avx2, ap);
+                const float *ab = apk ? apk + whole_offset(m, u->mr, pc, ic, kb) : ap;
+                if (!apk) pack_panels(A, ic, mb, pc, kb, u->mr, avx2, ap);
                 for (int jr = 0; jr < nb; jr += u->nr) {
                     int nn = nb - jr < u->nr ? nb - jr : u->nr;
-                    float *bpan = bp + (size_t)(jr / u->nr) * kb * u->nr;
+                    float *bpan = (float *)bb + (size_t)(jr / u->nr) * kb * u->nr;
                     for (int ir = 0; ir < mb; ir += u->mr) {
                         int mm = mb - ir < u->mr ? mb - ir : u->mr;
-                        float *apan = ap + (size_t)(ir / u->mr) * kb * u->mr;
+                        float *apan = (float *)ab + (size_t)(ir / u->mr) * kb * u->mr;
                         float *cc = c + (ptrdiff_t)(ic + ir) * rsc + (ptrdiff_t)(jc + jr) * csc;
                         bli_auxinfo_set_next_ab(apan, bpan, &aux);
                         u->ukr(mm, nn, kb, &alpha, apan, bpan, &bt, cc, rsc, csc, &aux, cntx);
@@ -362,10 +388,42 @@ static int own_packed(const ukr_info *U, int ta, int tb, int m, int n, int k, fl
                       int ldc)
 {
     sview A = {a, ta ? 1 : lda, ta ? lda : 1}, B = {b, tb ? 1 : ldb, tb ? ldb : 1};
-    if (!U->cols) return ukr_gemm(U, m, n, k, alpha, &A, &B, beta, c, ldc, 1);
+    if (!U->cols) return ukr_gemm(U, m, n, k, alpha, &A, &B, beta, c, ldc, 1, NULL, NULL);
     /* C^T (n x m) = op(B)^T op(A)^T, written with C's strides swapped */
     sview Bt = {B.x, B.cs, B.rs}, At = {A.x, A.cs, A.rs};
-    return ukr_gemm(U, n, m, k, alpha, &Bt, &At, beta, c, 1, ldc);
+    return ukr_gemm(U, n, m, k, alpha, &Bt, &At, beta, c, 1, ldc, NULL, NULL);
+}
+
+/* op(A)'s panels: the A side's (mr rows) for a kernel that writes rows of C, else the B side's
+ * (C^T = op(B)^T op(A)^T: op(A)^T's transposed view, i.e. op(A), in nr rows) */
+static int packed_a_height(const gemm_choice *g) { return g->ukr.cols ? g->ukr.nr : g->ukr.mr; }
+
+size_t vt_sgemm_pack_a_floats(int m, int k)
+{
+    const gemm_choice *g = kernels();
+    if (!g->have_ukr || m <= 0 || k <= 0) return 0;
+    int h = packed_a_height(g);
+    return (size_t)(m + h - 1) / h * h * (size_t)k;
+}
+
+void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *dst)
+{
+    const gemm_choice *g = kernels();
+    sview A = {a, transa ? 1 : lda, transa ? lda : 1};
+    pack_whole(&g->ukr, &A, m, k, packed_a_height(g), dst);
+}
+
+int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int transb,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+    const gemm_choice *g = kernels();
+    const ukr_info *U = &g->ukr;
+    if (!g->have_ukr) return 0;
+    if (m <= 0 || n <= 0) return 1;
+    sview B = {b, transb ? 1 : ldb, transb ? ldb : 1};
+    if (!U->cols) return ukr_gemm(U, m, n, k, alpha, NULL, &B, beta, c, ldc, 1, ap, NULL);
+    sview Bt = {B.x, B.cs, B.rs};
+    return ukr_gemm(U, n, m, k, alpha, &Bt, NULL, beta, c, 1, ldc, NULL, ap);
 }
 
 /* BLIS's "sup" path (small/unpacked kernels, which BLIS picks by itself for shapes with a
@@ -401,6 +459,27 @@ static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const fl
 {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
                 n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif
+
+#if !VT_HAVE_BLIS /* no micro-kernel to hand packed operands to */
+size_t vt_sgemm_pack_a_floats(int m, int k)
+{
+    (void)m, (void)k;
+    return 0;
+}
+
+void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *dst)
+{
+    (void)transa, (void)m, (void)k, (void)a, (void)lda, (void)dst;
+}
+
+int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int transb,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+    (void)m, (void)n, (void)k, (void)alpha, (void)ap, (void)transb, (void)b, (void)ldb, (void)beta,
+        (void)c, (void)ldc;
+    return 0;
 }
 #endif
 
