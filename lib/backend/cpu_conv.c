@@ -464,13 +464,23 @@ static void share_tiles(const tiling *t, const vt_conv_desc *d, int backward, in
     }
 }
 
+/* Floats of the weights packed once per call for the tiles' products (vt_sgemm_pack_a: each
+ * group's W forward, its W^T for dX), the larger; 0 where the products take no packed
+ * operand. */
+static size_t packed_w(const vt_conv_desc *d, int K)
+{
+    int cog = d->cout / d->groups;
+    size_t f = vt_sgemm_pack_a_floats(cog, K), b = vt_sgemm_pack_a_floats(K, cog);
+    return (size_t)d->groups * (f > b ? f : b);
+}
+
 size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)
 {
     if (conv_is_pointwise(d)) return 0;
     tiling t = make_tiling(b, d);
     size_t th = (size_t)vt_pool_threads(POOL(b)), sh = (size_t)shares(b, &t, d, 1);
     size_t dw = (size_t)d->cout * t.K;
-    size_t bytes = (th * t.tile_floats + (sh - 1) * dw) * sizeof(float);
+    size_t bytes = (th * t.tile_floats + (sh - 1) * dw + packed_w(d, t.K)) * sizeof(float);
     /* either path, whichever a call takes (precision can change after planning) */
     size_t wb = vt_cpu_wino_workspace(b, d);
     return wb > bytes ? wb : bytes;
@@ -488,6 +498,10 @@ typedef struct conv_job {
     int keep;
     vt_cpu_gemm_fn gemm; /* the backend's (fp32 or bf16) */
     int v512;            /* the backend's conv_avx512: the same runs in AVX-512 */
+    /* each group's W (forward) or W^T (backward's dX) packed for the products, wpk floats
+     * apart (vt_sgemm_pack_a); NULL: the products pack W themselves, tile after tile */
+    float *wp;
+    size_t wpk;
 } conv_job;
 
 /* Floats before the partial dW sums in ws. */
@@ -518,17 +532,23 @@ static void conv_share(void *ctx, size_t p0, size_t p1)
                 const float *wg = J->w + (size_t)g * cout_g * K;
                 if (!(J->keep && J->backward)) /* kept columns: forward built them */
                     im2col_tile(J->v512, d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
+                const float *wpg = J->wp ? J->wp + (size_t)g * J->wpk : NULL;
                 if (!J->backward) {
-                    J->gemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f,
-                             J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
+                    float *yg = J->y + (size_t)g * cout_g * NOHW + c0;
+                    if (!wpg || !vt_sgemm_packed_a(cout_g, cols, K, 1.0f, wpg, 0, col, cols,
+                                                   0.0f, yg, (int)NOHW))
+                        J->gemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f, yg,
+                                (int)NOHW);
                     continue;
                 }
                 const float *dyg = J->dy + (size_t)g * cout_g * NOHW + c0;
                 J->gemm(NULL, 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, col, cols,
                          i == t0 ? 0.0f : 1.0f, dw + (size_t)g * cout_g * K, K);
                 if (J->dx) {
-                    J->gemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col,
-                             cols);
+                    if (!wpg || !vt_sgemm_packed_a(K, cols, cout_g, 1.0f, wpg, 0, dyg, (int)NOHW,
+                                                   0.0f, col, cols))
+                        J->gemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f,
+                                col, cols);
                     col2im_tile(J->v512, d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
                 }
             }
@@ -570,7 +590,39 @@ size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d)
     if (f > KEEP_MAX_FLOATS) return 0;
     tiling t = make_tiling(b, d);
     size_t sh = (size_t)shares(b, &t, d, 1);
-    return (f + (sh - 1) * (size_t)d->cout * d->cin * d->kh * d->kw) * sizeof(float);
+    return (f + (sh - 1) * (size_t)d->cout * d->cin * d->kh * d->kw + packed_w(d, t.K)) *
+           sizeof(float);
+}
+
+typedef struct {
+    const conv_job *J;
+    int transposed;
+} wpack_job;
+
+static void pack_groups(void *ctx, size_t g0, size_t g1)
+{
+    const wpack_job *P = ctx;
+    const conv_job *J = P->J;
+    int cog = J->d->cout / J->d->groups, K = J->t.K;
+    for (size_t g = g0; g < g1; g++) /* W_g is cout_g x K; dX's product takes W_g^T */
+        vt_sgemm_pack_a(P->transposed, P->transposed ? K : cog, P->transposed ? cog : K,
+                        J->w + g * cog * K, K, J->wp + g * J->wpk);
+}
+
+/* Where the products take a packed operand (fp32 through vt_sgemm): each group's W (or W^T)
+ * packed at `at` once for all the tiles, which otherwise each packed it again (a scalar strided
+ * copy into 6-row panels, or 6-float copies for W^T: a layer's whole weights a tile, as large
+ * as its products' other operand in deep layers on small maps). */
+static void pack_w(vt_backend *b, conv_job *J, float *at, int transposed)
+{
+    const vt_conv_desc *d = J->d;
+    int cog = d->cout / d->groups;
+    J->wp = NULL;
+    J->wpk = vt_sgemm_pack_a_floats(transposed ? J->t.K : cog, transposed ? cog : J->t.K);
+    if (J->gemm != vt_sgemm || !J->wpk) return;
+    J->wp = at;
+    wpack_job P = {J, transposed};
+    vt_pool_run(POOL(b), (size_t)d->groups, 1, pack_groups, &P);
 }
 
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,
@@ -585,8 +637,10 @@ vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float 
     } else {
         conv_job J = {d,    make_tiling(b, d), 0,    0,    vt_pool_threads(POOL(b)), x,
                       w,    NULL,              y,    NULL, NULL,                     ws,
-                      d->keep_columns, GEMM(b), ((const cpu_backend *)b)->conv_avx512};
+                      d->keep_columns, GEMM(b), ((const cpu_backend *)b)->conv_avx512,
+                      NULL, 0};
         J.parts = shares(b, &J.t, d, 0);
+        pack_w(b, &J, J.ws + cols_floats(&J), 0); /* no partial dW forward */
         vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     }
     if (bias) vt_cpu_bias_add(b, d->cout, NOHW, bias, y);
@@ -614,8 +668,9 @@ vt_status vt_cpu_conv_backward(vt_backend *b, const vt_conv_desc *d, const float
     }
     conv_job J = {d,  make_tiling(b, d), 0,  1,  vt_pool_threads(POOL(b)), x, w, dy, NULL, dx,
                   dw, ws,                d->keep_columns, GEMM(b),
-                  ((const cpu_backend *)b)->conv_avx512};
+                  ((const cpu_backend *)b)->conv_avx512, NULL, 0};
     J.parts = shares(b, &J.t, d, 1);
+    if (dx) pack_w(b, &J, J.ws + cols_floats(&J) + (size_t)(J.parts - 1) * d->cout * J.t.K, 1);
     vt_pool_run(POOL(b), (size_t)J.parts, 1, conv_share, &J);
     if (J.parts > 1) {
         size_t len = (size_t)d->cout * J.t.K;
