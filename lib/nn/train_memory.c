@@ -46,10 +46,12 @@ int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int st
     if (!lc) return -1;
     int n = vt_graph_costs(g, h, w, lc, g->n_nodes);
     if (n < 0) { free(lc); return -1; }
-    double per = 0, wm = 0;
+    double per = 0, wm = 0, wpack = 0;
     for (int i = 0; i < n; i++) {
         per += (double)lc[i].saved_elems;
         wm = fmax(wm, lc[i].ws_elems);
+        /* the CPU's im2col convolutions pack their weights once per call beside the columns */
+        if (lc[i].ws_elems > 0) wpack = fmax(wpack, (double)lc[i].params);
     }
     /* activations and their gradients: the executor's buffers, shared by liveness
      * (vt_exec_plan) */
@@ -71,7 +73,8 @@ int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int st
     }
     per = per * act_bytes + (double)g->input.c * h * w * 4 + 4; /* + the batch and its label */
     *fixed = 4.0 * (double)g->n_params * (2 + states) + 4.0 * (double)g->n_buffers +
-             (on_gpu ? GPU_CONTEXT_BYTES : vt_train_winograd_bytes(g, h, w, lc, n, act_bytes));
+             (on_gpu ? GPU_CONTEXT_BYTES
+                     : fmax(vt_train_winograd_bytes(g, h, w, lc, n, act_bytes), 4 * wpack));
     *per_image = per;
     *wmax = wm;
     free(lc);

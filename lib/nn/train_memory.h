@@ -9,7 +9,8 @@
 
 /* Memory as fixed + per_image * batch + the scratch of the widest layer (wmax floats per
  * image); fixed holds the weights, gradients, optimiser moments, buffers and, on a GPU, the
- * context, on the CPU the Winograd workspace (vt_train_winograd_bytes); activations of
+ * context, on the CPU the Winograd workspace (vt_train_winograd_bytes) or the largest im2col
+ * convolution's weights packed for its products, the larger; activations of
  * act_bytes each, `states` optimiser moments per weight; grad_from: the first node with a
  * gradient (vt_exec_plan: 1, or the frozen count of freeze=).  -1 on failure. */
 int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int states, int on_gpu,
