@@ -222,12 +222,19 @@ END_TEST
  * vt_sgemm's result bit for bit (the same micro-kernel calls on the same panels), over
  * transposes, beta 0 and 1, sizes across the kernel's blocks along m and k (BLIS's mc and kc:
  * 72-144 and 256 for its x86 sub-configurations), and leaves the packed operand reusable;
- * where products take no packed operand it says so (0 floats, and 0 from the product). */
+ * where products take no packed operand (a dimension under 32, the portable kernel) it says
+ * so (0 floats, and 0 from the product, nothing written). */
 START_TEST(test_gemm_packed_a)
 {
     static const int shapes[][3] = {{96, 100, 64}, {64, 37, 300}, {150, 64, 96}, {33, 290, 520}};
     vt_rng r;
     vt_rng_seed(&r, 5);
+    /* a dimension under 32: BLIS's small-product kernels, no packed operand */
+    ck_assert_uint_eq(vt_sgemm_pack_a_floats(16, 64), 0);
+    ck_assert_uint_eq(vt_sgemm_pack_a_floats(64, 27), 0);
+    float one = 1.0f, out = 0.0f;
+    ck_assert_int_eq(vt_sgemm_packed_a(64, 31, 64, 1.0f, &one, 0, &one, 31, 0.0f, &out, 31), 0);
+    ck_assert(out == 0.0f);
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (int t = 0; t < 4; t++) {
             int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2], ta = t & 1, tb = t >> 1;

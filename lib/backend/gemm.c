@@ -398,10 +398,14 @@ static int own_packed(const ukr_info *U, int ta, int tb, int m, int n, int k, fl
  * (C^T = op(B)^T op(A)^T: op(A)^T's transposed view, i.e. op(A), in nr rows) */
 static int packed_a_height(const gemm_choice *g) { return g->ukr.cols ? g->ukr.nr : g->ukr.mr; }
 
+/* Products with a dimension under this run BLIS's small-product kernels (blas_call), which
+ * take no packed operand */
+enum { SUP_BELOW = 32 };
+
 size_t vt_sgemm_pack_a_floats(int m, int k)
 {
     const gemm_choice *g = kernels();
-    if (!g->have_ukr || m <= 0 || k <= 0) return 0;
+    if (!g->have_ukr || m < SUP_BELOW || k < SUP_BELOW) return 0;
     int h = packed_a_height(g);
     return (size_t)(m + h - 1) / h * h * (size_t)k;
 }
@@ -418,8 +422,7 @@ int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int tra
 {
     const gemm_choice *g = kernels();
     const ukr_info *U = &g->ukr;
-    if (!g->have_ukr) return 0;
-    if (m <= 0 || n <= 0) return 1;
+    if (!g->have_ukr || m < SUP_BELOW || n < SUP_BELOW || k < SUP_BELOW) return 0;
     sview B = {b, transb ? 1 : ldb, transb ? ldb : 1};
     if (!U->cols) return ukr_gemm(U, m, n, k, alpha, NULL, &B, beta, c, ldc, 1, ap, NULL);
     sview Bt = {B.x, B.cs, B.rs};
@@ -440,7 +443,7 @@ static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const fl
     const gemm_choice *g = kernels();
     rntm_t rntm;
     bli_rntm_init(&rntm);
-    int sup = m < 32 || n < 32 || k < 32;
+    int sup = m < SUP_BELOW || n < SUP_BELOW || k < SUP_BELOW;
     if (sup) bli_rntm_enable_l3_sup(&rntm);
     else bli_rntm_disable_l3_sup(&rntm);
     if (!sup && g->have_ukr &&

@@ -17,13 +17,15 @@ void vt_sgemm(vt_pool *pool, int transa, int transb, int m, int n, int k, float 
 void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
                        int ldc);
-/* One operand packed once for several products (a Winograd convolution's transformed weights,
- * multiplied by every block of tiles): op(A) (m x k, transa as vt_sgemm's) in the micro-kernel's
- * panels.  vt_sgemm_pack_a_floats: the floats it takes, 0 where the products cannot take a
- * packed operand (the portable kernel, another BLAS, VT_CPU_GEMM_PACK=blis: call vt_sgemm).
- * vt_sgemm_packed_a: C = alpha op(A) op(B) + beta C (row-major, m x n, as vt_sgemm's) with op(A)
- * from vt_sgemm_pack_a of the same m and k, on the calling thread; 1 when done, 0 (nothing
- * written) when the packing buffer of op(B) cannot be had or packed operands are not taken. */
+/* One operand packed once for several products (a convolution's weights, multiplied by every
+ * tile or block of tiles): op(A) (m x k, transa as vt_sgemm's) in the micro-kernel's panels.
+ * vt_sgemm_pack_a_floats: the floats it takes, 0 where the products take no packed operand
+ * (the portable kernel, another BLAS, VT_CPU_GEMM_PACK=blis, or m or k under 32, which BLIS's
+ * small-product kernels run faster: call vt_sgemm).  vt_sgemm_packed_a: C = alpha op(A) op(B)
+ * + beta C (row-major, m x n, as vt_sgemm's) with op(A) from vt_sgemm_pack_a of the same m and
+ * k, on the calling thread, bit for bit vt_sgemm's result; 1 when done, 0 (nothing written)
+ * when n is under 32, the packing buffer of op(B) cannot be had or packed operands are not
+ * taken: call vt_sgemm. */
 size_t vt_sgemm_pack_a_floats(int m, int k);
 void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *dst);
 int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int transb,
