@@ -991,6 +991,7 @@ typedef struct wino_job {
     const vt_conv_desc *d;
     wino_geom g;
     int parts;
+    int blocks;         /* forward: the batch's tile rows in this many blocks of equal rows */
     const float *x, *dy, *u;
     float *y, *dx, *du; /* du: the shares' partial dU, share p's at p x g.u */
     float *scratch;     /* threads x g.per_thread */
@@ -1135,12 +1136,15 @@ static void forward_parts(void *ctx, size_t p0, size_t p1)
     float *V, *M, *tmp;
     tile_at *tiles;
     thread_scratch(J, &V, &M, &tmp, &tiles);
-    int all = d->n * g->TH, blocks = (all + g->rows - 1) / g->rows;
+    int all = d->n * g->TH, blocks = J->blocks;
     for (size_t p = p0; p < p1; p++) {
         int b0 = (int)((long long)blocks * p / J->parts),
             b1 = (int)((long long)blocks * (p + 1) / J->parts);
         for (int blk = b0; blk < b1; blk++) {
-            int r0 = blk * g->rows, r1 = r0 + g->rows < all ? r0 + g->rows : all;
+            /* blocks of equal rows (at most g->rows), not full ones and a remainder: a
+             * remainder of a row or two made products under 32 tiles wide */
+            int r0 = (int)((long long)all * blk / blocks),
+                r1 = (int)((long long)all * (blk + 1) / blocks);
             wino_block B = make_block(g, r0, r1, tiles);
             int T = (int)B.T;
             transform_inputs(J, &B, V, tmp);
@@ -1168,9 +1172,13 @@ static void backward_parts(void *ctx, size_t p0, size_t p1)
         float *du = J->du + p * g->u;
         int i0 = (int)((long long)d->n * p / J->parts),
             i1 = (int)((long long)d->n * (p + 1) / J->parts);
-        int end = i1 * g->TH, first = 1;
-        for (int r0 = i0 * g->TH; r0 < end; r0 += g->rows, first = 0) {
-            wino_block B = make_block(g, r0, r0 + g->rows < end ? r0 + g->rows : end, tiles);
+        /* the share's rows in blocks of equal rows, at most g->rows (see forward_parts) */
+        int start = i0 * g->TH, nrows = i1 * g->TH - start;
+        int nblk = (nrows + g->rows - 1) / g->rows;
+        for (int blk = 0; blk < nblk; blk++) {
+            int first = blk == 0;
+            wino_block B = make_block(g, start + (int)((long long)nrows * blk / nblk),
+                                      start + (int)((long long)nrows * (blk + 1) / nblk), tiles);
             int T = (int)B.T;
             transform_grads(J, &B, M, tmp);
             transform_inputs(J, &B, V, tmp);
@@ -1238,9 +1246,13 @@ void vt_cpu_wino_forward(vt_backend *b, const vt_conv_desc *d, const float *x, c
     wt_job W = {d, w, (float *)ws, NULL, 0, NULL};
     vt_pool_run(POOL(b), (size_t)d->cout, weight_grain(d), kind(&J.g)->weights, &W);
     J.scratch = pack_u(b, &J, (float *)ws + J.g.u, 0);
-    int blocks = (d->n * J.g.TH + J.g.rows - 1) / J.g.rows;
-    int th = vt_pool_threads(POOL(b)) * 4;
-    J.parts = blocks < th ? blocks : th;
+    /* blocks of at most g.rows tile rows, as many as a multiple of the threads (each thread
+     * then gets the same rows: 5 blocks of 16 rows left one thread 48 rows against 32) */
+    int all = d->n * J.g.TH, th = vt_pool_threads(POOL(b));
+    int blocks = (all + J.g.rows - 1) / J.g.rows;
+    blocks = (blocks + th - 1) / th * th;
+    J.blocks = blocks < all ? blocks : all;
+    J.parts = J.blocks < 4 * th ? J.blocks : 4 * th;
     vt_pool_run(POOL(b), (size_t)J.parts, 1, forward_parts, &J);
 }
 
