@@ -295,6 +295,16 @@ class TestEstimator(unittest.TestCase):
                                    delta=1e-6 * local.total_seconds)
 
 
+    def test_calibrate_detector_and_segmenter(self):
+        # their steps take boxes and masks: calibration makes them up
+        for model in ("det-n", "seg-n"):
+            with vt.Estimator(model=model, classes=3, imgsz=64, batch=4, train=100,
+                              epochs=2) as est:
+                est.calibrate("cpu", seconds=0.2, batches=(2, 4))
+                self.assertTrue(est.is_calibrated, model)
+                self.assertGreater(est.run(gpu="local").step_seconds, 0, model)
+
+
 class TestDevicesAndAdvice(unittest.TestCase):
     def test_devices(self):
         devs = vt.devices()
