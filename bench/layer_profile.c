@@ -10,9 +10,9 @@
  * step (median over steps of forward + backward), predicted milliseconds, and the ratio; with
  * detail=1 every layer.  Then the whole step as predicted (with its loss term) against the
  * median of real training steps (vt_trainer_probe_step: the task's own loss on made-up boxes
- * or masks, and the optimiser).  On a GPU (device=N) the backend is synchronised around every layer,
- * so each is charged its own kernels (plus one synchronisation).  Uses the library's internals
- * (built against its objects). */
+ * or masks, and the optimiser).  On a GPU (device=N) the backend is synchronised around every
+ * layer, so each is charged its own kernels (plus one synchronisation).  Uses the library's
+ * internals (built against its objects). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

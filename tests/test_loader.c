@@ -805,7 +805,8 @@ START_TEST(test_synthetic_targets)
                 }
                 if (k == 0 && seed == 1) memcpy(first, b, sizeof *b * (size_t)(nfirst = nb));
                 if (k == 0 && seed > 1)
-                    wrong |= (seed == 2) != (nb != nfirst || memcmp(first, b, sizeof *b * (size_t)nb));
+                    wrong |= (seed == 2) !=
+                             (nb != nfirst || memcmp(first, b, sizeof *b * (size_t)nb) != 0);
                 total += nb;
                 if (!map) continue;
                 ck_assert_int_eq(w, q);

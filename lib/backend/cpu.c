@@ -1207,7 +1207,8 @@ static void xent_chunks(void *ctx, size_t c0, size_t c1)
             const int32_t *lab = J->labels + n0;
             for (size_t s = 0; s < S; s++) {
                 if (lab[s] < 0) continue;
-                double ql = J->off * lsum[s] + (J->on - J->off) * (double)l0[(size_t)lab[s] * B + s];
+                double ql =
+                    J->off * lsum[s] + (J->on - J->off) * (double)l0[(size_t)lab[s] * B + s];
                 total += log((double)se[s]) + mx[s] - ql;
             }
             if (!keep) continue;

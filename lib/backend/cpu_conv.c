@@ -594,21 +594,6 @@ size_t vt_cpu_conv_columns(vt_backend *b, const vt_conv_desc *d)
            sizeof(float);
 }
 
-typedef struct {
-    const conv_job *J;
-    int transposed;
-} wpack_job;
-
-static void pack_groups(void *ctx, size_t g0, size_t g1)
-{
-    const wpack_job *P = ctx;
-    const conv_job *J = P->J;
-    int cog = J->d->cout / J->d->groups, K = J->t.K;
-    for (size_t g = g0; g < g1; g++) /* W_g is cout_g x K; dX's product takes W_g^T */
-        vt_sgemm_pack_a(P->transposed, P->transposed ? K : cog, P->transposed ? cog : K,
-                        J->w + g * cog * K, K, J->wp + g * J->wpk);
-}
-
 /* Where the products take a packed operand (fp32 through vt_sgemm): each group's W (or W^T)
  * packed at `at` once for all the tiles, which otherwise each packed it again (a scalar strided
  * copy into 6-row panels, or 6-float copies for W^T: a layer's whole weights a tile, as large
@@ -621,8 +606,9 @@ static void pack_w(vt_backend *b, conv_job *J, float *at, int transposed)
     J->wpk = vt_sgemm_pack_a_floats(transposed ? J->t.K : cog, transposed ? cog : J->t.K);
     if (J->gemm != vt_sgemm || !J->wpk) return;
     J->wp = at;
-    wpack_job P = {J, transposed};
-    vt_pool_run(POOL(b), (size_t)d->groups, 1, pack_groups, &P);
+    int K = J->t.K; /* W_g is cout_g x K; dX's product takes W_g^T */
+    vt_sgemm_pack_a_many(POOL(b), d->groups, transposed, transposed ? K : cog, transposed ? cog : K,
+                         J->w, (size_t)cog * K, K, at, J->wpk);
 }
 
 vt_status vt_cpu_conv_forward(vt_backend *b, const vt_conv_desc *d, const float *x,

@@ -1205,22 +1205,6 @@ static size_t weight_grain(const vt_conv_desc *d)
     return g ? g : 1;
 }
 
-typedef struct {
-    const wino_job *J;
-    int transposed;
-} pack_job;
-
-static void pack_positions(void *ctx, size_t k0, size_t k1)
-{
-    const pack_job *P = ctx;
-    const wino_job *J = P->J;
-    const vt_conv_desc *d = J->d;
-    for (size_t k = k0; k < k1; k++) /* U[k] is cout x cin; the backward's product takes U[k]^T */
-        vt_sgemm_pack_a(P->transposed, P->transposed ? d->cin : d->cout,
-                        P->transposed ? d->cout : d->cin, J->u + k * J->g.uk, d->cin,
-                        J->up + k * J->upk);
-}
-
 /* Where the products take a packed operand (fp32 through vt_sgemm): U[k] (or U[k]^T)
  * packed at `at` once for all the blocks of tiles, which otherwise each packed it again (a
  * scalar strided copy: 6 % of a 64 -> 96 conv at 40x40, perf).  Returns where the threads'
@@ -1231,9 +1215,9 @@ static float *pack_u(vt_backend *b, wino_job *J, float *at, int transposed)
     J->up = NULL;
     J->upk = vt_sgemm_pack_a_floats(transposed ? d->cin : d->cout, transposed ? d->cout : d->cin);
     if (J->gemm != vt_sgemm || !J->upk) return at;
-    J->up = at;
-    pack_job P = {J, transposed};
-    vt_pool_run(POOL(b), (size_t)J->g.K, 1, pack_positions, &P);
+    J->up = at; /* U[k] is cout x cin; the backward's product takes U[k]^T */
+    vt_sgemm_pack_a_many(POOL(b), J->g.K, transposed, transposed ? d->cin : d->cout,
+                         transposed ? d->cout : d->cin, J->u, J->g.uk, d->cin, at, J->upk);
     return at + packed_u(d, &J->g);
 }
 

@@ -417,6 +417,28 @@ void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *d
     pack_whole(&g->ukr, &A, m, k, packed_a_height(g), dst);
 }
 
+typedef struct {
+    int transa, m, k, lda;
+    const float *a;
+    size_t a_stride, dst_stride;
+    float *dst;
+} pack_many_job;
+
+static void pack_many(void *ctx, size_t i0, size_t i1)
+{
+    const pack_many_job *P = ctx;
+    for (size_t i = i0; i < i1; i++)
+        vt_sgemm_pack_a(P->transa, P->m, P->k, P->a + i * P->a_stride, P->lda,
+                        P->dst + i * P->dst_stride);
+}
+
+void vt_sgemm_pack_a_many(vt_pool *pool, int count, int transa, int m, int k, const float *a,
+                          size_t a_stride, int lda, float *dst, size_t dst_stride)
+{
+    pack_many_job P = {transa, m, k, lda, a, a_stride, dst_stride, dst};
+    vt_pool_run(pool, (size_t)(count > 0 ? count : 0), 1, pack_many, &P);
+}
+
 int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int transb,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -475,6 +497,13 @@ size_t vt_sgemm_pack_a_floats(int m, int k)
 void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *dst)
 {
     (void)transa, (void)m, (void)k, (void)a, (void)lda, (void)dst;
+}
+
+void vt_sgemm_pack_a_many(vt_pool *pool, int count, int transa, int m, int k, const float *a,
+                          size_t a_stride, int lda, float *dst, size_t dst_stride)
+{
+    (void)pool, (void)count, (void)transa, (void)m, (void)k, (void)a, (void)a_stride, (void)lda,
+        (void)dst, (void)dst_stride;
 }
 
 int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int transb,

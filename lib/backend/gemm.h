@@ -28,6 +28,10 @@ void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int 
  * taken: call vt_sgemm. */
 size_t vt_sgemm_pack_a_floats(int m, int k);
 void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *dst);
+/* vt_sgemm_pack_a of `count` operands, a + i * a_stride into dst + i * dst_stride (at least
+ * vt_sgemm_pack_a_floats(m, k) apart), split over the pool. */
+void vt_sgemm_pack_a_many(vt_pool *pool, int count, int transa, int m, int k, const float *a,
+                          size_t a_stride, int lda, float *dst, size_t dst_stride);
 int vt_sgemm_packed_a(int m, int n, int k, float alpha, const float *ap, int transb,
                       const float *b, int ldb, float beta, float *c, int ldc);
 /* The calling thread's packing buffer of at least `bytes` (64-byte aligned; grown as needed,

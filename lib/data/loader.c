@@ -1142,7 +1142,8 @@ vt_status vt_loader_fill_synthetic(vt_loader *L, int n, int classes, uint64_t se
         for (int j = 0; j < nb; j++) { /* sides of 1/16 to 1/2 of the image, inside it */
             float w = sz * (0.0625f + 0.4375f * (float)vt_rng_uniform(&r));
             float h = sz * (0.0625f + 0.4375f * (float)vt_rng_uniform(&r));
-            float x0 = (sz - w) * (float)vt_rng_uniform(&r), y0 = (sz - h) * (float)vt_rng_uniform(&r);
+            float x0 = (sz - w) * (float)vt_rng_uniform(&r),
+                  y0 = (sz - h) * (float)vt_rng_uniform(&r);
             d[j] = (vt_det){x0, y0, x0 + w, y0 + h, 1.0f, (int)vt_rng_below(&r, (uint32_t)classes)};
         }
         if (B->boxes) {
@@ -1157,7 +1158,8 @@ vt_status vt_loader_fill_synthetic(vt_loader *L, int n, int classes, uint64_t se
             for (int j = 0; j < nb; j++) {
                 int r[4];
                 box_pixels(&d[j], 1.0f, sz, r);
-                for (int y = r[2]; y < r[3]; y++) memset(m + (size_t)y * sz + r[0], d[j].cls, (size_t)(r[1] - r[0]));
+                for (int y = r[2]; y < r[3]; y++)
+                    memset(m + (size_t)y * sz + r[0], d[j].cls, (size_t)(r[1] - r[0]));
             }
         }
         if (B->inst) { /* object j + 1, the larger first so that a smaller one lies on top */
@@ -1177,7 +1179,8 @@ vt_status vt_loader_fill_synthetic(vt_loader *L, int n, int classes, uint64_t se
                 int r[4];
                 box_pixels(&d[order[a]], 4.0f, q, r);
                 for (int y = r[2]; y < r[3]; y++)
-                    for (int x = r[0]; x < r[1]; x++) m[(size_t)y * q + x] = (uint16_t)(order[a] + 1);
+                    for (int x = r[0]; x < r[1]; x++)
+                        m[(size_t)y * q + x] = (uint16_t)(order[a] + 1);
             }
         }
     }

@@ -55,7 +55,8 @@
  *                  3 and 3 forward only (vt_est_loss_seconds: a per-pixel segmentation loss,
  *                  10 classes at 128 px batch 16, is 5-8 % of seg-n's CPU step; a
  *                  classifier's or detector's output is small beside its layers)
- *   step_device = sum of layers + loss + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state, AdamW 2)
+ *   step_device = sum of layers + loss + params*4*(3 + 2*states)/BW (optimiser; SGD 1 state,
+ *                 AdamW 2)
  *                 + C + b*channels*imgsz^2*4/H2D (GPU only, H2D = 12 GB/s)
  *                 + for n > 1 devices (gpus=N): a ring all-reduce of the gradients,
  *                   calls*2*(n-1)*hop + 2*(n-1)/n * 4*params / link, with calls = 4 a step
