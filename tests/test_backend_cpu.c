@@ -503,16 +503,17 @@ START_TEST(test_conv_winograd)
         {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 2, 4, 0}, {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2, 4, 0},
         {{5, 24, 15, 13, 16, 3, 1, 1, 1}, 2, 4, 0}, {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4, 0},
         {{2, 16, 18, 18, 16, 3, 1, 1, 1}, 2, 4, 0}, /* 4x4 tiles would cover 23 % more */
-        {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 4, 2, 0}, /* 315 tile rows: forward in more than one block */
+        {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 2, 2, 0}, /* 315 tile rows: forward in more than one block */
         {{24, 64, 14, 14, 64, 3, 1, 1, 1}, 4, 2, 0}, /* 1 thread: backward shares of 2 blocks (84 rows) */
         /* 4x4 tiles, transformed by chunks of tiles (up to 12 a row) or by rows */
         {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4, 4, 0},
         {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4, 4, 0}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4, 4, 0},
         {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, /* 240 tile rows: forward in two blocks */
         {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4, 4, 0}, /* 1 thread: backward shares of 2 blocks (64 rows) */
-        /* small maps, on enough work: 7x7 (2 x 2 tiles an image, 31 % over), 11 x 9 */
+        /* small maps, on enough work: 7x7 (2 x 2 tiles an image, 31 % over), 11 x 9; 8x8 (even
+         * sides: 16384); with less, 2x2 tiles from 8x8 */
         {{64, 32, 7, 7, 32, 3, 1, 1, 1}, 4, 4, 0}, {{26, 48, 11, 9, 40, 3, 1, 1, 1}, 4, 4, 0},
-        {{24, 64, 8, 8, 64, 3, 1, 1, 1}, 4, 4, 0},
+        {{64, 64, 8, 8, 64, 3, 1, 1, 1}, 4, 4, 0}, {{8, 32, 8, 8, 32, 3, 1, 1, 1}, 2, 4, 0},
         /* forced against the rule: 4x4 on 2 and 5 px high maps, 2x2 where it takes 4x4 */
         {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4, 4}, {{6, 16, 5, 5, 24, 3, 1, 1, 1}, 0, 4, 4},
         {{4, 32, 16, 16, 32, 3, 1, 1, 1}, 4, 4, 2},
@@ -595,18 +596,26 @@ START_TEST(test_conv_winograd)
     vt_conv_desc g2 = {2, 16, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 2, 0};
     vt_conv_desc c8 = {2, 8, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 0};
     vt_conv_desc k5 = {2, 16, 14, 14, 16, 14, 14, 5, 5, 1, 1, 2, 2, 1, 0};
-    vt_conv_desc sm = {2, 16, 12, 14, 16, 12, 14, 3, 3, 1, 1, 1, 1, 1, 0}; /* 42 tiles */
-    /* small maps: too little work (8 x 8 x 8 / 16 x 128 = 4096), 5x5 (4x4 tiles over 2.56x
-     * the map), 4x4 maps (under 7 px) */
-    vt_conv_desc lw = {8, 128, 8, 8, 128, 8, 8, 3, 3, 1, 1, 1, 1, 1, 0};
+    vt_conv_desc sm = {2, 16, 6, 7, 16, 6, 7, 3, 3, 1, 1, 1, 1, 1, 0}; /* 12 2x2 tiles */
+    /* small maps: 5x5 (4x4 tiles over 2.56x the map, 9 2x2 tiles), 4x4 maps (under 7 px) */
     vt_conv_desc m5 = {256, 128, 5, 5, 128, 5, 5, 3, 3, 1, 1, 1, 1, 1, 0};
     vt_conv_desc m4 = {256, 256, 4, 4, 256, 4, 4, 3, 3, 1, 1, 1, 1, 1, 0};
     ck_assert(!vt_backend_cpu_winograd_tile(&s2) && !vt_backend_cpu_winograd_tile(&g2) &&
               !vt_backend_cpu_winograd_tile(&c8) && !vt_backend_cpu_winograd_tile(&k5) &&
-              !vt_backend_cpu_winograd_tile(&sm) && !vt_backend_cpu_winograd_tile(&lw) &&
-              !vt_backend_cpu_winograd_tile(&m5) && !vt_backend_cpu_winograd_tile(&m4));
-    lw.n = 12; /* 6144 */
+              !vt_backend_cpu_winograd_tile(&sm) && !vt_backend_cpu_winograd_tile(&m5) &&
+              !vt_backend_cpu_winograd_tile(&m4));
+    /* 8x8 maps (16 2x2 tiles): 2x2 tiles, 4x4 ones from a work of 16384 (even sides), and 7x7
+     * from 6144 (odd) */
+    vt_conv_desc lw = {8, 128, 8, 8, 128, 8, 8, 3, 3, 1, 1, 1, 1, 1, 0};
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 2);
+    lw.n = 31; /* 15872 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 2);
+    lw.n = 32; /* 16384 */
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 4);
+    vt_conv_desc l7 = {16, 128, 7, 7, 128, 7, 7, 3, 3, 1, 1, 1, 1, 1, 0}; /* 6272 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&l7), 4);
+    l7.n = 15; /* 5880 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&l7), 2);
     /* 512 -> 512 channels: 4x4 tiles' weight-gradient partials (36 x 512 x 512 floats a thread)
      * fit 64 MiB on one thread, 2x2 ones on 2-4, none on 5 (im2col) */
     vt_conv_desc big = {2, 512, 20, 20, 512, 20, 20, 3, 3, 1, 1, 1, 1, 1, 0};

@@ -229,7 +229,7 @@ START_TEST(cost_formula_by_hand)
     vt_graph_free(&g);
     /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 runs in
      * 2x2 tiles and costs 4/9 of its GEMM time (phi over cout), no rows, plus its
-     * transforms' bytes at wino_s; 8 output channels, or 12x12 maps (6x6 tiles), stay im2col;
+     * transforms' bytes at wino_s; 8 output channels stay im2col, 12x12 maps take 2x2 tiles;
      * 20x20 and 30x30 maps take 4x4 tiles (1/4 of the products; 64 x 36 / (9 x 900) with the
      * 30x30 map's overhang), 18x18 ones 2x2 at batch 2 (4x4 tiles would cover 23 % more,
      * and the batch is too small for that) */
@@ -271,13 +271,18 @@ START_TEST(cost_formula_by_hand)
     ck_assert_int_eq(vt_graph_costs(&g, 18, 18, lw, 3), 3);
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
-    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 2));
-    /* ... but in 4x4 tiles at a batch with the work for them (64 x 144 / 16 x 16 = 9216);
-     * 7x7 maps too (96 x 49 / 16 x 16 = 4704: not at 96, 128 x 49 / 16 x 16 = 6272 at 128) */
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 64), 4);
-    ck_assert_int_eq(vt_graph_costs(&g, 7, 7, lw, 3), 3);
-    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 96));
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
+    /* ... and in 4x4 tiles at a batch with the work for them: on even sides 16384 (64 x 144 /
+     * 16 x 16 = 9216 stays in 2x2 tiles, 128 x 144 / 16 x 16 = 18432 takes 4x4), on odd ones
+     * 6144 (7x7: 96 x 49 / 16 x 16 = 4704 not, in 2x2 tiles, 128 x 49 / 16 x 16 = 6272 yes);
+     * 6x6 maps (9 2x2 tiles) stay im2col */
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 64), 2);
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128), 4);
+    ck_assert_int_eq(vt_graph_costs(&g, 7, 7, lw, 3), 3);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 96), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128), 4);
+    ck_assert_int_eq(vt_graph_costs(&g, 6, 6, lw, 3), 3);
+    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 128));
     vt_graph_free(&g);
     /* phi_w over cout, the forward GEMMs' height: 16 -> 32 channels with s0 = 32 at 1/2 (over
      * min(cin, cout) it would be 1/3) */

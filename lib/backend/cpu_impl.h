@@ -73,10 +73,15 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
  * The shapes' limits (vt_backend_cpu_winograd_tile), measured on Zen 3: */
 enum {
     VT_WINO_MIN_CHANNELS = 16,
-    VT_WINO_MIN_TILES = 49,
+    VT_WINO_MIN_TILES = 16,       /* 2x2 tiles an image (8x8 maps); 49 before the weights were
+                                   * packed once per call: 8, 128 -> 128 at 8x8 then ran 1.25x
+                                   * faster in 2x2 tiles than in im2col */
     VT_WINO4_MIN_SIDE = 16,
     VT_WINO4_MIN_SMALL = 7,
     VT_WINO4_MIN_WORK = 6144,
+    VT_WINO4_MIN_WORK_EVEN = 16384, /* ... on maps of even sides, which 2x2 tiles cover
+                                     * exactly: 2x2 tiles were 1.07-1.14x faster up to 12800
+                                     * (8, 256 -> 256 at 10x10), 4x4 ones 1.3x from 25088 */
 };
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d);
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d);

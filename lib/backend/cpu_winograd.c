@@ -60,12 +60,14 @@ int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
     size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
     int big = (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES;
     /* 4x4 on 16+ px maps that its tiles cover within 15 %; on maps of 7+ px within 55 %
-     * where the batch's work (output pixels / 16 x the smaller channel count) is enough */
+     * where the batch's work (output pixels / 16 x the smaller channel count) is enough, more
+     * of it where the sides are even (2x2 tiles cover those exactly) */
     if (d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw && big)
         return 4;
     double work = (double)d->n * (double)hw / 16 * (d->cin < d->cout ? d->cin : d->cout);
+    int even = d->h % 2 == 0 && d->w % 2 == 0;
     if (d->h >= VT_WINO4_MIN_SMALL && d->w >= VT_WINO4_MIN_SMALL && 100 * cover <= 155 * hw &&
-        work >= VT_WINO4_MIN_WORK)
+        work >= (even ? VT_WINO4_MIN_WORK_EVEN : VT_WINO4_MIN_WORK))
         return 4;
     return big ? 2 : 0;
 }
