@@ -469,9 +469,7 @@ static void share_tiles(const tiling *t, const vt_conv_desc *d, int backward, in
  * operand. */
 static size_t packed_w(const vt_conv_desc *d, int K)
 {
-    int cog = d->cout / d->groups;
-    size_t f = vt_sgemm_pack_a_floats(cog, K), b = vt_sgemm_pack_a_floats(K, cog);
-    return (size_t)d->groups * (f > b ? f : b);
+    return (size_t)d->groups * vt_sgemm_pack_a_floats_either(d->cout / d->groups, K);
 }
 
 size_t vt_cpu_conv_workspace(vt_backend *b, const vt_conv_desc *d)

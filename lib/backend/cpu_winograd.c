@@ -173,8 +173,7 @@ static int forward_blocks(const vt_backend *b) { return 2 * vt_pool_threads(POOL
  * the backward's dV), K of the larger; 0 where the products take no packed operand. */
 static size_t packed_u(const vt_conv_desc *d, const wino_geom *g)
 {
-    size_t f = vt_sgemm_pack_a_floats(d->cout, d->cin), b = vt_sgemm_pack_a_floats(d->cin, d->cout);
-    return (size_t)g->K * (f > b ? f : b);
+    return (size_t)g->K * vt_sgemm_pack_a_floats_either(d->cout, d->cin);
 }
 
 /* Either tile's, whichever a call takes (the switch can change after planning); 0 for none. */

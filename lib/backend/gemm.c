@@ -487,6 +487,12 @@ static void blas_call(int ta, int tb, int m, int n, int k, float alpha, const fl
 }
 #endif
 
+size_t vt_sgemm_pack_a_floats_either(int m, int k)
+{
+    size_t a = vt_sgemm_pack_a_floats(m, k), b = vt_sgemm_pack_a_floats(k, m);
+    return a > b ? a : b;
+}
+
 #if !VT_HAVE_BLIS /* no micro-kernel to hand packed operands to */
 size_t vt_sgemm_pack_a_floats(int m, int k)
 {

@@ -27,6 +27,9 @@ void vt_sgemm_portable(vt_pool *pool, int transa, int transb, int m, int n, int 
  * when n is under 32, the packing buffer of op(B) cannot be had or packed operands are not
  * taken: call vt_sgemm. */
 size_t vt_sgemm_pack_a_floats(int m, int k);
+/* The larger of vt_sgemm_pack_a_floats(m, k) and (k, m): room for op(A) and its transpose
+ * (a convolution's weights packed for forward and for the input gradient). */
+size_t vt_sgemm_pack_a_floats_either(int m, int k);
 void vt_sgemm_pack_a(int transa, int m, int k, const float *a, int lda, float *dst);
 /* vt_sgemm_pack_a of `count` operands, a + i * a_stride into dst + i * dst_stride (at least
  * vt_sgemm_pack_a_floats(m, k) apart), split over the pool. */

@@ -217,13 +217,16 @@ int vt_est_act_fused(const vt_graph *g, int i)
     return uses == 1;
 }
 
+/* Node i reads the image batch (node 0): its backward computes no input gradient. */
+static int reads_images(const vt_graph *g, int i) { return g->nodes[i].in[0] == 0; }
+
 double vt_est_layer_flops(const vt_graph *g, int i, const vt_layer_cost *lc, int train)
 {
     double F = lc->flops_fwd;
     if (!train) return F;
     /* a conv or linear reading the image batch computes no input gradient (a third of its
      * training FLOPs: forward, dW, dX) */
-    if (vt_est_is_gemm_op(lc->op) && g->nodes[i].in[0] == 0) return F + 0.5 * lc->flops_bwd;
+    if (vt_est_is_gemm_op(lc->op) && reads_images(g, i)) return F + 0.5 * lc->flops_bwd;
     return F + lc->flops_bwd;
 }
 
@@ -318,7 +321,7 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     const vt_node *cn = &g->nodes[i];
     double strided = cn->op == VT_OP_CONV && cn->s > 1 ? d->strided_col_passes : 0;
     if (cn->groups > 1) strided *= cn->groups;
-    double sshare = train && cn->in[0] != 0 ? 1 : 0.3;
+    double sshare = train && !reads_images(g, i) ? 1 : 0.3;
     double passes = (train ? d->col_passes : d->col_passes / 3) + sshare * strided;
     double cols = b * lc->ws_elems * d->act_bytes * passes;
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
