@@ -6,6 +6,8 @@
  *
  *   gemm_shapes [seconds-per-measurement=0.06]
  *   gemm_shapes ceiling [threads=2] [size=2048]   large square SGEMM through vt_sgemm
+ *   gemm_shapes pack                               vt_sgemm_pack_a on convolution weights,
+ *                                                  untransposed (forward) and transposed (dX)
  *
  * Shapes: the small CNN of GUIDE.md section 4 at batch 256 (tiles of 784, 441 and 784 columns,
  * as lib/backend/cpu_conv.c cuts them with its 1 MiB tiles) and a 128->128 3x3 convolution of
@@ -69,9 +71,36 @@ static double gflops(const shape *s, int mode, cntx_t *ctx, vt_pool *pool, doubl
     return 2.0 * s->m * s->n * s->k / best * 1e-9;
 }
 
+/* vt_sgemm_pack_a of an m x k operand (transa: stored k x m), best of 7 rounds of 50, us. */
+static double pack_us(int m, int k, int transa)
+{
+    size_t n = (size_t)m * k, np = vt_sgemm_pack_a_floats(m, k);
+    float *a = malloc(n * 4), *d = malloc((np ? np : 1) * 4);
+    if (!a || !d) return 0;
+    for (size_t i = 0; i < n; i++) a[i] = (float)(i % 11);
+    double best = 1e30;
+    for (int r = 0; r < 7; r++) {
+        double t0 = now();
+        for (int i = 0; i < 50; i++) vt_sgemm_pack_a(transa, m, k, a, transa ? m : k, d);
+        double t = (now() - t0) / 50;
+        if (t < best) best = t;
+    }
+    free(a);
+    free(d);
+    return best * 1e6;
+}
+
 int main(int argc, char **argv)
 {
     bli_init();
+    if (argc > 1 && !strcmp(argv[1], "pack")) {
+        static const int w[][2] = {{96, 864}, {128, 1152}, {256, 2304}, {32, 144}};
+        printf("vt_sgemm_pack_a, %s: cout x K weights, us (best of 7 x 50)\n", vt_sgemm_kernels());
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            printf("  %4d x %4d  untransposed %8.1f  transposed %8.1f\n", w[i][0], w[i][1],
+                   pack_us(w[i][0], w[i][1], 0), pack_us(w[i][1], w[i][0], 1));
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "ceiling")) {
         int threads = argc > 2 ? atoi(argv[2]) : 2, n = argc > 3 ? atoi(argv[3]) : 2048;
         vt_pool *pool = NULL;

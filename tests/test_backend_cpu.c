@@ -34,7 +34,10 @@ static const int shapes[][3] = {{1, 1, 1},   {3, 5, 7},     {17, 33, 9},  {64, 5
                                 {128, 3, 576}, {33, 1025, 5}, {300, 40, 70}, {2, 3000, 16},
                                 {96, 700, 64}, {700, 40, 100} /* split over the pool */,
                                 {40, 500, 1000} /* k over several blocks */,
-                                {3100, 33, 40} /* rows past a column-preferring kernel's NC */};
+                                {3100, 33, 40} /* rows past a column-preferring kernel's NC */,
+                                /* every last group of 1-7 rows in a packed panel (6 rows of A,
+                                 * 16 of B, 8 transposed at a time) */
+                                {41, 55, 37}, {37, 45, 40}, {38, 35, 33}, {33, 51, 34}};
 
 static void check(int use_portable, int threads)
 {

@@ -267,28 +267,78 @@ static void pack_strided(const sview *X, const float *src, int hh, int kb, int h
 #include <immintrin.h>
 
 #include "backend/transpose8.h"
+/* The first n (0-7) lanes of v at d. */
+__attribute__((target("avx2"), always_inline)) static inline void store_lanes(float *d, __m256 v,
+                                                                              int n)
+{
+    __m128 lo = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(d, lo);
+        lo = _mm256_extractf128_ps(v, 1);
+        d += 4;
+        n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)d, lo);
+        lo = _mm_movehl_ps(lo, lo);
+        d += 2;
+        n -= 2;
+    }
+    if (n) _mm_store_ss(d, lo);
+}
+
 /* pack_strided for rows contiguous along p (cs == 1), in 8 x 8 blocks transposed in AVX
  * registers: a weight-gradient product's columns (K rows of `cols` floats) pack 3.5x faster
- * than element by element. */
+ * than element by element.  A last group of 1-7 rows (all of a 6-row panel: the A side of
+ * haswell's and zen3's 6 x 16 kernel, i.e. every untransposed weight, dY and dM operand) goes
+ * through the same transpose with its rows' lanes stored (`gemm_shapes pack`, Zen 3: 96 x 864
+ * untransposed 125 -> 21-37 us, 256 x 2304 410-470 -> 160-280 us). */
 __attribute__((target("avx2"))) static void pack_strided_avx2(const sview *X, const float *src,
                                                                int hh, int kb, int h, float *dst)
 {
     ptrdiff_t rs = X->rs;
-    int i = 0;
-    for (; i + 8 <= hh; i += 8) {
+    for (int i = 0; i < hh; i += 8) {
         const float *s = src + i * rs;
-        int p = 0;
+        int rows = hh - i < 8 ? hh - i : 8, p = 0;
         for (; p + 8 <= kb; p += 8) {
             __m256 r[8], o[8];
-            for (int q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(s + q * rs + p);
+            for (int q = 0; q < 8; q++)
+                r[q] = q < rows ? _mm256_loadu_ps(s + q * rs + p) : _mm256_setzero_ps();
             vt_transpose8_ps(r, o);
             float *d = dst + (size_t)p * h + i;
-            for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + (size_t)q * h, o[q]);
+            if (rows == 8)
+                for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + (size_t)q * h, o[q]);
+            else
+                for (int q = 0; q < 8; q++) store_lanes(d + (size_t)q * h, o[q], rows);
         }
         for (; p < kb; p++)
-            for (int q = 0; q < 8; q++) dst[(size_t)p * h + i + q] = s[q * rs + p];
+            for (int q = 0; q < rows; q++) dst[(size_t)p * h + i + q] = s[q * rs + p];
     }
-    if (i < hh) pack_strided(X, src + i * rs, hh - i, kb, h, dst + i);
+}
+
+/* pack_contig for panels under 8 rows (the A side of the 6 x 16 kernel: a transposed weight,
+ * U^T), the copies inline: a call of memcpy for 24 bytes costs more than it moves
+ * (`gemm_shapes pack`, 96 x 864 transposed: 81 -> 25-44 us on Zen 3).  16-row panels (every convolution's column operand) keep memcpy,
+ * which copied them as fast or faster (Zen 3). */
+__attribute__((target("avx2"))) static void pack_contig_small(const sview *X, const float *src,
+                                                               int hh, int kb, int h, float *dst)
+{
+    for (int p = 0; p < kb; p++, dst += h) {
+        const float *s = src + (ptrdiff_t)p * X->cs;
+        int i = 0;
+        if (hh >= 4) {
+            _mm_storeu_ps(dst, _mm_loadu_ps(s));
+            i = 4;
+        }
+        for (; i < hh; i++) {
+            dst[i] = s[i];
+            __asm__("" : "+r"(i)); /* a few floats: not a call of memcpy */
+        }
+        for (; i < h; i++) {
+            dst[i] = 0.0f;
+            __asm__("" : "+r"(i));
+        }
+    }
 }
 #endif
 
@@ -301,9 +351,12 @@ static void pack_panels(const sview *X, int i0, int mb, int p0, int kb, int h, i
         int hh = mb - r < h ? mb - r : h;
         const float *src = X->x + (ptrdiff_t)(i0 + r) * X->rs + (ptrdiff_t)p0 * X->cs;
         if (X->rs != 1 && hh < h) memset(dst, 0, (size_t)kb * h * sizeof(float));
-        if (X->rs == 1) pack_contig(X, src, hh, kb, h, dst);
 #if defined(__x86_64__)
+        if (X->rs == 1 && avx2 && h < 8) pack_contig_small(X, src, hh, kb, h, dst);
+        else if (X->rs == 1) pack_contig(X, src, hh, kb, h, dst);
         else if (X->cs == 1 && avx2) pack_strided_avx2(X, src, hh, kb, h, dst);
+#else
+        if (X->rs == 1) pack_contig(X, src, hh, kb, h, dst);
 #endif
         else pack_strided(X, src, hh, kb, h, dst);
         dst += (size_t)kb * h;
