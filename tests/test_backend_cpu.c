@@ -359,6 +359,9 @@ START_TEST(test_conv_tiles)
         {1, 3, 8, 8, 5, 3, 1, 1, 1}, {6, 4, 5, 5, 4, 3, 1, 1, 4}, {9, 2, 3, 3, 3, 3, 1, 0, 1},
         {2, 3, 6, 5, 4, 5, 1, 2, 1}, {2, 2, 2, 6, 3, 5, 1, 2, 1}, {3, 2, 5, 17, 3, 3, 1, 1, 1},
         {2, 2, 4, 33, 2, 5, 1, 2, 1}, {4, 2, 3, 16, 2, 3, 1, 1, 1},
+        /* 3x3 stride 2 padding 1 on rows long enough for the vector deinterleave, even and
+         * odd, and ending in a tail */
+        {3, 3, 10, 24, 4, 3, 2, 1, 1}, {2, 2, 7, 21, 3, 3, 2, 1, 1}, {2, 3, 9, 18, 2, 3, 2, 1, 1},
     };
     /* cap 0: the default tiles; SIZE_MAX: the kept whole-batch columns (conv_columns) */
     static const size_t caps[] = {0, 1, 60, 400, 5000, SIZE_MAX};

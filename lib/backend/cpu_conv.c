@@ -332,6 +332,72 @@ static void col2im_same(const same_masks *sm, const vt_conv_desc *d, float *p, i
     for (ptrdiff_t j = j0; j < j1; j++) dp[j] += sp[j];
 }
 
+/* ---- 3-wide kernels of stride 2 and padding 1 (every stride-2 conv of the detectors) ----
+ * The three kernel columns of a kernel row read one input row: kx = 1 its even pixels, kx = 2
+ * its odd ones, kx = 0 the odd ones a column later (ix = 2 ox - 1 + kx).  So im2col fills the
+ * three column rows in one pass over the input row (a deinterleave), and col2im adds them in
+ * one pass over the dX row, in the order the row by row loop adds them (kx = 0, 1, 2: the same
+ * bits).  Row by row, 3 x 32 outputs a call, cost the per-call overhead more than the copies
+ * (det-n's 16 -> 32 layer at 128 px). */
+static int conv_s2_triple(const vt_conv_desc *d)
+{
+    return d->sw == 2 && d->kw == 3 && d->pw == 1;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* r0, r1, r2 (kx = 0, 1, 2) of one output row of wo from input row s of w. */
+static void im2col_s2_row(const float *restrict s, int w, int wo, float *restrict r0,
+                          float *restrict r1, float *restrict r2)
+{
+    int ox = 0;
+#if defined(__x86_64__)
+    for (; ox + 5 <= wo && 2 * ox + 8 <= w; ox += 4) { /* r0 one column later */
+        __m128 a = _mm_loadu_ps(s + 2 * ox), b = _mm_loadu_ps(s + 2 * ox + 4);
+        __m128 odd = _mm_shuffle_ps(a, b, 0xDD);
+        _mm_storeu_ps(r1 + ox, _mm_shuffle_ps(a, b, 0x88));
+        _mm_storeu_ps(r2 + ox, odd);
+        _mm_storeu_ps(r0 + ox + 1, odd);
+    }
+#endif
+    for (; ox < wo; ox++) {
+        int ix = 2 * ox;
+        r0[ox] = ox > 0 && ix - 1 < w ? s[ix - 1] : 0.0f;
+        r1[ox] = ix < w ? s[ix] : 0.0f;
+        r2[ox] = ix + 1 < w ? s[ix + 1] : 0.0f;
+    }
+    if (wo > 0) r0[0] = 0.0f;
+}
+
+/* The reverse: dx row (w) += column rows c0, c1, c2 (wo each), kx = 0 first. */
+static void col2im_s2_row(float *restrict dx, int w, int wo, const float *restrict c0,
+                          const float *restrict c1, const float *restrict c2)
+{
+    int ox = 0;
+#if defined(__x86_64__)
+    const __m128 z = _mm_set1_ps(-0.0f); /* x + -0 is x, a -0 included */
+    for (; ox + 5 <= wo && 2 * ox + 8 <= w; ox += 4) {
+        /* dX columns 2 ox .. 2 ox + 7: even ones take c1, odd ones c0 a column later, then c2 */
+        __m128 k0 = _mm_loadu_ps(c0 + ox + 1), k1 = _mm_loadu_ps(c1 + ox),
+               k2 = _mm_loadu_ps(c2 + ox);
+        __m128 lo = _mm_add_ps(_mm_loadu_ps(dx + 2 * ox), _mm_unpacklo_ps(z, k0)),
+               hi = _mm_add_ps(_mm_loadu_ps(dx + 2 * ox + 4), _mm_unpackhi_ps(z, k0));
+        _mm_storeu_ps(dx + 2 * ox, _mm_add_ps(lo, _mm_unpacklo_ps(k1, k2)));
+        _mm_storeu_ps(dx + 2 * ox + 4, _mm_add_ps(hi, _mm_unpackhi_ps(k1, k2)));
+    }
+#endif
+    for (; ox < wo; ox++) {
+        int ix = 2 * ox;
+        if (ix < w) dx[ix] += c1[ox];
+        if (ix + 1 < w) {
+            if (ox + 1 < wo) dx[ix + 1] += c0[ox + 1];
+            dx[ix + 1] += c2[ox];
+        }
+    }
+}
+
 /* A tile's columns: row r of K is (ci, ky, kx) with ci = c_first + r / (kh*kw). */
 static void im2col_tile(int v512, const vt_conv_desc *d, const float *x, int c_first, int K,
                         int n0, int nb, int oy0, int oy1, float *col, int cols)
@@ -341,10 +407,28 @@ static void im2col_tile(int v512, const vt_conv_desc *d, const float *x, int c_f
     int mode = same_mode(d, nb, oy0, oy1), same = mode > 0, whole = mode == 2;
     same_masks sm;
     same_masks_for(v512, d, mode, &sm);
+    int tri = !same && conv_s2_triple(d);
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *dst = col + (size_t)r * cols;
+        if (tri) { /* kx = 0, 1, 2: rows r, r + 1, r + 2 */
+            for (int nl = 0; nl < nb; nl++) {
+                const float *src = x + ((size_t)ci * d->n + n0 + nl) * HW;
+                for (int oy = oy0; oy < oy1; oy++) {
+                    int iy = oy * d->sh - d->ph + ky;
+                    float *d0 = dst + ((size_t)nl * tr + (oy - oy0)) * d->wo;
+                    if (iy < 0 || iy >= d->h) {
+                        for (int q = 0; q < 3; q++) zero_floats(d0 + (size_t)q * cols, (size_t)d->wo);
+                        continue;
+                    }
+                    im2col_s2_row(src + (size_t)iy * d->w, d->w, d->wo, d0, d0 + cols,
+                                  d0 + 2 * (size_t)cols);
+                }
+            }
+            r += 2;
+            continue;
+        }
         if (whole) {
             im2col_same(&sm, d, x + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
                        dst);
@@ -392,10 +476,25 @@ static void col2im_tile(int v512, const vt_conv_desc *d, float *dx, int c_first,
     int mode = same_mode(d, nb, oy0, oy1), same = mode > 0, whole = mode == 2;
     same_masks sm;
     same_masks_for(v512, d, mode, &sm);
+    int tri = !same && conv_s2_triple(d);
     for (int r = 0; r < K; r++) {
         int kx = r % d->kw, ky = r / d->kw % d->kh, ci = c_first + r / kk, lo, hi;
         valid_cols(d, kx, &lo, &hi);
         float *src = col + (size_t)r * cols;
+        if (tri) { /* kx = 0, 1, 2: rows r, r + 1, r + 2 */
+            for (int nl = 0; nl < nb; nl++) {
+                float *dst = dx + ((size_t)ci * d->n + n0 + nl) * HW;
+                for (int oy = oy0; oy < oy1; oy++) {
+                    int iy = oy * d->sh - d->ph + ky;
+                    if (iy < 0 || iy >= d->h) continue;
+                    const float *s0 = src + ((size_t)nl * tr + (oy - oy0)) * d->wo;
+                    col2im_s2_row(dst + (size_t)iy * d->w, d->w, d->wo, s0, s0 + cols,
+                                  s0 + 2 * (size_t)cols);
+                }
+            }
+            r += 2;
+            continue;
+        }
         if (whole) {
             col2im_same(&sm, d, dx + ((size_t)ci * d->n + n0) * HW, ky, kx, lo, hi, 0, d->h, nb,
                        src);
