@@ -10,16 +10,20 @@
 
 #define ACT_FN(name) base_##name
 #define ACT_TARGET
+#define ACT_FMA(a, b, c) ((a) * (b) + (c))
 #include "backend/cpu_act.inc"
 #undef ACT_FN
 #undef ACT_TARGET
+#undef ACT_FMA
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ACT_FN(name) avx2_##name
 #define ACT_TARGET __attribute__((target("avx2,fma")))
+#define ACT_FMA(a, b, c) __builtin_fmaf(a, b, c)
 #include "backend/cpu_act.inc"
 #undef ACT_FN
 #undef ACT_TARGET
+#undef ACT_FMA
 #define HAVE_AVX2_KERNELS 1
 #endif
 
