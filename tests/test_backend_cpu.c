@@ -633,6 +633,22 @@ START_TEST(test_conv_winograd)
         ck_assert_int_eq(vt_cpu_wino_applies(be, &big), big_tile[th - 1] != 0);
         vt_backend_destroy(be);
     }
+    /* backward shares: two a thread where each keeps 256 tiles and the partials fit 4M floats,
+     * else one a thread, never more than the images */
+    vt_conv_desc sh = {256, 32, 14, 14, 64, 14, 14, 3, 3, 1, 1, 1, 1, 1, 0}; /* 16 tiles each */
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&sh, 2, 4), 4);
+    sh.n = 64; /* 1024 tiles: 256 a share */
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&sh, 2, 4), 4);
+    sh.n = 63;
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&sh, 2, 4), 2);
+    sh.n = 1;
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&sh, 2, 4), 1);
+    vt_conv_desc d10 = {8, 256, 10, 10, 256, 10, 10, 3, 3, 1, 1, 1, 1, 1, 0}; /* 25 2x2 tiles */
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&d10, 2, 2), 2);
+    d10.n = 64; /* 1600 tiles, but 4 x 1M floats of partials at most */
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&d10, 2, 2), 4);
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&d10, 3, 2), 3);
+    ck_assert_int_eq(vt_backend_cpu_winograd_shares(&d10, 2, 3), 0);
 }
 END_TEST
 

@@ -145,14 +145,19 @@ int vt_backend_cpu_set_winograd(vt_backend *b, int on);
  * more channels in and out; 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles
  * cover at most 15 % more than the map, or where both sides are 7 or more, the tiles cover at
  * most 55 % more and the batch's work, n x h x w / 16 x min(cin, cout), is 6144 or more
- * (7x7 maps of 128 channels from batch 16); else 2 (F(2x2, 3x3)) where an image has 49 or
- * more 2x2 output tiles (maps of about 13x13 and more); else 0.  Where each measured faster
- * (bench/README.md). */
+ * (7x7 maps of 128 channels from batch 16), 16384 where both sides are even (which 2x2 tiles
+ * cover exactly); else 2 (F(2x2, 3x3)) where an image has 16 or more 2x2 output tiles (maps
+ * of 8x8 and more); else 0.  Where each measured faster (bench/README.md). */
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d);
 /* The bytes of workspace a CPU backend with `threads` threads gives convolution d for its
  * Winograd tiles up to `largest` (4: either tile, whichever a call takes; 0 where it takes
  * none); its im2col scratch aside.  The memory model adds it (nn/train_memory.c). */
 size_t vt_backend_cpu_winograd_workspace(const vt_conv_desc *d, int threads, int largest);
+/* The shares of the batch (whole images, each with its own partial weight gradient) that the
+ * backward of convolution d in Winograd tiles of `tile` (2 or 4) cuts on a CPU backend of
+ * `threads` threads: two a thread, or one where the partials would pass 4M floats or a share
+ * would get fewer than 256 tiles; never more than the images.  0 for another tile. */
+int vt_backend_cpu_winograd_shares(const vt_conv_desc *d, int threads, int tile);
 /* A new CPU backend's Winograd setting: 0 where VT_CPU_WINOGRAD is 0, off, no or false, 2 where
  * it is 2 or 2x2, else 4. */
 int vt_backend_cpu_winograd_default(void);

@@ -43,6 +43,7 @@ enum {
     WINO_BLOCK_FLOATS = 1 << 20,
     WINO_SHARES_PER_THREAD = 2,
     WINO_PARTIALS_MAX = 4 << 20,        /* more shares than threads only within this */
+    WINO_SHARE_MIN_TILES = 256,         /* ... and where each share keeps this many tiles */
     WINO_THREADS_MAX_FLOATS = 16 << 20, /* 64 MiB of partial dU at most (tile_within) */
 };
 
@@ -160,11 +161,32 @@ static wino_geom geom(const vt_conv_desc *d, int tile, int blocks)
     return g;
 }
 
+/* Backward shares: whole images, each with its own partial dU (K x cout x cin floats) that
+ * the weight gradient's transform then sums.  Two a thread, so that a thread the machine slows
+ * down does not hold the other up, but one where the partials pass WINO_PARTIALS_MAX or a share
+ * would get fewer than WINO_SHARE_MIN_TILES tiles: reading the partials back costs about as
+ * much as a share's products over a few dozen tiles (`conv_profile`, backward, Zen 3, two a
+ * thread -> one: 8, 256 -> 256 at 10x10 in 2x2 tiles, 50 tiles a share, 9.3-9.6 -> 8.2-8.4 ms;
+ * 8, 128 -> 128 at 20x20, 50, 5.2-5.5 -> 4.8; 16, 128 -> 128 at 8x8, 64, 3.1-3.2 -> 2.9-3.0;
+ * 256 tiles a share and more unchanged within the noise). */
+static int shares_for(int th, const vt_conv_desc *d, int tile)
+{
+    size_t tiles = (size_t)d->n * (size_t)((d->ho + tile - 1) / tile) *
+                   (size_t)((d->wo + tile - 1) / tile),
+           u = (size_t)(tile + 2) * (size_t)(tile + 2) * (size_t)d->cout * (size_t)d->cin;
+    int s = th * WINO_SHARES_PER_THREAD;
+    if ((size_t)s * u > WINO_PARTIALS_MAX || tiles < (size_t)s * WINO_SHARE_MIN_TILES) s = th;
+    return s < d->n ? s : d->n;
+}
+
 static int backward_shares(int th, const vt_conv_desc *d, const wino_geom *g)
 {
-    int s = th * WINO_SHARES_PER_THREAD;
-    if ((size_t)s * g->u > WINO_PARTIALS_MAX) s = th;
-    return s < d->n ? s : d->n;
+    return shares_for(th, d, g->M);
+}
+
+int vt_backend_cpu_winograd_shares(const vt_conv_desc *d, int threads, int tile)
+{
+    return tile == 2 || tile == 4 ? shares_for(threads > 0 ? threads : 1, d, tile) : 0;
 }
 
 static int forward_blocks(const vt_backend *b) { return 2 * vt_pool_threads(POOL(b)); }

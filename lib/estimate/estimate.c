@@ -33,7 +33,9 @@
  *                  depth of its dU products: small maps at small batches), X the
  *                  transforms' bytes (vt_est_wino_bytes:
  *                  b*K*tiles*(6 cin + 4 cout) floats and the weights' K*cin*cout*(S + 2),
- *                  S = min(b, 2 x threads) backward shares), no rows; wino_s calibrated by a
+ *                  S backward shares as the backend cuts them: min(b, 2 x threads), or
+ *                  min(b, threads) where they would hold fewer than 256 tiles each or their
+ *                  partials pass 4M floats), no rows; wino_s calibrated by a
  *                  fourth probe (64->64 at 32x32, a 4x4 one), 4/BW uncalibrated.
  *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
  *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
@@ -276,18 +278,20 @@ double vt_est_wino_gemm_share(int tile, int hw)
     return (tile + 2.0) * (tile + 2) * t * t / (9.0 * hw * hw);
 }
 
-/* The backward's shares of the batch (whole images: the backend's 2 a thread) */
-static double wino_shares(int batch)
+/* The backward's shares of the batch (whole images), as the CPU backend cuts them */
+static double wino_shares(int tile, int cin, int cout, int hw, int batch)
 {
     long th = sysconf(_SC_NPROCESSORS_ONLN);
-    return fmin((double)batch, 2.0 * (th > 0 ? th : 1));
+    vt_conv_desc c = {batch, cin, hw, hw, cout, hw, hw, 3, 3, 1, 1, 1, 1, 1, 0};
+    int s = vt_backend_cpu_winograd_shares(&c, th > 0 && th < 1 << 16 ? (int)th : 1, tile);
+    return s > 0 ? s : 1;
 }
 
 double vt_est_wino_bytes(int tile, int cin, int cout, int hw, int batch, int train)
 {
     double t = (hw + tile - 1) / tile, tiles = t * t, K = (tile + 2.0) * (tile + 2), b = batch,
            w = K * cin * cout;
-    double shares = wino_shares(batch);
+    double shares = wino_shares(tile, cin, cout, hw, batch);
     /* forward: V and M written and read; backward: dM, V again and dV; the weights' U (and
      * dU's partial sums, their reduction and transform) */
     double floats = train ? b * K * tiles * (6.0 * cin + 4.0 * cout) + w * (shares + 2)
@@ -330,7 +334,8 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
         const vt_node *nd = &g->nodes[i];
         int cin = g->nodes[nd->in[0]].out.c, side = conv_side(nd, lc);
         /* the forward GEMMs' height, or a backward share's tiles, the dU products' depth */
-        double t = (side + tile - 1) / tile, dw = fmin(nd->cout, b * t * t / wino_shares(batch)),
+        double t = (side + tile - 1) / tile,
+               dw = fmin(nd->cout, b * t * t / wino_shares(tile, cin, nd->cout, side, batch)),
                phw = dw / (dw + d->s0);
         double x = vt_est_wino_bytes(tile, cin, nd->cout, side, batch, train);
         return fmax(vt_est_wino_gemm_share(tile, side) * b * F / (d->rate * phw), tmem) +
