@@ -36,7 +36,7 @@
  *                  S backward shares as the backend cuts them: min(b, 2 x threads), or
  *                  min(b, threads) where they would hold fewer than 256 tiles each or their
  *                  partials pass 4M floats), no rows; wino_s calibrated by a
- *                  fourth probe (64->64 at 32x32, a 4x4 one), 4/BW uncalibrated.
+ *                  fourth probe (128->128 at 16x16, a 4x4 one), 4/BW uncalibrated.
  *                  (the per-element part of im2col / col2im is inside R*phi: the probes time
  *                  whole convolutions, and its share shrinks as the GEMM grows, as phi does)
  *   other layers:  t = max(b*F / R, b*A*a/BW) + L
