@@ -419,7 +419,8 @@ static void im2col_tile(int v512, const vt_conv_desc *d, const float *x, int c_f
                     int iy = oy * d->sh - d->ph + ky;
                     float *d0 = dst + ((size_t)nl * tr + (oy - oy0)) * d->wo;
                     if (iy < 0 || iy >= d->h) {
-                        for (int q = 0; q < 3; q++) zero_floats(d0 + (size_t)q * cols, (size_t)d->wo);
+                        for (int q = 0; q < 3; q++)
+                            zero_floats(d0 + (size_t)q * cols, (size_t)d->wo);
                         continue;
                     }
                     im2col_s2_row(src + (size_t)iy * d->w, d->w, d->wo, d0, d0 + cols,

@@ -318,8 +318,8 @@ __attribute__((target("avx2"))) static void pack_strided_avx2(const sview *X, co
 
 /* pack_contig for panels under 8 rows (the A side of the 6 x 16 kernel: a transposed weight,
  * U^T), the copies inline: a call of memcpy for 24 bytes costs more than it moves
- * (`gemm_shapes pack`, 96 x 864 transposed: 81 -> 25-44 us on Zen 3).  16-row panels (every convolution's column operand) keep memcpy,
- * which copied them as fast or faster (Zen 3). */
+ * (`gemm_shapes pack`, 96 x 864 transposed: 81 -> 25-44 us on Zen 3).  16-row panels (every
+ * convolution's column operand) keep memcpy, which copied them as fast or faster (Zen 3). */
 __attribute__((target("avx2"))) static void pack_contig_small(const sview *X, const float *src,
                                                                int hh, int kb, int h, float *dst)
 {
