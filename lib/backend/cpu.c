@@ -171,7 +171,7 @@ vt_status vt_cpu_copy2d(vt_backend *b, size_t rows, size_t cols, const float *sr
     vt_status st = vt_pitch_check("copy2d", cols, src_pitch, dst_pitch);
     if (st != VT_OK) return st;
     rows_job J = {src, dst, cols, src_pitch, dst_pitch, 0};
-    vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, copy2d_rows, &J);
+    vt_pool_run(POOL(b), rows, vt_cpu_grain(cols), copy2d_rows, &J);
     return VT_OK;
 }
 
@@ -182,7 +182,7 @@ vt_status vt_cpu_axpy2d(vt_backend *b, size_t rows, size_t cols, float alpha, co
     vt_status st = vt_pitch_check("axpy2d", cols, x_pitch, y_pitch);
     if (st != VT_OK) return st;
     rows_job J = {x, y, cols, x_pitch, y_pitch, alpha};
-    vt_pool_run(POOL(b), rows, cols >= GRAIN ? 1 : GRAIN / cols, axpy2d_rows, &J);
+    vt_pool_run(POOL(b), rows, vt_cpu_grain(cols), axpy2d_rows, &J);
     return VT_OK;
 }
 
@@ -411,10 +411,6 @@ static void affine_relu(size_t m, const float *restrict x, float scale, float sh
     }
 }
 
-/* Channels per pool task: enough for GRAIN values, so that the maps of a small feature size (a
- * 16 x 16 map at batch 16 is 4,096 values a channel) still spread over the threads. */
-static size_t bn_grain(size_t m) { return m >= GRAIN ? 1 : (GRAIN + m - 1) / m; }
-
 /* y = act(x * scale + shift), the job's fused activation (none for a plain BN) */
 static void bn_apply(const bn_job *J, size_t m, const float *x, float scale, float shift,
                      float *y)
@@ -484,7 +480,7 @@ static vt_status bn_run(vt_backend *b, bn_job *J, int channels, bn_pass_fn first
                         int backward, const char *op)
 {
     const cpu_backend *cb = (const cpu_backend *)b;
-    size_t grain = bn_grain(J->m);
+    size_t grain = vt_cpu_grain(J->m);
     if (!cb->bn_sync) {
         vt_pool_run(POOL(b), (size_t)channels, grain, pass, J);
         return VT_OK;
@@ -533,7 +529,7 @@ vt_status vt_cpu_bn_forward_eval(vt_backend *b, int channels, size_t m, const fl
 {
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
                 .rv = running_var, .y = y};
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_eval_channels,
+    vt_pool_run(POOL(b), (size_t)channels, vt_cpu_grain(m), bn_eval_channels,
                 &J);
     return VT_OK;
 }
@@ -710,7 +706,7 @@ vt_status vt_cpu_bn_act_forward_eval(vt_backend *b, vt_act act, int channels, si
     if (st != VT_OK) return st;
     bn_job J = {.m = m, .x = x, .gamma = gamma, .beta = beta, .eps = eps, .rm = running_mean,
                 .rv = running_var, .y = y, .act = act, .k = ACT_KERNELS(b)};
-    vt_pool_run(POOL(b), (size_t)channels, bn_grain(m), bn_eval_channels,
+    vt_pool_run(POOL(b), (size_t)channels, vt_cpu_grain(m), bn_eval_channels,
                 &J);
     return VT_OK;
 }
@@ -1031,9 +1027,6 @@ typedef struct {
     int add;
 } gap_job;
 
-/* Planes per pool task for the global average pool: about GRAIN values. */
-static size_t gap_grain(size_t hw) { return hw >= GRAIN ? 1 : (GRAIN + hw - 1) / hw; }
-
 static void gap_fwd_planes(void *ctx, size_t p0, size_t p1)
 {
     const gap_job *J = ctx;
@@ -1048,7 +1041,7 @@ static void gap_fwd_planes(void *ctx, size_t p0, size_t p1)
 vt_status vt_cpu_gap_forward(vt_backend *b, size_t planes, size_t hw, const float *x, float *y)
 {
     gap_job J = {.hw = hw, .x = x, .y = y};
-    vt_pool_run(POOL(b), planes, gap_grain(hw), gap_fwd_planes, &J);
+    vt_pool_run(POOL(b), planes, vt_cpu_grain(hw), gap_fwd_planes, &J);
     return VT_OK;
 }
 
@@ -1069,7 +1062,7 @@ vt_status vt_cpu_gap_backward(vt_backend *b, size_t planes, size_t hw, const flo
                               int dx_add)
 {
     gap_job J = {.hw = hw, .dy = dy, .dx = dx, .add = dx_add};
-    vt_pool_run(POOL(b), planes, gap_grain(hw), gap_bwd_planes, &J);
+    vt_pool_run(POOL(b), planes, vt_cpu_grain(hw), gap_bwd_planes, &J);
     return VT_OK;
 }
 
@@ -1079,12 +1072,6 @@ typedef struct {
     const float *src;
     float *dst;
 } up2_job;
-
-static size_t up2_grain(int h, int w)
-{
-    size_t per = (size_t)4 * h * w; /* the larger plane's floats */
-    return per >= GRAIN ? 1 : GRAIN / per;
-}
 
 static void up2_fwd_planes(void *ctx, size_t p0, size_t p1)
 {
@@ -1106,7 +1093,7 @@ vt_status vt_cpu_upsample2_forward(vt_backend *b, size_t planes, int h, int w, c
                                    float *y)
 {
     up2_job J = {h, w, x, y};
-    vt_pool_run(POOL(b), planes, up2_grain(h, w), up2_fwd_planes, &J);
+    vt_pool_run(POOL(b), planes, vt_cpu_grain((size_t)4 * h * w), up2_fwd_planes, &J);
     return VT_OK;
 }
 
@@ -1130,7 +1117,7 @@ vt_status vt_cpu_upsample2_backward(vt_backend *b, size_t planes, int h, int w, 
                                     float *dx)
 {
     up2_job J = {h, w, dy, dx};
-    vt_pool_run(POOL(b), planes, up2_grain(h, w), up2_bwd_planes, &J);
+    vt_pool_run(POOL(b), planes, vt_cpu_grain((size_t)4 * h * w), up2_bwd_planes, &J);
     return VT_OK;
 }
 

@@ -83,8 +83,7 @@ vt_status vt_cpu_det_loss(vt_backend *b, const vt_det_loss_desc *d, const float 
     int *npos = (int *)(part + 3 * (size_t)d->n);
     long A = vt_det_anchors(d);
     det_job j = {d, pred, gt, assign, score, dpred, 0, A, part, part + d->n, part + 2 * d->n, npos};
-    size_t grain = (size_t)A * (4 + d->nc) * (d->max_gt + 1);
-    grain = grain >= GRAIN ? 1 : GRAIN / grain;
+    size_t grain = vt_cpu_grain((size_t)A * (4 + d->nc) * (d->max_gt + 1)); /* per image */
     vt_pool_run(POOL(b), (size_t)d->n, grain, assign_range, &j);
     long total = 0;
     double tsum = 0;

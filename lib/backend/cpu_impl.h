@@ -93,6 +93,10 @@ void vt_cpu_wino_backward(vt_backend *b, const vt_conv_desc *d, const float *x, 
 
 /* Below this many values an op runs on the calling thread: waking workers costs more. */
 enum { GRAIN = 16384 };
+/* Pool grain for work units of `per` elements each (a BN channel, a plane, a row): units
+ * enough for about GRAIN elements a task, so that small units (a 16 x 16 map at batch 16 is
+ * 4,096 values a channel) still spread over the threads; at least 1. */
+static inline size_t vt_cpu_grain(size_t per) { return per >= GRAIN ? 1 : (GRAIN + per - 1) / per; }
 
 /* The ops (vt_cpu_<op>, defined in cpu.c, cpu_conv.c and cpu_detect.c; vt_cpu_copy serves as
  * upload and download too). */
