@@ -1073,6 +1073,89 @@ START_TEST(test_assign_grads_and_pool_fusion)
 }
 END_TEST
 
+/* Batch norm's and the 2x2 pool's loops give the same bits in the baseline build and in the
+ * widest this CPU runs (AVX2 on x86-64 where allowed): plain BN, BN + ReLU, BN + ReLU + pool,
+ * forward (outputs, saved and running statistics) and backward (dx assigned and added, dgamma,
+ * dbeta), on channels of a block's remainder and of several blocks. */
+typedef struct {
+    float *y, *dx, *dxa, *py, sm[4], si[4], rm[4], rv[4], dg[4], db[4];
+    int32_t *idx;
+} bn_run_out;
+
+static void bn_runs(vt_backend *be, vt_act A, int C, int N, int h, int w, const float *x,
+                    const float *dy, const float *pdy, bn_run_out *r)
+{
+    const vt_backend_ops *o = be->ops;
+    size_t m = (size_t)N * h * w, n = (size_t)C * m;
+    float gamma[4] = {1.5f, -0.5f, 2.0f, 0.7f}, beta[4] = {0.25f, 1.0f, -3.0f, -0.1f};
+    for (int c = 0; c < C; c++) r->rm[c] = 0.1f * (float)c, r->rv[c] = 1.0f;
+    for (size_t i = 0; i < n; i++) r->dxa[i] = 0.5f;
+    if (A == VT_ACT_NONE) {
+        ck_assert_int_eq(o->bn_forward_train(be, C, m, x, gamma, beta, 1e-5f, 0.1f, r->rm, r->rv,
+                                             r->sm, r->si, r->y), VT_OK);
+        ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, r->sm, r->si, dy, r->dx, 0, r->dg,
+                                        r->db), VT_OK);
+        ck_assert_int_eq(o->bn_backward(be, C, m, x, gamma, r->sm, r->si, dy, r->dxa, 1, r->dg,
+                                        r->db), VT_OK);
+        return;
+    }
+    ck_assert_int_eq(o->bn_act_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f, r->rm,
+                                             r->rv, r->sm, r->si, r->y), VT_OK);
+    ck_assert_int_eq(o->bn_act_backward(be, A, C, m, x, r->y, gamma, beta, r->sm, r->si, dy,
+                                        r->dxa, 1, r->dg, r->db), VT_OK);
+    vt_pool_desc d = {C * N, h, w, h / 2, w / 2, 2, 2, 0};
+    ck_assert_int_eq(o->bn_act_pool_forward_train(be, A, C, m, x, gamma, beta, 1e-5f, 0.1f,
+                                                  r->rm, r->rv, r->sm, r->si, &d, r->py,
+                                                  r->idx), VT_OK);
+    ck_assert_int_eq(o->bn_act_pool_backward(be, A, C, m, x, gamma, beta, r->sm, r->si, &d,
+                                             r->idx, pdy, r->dx, 0, r->dg, r->db), VT_OK);
+}
+
+START_TEST(test_bn_kernels_same_bits)
+{
+    vt_backend *be;
+    ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+    cpu_backend *cb = (cpu_backend *)be;
+    const vt_cpu_vec_kernels *widest = cb->k;
+    static const int shapes[][3] = {{3, 13, 11}, {5, 28, 28}, {2, 33, 65}}; /* images, h, w */
+    for (int sh = 0; sh < 3; sh++) {
+        int C = 4, N = shapes[sh][0], h = shapes[sh][1], w = shapes[sh][2];
+        size_t n = (size_t)C * N * h * w, pn = (size_t)C * N * (h / 2) * (w / 2);
+        float *x = malloc(n * 4), *dy = malloc(n * 4), *pdy = malloc(pn * 4);
+        fill_f(x, n, 3 + sh);
+        fill_f(dy, n, 17 + sh);
+        fill_f(pdy, pn, 29 + sh);
+        for (int act = 0; act < 2; act++) {
+            vt_act A = act ? VT_ACT_RELU : VT_ACT_NONE;
+            bn_run_out r[2];
+            for (int k = 0; k < 2; k++) {
+                r[k].y = malloc(n * 4), r[k].dx = malloc(n * 4), r[k].dxa = malloc(n * 4);
+                r[k].py = malloc(pn * 4), r[k].idx = malloc(pn * 4);
+                memset(r[k].py, 0, pn * 4), memset(r[k].idx, 0, pn * 4);
+                cb->k = k ? widest : vt_cpu_vec_kernels_baseline();
+                bn_runs(be, A, C, N, h, w, x, dy, pdy, &r[k]);
+            }
+            cb->k = widest;
+            expect_same(r[0].y, r[1].y, n, "BN output");
+            expect_same(r[0].dxa, r[1].dxa, n, "BN dx added");
+            expect_same(r[0].sm, r[1].sm, (size_t)C, "BN mean");
+            expect_same(r[0].si, r[1].si, (size_t)C, "BN invstd");
+            expect_same(r[0].rm, r[1].rm, (size_t)C, "BN running mean");
+            expect_same(r[0].rv, r[1].rv, (size_t)C, "BN running var");
+            expect_same(r[0].dg, r[1].dg, (size_t)C, "BN dgamma");
+            expect_same(r[0].db, r[1].db, (size_t)C, "BN dbeta");
+            expect_same(r[0].dx, r[1].dx, n, act ? "BN + ReLU + pool dx" : "BN dx");
+            expect_same(r[0].py, r[1].py, pn, "pooled output");
+            ck_assert_int_eq(memcmp(r[0].idx, r[1].idx, pn * 4), 0);
+            for (int k = 0; k < 2; k++)
+                free(r[k].y), free(r[k].dx), free(r[k].dxa), free(r[k].py), free(r[k].idx);
+        }
+        free(x), free(dy), free(pdy);
+    }
+    vt_backend_destroy(be);
+}
+END_TEST
+
 /* The device layer: specs, the CPU's backend and what it does not offer. */
 START_TEST(test_device_layer)
 {
@@ -1229,6 +1312,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);
     tcase_add_test(tc, test_assign_grads_and_pool_fusion);
+    tcase_add_test(tc, test_bn_kernels_same_bits);
     tcase_add_test(tc, test_bn_sync);
     tcase_add_test(tc, test_device_layer);
     tcase_add_test(tc, test_mask_loss);

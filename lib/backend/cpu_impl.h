@@ -5,8 +5,11 @@
 #include "backend/backend.h"
 #include "core/threads.h"
 
-/* Element-wise SiLU, sigmoid and exponential kernels (cpu_act.c), for one instruction set. */
-typedef struct vt_cpu_act_kernels {
+/* Batch norm's channel reductions run in blocks of this many values (cpu.c, cpu_bn.inc) */
+enum { VT_CPU_BN_BLOCK = 1024 };
+
+/* Element-wise kernels (cpu_act.c), for one instruction set. */
+typedef struct vt_cpu_vec_kernels {
     /* y = sigmoid(x); y may be x */
     void (*sigmoid_fwd)(size_t n, const float *x, float *y);
     /* y = silu(x * scale + shift); y may be x */
@@ -20,11 +23,33 @@ typedef struct vt_cpu_act_kernels {
     /* y = e^(x - m) elementwise, x - m <= 0 (softmax) */
     void (*exp_diff)(size_t n, const float *restrict x, const float *restrict m,
                      float *restrict y);
-} vt_cpu_act_kernels;
+    /* Batch norm (the same bits in every build).  Sums of x - k and of their squares over
+     * x[0..m), 16 float lanes per block of VT_CPU_BN_BLOCK, the blocks in double */
+    void (*shifted_sums)(const float *restrict x, size_t m, float k, double *s1, double *s2);
+    /* y = x * scale + shift, through a ReLU where relu is set */
+    void (*affine)(size_t m, const float *restrict x, float scale, float shift, int relu,
+                   float *restrict y);
+    /* *sdy += sum g, *sdyx += sum g (x - mean) over n <= VT_CPU_BN_BLOCK values (16 lanes),
+     * g = dy, where relu is set 0 wherever x * scale + shift <= 0 */
+    void (*grad_sums)(size_t n, const float *restrict x, const float *restrict dy, int relu,
+                      float scale, float shift, float mean, double *sdy, double *sdyx);
+    /* dx (+)= a g + b1 x + b0, g as grad_sums's; add = 0 assigns */
+    void (*grad_dx)(size_t m, const float *restrict x, const float *restrict dy, int relu,
+                    float scale, float shift, float a, float b1, float b0, int add,
+                    float *restrict dx);
+    /* dx = a dx + b1 x + b0 */
+    void (*grad_dx_inplace)(size_t m, const float *restrict x, float a, float b1, float b0,
+                            float *restrict dx);
+    /* A plane of a 2x2 stride-2 unpadded max pool, h x w (w wide) -> ho x wo: y and idx (the
+     * argmax's index in the plane; ties keep the first of the window's four in row order) */
+    void (*maxpool2_plane)(const float *restrict x, int w, int ho, int wo, float *restrict y,
+                           int32_t *restrict idx);
+} vt_cpu_vec_kernels;
 
-/* The widest kernels this CPU runs (AVX2 + FMA on x86-64 where allowed, else the baseline).
- * Static table; thread-safe. */
-const vt_cpu_act_kernels *vt_cpu_act_kernels_for_cpu(void);
+/* The widest kernels this CPU runs (AVX2 on x86-64 where allowed, else the baseline), and the
+ * baseline ones (for tests).  Static tables; thread-safe. */
+const vt_cpu_vec_kernels *vt_cpu_vec_kernels_for_cpu(void);
+const vt_cpu_vec_kernels *vt_cpu_vec_kernels_baseline(void);
 
 /* The backend's GEMM: vt_sgemm (fp32), or vt_gemm_bf16 with precision=bf16. */
 typedef void (*vt_cpu_gemm_fn)(vt_pool *pool, int transa, int transb, int m, int n, int k,
@@ -48,7 +73,7 @@ typedef struct cpu_backend {
                               * the rule says (vt_backend_cpu_force_winograd); 0: the rule */
     void *scratch;   /* small per-op scratch (det_loss partial sums); grows, never shrinks */
     size_t scratch_bytes;
-    const vt_cpu_act_kernels *act; /* vt_cpu_act_kernels_for_cpu(), chosen at creation */
+    const vt_cpu_vec_kernels *k; /* vt_cpu_vec_kernels_for_cpu(), chosen at creation */
     vt_bn_sync_fn bn_sync;          /* synchronised BN's hook, NULL: off */
     void *bn_sync_ctx;
     vt_loss_sync_fn loss_sync;      /* softmax_dice's batch sums over processes, NULL: off */
@@ -62,7 +87,7 @@ void *vt_cpu_scratch(vt_backend *b, size_t bytes);
 
 #define POOL(b) (((cpu_backend *)(b))->pool)
 #define GEMM(b) (((const cpu_backend *)(b))->gemm)
-#define ACT_KERNELS(b) (((const cpu_backend *)(b))->act)
+#define KERNELS(b) (((const cpu_backend *)(b))->k)
 
 /* Winograd F(2x2, 3x3) and F(4x4, 3x3) (cpu_winograd.c): the output tile this backend takes
  * for a shape (vt_backend_cpu_winograd_tile's, or 2x2 where the 4x4 one's weight-gradient
