@@ -436,7 +436,7 @@ START_TEST(test_conv_winograd_bf16)
         int tile;
     } shapes[] = {
         {{4, 32, 14, 14, 64, 3, 1, 1, 1}, 2}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2},
-        {{2, 64, 20, 20, 64, 3, 1, 1, 1}, 4}, {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4},
+        {{3, 64, 20, 20, 64, 3, 1, 1, 1}, 4}, {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4},
     };
     vt_rng r;
     vt_rng_seed(&r, 13);
@@ -506,13 +506,15 @@ START_TEST(test_conv_winograd)
         int tile, run, force;
     } shapes[] = {
         {{2, 16, 14, 14, 16, 3, 1, 1, 1}, 2, 4, 0}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2, 4, 0},
-        {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 2, 4, 0}, {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2, 4, 0},
+        {{1, 16, 13, 17, 16, 3, 1, 1, 1}, 0, 4, 2}, /* 63 2x2 tiles: the rule's im2col */
+        {{2, 16, 1, 98, 16, 3, 1, 1, 1}, 2, 4, 0},
         {{5, 24, 15, 13, 16, 3, 1, 1, 1}, 2, 4, 0}, {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4, 0},
         {{2, 16, 18, 18, 16, 3, 1, 1, 1}, 2, 4, 0}, /* 4x4 tiles would cover 23 % more */
         {{45, 16, 14, 14, 16, 3, 1, 1, 1}, 2, 2, 0}, /* 315 tile rows: forward in more than one block */
         {{24, 64, 14, 14, 64, 3, 1, 1, 1}, 4, 2, 0}, /* 1 thread: backward shares of 2 blocks (84 rows) */
         /* 4x4 tiles, transformed by chunks of tiles (up to 12 a row) or by rows */
-        {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4, 4, 0},
+        {{2, 16, 16, 16, 16, 3, 1, 1, 1}, 2, 4, 4}, /* 32 4x4 tiles: the rule's 2x2 */
+        {{3, 17, 31, 30, 19, 3, 1, 1, 1}, 4, 4, 0},
         {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4, 4, 0}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4, 4, 0},
         {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, /* 240 tile rows: forward in two blocks */
         {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4, 4, 0}, /* 1 thread: backward shares of 2 blocks (64 rows) */
@@ -622,9 +624,19 @@ START_TEST(test_conv_winograd)
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&l7), 4);
     l7.n = 15; /* 5880 */
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&l7), 2);
+    /* a tile takes a batch of 64 of its tiles or more: 20x20 maps (25 4x4 tiles an image) 4x4
+     * from 3 images, 2x2 below; 10x10 maps (25 2x2 tiles) 2x2 from 3 images, im2col below */
+    vt_conv_desc sb = {3, 256, 20, 20, 256, 20, 20, 3, 3, 1, 1, 1, 1, 1, 0};
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&sb), 4);
+    sb.n = 2;
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&sb), 2);
+    sb.h = sb.w = sb.ho = sb.wo = 10;
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&sb), 0);
+    sb.n = 3;
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&sb), 2);
     /* 512 -> 512 channels: 4x4 tiles' weight-gradient partials (36 x 512 x 512 floats a thread)
      * fit 64 MiB on one thread, 2x2 ones on 2-4, none on 5 (im2col) */
-    vt_conv_desc big = {2, 512, 20, 20, 512, 20, 20, 3, 3, 1, 1, 1, 1, 1, 0};
+    vt_conv_desc big = {3, 512, 20, 20, 512, 20, 20, 3, 3, 1, 1, 1, 1, 1, 0};
     static const int big_tile[] = {4, 2, 2, 2, 0};
     for (int th = 1; th <= 5; th++) {
         vt_backend *be;

@@ -230,9 +230,9 @@ START_TEST(cost_formula_by_hand)
     /* Winograd (the CPU's fp32): a 3x3 stride-1 conv of 16 -> 16 channels at 14x14 runs in
      * 2x2 tiles and costs 4/9 of its GEMM time (phi over cout), no rows, plus its
      * transforms' bytes at wino_s; 8 output channels stay im2col, 12x12 maps take 2x2 tiles;
-     * 20x20 and 30x30 maps take 4x4 tiles (1/4 of the products; 64 x 36 / (9 x 900) with the
-     * 30x30 map's overhang), 18x18 ones 2x2 at batch 2 (4x4 tiles would cover 23 % more,
-     * and the batch is too small for that) */
+     * 20x20 (from 3 images: 64 tiles of the batch), 30x30 and 32x32 maps take 4x4 tiles (1/4
+     * of the products; 64 x 36 / (9 x 900) with the 30x30 map's overhang), 18x18 ones 2x2 at
+     * batch 2 (4x4 tiles would cover 23 % more, and the batch is too small for that) */
     vt_graph_init(&g);
     x = vt_g_input(&g, 16, 14, 14);
     int wc = vt_g_conv(&g, x, 16, 3, 1, 1, 1, 0), nc = vt_g_conv(&g, wc, 8, 3, 1, 1, 1, 0);
@@ -260,10 +260,13 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_double_eq(vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1), n0);
     ck_assert_int_eq(vt_graph_costs(&g, 20, 20, lw, 3), 3);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 3), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2); /* 50 4x4 tiles: too few */
+    ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lw, 3), 3);
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 4);
     want_w = fmax(0.25 * 2 * vt_est_layer_flops(&g, wc, &lw[wc], 1) / 1e9,
                   2 * vt_est_layer_bytes(&lw[wc], 4) / 1e9) +
-             vt_est_wino_bytes(4, 16, 16, 20, 2, 1) * 1e-10 + (double)lw[wc].params * 12 / 1e9 +
+             vt_est_wino_bytes(4, 16, 16, 32, 2, 1) * 1e-10 + (double)lw[wc].params * 12 / 1e9 +
              dw.layer_s;
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_int_eq(vt_graph_costs(&g, 30, 30, lw, 3), 3);

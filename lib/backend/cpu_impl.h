@@ -101,6 +101,9 @@ enum {
     VT_WINO_MIN_TILES = 16,       /* 2x2 tiles an image (8x8 maps); 49 before the weights were
                                    * packed once per call: 8, 128 -> 128 at 8x8 then ran 1.25x
                                    * faster in 2x2 tiles than in im2col */
+    VT_WINO_MIN_BATCH_TILES = 64, /* tiles of the batch (2 threads): 2, 256 -> 256 at 20x20
+                                   * (50 4x4 tiles) ran 1.4x faster in 2x2 tiles, at 10x10 (50
+                                   * 2x2 tiles) 1.25x faster in im2col; from 64 the tile won */
     VT_WINO4_MIN_SIDE = 16,
     VT_WINO4_MIN_SMALL = 7,
     VT_WINO4_MIN_WORK = 6144,

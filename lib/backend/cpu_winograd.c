@@ -58,11 +58,15 @@ static int wino_shape(const vt_conv_desc *d)
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
 {
     if (!wino_shape(d)) return 0;
-    size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
-    int big = (size_t)((d->h + 1) / 2) * (size_t)((d->w + 1) / 2) >= VT_WINO_MIN_TILES;
+    size_t tiles4 = (size_t)((d->h + 3) / 4) * ((d->w + 3) / 4), cover = 16 * tiles4,
+           hw = (size_t)d->h * d->w, tiles2 = (size_t)((d->h + 1) / 2) * ((d->w + 1) / 2);
+    /* a tile takes a batch of VT_WINO_MIN_BATCH_TILES of it or more */
+    int few4 = (size_t)d->n * tiles4 < VT_WINO_MIN_BATCH_TILES;
+    int big = tiles2 >= VT_WINO_MIN_TILES && (size_t)d->n * tiles2 >= VT_WINO_MIN_BATCH_TILES;
     /* 4x4 on 16+ px maps that its tiles cover within 15 %; on maps of 7+ px within 55 %
      * where the batch's work (output pixels / 16 x the smaller channel count) is enough, more
      * of it where the sides are even (2x2 tiles cover those exactly) */
+    if (few4) return big ? 2 : 0;
     if (d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw && big)
         return 4;
     double work = (double)d->n * (double)hw / 16 * (d->cin < d->cout ? d->cin : d->cout);
