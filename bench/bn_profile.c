@@ -14,21 +14,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_impl.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int arg(int argc, char **argv, const char *key, int def)
-{
-    size_t n = strlen(key);
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], key, n) && argv[i][n] == '=') return atoi(argv[i] + n + 1);
-    return def;
-}
+#include "bench_args.h"
 
 typedef struct {
     int c, n, h, w, pool;
@@ -55,18 +41,18 @@ static int run(vt_backend *be, const shape *s, int reps, float *x, float *y, flo
     vt_pool_desc d = {s->c * s->n, s->h, s->w, s->h / 2, s->w / 2, 2, 2, 0};
     *fwd = *bwd = 1e30;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         vt_status st = s->pool ? o->bn_act_pool_forward_train(be, s->act, s->c, m, x, g, b, 1e-5f,
                                                               0.1f, rm, rv, sm, si, &d, y, idx)
                                : o->bn_act_forward_train(be, s->act, s->c, m, x, g, b, 1e-5f,
                                                          0.1f, rm, rv, sm, si, y);
-        double t1 = now();
+        double t1 = bench_now();
         if (!st)
             st = s->pool ? o->bn_act_pool_backward(be, s->act, s->c, m, x, g, b, sm, si, &d, idx,
                                                    dy, dx, 0, dg, db)
                          : o->bn_act_backward(be, s->act, s->c, m, x, y, g, b, sm, si, dy, dx,
                                               0, dg, db);
-        double t2 = now();
+        double t2 = bench_now();
         if (st) return 1;
         if (t1 - t0 < *fwd) *fwd = t1 - t0;
         if (t2 - t1 < *bwd) *bwd = t2 - t1;
@@ -77,9 +63,9 @@ static int run(vt_backend *be, const shape *s, int reps, float *x, float *y, flo
 
 int main(int argc, char **argv)
 {
-    int reps = arg(argc, argv, "reps", 40), rounds = arg(argc, argv, "rounds", 3);
+    int reps = bench_arg(argc, argv, "reps", 40), rounds = bench_arg(argc, argv, "rounds", 3);
     vt_backend *be;
-    if (vt_backend_cpu_create(&be, arg(argc, argv, "threads", 2))) return 1;
+    if (vt_backend_cpu_create(&be, bench_arg(argc, argv, "threads", 2))) return 1;
     cpu_backend *cb = (cpu_backend *)be;
     const vt_cpu_vec_kernels *kinds[2] = {cb->k, vt_cpu_vec_kernels_baseline()};
     const char *names[2] = {cb->k == kinds[1] ? "baseline (widest here)" : "widest", "baseline"};

@@ -22,22 +22,8 @@
 
 #include "backend/backend.h"
 #include "backend/cpu_impl.h"
+#include "bench_args.h"
 #include "backend/gemm.h"
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int arg(int argc, char **argv, const char *key, int def)
-{
-    size_t n = strlen(key);
-    for (int i = 1; i < argc; i++)
-        if (!strncmp(argv[i], key, n) && argv[i][n] == '=') return atoi(argv[i] + n + 1);
-    return def;
-}
 
 static float *randf(vt_backend *b, size_t n)
 {
@@ -54,33 +40,33 @@ static float *randf(vt_backend *b, size_t n)
 int main(int argc, char **argv)
 {
     vt_conv_desc d = {0};
-    d.n = arg(argc, argv, "n", 64);
-    d.cin = arg(argc, argv, "cin", 32);
-    d.h = arg(argc, argv, "h", 14);
-    d.w = arg(argc, argv, "w", 14);
-    d.cout = arg(argc, argv, "cout", 64);
-    d.kh = d.kw = arg(argc, argv, "k", 3);
-    d.sh = d.sw = arg(argc, argv, "s", 1);
-    d.ph = d.pw = arg(argc, argv, "p", 1);
+    d.n = bench_arg(argc, argv, "n", 64);
+    d.cin = bench_arg(argc, argv, "cin", 32);
+    d.h = bench_arg(argc, argv, "h", 14);
+    d.w = bench_arg(argc, argv, "w", 14);
+    d.cout = bench_arg(argc, argv, "cout", 64);
+    d.kh = d.kw = bench_arg(argc, argv, "k", 3);
+    d.sh = d.sw = bench_arg(argc, argv, "s", 1);
+    d.ph = d.pw = bench_arg(argc, argv, "p", 1);
     d.groups = 1;
     d.ho = (d.h + 2 * d.ph - d.kh) / d.sh + 1;
     d.wo = (d.w + 2 * d.pw - d.kw) / d.sw + 1;
-    int threads = arg(argc, argv, "threads", 2), reps = arg(argc, argv, "reps", 20);
+    int threads = bench_arg(argc, argv, "threads", 2), reps = bench_arg(argc, argv, "reps", 20);
     vt_backend *b = NULL;
     if (vt_backend_cpu_create(&b, threads) != VT_OK) return 1;
-    int bf16 = arg(argc, argv, "bf16", 0);
+    int bf16 = bench_arg(argc, argv, "bf16", 0);
     if (bf16) vt_backend_cpu_set_bf16(b, 1);
     void (*gemm)(vt_pool *, int, int, int, int, int, float, const float *, int, const float *,
                  int, float, float *, int) = bf16 ? vt_gemm_bf16 : vt_sgemm;
-    if (arg(argc, argv, "cap", 0) > 0) vt_backend_cpu_set_conv_cap(b, (size_t)arg(argc, argv, "cap", 0));
-    int tile = arg(argc, argv, "tile", -1);
+    if (bench_arg(argc, argv, "cap", 0) > 0) vt_backend_cpu_set_conv_cap(b, (size_t)bench_arg(argc, argv, "cap", 0));
+    int tile = bench_arg(argc, argv, "tile", -1);
     if (tile == 0) vt_backend_cpu_set_winograd(b, 0);
     if (tile == 2 || tile == 4) {
         vt_backend_cpu_set_winograd(b, 4);
         vt_backend_cpu_force_winograd(b, tile);
     }
     size_t ws_bytes = b->ops->conv_workspace(b, &d), keep_bytes = 0;
-    if (arg(argc, argv, "keep", 1) && b->ops->conv_columns) keep_bytes = b->ops->conv_columns(b, &d);
+    if (bench_arg(argc, argv, "keep", 1) && b->ops->conv_columns) keep_bytes = b->ops->conv_columns(b, &d);
     d.keep_columns = keep_bytes > 0;
     size_t nx = (size_t)d.cin * d.n * d.h * d.w, ny = (size_t)d.cout * d.n * d.ho * d.wo,
            nw = (size_t)d.cout * d.cin * d.kh * d.kw;
@@ -90,28 +76,28 @@ int main(int argc, char **argv)
     if (!x || !w || !y || !dy || !dx || !dw || !ws) return 1;
     double tf = 1e9, tb = 1e9;
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         b->ops->conv_forward(b, &d, x, w, NULL, y, ws);
-        double t1 = now();
+        double t1 = bench_now();
         b->ops->conv_backward(b, &d, x, w, dy, dx, dw, NULL, ws);
-        double t2 = now();
+        double t2 = bench_now();
         if (t1 - t0 < tf) tf = t1 - t0;
         if (t2 - t1 < tb) tb = t2 - t1;
     }
     /* the same GEMMs on hot operands, one thread, the whole batch's columns as one matrix
      * split into `threads` equal column blocks (what each thread's share multiplies) */
     int K = d.cin * d.kh * d.kw, N = d.n * d.ho * d.wo, Nt = (N + threads - 1) / threads;
-    int bare = arg(argc, argv, "bare", 1);
+    int bare = bench_arg(argc, argv, "bare", 1);
     float *col = randf(b, (size_t)K * Nt), *ys = randf(b, (size_t)d.cout * Nt);
     double g[3] = {1e9, 1e9, 1e9};
     for (int r = 0; r < (bare ? reps : 0); r++) {
-        double t0 = now();
+        double t0 = bench_now();
         gemm(NULL, 0, 0, d.cout, Nt, K, 1.0f, w, K, col, Nt, 0.0f, ys, Nt);
-        double t1 = now();
+        double t1 = bench_now();
         gemm(NULL, 0, 1, d.cout, K, Nt, 1.0f, ys, Nt, col, Nt, 0.0f, dw, K);
-        double t2 = now();
+        double t2 = bench_now();
         gemm(NULL, 1, 0, K, Nt, d.cout, 1.0f, w, K, ys, Nt, 0.0f, col, Nt);
-        double t3 = now();
+        double t3 = bench_now();
         if (t1 - t0 < g[0]) g[0] = t1 - t0;
         if (t2 - t1 < g[1]) g[1] = t2 - t1;
         if (t3 - t2 < g[2]) g[2] = t3 - t2;
