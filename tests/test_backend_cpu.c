@@ -1129,6 +1129,12 @@ START_TEST(test_bn_kernels_same_bits)
     ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
     cpu_backend *cb = (cpu_backend *)be;
     const vt_cpu_vec_kernels *widest = cb->k;
+    /* vt_cpu_kernels says which build runs */
+    char says[32];
+    snprintf(says, sizeof says, "; element-wise: %s", widest->name);
+    ck_assert_ptr_nonnull(strstr(vt_cpu_kernels(), says));
+    ck_assert_str_eq(vt_cpu_vec_kernels_baseline()->name, "baseline");
+    ck_assert_str_eq(widest->name, vt_cpu_x86_level() >= 2 ? "AVX2" : "baseline");
     static const int shapes[][3] = {{3, 13, 11}, {5, 28, 28}, {2, 33, 65}}; /* images, h, w */
     for (int sh = 0; sh < 3; sh++) {
         int C = 4, N = shapes[sh][0], h = shapes[sh][1], w = shapes[sh][2];

@@ -459,8 +459,10 @@ VT_API vt_status vt_option_default(vt_option option, double *number, const char 
  * "auto"; one it cannot run is ignored and the string says so.  VT_CPU_GEMM_PACK=blis leaves
  * the packing to BLIS (for comparison).  The string also says how the 3x3 stride-1 convolutions
  * run: Winograd F(4x4, 3x3) and F(2x2, 3x3) with fp32 products, F(2x2, 3x3) alone with
- * VT_CPU_WINOGRAD=2, or im2col with VT_CPU_WINOGRAD=0.  The library
- * only reads the variables.  Static string.
+ * VT_CPU_WINOGRAD=2, or im2col with VT_CPU_WINOGRAD=0; and which build of the element-wise
+ * loops (activations, batch norm, pooling) runs: "element-wise: AVX2" where the CPU and the
+ * OS allow it, else "element-wise: baseline".  The library only reads the variables.  Static
+ * string.
  * Thread-safe. */
 VT_API const char *vt_cpu_kernels(void);
 

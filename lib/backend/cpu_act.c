@@ -17,11 +17,11 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 enum { BN_BLOCK = VT_CPU_BN_BLOCK };
 
-/* The table of one build: A, B its cpu_act.inc and cpu_bn.inc prefixes */
-#define KERNEL_TABLE(A, B)                                                                       \
+/* The table of one build: A, B its cpu_act.inc and cpu_bn.inc prefixes, NAME its name */
+#define KERNEL_TABLE(A, B, NAME)                                                                 \
     {                                                                                            \
         A##sigmoid_fwd, A##silu_fwd, A##silu_grad, A##silu_bwd, A##exp_diff, B##shifted_sums,    \
-            B##affine, B##grad_sums, B##grad_dx, B##grad_dx_inplace, B##maxpool2_plane           \
+            B##affine, B##grad_sums, B##grad_dx, B##grad_dx_inplace, B##maxpool2_plane, NAME     \
     }
 
 #define ACT_FN(name) base_##name
@@ -42,7 +42,7 @@ enum { BN_BLOCK = VT_CPU_BN_BLOCK };
 #undef BN_VF
 #undef BN_VI
 #undef BN_W
-static const vt_cpu_vec_kernels base_kernels = KERNEL_TABLE(base_, base_bn_);
+static const vt_cpu_vec_kernels base_kernels = KERNEL_TABLE(base_, base_bn_, "baseline");
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ACT_FN(name) avx2_##name
@@ -63,7 +63,7 @@ static const vt_cpu_vec_kernels base_kernels = KERNEL_TABLE(base_, base_bn_);
 #undef BN_VF
 #undef BN_VI
 #undef BN_W
-static const vt_cpu_vec_kernels avx2_kernels = KERNEL_TABLE(avx2_, avx2_bn_);
+static const vt_cpu_vec_kernels avx2_kernels = KERNEL_TABLE(avx2_, avx2_bn_, "AVX2");
 #define HAVE_AVX2_KERNELS 1
 #endif
 

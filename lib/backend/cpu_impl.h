@@ -44,6 +44,7 @@ typedef struct vt_cpu_vec_kernels {
      * argmax's index in the plane; ties keep the first of the window's four in row order) */
     void (*maxpool2_plane)(const float *restrict x, int w, int ho, int wo, float *restrict y,
                            int32_t *restrict idx);
+    const char *name; /* "AVX2" or "baseline" (vt_cpu_kernels' string says which runs) */
 } vt_cpu_vec_kernels;
 
 /* The widest kernels this CPU runs (AVX2 on x86-64 where allowed, else the baseline), and the

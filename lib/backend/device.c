@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/buffer.h"
+#include "backend/cpu_impl.h"
 #include "backend/cuda_device.h"
 #include "backend/gemm.h"
 
@@ -237,7 +238,8 @@ static void describe_cpu_kernels(void)
 {
     const char *bf16 = vt_cpu_has_bf16() ? vt_gemm_bf16_kernel() : "none (needs AVX512-BF16)";
     snprintf(cpu_kernels_desc, sizeof cpu_kernels_desc,
-             "%s; precision=bf16: %s%s; 3x3 stride-1 convolutions: %s%s", vt_sgemm_kernels(), bf16,
+             "%s; precision=bf16: %s%s; 3x3 stride-1 convolutions: %s%s; element-wise: %s",
+             vt_sgemm_kernels(), bf16,
              vt_cpu_has_bf16() && vt_gemm_bf16_slower_than_fp32() ? " (slower than fp32 here)"
                                                                   : "",
              vt_backend_cpu_winograd_default() == 4
@@ -249,7 +251,8 @@ static void describe_cpu_kernels(void)
              : vt_backend_cpu_winograd_bf16_default()
                  ? ", with precision=bf16 too (VT_CPU_WINOGRAD_BF16=1: bf16 products in 2x2 "
                    "tiles)"
-                 : ", im2col with precision=bf16");
+                 : ", im2col with precision=bf16",
+             vt_cpu_vec_kernels_for_cpu()->name);
 }
 
 VT_API const char *vt_cpu_kernels(void)
