@@ -518,8 +518,8 @@ START_TEST(test_conv_winograd)
         {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4, 4, 0}, {{2, 16, 30, 66, 20, 3, 1, 1, 1}, 4, 4, 0},
         {{60, 16, 16, 16, 16, 3, 1, 1, 1}, 4, 4, 0}, /* 240 tile rows: forward in two blocks */
         {{32, 64, 16, 16, 64, 3, 1, 1, 1}, 4, 4, 0}, /* 1 thread: backward shares of 2 blocks (64 rows) */
-        /* small maps, on enough work: 7x7 (2 x 2 tiles an image, 31 % over), 11 x 9; 8x8 (even
-         * sides: 16384); with less, 2x2 tiles from 8x8 */
+        /* small maps, on enough work: 7x7 (2 x 2 tiles an image, 31 % over), 11 x 9, 8x8;
+         * with less, 2x2 tiles from 8x8 */
         {{64, 32, 7, 7, 32, 3, 1, 1, 1}, 4, 4, 0}, {{26, 48, 11, 9, 40, 3, 1, 1, 1}, 4, 4, 0},
         {{64, 64, 8, 8, 64, 3, 1, 1, 1}, 4, 4, 0}, {{8, 32, 8, 8, 32, 3, 1, 1, 1}, 2, 4, 0},
         /* forced against the rule: 4x4 on 2 and 5 px high maps, 2x2 where it takes 4x4 */
@@ -612,13 +612,22 @@ START_TEST(test_conv_winograd)
               !vt_backend_cpu_winograd_tile(&c8) && !vt_backend_cpu_winograd_tile(&k5) &&
               !vt_backend_cpu_winograd_tile(&sm) && !vt_backend_cpu_winograd_tile(&m5) &&
               !vt_backend_cpu_winograd_tile(&m4));
-    /* 8x8 maps (16 2x2 tiles): 2x2 tiles, 4x4 ones from a work of 16384 (even sides), and 7x7
-     * from 6144 (odd) */
-    vt_conv_desc lw = {8, 128, 8, 8, 128, 8, 8, 3, 3, 1, 1, 1, 1, 1, 0};
+    /* 10x10 maps (which 2x2 tiles cover exactly, 4x4 ones not): 4x4 tiles from a work of
+     * 16384; 8x8 maps (4x4 tiles cover them too) from 6144 and 64 of them in the batch (16
+     * images), as 7x7 ones (odd sides) */
+    vt_conv_desc lw = {20, 128, 10, 10, 128, 10, 10, 3, 3, 1, 1, 1, 1, 1, 0}; /* 16000 */
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 2);
-    lw.n = 31; /* 15872 */
+    lw.n = 21; /* 16800 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 4);
+    lw.h = lw.w = lw.ho = lw.wo = 8, lw.n = 8; /* 4096 */
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 2);
-    lw.n = 32; /* 16384 */
+    lw.n = 15; /* 7680, but 60 tiles */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 2);
+    lw.n = 16; /* 8192 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 4);
+    lw.cin = lw.cout = 64, lw.n = 23; /* 5888 */
+    ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 2);
+    lw.n = 24; /* 6144 */
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&lw), 4);
     vt_conv_desc l7 = {16, 128, 7, 7, 128, 7, 7, 3, 3, 1, 1, 1, 1, 1, 0}; /* 6272 */
     ck_assert_int_eq(vt_backend_cpu_winograd_tile(&l7), 4);

@@ -275,12 +275,16 @@ START_TEST(cost_formula_by_hand)
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
-    /* ... and in 4x4 tiles at a batch with the work for them: on even sides 16384 (64 x 144 /
-     * 16 x 16 = 9216 stays in 2x2 tiles, 128 x 144 / 16 x 16 = 18432 takes 4x4), on odd ones
-     * 6144 (7x7: 96 x 49 / 16 x 16 = 4704 not, in 2x2 tiles, 128 x 49 / 16 x 16 = 6272 yes);
-     * 6x6 maps (9 2x2 tiles) stay im2col */
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 64), 2);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128), 4);
+    /* ... and in 4x4 tiles at a batch with the work for them: 6144 where 4x4 tiles cover the
+     * map (12x12: 42 x 144 / 16 x 16 = 6048 stays in 2x2 tiles, 43 x 144 / 16 x 16 = 6192
+     * takes 4x4) or the sides are odd (7x7: 96 x 49 / 16 x 16 = 4704 not, in 2x2 tiles, 128 x
+     * 49 / 16 x 16 = 6272 yes), 16384 where only 2x2 tiles cover it (10x10: 163 x 100 = 16300
+     * not, 164 x 100 yes); 6x6 maps (9 2x2 tiles) stay im2col */
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 42), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 43), 4);
+    ck_assert_int_eq(vt_graph_costs(&g, 10, 10, lw, 3), 3);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 163), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 164), 4);
     ck_assert_int_eq(vt_graph_costs(&g, 7, 7, lw, 3), 3);
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 96), 2);
     ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128), 4);

@@ -145,10 +145,11 @@ int vt_backend_cpu_set_winograd(vt_backend *b, int on);
  * more channels in and out; 4 (F(4x4, 3x3)) where both sides are 16 or more and its 4x4 tiles
  * cover at most 15 % more than the map, or where both sides are 7 or more, the tiles cover at
  * most 55 % more and the batch's work, n x h x w / 16 x min(cin, cout), is 6144 or more
- * (7x7 maps of 128 channels from batch 16), 16384 where both sides are even (which 2x2 tiles
- * cover exactly); else 2 (F(2x2, 3x3)) where an image has 16 or more 2x2 output tiles (maps
- * of 8x8 and more); else 0.  Either tile only where the batch has 64 or more of it (20x20
- * maps: 4x4 from 3 images).  Where each measured faster (bench/README.md). */
+ * (7x7 maps of 128 channels from batch 16), 16384 where both sides are even but not both
+ * multiples of 4 (2x2 tiles cover the map exactly, 4x4 ones do not); else 2 (F(2x2, 3x3))
+ * where an image has 16 or more 2x2 output tiles (maps of 8x8 and more); else 0.  Either
+ * tile only where the batch has 64 or more of it (20x20 maps: 4x4 from 3 images; 8x8 maps:
+ * from 16).  Where each measured faster (bench/README.md). */
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d);
 /* The bytes of workspace a CPU backend with `threads` threads gives convolution d for its
  * Winograd tiles up to `largest` (4: either tile, whichever a call takes; 0 where it takes

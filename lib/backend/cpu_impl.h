@@ -108,9 +108,12 @@ enum {
     VT_WINO4_MIN_SIDE = 16,
     VT_WINO4_MIN_SMALL = 7,
     VT_WINO4_MIN_WORK = 6144,
-    VT_WINO4_MIN_WORK_EVEN = 16384, /* ... on maps of even sides, which 2x2 tiles cover
-                                     * exactly: 2x2 tiles were 1.07-1.14x faster up to 12800
-                                     * (8, 256 -> 256 at 10x10), 4x4 ones 1.3x from 25088 */
+    VT_WINO4_MIN_WORK_EVEN = 16384, /* ... on maps that 2x2 tiles cover exactly and 4x4 ones
+                                     * do not (10x10, 14x14): 2x2 tiles were 1.07-1.25x faster
+                                     * up to 12800 (8, 256 -> 256 at 10x10), 4x4 ones 1.3x from
+                                     * 25088.  Where 4x4 tiles cover it too (8x8, 12x12), 4x4
+                                     * ones won from 8192: 16, 128 -> 128 at 8x8 3.1 against 4.5
+                                     * ms, 8, 128 -> 128 at 12x12 3.8 against 4.8 */
 };
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d);
 int vt_cpu_wino_applies(const vt_backend *b, const vt_conv_desc *d);

@@ -65,12 +65,13 @@ int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
     int big = tiles2 >= VT_WINO_MIN_TILES && (size_t)d->n * tiles2 >= VT_WINO_MIN_BATCH_TILES;
     /* 4x4 on 16+ px maps that its tiles cover within 15 %; on maps of 7+ px within 55 %
      * where the batch's work (output pixels / 16 x the smaller channel count) is enough, more
-     * of it where the sides are even (2x2 tiles cover those exactly) */
+     * of it where 2x2 tiles cover the map exactly and 4x4 ones do not (sides even, not both
+     * multiples of 4) */
     if (few4) return big ? 2 : 0;
     if (d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw && big)
         return 4;
     double work = (double)d->n * (double)hw / 16 * (d->cin < d->cout ? d->cin : d->cout);
-    int even = d->h % 2 == 0 && d->w % 2 == 0;
+    int even = d->h % 2 == 0 && d->w % 2 == 0 && (d->h % 4 || d->w % 4);
     if (d->h >= VT_WINO4_MIN_SMALL && d->w >= VT_WINO4_MIN_SMALL && 100 * cover <= 155 * hw &&
         work >= (even ? VT_WINO4_MIN_WORK_EVEN : VT_WINO4_MIN_WORK))
         return 4;
