@@ -15,7 +15,6 @@ typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
-enum { BN_BLOCK = VT_CPU_BN_BLOCK };
 
 /* The table of one build: A, B its cpu_act.inc and cpu_bn.inc prefixes, NAME its name */
 #define KERNEL_TABLE(A, B, NAME)                                                                 \
@@ -34,14 +33,6 @@ enum { BN_BLOCK = VT_CPU_BN_BLOCK };
 #define BN_W 4
 #include "backend/cpu_act.inc"
 #include "backend/cpu_bn.inc"
-#undef ACT_FN
-#undef ACT_TARGET
-#undef ACT_FMA
-#undef BN_FN
-#undef BN_TARGET
-#undef BN_VF
-#undef BN_VI
-#undef BN_W
 static const vt_cpu_vec_kernels base_kernels = KERNEL_TABLE(base_, base_bn_, "baseline");
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -55,14 +46,6 @@ static const vt_cpu_vec_kernels base_kernels = KERNEL_TABLE(base_, base_bn_, "ba
 #define BN_W 8
 #include "backend/cpu_act.inc"
 #include "backend/cpu_bn.inc"
-#undef ACT_FN
-#undef ACT_TARGET
-#undef ACT_FMA
-#undef BN_FN
-#undef BN_TARGET
-#undef BN_VF
-#undef BN_VI
-#undef BN_W
 static const vt_cpu_vec_kernels avx2_kernels = KERNEL_TABLE(avx2_, avx2_bn_, "AVX2");
 #define HAVE_AVX2_KERNELS 1
 #endif
