@@ -362,6 +362,8 @@ START_TEST(test_conv_tiles)
         /* 3x3 stride 2 padding 1 on rows long enough for the vector deinterleave, even and
          * odd, and ending in a tail */
         {3, 3, 10, 24, 4, 3, 2, 1, 1}, {2, 2, 7, 21, 3, 3, 2, 1, 1}, {2, 3, 9, 18, 2, 3, 2, 1, 1},
+        /* fewer tiles or images than threads (products over the pool), grouped too */
+        {1, 4, 6, 6, 6, 3, 2, 1, 2}, {1, 6, 9, 7, 6, 3, 1, 1, 3},
     };
     /* cap 0: the default tiles; SIZE_MAX: the kept whole-batch columns (conv_columns) */
     static const size_t caps[] = {0, 1, 60, 400, 5000, SIZE_MAX};
