@@ -6,10 +6,11 @@ library's own predictor on the same machine in the same run.
 
 Speed does not depend on the weights, so the model is a freshly initialised det-n.  Rows:
   library detect    vt_model_detect_pixels on a imgsz x imgsz image: float conversion, forward,
-                    decode, NMS (the predictor runs on one thread)
+                    decode, NMS; with 1 thread (vt_model_set_threads) and the default (every
+                    processor)
   library forward   vt_model_forward on the prepared float input (the raw head only)
   onnxruntime       the exported file (nms=0: the raw head; nms=1: decode + NMS in the graph),
-                    with 1 thread (as the library's predictor) and with onnxruntime's default
+                    with 1 thread and with onnxruntime's default
 Each row runs for --seconds after a warm-up; img/s = images / wall seconds.
 """
 
@@ -51,8 +52,11 @@ def main():
         raw, nms = os.path.join(tmp, "det-n.onnx"), os.path.join(tmp, "det-n-nms.onnx")
         m.export(raw)
         m.export(nms, nms=1)
-        rows.append(("library detect (1 thread)", rate(lambda: m.detect(img), a.seconds)))
-        rows.append(("library forward (1 thread)", rate(lambda: m.forward(x), a.seconds)))
+        for threads in (1, 0):
+            m.threads = threads
+            which = "1 thread" if threads else "default threads"
+            rows.append(("library detect (%s)" % which, rate(lambda: m.detect(img), a.seconds)))
+            rows.append(("library forward (%s)" % which, rate(lambda: m.forward(x), a.seconds)))
     for path, what in ((raw, "raw head"), (nms, "nms=1")):
         for threads in (1, 0):
             so = ort.SessionOptions()

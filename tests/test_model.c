@@ -741,6 +741,43 @@ START_TEST(test_forward)
 }
 END_TEST
 
+/* vt_model_set_threads: its errors, and the same outputs (up to float rounding) on 1, 2 and 3
+ * threads, the weights carried to each new predictor. */
+START_TEST(test_predict_threads)
+{
+    static const char *const archs[] = {"cls-s", "det-n"};
+    for (int a = 0; a < 2; a++) {
+        vt_model *m;
+        ck_assert_int_eq(vt_model_create(&m, archs[a], 3, "imgsz=64 seed=3"), VT_OK);
+        ck_assert_int_eq(vt_model_set_threads(m, -1), VT_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(vt_model_last_error(m), "-1 threads"), "%s", vt_model_last_error(m));
+        ck_assert_int_eq(vt_model_set_threads(m, 257), VT_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(vt_model_set_threads(NULL, 1), VT_ERR_INVALID_ARGUMENT);
+        int c, h, w;
+        ck_assert_int_eq(vt_model_output_shape(m, &c, &h, &w), VT_OK);
+        size_t n_in = 3 * 64 * 64, n_out = (size_t)c * h * w;
+        float *in = malloc(n_in * sizeof *in), *ref = malloc(n_out * sizeof *ref),
+              *out = malloc(n_out * sizeof *out);
+        ck_assert(in && ref && out);
+        for (size_t i = 0; i < n_in; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+        static const int threads[] = {1, 2, 3, 0};
+        for (int t = 0; t < 4; t++) {
+            ck_assert_int_eq(vt_model_set_threads(m, threads[t]), VT_OK);
+            float *o = t ? out : ref;
+            ck_assert_msg(vt_model_forward(m, in, 1, o, n_out) == VT_OK, "%s",
+                          vt_model_last_error(m));
+            double e = 0, r = 0;
+            for (size_t i = 0; i < n_out; i++)
+                e = fmax(e, fabs((double)o[i] - ref[i])), r = fmax(r, fabs((double)ref[i]));
+            ck_assert_msg(r > 0 && e <= 1e-4 * r, "%s on %d threads: max difference %g of %g",
+                          archs[a], threads[t], e, r);
+        }
+        free(in), free(ref), free(out);
+        vt_model_destroy(m);
+    }
+}
+END_TEST
+
 START_TEST(test_export)
 {
     vt_model *a, *b, *d;
@@ -838,6 +875,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_predict_errors);
     tcase_add_test(tc, test_atomic_save);
     tcase_add_test(tc, test_forward);
+    tcase_add_test(tc, test_predict_threads);
     tcase_add_test(tc, test_export);
     suite_add_tcase(s, tc);
     return s;

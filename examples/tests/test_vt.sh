@@ -101,6 +101,16 @@ expect_out 'top1 [0-9.]+ +top5'
 expect 0 "$vt" predict model=m.vtm source=data/val/circle top=2 data/val/square/00000.png
 expect_out 'data/val/circle/00001.png: [a-z]+ [0-9.]+ [a-z]+ [0-9.]+'
 expect_out 'data/val/square/00000.png: '
+"$vt" predict model=m.vtm source=data/val/circle top=2 >p_default.txt 2>&1
+"$vt" predict model=m.vtm source=data/val/circle top=2 threads=1 >p_one.txt 2>&1
+"$vt" predict model=m.vtm source=data/val/circle top=2 threads=3 >p_three.txt 2>&1
+if [ -s p_one.txt ] && cmp -s p_default.txt p_one.txt && cmp -s p_default.txt p_three.txt; then
+    echo "ok   : vt predict threads=1 and threads=3 print what the default does"
+else
+    echo "FAIL: vt predict: threads= changes the predictions"; failures=$((failures + 1))
+fi
+expect 2 "$vt" predict model=m.vtm source=data/val/circle threads=-1
+expect_out 'threads=-1: expected an integer in 0..256'
 expect 3 "$vt" predict model=m.vtm source=no-such.png
 expect 2 "$vt" export
 expect 2 "$vt" export model=m.vtm format=tflite

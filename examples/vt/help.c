@@ -124,8 +124,9 @@ static const help_entry help_texts[] = {
      "epochs=, ...) are refused.\n"     "example: vt val model=shapes.vtm data=shapes\n"},
     {"predict",
      "usage: vt predict model=FILE source=IMAGE|DIR [IMAGE ...] [top=1 conf=0.25 iou=0.7\n"
-     "                  max_det=300 out=predictions color=1]\n"
-     "Classify PNG or JPEG images with a saved model, detect objects, or segment them.\n"
+     "                  max_det=300 out=predictions color=1 threads=0]\n"
+     "Classify PNG or JPEG images with a saved model, detect objects, or segment them, one\n"
+     "image at a time on threads= CPU threads (0: every online processor).\n"
      "source= takes files, and a folder stands for the images directly in it; image paths may\n"
      "also be given without source=.  Classifier: one line per image, 'path: class\n"
      "probability' (top=K: the K best classes).  Detector: 'path: N detections', then one line\n"

@@ -408,24 +408,28 @@ int cmd_predict(args *a)
     const char *model = take(a, "model"), *top_s = take(a, "top");
     const char *conf_s = take(a, "conf"), *iou_s = take(a, "iou"), *maxdet_s = take(a, "max_det");
     const char *out_s = take(a, "out"), *color_s = take(a, "color");
+    const char *threads_s = take(a, "threads");
     take(a, "source");
     int rc, color = 1;
-    if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det, out, color"))) return rc;
+    if ((rc = reject_unknown(a, "model, source, top, conf, iou, max_det, out, color, threads")))
+        return rc;
     if ((rc = flag_value(a->cmd, "color", color_s, &color))) return rc;
     if (!model || a->nsources == 0) {
         fprintf(stderr, "vt predict: model=FILE and source=IMAGE|DIR are required (see 'vt help "
                         "predict')\n");
         return EXIT_USAGE;
     }
-    long top = 1, max_det = 300;
+    long top = 1, max_det = 300, threads = 0;
     double conf = 0.25, iou = 0.7;
     if ((rc = int_value(a->cmd, "top", top_s, 1, 1000, &top)) ||
+        (rc = int_value(a->cmd, "threads", threads_s, 0, 256, &threads)) ||
         (rc = int_value(a->cmd, "max_det", maxdet_s, 1, 100000, &max_det)) ||
         (rc = num_value(a->cmd, "conf", conf_s, 0, &conf)) ||
         (rc = num_value(a->cmd, "iou", iou_s, 0, &iou)))
         return rc;
     vt_model *m;
     vt_status st = vt_model_load(&m, model);
+    if (!st && (st = vt_model_set_threads(m, (int)threads))) vt_model_destroy(m);
     if (st) return fail(a->cmd, st, NULL);
     /* a key of another task's prediction would be accepted and do nothing: refuse it */
     vt_task task = vt_model_task(m);

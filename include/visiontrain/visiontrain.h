@@ -1000,6 +1000,13 @@ VT_API vt_status vt_model_output_shape(const vt_model *model, int *c, int *h, in
 VT_API vt_status vt_model_forward(vt_model *model, const float *input, int n, float *output,
                                   size_t cap);
 
+/* The CPU threads a model's predictions run on (vt_model_predict_*, _detect_*, _segment_*,
+ * vt_model_forward): 0, the default, is every online processor, as training takes; 1 runs them
+ * on the calling thread alone (say, for an application that runs a model in each of its own
+ * threads).  The results are the same up to float rounding whatever the count.  Takes effect
+ * at the next prediction; VT_ERR_INVALID_ARGUMENT outside 0..256. */
+VT_API vt_status vt_model_set_threads(vt_model *model, int threads);
+
 /* ---- transfer learning ------------------------------------------------------------------- */
 
 /* A model's tensors: each convolution's weight (and bias), each linear layer's weight and bias,

@@ -156,6 +156,7 @@ static void drop_predictor(vt_model *m)
     m->pred_exec = NULL;
     m->pred_be = NULL;
     m->pred_probs = NULL;
+    m->pred_version = 0; /* none: a model's versions start at 1 */
 }
 
 VT_API vt_status vt_model_set_classes(vt_model *m, int num_classes, const char *const *names,
@@ -364,7 +365,7 @@ vt_status vt_model_predict_ready(vt_model *m)
 {
     vt_status st = vt_model_pull(m);
     if (st) return st;
-    if (!m->pred_be && (st = vt_backend_cpu_create(&m->pred_be, 1))) return st;
+    if (!m->pred_be && (st = vt_backend_cpu_create(&m->pred_be, m->pred_threads))) return st;
     if (!m->pred_exec && (st = vt_exec_create(&m->pred_exec, &m->graph, m->pred_be))) return st;
     if (!m->pred_probs && !(m->pred_probs = vt_malloc((size_t)m->num_classes * sizeof(float))))
         return VT_ERR_OUT_OF_MEMORY;
@@ -373,6 +374,18 @@ vt_status vt_model_predict_ready(vt_model *m)
         if ((st = vt_exec_set_params(m->pred_exec, m->params, m->buffers))) return st;
         m->pred_version = m->version;
     }
+    return VT_OK;
+}
+
+VT_API vt_status vt_model_set_threads(vt_model *m, int threads)
+{
+    if (!m) return vt_fail(VT_ERR_INVALID_ARGUMENT, "vt_model_set_threads: NULL model");
+    if (threads < 0 || threads > 256)
+        return vt_err_capture(m->err, vt_fail(VT_ERR_INVALID_ARGUMENT,
+                                              "vt_model_set_threads: %d threads (0..256; 0: "
+                                              "every online processor)", threads));
+    if (threads != m->pred_threads) drop_predictor(m); /* the next prediction builds it anew */
+    m->pred_threads = threads;
     return VT_OK;
 }
 

@@ -75,6 +75,7 @@ struct vt_model {
     vt_status (*pull)(void *ctx);
     void *pull_ctx;
     struct vt_backend *pred_be;   /* lazily created CPU predictor */
+    int pred_threads;             /* its threads (vt_model_set_threads; 0: every processor) */
     struct vt_exec *pred_exec;
     uint64_t pred_version;
     float *pred_probs;

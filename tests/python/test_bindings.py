@@ -273,6 +273,20 @@ class TestModel(unittest.TestCase):
             with self.assertRaises(TypeError):
                 m.classify(b"\0" * 10)
 
+    def test_predict_threads(self):
+        with new_model() as m, vt.Dataset(DATA) as ds:
+            path = ds.image_path("val", 0)
+            self.assertEqual(m.threads, 0)
+            ref = m.classify(path)
+            for n in (1, 2):
+                m.threads = n
+                self.assertEqual(m.threads, n)
+                for a, b in zip(m.classify(path), ref):
+                    self.assertAlmostEqual(a, b, places=5)
+            with self.assertRaises(vt.InvalidArgumentError):
+                m.threads = -1
+            self.assertEqual(m.threads, 2)
+
     @unittest.skipIf(numpy is None, "numpy not installed")
     def test_predict_numpy(self):
         with new_model() as m:

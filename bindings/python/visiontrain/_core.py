@@ -952,6 +952,18 @@ class Model(_Closable):
     def _init(self, lib, ptr):
         self._lib = lib
         self._h = _Handle(ptr, lib.vt_model_destroy, "Model")
+        self._threads = 0
+
+    @property
+    def threads(self):
+        """CPU threads of the per-image calls (classify, detect, instances, segment, forward):
+        0, the default, is every online processor; 1 the calling thread alone."""
+        return self._threads
+
+    @threads.setter
+    def threads(self, n):
+        self._check(self._lib.vt_model_set_threads(self._ptr(), int(n)))
+        self._threads = int(n)
 
     @classmethod
     def load(cls, path):

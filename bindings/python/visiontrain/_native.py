@@ -147,6 +147,7 @@ PROTOTYPES = {
                                          POINTER(c_int)]),
     "vt_model_forward": (c_status, [c_void_p, POINTER(c_float), c_int, POINTER(c_float),
                                     c_size_t]),
+    "vt_model_set_threads": (c_status, [c_void_p, c_int]),
     "vt_model_export": (c_status, [c_void_p, c_char_p, c_enum, c_char_p]),
     "vt_model_transfer": (c_status, [c_void_p, c_void_p, POINTER(c_int), POINTER(c_int)]),
     "vt_model_set_classes": (c_status, [c_void_p, c_int, POINTER(c_char_p), POINTER(c_int),
