@@ -606,57 +606,9 @@ static size_t cols_floats(const conv_job *J)
                    : (size_t)J->threads * J->t.tile_floats;
 }
 
-static void conv_share(void *ctx, size_t p0, size_t p1)
-{
-    const conv_job *J = ctx;
-    const vt_conv_desc *d = J->d;
-    const tiling *t = &J->t;
-    size_t NOHW = (size_t)d->n * d->ho * d->wo;
-    int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups, K = t->K;
-    for (size_t p = p0; p < p1; p++) {
-        float *col = J->ws + (size_t)vt_pool_thread() * t->tile_floats;
-        float *dw = p == 0 ? J->dw : J->ws + cols_floats(J) + (p - 1) * (size_t)d->cout * K;
-        int t0, t1;
-        share_tiles(t, d, J->backward, J->parts, (int)p, &t0, &t1);
-        for (int i = t0; i < t1; i++) {
-            int n0, nb, oy0, oy1, cols;
-            size_t c0;
-            tile_range(t, d, i, &n0, &nb, &oy0, &oy1, &c0, &cols);
-            if (J->keep) col = J->ws + (size_t)K * c0; /* one group */
-            for (int g = 0; g < d->groups; g++) {
-                const float *wg = J->w + (size_t)g * cout_g * K;
-                if (!(J->keep && J->backward)) /* kept columns: forward built them */
-                    im2col_tile(J->v512, d, J->x, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
-                const float *wpg = J->wp ? J->wp + (size_t)g * J->wpk : NULL;
-                if (!J->backward) {
-                    float *yg = J->y + (size_t)g * cout_g * NOHW + c0;
-                    if (!wpg || !vt_sgemm_packed_a(cout_g, cols, K, 1.0f, wpg, 0, col, cols,
-                                                   0.0f, yg, (int)NOHW))
-                        J->gemm(NULL, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f, yg,
-                                (int)NOHW);
-                    continue;
-                }
-                const float *dyg = J->dy + (size_t)g * cout_g * NOHW + c0;
-                J->gemm(NULL, 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, col, cols,
-                         i == t0 ? 0.0f : 1.0f, dw + (size_t)g * cout_g * K, K);
-                if (J->dx) {
-                    if (!wpg || !vt_sgemm_packed_a(K, cols, cout_g, 1.0f, wpg, 0, dyg, (int)NOHW,
-                                                   0.0f, col, cols))
-                        J->gemm(NULL, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f,
-                                col, cols);
-                    col2im_tile(J->v512, d, J->dx, g * cin_g, K, n0, nb, oy0, oy1, col, cols);
-                }
-            }
-        }
-        if (J->backward && t0 == t1) memset(dw, 0, (size_t)d->cout * K * sizeof(float));
-    }
-}
-
-/* ---- fewer tiles (or backward images) than threads: the tiles one after another, each
- * product over the pool's threads (vt_sgemm and the bf16 GEMM split C's rows or columns, not
- * k) and im2col / col2im split by input channels (each channel's dX planes are its own).  A
- * batch of one image (a predictor's forward) otherwise ran on one thread: 256 -> 256 at 10x10,
- * 2 threads, forward 1.72 ms against 1.70 on one. ---- */
+/* ---- a tile's columns: built (im2col) or scattered (col2im) by the calling thread, or, where
+ * a tile is all the work there is, split by input channels over the pool (each channel's rows
+ * of the columns and dX planes are its own) ---- */
 
 typedef struct cols_job {
     const conv_job *J;
@@ -680,39 +632,66 @@ static void cols_channels(void *ctx, size_t c0, size_t c1)
                     C->oy1, col, C->cols);
 }
 
-static void conv_tiles_inner(vt_backend *b, const conv_job *J)
+/* Tile i of the job, its columns in col (unless kept), dW assigned (first) or added to in dw;
+ * pool: NULL on a share's thread, else the backend's, whose threads then run its products
+ * (vt_sgemm and the bf16 GEMM split C's rows or columns, not k: the same sums) and columns. */
+static void conv_tile(const conv_job *J, vt_pool *pool, int i, int first, float *col, float *dw)
 {
     const vt_conv_desc *d = J->d;
-    const tiling *t = &J->t;
-    size_t NOHW = (size_t)d->n * d->ho * d->wo;
-    int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups, K = t->K;
-    for (int i = 0; i < t->ntiles; i++) {
-        cols_job C = {J, 0, 0, 0, 0, 0, 0, J->ws, 0};
-        size_t c0;
-        tile_range(t, d, i, &C.n0, &C.nb, &C.oy0, &C.oy1, &c0, &C.cols);
-        if (J->keep) C.col = J->ws + (size_t)K * c0; /* one group */
-        for (int g = 0; g < d->groups; g++) {
-            const float *wg = J->w + (size_t)g * cout_g * K;
-            C.c_first = g * cin_g;
-            C.scatter = 0;
-            if (!(J->keep && J->backward))
-                vt_pool_run(POOL(b), (size_t)cin_g, 1, cols_channels, &C);
-            if (!J->backward) {
-                J->gemm(POOL(b), 0, 0, cout_g, C.cols, K, 1.0f, wg, K, C.col, C.cols, 0.0f,
-                        J->y + (size_t)g * cout_g * NOHW + c0, (int)NOHW);
-                continue;
-            }
-            const float *dyg = J->dy + (size_t)g * cout_g * NOHW + c0;
-            J->gemm(POOL(b), 0, 1, cout_g, K, C.cols, 1.0f, dyg, (int)NOHW, C.col, C.cols,
-                    i == 0 ? 0.0f : 1.0f, J->dw + (size_t)g * cout_g * K, K);
-            if (J->dx) {
-                J->gemm(POOL(b), 1, 0, K, C.cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f,
-                        C.col, C.cols);
-                C.scatter = 1;
-                vt_pool_run(POOL(b), (size_t)cin_g, 1, cols_channels, &C);
-            }
+    size_t NOHW = (size_t)d->n * d->ho * d->wo, c0;
+    int cin_g = d->cin / d->groups, cout_g = d->cout / d->groups, K = J->t.K;
+    cols_job C = {J, 0, 0, 0, 0, 0, 0, col, 0};
+    tile_range(&J->t, d, i, &C.n0, &C.nb, &C.oy0, &C.oy1, &c0, &C.cols);
+    int cols = C.cols;
+    if (J->keep) C.col = col = J->ws + (size_t)K * c0; /* one group */
+    for (int g = 0; g < d->groups; g++) {
+        const float *wg = J->w + (size_t)g * cout_g * K;
+        C.c_first = g * cin_g;
+        C.scatter = 0;
+        if (!(J->keep && J->backward)) /* kept columns: forward built them */
+            vt_pool_run(pool, (size_t)cin_g, 1, cols_channels, &C);
+        const float *wpg = J->wp ? J->wp + (size_t)g * J->wpk : NULL;
+        if (!J->backward) {
+            float *yg = J->y + (size_t)g * cout_g * NOHW + c0;
+            if (!wpg ||
+                !vt_sgemm_packed_a(cout_g, cols, K, 1.0f, wpg, 0, col, cols, 0.0f, yg, (int)NOHW))
+                J->gemm(pool, 0, 0, cout_g, cols, K, 1.0f, wg, K, col, cols, 0.0f, yg, (int)NOHW);
+            continue;
+        }
+        const float *dyg = J->dy + (size_t)g * cout_g * NOHW + c0;
+        J->gemm(pool, 0, 1, cout_g, K, cols, 1.0f, dyg, (int)NOHW, col, cols, first ? 0.0f : 1.0f,
+                dw + (size_t)g * cout_g * K, K);
+        if (J->dx) {
+            if (!wpg || !vt_sgemm_packed_a(K, cols, cout_g, 1.0f, wpg, 0, dyg, (int)NOHW, 0.0f,
+                                           col, cols))
+                J->gemm(pool, 1, 0, K, cols, cout_g, 1.0f, wg, K, dyg, (int)NOHW, 0.0f, col, cols);
+            C.scatter = 1;
+            vt_pool_run(pool, (size_t)cin_g, 1, cols_channels, &C);
         }
     }
+}
+
+static void conv_share(void *ctx, size_t p0, size_t p1)
+{
+    const conv_job *J = ctx;
+    const vt_conv_desc *d = J->d;
+    for (size_t p = p0; p < p1; p++) {
+        float *col = J->ws + (size_t)vt_pool_thread() * J->t.tile_floats;
+        float *dw = p == 0 ? J->dw : J->ws + cols_floats(J) + (p - 1) * (size_t)d->cout * J->t.K;
+        int t0, t1;
+        share_tiles(&J->t, d, J->backward, J->parts, (int)p, &t0, &t1);
+        for (int i = t0; i < t1; i++) conv_tile(J, NULL, i, i == t0, col, dw);
+        if (J->backward && t0 == t1) memset(dw, 0, (size_t)d->cout * J->t.K * sizeof(float));
+    }
+}
+
+/* Fewer tiles (forward) or images (backward shares) than threads: the tiles one after another,
+ * each over the pool (no packed weights: J->wp NULL).  A batch of one image (a predictor's
+ * forward) otherwise ran on one thread: 256 -> 256 at 10x10, 2 threads, forward 1.72 ms against
+ * 1.70 on one, 0.96 this way. */
+static void conv_tiles_inner(vt_backend *b, const conv_job *J)
+{
+    for (int i = 0; i < J->t.ntiles; i++) conv_tile(J, POOL(b), i, i == 0, J->ws, J->dw);
 }
 
 /* dw += the partial sums of shares 1.. (in order), split over rows of dw. */
