@@ -14,24 +14,10 @@ onnxruntime.
 
 import argparse
 import os
-import sys
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bindings",
-                                "python"))
+from bench_rate import rate  # puts this tree's bindings on sys.path too
 import numpy as np  # noqa: E402
-
 import visiontrain as vt  # noqa: E402
-
-
-def rate(fn, seconds):
-    for _ in range(3):
-        fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        fn()
-        n += 1
-    return n / (time.perf_counter() - t0)
 
 
 def torch_rows(imgsz, seconds):
