@@ -996,7 +996,11 @@ VT_API vt_status vt_model_output_shape(const vt_model *model, int *c, int *h, in
  * vt_model_predict_*), detectors the raw head (per cell the log distances ll, lt, lr, lb of
  * the box's edges from the cell's centre and one logit per class; see docs/onnx.md), segmenters the per-pixel class logits.  These are exactly the
  * outputs of the model exported with vt_model_export (no NMS), which is how the export is
- * checked.  Buffers are the caller's; same threading rules as the predict functions. */
+ * checked.  The images run in batches of up to 16 (fewer where a batch's activations would
+ * pass 256 MiB; the model then keeps that memory until it is destroyed or
+ * vt_model_set_threads changes its predictor): the outputs are those of one image at a time
+ * up to float rounding, as a batch may take other convolution kernels.  Buffers are the
+ * caller's; same threading rules as the predict functions. */
 VT_API vt_status vt_model_forward(vt_model *model, const float *input, int n, float *output,
                                   size_t cap);
 

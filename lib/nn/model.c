@@ -361,13 +361,19 @@ vt_status vt_model_from_checkpoint(vt_model **out, vt_ckpt *c, vt_arch_lookup fi
 
 /* ---- prediction ---- */
 
+/* vt_model_forward's batches: up to PRED_BATCH_MAX images at once, within PRED_BATCH_BYTES of
+ * activations (the executor plans a training step's, more than a forward needs) */
+enum { PRED_BATCH_MAX = 16 };
+#define PRED_BATCH_BYTES ((size_t)256 << 20)
+
 vt_status vt_model_predict_ready(vt_model *m)
 {
     vt_status st = vt_model_pull(m);
     if (st) return st;
     if (!m->pred_be && (st = vt_backend_cpu_create(&m->pred_be, m->pred_threads))) return st;
     if (!m->pred_exec && (st = vt_exec_create(&m->pred_exec, &m->graph, m->pred_be))) return st;
-    if (!m->pred_probs && !(m->pred_probs = vt_malloc((size_t)m->num_classes * sizeof(float))))
+    if (!m->pred_probs &&
+        !(m->pred_probs = vt_malloc((size_t)m->num_classes * PRED_BATCH_MAX * sizeof(float))))
         return VT_ERR_OUT_OF_MEMORY;
     if ((st = vt_exec_prepare(m->pred_exec, 1, m->imgsz, m->imgsz))) return st;
     if (m->pred_version != m->version) {
@@ -389,19 +395,26 @@ VT_API vt_status vt_model_set_threads(vt_model *m, int threads)
     return VT_OK;
 }
 
-/* The softmax of the classifier predictor's logits after a forward, into scores (host). */
-static vt_status download_probs(vt_model *m, float *scores)
+/* The softmax of the classifier predictor's logits after a forward of nb images, into scores
+ * (host): image i's num_classes probabilities at scores + i * num_classes. */
+static vt_status download_probs(vt_model *m, int nb, float *scores)
 {
     vt_exec *e = m->pred_exec;
     vt_node *out = &e->g->nodes[m->output_node];
-    int32_t zero = 0;
+    int32_t zero[PRED_BATCH_MAX] = {0};
     const vt_backend_ops *o = m->pred_be->ops;
+    size_t k = (size_t)m->num_classes;
     vt_status st;
-    if ((st = o->upload(m->pred_be, e->labels, &zero, sizeof zero))) return st;
-    if ((st = o->softmax_xent(m->pred_be, m->num_classes, 1, out->y, e->labels, 0.0f, 0.0f,
+    if ((st = o->upload(m->pred_be, e->labels, zero, (size_t)nb * sizeof *zero))) return st;
+    if ((st = o->softmax_xent(m->pred_be, m->num_classes, nb, out->y, e->labels, 0.0f, 0.0f,
                               e->loss, NULL, m->pred_probs)))
         return st;
-    return o->download(m->pred_be, scores, m->pred_probs, (size_t)m->num_classes * sizeof(float));
+    /* probs are [classes][batch] */
+    for (size_t c = 0; c < k && !st; c++)
+        for (int i = 0; i < nb && !st; i++)
+            st = o->download(m->pred_be, scores + i * k + c, m->pred_probs + c * nb + i,
+                             sizeof(float));
+    return st;
 }
 
 static vt_status predict_image(vt_model *m, const char *call, const vt_image *img, float *scores,
@@ -424,7 +437,7 @@ static vt_status predict_image(vt_model *m, const char *call, const vt_image *im
     vt_image_to_float(src, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
     vt_image_free(&rs);
     if ((st = vt_exec_forward(e, 0))) return st;
-    return download_probs(m, scores);
+    return download_probs(m, 1, scores);
 }
 
 vt_status vt_model_pixels_image(const uint8_t *pixels, int width, int height, int channels,
@@ -507,20 +520,37 @@ VT_API vt_status vt_model_forward(vt_model *m, const float *input, int n, float 
     vt_status st = vt_buffer_fits("vt_model_forward", output, cap, out_n * (size_t)n,
                                   "output floats");
     if (st) return vt_err_capture(m->err, st);
-    st = vt_model_predict_ready(m);
-    /* The predictor runs one image at a time; for one image CNHW is NCHW, so images go in and
-     * come out as they are. */
+    if ((st = vt_model_predict_ready(m))) return vt_err_capture(m->err, st);
+    /* The images in batches of nb: NCHW in and out, CNHW in the executor (planes moved one by
+     * one).  The batch's size follows from one image's activations. */
     vt_exec *e = m->pred_exec;
-    for (int i = 0; i < n && !st; i++) {
-        float *o = output + (size_t)i * out_n;
-        const vt_backend_ops *ops = m->pred_be->ops;
-        st = ops->upload(m->pred_be, vt_exec_input(e), input + (size_t)i * in_n,
-                         in_n * sizeof(float));
+    size_t per_image = e->arena_bytes / (size_t)(e->cap_n > 0 ? e->cap_n : 1);
+    size_t fit = per_image ? PRED_BATCH_BYTES / per_image : PRED_BATCH_MAX;
+    int batch = n < PRED_BATCH_MAX ? n : PRED_BATCH_MAX;
+    if ((size_t)batch > fit) batch = fit > 1 ? (int)fit : 1;
+    const vt_backend_ops *ops = m->pred_be->ops;
+    size_t hw_in = (size_t)m->imgsz * m->imgsz, hw_out = (size_t)os.h * os.w;
+    for (int i0 = 0; i0 < n && !st; i0 += batch) {
+        int nb = n - i0 < batch ? n - i0 : batch;
+        if ((st = vt_exec_prepare(e, nb, m->imgsz, m->imgsz))) break;
+        float *x = vt_exec_input(e);
+        for (int c = 0; c < m->channels && !st; c++)
+            for (int i = 0; i < nb && !st; i++)
+                st = ops->upload(m->pred_be, x + ((size_t)c * nb + i) * hw_in,
+                                 input + (size_t)(i0 + i) * in_n + c * hw_in,
+                                 hw_in * sizeof(float));
         if (!st) st = vt_exec_forward(e, 0);
         if (st) break;
-        if (m->spec->probs) st = download_probs(m, o);
-        else st = ops->download(m->pred_be, o, e->g->nodes[m->output_node].y,
-                                out_n * sizeof(float));
+        float *o = output + (size_t)i0 * out_n;
+        if (m->spec->probs) {
+            st = download_probs(m, nb, o);
+            continue;
+        }
+        const float *y = e->g->nodes[m->output_node].y;
+        for (int c = 0; c < os.c && !st; c++)
+            for (int i = 0; i < nb && !st; i++)
+                st = ops->download(m->pred_be, o + (size_t)i * out_n + c * hw_out,
+                                   y + ((size_t)c * nb + i) * hw_out, hw_out * sizeof(float));
     }
     return vt_err_capture(m->err, st);
 }

@@ -356,8 +356,10 @@ def instance_family(tmp, root, arch, epochs):
             head = m.forward(x)
             e = [rel_err(head, got[0])]
             if refs is not None:
-                check(np.array_equal(refs[0], head), "%s: the helper's head is vt_model_forward's"
-                      % arch)
+                # the helper runs one image at a time, vt_model_forward a batch: float rounding
+                d = rel_err(refs[0], head)
+                check(d <= 1e-5, "%s: the helper's head is vt_model_forward's (max abs error "
+                      "%.2e of the range)" % (arch, d))
                 e += [rel_err(r, g.reshape(r.shape)) for r, g in zip(refs[1:], got[1:])]
             else:
                 print("note %s: no HELPER argument: coefs and protos not compared raw" % arch)

@@ -1236,11 +1236,14 @@ class Model(_Closable):
             raise InvalidArgumentError("images hold %d floats, not a multiple of channels %d x "
                                        "%d x %d" % (len(img), self.channels, self.imgsz,
                                                     self.imgsz), Status.INVALID_ARGUMENT)
-        out = (ctypes.c_float * (batch * c * h * w))()
-        self._check(self._lib.vt_model_forward(self._ptr(), img, batch, out, len(out)))
-        if np is not None:
-            return np.frombuffer(out, dtype=np.float32).reshape(batch, c, h, w).copy()
-        return list(out)
+        n_out = batch * c * h * w
+        if np is not None:  # the library writes into the array itself: no copy, no zero-fill
+            arr = np.empty((batch, c, h, w), dtype=np.float32)
+            out = arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        else:
+            out = (ctypes.c_float * n_out)()
+        self._check(self._lib.vt_model_forward(self._ptr(), img, batch, out, n_out))
+        return arr if np is not None else list(out)
 
     def predict_topk(self, image, k=5, **kw):
         """The k most probable classes: a list of Prediction(index, name, probability), best
