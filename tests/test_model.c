@@ -17,8 +17,10 @@
 #include <zlib.h>
 
 #include "core/core.h"
+#include "backend/backend.h"
 #include "image/image.h"
 #include "task/task.h"
+#include "nn/exec.h"
 #include "nn/model.h"
 #include "testutil.h"
 #include "core/checkpoint.h"
@@ -777,6 +779,18 @@ START_TEST(test_forward_batches)
                           archs[a], k, N, e, r, d);
         }
         free(in), free(all), free(one);
+        /* the predictor plans a forward only: no gradients, each activation freed after its
+         * last reader; a training step's plan of the same graph needs several times more */
+        vt_backend *be;
+        vt_exec *train;
+        ck_assert_int_eq(vt_backend_cpu_create(&be, 1), VT_OK);
+        ck_assert_int_eq(vt_exec_create(&train, &m->graph, be), VT_OK);
+        ck_assert_int_eq(vt_exec_prepare(train, m->pred_exec->cap_n, S, S), VT_OK);
+        ck_assert_msg(3 * m->pred_exec->arena_bytes < train->arena_bytes,
+                      "%s: the predictor's activations take %zu bytes, a training step's %zu",
+                      archs[a], m->pred_exec->arena_bytes, train->arena_bytes);
+        vt_exec_destroy(train);
+        vt_backend_destroy(be);
         vt_model_destroy(m);
     }
 }

@@ -329,8 +329,11 @@ vt_status vt_exec_prepare(vt_exec *e, int n, int h, int w)
             vt_conv_desc d;
             vt_node_conv_desc(g, nd, n, &d);
             /* A layer whose backward can reuse its forward's work (the CPU backend's columns)
-             * gets its own buffer for it, within a budget; the others share one scratch. */
-            size_t keep = be->ops->conv_columns ? be->ops->conv_columns(be, &d) : 0;
+             * gets its own buffer for it, within a budget; the others, and those whose backward
+             * does not run (frozen, or a forward-only executor), share one scratch. */
+            size_t keep = be->ops->conv_columns && i >= vt_exec_grad_from(e)
+                              ? be->ops->conv_columns(be, &d)
+                              : 0;
             if (keep && own_ws + keep <= OWN_WS_BUDGET) {
                 if (!(nd->ws = be->ops->alloc(be, keep))) goto oom;
                 own_ws += keep;
