@@ -4,13 +4,15 @@
  *
  *   layer_profile [arch=cls-s] [imgsz=48] [batch=8] [steps=10] [calib=cls-n,32,16] [detail=0]
  *                 [device=cpu|0|1...] [precision=tf32|fp32|bf16 (bf16: CPU)] [channels=3]
- *                 [classes=10]
+ *                 [classes=10] [forward=0]
  *
  * Prints, per layer kind (conv by GEMM size, BN, activation, ...): measured milliseconds per
  * step (median over steps of forward + backward), predicted milliseconds, and the ratio; with
  * detail=1 every layer.  Then the whole step as predicted (with its loss term) against the
  * median of real training steps (vt_trainer_probe_step: the task's own loss on made-up boxes
- * or masks, and the optimiser).  On a GPU (device=N) the backend is synchronised around every
+ * or masks, and the optimiser).  forward=1 profiles inference instead: the forward alone, in
+ * eval mode, planned as the predictor plans it (no gradients), against the estimator's forward
+ * terms, and no whole step.  On a GPU (device=N) the backend is synchronised around every
  * layer, so each is charged its own kernels (plus one synchronisation).  Uses the library's
  * internals (built against its objects). */
 #include <math.h>
@@ -56,7 +58,7 @@ static const char *kind(const vt_graph *g, int i, char *buf, size_t cap)
 int main(int argc, char **argv)
 {
     const char *arch = "cls-s", *calib = "cls-n,32,16", *device = "cpu", *precision = "tf32";
-    int imgsz = 48, batch = 8, steps = 10, detail = 0, channels = 3, classes = 10;
+    int imgsz = 48, batch = 8, steps = 10, detail = 0, channels = 3, classes = 10, fwd = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strncmp(a, "arch=", 5)) arch = a + 5;
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
         else if (!strncmp(a, "precision=", 10)) precision = a + 10;
         else if (!strncmp(a, "channels=", 9)) channels = atoi(a + 9);
         else if (!strncmp(a, "classes=", 8)) classes = atoi(a + 8);
+        else if (!strncmp(a, "forward=", 8)) fwd = atoi(a + 8);
         else {
             fprintf(stderr, "unknown argument %s\n", a);
             return 2;
@@ -115,7 +118,9 @@ int main(int argc, char **argv)
         st = vt_backend_cpu_create(&be, 0);
         if (st == VT_OK && !strcmp(precision, "bf16")) vt_backend_cpu_set_bf16(be, 1);
     }
-    if (st || vt_exec_create(&e, &m->graph, be) || vt_exec_prepare(e, batch, imgsz, imgsz) ||
+    if (!st && !(st = vt_exec_create(&e, &m->graph, be)) && fwd)
+        e->frozen = e->g->n_nodes; /* the predictor's plan: a forward only */
+    if (st || vt_exec_prepare(e, batch, imgsz, imgsz) ||
         vt_exec_set_params(e, m->params, m->buffers)) {
         fprintf(stderr, "%s\n", vt_last_error());
         return 1;
@@ -135,10 +140,12 @@ int main(int argc, char **argv)
         memset(prof, 0, (size_t)n * sizeof *prof);
         e->prof = s >= 0 ? prof : NULL;
         vt_node *out = &e->g->nodes[m->output_node];
-        if (vt_exec_forward(e, 1) ||
-            be->ops->softmax_xent(be, classes, batch, out->y, e->labels, 0, 1.0f / batch, e->loss,
-                                  out->dy, NULL) ||
-            vt_exec_backward(e, m->output_node))
+        if (fwd) {
+            if (vt_exec_forward(e, 0)) return 1;
+        } else if (vt_exec_forward(e, 1) ||
+                   be->ops->softmax_xent(be, classes, batch, out->y, e->labels, 0, 1.0f / batch, e->loss,
+                                         out->dy, NULL) ||
+                   vt_exec_backward(e, m->output_node))
             return 1;
         for (int i = 0; s >= 0 && i < n; i++) samples[(size_t)i * steps + s] = prof[i];
     }
@@ -152,7 +159,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         qsort(samples + (size_t)i * steps, (size_t)steps, sizeof(double), cmp_d);
         double mi = samples[(size_t)i * steps + steps / 2];
-        double pi = vt_est_layer_seconds(g, i, &lc[i], batch, dm, 1);
+        double pi = vt_est_layer_seconds(g, i, &lc[i], batch, dm, !fwd);
         char kb[40];
         kind(g, i, kb, sizeof kb);
         if (detail) {
@@ -163,7 +170,9 @@ int main(int argc, char **argv)
                 int groups;
                 vt_est_gemm_dims(g, i, &lc[i], &gm, &gk, &gn, &groups);
                 printf("  m %g k %g n %g  %.1f GFLOP/s", gm, gk, gn * batch,
-                       mi > 0 ? (lc[i].flops_fwd + lc[i].flops_bwd) * batch / mi * 1e-9 : 0);
+                       mi > 0 ? (lc[i].flops_fwd + (fwd ? 0 : lc[i].flops_bwd)) * batch / mi *
+                                    1e-9
+                              : 0);
             }
             printf("\n");
         }
@@ -172,16 +181,18 @@ int main(int argc, char **argv)
         if (k == nk && nk < 256) snprintf(names[nk++], 40, "%s", kb);
         meas[k] += mi;
         pred[k] += pi;
-        flops[k] += (lc[i].flops_fwd + lc[i].flops_bwd) * batch;
+        flops[k] += (lc[i].flops_fwd + (fwd ? 0 : lc[i].flops_bwd)) * batch;
         tm += mi;
         tp += pi;
     }
-    printf("%s %d px batch %d: layer kind, measured ms/step, predicted ms/step, predicted/measured,"
-           " measured GFLOP/s\n", arch, imgsz, batch);
+    printf("%s %d px batch %d%s: layer kind, measured ms/step, predicted ms/step, "
+           "predicted/measured, measured GFLOP/s\n", arch, imgsz, batch,
+           fwd ? " (forward only, eval)" : "");
     for (int k = 0; k < nk; k++)
         printf("  %-20s %9.3f %9.3f  x%.2f  %7.1f\n", names[k], meas[k] * 1e3, pred[k] * 1e3,
                meas[k] > 0 ? pred[k] / meas[k] : 0, meas[k] > 0 ? flops[k] / meas[k] / 1e9 : 0);
     printf("  %-20s %9.3f %9.3f  x%.2f\n", "total (layers)", tm * 1e3, tp * 1e3, tp / tm);
+    if (fwd) return 0;
     double pstep = vt_est_graph_seconds(g, imgsz, imgsz, batch, dm, 1, 1);
     printf("  step as the estimator predicts it (layers + loss + optimiser + fixed terms): %.3f ms"
            " (its loss term %.3f ms)\n", pstep * 1e3,
