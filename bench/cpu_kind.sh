@@ -4,7 +4,8 @@
 # fp32 and, where the CPU has bf16, in bf16 (bench/cpu_vs_torch.sh), batch norm's loops in the
 # widest and the baseline build (bn_profile), the weights' packing (gemm_shapes pack), the
 # Winograd tile rule against the fastest tile (bench/winograd_rule.sh) and, with bf16, the
-# bf16 GEMM against fp32 (gemm_bf16).  About 6 minutes on 2 cores; with --det, det-n against
+# bf16 GEMM against fp32 (gemm_bf16), and prediction against PyTorch's ResNet-18
+# (bench/predict_throughput.py).  About 7 minutes on 2 cores; with --det, det-n against
 # Ultralytics too (bench/det_vs_ultralytics.sh --seed 1, and on a bf16 CPU in bf16 with and
 # without VT_CPU_WINOGRAD_BF16=1): about 10 minutes more a run.
 #
@@ -57,6 +58,12 @@ if [ "$bf16" = 1 ] && [ -x "$build/bench/gemm_bf16" ]; then
   step "bf16 GEMM against fp32 (gemm_bf16)"
   "$build/bench/gemm_bf16"
 fi
+
+step "prediction, one image and 16 a call (bench/predict_throughput.py)"
+py=python3
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null && py=/usr/bin/python3
+VT_LIBRARY="$build/libvisiontrain.so.0" "$py" bench/predict_throughput.py --seconds 3 ||
+  echo "(predict_throughput.py ended with $?)"
 
 if [ "$det" = 1 ]; then
   step "det-n against Ultralytics, fp32"
