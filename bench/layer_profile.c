@@ -119,7 +119,7 @@ int main(int argc, char **argv)
         if (st == VT_OK && !strcmp(precision, "bf16")) vt_backend_cpu_set_bf16(be, 1);
     }
     if (!st && !(st = vt_exec_create(&e, &m->graph, be)) && fwd)
-        e->frozen = e->g->n_nodes; /* the predictor's plan: a forward only */
+        vt_exec_forward_only(e); /* planned as the predictor plans it */
     if (st || vt_exec_prepare(e, batch, imgsz, imgsz) ||
         vt_exec_set_params(e, m->params, m->buffers)) {
         fprintf(stderr, "%s\n", vt_last_error());

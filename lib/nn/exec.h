@@ -80,6 +80,10 @@ static inline int vt_exec_grad_from(const vt_exec *e)
 
 /* Copies the graph (the caller's stays untouched); borrows the backend. */
 vt_status vt_exec_create(vt_exec **out, const vt_graph *g, vt_backend *be);
+/* Makes e forward-only (a predictor's): every node frozen, so its plan has no gradients and
+ * reuses each activation's memory once its last reader has run, and no convolution keeps
+ * columns for a backward.  Before vt_exec_prepare; vt_exec_backward must not be called. */
+static inline void vt_exec_forward_only(vt_exec *e) { e->frozen = e->g->n_nodes; }
 void vt_exec_destroy(vt_exec *e);
 /* Size activations for batch n at h x w (reallocates only when n or the image size grows or
  * the size changes). */

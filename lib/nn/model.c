@@ -373,9 +373,7 @@ vt_status vt_model_predict_ready(vt_model *m)
     if (!m->pred_be && (st = vt_backend_cpu_create(&m->pred_be, m->pred_threads))) return st;
     if (!m->pred_exec) {
         if ((st = vt_exec_create(&m->pred_exec, &m->graph, m->pred_be))) return st;
-        /* forward only: every node "frozen" plans no gradient, and frees each activation
-         * once the forward has read it */
-        m->pred_exec->frozen = m->pred_exec->g->n_nodes;
+        vt_exec_forward_only(m->pred_exec);
     }
     if (!m->pred_probs &&
         !(m->pred_probs = vt_malloc((size_t)m->num_classes * PRED_BATCH_MAX * sizeof(float))))
