@@ -346,8 +346,10 @@ static void conv_run(vt_backend *be, const vt_conv_desc *d, const float *x, cons
                      const float *dy, float *y, float *dx, float *dw, void *ws, size_t nx,
                      size_t nw)
 {
+    size_t ny = (size_t)d->cout * d->n * d->ho * d->wo;
     memset(dx, 0, nx * 4);
-    for (size_t i = 0; i < nw; i++) dw[i] = 123.0f; /* must be overwritten */
+    for (size_t i = 0; i < ny; i++) y[i] = 123.0f; /* must be overwritten */
+    for (size_t i = 0; i < nw; i++) dw[i] = 123.0f;
     ck_assert_int_eq(be->ops->conv_forward(be, d, x, w, NULL, y, ws), VT_OK);
     ck_assert_int_eq(be->ops->conv_backward(be, d, x, w, dy, dx, dw, NULL, ws), VT_OK);
 }
@@ -527,6 +529,9 @@ START_TEST(test_conv_winograd)
         /* forced against the rule: 4x4 on 2 and 5 px high maps, 2x2 where it takes 4x4 */
         {{2, 16, 2, 97, 20, 3, 1, 1, 1}, 2, 4, 4}, {{6, 16, 5, 5, 24, 3, 1, 1, 1}, 0, 4, 4},
         {{4, 32, 16, 16, 32, 3, 1, 1, 1}, 4, 4, 2},
+        /* fewer images or blocks than threads: the steps over the pool (run_inner), 4x4 tiles
+         * in chunks and by rows */
+        {{1, 16, 10, 11, 20, 3, 1, 1, 1}, 0, 4, 4}, {{1, 16, 9, 53, 16, 3, 1, 1, 1}, 2, 4, 4},
     };
     static const int threads[] = {1, 2, 3, 4};
     vt_rng r;
