@@ -38,7 +38,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "forward_outputs_helper: %s: cannot read %d images\n", argv[2], n);
         return 1;
     }
-    if (vt_model_predict_ready(m)) return fail("vt_model_predict_ready", m);
+    if (vt_model_predict_ready(m) || vt_exec_prepare(m->pred_exec, 1, m->imgsz, m->imgsz))
+        return fail("vt_model_predict_ready", m);
     vt_exec *e = m->pred_exec;
     const vt_backend_ops *ops = m->pred_be->ops;
     FILE *out[VT_MODEL_MAX_OUTPUTS] = {NULL};

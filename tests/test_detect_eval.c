@@ -286,6 +286,34 @@ START_TEST(test_letterbox)
     for (int k = 0; k < 4; k++) ck_assert_float_eq_tol(b3[k], b2[k], 1e-3f);
     ck_assert_int_eq(vt_letterbox_geometry(0, 10, 10, 10, 1, &lb), VT_ERR_INVALID_ARGUMENT);
 
+    /* the smallest canvas of multiples of 32 (the predictors'): a 4:3 image at 640 runs 640 x
+     * 480 unpadded; 1000 x 701 scales to 640 x 449 (the square's scale), centred on 640 x 480
+     * (15 rows above, 16 below); a tall small image is scaled up to 128 high, 43 wide, on 64 x
+     * 128; a square one keeps the square; multiple 0: the resized image alone */
+    static const struct {
+        int sw, sh, size, mult, dw, dh, nw, nh, px, py;
+    } fit[] = {
+        {640, 480, 640, 32, 640, 480, 640, 480, 0, 0},
+        {1000, 701, 640, 32, 640, 480, 640, 449, 0, 15},
+        {100, 300, 128, 32, 64, 128, 43, 128, 10, 0},
+        {50, 50, 640, 32, 640, 640, 640, 640, 0, 0},
+        {1000, 701, 640, 0, 640, 449, 640, 449, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof fit / sizeof fit[0]; i++) {
+        vt_letterbox g, sq;
+        ck_assert_int_eq(vt_letterbox_fit(fit[i].sw, fit[i].sh, fit[i].size, fit[i].mult, 1, &g),
+                         VT_OK);
+        ck_assert_int_eq(vt_letterbox_geometry(fit[i].sw, fit[i].sh, fit[i].size, fit[i].size, 1,
+                                               &sq),
+                         VT_OK);
+        ck_assert_msg(g.dst_w == fit[i].dw && g.dst_h == fit[i].dh && g.new_w == fit[i].nw &&
+                          g.new_h == fit[i].nh && g.pad_x == fit[i].px && g.pad_y == fit[i].py,
+                      "fit %zu: canvas %dx%d, image %dx%d at (%d, %d)", i, g.dst_w, g.dst_h,
+                      g.new_w, g.new_h, g.pad_x, g.pad_y);
+        ck_assert(g.sx == sq.sx && g.sy == sq.sy && g.new_w == sq.new_w); /* the square's scale */
+    }
+    ck_assert_int_eq(vt_letterbox_fit(10, -1, 640, 32, 1, &lb), VT_ERR_INVALID_ARGUMENT);
+
     /* the image version: content in the middle, 114 in the padding */
     vt_image src = {40, 20, 3, malloc(40 * 20 * 3)};
     memset(src.data, 200, 40 * 20 * 3);

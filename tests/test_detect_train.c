@@ -1,12 +1,15 @@
 /* The detector: target assignment, the det_loss op against finite differences, head decoding,
  * the det-n/s/m family, prediction, and a short training run that must learn. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
 #include "backend/det_loss_math.h"
 #include "core/core.h"
+#include "image/image.h"
+#include "nn/exec.h"
 #include "nn/model.h"
 #include "testutil.h"
 #include "task/detect_eval.h"
@@ -355,25 +358,57 @@ START_TEST(test_train_learns)
     ck_assert_double_eq_tol(again, m50, 1e-9);
 
     /* Predict on validation images: the best detection of an image with one object overlaps
-     * it (IoU > 0.5) for most such images. */
-    int good = 0, tried = 0;
+     * it (IoU > 0.5) for most such images.  Also on the half of the image (64 x 32 or 32 x
+     * 64) that holds the whole object: the predictor then runs that canvas (the smallest of
+     * multiples of 32 that holds the image at the model's scale), and the box comes back in
+     * the half's pixels. */
+    int good = 0, tried = 0, good_half[2] = {0}, tried_half[2] = {0};
     for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_VAL) && tried < 20; i++) {
         if (vt_dataset_num_boxes(ds, VT_SPLIT_VAL, i) != 1) continue;
         int cls, dc[8], n = 0;
         float xywh[4], sc[8], bx[32];
         ck_assert_int_eq(vt_dataset_box(ds, VT_SPLIT_VAL, i, 0, &cls, xywh), VT_OK);
-        vt_status st = vt_model_detect_file(m, vt_dataset_image_path(ds, VT_SPLIT_VAL, i), 0.25f,
-                                            0.7f, 8, dc, sc, bx, 8, &n);
+        const char *path = vt_dataset_image_path(ds, VT_SPLIT_VAL, i);
+        vt_status st = vt_model_detect_file(m, path, 0.25f, 0.7f, 8, dc, sc, bx, 8, &n);
         ck_assert_int_eq(st, VT_OK);
         tried++;
-        if (n == 0) continue;
-        vt_det a = {bx[0], bx[1], bx[2], bx[3], sc[0], dc[0]};
         vt_det g = {(xywh[0] - xywh[2] / 2) * 64, (xywh[1] - xywh[3] / 2) * 64,
                     (xywh[0] + xywh[2] / 2) * 64, (xywh[1] + xywh[3] / 2) * 64, 1, cls};
-        good += dc[0] == cls && vt_det_iou(&a, &g) > 0.5f;
+        if (n > 0) {
+            vt_det a = {bx[0], bx[1], bx[2], bx[3], sc[0], dc[0]};
+            good += dc[0] == cls && vt_det_iou(&a, &g) > 0.5f;
+        }
+        /* the top or bottom half (64 x 32), and the left or right one (32 x 64) */
+        vt_image img;
+        ck_assert_int_eq(vt_image_load(path, &img), VT_OK);
+        ck_assert(img.w == 64 && img.h == 64 && img.c == 3);
+        for (int o = 0; o < 2; o++) {
+            float lo = o ? g.x0 : g.y0, hi = o ? g.x1 : g.y1;
+            int at = hi <= 32 ? 0 : lo >= 32 ? 32 : -1, w = o ? 32 : 64, h = o ? 64 : 32;
+            if (at < 0) continue; /* the object crosses the middle */
+            int x0 = o ? at : 0, y0 = o ? 0 : at;
+            ck_assert_int_eq(vt_model_detect_pixels(m, img.data + ((size_t)y0 * 64 + x0) * 3, w,
+                                                    h, 3, 64 * 3, 0.25f, 0.7f, 8, dc, sc, bx, 8,
+                                                    &n),
+                             VT_OK);
+            ck_assert(m->pred_exec->w == w && m->pred_exec->h == h);
+            tried_half[o]++;
+            vt_det a = {bx[0], bx[1], bx[2], bx[3], sc[0], dc[0]};
+            vt_det gh = {g.x0 - (float)x0, g.y0 - (float)y0, g.x1 - (float)x0,
+                         g.y1 - (float)y0, 1, cls};
+            good_half[o] += n > 0 && dc[0] == cls && vt_det_iou(&a, &gh) > 0.5f;
+        }
+        vt_image_free(&img);
     }
     ck_assert_msg(tried >= 10 && good * 2 > tried, "%d of %d single-object images found", good,
                   tried);
+    for (int o = 0; o < 2; o++) {
+        if (getenv("VT_TEST_PRINT_ERRORS"))
+            printf("%s halves: %d of %d\n", o ? "32 x 64" : "64 x 32", good_half[o], tried_half[o]);
+        ck_assert_msg(tried_half[o] >= 5 && good_half[o] * 2 > tried_half[o],
+                      "%d of %d objects found in the %s half of their image", good_half[o],
+                      tried_half[o], o ? "32 x 64" : "64 x 32");
+    }
     /* NULL arrays with cap = 0 ask for the count; a reloaded model gives the same detections. */
     const char *img = vt_dataset_image_path(ds, VT_SPLIT_VAL, 0), *path = vt_test_path("det.vtm");
     int n0 = -1, n1 = -1, c0[300], c1[300];

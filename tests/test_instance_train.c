@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/image.h"
+#include "nn/exec.h"
+#include "nn/model.h"
 #include "testutil.h"
 #include "visiontrain/visiontrain.h"
 #include "vt_config.h"
@@ -44,6 +47,25 @@ START_TEST(test_task_described)
     vt_model_destroy(m);
 }
 END_TEST
+
+/* The union of the masks of the objects vt_model_instances_pixels finds (conf 0.25, at most 8)
+ * in the w x h corner of a 64-pixel-wide RGB image: 1 where any is, else 0; their boxes into
+ * boxes (unless NULL).  Returns their count. */
+static int objects_map(vt_model *m, const uint8_t *px, int w, int h, uint8_t *map, float *boxes)
+{
+    enum { CAP = 8 };
+    static uint8_t masks[CAP * 64 * 64];
+    int cls[CAP], n = 0;
+    float sc[CAP], bx[4 * CAP];
+    ck_assert_int_eq(vt_model_instances_pixels(m, px, w, h, 3, 64 * 3, 0.25f, 0.7f, CAP, cls, sc,
+                                               bx, masks, CAP, &n),
+                     VT_OK);
+    memset(map, 0, (size_t)w * h);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < w * h; i++) map[i] |= masks[(size_t)k * w * h + i];
+    if (boxes) memcpy(boxes, bx, (size_t)n * 4 * sizeof *bx);
+    return n;
+}
 
 /* dir/instances_<split>.json: the COCO form of a generated YOLO-seg set's split (n images of
  * side px, classes 0..nc-1 -> category ids 1..nc named as data.yaml names them: a model meeting
@@ -152,6 +174,41 @@ START_TEST(test_train_learns)
     int64_t ngt;
     ck_assert_int_eq(vt_trainer_class_ap(t, 0, &a50, &a, &ngt), VT_OK);
     ck_assert_int_gt(ngt, 0);
+    /* The top half (64 x 32) and the left half (32 x 64) of validation images whose objects
+     * it holds or leaves whole run on canvases of their own size (the smallest of multiples of
+     * 32 at the model's scale): their objects' masks are the whole image's there (IoU of the
+     * pixels over the images). */
+    double inter[2] = {0, 0}, uni[2] = {0, 0};
+    int used[2] = {0, 0};
+    for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_VAL) && i < 40; i++) {
+        vt_image im;
+        ck_assert_int_eq(vt_image_load(vt_dataset_image_path(ds, VT_SPLIT_VAL, i), &im), VT_OK);
+        uint8_t full[64 * 64], half[64 * 32];
+        float bx[4 * 8];
+        int n = objects_map(m, im.data, 64, 64, full, bx);
+        for (int o = 0; o < 2; o++) {
+            int hw = o ? 32 : 64, hh = o ? 64 : 32, cut = 0, lo = o ? 0 : 1;
+            for (int k = 0; k < n; k++) /* an object across the middle (its box, 2 px more) */
+                cut |= bx[4 * k + lo] < 34 && bx[4 * k + 2 + lo] > 30;
+            if (cut || used[o] == 10) continue;
+            used[o]++;
+            objects_map(m, im.data, hw, hh, half, NULL);
+            ck_assert(m->pred_exec->w == hw && m->pred_exec->h == hh);
+            for (int y = 0; y < hh; y++)
+                for (int x = 0; x < hw; x++) {
+                    int ha = half[y * hw + x], fa = full[y * 64 + x];
+                    inter[o] += ha && fa, uni[o] += ha || fa;
+                }
+        }
+        vt_image_free(&im);
+    }
+    if (getenv("VT_TEST_PRINT_ERRORS"))
+        printf("halves IoU: top %.4f left %.4f (%d, %d images)\n", inter[0] / uni[0],
+               inter[1] / uni[1], used[0], used[1]);
+    for (int o = 0; o < 2; o++)
+        ck_assert_msg(used[o] >= 5 && uni[o] > 0 && inter[o] / uni[o] > 0.6,
+                      "the %s half's object masks: IoU %.3f with the whole image's over %d "
+                      "images", o ? "left" : "top", inter[o] / uni[o], used[o]);
     vt_trainer_destroy(t);
     vt_dataset_destroy(ds);
 

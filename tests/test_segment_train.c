@@ -1,8 +1,11 @@
 /* The segmentation models: the seg-n/s/m family, a short training run that must learn within
  * CI time, and mask prediction (file and pixels, save/load). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/image.h"
+#include "nn/exec.h"
 #include "nn/model.h"
 #include "testutil.h"
 #include "visiontrain/visiontrain.h"
@@ -83,7 +86,7 @@ START_TEST(test_train_learns)
                   acc, loss);
     /* Predicted masks find the objects of validation images. */
     int ignore = vt_dataset_ignore_value(ds);
-    double sum = 0;
+    double sum = 0, agree[2] = {0, 0};
     int imgs = 0;
     for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_VAL) && imgs < 10; i++) {
         if (vt_dataset_num_polygons(ds, VT_SPLIT_VAL, i) == 0) continue;
@@ -98,9 +101,29 @@ START_TEST(test_train_learns)
         for (int k = 0; k < 64 * 64; k++) ck_assert_int_lt(pred[k], 4);
         sum += fg_iou(pred, gt, sizeof pred, ignore);
         imgs++;
+        /* The top half (64 x 32) and the left half (32 x 64) run on canvases of their own
+         * size (the smallest of multiples of 32 at the model's scale); their masks are, but
+         * near the cut, the whole image's there. */
+        vt_image im;
+        ck_assert_int_eq(vt_image_load(path, &im), VT_OK);
+        for (int o = 0; o < 2; o++) {
+            int hw = o ? 32 : 64, hh = o ? 64 : 32, same = 0;
+            uint8_t half[64 * 32];
+            ck_assert_int_eq(vt_model_segment_pixels(m, im.data, hw, hh, 3, 64 * 3, half), VT_OK);
+            ck_assert(m->pred_exec->w == hw && m->pred_exec->h == hh);
+            for (int y = 0; y < hh; y++)
+                for (int x = 0; x < hw; x++) same += half[y * hw + x] == pred[y * 64 + x];
+            agree[o] += (double)same / (hw * hh);
+        }
+        vt_image_free(&im);
     }
     ck_assert_msg(imgs >= 5 && sum / imgs > 0.5, "mean foreground IoU %.3f over %d images",
                   sum / imgs, imgs);
+    if (getenv("VT_TEST_PRINT_ERRORS"))
+        printf("halves agree: top %.4f left %.4f\n", agree[0] / imgs, agree[1] / imgs);
+    for (int o = 0; o < 2; o++)
+        ck_assert_msg(agree[o] / imgs > 0.93, "the %s half's masks agree with the whole image's "
+                      "on %.3f of their pixels", o ? "left" : "top", agree[o] / imgs);
     /* Reloaded, the model predicts the same mask. */
     const char *path = vt_test_path("seg.vtm");
     const char *img = vt_dataset_image_path(ds, VT_SPLIT_VAL, 0);

@@ -937,7 +937,10 @@ VT_API vt_status vt_model_predict_pixels(vt_model *model, const uint8_t *pixels,
                                          int n);
 
 /* Detect objects in one image with a detection model ("det-..."; VT_ERR_UNSUPPORTED for other
- * tasks).  The image is letterboxed to the model's image size (aspect ratio kept); detections
+ * tasks).  The image is letterboxed to fit the model's image size (aspect ratio kept, gray
+ * padding) on the smallest canvas whose sides are multiples of the network's stride (32), as
+ * Ultralytics' predictor does: at imgsz 640 a 4:3 image runs on 640 x 480, a square one on 640
+ * x 640 (the same for vt_model_segment_* and vt_model_instances_*); detections
  * with a score >= conf survive class-aware NMS at IoU threshold `iou`, at most max_det of them
  * (<= 0: 300), best score first.  Detection k is classes[k], scores[k] (0..1) and the corners
  * boxes[4k..4k+3] = x0, y0, x1, y1 in the image's own pixels.  Typical values: conf 0.25,
@@ -972,7 +975,7 @@ VT_API vt_status vt_model_instances_pixels(vt_model *model, const uint8_t *pixel
 
 /* Segment one image with a segmentation model ("seg-..."; VT_ERR_UNSUPPORTED for other tasks):
  * the class id of every pixel of the image at its own size, row-major, one byte a pixel.  The
- * image is letterboxed to the model's image size; each pixel takes the best class of the
+ * image is letterboxed as vt_model_detect_* does; each pixel takes the best class of the
  * network's output pixel it falls on.  _file: mask fills per the buffer rule (see top), cap in
  * bytes; its out-size is *width x *height (both required), the image's size, read from the
  * file without running the model on a size query.  _pixels: mask holds width * height bytes. */

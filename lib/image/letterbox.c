@@ -29,6 +29,21 @@ vt_status vt_letterbox_geometry(int src_w, int src_h, int dst_w, int dst_h, int 
     return VT_OK;
 }
 
+vt_status vt_letterbox_fit(int src_w, int src_h, int size, int multiple, int scaleup,
+                           vt_letterbox *lb)
+{
+    vt_status st = vt_letterbox_geometry(src_w, src_h, size, size, scaleup, lb);
+    if (st) return st;
+    if (multiple < 1) multiple = 1;
+    lb->dst_w = (lb->new_w + multiple - 1) / multiple * multiple;
+    lb->dst_h = (lb->new_h + multiple - 1) / multiple * multiple;
+    if (lb->dst_w > size) lb->dst_w = size; /* size is a multiple of it */
+    if (lb->dst_h > size) lb->dst_h = size;
+    lb->pad_x = (lb->dst_w - lb->new_w) / 2;
+    lb->pad_y = (lb->dst_h - lb->new_h) / 2;
+    return VT_OK;
+}
+
 void vt_letterbox_forward(const vt_letterbox *lb, float box[4])
 {
     box[0] = box[0] * lb->sx + lb->pad_x;
@@ -52,9 +67,15 @@ vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scal
 {
     if (!src || !dst || !lb) return vt_fail(VT_ERR_INVALID_ARGUMENT, "letterbox: NULL argument");
     vt_status st = vt_letterbox_geometry(src->w, src->h, dst_w, dst_h, scaleup, lb);
-    if (st) return st;
+    return st ? st : vt_letterbox_apply(src, lb, pad, dst);
+}
+
+vt_status vt_letterbox_apply(const vt_image *src, const vt_letterbox *lb, uint8_t pad,
+                             vt_image *dst)
+{
+    int dst_w = lb->dst_w, dst_h = lb->dst_h;
     vt_image rs = {0, 0, 0, NULL};
-    st = vt_image_resize(src, lb->new_w, lb->new_h, &rs);
+    vt_status st = vt_image_resize(src, lb->new_w, lb->new_h, &rs);
     if (st) return st;
     int c = src->c;
     uint8_t *out = vt_malloc((size_t)dst_w * dst_h * c);

@@ -1,4 +1,4 @@
-/* Private: letterbox (resize keeping the aspect ratio onto a padded square canvas) and the box
+/* Private: letterbox (resize keeping the aspect ratio onto a padded canvas) and the box
  * mapping between the original image and the canvas. */
 #ifndef VT_LETTERBOX_H
 #define VT_LETTERBOX_H
@@ -22,6 +22,12 @@ typedef struct vt_letterbox {
 /* VT_ERR_INVALID_ARGUMENT for non-positive sizes. */
 vt_status vt_letterbox_geometry(int src_w, int src_h, int dst_w, int dst_h, int scaleup,
                                 vt_letterbox *lb);
+/* The smallest canvas of multiples of `multiple` (0 or 1: any size) that holds the image
+ * letterboxed to fit size x size: the square's scale and resized image, centred on dst_w x
+ * dst_h <= size (Ultralytics' predictor, LetterBox(auto=True)).  size must be a multiple of
+ * `multiple`.  VT_ERR_INVALID_ARGUMENT for non-positive sizes. */
+vt_status vt_letterbox_fit(int src_w, int src_h, int size, int multiple, int scaleup,
+                           vt_letterbox *lb);
 /* Original-image corners -> canvas corners. */
 void vt_letterbox_forward(const vt_letterbox *lb, float box[4]);
 /* Canvas corners -> original-image pixels, clipped to the image. */
@@ -29,5 +35,8 @@ void vt_letterbox_inverse(const vt_letterbox *lb, float box[4]);
 /* Resize and pad an image (pad value `pad` in every channel, Ultralytics uses 114). */
 vt_status vt_letterbox_image(const vt_image *src, int dst_w, int dst_h, int scaleup,
                              uint8_t pad, vt_image *dst, vt_letterbox *lb);
+/* The same on a geometry already made for src (vt_letterbox_geometry, vt_letterbox_fit). */
+vt_status vt_letterbox_apply(const vt_image *src, const vt_letterbox *lb, uint8_t pad,
+                             vt_image *dst);
 
 #endif

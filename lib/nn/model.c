@@ -378,7 +378,6 @@ vt_status vt_model_predict_ready(vt_model *m)
     if (!m->pred_probs &&
         !(m->pred_probs = vt_malloc((size_t)m->num_classes * PRED_BATCH_MAX * sizeof(float))))
         return VT_ERR_OUT_OF_MEMORY;
-    if ((st = vt_exec_prepare(m->pred_exec, 1, m->imgsz, m->imgsz))) return st;
     if (m->pred_version != m->version) {
         if ((st = vt_exec_set_params(m->pred_exec, m->params, m->buffers))) return st;
         m->pred_version = m->version;
@@ -429,7 +428,9 @@ static vt_status predict_image(vt_model *m, const char *call, const vt_image *im
         return vt_fail(VT_ERR_UNSUPPORTED, "%s is not a classification model: use its task's "
                        "prediction (vt_model_%s_file / _pixels)", m->arch,
                        m->spec->onnx ? m->spec->onnx->task : "detect");
-    if ((st = vt_model_predict_ready(m))) return st;
+    if ((st = vt_model_predict_ready(m)) ||
+        (st = vt_exec_prepare(m->pred_exec, 1, m->imgsz, m->imgsz)))
+        return st;
     vt_image rs = {0};
     const vt_image *src = img;
     if (img->w != m->imgsz || img->h != m->imgsz) {
@@ -505,11 +506,14 @@ VT_API vt_status vt_model_output_shape(const vt_model *m, int *c, int *h, int *w
 vt_status vt_model_forward_letterbox(vt_model *m, const vt_image *img, vt_letterbox *lb)
 {
     vt_status st = vt_model_predict_ready(m);
-    if (st) return st;
+    if (st || (st = vt_letterbox_fit(img->w, img->h, m->imgsz, m->spec->multiple, 1, lb)))
+        return st;
+    /* the predictor's plan follows the canvas (re-planned where it changes) */
     vt_exec *e = m->pred_exec;
+    if ((st = vt_exec_prepare(e, 1, lb->dst_h, lb->dst_w))) return st;
     vt_image lbimg = {0};
-    if ((st = vt_letterbox_image(img, m->imgsz, m->imgsz, 1, 114, &lbimg, lb))) return st;
-    vt_image_to_float(&lbimg, m->channels, 0, vt_exec_input(e), (size_t)m->imgsz * m->imgsz);
+    if ((st = vt_letterbox_apply(img, lb, 114, &lbimg))) return st;
+    vt_image_to_float(&lbimg, m->channels, 0, vt_exec_input(e), (size_t)lbimg.w * lbimg.h);
     vt_image_free(&lbimg);
     return vt_exec_forward(e, 0);
 }

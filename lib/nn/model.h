@@ -158,10 +158,14 @@ struct vt_ckpt;
 vt_status vt_model_write_sections(const vt_model *m, struct vt_ckpt_writer *w);
 vt_status vt_model_from_checkpoint(vt_model **out, struct vt_ckpt *c, vt_arch_lookup find);
 
-/* The lazily created CPU predictor, sized for one image at imgsz, holding the current weights. */
+/* The lazily created CPU predictor holding the current weights; its callers size it
+ * (vt_exec_prepare: the batch and the input's height and width). */
 vt_status vt_model_predict_ready(vt_model *m);
-/* The predictors of the letterboxing tasks: vt_model_predict_ready, img letterboxed to imgsz
- * (gray 114 padding) into the predictor's input, one forward; *lb gets the geometry. */
+/* The predictors of the letterboxing tasks: vt_model_predict_ready, img letterboxed to fit
+ * imgsz x imgsz onto the smallest canvas of multiples of the network's stride (gray 114
+ * padding; vt_letterbox_fit, as Ultralytics' predictor does: a 4:3 image at 640 runs 640 x
+ * 480) into the predictor's input, sized for it, one forward; *lb gets the geometry (the
+ * canvas: lb->dst_w x dst_h, the predictor's e->w x e->h). */
 struct vt_image;
 struct vt_letterbox;
 vt_status vt_model_forward_letterbox(vt_model *m, const struct vt_image *img,

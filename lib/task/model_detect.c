@@ -30,7 +30,7 @@ static vt_status detect_image(vt_model *m, const char *call, const vt_image *img
     const vt_node *out = &e->g->nodes[m->output_node];
     int nc = m->num_classes;
     vt_det_level lv[VT_DET_MAX_LEVELS];
-    int nl = vt_det_head_levels(e->g, m->output_node, m->imgsz, lv);
+    int nl = vt_det_head_levels(e->g, m->output_node, lb.dst_w, lv);
     size_t nv = (size_t)(4 + nc) * out->out.h * out->out.w;
     float *head = vt_malloc(nv * sizeof(float)), *scratch = vt_malloc(nv * sizeof(float));
     vt_det_list dets = {0};

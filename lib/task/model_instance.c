@@ -39,8 +39,8 @@ static vt_status instance_image(vt_model *m, const char *call, const vt_image *i
         else st = m->pred_be->ops->download(m->pred_be, host[i], o[i]->y, nv * sizeof(float));
     }
     vt_iseg_heads h = {host[0], host[1], host[2], 1, m->num_classes, o[1]->out.c, o[2]->out.h,
-                       o[2]->out.w, (float)m->imgsz / (float)o[2]->out.w, 0, {{0}}};
-    h.n_levels = vt_det_head_levels(g, m->output_node, m->imgsz, h.level);
+                       o[2]->out.w, (float)lb.dst_w / (float)o[2]->out.w, 0, {{0}}};
+    h.n_levels = vt_det_head_levels(g, m->output_node, lb.dst_w, h.level);
     vt_iseg_decoder dec = {0};
     int n = 0;
     if (!st) st = vt_iseg_decode(&h, 0, conf, iou, max_det, &dec, &n);

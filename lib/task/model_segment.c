@@ -18,8 +18,8 @@ static vt_status segment_image(vt_model *m, const vt_image *img, uint8_t *mask)
     vt_status st = vt_model_forward_letterbox(m, img, &lb);
     if (st) return st;
     vt_exec *e = m->pred_exec;
-    int sz = m->imgsz, K = m->num_classes;
-    size_t hw = (size_t)sz * sz;
+    int W = lb.dst_w, H = lb.dst_h, K = m->num_classes; /* the canvas */
+    size_t hw = (size_t)W * H;
     float *logits = vt_malloc((size_t)K * hw * sizeof(float));
     uint8_t *best = vt_malloc(hw);
     if (!logits || !best) st = VT_ERR_OUT_OF_MEMORY;
@@ -36,11 +36,11 @@ static vt_status segment_image(vt_model *m, const vt_image *img, uint8_t *mask)
         }
         for (int y = 0; y < img->h; y++) {
             int cy = lb.pad_y + (int)floor((y + 0.5) * lb.new_h / (double)img->h);
-            cy = cy < 0 ? 0 : cy >= sz ? sz - 1 : cy;
+            cy = cy < 0 ? 0 : cy >= H ? H - 1 : cy;
             for (int x = 0; x < img->w; x++) {
                 int cx = lb.pad_x + (int)floor((x + 0.5) * lb.new_w / (double)img->w);
-                cx = cx < 0 ? 0 : cx >= sz ? sz - 1 : cx;
-                mask[(size_t)y * img->w + x] = best[(size_t)cy * sz + cx];
+                cx = cx < 0 ? 0 : cx >= W ? W - 1 : cx;
+                mask[(size_t)y * img->w + x] = best[(size_t)cy * W + cx];
             }
         }
     }
