@@ -102,8 +102,9 @@ static inline const char *vt_arch_backbone_of(const vt_arch_spec *s)
 {
     return s->backbone ? s->backbone : s->name;
 }
-/* The grid levels of a detector's head (output node `out` of g, input imgsz x imgsz): their
- * sizes and strides in anchor order (lib/backend/det_loss_math.h).  Returns the level count. */
+/* The grid levels of a detector's head (output node `out` of g, as g is shaped now, for an
+ * input `imgsz` pixels wide): their sizes and strides (imgsz / the level's width) in anchor
+ * order (lib/backend/det_loss_math.h).  Returns the level count. */
 int vt_det_head_levels(const vt_graph *g, int out, int imgsz, vt_det_level lv[VT_DET_MAX_LEVELS]);
 /* vt_model_transfer; keep_class_layers: dst's per-class layers (vt_node.per_class) keep their
  * values even where the shapes match (the same count of other classes). */
