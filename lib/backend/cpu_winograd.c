@@ -1157,14 +1157,21 @@ static void scatter_grads(const wino_job *J, const wino_block *B, const float *V
     }
 }
 
-/* The calling thread's scratch: V (K x cin x tmax), M (K x cout x tmax), the transforms'
- * temps, and where chunked, after 72 WCHUNK temps, room for a block's tiles (NULL otherwise). */
-static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp, tile_at **tiles)
+/* Thread t's scratch: V (K x cin x tmax), M (K x cout x tmax), the transforms' temps, and
+ * where chunked, after 72 WCHUNK temps, room for a block's tiles (NULL otherwise). */
+static void scratch_of(const wino_job *J, int t, float **V, float **M, float **tmp,
+                       tile_at **tiles)
 {
-    *V = J->scratch + (size_t)vt_pool_thread() * J->g.per_thread;
+    *V = J->scratch + (size_t)t * J->g.per_thread;
     *M = *V + (size_t)J->g.K * J->d->cin * J->g.tmax;
     *tmp = *M + (size_t)J->g.K * J->d->cout * J->g.tmax;
     *tiles = J->g.chunked ? (tile_at *)(void *)(*tmp + 72 * WCHUNK) : NULL;
+}
+
+/* the calling thread's */
+static void thread_scratch(const wino_job *J, float **V, float **M, float **tmp, tile_at **tiles)
+{
+    scratch_of(J, vt_pool_thread(), V, M, tmp, tiles);
 }
 
 /* Block [r0, r1): its tiles listed where chunked (into the thread's `tiles`) */
@@ -1334,11 +1341,11 @@ static void run_inner(vt_backend *b, const wino_job *J, int backward)
 {
     const vt_conv_desc *d = J->d;
     const wino_geom *g = &J->g;
-    inner_job I = {.J = J, .V = J->scratch, .M = J->scratch + (size_t)g->K * d->cin * g->tmax};
-    /* the block's tiles where chunked: after the first thread's temps, as thread_scratch's */
-    tile_at *tiles = g->chunked ? (tile_at *)(void *)(I.M + (size_t)g->K * d->cout * g->tmax +
-                                                      72 * WCHUNK)
-                                : NULL;
+    /* V, M and the block's tiles: the first thread's (its temps stay its own) */
+    inner_job I = {.J = J};
+    float *tmp0;
+    tile_at *tiles;
+    scratch_of(J, 0, &I.V, &I.M, &tmp0, &tiles);
     int nrows = d->n * g->TH, nblk = share_blocks(g, nrows);
     for (int blk = 0; blk < nblk; blk++) {
         I.B = share_block(g, 0, nrows, nblk, blk, tiles);
