@@ -19,6 +19,7 @@
 #include "core/core.h"
 #include "backend/backend.h"
 #include "image/image.h"
+#include "image/letterbox.h"
 #include "task/task.h"
 #include "nn/exec.h"
 #include "nn/model.h"
@@ -833,6 +834,64 @@ START_TEST(test_predict_threads)
 }
 END_TEST
 
+/* The letterboxing predictors run on the smallest canvas of multiples of 32 that holds the
+ * image at the model's scale (vt_letterbox_fit), re-planned as it changes: images of extreme
+ * aspects (1 x 1, 1 x 500, 500 x 1) and ordinary ones give results of the image's size, and
+ * vt_model_forward afterwards (imgsz x imgsz) gives what it gave before. */
+START_TEST(test_predict_canvas)
+{
+    static const char *const archs[] = {"det-n", "seg-n", "iseg-n"};
+    static const int sizes[][2] = {{1, 1}, {500, 1}, {1, 500}, {70, 7}, {64, 64}, {40, 50}};
+    enum { CAP = 4 };
+    enum { BYTES = 64 * 64 * 3 }; /* the largest image's pixels, and CAP masks of 500 px */
+    uint8_t *px = malloc(BYTES), *masks = malloc((size_t)CAP * 64 * 64);
+    ck_assert(px && masks);
+    for (int i = 0; i < BYTES; i++) px[i] = (uint8_t)(i * 37);
+    for (int a = 0; a < 3; a++) {
+        vt_model *m;
+        ck_assert_int_eq(vt_model_create(&m, archs[a], 3, "imgsz=64 seed=5"), VT_OK);
+        int c, h, w;
+        ck_assert_int_eq(vt_model_output_shape(m, &c, &h, &w), VT_OK);
+        size_t n_in = 3 * 64 * 64, n_out = (size_t)c * h * w;
+        float *in = malloc(n_in * sizeof *in), *ref = malloc(n_out * sizeof *ref),
+              *out = malloc(n_out * sizeof *out);
+        ck_assert(in && ref && out);
+        for (size_t i = 0; i < n_in; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+        ck_assert_int_eq(vt_model_forward(m, in, 1, ref, n_out), VT_OK);
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            int iw = sizes[s][0], ih = sizes[s][1], cls[CAP], n = 0;
+            float sc[CAP], bx[4 * CAP];
+            /* the pixels: rows of iw, or 500 rows of one (stride 3) */
+            size_t stride = ih > 1 && iw == 1 ? 3 : (size_t)iw * 3;
+            vt_status st = a == 0   ? vt_model_detect_pixels(m, px, iw, ih, 3, stride, 0.0f, 0.7f,
+                                                             CAP, cls, sc, bx, CAP, &n)
+                           : a == 1 ? vt_model_segment_pixels(m, px, iw, ih, 3, stride, masks)
+                                    : vt_model_instances_pixels(m, px, iw, ih, 3, stride, 0.0f,
+                                                                0.7f, CAP, cls, sc, bx, masks,
+                                                                CAP, &n);
+            ck_assert_msg(st == VT_OK, "%s %dx%d: %s", archs[a], iw, ih, vt_model_last_error(m));
+            vt_letterbox lb;
+            ck_assert_int_eq(vt_letterbox_fit(iw, ih, 64, 32, 1, &lb), VT_OK);
+            ck_assert_msg(m->pred_exec->w == lb.dst_w && m->pred_exec->h == lb.dst_h,
+                          "%s %dx%d: canvas %dx%d, want %dx%d", archs[a], iw, ih,
+                          m->pred_exec->w, m->pred_exec->h, lb.dst_w, lb.dst_h);
+            for (int k = 0; k < n; k++) /* boxes in the image's pixels */
+                ck_assert(bx[4 * k] >= 0 && bx[4 * k + 2] <= iw && bx[4 * k + 1] >= 0 &&
+                          bx[4 * k + 3] <= ih);
+            if (a == 1)
+                for (int k = 0; k < iw * ih; k++) ck_assert_int_lt(masks[k], 3);
+        }
+        ck_assert_int_eq(vt_model_forward(m, in, 1, out, n_out), VT_OK);
+        ck_assert_msg(!memcmp(out, ref, n_out * sizeof *out),
+                      "%s: vt_model_forward differs after predictions on other canvases",
+                      archs[a]);
+        free(in), free(ref), free(out);
+        vt_model_destroy(m);
+    }
+    free(px), free(masks);
+}
+END_TEST
+
 START_TEST(test_export)
 {
     vt_model *a, *b, *d;
@@ -932,6 +991,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forward);
     tcase_add_test(tc, test_predict_threads);
     tcase_add_test(tc, test_forward_batches);
+    tcase_add_test(tc, test_predict_canvas);
     tcase_add_test(tc, test_export);
     suite_add_tcase(s, tc);
     return s;
