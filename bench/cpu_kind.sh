@@ -7,7 +7,8 @@
 # bf16 GEMM against fp32 (gemm_bf16), and prediction against PyTorch's ResNet-18
 # (bench/predict_throughput.py).  About 7 minutes on 2 cores; with --det, det-n against
 # Ultralytics too (bench/det_vs_ultralytics.sh --seed 1, and on a bf16 CPU in bf16 with and
-# without VT_CPU_WINOGRAD_BF16=1): about 10 minutes more a run.
+# without VT_CPU_WINOGRAD_BF16=1; and bench/predict_vs_ultralytics.py in the peer's virtual
+# environment): about 10 minutes more a run.
 #
 #   bench/cpu_kind.sh [--det] [BUILD_DIR=build] [OUT=cpu-kind-<host>-<date>.txt]
 #
@@ -68,6 +69,10 @@ VT_LIBRARY="$build/libvisiontrain.so.0" "$py" bench/predict_throughput.py --seco
 if [ "$det" = 1 ]; then
   step "det-n against Ultralytics, fp32"
   bash bench/det_vs_ultralytics.sh --seed 1 --build "$build" || echo "(ended with $?)"
+  step "prediction against Ultralytics' predictor (bench/predict_vs_ultralytics.py)"
+  (. /tmp/peer-ultralytics/env.sh &&
+    VT_LIBRARY="$build/libvisiontrain.so.0" python bench/predict_vs_ultralytics.py --seconds 4) ||
+    echo "(ended with $?)"
   if [ "$bf16" = 1 ]; then
     step "det-n against Ultralytics, precision=bf16"
     bash bench/det_vs_ultralytics.sh --seed 1 --build "$build" --precision bf16 ||
