@@ -799,6 +799,20 @@ END_TEST
 
 /* vt_model_set_threads: its errors, and the same outputs (up to float rounding) on 1, 2 and 3
  * threads, the weights carried to each new predictor. */
+/* For a 3-channel model at imgsz 64: one input image of made-up values (*in) and two buffers
+ * of one image's output (*ref, *out), malloc'd; returns the output's floats. */
+static size_t forward_io(vt_model *m, float **in, float **ref, float **out)
+{
+    int c, h, w;
+    ck_assert_int_eq(vt_model_output_shape(m, &c, &h, &w), VT_OK);
+    size_t n_in = 3 * 64 * 64, n_out = (size_t)c * h * w;
+    *in = malloc(n_in * sizeof **in), *ref = malloc(n_out * sizeof **ref);
+    *out = malloc(n_out * sizeof **out);
+    ck_assert(*in && *ref && *out);
+    for (size_t i = 0; i < n_in; i++) (*in)[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+    return n_out;
+}
+
 START_TEST(test_predict_threads)
 {
     static const char *const archs[] = {"cls-s", "det-n"};
@@ -809,13 +823,8 @@ START_TEST(test_predict_threads)
         ck_assert_msg(strstr(vt_model_last_error(m), "-1 threads"), "%s", vt_model_last_error(m));
         ck_assert_int_eq(vt_model_set_threads(m, 257), VT_ERR_INVALID_ARGUMENT);
         ck_assert_int_eq(vt_model_set_threads(NULL, 1), VT_ERR_INVALID_ARGUMENT);
-        int c, h, w;
-        ck_assert_int_eq(vt_model_output_shape(m, &c, &h, &w), VT_OK);
-        size_t n_in = 3 * 64 * 64, n_out = (size_t)c * h * w;
-        float *in = malloc(n_in * sizeof *in), *ref = malloc(n_out * sizeof *ref),
-              *out = malloc(n_out * sizeof *out);
-        ck_assert(in && ref && out);
-        for (size_t i = 0; i < n_in; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+        float *in, *ref, *out;
+        size_t n_out = forward_io(m, &in, &ref, &out);
         static const int threads[] = {1, 2, 3, 0};
         for (int t = 0; t < 4; t++) {
             ck_assert_int_eq(vt_model_set_threads(m, threads[t]), VT_OK);
@@ -850,13 +859,8 @@ START_TEST(test_predict_canvas)
     for (int a = 0; a < 3; a++) {
         vt_model *m;
         ck_assert_int_eq(vt_model_create(&m, archs[a], 3, "imgsz=64 seed=5"), VT_OK);
-        int c, h, w;
-        ck_assert_int_eq(vt_model_output_shape(m, &c, &h, &w), VT_OK);
-        size_t n_in = 3 * 64 * 64, n_out = (size_t)c * h * w;
-        float *in = malloc(n_in * sizeof *in), *ref = malloc(n_out * sizeof *ref),
-              *out = malloc(n_out * sizeof *out);
-        ck_assert(in && ref && out);
-        for (size_t i = 0; i < n_in; i++) in[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+        float *in, *ref, *out;
+        size_t n_out = forward_io(m, &in, &ref, &out);
         ck_assert_int_eq(vt_model_forward(m, in, 1, ref, n_out), VT_OK);
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             int iw = sizes[s][0], ih = sizes[s][1], cls[CAP], n = 0;
