@@ -174,41 +174,46 @@ START_TEST(test_train_learns)
     int64_t ngt;
     ck_assert_int_eq(vt_trainer_class_ap(t, 0, &a50, &a, &ngt), VT_OK);
     ck_assert_int_gt(ngt, 0);
-    /* The top half (64 x 32) and the left half (32 x 64) of validation images whose objects
-     * it holds or leaves whole run on canvases of their own size (the smallest of multiples of
-     * 32 at the model's scale): their objects' masks are the whole image's there (IoU of the
-     * pixels over the images). */
+    /* The halves of validation images, 64 x 32 (top, bottom) and 32 x 64 (left, right), that
+     * hold an object found in the whole image and that no found object crosses into run on
+     * canvases of their own size (the smallest of multiples of 32 at the model's scale): their
+     * objects' masks are the whole image's there (IoU of the pixels over the images, per
+     * canvas shape). */
     double inter[2] = {0, 0}, uni[2] = {0, 0};
     int used[2] = {0, 0};
-    for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_VAL) && i < 40; i++) {
+    for (int i = 0; i < vt_dataset_num_images(ds, VT_SPLIT_VAL); i++) {
         vt_image im;
         ck_assert_int_eq(vt_image_load(vt_dataset_image_path(ds, VT_SPLIT_VAL, i), &im), VT_OK);
         uint8_t full[64 * 64], half[64 * 32];
         float bx[4 * 8];
         int n = objects_map(m, im.data, 64, 64, full, bx);
-        for (int o = 0; o < 2; o++) {
-            int hw = o ? 32 : 64, hh = o ? 64 : 32, cut = 0, lo = o ? 0 : 1;
-            for (int k = 0; k < n; k++) /* an object across the middle (its box, 2 px more) */
+        for (int h = 0; h < 4; h++) {
+            /* o: 0 top/bottom, 1 left/right; second: bottom or right; lo: the cut's axis */
+            int o = h & 1, second = h >> 1, hw = o ? 32 : 64, hh = o ? 64 : 32, lo = !o;
+            int x0 = o && second ? 32 : 0, y0 = !o && second ? 32 : 0, cut = 0, held = 0;
+            for (int k = 0; k < n; k++) { /* an object across the middle (its box, 2 px more) */
                 cut |= bx[4 * k + lo] < 34 && bx[4 * k + 2 + lo] > 30;
-            if (cut || used[o] == 10) continue;
+                held |= second ? bx[4 * k + lo] >= 34 : bx[4 * k + 2 + lo] <= 30;
+            }
+            if (cut || !held || used[o] == 10) continue;
             used[o]++;
-            objects_map(m, im.data, hw, hh, half, NULL);
+            objects_map(m, im.data + ((size_t)y0 * 64 + x0) * 3, hw, hh, half, NULL);
             ck_assert(m->pred_exec->w == hw && m->pred_exec->h == hh);
             for (int y = 0; y < hh; y++)
                 for (int x = 0; x < hw; x++) {
-                    int ha = half[y * hw + x], fa = full[y * 64 + x];
+                    int ha = half[y * hw + x], fa = full[(y0 + y) * 64 + x0 + x];
                     inter[o] += ha && fa, uni[o] += ha || fa;
                 }
         }
         vt_image_free(&im);
     }
     if (getenv("VT_TEST_PRINT_ERRORS"))
-        printf("halves IoU: top %.4f left %.4f (%d, %d images)\n", inter[0] / uni[0],
+        printf("halves IoU: 64x32 %.4f 32x64 %.4f (%d, %d halves)\n", inter[0] / uni[0],
                inter[1] / uni[1], used[0], used[1]);
     for (int o = 0; o < 2; o++)
         ck_assert_msg(used[o] >= 5 && uni[o] > 0 && inter[o] / uni[o] > 0.6,
-                      "the %s half's object masks: IoU %.3f with the whole image's over %d "
-                      "images", o ? "left" : "top", inter[o] / uni[o], used[o]);
+                      "the %s halves' object masks: IoU %.3f with the whole image's over %d "
+                      "halves", o ? "32x64" : "64x32", inter[o] / uni[o], used[o]);
     vt_trainer_destroy(t);
     vt_dataset_destroy(ds);
 
