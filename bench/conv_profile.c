@@ -8,11 +8,13 @@
  *                [keep=1] [reps=20] [cap=FLOATS of an im2col tile; 0: the backend's default]
  *                [bf16=0 (1: precision=bf16's products, the bare GEMMs too)]
  *                [tile=-1 (the backend's rule; 0: im2col; 2 or 4: Winograd in that tile
- *                 where it can take the shape at all, vt_backend_cpu_force_winograd)]
+ *                 where it can take the shape at all, vt_backend_cpu_force_winograd; with
+ *                 bf16=1, 2x2 tiles take bf16 products and 4x4 ones fp32)]
  *                [bare=1 (0: leave out the bare GEMMs)]
  *
  * The first line says which way the convolution ran (im2col, or Winograd's tile) and the
- * rule's tile for the shape (vt_backend_cpu_winograd_tile); bench/winograd_rule.sh compares
+ * rule's tile for the shape under that precision (vt_cpu_wino_tile of a default backend, 0:
+ * im2col); bench/winograd_rule.sh compares
  * the three on a list of shapes.
  * The defaults are the small CNN's second convolution at batch 64 (GUIDE.md section 4). */
 #include <stdio.h>
@@ -59,7 +61,8 @@ int main(int argc, char **argv)
     void (*gemm)(vt_pool *, int, int, int, int, int, float, const float *, int, const float *,
                  int, float, float *, int) = bf16 ? vt_gemm_bf16 : vt_sgemm;
     if (bench_arg(argc, argv, "cap", 0) > 0) vt_backend_cpu_set_conv_cap(b, (size_t)bench_arg(argc, argv, "cap", 0));
-    int tile = bench_arg(argc, argv, "tile", -1);
+    int tile = bench_arg(argc, argv, "tile", -1), rule = vt_cpu_wino_tile(b, &d);
+    if (bf16 && tile > 0) vt_backend_cpu_set_winograd_bf16(b, 1);
     if (tile == 0) vt_backend_cpu_set_winograd(b, 0);
     if (tile == 2 || tile == 4) {
         vt_backend_cpu_set_winograd(b, 4);
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
     if (ran) snprintf(how, sizeof how, "winograd %dx%d", ran, ran);
     printf("conv n%d %dx%dx%d -> %d k%d s%d p%d, %d threads, keep %d, %s, ran %s (rule's tile "
            "%d)\n", d.n, d.cin, d.h, d.w, d.cout, d.kh, d.sh, d.ph, threads, d.keep_columns,
-           bf16 ? "bf16" : "fp32", how, vt_backend_cpu_winograd_tile(&d));
+           bf16 ? "bf16" : "fp32", how, rule);
     if (!bare) {
         printf("  forward   %8.3f ms  %6.1f GFLOP/s\n", tf * 1e3, fl / tf * 1e-9);
         printf("  backward  %8.3f ms  %6.1f GFLOP/s\n", tb * 1e3, 2 * fl / tb * 1e-9);

@@ -5,10 +5,11 @@
 # widest and the baseline build (bn_profile), the weights' packing (gemm_shapes pack), the
 # Winograd tile rule against the fastest tile (bench/winograd_rule.sh) and, with bf16, the
 # bf16 GEMM against fp32 (gemm_bf16), and prediction against PyTorch's ResNet-18
-# (bench/predict_throughput.py).  About 7 minutes on 2 cores; with --det, det-n against
-# Ultralytics too (bench/det_vs_ultralytics.sh --seed 1, and on a bf16 CPU in bf16 with and
-# without VT_CPU_WINOGRAD_BF16=1; and bench/predict_vs_ultralytics.py in the peer's virtual
-# environment): about 10 minutes more a run.
+# (bench/predict_throughput.py); on a bf16 CPU the Winograd rule under bf16 too.  About 7
+# minutes on 2 cores; with --det, det-n against
+# Ultralytics too (bench/det_vs_ultralytics.sh --seed 1, and on a bf16 CPU in bf16 with the
+# default and the other setting of VT_CPU_WINOGRAD_BF16; and bench/predict_vs_ultralytics.py
+# in the peer's virtual environment): about 10 minutes more a run.
 #
 #   bench/cpu_kind.sh [--det] [BUILD_DIR=build] [OUT=cpu-kind-<host>-<date>.txt]
 #
@@ -55,6 +56,11 @@ fi
 step "the Winograd tile rule against the fastest tile (bench/winograd_rule.sh $build 2)"
 bash bench/winograd_rule.sh "$build" 2 || echo "(winograd_rule.sh ended with $?)"
 
+if [ "$bf16" = 1 ]; then
+  step "the Winograd tile rule under precision=bf16 (bench/winograd_rule.sh $build 2 2 bf16)"
+  bash bench/winograd_rule.sh "$build" 2 2 bf16 || echo "(winograd_rule.sh ended with $?)"
+fi
+
 if [ "$bf16" = 1 ] && [ -x "$build/bench/gemm_bf16" ]; then
   step "bf16 GEMM against fp32 (gemm_bf16)"
   "$build/bench/gemm_bf16"
@@ -77,8 +83,11 @@ if [ "$det" = 1 ]; then
     step "det-n against Ultralytics, precision=bf16"
     bash bench/det_vs_ultralytics.sh --seed 1 --build "$build" --precision bf16 ||
       echo "(ended with $?)"
-    step "det-n against Ultralytics, precision=bf16, VT_CPU_WINOGRAD_BF16=1"
-    VT_CPU_WINOGRAD_BF16=1 bash bench/det_vs_ultralytics.sh --seed 1 --build "$build" \
+    # the other setting of Winograd under bf16 than this CPU's default
+    wo=1
+    "$vt" info 2>&1 | grep -q 'with precision=bf16 too' && wo=0
+    step "det-n against Ultralytics, precision=bf16, VT_CPU_WINOGRAD_BF16=$wo"
+    VT_CPU_WINOGRAD_BF16=$wo bash bench/det_vs_ultralytics.sh --seed 1 --build "$build" \
       --precision bf16 || echo "(ended with $?)"
   fi
 fi

@@ -5,7 +5,8 @@
 #
 #   bench/cpu_vs_torch.sh [BUILD_DIR=build] [REPS=3]
 #   (then, where the CPU has bf16, the same in bf16 against PyTorch's bf16 autocast, and a
-#   "bf16 W" row: ours with VT_CPU_WINOGRAD_BF16=1, Winograd under bf16 products)
+#   row of ours with the other setting of Winograd under bf16 products: "bf16 im2col" with
+#   VT_CPU_WINOGRAD_BF16=0 where it is on by default (AVX512_BF16), "bf16 W" with =1 where not)
 #
 # PyTorch runs once per rep with its default thread count and once with 2 threads; its best
 # run is the baseline.  OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE are left as the machine
@@ -41,6 +42,9 @@ precs=fp32
 # SIGPIPE and look like "bf16 here")
 info=$("$build/examples/vt" info 2>/dev/null || true)
 grep -q 'precision=bf16: none' <<<"$info" || precs="fp32 bf16"
+# the other setting of Winograd under bf16 products than this CPU's default
+if grep -q 'with precision=bf16 too' <<<"$info"; then wother=0 wname="bf16 im2col"
+else wother=1 wname="bf16 W"; fi
 declare -A fp32_best
 for prec in $precs; do
 for b in 64 256; do
@@ -55,9 +59,9 @@ for b in 64 256; do
     th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps "${tflags[@]}" | imgs)")
     vt+=("$("$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
     th+=("$($py bench/torch_small_cnn.py --batch $b --steps $steps "${tflags2[@]}" | imgs)")
-    # bf16: also with VT_CPU_WINOGRAD_BF16=1 (the 14x14 layer in Winograd, bf16 products)
+    # bf16: also with the other Winograd setting
     [ "$prec" = bf16 ] && for i in 1 2; do
-      vw+=("$(VT_CPU_WINOGRAD_BF16=1 "$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
+      vw+=("$(VT_CPU_WINOGRAD_BF16=$wother "$tp" batch=$b steps=$steps "${vflags[@]}" | awk '{print $5, $9}')")
     done
   done
   vbest=$(printf '%s\n' "${vt[@]}" | best); t=$(printf '%s\n' "${th[@]}" | best)
@@ -70,7 +74,7 @@ for b in 64 256; do
   printf '%-11s %14.1f %14.1f %7.2fx %10.1f %9s%s\n' "$b $prec" "$v" "$t" "$(echo "$v / $t" | bc -l)" "$g" "$frac" "$extra"
   if [ "$prec" = bf16 ]; then
     wbest=$(printf '%s\n' "${vw[@]}" | best); w=${wbest% *}
-    printf '%-11s %14.1f %14.1f %7.2fx %10s %9s  bf16 / our fp32 %.2fx\n' "$b bf16 W" "$w" "$t" \
+    printf '%-11s %14.1f %14.1f %7.2fx %10s %9s  bf16 / our fp32 %.2fx\n' "$b $wname" "$w" "$t" \
       "$(echo "$w / $t" | bc -l)" - - "$(echo "$w / ${fp32_best[$b]}" | bc -l)"
   fi
 done

@@ -5,8 +5,11 @@
 # in the three ways, taking turns, ROUNDS rounds, the fastest of each kept
 # (build/bench/conv_profile tile=0|2|4).  Prints a row a shape (ms, forward + backward),
 # the rule's tile, the fastest tile and the rule's time over the fastest, then a summary.
+# With `bf16` (a CPU with bf16 products), the same under precision=bf16: im2col with bf16
+# products, 2x2 tiles with bf16 products and 4x4 tiles with fp32 products, against the rule
+# that precision=bf16 follows there (vt_cpu_wino_tile).
 #
-#   bench/winograd_rule.sh [BUILD_DIR=build] [ROUNDS=3] [THREADS=2]
+#   bench/winograd_rule.sh [BUILD_DIR=build] [ROUNDS=3] [THREADS=2] [fp32|bf16]
 #
 # About a minute on 2 cores.  A rule that loses more than 10 % on a shape, or several shapes,
 # on a processor kind wants its thresholds (lib/backend/cpu_impl.h) measured there.
@@ -15,6 +18,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-3}
 threads=${3:-2}
+prec=${4:-fp32}
+case $prec in fp32) bf=0 ;; bf16) bf=1 ;; *) echo "precision: fp32 or bf16" >&2; exit 2 ;; esac
 cp="$build/bench/conv_profile"
 [ -x "$cp" ] || { echo "build first: ninja -C $build"; exit 2; }
 # n cin hw cout
@@ -23,15 +28,16 @@ shapes=(
   "16 64 18 64" "16 128 13 128" "64 32 14 64" "256 32 14 64" "16 128 11 128" "8 128 12 128"
   "8 256 10 256" "8 64 10 64" "16 128 8 128" "8 128 8 128" "16 128 7 128" "32 128 7 128"
   "64 64 7 128" "256 64 7 128" "64 128 5 128" "16 256 4 256"
+  "16 96 16 96" "16 160 16 96" "16 224 8 96" "16 32 64 32" "16 64 32 64"
 )
-echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; $threads threads, $rounds rounds"
+echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; $threads threads, $rounds rounds, $prec"
 declare -A best rule
 for r in $(seq "$rounds"); do
   for s in "${shapes[@]}"; do
     read -r n c hw o <<<"$s"
     for t in 0 2 4; do
       out=$("$cp" n="$n" cin="$c" h="$hw" w="$hw" cout="$o" keep=0 reps=8 bare=0 \
-            threads="$threads" tile=$t)
+            threads="$threads" tile=$t bf16=$bf)
       rule[$s]=$(sed -n "s/.*rule's tile \([0-9]*\).*/\1/p" <<<"$out")
       ms=$(awk '$1 == "forward" || $1 == "backward" {t += $2} END {printf "%.3f", t}' <<<"$out")
       k="$s/$t"

@@ -439,8 +439,9 @@ START_TEST(test_conv_winograd_bf16)
         cshape s;
         int tile;
     } shapes[] = {
-        {{4, 32, 14, 14, 64, 3, 1, 1, 1}, 2}, {{3, 17, 13, 15, 19, 3, 1, 1, 1}, 2},
+        {{2, 64, 14, 14, 64, 3, 1, 1, 1}, 2}, {{3, 64, 13, 15, 72, 3, 1, 1, 1}, 2},
         {{3, 64, 20, 20, 64, 3, 1, 1, 1}, 4}, {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4},
+        {{4, 32, 14, 14, 64, 3, 1, 1, 1}, 0}, /* fp32's 2x2; narrow, 4x4 over 31 % more */
     };
     vt_rng r;
     vt_rng_seed(&r, 13);
@@ -466,8 +467,9 @@ START_TEST(test_conv_winograd_bf16)
                 vt_backend_cpu_set_bf16(be, 1);
                 ck_assert_int_eq(vt_backend_cpu_set_winograd_bf16(be, wino),
                                  vt_backend_cpu_winograd_bf16_default());
-                ck_assert_int_eq(vt_cpu_wino_applies(be, &d), wino);
+                ck_assert_int_eq(vt_cpu_wino_applies(be, &d), wino && shapes[si].tile);
                 ck_assert_int_eq(vt_cpu_wino_tile(be, &d), wino ? shapes[si].tile : 0);
+                ck_assert_int_eq(vt_backend_cpu_winograd_tile_bf16(&d), shapes[si].tile);
                 size_t wsb = be->ops->conv_workspace(be, &d);
                 void *ws = malloc(wsb ? wsb : 1);
                 conv_run(be, &d, x, w, dy, y, dx, dw, ws, nx, nw);
@@ -486,13 +488,81 @@ START_TEST(test_conv_winograd_bf16)
                 ck_assert_msg(e[0][k] > 5e-4 && e[0][k] < 5e-3,
                               "bf16 im2col shape %zu output %d: relative error %.3g", si, k,
                               e[0][k]);
-                double bound = shapes[si].tile == 4 ? 1e-5 : 2.5 * e[0][k];
+                double bound = shapes[si].tile == 4   ? 1e-5
+                               : shapes[si].tile == 2 ? 2.5 * e[0][k]
+                                                      : e[0][k] * (1 + 1e-6);
                 ck_assert_msg(e[1][k] < bound,
                               "bf16 winograd shape %zu relu %d output %d: relative error %.3g "
                               "(im2col's %.3g)", si, relu, k, e[1][k], e[0][k]);
             }
             conv_case_free(&cc);
         }
+}
+END_TEST
+
+/* The tile under bf16 products: the fp32 rule's, but im2col where a side has fewer than 64
+ * channels and 4x4 tiles cover more than 15 % beyond the map; on by default with the
+ * AVX512_BF16 products only (VT_CPU_WINOGRAD_BF16 decides where it is set). */
+START_TEST(test_winograd_bf16_rule)
+{
+    static const struct {
+        vt_conv_desc d;
+        int fp32, bf16;
+    } rule[] = {
+        {{256, 32, 14, 14, 64, 14, 14, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 0},  /* cnn-small's */
+        {{256, 64, 7, 7, 128, 7, 7, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},     /* 64 channels */
+        {{256, 64, 14, 14, 63, 14, 14, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 0},  /* 63 */
+        {{16, 32, 64, 64, 32, 64, 64, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},   /* covered exactly */
+        {{8, 32, 18, 18, 32, 18, 18, 3, 3, 1, 1, 1, 1, 1, 0}, 2, 0},    /* 23 % more */
+        {{1, 24, 47, 45, 16, 47, 45, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},    /* 9 % more */
+        {{8, 64, 10, 10, 64, 10, 10, 3, 3, 1, 1, 1, 1, 1, 0}, 2, 2},
+        {{64, 128, 5, 5, 128, 5, 5, 3, 3, 1, 1, 1, 1, 1, 0}, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+        ck_assert_int_eq(vt_backend_cpu_winograd_tile(&rule[i].d), rule[i].fp32);
+        ck_assert_msg(vt_backend_cpu_winograd_tile_bf16(&rule[i].d) == rule[i].bf16,
+                      "shape %zu: bf16 tile %d, want %d", i,
+                      vt_backend_cpu_winograd_tile_bf16(&rule[i].d), rule[i].bf16);
+    }
+    /* a new backend's switch */
+    const char *e = getenv("VT_CPU_WINOGRAD_BF16");
+    char *was = e ? strdup(e) : NULL;
+    unsetenv("VT_CPU_WINOGRAD_BF16");
+    int avx512 = !strncmp(vt_gemm_bf16_kernel(), "AVX512_BF16", 11);
+    ck_assert_int_eq(vt_backend_cpu_winograd_bf16_default(), avx512);
+    static const char *const on[] = {"1", "on", "yes", "true"}, *const off[] = {"0", "off", "no",
+                                                                               "false"};
+    for (int i = 0; i < 4; i++) {
+        setenv("VT_CPU_WINOGRAD_BF16", on[i], 1);
+        ck_assert_int_eq(vt_backend_cpu_winograd_bf16_default(), 1);
+        setenv("VT_CPU_WINOGRAD_BF16", off[i], 1);
+        ck_assert_int_eq(vt_backend_cpu_winograd_bf16_default(), 0);
+    }
+    setenv("VT_CPU_WINOGRAD_BF16", "maybe", 1);
+    ck_assert_int_eq(vt_backend_cpu_winograd_bf16_default(), avx512);
+    if (vt_cpu_has_bf16()) { /* the portable products: im2col */
+        unsetenv("VT_CPU_WINOGRAD_BF16");
+        const char *k = vt_gemm_bf16_kernel();
+        const char *name = !strncmp(k, "AMX", 3) ? "amx" : avx512 ? "avx512" : "portable";
+        ck_assert(vt_gemm_bf16_force("portable"));
+        ck_assert_int_eq(vt_backend_cpu_winograd_bf16_default(), 0);
+        if (vt_gemm_bf16_force("avx512")) {
+            ck_assert_int_eq(vt_backend_cpu_winograd_bf16_default(), 1);
+            vt_backend *be;
+            ck_assert_int_eq(vt_backend_cpu_create(&be, 2), VT_OK);
+            vt_backend_cpu_set_bf16(be, 1);
+            /* cnn-small's second convolution: im2col under bf16, 4x4 tiles in fp32 */
+            ck_assert(!vt_cpu_wino_applies(be, &rule[0].d));
+            ck_assert_int_eq(vt_cpu_wino_tile(be, &rule[1].d), 4);
+            vt_backend_cpu_set_bf16(be, 0);
+            ck_assert_int_eq(vt_cpu_wino_tile(be, &rule[0].d), 4);
+            vt_backend_destroy(be);
+        }
+        ck_assert(vt_gemm_bf16_force(name));
+    }
+    if (was) setenv("VT_CPU_WINOGRAD_BF16", was, 1);
+    else unsetenv("VT_CPU_WINOGRAD_BF16");
+    free(was);
 }
 END_TEST
 
@@ -1342,6 +1412,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_conv_tiles);
     tcase_add_test(tc, test_conv_winograd);
     tcase_add_test(tc, test_conv_winograd_bf16);
+    tcase_add_test(tc, test_winograd_bf16_rule);
     tcase_add_test(tc, test_rows2d);
     tcase_add_test(tc, test_ops_table);
     tcase_add_test(tc, test_silu_accuracy);

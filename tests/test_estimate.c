@@ -129,7 +129,7 @@ START_TEST(silu_exponentials)
     int n = g.n_nodes;
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, n), n);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0}, de = d;
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0, 0}, de = d;
     de.exp_s = 1e-8;
     ck_assert(vt_est_act_fused(&g, s1) && !vt_est_act_fused(&g, s2) && vt_est_act_fused(&g, r));
     for (int train = 0; train < 2; train++) {
@@ -164,7 +164,7 @@ START_TEST(cost_formula_by_hand)
     /* BN, I = O = 256: forward I+O+2I, backward 2I+2O + I+O = 7*256 + 3*256... per formula */
     double a = (256 + 256 + 2 * 256) + (2 * 256 + 2 * 256) + (256 + 256);
     ck_assert_double_eq_tol(vt_est_layer_bytes(&lc[2], 4), 4 * a, 1e-9);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0};
     double t = vt_est_layer_seconds(&g, 2, &lc[2], 2, &d, 1);
     double want = fmax(2 * (4.0 + 6.0) * 256 / 1e9, 2 * a * 4 / 1e9) + 1e-3;
     ck_assert_double_eq_tol(t, want, 1e-12);
@@ -182,7 +182,7 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 1), want + 2 * 216e-6, 1e-12);
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, 1, &lc[1], 2, &d, 0) -
                                 vt_est_layer_seconds(&g, 1, &lc[1], 2, &(vt_devmodel){
-                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0}, 0),
+                                    1e9, 1e9, 0, 1e-3, 0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0}, 0),
                             216e-6, 1e-12);
     vt_graph_free(&g);
     /* grouped: every group builds its own K rows; a 1x1 stride-1 conv builds none */
@@ -239,8 +239,9 @@ START_TEST(cost_formula_by_hand)
     vt_graph_finalize(&g);
     vt_layer_cost lw[3];
     ck_assert_int_eq(vt_graph_costs(&g, 14, 14, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, nc, &lw[nc], 2), 0);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 0), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, nc, &lw[nc], 2, 0), 0);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 1), 0); /* bf16: 16 channels */
     ck_assert_double_eq_tol(vt_est_wino_gemm_share(2, 14), 4.0 / 9, 1e-15);
     ck_assert_double_eq_tol(vt_est_wino_gemm_share(4, 20), 0.25, 1e-15);
     ck_assert_double_eq_tol(vt_est_wino_gemm_share(4, 30), 64.0 * 36 / (9 * 900), 1e-15);
@@ -260,36 +261,46 @@ START_TEST(cost_formula_by_hand)
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_double_eq(vt_est_layer_seconds(&g, nc, &lw[nc], 2, &dw, 1), n0);
     ck_assert_int_eq(vt_graph_costs(&g, 20, 20, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 3), 4);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2); /* 50 4x4 tiles: too few */
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 3, 0), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 0), 2); /* 50 4x4 tiles: too few */
     ck_assert_int_eq(vt_graph_costs(&g, 32, 32, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 0), 4);
+    /* bf16 products: where the backend takes Winograd with them, its bf16 rule (16 channels
+     * on 14x14 maps: im2col; on 32x32, which 4x4 tiles cover exactly: 4x4) */
+    int wb = vt_backend_cpu_winograd_bf16_default();
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 1), wb ? 4 : 0);
+    vt_devmodel db = dw;
+    db.wino_bf16 = 1;
+    vt_devmodel di = db; /* im2col */
+    di.wino_s = 0;
+    ck_assert_double_eq(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &db, 1),
+                        vt_est_layer_seconds(&g, wc, &lw[wc], 2, wb ? &dw : &di, 1));
     want_w = fmax(0.25 * 2 * vt_est_layer_flops(&g, wc, &lw[wc], 1) / 1e9,
                   2 * vt_est_layer_bytes(&lw[wc], 4) / 1e9) +
              vt_est_wino_bytes(4, 16, 16, 32, 2, 1) * 1e-10 + (double)lw[wc].params * 12 / 1e9 +
              dw.layer_s;
     ck_assert_double_eq_tol(vt_est_layer_seconds(&g, wc, &lw[wc], 2, &dw, 1), want_w, 1e-12);
     ck_assert_int_eq(vt_graph_costs(&g, 30, 30, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 0), 4);
     ck_assert_int_eq(vt_graph_costs(&g, 18, 18, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 0), 2);
     ck_assert_int_eq(vt_graph_costs(&g, 12, 12, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 2, 0), 2);
     /* ... and in 4x4 tiles at a batch with the work for them: 6144 where 4x4 tiles cover the
      * map (12x12: 42 x 144 / 16 x 16 = 6048 stays in 2x2 tiles, 43 x 144 / 16 x 16 = 6192
      * takes 4x4) or the sides are odd (7x7: 96 x 49 / 16 x 16 = 4704 not, in 2x2 tiles, 128 x
      * 49 / 16 x 16 = 6272 yes), 16384 where only 2x2 tiles cover it (10x10: 163 x 100 = 16300
      * not, 164 x 100 yes); 6x6 maps (9 2x2 tiles) stay im2col */
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 42), 2);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 43), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 42, 0), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 43, 0), 4);
     ck_assert_int_eq(vt_graph_costs(&g, 10, 10, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 163), 2);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 164), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 163, 0), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 164, 0), 4);
     ck_assert_int_eq(vt_graph_costs(&g, 7, 7, lw, 3), 3);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 96), 2);
-    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128), 4);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 96, 0), 2);
+    ck_assert_int_eq(vt_est_conv_winograd(&g, wc, &lw[wc], 128, 0), 4);
     ck_assert_int_eq(vt_graph_costs(&g, 6, 6, lw, 3), 3);
-    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 128));
+    ck_assert(!vt_est_conv_winograd(&g, wc, &lw[wc], 128, 0));
     vt_graph_free(&g);
     /* phi_w over cout, the forward GEMMs' height: 16 -> 32 channels with s0 = 32 at 1/2 (over
      * min(cin, cout) it would be 1/3) */
@@ -328,7 +339,9 @@ START_TEST(memory_winograd)
     double want = (double)vt_backend_cpu_winograd_workspace(&d, vt_cpu_count(), 4);
     ck_assert(want > 4.0 * 36 * 64 * 64); /* 4x4 tiles: U alone is 36 x 64 x 64 floats */
     ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 4), want);
-    ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 2), 0);
+    /* bf16 products: the same where the backend takes Winograd with them, else none */
+    ck_assert_double_eq(vt_train_winograd_bytes(&g, 32, 32, lc, 3, 2),
+                        vt_backend_cpu_winograd_bf16_default() ? want : 0);
     double fc, fg, per, wmax;
     ck_assert_int_eq(vt_train_memory_terms(&g, 32, 32, 4, 1, 0, 1, &fc, &per, &wmax), 0);
     ck_assert_int_eq(vt_train_memory_terms(&g, 32, 32, 4, 1, 1, 1, &fg, &per, &wmax), 0);
@@ -369,7 +382,7 @@ START_TEST(cost_fused_relu)
     vt_graph_finalize(&g);
     vt_layer_cost lc[16];
     ck_assert_int_eq(vt_graph_costs(&g, 8, 8, lc, 16), g.n_nodes);
-    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0};
+    vt_devmodel d = {1e9, 1e9, 0, 1e-3, 0, 0, 4, 1, 1, 0, 0, 0, 0, 0, 0};
     ck_assert_double_eq(vt_est_layer_seconds(&g, r1, &lc[r1], 2, &d, 1), 0);
     ck_assert_double_gt(vt_est_layer_seconds(&g, r2, &lc[r2], 2, &d, 1), 1e-3);
     d.fuse_bn_act = 0;
@@ -394,7 +407,7 @@ START_TEST(calibration_probe_solve)
         rows[i] = 9 * ch[i] * hw[i] * 16;
         t[i] = F[i] / R * (1 + s0 / d[i]) + rows[i] * row_s;
     }
-    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0};
+    vt_devmodel dm = {1e9, 1e9, 100, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0};
     vt_est_solve_probes(3, t, F, d, rows, &dm);
     ck_assert_msg(fabs(dm.rate / R - 1) < 1e-9 && fabs(dm.s0 - s0) < 1e-6 &&
                       fabs(dm.row_s / row_s - 1) < 1e-9,

@@ -163,15 +163,21 @@ int vt_backend_cpu_winograd_shares(const vt_conv_desc *d, int threads, int tile)
 /* A new CPU backend's Winograd setting: 0 where VT_CPU_WINOGRAD is 0, off, no or false, 2 where
  * it is 2 or 2x2, else 4. */
 int vt_backend_cpu_winograd_default(void);
-/* on: with bf16 products (vt_backend_cpu_set_bf16), the convolutions that take Winograd with
- * fp32 products take it too, in the same tile: 2x2 tiles with bf16 products (the transformed
- * tiles and filters rounded to bf16: about 1.7x im2col's bf16 rounding error), 4x4 tiles with
- * fp32 products (in bf16 their error was 10x im2col's); off (the default): they run im2col
- * with bf16 products.  Not yet measured on a CPU with bf16 units, hence off.  Returns the
- * previous setting.  A new backend's: vt_backend_cpu_winograd_bf16_default(), 1 where
- * VT_CPU_WINOGRAD_BF16 is 1, on, yes or true, else 0. */
+/* on: with bf16 products (vt_backend_cpu_set_bf16), the convolutions of
+ * vt_backend_cpu_winograd_tile_bf16 take Winograd, in its tile: 2x2 tiles with bf16 products
+ * (the transformed tiles and filters rounded to bf16: about 1.7x im2col's bf16 rounding
+ * error), 4x4 tiles with fp32 products (in bf16 their error was 10x im2col's); off: they run
+ * im2col with bf16 products.  Returns the previous setting.  A new backend's:
+ * vt_backend_cpu_winograd_bf16_default(): 1 where VT_CPU_WINOGRAD_BF16 is 1, on, yes or true,
+ * 0 where it is 0, off, no or false, else 1 where the bf16 products run on AVX512_BF16
+ * (vt_gemm_bf16_kernel: measured faster on AMD Zen 4) and 0 with AMX (whose products are
+ * 3-6x fp32's; not measured against Winograd) or the portable kernel. */
 int vt_backend_cpu_set_winograd_bf16(vt_backend *b, int on);
 int vt_backend_cpu_winograd_bf16_default(void);
+/* vt_backend_cpu_winograd_tile's tile under bf16 products, but 0 (im2col) where cin or cout is
+ * below 64 and 4x4 tiles cover more than 15 % beyond the map (14x14: im2col's bf16 products
+ * won there). */
+int vt_backend_cpu_winograd_tile_bf16(const vt_conv_desc *d);
 /* For measuring the rule of vt_backend_cpu_winograd_tile (bench/winograd_rule.sh) and testing:
  * 2 or 4 runs every convolution that Winograd can take (3x3, stride 1, padding 1, one group,
  * 16 or more channels in and out) in that tile whatever its map and batch, within

@@ -105,6 +105,9 @@ enum {
     VT_WINO_MIN_BATCH_TILES = 64, /* tiles of the batch (2 threads): 2, 256 -> 256 at 20x20
                                    * (50 4x4 tiles) ran 1.4x faster in 2x2 tiles, at 10x10 (50
                                    * 2x2 tiles) 1.25x faster in im2col; from 64 the tile won */
+    VT_WINO_BF16_MIN_CHANNELS = 64, /* under bf16 products (vt_backend_cpu_winograd_tile_bf16):
+                                     * 64 and 256, 32 -> 64 at 14x14 ran 1.2x faster in im2col
+                                     * than in 4x4 tiles (Zen 4); 64 -> 128 at 7x7 1.1x slower */
     VT_WINO4_MIN_SIDE = 16,
     VT_WINO4_MIN_SMALL = 7,
     VT_WINO4_MIN_WORK = 6144,

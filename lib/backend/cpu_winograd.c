@@ -78,6 +78,19 @@ int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
     return big ? 2 : 0;
 }
 
+/* Under bf16 products im2col's GEMMs run about twice as fast (AVX512-BF16 on Zen 4) while 4x4
+ * tiles keep fp32 products: where 4x4 tiles do not cover the map within 15 % and a side has
+ * fewer than VT_WINO_BF16_MIN_CHANNELS channels, the transforms are too large a share and im2col
+ * wins (bench/README.md, "Winograd under bf16"). */
+int vt_backend_cpu_winograd_tile_bf16(const vt_conv_desc *d)
+{
+    int m = vt_backend_cpu_winograd_tile(d);
+    if (!m) return 0;
+    size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
+    int narrow = d->cin < VT_WINO_BF16_MIN_CHANNELS || d->cout < VT_WINO_BF16_MIN_CHANNELS;
+    return narrow && 20 * cover > 23 * hw ? 0 : m;
+}
+
 int vt_backend_cpu_winograd_default(void)
 {
     const char *e = getenv("VT_CPU_WINOGRAD");
@@ -89,17 +102,25 @@ int vt_backend_cpu_winograd_default(void)
 int vt_backend_cpu_winograd_bf16_default(void)
 {
     const char *e = getenv("VT_CPU_WINOGRAD_BF16");
-    return e && (!strcmp(e, "1") || !strcmp(e, "on") || !strcmp(e, "yes") || !strcmp(e, "true"));
+    if (e && (!strcmp(e, "1") || !strcmp(e, "on") || !strcmp(e, "yes") || !strcmp(e, "true")))
+        return 1;
+    if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no") || !strcmp(e, "false")))
+        return 0;
+    /* AVX512_BF16's products are about twice fp32's (Zen 4/5) or slower (Intel): Winograd's
+     * measured faster there; AMX's are 3-6x fp32's: im2col, unmeasured against Winograd */
+    return !strncmp(vt_gemm_bf16_kernel(), "AVX512_BF16", 11);
 }
 
 /* The shape's tile, or the 2x2 one, whose backward partial dU (one of (tile + 2)^2 x cout x
  * cin floats a share, at least a share a thread) fits WINO_THREADS_MAX_FLOATS, so that a
  * many-core host does not trade the convolution's memory for it (512 -> 512 channels: 4x4 on
  * one thread, 2x2 on 2-4, im2col from 5). */
-static int tile_within(int threads, const vt_conv_desc *d, int largest, int force)
+static int tile_within(int threads, const vt_conv_desc *d, int largest, int force, int bf16)
 {
     size_t th = (size_t)threads, cc = (size_t)d->cout * d->cin;
-    int m = force && wino_shape(d) ? force : vt_backend_cpu_winograd_tile(d);
+    int m = force && wino_shape(d) ? force
+            : bf16                 ? vt_backend_cpu_winograd_tile_bf16(d)
+                                   : vt_backend_cpu_winograd_tile(d);
     for (m = m < largest ? m : largest; m; m = m == 4 ? 2 : 0)
         if (th * (size_t)(m + 2) * (m + 2) * cc <= WINO_THREADS_MAX_FLOATS) return m;
     return 0;
@@ -108,9 +129,9 @@ static int tile_within(int threads, const vt_conv_desc *d, int largest, int forc
 int vt_cpu_wino_tile(const vt_backend *b, const vt_conv_desc *d)
 {
     const cpu_backend *cb = (const cpu_backend *)b;
-    int on = cb->gemm == vt_sgemm || cb->conv_winograd_bf16;
+    int fp32 = cb->gemm == vt_sgemm, on = fp32 || cb->conv_winograd_bf16;
     return tile_within(vt_pool_threads(POOL(b)), d, on ? cb->conv_winograd : 0,
-                       cb->conv_winograd_force);
+                       cb->conv_winograd_force, !fp32);
 }
 
 /* The products of a tile: the backend's, but fp32 in 4x4 tiles.  Their transformed tiles are
@@ -224,7 +245,7 @@ static size_t workspace(const vt_conv_desc *d, int threads, int largest, int for
 {
     size_t most = 0;
     for (; largest > 0; largest -= 2) {
-        int m = tile_within(threads, d, largest, force);
+        int m = tile_within(threads, d, largest, force, 0); /* fp32's: the larger */
         if (!m) break;
         wino_geom g = geom(d, m, 1); /* backward's, the larger blocks */
         size_t bytes = (g.u * (1 + (size_t)backward_shares(threads, d, &g)) + packed_u(d, &g) +

@@ -249,8 +249,8 @@ static void describe_cpu_kernels(void)
                  : "im2col (VT_CPU_WINOGRAD=0)",
              !vt_backend_cpu_winograd_default() ? ""
              : vt_backend_cpu_winograd_bf16_default()
-                 ? ", with precision=bf16 too (VT_CPU_WINOGRAD_BF16=1: bf16 products in 2x2 "
-                   "tiles)"
+                 ? ", with precision=bf16 too (bf16 products in 2x2 tiles; im2col where a side "
+                   "has under 64 channels on small maps)"
                  : ", im2col with precision=bf16",
              vt_cpu_vec_kernels_for_cpu()->name);
 }

@@ -145,7 +145,7 @@ static void conv3x3(vt_conv_desc *d, int n, int c, int hw)
  * take by the probes' R and s0 (at least 5 % of t). */
 static double wino_probe_s(const vt_conv_desc *d, double t, const vt_devmodel *dm)
 {
-    int tile = vt_est_wino_tile(d);
+    int tile = vt_est_wino_tile(d, dm->wino_bf16);
     double dw = d->cout, F = 6.0 * d->cout * 9 * d->cin * d->ho * d->wo * d->n;
     double gemm = vt_est_wino_gemm_share(tile, d->h) * F / (dm->rate * dw / (dw + dm->s0));
     return fmax(t - gemm, 0.05 * t) / vt_est_wino_bytes(tile, d->cin, d->cout, d->h, d->n, 1);
@@ -164,11 +164,13 @@ static vt_status probe_device(const vt_device *dev, vt_prec prec, double probe_s
     if (st != VT_OK) return st;
     int scale = on_gpu ? 16 : 1;
     const vt_backend_ops *o = b->ops;
-    /* the three conv probes measure im2col + GEMM; on the CPU at fp32 with Winograd on, a
-     * fourth, a convolution that the backend runs in Winograd, gives its ratio to the formula's
-     * im2col GEMMs and row copies, the seconds per byte of its transforms (wino_s); all take
-     * turns (probe_time) */
-    int wino = !on_gpu && prec == VT_PREC_FP32 && vt_backend_cpu_set_winograd(b, 0);
+    /* the three conv probes measure im2col + GEMM; on the CPU with Winograd on (at bf16 where
+     * the backend takes it with bf16 products), a fourth, a convolution that the backend runs
+     * in Winograd, gives its ratio to the formula's im2col GEMMs and row copies, the seconds
+     * per byte of its transforms (wino_s); all take turns (probe_time) */
+    dm->wino_bf16 = !on_gpu && prec == VT_PREC_BF16;
+    int wino = !on_gpu && (prec == VT_PREC_FP32 || prec == VT_PREC_BF16) &&
+               vt_est_cpu_wino_prior(prec, 1) > 0 && vt_backend_cpu_set_winograd(b, 0);
     int fused = o->bn_act_forward_train && o->bn_act_backward;
     probe bn = {b, fused ? 2 : 1, {0}, 32 * (on_gpu ? 2 : 1), (size_t)65536 * scale, {0}, NULL,
                 -1};

@@ -24,7 +24,10 @@
  *                  it, a model calibrated on cls-n at 32 px (4-pixel rows in its last stage)
  *                  over-predicted models with wider maps by 10-36 %.
  *                  A conv the CPU backend runs in Winograd F(m x m, 3x3), m = 2 or 4 (fp32,
- *                  vt_est_conv_winograd): t = max(g * b*F / (R*phi_w), b*A*a/BW)
+ *                  and bf16 where the backend takes it with bf16 products: its bf16 rule,
+ *                  the 4x4 tiles' fp32 products taken at the bf16 R too: the probe's
+ *                  wino_s carries the difference; vt_est_conv_winograd):
+ *                  t = max(g * b*F / (R*phi_w), b*A*a/BW)
  *                  + X*wino_s + 3*4*params/BW + L, g = K*tiles/(9*h*w) the share of the
  *                  direct GEMM's products left (K = (m+2)^2: 4/9 for 2x2, 1/4 for 4x4, more
  *                  where tiles overhang the map), phi_w with d = cout (the height of its
@@ -82,7 +85,7 @@
  *   the activations and their gradients, which the executor places by liveness over the step
  *   (vt_exec_plan)
  *   + 4*min(b*Wmax, max(Wmax, 2M floats)) (chunked im2col) + the input batch + 0.5 GiB context
- *   on a GPU (on the CPU at fp32: the Winograd workspace of its largest convolution,
+ *   on a GPU (on the CPU where Winograd runs: the workspace of its largest convolution,
  *   vt_train_winograd_bytes: (tile+2)^2*cin*cout*(1 + S) floats of U and partial dU and 1M a
  *   thread of transformed tiles), times 1.05 for fragmentation.  It fits below memory_fraction (0.9) of the device;
  *   the largest batch solves the same linear equation (capped by a batch verified on the device
@@ -255,13 +258,15 @@ static int conv_side(const vt_node *nd, const vt_layer_cost *lc)
     return (int)floor(sqrt((double)lc->out_elems / (nd->cout > 0 ? nd->cout : 1)) + 0.5);
 }
 
-int vt_est_wino_tile(const vt_conv_desc *c)
+int vt_est_wino_tile(const vt_conv_desc *c, int bf16)
 {
-    int tile = vt_backend_cpu_winograd_tile(c), largest = vt_backend_cpu_winograd_default();
+    if (bf16 && !vt_backend_cpu_winograd_bf16_default()) return 0;
+    int tile = bf16 ? vt_backend_cpu_winograd_tile_bf16(c) : vt_backend_cpu_winograd_tile(c),
+        largest = vt_backend_cpu_winograd_default();
     return tile < largest ? tile : largest;
 }
 
-int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int batch)
+int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int batch, int bf16)
 {
     const vt_node *nd = &g->nodes[i];
     if (nd->op != VT_OP_CONV || nd->cout < 1 || nd->in[0] < 0) return 0;
@@ -269,7 +274,7 @@ int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int 
     vt_conv_desc c = {batch,    g->nodes[nd->in[0]].out.c, side,  side,  nd->cout, side, side,
                       nd->k,    nd->k,                     nd->s, nd->s, nd->p,    nd->p,
                       nd->groups > 0 ? nd->groups : 1,     0};
-    return vt_est_wino_tile(&c);
+    return vt_est_wino_tile(&c, bf16);
 }
 
 double vt_est_wino_gemm_share(int tile, int hw)
@@ -329,7 +334,7 @@ double vt_est_layer_seconds(const vt_graph *g, int i, const vt_layer_cost *lc, i
     double passes = (train ? d->col_passes : d->col_passes / 3) + sshare * strided;
     double cols = b * lc->ws_elems * d->act_bytes * passes;
     double rows = d->row_s > 0 ? b * vt_est_conv_rows(g, i, lc) * d->row_s * (train ? 1 : 0.5) : 0;
-    int tile = d->wino_s > 0 ? vt_est_conv_winograd(g, i, lc, batch) : 0;
+    int tile = d->wino_s > 0 ? vt_est_conv_winograd(g, i, lc, batch, d->wino_bf16) : 0;
     if (tile) {
         const vt_node *nd = &g->nodes[i];
         int cin = g->nodes[nd->in[0]].out.c, side = conv_side(nd, lc);
@@ -444,12 +449,14 @@ static double cpu_rate_factor(vt_prec p)
     return p == VT_PREC_BF16 ? CPU_BF16_RATE : 1.0;
 }
 
-/* Where no probe measured it (fp32 with the backend's Winograd on; bf16 products never take
- * it): the transforms at a quarter of the streaming bandwidth (Zen 3's probe: 0.2-0.3). */
+/* Where no probe measured it (the backend's Winograd on, and with bf16 products where it takes
+ * them: vt_backend_cpu_winograd_bf16_default): the transforms at a quarter of the streaming
+ * bandwidth (Zen 3's probe: 0.2-0.3). */
 #define CPU_WINO_BW_SHARE 0.25
 double vt_est_cpu_wino_prior(vt_prec p, double bw)
 {
-    return p == VT_PREC_BF16 || !vt_backend_cpu_winograd_default() || !(bw > 0)
+    return (p == VT_PREC_BF16 && !vt_backend_cpu_winograd_bf16_default()) ||
+                   !vt_backend_cpu_winograd_default() || !(bw > 0)
                ? 0
                : 1 / (CPU_WINO_BW_SHARE * bw);
 }
@@ -466,8 +473,9 @@ static vt_devmodel cpu_prior(vt_prec p)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
     vt_devmodel d = {30e9 * n * cpu_rate_factor(p), fmin(4e9 * n, 20e9), 24, 15e-6, 50e-6, 0, 4,
-                     1, 0, 0, 0, 0, 0, VT_CPU_STRIDED_COL_PASSES};
+                     1, 0, 0, 0, 0, 0, VT_CPU_STRIDED_COL_PASSES, 0};
     d.wino_s = vt_est_cpu_wino_prior(p, d.bw);
+    d.wino_bf16 = p == VT_PREC_BF16;
     d.exp_s = cpu_exp_prior();
     return d;
 }
@@ -481,7 +489,7 @@ static vt_devmodel gpu_model(const vt_estimator *e, const vt_gpu *g, vt_prec p)
 {
     vt_devmodel d = {gpu_eff[p] * gpu_peak(g, p), 0.55 * g->v[VT_GPU_BANDWIDTH_GBS] * 1e9, 128,
                      20e-6, 200e-6, H2D_BW, p >= VT_PREC_BF16 ? 2 : 4, 1, 1, VT_GPU_COL_PASSES, 0, 0,
-                     0, 0};
+                     0, 0, 0};
     const vt_calib *c = &e->cal;
     int ref = c->valid && c->on_gpu && c->gpu[0] ? vt_catalog_lookup(&e->cat, c->gpu) : -1;
     if (ref >= 0) {
@@ -606,6 +614,7 @@ static vt_status resolve_target(vt_estimator *e, const char *name, target *t)
             }
             /* Winograd as this process's backend runs it, whatever the calibration's was (or
              * at the other precision, or a file from before Winograd: the uncalibrated ratio) */
+            t->dm.wino_bf16 = !c->on_gpu && cp == VT_PREC_BF16;
             if (!c->on_gpu && !vt_est_cpu_wino_prior(cp, t->dm.bw)) t->dm.wino_s = 0;
             else if (!c->on_gpu && !(t->dm.wino_s > 0))
                 t->dm.wino_s = vt_est_cpu_wino_prior(cp, t->dm.bw);

@@ -85,6 +85,8 @@ typedef struct vt_devmodel {
                        * gather and scatter-add of every other pixel, which the rate probes
                        * (stride 1, whose rows are copies) do not see
                        * (VT_CPU_STRIDED_COL_PASSES); 0 on a GPU */
+    int wino_bf16;    /* 1: the CPU's bf16 products (vt_est_conv_winograd's bf16 tiles, where
+                       * vt_backend_cpu_winograd_bf16_default: their products taken at `rate`) */
 } vt_devmodel;
 
 /* The CUDA backend's passes over im2col columns per training step: im2col, GEMM read (forward);
@@ -108,11 +110,12 @@ void vt_est_gemm_dims(const vt_graph *g, int i, const vt_layer_cost *lc, double 
  * columns: not a 1x1, stride 1, unpadded one); 0 for other nodes. */
 double vt_est_conv_rows(const vt_graph *g, int i, const vt_layer_cost *lc);
 /* The Winograd output tile (2 or 4) of node i where the CPU backend runs it in Winograd at
- * this batch (its maps taken square), else 0. */
-int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int batch);
+ * this batch (its maps taken square), with fp32 products or bf16 ones (bf16), else 0. */
+int vt_est_conv_winograd(const vt_graph *g, int i, const vt_layer_cost *lc, int batch, int bf16);
 /* The Winograd tile of a convolution in a new CPU backend (its shape's, within
- * VT_CPU_WINOGRAD's setting), 0 for none. */
-int vt_est_wino_tile(const vt_conv_desc *c);
+ * VT_CPU_WINOGRAD's setting; with bf16 products vt_backend_cpu_winograd_tile_bf16's, where
+ * vt_backend_cpu_winograd_bf16_default), 0 for none. */
+int vt_est_wino_tile(const vt_conv_desc *c, int bf16);
 /* The products of Winograd F(tile x tile, 3x3) on hw x hw maps over those of the direct
  * convolution: (tile + 2)^2 x tiles / (9 hw^2). */
 double vt_est_wino_gemm_share(int tile, int hw);

@@ -18,7 +18,7 @@ double vt_train_winograd_bytes(const vt_graph *g, int h, int w, const vt_layer_c
                                int act_bytes)
 {
     int largest = vt_backend_cpu_winograd_default();
-    /* bf16 products keep im2col unless VT_CPU_WINOGRAD_BF16 */
+    /* bf16 products keep im2col unless the backend takes Winograd with them */
     if ((act_bytes != 4 && !vt_backend_cpu_winograd_bf16_default()) || !largest) return 0;
     double most = 0;
     for (int i = 0; i < n; i++) {

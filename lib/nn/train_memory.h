@@ -17,8 +17,9 @@ int vt_train_memory_terms(const vt_graph *g, int h, int w, int act_bytes, int st
                           int grad_from, double *fixed, double *per_image, double *wmax);
 /* The CPU backend's Winograd workspace of g at h x w on this host's threads, the largest of its
  * convolutions' at any batch (a batch's worth of shares; small maps take 4x4 tiles at large
- * batches only), at fp32 (act_bytes 4; bf16 products keep im2col unless
- * VT_CPU_WINOGRAD_BF16); 0 where none is taken.  lc: vt_graph_costs' n entries. */
+ * batches only), at fp32 (act_bytes 4) or with bf16 products where the backend takes
+ * Winograd with them (vt_backend_cpu_winograd_bf16_default); 0 where none is taken.  lc:
+ * vt_graph_costs' n entries. */
 double vt_train_winograd_bytes(const vt_graph *g, int h, int w, const vt_layer_cost *lc, int n,
                                int act_bytes);
 /* im2col scratch of a step at `batch` (chunked like the CPU backend). */
