@@ -94,9 +94,9 @@ static vt_status root(int port, int size, int seed, int failed, double timeout)
 }
 
 /* A forked client of our own: connects to the port (retrying while nothing listens), sends
- * msg, reads an answer when `answer` (until rank 0 closes), closes; exits 0, or 1 when it
- * never got through. */
-static pid_t raw_client(int port, const unsigned char *msg, size_t n, int answer)
+ * msg, writes a byte to `notify` (when >= 0), reads an answer when `answer` (until rank 0
+ * closes), closes; exits 0, or 1 when it never got through. */
+static pid_t raw_client(int port, const unsigned char *msg, size_t n, int answer, int notify)
 {
     pid_t p = fork();
     if (p) return p;
@@ -108,7 +108,9 @@ static pid_t raw_client(int port, const unsigned char *msg, size_t n, int answer
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
             char reply[16];
-            if (write(fd, msg, n) == (ssize_t)n && answer) (void)!read(fd, reply, sizeof reply);
+            int sent = write(fd, msg, n) == (ssize_t)n;
+            if (notify >= 0) (void)!write(notify, "x", 1);
+            if (sent && answer) (void)!read(fd, reply, sizeof reply);
             close(fd);
             _exit(0);
         }
@@ -120,12 +122,27 @@ static pid_t raw_client(int port, const unsigned char *msg, size_t n, int answer
 
 static void case_four_ranks(void)
 {
-    int port = free_port();
+    int port = free_port(), pfd[2];
+    if (pipe(pfd)) {
+        perror("pipe");
+        exit(1);
+    }
     pid_t kids[3];
-    for (int r = 1; r < 4; r++) kids[r - 1] = spawn(port, r, 4, 11, 20, NULL);
+    for (int r = 1; r < 3; r++) kids[r - 1] = spawn(port, r, 4, 11, 20, NULL);
     usleep(300 * 1000); /* the others retry until rank 0 listens */
-    /* a stray client first: garbage, then closed; rank 0 must drop it and go on */
-    pid_t stray = raw_client(port, (const unsigned char *)"GET / HTTP/1.0\r\n\r\n", 18, 0);
+    /* a stray client: garbage, then closed; rank 0 must drop it and go on.  Rank 3 comes once
+     * it has connected (or given up), so that rank 0 cannot finish and close before it does */
+    pid_t stray = raw_client(port, (const unsigned char *)"GET / HTTP/1.0\r\n\r\n", 18, 0,
+                             pfd[1]);
+    kids[2] = fork();
+    if (kids[2] == 0) {
+        char c;
+        close(pfd[1]);
+        (void)!read(pfd[0], &c, 1);
+        child(port, 3, 4, 11, 20, NULL);
+    }
+    close(pfd[0]);
+    close(pfd[1]);
     vt_status st = root(port, 4, 11, 0, 20);
     CHECK(st == VT_OK, "4 ranks: rank 0: %s", vt_last_error());
     for (int r = 1; r < 4; r++) {
@@ -201,7 +218,7 @@ static void case_root_failed_bad_rank(void)
     /* the library refuses RANK=7 of 2 itself: a hand-made greeting (rendezvous.c's protocol) */
     static const unsigned char hello[20] = {'V', 'T', 'R', 'D', 'V', '0', '0', '1', 7, 0, 0, 0,
                                             2,   0,   0,   0,   BLOB, 0, 0, 0};
-    pid_t k = raw_client(port, hello, sizeof hello, 1);
+    pid_t k = raw_client(port, hello, sizeof hello, 1, -1);
     vt_status st = root(port, 2, 5, 1, 10);
     CHECK(st == VT_ERR_IO && strstr(vt_last_error(), "RANK=7"),
           "rank 0 failed, rank 7 of 2: status %d, '%s'", st, vt_last_error());
