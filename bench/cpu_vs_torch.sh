@@ -33,7 +33,7 @@ if [ -x "$build/bench/gemm_shapes" ]; then
   echo "$line"
   ceiling=$(echo "$line" | sed -n 's/.*: \([0-9.]*\) GFLOP\/s$/\1/p')
 fi
-printf '%-11s %14s %14s %8s %10s %9s\n' batch "vt img/s" "torch img/s" ratio "vt GFLOP/s" "of ceil."
+printf '%-15s %10s %14s %8s %10s %9s\n' batch "vt img/s" "torch img/s" ratio "vt GFLOP/s" "of ceil."
 # fp32 rows, then (where the CPU has bf16: `vt info`'s "precision=bf16:" is not "none") bf16
 # rows: ours with precision=bf16 against PyTorch's bf16 autocast, NCHW and channels-last, its
 # best run the baseline; the last column of a bf16 row is its speed over our fp32 row's.
@@ -71,10 +71,10 @@ for b in 64 256; do
   extra=""
   if [ "$prec" = fp32 ]; then fp32_best[$b]=$v
   else extra=$(printf '  bf16 / our fp32 %.2fx' "$(echo "$v / ${fp32_best[$b]}" | bc -l)"); fi
-  printf '%-11s %14.1f %14.1f %7.2fx %10.1f %9s%s\n' "$b $prec" "$v" "$t" "$(echo "$v / $t" | bc -l)" "$g" "$frac" "$extra"
+  printf '%-15s %10.1f %14.1f %7.2fx %10.1f %9s%s\n' "$b $prec" "$v" "$t" "$(echo "$v / $t" | bc -l)" "$g" "$frac" "$extra"
   if [ "$prec" = bf16 ]; then
     wbest=$(printf '%s\n' "${vw[@]}" | best); w=${wbest% *}
-    printf '%-11s %14.1f %14.1f %7.2fx %10s %9s  bf16 / our fp32 %.2fx\n' "$b $wname" "$w" "$t" \
+    printf '%-15s %10.1f %14.1f %7.2fx %10s %9s  bf16 / our fp32 %.2fx\n' "$b $wname" "$w" "$t" \
       "$(echo "$w / $t" | bc -l)" - - "$(echo "$w / ${fp32_best[$b]}" | bc -l)"
   fi
 done
