@@ -442,6 +442,7 @@ START_TEST(test_conv_winograd_bf16)
         {{2, 64, 14, 14, 64, 3, 1, 1, 1}, 2}, {{3, 64, 13, 15, 72, 3, 1, 1, 1}, 2},
         {{3, 64, 20, 20, 64, 3, 1, 1, 1}, 4}, {{1, 24, 47, 45, 16, 3, 1, 1, 1}, 4},
         {{4, 32, 14, 14, 64, 3, 1, 1, 1}, 0}, /* fp32's 2x2; narrow, 4x4 over 31 % more */
+        {{1, 96, 40, 40, 96, 3, 1, 1, 1}, 2}, /* fp32's 4x4; wide maps of 96 channels */
     };
     vt_rng r;
     vt_rng_seed(&r, 13);
@@ -501,8 +502,9 @@ START_TEST(test_conv_winograd_bf16)
 END_TEST
 
 /* The tile under bf16 products: the fp32 rule's, but im2col where a side has fewer than 64
- * channels and 4x4 tiles cover more than 15 % beyond the map; on by default with the
- * AVX512_BF16 products only (VT_CPU_WINOGRAD_BF16 decides where it is set). */
+ * channels and 4x4 tiles cover more than 15 % beyond the map, and 2x2 tiles for 4x4 ones on
+ * maps of 40 px a side and more with 96 channels or more on both sides; on by default with
+ * the AVX512_BF16 products only (VT_CPU_WINOGRAD_BF16 decides where it is set). */
 START_TEST(test_winograd_bf16_rule)
 {
     static const struct {
@@ -517,6 +519,14 @@ START_TEST(test_winograd_bf16_rule)
         {{1, 24, 47, 45, 16, 47, 45, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},    /* 9 % more */
         {{8, 64, 10, 10, 64, 10, 10, 3, 3, 1, 1, 1, 1, 1, 0}, 2, 2},
         {{64, 128, 5, 5, 128, 5, 5, 3, 3, 1, 1, 1, 1, 1, 0}, 0, 0},
+        {{8, 96, 80, 80, 96, 80, 80, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 2},     /* det-n's head */
+        {{8, 192, 40, 40, 96, 40, 40, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 2},
+        {{8, 96, 40, 40, 96, 40, 40, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 2},
+        {{8, 96, 40, 39, 96, 40, 39, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},     /* 39 px */
+        {{8, 96, 40, 40, 95, 40, 40, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},     /* 95 channels */
+        {{16, 96, 32, 32, 96, 32, 32, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},   /* 32x32 */
+        {{8, 64, 40, 40, 64, 40, 40, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},
+        {{16, 96, 16, 16, 96, 16, 16, 3, 3, 1, 1, 1, 1, 1, 0}, 4, 4},   /* 16x16 */
     };
     for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
         ck_assert_int_eq(vt_backend_cpu_winograd_tile(&rule[i].d), rule[i].fp32);

@@ -176,7 +176,8 @@ int vt_backend_cpu_set_winograd_bf16(vt_backend *b, int on);
 int vt_backend_cpu_winograd_bf16_default(void);
 /* vt_backend_cpu_winograd_tile's tile under bf16 products, but 0 (im2col) where cin or cout is
  * below 64 and 4x4 tiles cover more than 15 % beyond the map (14x14: im2col's bf16 products
- * won there). */
+ * won there), and 2 for 4 where cin and cout are 96 or more and both sides 40 or more (2x2
+ * tiles' bf16 products won there). */
 int vt_backend_cpu_winograd_tile_bf16(const vt_conv_desc *d);
 /* For measuring the rule of vt_backend_cpu_winograd_tile (bench/winograd_rule.sh) and testing:
  * 2 or 4 runs every convolution that Winograd can take (3x3, stride 1, padding 1, one group,

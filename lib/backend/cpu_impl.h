@@ -108,6 +108,12 @@ enum {
     VT_WINO_BF16_MIN_CHANNELS = 64, /* under bf16 products (vt_backend_cpu_winograd_tile_bf16):
                                      * 64 and 256, 32 -> 64 at 14x14 ran 1.2x faster in im2col
                                      * than in 4x4 tiles (Zen 4); 64 -> 128 at 7x7 1.1x slower */
+    VT_WINO_BF16_2X2_CHANNELS = 96, /* ... and 2x2 tiles (bf16 products) for 4x4 ones (fp32)
+                                     * where both sides have this many channels and the map */
+    VT_WINO_BF16_2X2_SIDE = 40,     /* this many pixels a side: 8, 96 -> 96 at 80x80 1.15x,
+                                     * 8, 192 -> 96 at 40x40 1.33x faster (Zen 4); 64
+                                     * channels or smaller maps not always (8, 64 -> 64 at
+                                     * 40x40 0.93x, 16, 96 -> 96 at 32x32 0.91x, at 16x16 0.8x) */
     VT_WINO4_MIN_SIDE = 16,
     VT_WINO4_MIN_SMALL = 7,
     VT_WINO4_MIN_WORK = 6144,

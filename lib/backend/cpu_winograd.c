@@ -78,17 +78,22 @@ int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
     return big ? 2 : 0;
 }
 
-/* Under bf16 products im2col's GEMMs run about twice as fast (AVX512-BF16 on Zen 4) while 4x4
- * tiles keep fp32 products: where 4x4 tiles do not cover the map within 15 % and a side has
- * fewer than VT_WINO_BF16_MIN_CHANNELS channels, the transforms are too large a share and im2col
- * wins (bench/README.md, "Winograd under bf16"). */
+/* Under bf16 products im2col's GEMMs and 2x2 tiles' products run about twice as fast
+ * (AVX512-BF16 on Zen 4) while 4x4 tiles keep fp32 products: where 4x4 tiles do not cover the
+ * map within 15 % and a side has fewer than VT_WINO_BF16_MIN_CHANNELS channels, the
+ * transforms are too large a share and im2col wins; on wide maps of many channels, the 2x2
+ * tiles (bench/README.md, "Winograd under bf16"). */
 int vt_backend_cpu_winograd_tile_bf16(const vt_conv_desc *d)
 {
     int m = vt_backend_cpu_winograd_tile(d);
     if (!m) return 0;
     size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
     int narrow = d->cin < VT_WINO_BF16_MIN_CHANNELS || d->cout < VT_WINO_BF16_MIN_CHANNELS;
-    return narrow && 20 * cover > 23 * hw ? 0 : m;
+    if (narrow && 20 * cover > 23 * hw) return 0;
+    /* wide maps of many channels: 2x2 tiles' bf16 products beat 4x4 tiles' fp32 ones */
+    int wide = d->cin >= VT_WINO_BF16_2X2_CHANNELS && d->cout >= VT_WINO_BF16_2X2_CHANNELS;
+    return m == 4 && wide && d->h >= VT_WINO_BF16_2X2_SIDE && d->w >= VT_WINO_BF16_2X2_SIDE ? 2
+                                                                                         : m;
 }
 
 int vt_backend_cpu_winograd_default(void)
