@@ -55,11 +55,18 @@ static int wino_shape(const vt_conv_desc *d)
            d->cout >= VT_WINO_MIN_CHANNELS && d->n > 0;
 }
 
+/* Whether 4x4 tiles cover d's map within pct % more than its pixels */
+static int covers4_within(const vt_conv_desc *d, int pct)
+{
+    size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
+    return 100 * cover <= (size_t)(100 + pct) * hw;
+}
+
 int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
 {
     if (!wino_shape(d)) return 0;
-    size_t tiles4 = (size_t)((d->h + 3) / 4) * ((d->w + 3) / 4), cover = 16 * tiles4,
-           hw = (size_t)d->h * d->w, tiles2 = (size_t)((d->h + 1) / 2) * ((d->w + 1) / 2);
+    size_t tiles4 = (size_t)((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w,
+           tiles2 = (size_t)((d->h + 1) / 2) * ((d->w + 1) / 2);
     /* a tile takes a batch of VT_WINO_MIN_BATCH_TILES of it or more */
     int few4 = (size_t)d->n * tiles4 < VT_WINO_MIN_BATCH_TILES;
     int big = tiles2 >= VT_WINO_MIN_TILES && (size_t)d->n * tiles2 >= VT_WINO_MIN_BATCH_TILES;
@@ -68,11 +75,11 @@ int vt_backend_cpu_winograd_tile(const vt_conv_desc *d)
      * of it where 2x2 tiles cover the map exactly and 4x4 ones do not (sides even, not both
      * multiples of 4) */
     if (few4) return big ? 2 : 0;
-    if (d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && 20 * cover <= 23 * hw && big)
+    if (d->h >= VT_WINO4_MIN_SIDE && d->w >= VT_WINO4_MIN_SIDE && covers4_within(d, 15) && big)
         return 4;
     double work = (double)d->n * (double)hw / 16 * (d->cin < d->cout ? d->cin : d->cout);
     int even = d->h % 2 == 0 && d->w % 2 == 0 && (d->h % 4 || d->w % 4);
-    if (d->h >= VT_WINO4_MIN_SMALL && d->w >= VT_WINO4_MIN_SMALL && 100 * cover <= 155 * hw &&
+    if (d->h >= VT_WINO4_MIN_SMALL && d->w >= VT_WINO4_MIN_SMALL && covers4_within(d, 55) &&
         work >= (even ? VT_WINO4_MIN_WORK_EVEN : VT_WINO4_MIN_WORK))
         return 4;
     return big ? 2 : 0;
@@ -87,30 +94,37 @@ int vt_backend_cpu_winograd_tile_bf16(const vt_conv_desc *d)
 {
     int m = vt_backend_cpu_winograd_tile(d);
     if (!m) return 0;
-    size_t cover = (size_t)16 * ((d->h + 3) / 4) * ((d->w + 3) / 4), hw = (size_t)d->h * d->w;
     int narrow = d->cin < VT_WINO_BF16_MIN_CHANNELS || d->cout < VT_WINO_BF16_MIN_CHANNELS;
-    if (narrow && 20 * cover > 23 * hw) return 0;
+    if (narrow && !covers4_within(d, 15)) return 0;
     /* wide maps of many channels: 2x2 tiles' bf16 products beat 4x4 tiles' fp32 ones */
     int wide = d->cin >= VT_WINO_BF16_2X2_CHANNELS && d->cout >= VT_WINO_BF16_2X2_CHANNELS;
     return m == 4 && wide && d->h >= VT_WINO_BF16_2X2_SIDE && d->w >= VT_WINO_BF16_2X2_SIDE ? 2
                                                                                          : m;
 }
 
-int vt_backend_cpu_winograd_default(void)
+/* An environment switch: 1 where `name` is 1, on, yes or true, 0 where it is 0, off, no or
+ * false, else -1 (unset or another value) */
+static int env_switch(const char *name)
 {
-    const char *e = getenv("VT_CPU_WINOGRAD");
+    const char *e = getenv(name);
+    if (e && (!strcmp(e, "1") || !strcmp(e, "on") || !strcmp(e, "yes") || !strcmp(e, "true")))
+        return 1;
     if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no") || !strcmp(e, "false")))
         return 0;
+    return -1;
+}
+
+int vt_backend_cpu_winograd_default(void)
+{
+    if (env_switch("VT_CPU_WINOGRAD") == 0) return 0;
+    const char *e = getenv("VT_CPU_WINOGRAD");
     return e && (!strcmp(e, "2") || !strcmp(e, "2x2")) ? 2 : 4;
 }
 
 int vt_backend_cpu_winograd_bf16_default(void)
 {
-    const char *e = getenv("VT_CPU_WINOGRAD_BF16");
-    if (e && (!strcmp(e, "1") || !strcmp(e, "on") || !strcmp(e, "yes") || !strcmp(e, "true")))
-        return 1;
-    if (e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no") || !strcmp(e, "false")))
-        return 0;
+    int e = env_switch("VT_CPU_WINOGRAD_BF16");
+    if (e >= 0) return e;
     /* AVX512_BF16's products are about twice fp32's (Zen 4/5) or slower (Intel): Winograd's
      * measured faster there; AMX's are 3-6x fp32's: im2col, unmeasured against Winograd */
     return !strncmp(vt_gemm_bf16_kernel(), "AVX512_BF16", 11);
